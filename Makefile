@@ -1,0 +1,45 @@
+# quiver — root Makefile over CMake. Targets:
+#   make            build everything into build/ (CLI, libquiver.a, libquiver.so)
+#   make test       build, then run every test (C unit, conformance, Python oracle)
+#   make bench      run the benchmarks (never part of CI)
+#   make install    install library, headers, CLI, pkg-config and CMake files
+#   make asan       build + test under ASan+UBSan in build-asan/
+#   make fuzz       build libFuzzer targets with clang in build-fuzz/
+BUILD ?= build
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+CMAKE ?= cmake
+CMAKE_FLAGS ?=
+PREFIX ?= /usr/local
+
+.PHONY: all test bench install asan fuzz clean venv demo
+
+all: $(BUILD)/CMakeCache.txt
+	$(CMAKE) --build $(BUILD) -j $(JOBS)
+
+$(BUILD)/CMakeCache.txt:
+	$(CMAKE) -S . -B $(BUILD) -DCMAKE_INSTALL_PREFIX=$(PREFIX) $(CMAKE_FLAGS)
+
+venv:
+	sh scripts/venv.sh $(BUILD)/venv
+
+test: all venv
+	cd $(BUILD) && QV_VENV=$(CURDIR)/$(BUILD)/venv ctest --output-on-failure -j $(JOBS)
+
+asan:
+	$(MAKE) BUILD=build-asan CMAKE_FLAGS="-DQV_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug $(CMAKE_FLAGS)" test
+
+fuzz:
+	$(CMAKE) -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DQV_FUZZ=ON -DQV_TESTS=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo
+	$(CMAKE) --build build-fuzz -j $(JOBS)
+
+bench: all venv
+	QV_VENV=$(CURDIR)/$(BUILD)/venv sh bench/run.sh $(BUILD)
+
+demo: all venv
+	sh scripts/demo.sh $(BUILD)
+
+install: all
+	$(CMAKE) --install $(BUILD) --prefix $(PREFIX)
+
+clean:
+	rm -rf build build-asan build-fuzz

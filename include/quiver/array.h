@@ -1,0 +1,107 @@
+/*
+ * quiver/array.h — immutable, reference-counted Arrow arrays over
+ * qv_buffers, and their validation. Part of the core layer.
+ *
+ * Buffer layout per type follows the Arrow C Data Interface
+ * (CDataInterface.rst), so export is a direct mapping:
+ *   NA: none                              RUN_END_ENCODED: none
+ *   BOOL, fixed-width, decimals, FSB: [validity, values]
+ *   BINARY/STRING (+LARGE): [validity, offsets, data]
+ *   BINARY_VIEW/STRING_VIEW: [validity, views, variadic data 0..k-1]
+ *        (no trailing sizes buffer; the C exporter adds it)
+ *   LIST/LARGE_LIST/MAP: [validity, offsets]
+ *   LIST_VIEW/LARGE_LIST_VIEW: [validity, offsets, sizes]
+ *   FIXED_SIZE_LIST, STRUCT: [validity]
+ *   SPARSE_UNION: [type_ids]      DENSE_UNION: [type_ids, offsets]
+ *   DICTIONARY: [validity, indices] plus `dictionary`
+ * A NULL validity buffer means "no nulls". `offset` is the logical start,
+ * applied as in Arrow: for STRUCT, SPARSE_UNION and FIXED_SIZE_LIST it also
+ * shifts (or, for FSL, scales into) the children; for RUN_END_ENCODED it is
+ * a logical offset into the runs.
+ * A record batch is an array of STRUCT type with no validity buffer.
+ */
+#ifndef QUIVER_ARRAY_H
+#define QUIVER_ARRAY_H
+
+#include "quiver/core.h"
+#include "quiver/type.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct qv_array {
+  long refcount_;
+  qv_type *type;        /* owned reference */
+  int64_t length;
+  int64_t offset;
+  int64_t null_count;   /* -1 when not yet computed */
+  int32_t n_buffers;
+  qv_buffer **buffers;  /* owned references; entries may be NULL */
+  int32_t n_children;
+  struct qv_array **children; /* owned references */
+  struct qv_array *dictionary; /* DICTIONARY only; owned reference */
+} qv_array;
+
+/**
+ * New empty array shell of `type` (a reference is taken) with room for
+ * n_buffers buffer slots and n_children child slots, all NULL. The caller
+ * fills the slots (transferring references) before sharing it.
+ * Returns NULL on allocation failure.
+ */
+qv_array *qv_array_new(qv_type *type, int32_t n_buffers, int32_t n_children);
+qv_array *qv_array_ref(qv_array *a);
+void qv_array_unref(qv_array *a);
+
+/** Null count, computing and caching it when it is -1. Union and
+ *  run-end-encoded arrays report 0 (their nulls live in the children). */
+int64_t qv_array_null_count(qv_array *a);
+
+/** True when element i (0-based, before `offset`) is valid. Does not look
+ *  into dictionary values or union/REE children. */
+static inline bool qv_array_is_valid(const qv_array *a, int64_t i) {
+  if (a->n_buffers == 0 || a->buffers[0] == NULL) return true;
+  if (a->type->id == QV_SPARSE_UNION || a->type->id == QV_DENSE_UNION)
+    return true;
+  return qv_bit_get(a->buffers[0]->data, a->offset + i);
+}
+
+/**
+ * Zero-copy slice [offset, offset+length) sharing all buffers. Fails with
+ * QV_ERANGE when the range is outside the array.
+ */
+qv_status qv_array_slice(qv_array *a, int64_t offset, int64_t length,
+                         qv_array **out, qv_error *err);
+
+/** Validation depth, as nanoarrow's levels. */
+typedef enum qv_validate_level {
+  QV_VALIDATE_NONE = 0,    /**< trust the producer */
+  QV_VALIDATE_MINIMAL = 1, /**< buffer sizes vs lengths, O(1) per array */
+  QV_VALIDATE_DEFAULT = 2, /**< + offsets, type ids, dictionary indices,
+                                run ends, views: O(n) per array */
+  QV_VALIDATE_FULL = 3     /**< + UTF-8 of string data */
+} qv_validate_level;
+
+/**
+ * Check that the array (recursively) is well-formed at `level`, so that
+ * reading any element stays inside its buffers. On failure the message
+ * names the field path (`path` is the prefix to use, e.g. "column 'a'"),
+ * the buffer, and expected vs found.
+ */
+qv_status qv_array_validate(const qv_array *a, qv_validate_level level,
+                            const char *path, qv_error *err);
+
+/**
+ * Compare two arrays value by value (logical values: offsets, slicing and
+ * null slots' contents ignored; floats compared bitwise except that NaN
+ * equals NaN). Returns true when equal; otherwise false and, when `diff`
+ * is not NULL, a description of the first difference ("row 3: expected 5,
+ * found 7" with the field path) is written into diff->message.
+ */
+bool qv_array_equals(const qv_array *expected, const qv_array *actual,
+                     qv_error *diff);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* QUIVER_ARRAY_H */

@@ -1,0 +1,148 @@
+/*
+ * ipc_internal.h — shapes shared inside the ipc layer: decoded IPC
+ * messages (schema, record batch, dictionary batch), the file footer, and
+ * the entry points of the decoder (metadata.c), the body loader (loader.c),
+ * and compression codecs (codec.c). Not installed.
+ */
+#ifndef QUIVER_IPC_INTERNAL_H
+#define QUIVER_IPC_INTERNAL_H
+
+#include "quiver/ipc.h"
+
+/* Framing constants of the IPC format (Columnar.rst, "Encapsulated
+ * message format"). */
+#define QV_IPC_CONTINUATION 0xFFFFFFFFu /* marks a post-0.15 message */
+#define QV_IPC_MAGIC "ARROW1"          /* file format magic, 6 bytes */
+#define QV_IPC_MAGIC_LEN 6
+#define QV_IPC_MAGIC_PADDED 8 /* magic + 2 padding bytes at file start */
+
+/* Metadata versions (Schema.fbs MetadataVersion). */
+enum { QV_METADATA_V1 = 0, QV_METADATA_V2, QV_METADATA_V3, QV_METADATA_V4,
+       QV_METADATA_V5 };
+
+/* Message.fbs MessageHeader union type tags. */
+typedef enum qv_msg_type {
+  QV_MSG_NONE = 0,
+  QV_MSG_SCHEMA = 1,
+  QV_MSG_DICTIONARY_BATCH = 2,
+  QV_MSG_RECORD_BATCH = 3,
+  QV_MSG_TENSOR = 4,
+  QV_MSG_SPARSE_TENSOR = 5
+} qv_msg_type;
+
+/** FieldNode: one per array in depth-first pre-order. */
+typedef struct qv_ipc_node {
+  int64_t length;
+  int64_t null_count;
+} qv_ipc_node;
+
+/** Buffer: relative to the start of the message body. */
+typedef struct qv_ipc_buffer_spec {
+  int64_t offset;
+  int64_t length;
+} qv_ipc_buffer_spec;
+
+/** A decoded RecordBatch table (also the data of a DictionaryBatch). */
+typedef struct qv_ipc_batch_desc {
+  int64_t length;
+  int64_t n_nodes;
+  qv_ipc_node *nodes;              /* owned */
+  int64_t n_buffers;
+  qv_ipc_buffer_spec *buffers;     /* owned */
+  qv_compression compression;      /* BodyCompression codec, NONE if absent */
+  int64_t n_variadic;
+  int64_t *variadic_counts;        /* owned; NULL when absent */
+} qv_ipc_batch_desc;
+
+/** A decoded Message. */
+typedef struct qv_ipc_message {
+  int version;           /* QV_METADATA_V* */
+  qv_msg_type type;
+  int64_t body_length;
+  qv_schema *schema;     /* QV_MSG_SCHEMA: owned reference */
+  bool big_endian;       /* QV_MSG_SCHEMA: Schema.endianness == Big */
+  qv_ipc_batch_desc batch; /* RECORD_BATCH / DICTIONARY_BATCH */
+  int64_t dict_id;       /* DICTIONARY_BATCH */
+  bool is_delta;         /* DICTIONARY_BATCH */
+  qv_metadata custom_metadata; /* Message.custom_metadata */
+} qv_ipc_message;
+
+/** File.fbs Block. */
+typedef struct qv_ipc_block {
+  int64_t offset;
+  int32_t metadata_length;
+  int64_t body_length;
+} qv_ipc_block;
+
+/** A decoded File.fbs Footer. */
+typedef struct qv_ipc_footer {
+  int version;
+  qv_schema *schema;      /* owned reference */
+  bool big_endian;
+  int64_t n_dictionaries;
+  qv_ipc_block *dictionaries; /* owned */
+  int64_t n_record_batches;
+  qv_ipc_block *record_batches; /* owned */
+  qv_metadata custom_metadata;
+} qv_ipc_footer;
+
+/**
+ * Verify (flatbuffers verifier: every offset, vtable, vector, string, union
+ * and nesting depth in bounds) and decode a Message flatbuffer of `size`
+ * bytes. Unsupported message types (tensors) fail with QV_ENOTSUP.
+ * On failure the message is reset; on success the caller frees it with
+ * qv_ipc_message_reset.
+ */
+qv_status qv_ipc_decode_message(const uint8_t *data, int64_t size,
+                                qv_ipc_message *out, qv_error *err);
+void qv_ipc_message_reset(qv_ipc_message *m);
+
+/** Verify and decode a Footer flatbuffer. Free with qv_ipc_footer_reset. */
+qv_status qv_ipc_decode_footer(const uint8_t *data, int64_t size,
+                               qv_ipc_footer *out, qv_error *err);
+void qv_ipc_footer_reset(qv_ipc_footer *f);
+
+/** Dictionaries in force while decoding a batch, looked up by id. */
+typedef struct qv_ipc_dict_lookup {
+  /* Return the current dictionary (borrowed) for dict_id, or NULL. */
+  qv_array *(*find)(void *ctx, int64_t dict_id);
+  void *ctx;
+} qv_ipc_dict_lookup;
+
+/** Options and context for turning a batch body into arrays. */
+typedef struct qv_ipc_load_ctx {
+  qv_buffer *body;         /* the message body (view into the mapping) */
+  bool big_endian;         /* swap fixed-width values into owned memory */
+  int64_t max_alloc;       /* bound for any single decompressed buffer */
+  qv_validate_level validation;
+  qv_ipc_dict_lookup dicts;
+  int64_t message_index;   /* for error text ("message 3: ...") */
+} qv_ipc_load_ctx;
+
+/**
+ * Build the columns of a record batch: a STRUCT array of `schema_type`
+ * (its children are the columns) from `desc` and ctx->body. Consumes field
+ * nodes and buffers in depth-first pre-order, checks every buffer range
+ * against the body and the counts of nodes/buffers/variadic counts against
+ * the schema, decompresses compressed buffers (bounded by ctx->max_alloc),
+ * converts big-endian values, attaches dictionaries, and validates the
+ * result at ctx->validation. Caller owns *out.
+ */
+qv_status qv_ipc_load_batch(const qv_type *schema_type,
+                            const qv_ipc_batch_desc *desc,
+                            const qv_ipc_load_ctx *ctx, qv_array **out,
+                            qv_error *err);
+
+/**
+ * Decompress one IPC-compressed buffer: 8-byte little-endian uncompressed
+ * length prefix (-1 = the rest is stored uncompressed), then the codec's
+ * frame. Fails with QV_ENOMEM if the declared length exceeds max_alloc and
+ * QV_EINVAL when the frame is corrupt or its decoded size differs.
+ */
+qv_status qv_ipc_decompress(qv_compression codec, qv_buffer *compressed,
+                            int64_t max_alloc, qv_buffer **out, qv_error *err);
+
+/** Default bound for a single decompressed buffer: 2 GiB. */
+#define QV_DEFAULT_MAX_ALLOC ((int64_t)1 << 31)
+
+#endif /* QUIVER_IPC_INTERNAL_H */
