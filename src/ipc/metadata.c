@@ -809,8 +809,13 @@ qv_status qv_ipc_decode_footer(const uint8_t *data, int64_t size,
   if (!qv_fb_root(data, size, &f)) {
     return qv_error_set(err, QV_EINVAL, "flatbuffer: unreadable root table");
   }
+  /* Arrow C++ before 0.15 left the footer's version out (so it reads as
+   * V1) while its messages say V4; the messages' versions are what count,
+   * so only versions unknown to the format are refused here. */
   int16_t version = qv_fb_i16(&f, QV_FBS_FOOTER_VERSION, QV_METADATA_V1);
-  QV_RETURN_NOT_OK(md_check_version(version, err));
+  if (version < QV_METADATA_V1 || version > QV_METADATA_V5) {
+    return md_check_version(version, err);
+  }
   out->version = version;
   qv_fb_table s;
   if (!qv_fb_table_field(&f, QV_FBS_FOOTER_SCHEMA, &s)) {
