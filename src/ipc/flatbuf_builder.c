@@ -65,6 +65,7 @@ static uint8_t *fb_at(qv_fb_builder *b, int64_t ref) {
 
 /* Push n bytes (src may be NULL for zeros) to the front. */
 static bool fb_push(qv_fb_builder *b, const void *src, int64_t n) {
+  if (n == 0) return b->status == QV_OK;
   if (!fb_reserve(b, n)) return false;
   b->used += n;
   if (src) memcpy(fb_at(b, b->used), src, (size_t)n);
