@@ -117,12 +117,8 @@ typedef struct qv_ipc_load_ctx {
   qv_validate_level validation;
   qv_ipc_dict_lookup dicts;
   int64_t message_index;   /* for error text ("message 3: ...") */
-  /* True when the message's metadata version is V4 or older
-   * (version < QV_METADATA_V5): unions then carry a leading validity
-   * buffer slot in the IPC buffer list, which the loader skips (it must be
-   * empty or its node's null_count 0). V5 unions have no such slot.
-   * Zero-initialised contexts get the V5 behaviour. */
-  bool union_validity_slot;
+  int metadata_version;    /* QV_METADATA_V4 / V5 of the message: V4 union
+                              arrays carry a (skipped) validity buffer slot */
 } qv_ipc_load_ctx;
 
 /**
