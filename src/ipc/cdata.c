@@ -903,9 +903,8 @@ qv_status qv_import_schema(struct ArrowSchema *in, qv_schema **out,
     qv_type_unref(t);
     return st;
   }
-  qv_schema *s = qv_schema_new(t);
+  qv_schema *s = qv_schema_new(t); /* takes t, even on failure */
   if (!s) {
-    qv_type_unref(t);
     qv_metadata_reset(&md);
     return qv_error_set(err, QV_ENOMEM, "out of memory (schema import)");
   }
@@ -1082,6 +1081,10 @@ static qv_status import_node(import_holder *h, const struct ArrowArray *in,
       break;
     case QV_SPARSE_UNION:
       sizes[0] = L;
+      break;
+    case QV_FIXED_SIZE_BINARY:
+      sizes[0] = bitmap_bytes;
+      st = mul_size(L, layout->byte_width, &sizes[1], err, path);
       break;
     case QV_DENSE_UNION:
       sizes[0] = L;
