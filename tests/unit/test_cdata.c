@@ -433,6 +433,57 @@ static void test_release_order(void) {
   dict.release(&dict);
 }
 
+/* A foreign producer: a string array with static buffers and a release
+ * callback that counts its calls. */
+static int g_released;
+static void foreign_release(struct ArrowArray *a) {
+  g_released++;
+  a->release = NULL;
+}
+
+static void test_foreign_producer_lifetime(void) {
+  static const int32_t offsets[] = {0, 3, 3, 8};
+  static const char data[] = "onethree";
+  static const uint8_t validity[] = {0x05};
+  const void *bufs[3] = {validity, offsets, data};
+  struct ArrowArray in = {3, 1, 0, 3, 0, bufs, NULL, NULL, foreign_release, NULL};
+  qv_type *t = tb_type(QV_STRING);
+  qv_array *a = NULL, *sl = NULL;
+  qv_error err;
+  g_released = 0;
+  QV_REQUIRE(qv_import_array(&in, t, &a, &err) == QV_OK);
+  QV_CHECK(in.release == NULL);
+  QV_CHECK(a->buffers[2]->data == (const uint8_t *)data); /* no copy */
+  QV_CHECK_EQ_INT(a->buffers[2]->size, 8);
+  QV_REQUIRE(qv_array_slice(a, 2, 1, &sl, NULL) == QV_OK);
+  qv_array_unref(a);
+  QV_CHECK_EQ_INT(g_released, 0); /* the slice still holds the buffers */
+  char *got = render(sl);
+  QV_CHECK_EQ_STR(got, "[\"three\"]");
+  free(got);
+  qv_array_unref(sl);
+  QV_CHECK_EQ_INT(g_released, 1);
+
+  /* empty array: NULL offsets and data are allowed */
+  const void *empty[3] = {NULL, NULL, NULL};
+  struct ArrowArray e = {0, 0, 0, 3, 0, empty, NULL, NULL, foreign_release, NULL};
+  g_released = 0;
+  QV_REQUIRE(qv_import_array(&e, t, &a, &err) == QV_OK);
+  QV_CHECK_EQ_INT(a->length, 0);
+  QV_CHECK_EQ_INT(g_released, 1); /* no foreign buffer kept: released at once */
+  qv_array_unref(a);
+
+  /* a NULL data pointer where bytes are needed is an error */
+  const void *holes[3] = {NULL, offsets, NULL};
+  struct ArrowArray h = {3, 0, 0, 3, 0, holes, NULL, NULL, foreign_release, NULL};
+  g_released = 0;
+  QV_CHECK_EQ_INT(qv_import_array(&h, t, &a, &err), QV_EINVAL);
+  QV_CHECK_EQ_STR(err.message,
+                  "imported array: buffer 2 is NULL but needs 8 bytes");
+  QV_CHECK_EQ_INT(g_released, 1);
+  qv_type_unref(t);
+}
+
 static void test_import_errors(void) {
   int32_t v[] = {1, 2};
   qv_array *a = i32s(2, v, NULL);
@@ -631,6 +682,7 @@ int main(void) {
   QV_RUN(test_view_sizes_buffer);
   QV_RUN(test_null_count_and_validity);
   QV_RUN(test_release_order);
+  QV_RUN(test_foreign_producer_lifetime);
   QV_RUN(test_import_errors);
   QV_RUN(test_stream_import);
   QV_RUN(test_reader_stream_export_errors);
