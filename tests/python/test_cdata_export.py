@@ -115,6 +115,10 @@ def _column_equal(e, a):
 
 
 def _batch_equal(e, a):
+    # Batch-level Equals first: pyarrow has no Python class for some column
+    # types (interval[months]), so .columns only works on the slow path.
+    if e.equals(a):
+        return True
     return e.schema == a.schema and all(
         _column_equal(x, y) for x, y in zip(e.columns, a.columns))
 
@@ -135,10 +139,17 @@ def assert_same(expected_schema, expected_batches, schema, batches):
         f"schema differs:\nexpected {expected_schema}\n{expected_schema.metadata}\n"
         f"found {schema}\n{schema.metadata}")
     for f_exp, f_act in zip(expected_schema, schema):
-        assert f_act.metadata == f_exp.metadata, f"field {f_exp.name} metadata"
+        # The C interface has no "empty metadata" (NULL means none): {} == None.
+        assert (f_act.metadata or {}) == (f_exp.metadata or {}), f"field {f_exp.name} metadata"
     assert [b.num_rows for b in batches] == [b.num_rows for b in expected_batches]
     for i, (e, a) in enumerate(zip(expected_batches, batches)):
-        a.validate(full=True)
+        a.validate()
+        try:  # some golden data breaks full-validation rules (date64 that is
+            e.validate(full=True)  # not whole days, decimals over precision)
+        except pa.ArrowInvalid:
+            pass
+        else:
+            a.validate(full=True)
         if not _batch_equal(e, a):
             raise AssertionError(f"batch {i}: {_first_difference(e, a)}")
 
