@@ -73,6 +73,25 @@ static inline bool qv_array_is_valid(const qv_array *a, int64_t i) {
 qv_status qv_array_slice(qv_array *a, int64_t offset, int64_t length,
                          qv_array **out, qv_error *err);
 
+/**
+ * Concatenate arrays of equal type (qv_type_equals) into one new array with
+ * freshly allocated, contiguous buffers (offsets rebased, validity merged,
+ * view buffers re-indexed, dictionaries: see array.c). n >= 1. Fails with
+ * QV_ETYPE when types differ and QV_ERANGE when a 32-bit offset overflows.
+ */
+qv_status qv_array_concat(qv_array *const *arrays, int64_t n, qv_array **out,
+                          qv_error *err);
+
+/**
+ * Gather: a new array whose element i is element indices[i] of `a`
+ * (0 <= indices[i] < a->length, checked: QV_ERANGE otherwise), in new
+ * contiguous buffers, for every type (nested, dictionary: indices gathered
+ * and dictionary shared; views: view structs gathered, data buffers shared;
+ * run-end encoded: re-encoded). Repeats and any order allowed.
+ */
+qv_status qv_array_take(qv_array *a, const int64_t *indices, int64_t n,
+                        qv_array **out, qv_error *err);
+
 /** Validation depth, as nanoarrow's levels. */
 typedef enum qv_validate_level {
   QV_VALIDATE_NONE = 0,    /**< trust the producer */

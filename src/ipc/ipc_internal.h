@@ -117,6 +117,8 @@ typedef struct qv_ipc_load_ctx {
   qv_validate_level validation;
   qv_ipc_dict_lookup dicts;
   int64_t message_index;   /* for error text ("message 3: ...") */
+  int metadata_version;    /* QV_METADATA_V4 / V5 of the message: V4 union
+                              arrays carry a (skipped) validity buffer slot */
 } qv_ipc_load_ctx;
 
 /**

@@ -1,0 +1,783 @@
+/*
+ * reader.c — the Arrow IPC reader: format detection, message framing,
+ * the batch index built at open, dictionary state, and batch decoding on
+ * demand. ipc layer; uses metadata.c (flatbuffer verify + decode), loader.c
+ * (body -> arrays) and core buffers/mmap.
+ *
+ * Framing (Columnar.rst, "Encapsulated message format"):
+ *   [0xFFFFFFFF][int32 metadata_size][flatbuffer Message, padded][body]
+ * or, before Arrow 0.15, without the continuation marker:
+ *   [int32 metadata_size][flatbuffer Message, padded][body]
+ * A metadata size of 0 is the end-of-stream marker. The file format wraps
+ * a stream in "ARROW1\0\0" ... [footer flatbuffer][int32 footer size]"ARROW1".
+ *
+ * Opening decodes only message headers (flatbuffers): for each record
+ * batch it records where it lives, its row count, and how many dictionary
+ * messages precede it. The dictionaries in force for batch i are rebuilt
+ * from those messages when batch i is read (replacement: the last
+ * non-delta message wins; deltas append).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ipc/ipc_internal.h"
+
+/* Bounds on what a file's metadata may make us hold. */
+#define QV_MAX_METADATA_SIZE ((int64_t)1 << 30) /* one flatbuffer message */
+
+typedef struct dict_state {
+  int64_t id;
+  const qv_type *value_type; /* borrowed from the schema */
+  qv_array *values;          /* current dictionary, NULL before the first */
+} dict_state;
+
+typedef struct rec_loc {
+  qv_batch_location loc;
+  int64_t dicts_before; /* dictionary messages preceding this batch */
+} rec_loc;
+
+struct qv_reader {
+  qv_read_options opts;
+  qv_buffer *data; /* the mapping or in-memory bytes; NULL for fd streams */
+  int fd;          /* fd streams only, else -1 */
+  qv_ipc_format format;
+  qv_schema *schema;
+  int version;
+  bool big_endian;
+  qv_compression compression;
+  qv_metadata footer_metadata;
+  bool has_footer;
+
+  rec_loc *batches;
+  int64_t n_batches, cap_batches;
+  qv_batch_location *dicts;
+  int64_t n_dicts, cap_dicts;
+  int64_t total_rows;
+
+  dict_state *dstate;
+  int32_t n_dstate;
+  int64_t dicts_applied; /* dictionary messages applied to dstate so far */
+
+  int64_t next_batch;     /* sequential cursor */
+  int64_t stream_messages; /* fd streams: messages consumed */
+  bool stream_done;
+};
+
+/* ------------------------------------------------------------------------ */
+
+static uint32_t rd_u32le(const uint8_t *p) {
+  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static void apply_defaults(qv_reader *r, const qv_read_options *o) {
+  if (o != NULL) r->opts = *o;
+  if (!r->opts.validation_set && r->opts.validation == QV_VALIDATE_NONE)
+    r->opts.validation = QV_VALIDATE_DEFAULT;
+  if (r->opts.max_alloc <= 0) r->opts.max_alloc = QV_DEFAULT_MAX_ALLOC;
+}
+
+/* Collect the dictionary ids used anywhere in a type tree (including inside
+ * dictionary value types) so that state exists for each. */
+static qv_status collect_dicts(qv_reader *r, const qv_type *t, qv_error *err) {
+  if (t->id == QV_DICTIONARY) {
+    for (int32_t i = 0; i < r->n_dstate; i++)
+      if (r->dstate[i].id == t->dict_id) {
+        if (!qv_type_equals(r->dstate[i].value_type, t->value_type, false))
+          return qv_error_set(err, QV_EINVAL,
+                              "schema: dictionary id %lld is used by fields of "
+                              "different value types",
+                              (long long)t->dict_id);
+        goto recurse;
+      }
+    dict_state *g = realloc(r->dstate, sizeof *g * (size_t)(r->n_dstate + 1));
+    if (g == NULL) return qv_error_set(err, QV_ENOMEM, "out of memory (dictionaries)");
+    r->dstate = g;
+    g[r->n_dstate].id = t->dict_id;
+    g[r->n_dstate].value_type = t->value_type;
+    g[r->n_dstate].values = NULL;
+    r->n_dstate++;
+  recurse:
+    return collect_dicts(r, t->value_type, err);
+  }
+  for (int32_t i = 0; i < t->n_children; i++)
+    QV_RETURN_NOT_OK(collect_dicts(r, t->children[i].type, err));
+  return QV_OK;
+}
+
+static dict_state *find_dstate(qv_reader *r, int64_t id) {
+  for (int32_t i = 0; i < r->n_dstate; i++)
+    if (r->dstate[i].id == id) return &r->dstate[i];
+  return NULL;
+}
+
+static qv_array *dict_find_cb(void *ctx, int64_t id) {
+  dict_state *d = find_dstate((qv_reader *)ctx, id);
+  return d ? d->values : NULL;
+}
+
+static qv_status set_schema(qv_reader *r, qv_schema *schema, int version,
+                            bool big_endian, qv_error *err) {
+  r->schema = schema;
+  r->version = version;
+  r->big_endian = big_endian;
+  return collect_dicts(r, schema->type, err);
+}
+
+static qv_status push_batch(qv_reader *r, const qv_batch_location *loc, qv_error *err) {
+  if (r->n_batches == r->cap_batches) {
+    int64_t cap = r->cap_batches ? r->cap_batches * 2 : 16;
+    rec_loc *g = realloc(r->batches, sizeof *g * (size_t)cap);
+    if (g == NULL) return qv_error_set(err, QV_ENOMEM, "out of memory (batch index)");
+    r->batches = g;
+    r->cap_batches = cap;
+  }
+  r->batches[r->n_batches].loc = *loc;
+  r->batches[r->n_batches].dicts_before = r->n_dicts;
+  r->n_batches++;
+  if (qv_add_overflow(r->total_rows, loc->num_rows, &r->total_rows))
+    return qv_error_set(err, QV_EINVAL, "total row count overflows int64");
+  return QV_OK;
+}
+
+static qv_status push_dict(qv_reader *r, const qv_batch_location *loc, qv_error *err) {
+  if (r->n_dicts == r->cap_dicts) {
+    int64_t cap = r->cap_dicts ? r->cap_dicts * 2 : 8;
+    qv_batch_location *g = realloc(r->dicts, sizeof *g * (size_t)cap);
+    if (g == NULL) return qv_error_set(err, QV_ENOMEM, "out of memory (dictionary index)");
+    r->dicts = g;
+    r->cap_dicts = cap;
+  }
+  r->dicts[r->n_dicts++] = *loc;
+  return QV_OK;
+}
+
+/* Read the framing of the message at `pos` of a mapped input. On success
+ * meta and meta_len give the flatbuffer and body_start the offset past the
+ * framing + metadata; eos is set for the end-of-stream marker. */
+static qv_status frame_at(const qv_reader *r, int64_t pos, int64_t limit,
+                          int64_t index, const uint8_t **meta, int64_t *meta_len,
+                          int64_t *body_start, bool *eos, qv_error *err) {
+  const uint8_t *d = r->data->data;
+  *eos = false;
+  if (limit - pos < 4) {
+    /* Fewer than 4 bytes left: a clean end without the end marker is
+     * accepted (as pyarrow does) only when nothing is left at all. */
+    if (limit == pos) {
+      *eos = true;
+      return QV_OK;
+    }
+    return qv_error_set(err, QV_EINVAL,
+                        "message %lld at offset %lld: truncated framing (%lld bytes left, "
+                        "expected at least 4)",
+                        (long long)index, (long long)pos, (long long)(limit - pos));
+  }
+  uint32_t first = rd_u32le(d + pos);
+  int64_t hdr = 4;
+  uint32_t len = first;
+  if (first == QV_IPC_CONTINUATION) {
+    if (limit - pos < 8) {
+      if (limit - pos == 4) { /* continuation with nothing after: treat as end */
+        return qv_error_set(err, QV_EINVAL,
+                            "message %lld at offset %lld: truncated after the continuation "
+                            "marker (expected a 4-byte metadata length)",
+                            (long long)index, (long long)pos);
+      }
+      return qv_error_set(err, QV_EINVAL,
+                          "message %lld at offset %lld: truncated framing",
+                          (long long)index, (long long)pos);
+    }
+    len = rd_u32le(d + pos + 4);
+    hdr = 8;
+  }
+  if (len == 0) {
+    *eos = true;
+    *body_start = pos + hdr;
+    return QV_OK;
+  }
+  if ((int32_t)len < 0 || (int64_t)len > QV_MAX_METADATA_SIZE)
+    return qv_error_set(err, QV_EINVAL,
+                        "message %lld at offset %lld: metadata length %lld is invalid "
+                        "(expected 1..%lld)",
+                        (long long)index, (long long)pos, (long long)(int32_t)len,
+                        (long long)QV_MAX_METADATA_SIZE);
+  if ((int64_t)len > limit - pos - hdr)
+    return qv_error_set(err, QV_EINVAL,
+                        "message %lld at offset %lld: metadata of %u bytes runs past the "
+                        "end of the data (%lld bytes left)",
+                        (long long)index, (long long)pos, len,
+                        (long long)(limit - pos - hdr));
+  *meta = d + pos + hdr;
+  *meta_len = len;
+  *body_start = pos + hdr + len;
+  return QV_OK;
+}
+
+/* Check a decoded message's body fits and record it in the index. */
+static qv_status index_message(qv_reader *r, const qv_ipc_message *m, int64_t pos,
+                               int64_t meta_len, int64_t body_start, int64_t limit,
+                               int64_t index, qv_error *err) {
+  if (m->body_length < 0 || m->body_length > limit - body_start)
+    return qv_error_set(err, QV_EINVAL,
+                        "message %lld at offset %lld: body of %lld bytes runs past the end "
+                        "of the data (%lld bytes left)",
+                        (long long)index, (long long)pos, (long long)m->body_length,
+                        (long long)(limit - body_start));
+  qv_batch_location loc = {pos, meta_len, body_start, m->body_length,
+                           m->batch.length, -1, false};
+  if (m->batch.compression != QV_COMPRESSION_NONE) r->compression = m->batch.compression;
+  if (m->type == QV_MSG_RECORD_BATCH) return push_batch(r, &loc, err);
+  if (m->type == QV_MSG_DICTIONARY_BATCH) {
+    if (find_dstate(r, m->dict_id) == NULL)
+      return qv_error_set(err, QV_EINVAL,
+                          "message %lld at offset %lld: dictionary batch for id %lld, "
+                          "which no field of the schema uses",
+                          (long long)index, (long long)pos, (long long)m->dict_id);
+    loc.dict_id = m->dict_id;
+    loc.is_delta = m->is_delta;
+    return push_dict(r, &loc, err);
+  }
+  if (m->type == QV_MSG_SCHEMA)
+    return qv_error_set(err, QV_EINVAL,
+                        "message %lld at offset %lld: unexpected second schema message",
+                        (long long)index, (long long)pos);
+  return qv_error_set(err, QV_ENOTSUP,
+                      "message %lld at offset %lld: unsupported message type %d",
+                      (long long)index, (long long)pos, (int)m->type);
+}
+
+/* Walk the messages of a stream held in r->data from `start` to `limit`. */
+static qv_status index_stream(qv_reader *r, int64_t start, int64_t limit, bool want_schema,
+                              qv_error *err) {
+  int64_t pos = start;
+  for (int64_t index = 0;; index++) {
+    const uint8_t *meta = NULL;
+    int64_t meta_len = 0, body_start = 0;
+    bool eos;
+    QV_RETURN_NOT_OK(frame_at(r, pos, limit, index, &meta, &meta_len, &body_start, &eos, err));
+    if (eos) {
+      if (index == 0 && want_schema)
+        return qv_error_set(err, QV_EINVAL,
+                            "stream has no schema message (it ends at offset %lld)",
+                            (long long)pos);
+      return QV_OK;
+    }
+    qv_ipc_message m;
+    qv_status st = qv_ipc_decode_message(meta, meta_len, &m, err);
+    if (st != QV_OK)
+      return qv_error_prefix(err, st, "message %lld at offset %lld: ", (long long)index,
+                             (long long)pos);
+    if (index == 0 && want_schema) {
+      if (m.type != QV_MSG_SCHEMA) {
+        qv_ipc_message_reset(&m);
+        return qv_error_set(err, QV_EINVAL,
+                            "message 0 at offset %lld: expected a schema message, found "
+                            "message type %d",
+                            (long long)pos, (int)m.type);
+      }
+      qv_schema *s = m.schema;
+      m.schema = NULL;
+      int version = m.version;
+      bool be = m.big_endian;
+      int64_t body = m.body_length;
+      qv_ipc_message_reset(&m);
+      QV_RETURN_NOT_OK(set_schema(r, s, version, be, err));
+      if (body < 0 || body > limit - body_start)
+        return qv_error_set(err, QV_EINVAL, "message 0: schema body length %lld is invalid",
+                            (long long)body);
+      pos = body_start + body;
+      continue;
+    }
+    if (!want_schema && m.type == QV_MSG_SCHEMA) {
+      /* The file format repeats the schema at its start; skip it. */
+      int64_t body = m.body_length;
+      qv_ipc_message_reset(&m);
+      if (body < 0 || body > limit - body_start)
+        return qv_error_set(err, QV_EINVAL, "message %lld: schema body length %lld is invalid",
+                            (long long)index, (long long)body);
+      pos = body_start + body;
+      continue;
+    }
+    st = index_message(r, &m, pos, meta_len, body_start, limit, index, err);
+    int64_t body = m.body_length;
+    qv_ipc_message_reset(&m);
+    QV_RETURN_NOT_OK(st);
+    pos = body_start + body;
+  }
+}
+
+/* File format: "ARROW1\0\0" <stream> <footer> <int32 footer len> "ARROW1". */
+static qv_status open_file_format(qv_reader *r, qv_error *err) {
+  const uint8_t *d = r->data->data;
+  int64_t n = r->data->size;
+  if (n < QV_IPC_MAGIC_PADDED + 4 + QV_IPC_MAGIC_LEN)
+    return qv_error_set(err, QV_EINVAL,
+                        "file of %lld bytes is too small for the IPC file format "
+                        "(expected at least %d)",
+                        (long long)n, QV_IPC_MAGIC_PADDED + 4 + QV_IPC_MAGIC_LEN);
+  if (memcmp(d + n - QV_IPC_MAGIC_LEN, QV_IPC_MAGIC, QV_IPC_MAGIC_LEN) != 0)
+    return qv_error_set(err, QV_EINVAL,
+                        "file starts with the ARROW1 magic but does not end with it "
+                        "(truncated or not an Arrow file)");
+  int64_t footer_len = (int32_t)rd_u32le(d + n - QV_IPC_MAGIC_LEN - 4);
+  int64_t footer_end = n - QV_IPC_MAGIC_LEN - 4;
+  if (footer_len <= 0 || footer_len > footer_end - QV_IPC_MAGIC_PADDED)
+    return qv_error_set(err, QV_EINVAL,
+                        "footer length %lld is invalid (expected 1..%lld)",
+                        (long long)footer_len,
+                        (long long)(footer_end - QV_IPC_MAGIC_PADDED));
+  int64_t footer_start = footer_end - footer_len;
+  qv_ipc_footer f;
+  qv_status st = qv_ipc_decode_footer(d + footer_start, footer_len, &f, err);
+  if (st != QV_OK) return qv_error_prefix(err, st, "footer at offset %lld: ", (long long)footer_start);
+  qv_schema *s = f.schema;
+  f.schema = NULL;
+  st = set_schema(r, s, f.version, f.big_endian, err);
+  if (st == QV_OK) st = qv_metadata_copy(&r->footer_metadata, &f.custom_metadata, err);
+  r->has_footer = true;
+  /* Visit dictionary and record batch blocks in file order so that the
+   * dictionaries in force for each batch are those before it. */
+  int64_t nd = f.n_dictionaries, nb = f.n_record_batches;
+  int64_t id = 0, ib = 0;
+  while (st == QV_OK && (id < nd || ib < nb)) {
+    bool take_dict = id < nd && (ib >= nb || f.dictionaries[id].offset <= f.record_batches[ib].offset);
+    const qv_ipc_block *blk = take_dict ? &f.dictionaries[id] : &f.record_batches[ib];
+    int64_t index = take_dict ? id : ib;
+    const char *what = take_dict ? "dictionary block" : "record batch block";
+    int64_t end;
+    if (blk->offset < QV_IPC_MAGIC_PADDED || blk->metadata_length <= 0 ||
+        blk->body_length < 0 || qv_add_overflow(blk->offset, blk->metadata_length, &end) ||
+        qv_add_overflow(end, blk->body_length, &end) || end > footer_start) {
+      st = qv_error_set(err, QV_EINVAL,
+                        "footer: %s %lld (offset %lld, metadata %d bytes, body %lld bytes) "
+                        "lies outside the data region [8, %lld)",
+                        what, (long long)index, (long long)blk->offset, blk->metadata_length,
+                        (long long)blk->body_length, (long long)footer_start);
+      break;
+    }
+    const uint8_t *meta = NULL;
+    int64_t meta_len = 0, body_start = 0;
+    bool eos = false;
+    st = frame_at(r, blk->offset, blk->offset + blk->metadata_length, index, &meta, &meta_len,
+                  &body_start, &eos, err);
+    if (st == QV_OK && eos)
+      st = qv_error_set(err, QV_EINVAL, "%s %lld at offset %lld: end-of-stream marker where "
+                        "a message was expected", what, (long long)index, (long long)blk->offset);
+    if (st != QV_OK) break;
+    qv_ipc_message m;
+    st = qv_ipc_decode_message(meta, meta_len, &m, err);
+    if (st != QV_OK) {
+      qv_error_prefix(err, st, "%s %lld at offset %lld: ", what, (long long)index,
+                      (long long)blk->offset);
+      break;
+    }
+    qv_msg_type want = take_dict ? QV_MSG_DICTIONARY_BATCH : QV_MSG_RECORD_BATCH;
+    if (m.type != want) {
+      st = qv_error_set(err, QV_EINVAL, "%s %lld at offset %lld: message type %d, expected %d",
+                        what, (long long)index, (long long)blk->offset, (int)m.type, (int)want);
+    } else if (m.body_length != blk->body_length) {
+      /* Arrow C++ trusts the block; we require them to agree. */
+      st = qv_error_set(err, QV_EINVAL,
+                        "%s %lld at offset %lld: message body length %lld differs from the "
+                        "footer's %lld",
+                        what, (long long)index, (long long)blk->offset,
+                        (long long)m.body_length, (long long)blk->body_length);
+    } else {
+      int64_t body_at = blk->offset + blk->metadata_length;
+      st = index_message(r, &m, blk->offset, meta_len, body_at, footer_start,
+                         index, err);
+    }
+    qv_ipc_message_reset(&m);
+    if (take_dict) id++;
+    else ib++;
+  }
+  qv_ipc_footer_reset(&f);
+  return st;
+}
+
+static qv_status open_common(qv_reader *r, qv_error *err) {
+  const uint8_t *d = r->data->data;
+  int64_t n = r->data->size;
+  if (n >= QV_IPC_MAGIC_LEN && memcmp(d, QV_IPC_MAGIC, QV_IPC_MAGIC_LEN) == 0) {
+    r->format = QV_FORMAT_FILE;
+    return open_file_format(r, err);
+  }
+  r->format = QV_FORMAT_STREAM;
+  if (n == 0) return qv_error_set(err, QV_EINVAL, "empty input: not an Arrow IPC file or stream");
+  if (n < 4)
+    return qv_error_set(err, QV_EINVAL,
+                        "input of %lld bytes is not an Arrow IPC file or stream", (long long)n);
+  return index_stream(r, 0, n, true, err);
+}
+
+static qv_reader *reader_alloc(const qv_read_options *options) {
+  qv_reader *r = calloc(1, sizeof *r);
+  if (r == NULL) return NULL;
+  r->fd = -1;
+  apply_defaults(r, options);
+  return r;
+}
+
+qv_status qv_reader_open_buffer(qv_buffer *buf, const qv_read_options *options,
+                                qv_reader **out, qv_error *err) {
+  qv_reader *r = reader_alloc(options);
+  if (r == NULL) return qv_error_set(err, QV_ENOMEM, "out of memory (reader)");
+  r->data = qv_buffer_ref(buf);
+  qv_status st = open_common(r, err);
+  if (st != QV_OK) {
+    qv_reader_close(r);
+    return st;
+  }
+  *out = r;
+  return QV_OK;
+}
+
+qv_status qv_reader_open_path(const char *path, const qv_read_options *options,
+                              qv_reader **out, qv_error *err) {
+  qv_buffer *map = NULL;
+  QV_RETURN_NOT_OK(qv_buffer_map_file(path, &map, NULL, err));
+  qv_status st = qv_reader_open_buffer(map, options, out, err);
+  qv_buffer_unref(map);
+  if (st != QV_OK) qv_error_prefix(err, st, "%s: ", path);
+  return st;
+}
+
+void qv_reader_close(qv_reader *r) {
+  if (r == NULL) return;
+  for (int32_t i = 0; i < r->n_dstate; i++) qv_array_unref(r->dstate[i].values);
+  free(r->dstate);
+  free(r->batches);
+  free(r->dicts);
+  qv_metadata_reset(&r->footer_metadata);
+  qv_schema_unref(r->schema);
+  qv_buffer_unref(r->data);
+  free(r);
+}
+
+const qv_schema *qv_reader_schema(const qv_reader *r) { return r->schema; }
+qv_ipc_format qv_reader_format(const qv_reader *r) { return r->format; }
+qv_compression qv_reader_compression(const qv_reader *r) { return r->compression; }
+int64_t qv_reader_size(const qv_reader *r) { return r->data ? r->data->size : 0; }
+bool qv_reader_big_endian(const qv_reader *r) { return r->big_endian; }
+int qv_reader_metadata_version(const qv_reader *r) { return r->version + 1; }
+int64_t qv_reader_num_batches(const qv_reader *r) { return r->data ? r->n_batches : -1; }
+int64_t qv_reader_num_rows(const qv_reader *r) { return r->data ? r->total_rows : -1; }
+
+int64_t qv_reader_batch_rows(const qv_reader *r, int64_t i) {
+  if (r->data == NULL || i < 0 || i >= r->n_batches) return -1;
+  return r->batches[i].loc.num_rows;
+}
+
+const qv_batch_location *qv_reader_batch_location(const qv_reader *r, int64_t i) {
+  if (r->data == NULL || i < 0 || i >= r->n_batches) return NULL;
+  return &r->batches[i].loc;
+}
+
+int64_t qv_reader_num_dictionary_batches(const qv_reader *r) { return r->n_dicts; }
+
+const qv_batch_location *qv_reader_dictionary_location(const qv_reader *r, int64_t i) {
+  if (r->data == NULL || i < 0 || i >= r->n_dicts) return NULL;
+  return &r->dicts[i];
+}
+
+const qv_metadata *qv_reader_footer_metadata(const qv_reader *r) {
+  return r->has_footer ? &r->footer_metadata : NULL;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Decoding                                                                  */
+
+/* Decode the body of a record batch / dictionary batch message. */
+static qv_status load_message(qv_reader *r, const qv_type *struct_type,
+                              const qv_ipc_message *m, qv_buffer *body, int64_t index,
+                              qv_array **out, qv_error *err) {
+  qv_ipc_load_ctx ctx;
+  memset(&ctx, 0, sizeof ctx);
+  ctx.body = body;
+  ctx.big_endian = r->big_endian;
+  ctx.max_alloc = r->opts.max_alloc;
+  ctx.validation = r->opts.validation;
+  ctx.dicts.find = dict_find_cb;
+  ctx.dicts.ctx = r;
+  ctx.message_index = index;
+  ctx.metadata_version = m->version;
+  return qv_ipc_load_batch(struct_type, &m->batch, &ctx, out, err);
+}
+
+/* Concatenate the values of a delta dictionary onto the current ones. */
+static qv_status dict_apply(qv_reader *r, dict_state *ds, qv_array *values, bool is_delta,
+                            qv_error *err) {
+  if (!is_delta || ds->values == NULL) {
+    qv_array_unref(ds->values);
+    ds->values = values;
+    return QV_OK;
+  }
+  qv_array *parts[2] = {ds->values, values};
+  qv_array *joined = NULL;
+  qv_status st = qv_array_concat(parts, 2, &joined, err);
+  qv_array_unref(values);
+  if (st != QV_OK) return st;
+  qv_array_unref(ds->values);
+  ds->values = joined;
+  return QV_OK;
+}
+
+/* Decode one dictionary message (from the mapped index) into its state. */
+static qv_status apply_dict_message(qv_reader *r, int64_t k, qv_error *err) {
+  const qv_batch_location *loc = &r->dicts[k];
+  const uint8_t *meta = NULL;
+  int64_t meta_len = 0, body_start = 0;
+  bool eos = false;
+  QV_RETURN_NOT_OK(frame_at(r, loc->offset, r->data->size, k, &meta, &meta_len, &body_start,
+                            &eos, err));
+  qv_ipc_message m;
+  QV_RETURN_NOT_OK(qv_ipc_decode_message(meta, meta_len, &m, err));
+  dict_state *ds = find_dstate(r, m.dict_id);
+  qv_buffer *body = NULL;
+  qv_type *wrap = NULL;
+  qv_array *batch = NULL;
+  qv_status st = qv_buffer_view(r->data, loc->body_offset, loc->body_length, &body, err);
+  if (st == QV_OK) {
+    wrap = qv_type_new(QV_STRUCT);
+    if (wrap == NULL) st = qv_error_set(err, QV_ENOMEM, "out of memory");
+  }
+  if (st == QV_OK)
+    st = qv_type_add_child(wrap, "dictionary", true, qv_type_ref((qv_type *)ds->value_type),
+                           NULL, err);
+  if (st == QV_OK) st = load_message(r, wrap, &m, body, k, &batch, err);
+  if (st == QV_OK) {
+    qv_array *values = qv_array_ref(batch->children[0]);
+    st = dict_apply(r, ds, values, m.is_delta, err);
+  }
+  if (st != QV_OK)
+    qv_error_prefix(err, st, "dictionary batch %lld (id %lld): ", (long long)k,
+                    (long long)m.dict_id);
+  qv_array_unref(batch);
+  qv_type_unref(wrap);
+  qv_buffer_unref(body);
+  qv_ipc_message_reset(&m);
+  return st;
+}
+
+/* Bring the dictionary state to "the first `upto` dictionary messages
+ * applied". Moving backwards replays from the start. */
+static qv_status dicts_seek(qv_reader *r, int64_t upto, qv_error *err) {
+  if (upto < r->dicts_applied) {
+    for (int32_t i = 0; i < r->n_dstate; i++) {
+      qv_array_unref(r->dstate[i].values);
+      r->dstate[i].values = NULL;
+    }
+    r->dicts_applied = 0;
+  }
+  /* Skip replacement-superseded messages: for each id only the last
+   * non-delta message before `upto` and the deltas after it matter. */
+  for (int64_t k = r->dicts_applied; k < upto; k++) {
+    const qv_batch_location *loc = &r->dicts[k];
+    bool superseded = false;
+    for (int64_t j = k + 1; j < upto; j++)
+      if (r->dicts[j].dict_id == loc->dict_id && !r->dicts[j].is_delta) {
+        superseded = true;
+        break;
+      }
+    if (!superseded) QV_RETURN_NOT_OK(apply_dict_message(r, k, err));
+    r->dicts_applied = k + 1;
+  }
+  return QV_OK;
+}
+
+qv_status qv_reader_batch(qv_reader *r, int64_t i, qv_array **out, qv_error *err) {
+  if (r->data == NULL)
+    return qv_error_set(err, QV_EARG, "random access is not available on a stream read "
+                        "from a pipe; use qv_reader_next");
+  if (i < 0 || i >= r->n_batches)
+    return qv_error_set(err, QV_ERANGE, "record batch %lld does not exist (the file has %lld)",
+                        (long long)i, (long long)r->n_batches);
+  const rec_loc *rl = &r->batches[i];
+  QV_RETURN_NOT_OK(dicts_seek(r, rl->dicts_before, err));
+  const uint8_t *meta = NULL;
+  int64_t meta_len = 0, body_start = 0;
+  bool eos = false;
+  QV_RETURN_NOT_OK(frame_at(r, rl->loc.offset, r->data->size, i, &meta, &meta_len, &body_start,
+                            &eos, err));
+  qv_ipc_message m;
+  QV_RETURN_NOT_OK(qv_ipc_decode_message(meta, meta_len, &m, err));
+  qv_buffer *body = NULL;
+  qv_status st = qv_buffer_view(r->data, rl->loc.body_offset, rl->loc.body_length, &body, err);
+  if (st == QV_OK) st = load_message(r, r->schema->type, &m, body, i, out, err);
+  if (st != QV_OK) qv_error_prefix(err, st, "record batch %lld: ", (long long)i);
+  qv_buffer_unref(body);
+  qv_ipc_message_reset(&m);
+  return st;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Streams from a descriptor                                                 */
+
+static qv_status read_exact(int fd, void *dst, int64_t n, int64_t *got, qv_error *err) {
+  int64_t done = 0;
+  while (done < n) {
+    ssize_t k = read(fd, (uint8_t *)dst + done, (size_t)(n - done));
+    if (k == 0) break;
+    if (k < 0) {
+      if (errno == EINTR) continue;
+      return qv_error_set(err, QV_EIO, "read failed: %s", strerror(errno));
+    }
+    done += k;
+  }
+  *got = done;
+  return QV_OK;
+}
+
+/* Read the next message from the descriptor into a heap buffer holding
+ * metadata + body; *m decoded. Sets *eos at the end of the stream. */
+static qv_status fd_next_message(qv_reader *r, qv_ipc_message *m, qv_buffer **body,
+                                 bool *eos, qv_error *err) {
+  int64_t index = r->stream_messages;
+  uint8_t hdr[4];
+  int64_t got;
+  *eos = false;
+  QV_RETURN_NOT_OK(read_exact(r->fd, hdr, 4, &got, err));
+  if (got == 0) {
+    *eos = true;
+    return QV_OK;
+  }
+  if (got < 4)
+    return qv_error_set(err, QV_EINVAL, "message %lld: truncated framing (%lld of 4 bytes)",
+                        (long long)index, (long long)got);
+  uint32_t len = rd_u32le(hdr);
+  if (len == QV_IPC_CONTINUATION) {
+    QV_RETURN_NOT_OK(read_exact(r->fd, hdr, 4, &got, err));
+    if (got < 4)
+      return qv_error_set(err, QV_EINVAL,
+                          "message %lld: truncated after the continuation marker",
+                          (long long)index);
+    len = rd_u32le(hdr);
+  }
+  if (len == 0) {
+    *eos = true;
+    return QV_OK;
+  }
+  if ((int32_t)len < 0 || (int64_t)len > QV_MAX_METADATA_SIZE || (int64_t)len > r->opts.max_alloc)
+    return qv_error_set(err, QV_EINVAL, "message %lld: metadata length %lld is invalid",
+                        (long long)index, (long long)(int32_t)len);
+  qv_buffer *meta = NULL;
+  QV_RETURN_NOT_OK(qv_buffer_alloc(len, &meta, err));
+  qv_status st = read_exact(r->fd, meta->data, len, &got, err);
+  if (st == QV_OK && got < (int64_t)len)
+    st = qv_error_set(err, QV_EINVAL, "message %lld: metadata truncated (%lld of %u bytes)",
+                      (long long)index, (long long)got, len);
+  if (st == QV_OK) st = qv_ipc_decode_message(meta->data, len, m, err);
+  qv_buffer_unref(meta);
+  if (st != QV_OK) return qv_error_prefix(err, st, "message %lld: ", (long long)index);
+  if (m->body_length < 0 || m->body_length > r->opts.max_alloc) {
+    st = qv_error_set(err, QV_ENOMEM,
+                      "message %lld: body of %lld bytes exceeds the limit of %lld bytes",
+                      (long long)index, (long long)m->body_length, (long long)r->opts.max_alloc);
+    qv_ipc_message_reset(m);
+    return st;
+  }
+  st = qv_buffer_alloc(m->body_length, body, err);
+  if (st == QV_OK) st = read_exact(r->fd, (*body)->data, m->body_length, &got, err);
+  if (st == QV_OK && got < m->body_length)
+    st = qv_error_set(err, QV_EINVAL, "message %lld: body truncated (%lld of %lld bytes)",
+                      (long long)index, (long long)got, (long long)m->body_length);
+  if (st != QV_OK) {
+    qv_buffer_unref(*body);
+    *body = NULL;
+    qv_ipc_message_reset(m);
+    return st;
+  }
+  r->stream_messages++;
+  return QV_OK;
+}
+
+qv_status qv_reader_open_fd(int fd, const qv_read_options *options, qv_reader **out,
+                            qv_error *err) {
+  qv_reader *r = reader_alloc(options);
+  if (r == NULL) return qv_error_set(err, QV_ENOMEM, "out of memory (reader)");
+  r->fd = fd;
+  r->format = QV_FORMAT_STREAM;
+  qv_ipc_message m;
+  qv_buffer *body = NULL;
+  bool eos;
+  qv_status st = fd_next_message(r, &m, &body, &eos, err);
+  if (st == QV_OK && eos) st = qv_error_set(err, QV_EINVAL, "stream has no schema message");
+  if (st == QV_OK && !eos && m.type != QV_MSG_SCHEMA) {
+    st = qv_error_set(err, QV_EINVAL, "message 0: expected a schema message, found type %d",
+                      (int)m.type);
+    qv_ipc_message_reset(&m);
+  }
+  if (st == QV_OK) {
+    qv_schema *s = m.schema;
+    m.schema = NULL;
+    st = set_schema(r, s, m.version, m.big_endian, err);
+    qv_ipc_message_reset(&m);
+  }
+  qv_buffer_unref(body);
+  if (st != QV_OK) {
+    qv_reader_close(r);
+    return st;
+  }
+  *out = r;
+  return QV_OK;
+}
+
+static qv_status fd_next(qv_reader *r, qv_array **out, qv_error *err) {
+  *out = NULL;
+  while (!r->stream_done) {
+    qv_ipc_message m;
+    qv_buffer *body = NULL;
+    bool eos;
+    QV_RETURN_NOT_OK(fd_next_message(r, &m, &body, &eos, err));
+    if (eos) {
+      r->stream_done = true;
+      return QV_OK;
+    }
+    int64_t index = r->stream_messages - 1;
+    qv_status st = QV_OK;
+    if (m.batch.compression != QV_COMPRESSION_NONE) r->compression = m.batch.compression;
+    if (m.type == QV_MSG_RECORD_BATCH) {
+      st = load_message(r, r->schema->type, &m, body, index, out, err);
+      if (st != QV_OK) qv_error_prefix(err, st, "record batch %lld: ", (long long)r->next_batch);
+      r->next_batch++;
+    } else if (m.type == QV_MSG_DICTIONARY_BATCH) {
+      dict_state *ds = find_dstate(r, m.dict_id);
+      if (ds == NULL) {
+        st = qv_error_set(err, QV_EINVAL,
+                          "message %lld: dictionary batch for id %lld, which no field uses",
+                          (long long)index, (long long)m.dict_id);
+      } else {
+        qv_type *wrap = qv_type_new(QV_STRUCT);
+        qv_array *batch = NULL;
+        if (wrap == NULL) st = qv_error_set(err, QV_ENOMEM, "out of memory");
+        if (st == QV_OK)
+          st = qv_type_add_child(wrap, "dictionary", true,
+                                 qv_type_ref((qv_type *)ds->value_type), NULL, err);
+        if (st == QV_OK) st = load_message(r, wrap, &m, body, index, &batch, err);
+        if (st == QV_OK) st = dict_apply(r, ds, qv_array_ref(batch->children[0]), m.is_delta, err);
+        qv_array_unref(batch);
+        qv_type_unref(wrap);
+      }
+    } else {
+      st = qv_error_set(err, QV_EINVAL, "message %lld: unexpected message type %d",
+                        (long long)index, (int)m.type);
+    }
+    qv_ipc_message_reset(&m);
+    qv_buffer_unref(body);
+    QV_RETURN_NOT_OK(st);
+    if (*out != NULL) return QV_OK;
+  }
+  return QV_OK;
+}
+
+qv_status qv_reader_next(qv_reader *r, qv_array **out, qv_error *err) {
+  if (r->data == NULL) return fd_next(r, out, err);
+  if (r->next_batch >= r->n_batches) {
+    *out = NULL;
+    return QV_OK;
+  }
+  QV_RETURN_NOT_OK(qv_reader_batch(r, r->next_batch, out, err));
+  r->next_batch++;
+  return QV_OK;
+}
