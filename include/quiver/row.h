@@ -47,8 +47,8 @@
  *
  * Hashes (qv_row_hash_*): a key's 64-bit hash is computed column by column
  * in encoding order: h = H0; for each column h = mix64(h ^ v) where v is
- * NULL_HASH for a null, mix64(x + K) for a value of width <= 8 bytes read
- * as a zero-extended little-endian integer x (booleans 0/1), and
+ * NULL_HASH for a null, x + K for a value of 1, 2, 4 or 8 bytes read as a
+ * zero-extended little-endian integer x (booleans 0/1), and
  * XXH3_64bits(bytes) (libxxhash) for wider fixed-width and var-length values.
  * mix64 is an xor-shift-multiply finaliser. The 32-bit hash is the xor of
  * the 64-bit hash's halves. Hashing encoded rows and hashing the same keys in

@@ -9,12 +9,25 @@
 
 #include "row/row_internal.h"
 
+/* eq[0..m) holds 0/1 per position base + i; base is a multiple of 8. */
 static void emit(const uint8_t *eq, int64_t base, int64_t m, const int64_t *ids,
                  uint8_t *out_match, int64_t *out_mismatch, int64_t *num_mismatch) {
-  for (int64_t i = 0; i < m; i++) {
-    int64_t pos = base + i;
-    if (out_match) qv_bit_put(out_match, pos, eq[i] != 0);
-    if (out_mismatch && !eq[i]) out_mismatch[(*num_mismatch)++] = ids ? ids[pos] : pos;
+  if (out_match) {
+    int64_t i = 0;
+    for (; i + 8 <= m; i += 8) {
+      uint64_t w;
+      memcpy(&w, eq + i, 8);
+      /* gather bit 0 of each byte into one byte */
+      out_match[(base + i) >> 3] = (uint8_t)(((w & 0x0101010101010101ull) *
+                                              0x0102040810204080ull) >> 56);
+    }
+    for (; i < m; i++) qv_bit_put(out_match, base + i, eq[i] != 0);
+  }
+  if (out_mismatch) {
+    for (int64_t i = 0; i < m; i++) {
+      int64_t pos = base + i;
+      if (!eq[i]) out_mismatch[(*num_mismatch)++] = ids ? ids[pos] : pos;
+    }
   }
 }
 

@@ -63,11 +63,21 @@ static void encode_fixed_col(uint8_t *fixed_base, int64_t stride, const int64_t 
         done = qv_row_avx2_encode_gather(fixed_base, src, sel, n, w);
       }
     }
+  /* Separate loops per addressing mode so each compiles to a tight loop. */
 #define QV_ENC_LOOP(W)                                                         \
-  for (int64_t i = done; i < n; i++) {                                         \
-    int64_t r = sel ? sel[i] : i;                                              \
-    memcpy(row_ptr(fixed_base, stride, offs, var, i) + col_off,                \
-           src + r * (W), (W));                                                \
+  if (stride && !sel) {                                                        \
+    uint8_t *dst = fixed_base + col_off;                                       \
+    for (int64_t i = done; i < n; i++)                                         \
+      memcpy(dst + i * stride, src + i * (W), (W));                            \
+  } else if (stride) {                                                         \
+    uint8_t *dst = fixed_base + col_off;                                       \
+    for (int64_t i = done; i < n; i++)                                         \
+      memcpy(dst + i * stride, src + sel[i] * (W), (W));                       \
+  } else {                                                                     \
+    for (int64_t i = done; i < n; i++) {                                       \
+      int64_t r = sel ? sel[i] : i;                                            \
+      memcpy(var + offs[i] + col_off, src + r * (W), (W));                     \
+    }                                                                          \
   }
     switch (w) {
     case 1: QV_ENC_LOOP(1); break;

@@ -62,6 +62,10 @@ void qv_row_row_small_values(const qv_row_table *t, int32_t col_off, int32_t w,
     loc.offsets = qv_row_table_offsets(t);
   }
   int64_t done = 0;
+  if (ids == NULL && loc.stride == 8 && w == 8) { /* rows are the values */
+    memcpy(out, loc.base + first * 8, (size_t)(n * 8));
+    return;
+  }
   if (qv_row_use_avx2()) done = qv_row_avx2_gather_rows(&loc, ids, first, n, w, out);
   for (int64_t i = done; i < n; i++) {
     int64_t r = ids ? ids[i] : first + i;
@@ -151,6 +155,18 @@ done:
 static bool rows_have_nulls(const qv_row_table *t, const int64_t *ids, int64_t first,
                             int64_t n) {
   int64_t npr = t->md.null_masks_bytes_per_row;
+  if (ids == NULL) { /* contiguous masks: test 8 bytes at a time */
+    const uint8_t *p = t->null_masks + first * npr;
+    int64_t bytes = n * npr, k = 0;
+    uint64_t acc = 0;
+    for (; k + 8 <= bytes; k += 8) {
+      uint64_t w;
+      memcpy(&w, p + k, 8);
+      acc |= w;
+    }
+    for (; k < bytes; k++) acc |= p[k];
+    return acc != 0;
+  }
   for (int64_t i = 0; i < n; i++) {
     const uint8_t *mask = t->null_masks + (ids ? ids[i] : first + i) * npr;
     for (int64_t k = 0; k < npr; k++)

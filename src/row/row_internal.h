@@ -111,10 +111,9 @@ static inline uint64_t qv_row_mix64(uint64_t x) {
   return x;
 }
 
-/** Hash of one non-null value of width w (1, 2, 4, 8 or bool). */
-static inline uint64_t qv_row_hash_small(uint64_t x) {
-  return qv_row_mix64(x + QV_ROW_HASH_K);
-}
+/** Value term of one non-null value of width 1, 2, 4, 8 or a boolean (the
+ *  combining step h = mix64(h ^ v) does the mixing). */
+static inline uint64_t qv_row_hash_small(uint64_t x) { return x + QV_ROW_HASH_K; }
 
 uint64_t qv_row_hash_bytes(const uint8_t *p, int64_t len);
 
