@@ -92,6 +92,20 @@ qv_status qv_array_concat(qv_array *const *arrays, int64_t n, qv_array **out,
 qv_status qv_array_take(qv_array *a, const int64_t *indices, int64_t n,
                         qv_array **out, qv_error *err);
 
+/**
+ * Gather across chunks: a new array whose element i is element
+ * row_index[i] of chunks[chunk_index[i]], without concatenating the chunks
+ * first. All chunks must have equal types (QV_ETYPE otherwise); every
+ * (chunk, row) pair is checked (QV_ERANGE). Same layouts as qv_array_take;
+ * view data buffers of the chunks used are shared, list views are
+ * compacted into a new child when n_chunks > 1, and dictionary chunks with
+ * different dictionary arrays get one concatenated dictionary (QV_ERANGE
+ * when a shifted index no longer fits the index type).
+ */
+qv_status qv_array_take_chunked(qv_array *const *chunks, int64_t n_chunks,
+                                const int64_t *chunk_index, const int64_t *row_index,
+                                int64_t n, qv_array **out, qv_error *err);
+
 /** Validation depth, as nanoarrow's levels. */
 typedef enum qv_validate_level {
   QV_VALIDATE_NONE = 0,    /**< trust the producer */
