@@ -349,18 +349,19 @@ static qv_status concat_dense_union(qv_array *const *in, int64_t n, int64_t tota
       start[k * n + i] = lo[c];
       len[k * n + i] = hi[c] - lo[c];
     }
+    for (int32_t k = 0; k < nk; k++) {
+      int64_t need = base[k] + len[k * n + i];
+      if (need > INT32_MAX) {
+        free(lo);
+        free(base);
+        return offsets_overflow(err, out->type, need);
+      }
+    }
     for (int64_t j = 0; j < a->length; j++) {
       int k = map[ids[j]];
       d[j] = (int32_t)(o[j] - lo[i * nk + k] + base[k]);
     }
-    for (int32_t k = 0; k < nk; k++) {
-      base[k] += len[k * n + i];
-      if (base[k] > INT32_MAX) {
-        free(lo);
-        free(base);
-        return offsets_overflow(err, out->type, base[k]);
-      }
-    }
+    for (int32_t k = 0; k < nk; k++) base[k] += len[k * n + i];
     pos += a->length;
   }
   for (int32_t k = 0; k < nk && st == QV_OK; k++)

@@ -52,7 +52,7 @@ static qv_type *orc_nested(qv_type_id id, const int32_t *codes, int n, ...) {
   va_list ap;
   va_start(ap, n);
   for (int i = 0; i < n; i++) {
-    char name[8];
+    char name[16];
     snprintf(name, sizeof name, "c%d", i);
     qv_type_add_child(t, name, true, va_arg(ap, qv_type *), NULL, NULL);
   }
