@@ -9,7 +9,9 @@ BUILD ?= build
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE ?= cmake
 CMAKE_FLAGS ?=
+QV_CMAKE_DEFAULTS = -DQV_WERROR=ON
 PREFIX ?= /usr/local
+VENV ?= $(CURDIR)/build/venv
 
 .PHONY: all test bench install asan fuzz clean venv demo
 
@@ -17,26 +19,26 @@ all: $(BUILD)/CMakeCache.txt
 	$(CMAKE) --build $(BUILD) -j $(JOBS)
 
 $(BUILD)/CMakeCache.txt:
-	$(CMAKE) -S . -B $(BUILD) -DCMAKE_INSTALL_PREFIX=$(PREFIX) $(CMAKE_FLAGS)
+	$(CMAKE) -S . -B $(BUILD) -DCMAKE_INSTALL_PREFIX=$(PREFIX) $(QV_CMAKE_DEFAULTS) $(CMAKE_FLAGS)
 
 venv:
-	sh scripts/venv.sh $(BUILD)/venv
+	sh scripts/venv.sh $(VENV)
 
 test: all venv
-	cd $(BUILD) && QV_VENV=$(CURDIR)/$(BUILD)/venv ctest --output-on-failure -j $(JOBS)
+	cd $(BUILD) && QV_VENV=$(VENV) ctest --output-on-failure -j $(JOBS) $(CTEST_FLAGS)
 
 asan:
-	$(MAKE) BUILD=build-asan CMAKE_FLAGS="-DQV_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug $(CMAKE_FLAGS)" test
+	$(MAKE) BUILD=build-asan CMAKE_FLAGS="-DQV_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug $(CMAKE_FLAGS)" CTEST_FLAGS="-LE python" test
 
 fuzz:
 	$(CMAKE) -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DQV_FUZZ=ON -DQV_TESTS=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo
 	$(CMAKE) --build build-fuzz -j $(JOBS)
 
 bench: all venv
-	QV_VENV=$(CURDIR)/$(BUILD)/venv sh bench/run.sh $(BUILD)
+	QV_VENV=$(VENV) sh bench/run.sh $(BUILD)
 
 demo: all venv
-	sh scripts/demo.sh $(BUILD)
+	VENV=$(VENV) sh scripts/demo.sh $(BUILD)
 
 install: all
 	$(CMAKE) --install $(BUILD) --prefix $(PREFIX)

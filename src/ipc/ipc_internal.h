@@ -144,6 +144,17 @@ qv_status qv_ipc_load_batch(const qv_type *schema_type,
 qv_status qv_ipc_decompress(qv_compression codec, qv_buffer *compressed,
                             int64_t max_alloc, qv_buffer **out, qv_error *err);
 
+/**
+ * Compress `len` bytes at `src` into the IPC form: an 8-byte little-endian
+ * uncompressed length followed by one codec frame (LZ4 frame or ZSTD).
+ * `level` is passed to the codec (0 = the codec's default). An empty input
+ * gives an empty buffer (IPC writers leave empty buffers uncompressed and
+ * without prefix). The caller owns *out. Storing incompressible data with
+ * the -1 "uncompressed" prefix is left to the writer.
+ */
+qv_status qv_ipc_compress(qv_compression codec, int level, const void *src,
+                          int64_t len, qv_buffer **out, qv_error *err);
+
 /** Default bound for a single decompressed buffer: 2 GiB. */
 #define QV_DEFAULT_MAX_ALLOC ((int64_t)1 << 31)
 

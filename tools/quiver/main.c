@@ -1,17 +1,105 @@
 /*
- * main.c — the quiver command-line tool: argument dispatch to subcommands.
+ * main.c — the quiver command-line tool: dispatch to subcommands, global
+ * --help / --version, and the helpers every subcommand shares (cli.h).
  * Top layer; uses the public library API only.
  */
+#include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-#include "quiver/core.h"
+#include "cli.h"
+
+static const char kUsage[] =
+    "usage: quiver COMMAND [ARGS...]\n"
+    "\n"
+    "Open Apache Arrow IPC files (file format / Feather v2, and streams) zero-copy.\n"
+    "\n"
+    "commands:\n"
+    "  info PATH [--json]            format, size, rows, batches, schema and metadata\n"
+    "  head PATH [-n N]              first N rows (default 10) as JSON lines\n"
+    "  get PATH ROW...               the given rows (0-based) as JSON lines\n"
+    "  integration --mode=MODE --arrow=PATH --json=PATH\n"
+    "                                Arrow integration-test contract: VALIDATE,\n"
+    "                                ARROW_TO_JSON\n"
+    "\n"
+    "options:\n"
+    "  -h, --help                    show help (also 'quiver COMMAND --help')\n"
+    "  --version                     print the version\n"
+    "\n"
+    "exit status: 0 ok, 1 bad data or failure, 2 bad usage.\n";
+
+int cli_fail(qv_status st, const qv_error *err) {
+  fprintf(stderr, "quiver: %s\n", err ? err->message : qv_status_name(st));
+  return st == QV_EARG ? QV_EXIT_USAGE : QV_EXIT_DATA;
+}
+
+int cli_usage(const char *cmd, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "quiver %s: ", cmd);
+  vfprintf(stderr, fmt, ap);
+  fprintf(stderr, "\ntry 'quiver %s --help'\n", cmd);
+  va_end(ap);
+  return QV_EXIT_USAGE;
+}
+
+const char *cli_opt_value(const char *arg, const char *name, int argc, char **argv, int *i,
+                          bool *matched) {
+  size_t n = strlen(name);
+  *matched = false;
+  if (strncmp(arg, name, n) != 0) return NULL;
+  if (arg[n] == '=') {
+    *matched = true;
+    return arg + n + 1;
+  }
+  if (arg[n] != '\0') return NULL;
+  *matched = true;
+  if (*i + 1 >= argc) return NULL;
+  (*i)++;
+  return argv[*i];
+}
+
+bool cli_parse_i64(const char *s, int64_t *out) {
+  if (s == NULL || *s == '\0' || *s == '-' || *s == '+') return false;
+  errno = 0;
+  char *end;
+  long long v = strtoll(s, &end, 10);
+  if (errno != 0 || *end != '\0' || v < 0) return false;
+  *out = v;
+  return true;
+}
+
+typedef struct command {
+  const char *name;
+  int (*run)(int argc, char **argv);
+} command;
+
+static const command kCommands[] = {
+    {"info", cmd_info},
+    {"head", cmd_head},
+    {"get", cmd_get},
+    {"integration", cmd_integration},
+};
 
 int main(int argc, char **argv) {
-  if (argc >= 2 && strcmp(argv[1], "--version") == 0) {
-    printf("quiver %s\n", qv_version());
-    return 0;
+  if (argc < 2) {
+    fputs(kUsage, stderr);
+    return QV_EXIT_USAGE;
   }
-  fprintf(stderr, "usage: quiver COMMAND [ARGS]\n");
-  return 2;
+  const char *cmd = argv[1];
+  if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
+    printf("quiver %s\n", qv_version());
+    return QV_EXIT_OK;
+  }
+  if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
+    fputs(kUsage, stdout);
+    return QV_EXIT_OK;
+  }
+  for (size_t i = 0; i < sizeof kCommands / sizeof kCommands[0]; i++)
+    if (strcmp(cmd, kCommands[i].name) == 0) return kCommands[i].run(argc - 1, argv + 1);
+  fprintf(stderr, "quiver: unknown command '%s'\n", cmd);
+  fputs(kUsage, stderr);
+  return QV_EXIT_USAGE;
 }

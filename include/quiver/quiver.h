@@ -1,0 +1,14 @@
+/*
+ * quiver/quiver.h — umbrella header: include this to get the whole public
+ * API. Layers, bottom up: core (status, buffers, types, arrays), ipc
+ * (reading Arrow IPC files and streams, C Data Interface).
+ */
+#ifndef QUIVER_QUIVER_H
+#define QUIVER_QUIVER_H
+
+#include "quiver/core.h"
+#include "quiver/type.h"
+#include "quiver/array.h"
+#include "quiver/ipc.h"
+
+#endif /* QUIVER_QUIVER_H */

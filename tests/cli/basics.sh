@@ -1,0 +1,54 @@
+#!/bin/sh
+# basics.sh QUIVER — the command-line contract: --help / --version, exit
+# codes (0 ok, 1 bad data, 2 bad usage), errors on stderr naming the file.
+set -u
+q=$1
+data=${QV_SHARED:-../shared}/testdata/arrow-testing/data
+golden=$data/arrow-ipc-stream/integration/cpp-21.0.0
+pass=0
+fail=0
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# expect CODE DESCRIPTION -- CMD...: run CMD, compare exit status.
+expect() {
+  want=$1; shift; what=$1; shift
+  "$@" >"$tmp/out" 2>"$tmp/err"
+  got=$?
+  if [ "$got" -eq "$want" ]; then pass=$((pass + 1)); else
+    fail=$((fail + 1)); echo "FAIL $what: exit $got, expected $want"; cat "$tmp/err"; fi
+}
+# contains FILE TEXT DESCRIPTION
+contains() {
+  if grep -qF -- "$2" "$1"; then pass=$((pass + 1)); else
+    fail=$((fail + 1)); echo "FAIL $3: '$2' not in:"; cat "$1"; fi
+}
+
+expect 0 "--help" "$q" --help
+contains "$tmp/out" "usage: quiver COMMAND" "help text"
+expect 0 "--version" "$q" --version
+contains "$tmp/out" "quiver 0." "version text"
+expect 2 "no command" "$q"
+expect 2 "unknown command" "$q" frobnicate
+contains "$tmp/err" "unknown command 'frobnicate'" "unknown command message"
+expect 0 "info --help" "$q" info --help
+expect 2 "info without path" "$q" info
+contains "$tmp/err" "missing PATH" "missing path message"
+expect 2 "info bad option" "$q" info --bogus x
+expect 1 "info missing file" "$q" info /nonexistent/file.arrow
+contains "$tmp/err" "cannot open '/nonexistent/file.arrow'" "missing file message"
+printf 'not an arrow file at all' >"$tmp/junk"
+expect 1 "info junk" "$q" info "$tmp/junk"
+expect 0 "info golden stream" "$q" info "$golden/generated_primitive.stream"
+contains "$tmp/out" "format:             stream" "info format"
+expect 0 "info golden file --json" "$q" info --json "$golden/generated_primitive.arrow_file"
+contains "$tmp/out" '"format": "file"' "info json format"
+expect 0 "head" "$q" head "$golden/generated_primitive.stream" -n 2
+expect 2 "head bad -n" "$q" head "$golden/generated_primitive.stream" -n abc
+expect 0 "get" "$q" get "$golden/generated_primitive.arrow_file" 0
+expect 2 "get without rows" "$q" get "$golden/generated_primitive.arrow_file"
+expect 1 "get out of range" "$q" get "$golden/generated_primitive.arrow_file" 99999999
+expect 2 "integration without mode" "$q" integration --arrow=x --json=y
+expect 2 "integration bad mode" "$q" integration --mode=NOPE --arrow=x --json=y
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]

@@ -1,0 +1,35 @@
+/*
+ * cli.h — shared helpers of the quiver command-line tool: exit codes,
+ * error reporting, option parsing. Top layer.
+ */
+#ifndef QUIVER_CLI_H
+#define QUIVER_CLI_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "quiver/core.h"
+
+/* Exit codes: the conventional contract of the tool. */
+#define QV_EXIT_OK 0
+#define QV_EXIT_DATA 1  /* bad data, I/O failure, a difference found */
+#define QV_EXIT_USAGE 2 /* bad usage: unknown option, missing or bad argument */
+
+/** Print "quiver: <message>" to stderr and return the exit code for st. */
+int cli_fail(qv_status st, const qv_error *err);
+/** Print a usage error ("quiver CMD: ...", then "try 'quiver CMD --help'"). */
+int cli_usage(const char *cmd, const char *fmt, ...) QV_PRINTF(2, 3);
+
+/** If arg is "--name=VALUE" return VALUE; if it is "--name", take the next
+ *  argument (advancing *i) — NULL with *missing set when absent. */
+const char *cli_opt_value(const char *arg, const char *name, int argc, char **argv, int *i,
+                          bool *matched);
+/** Parse a non-negative int64 (decimal). False on junk or overflow. */
+bool cli_parse_i64(const char *s, int64_t *out);
+
+int cmd_info(int argc, char **argv);
+int cmd_head(int argc, char **argv);
+int cmd_get(int argc, char **argv);
+int cmd_integration(int argc, char **argv);
+
+#endif

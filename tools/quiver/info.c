@@ -1,0 +1,245 @@
+/*
+ * info.c — `quiver info PATH [--json]`: what a file is (format, size,
+ * rows, batches, compression), its schema tree with field and schema
+ * metadata, and the Hugging Face `datasets` features kept under the
+ * `huggingface` schema metadata key, rendered readably. Top layer.
+ */
+#include <jansson.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "quiver/ipc.h"
+
+static const char kInfoHelp[] =
+    "usage: quiver info PATH [--json]\n"
+    "\n"
+    "Show an Arrow IPC file's format, size, row and batch counts, body\n"
+    "compression, schema (with field and schema metadata) and, when present,\n"
+    "the Hugging Face datasets features from the 'huggingface' metadata.\n"
+    "Opening reads metadata only; column data is not touched.\n"
+    "\n"
+    "  --json    print one JSON object instead of text\n";
+
+static const char *compression_name(qv_compression c) {
+  switch (c) {
+    case QV_COMPRESSION_LZ4_FRAME: return "lz4_frame";
+    case QV_COMPRESSION_ZSTD: return "zstd";
+    default: return "none";
+  }
+}
+
+/* Render a datasets feature JSON value on one line: {"_type": "Value",
+ * "dtype": "int32"} -> Value(int32); ClassLabel(names=[a, b]);
+ * dicts -> {a: ..., b: ...}; lists -> [ ... ]. */
+static void feature_render(FILE *out, json_t *v) {
+  if (json_is_object(v)) {
+    json_t *type = json_object_get(v, "_type");
+    if (json_is_string(type)) {
+      const char *t = json_string_value(type);
+      fprintf(out, "%s(", t);
+      json_t *dtype = json_object_get(v, "dtype");
+      bool first = true;
+      if (json_is_string(dtype) && strcmp(t, "Value") == 0) {
+        fprintf(out, "%s", json_string_value(dtype));
+        first = false;
+      }
+      const char *key;
+      json_t *val;
+      json_object_foreach(v, key, val) {
+        if (strcmp(key, "_type") == 0 || (strcmp(key, "dtype") == 0 && strcmp(t, "Value") == 0))
+          continue;
+        if (json_is_null(val) || (strcmp(key, "id") == 0)) continue;
+        fprintf(out, "%s%s=", first ? "" : ", ", key);
+        first = false;
+        feature_render(out, val);
+      }
+      fprintf(out, ")");
+      return;
+    }
+    fprintf(out, "{");
+    const char *key;
+    json_t *val;
+    bool first = true;
+    json_object_foreach(v, key, val) {
+      fprintf(out, "%s%s: ", first ? "" : ", ", key);
+      first = false;
+      feature_render(out, val);
+    }
+    fprintf(out, "}");
+  } else if (json_is_array(v)) {
+    fprintf(out, "[");
+    size_t i;
+    json_t *val;
+    json_array_foreach(v, i, val) {
+      if (i) fprintf(out, ", ");
+      if (i >= 20) {
+        fprintf(out, "... (%zu more)", json_array_size(v) - i);
+        break;
+      }
+      feature_render(out, val);
+    }
+    fprintf(out, "]");
+  } else if (json_is_string(v)) {
+    fprintf(out, "%s", json_string_value(v));
+  } else {
+    char *s = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+    fprintf(out, "%s", s ? s : "?");
+    free(s);
+  }
+}
+
+static void print_value_escaped(FILE *out, const char *s, int64_t n, int64_t max) {
+  for (int64_t i = 0; i < n && i < max; i++) {
+    unsigned char c = (unsigned char)s[i];
+    if (c == '\n') fputs("\\n", out);
+    else if (c < 0x20 || c == 0x7f) fprintf(out, "\\x%02x", c);
+    else fputc(c, out);
+  }
+  if (n > max) fprintf(out, "... (%lld bytes)", (long long)n);
+}
+
+static void print_metadata_text(FILE *out, const qv_metadata *md, int indent) {
+  for (int64_t i = 0; i < md->n; i++) {
+    fprintf(out, "%*s%s = ", indent, "", md->kv[i].key);
+    print_value_escaped(out, md->kv[i].value, md->kv[i].value_len, 200);
+    fputc('\n', out);
+  }
+}
+
+static void print_field_text(FILE *out, const qv_field *f, int indent) {
+  char buf[512];
+  const qv_type *t = f->type;
+  bool nested = t->n_children > 0 && t->id != QV_MAP;
+  if (nested) {
+    fprintf(out, "%*s%s: %s%s%s\n", indent, "", f->name, qv_type_id_name(t->id),
+            t->id == QV_FIXED_SIZE_LIST ? "" : "", f->nullable ? "" : " not null");
+  } else {
+    qv_type_to_string(t, buf, sizeof buf);
+    fprintf(out, "%*s%s: %s%s\n", indent, "", f->name, buf, f->nullable ? "" : " not null");
+  }
+  const char *ext = qv_field_extension_name(f);
+  if (ext) fprintf(out, "%*s(extension %s)\n", indent + 2, "", ext);
+  if (f->metadata.n > 0) {
+    fprintf(out, "%*smetadata:\n", indent + 2, "");
+    print_metadata_text(out, &f->metadata, indent + 4);
+  }
+  if (nested)
+    for (int32_t i = 0; i < t->n_children; i++) print_field_text(out, &t->children[i], indent + 2);
+}
+
+static json_t *metadata_json(const qv_metadata *md) {
+  json_t *o = json_object();
+  for (int64_t i = 0; i < md->n; i++)
+    json_object_set_new(o, md->kv[i].key, json_stringn_nocheck(md->kv[i].value,
+                                                                (size_t)md->kv[i].value_len));
+  return o;
+}
+
+static json_t *field_json(const qv_field *f) {
+  char buf[1024];
+  qv_type_to_string(f->type, buf, sizeof buf);
+  json_t *o = json_object();
+  json_object_set_new(o, "name", json_string(f->name));
+  json_object_set_new(o, "type", json_string(buf));
+  json_object_set_new(o, "type_id", json_string(qv_type_id_name(f->type->id)));
+  json_object_set_new(o, "nullable", json_boolean(f->nullable));
+  if (f->metadata.n > 0) json_object_set_new(o, "metadata", metadata_json(&f->metadata));
+  if (f->type->n_children > 0) {
+    json_t *kids = json_array();
+    for (int32_t i = 0; i < f->type->n_children; i++)
+      json_array_append_new(kids, field_json(&f->type->children[i]));
+    json_object_set_new(o, "children", kids);
+  }
+  return o;
+}
+
+int cmd_info(int argc, char **argv) {
+  const char *path = NULL;
+  bool as_json = false;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+      fputs(kInfoHelp, stdout);
+      return QV_EXIT_OK;
+    } else if (strcmp(argv[i], "--json") == 0) {
+      as_json = true;
+    } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
+      return cli_usage("info", "unknown option '%s'", argv[i]);
+    } else if (path == NULL) {
+      path = argv[i];
+    } else {
+      return cli_usage("info", "unexpected argument '%s'", argv[i]);
+    }
+  }
+  if (path == NULL) return cli_usage("info", "missing PATH");
+  qv_error err;
+  qv_reader *r = NULL;
+  qv_status st = qv_reader_open_path(path, NULL, &r, &err);
+  if (st != QV_OK) return cli_fail(st, &err);
+  const qv_schema *s = qv_reader_schema(r);
+  const qv_kv *hf = qv_metadata_find(&s->metadata, "huggingface");
+  json_t *hf_json = NULL;
+  if (hf != NULL) hf_json = json_loadb(hf->value, (size_t)hf->value_len, 0, NULL);
+  const char *fmt = qv_reader_format(r) == QV_FORMAT_FILE ? "file" : "stream";
+  if (as_json) {
+    json_t *o = json_object();
+    json_object_set_new(o, "path", json_string(path));
+    json_object_set_new(o, "format", json_string(fmt));
+    json_object_set_new(o, "size", json_integer(qv_reader_size(r)));
+    json_object_set_new(o, "metadata_version", json_integer(qv_reader_metadata_version(r)));
+    json_object_set_new(o, "endianness", json_string(qv_reader_big_endian(r) ? "big" : "little"));
+    json_object_set_new(o, "rows", json_integer(qv_reader_num_rows(r)));
+    json_object_set_new(o, "batches", json_integer(qv_reader_num_batches(r)));
+    json_object_set_new(o, "dictionary_batches", json_integer(qv_reader_num_dictionary_batches(r)));
+    json_object_set_new(o, "compression", json_string(compression_name(qv_reader_compression(r))));
+    json_t *fields = json_array();
+    for (int32_t i = 0; i < qv_schema_num_fields(s); i++)
+      json_array_append_new(fields, field_json(qv_schema_field(s, i)));
+    json_t *schema = json_object();
+    json_object_set_new(schema, "fields", fields);
+    json_object_set_new(schema, "metadata", metadata_json(&s->metadata));
+    json_object_set_new(o, "schema", schema);
+    json_t *features = hf_json ? json_object_get(json_object_get(hf_json, "info"), "features") : NULL;
+    json_object_set(o, "features", features ? features : json_null());
+    json_t *fp = hf_json ? json_object_get(hf_json, "fingerprint") : NULL;
+    json_object_set(o, "fingerprint", fp ? fp : json_null());
+    json_dumpf(o, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    fputc('\n', stdout);
+    json_decref(o);
+  } else {
+    printf("path:               %s\n", path);
+    printf("format:             %s\n", qv_reader_format(r) == QV_FORMAT_FILE
+                                           ? "file (Arrow IPC file format / Feather v2)"
+                                           : "stream (Arrow IPC stream format)");
+    printf("size:               %lld bytes\n", (long long)qv_reader_size(r));
+    printf("metadata version:   V%d\n", qv_reader_metadata_version(r));
+    printf("endianness:         %s\n", qv_reader_big_endian(r) ? "big" : "little");
+    printf("rows:               %lld\n", (long long)qv_reader_num_rows(r));
+    printf("batches:            %lld\n", (long long)qv_reader_num_batches(r));
+    printf("dictionary batches: %lld\n", (long long)qv_reader_num_dictionary_batches(r));
+    printf("compression:        %s\n", compression_name(qv_reader_compression(r)));
+    printf("schema:\n");
+    for (int32_t i = 0; i < qv_schema_num_fields(s); i++)
+      print_field_text(stdout, qv_schema_field(s, i), 2);
+    if (s->metadata.n > 0) {
+      printf("schema metadata:\n");
+      print_metadata_text(stdout, &s->metadata, 2);
+    }
+    json_t *features = hf_json ? json_object_get(json_object_get(hf_json, "info"), "features") : NULL;
+    if (json_is_object(features)) {
+      printf("huggingface features:\n");
+      const char *key;
+      json_t *val;
+      json_object_foreach(features, key, val) {
+        printf("  %s: ", key);
+        feature_render(stdout, val);
+        printf("\n");
+      }
+      json_t *fp = json_object_get(hf_json, "fingerprint");
+      if (json_is_string(fp)) printf("fingerprint:        %s\n", json_string_value(fp));
+    }
+  }
+  json_decref(hf_json);
+  qv_reader_close(r);
+  return QV_EXIT_OK;
+}
