@@ -76,8 +76,11 @@ qv_status qv_array_slice(qv_array *a, int64_t offset, int64_t length,
 /**
  * Concatenate arrays of equal type (qv_type_equals) into one new array with
  * freshly allocated, contiguous buffers (offsets rebased, validity merged,
- * view buffers re-indexed, dictionaries: see array.c). n >= 1. Fails with
- * QV_ETYPE when types differ and QV_ERANGE when a 32-bit offset overflows.
+ * view buffers re-indexed and shared; per-layout details in concat.c).
+ * n >= 1. Inputs sharing one dictionary array keep it; otherwise the
+ * dictionaries are concatenated and indices shifted. Fails with QV_ETYPE
+ * when types differ (metadata ignored) and QV_ERANGE when a 32-bit offset,
+ * a run end or a shifted dictionary index overflows its type.
  */
 qv_status qv_array_concat(qv_array *const *arrays, int64_t n, qv_array **out,
                           qv_error *err);

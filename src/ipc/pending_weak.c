@@ -1,6 +1,6 @@
 /*
  * pending_weak.c — TEMPORARY weak placeholders for entry points that are
- * being written in parallel (metadata decode, loader, concat), so the tree
+ * being written in parallel (metadata decode, loader), so the tree
  * links meanwhile. Real definitions override them. Deleted once all land.
  */
 #include "ipc/ipc_internal.h"
@@ -22,10 +22,5 @@ QV_WEAK void qv_ipc_footer_reset(qv_ipc_footer *f) { (void)f; }
 QV_WEAK qv_status qv_ipc_load_batch(const qv_type *schema_type, const qv_ipc_batch_desc *desc,
                                     const qv_ipc_load_ctx *ctx, qv_array **out, qv_error *err) {
   (void)schema_type; (void)desc; (void)ctx; (void)out;
-  return qv_error_set(err, QV_ENOTSUP, "not yet implemented");
-}
-QV_WEAK qv_status qv_array_concat(qv_array *const *arrays, int64_t n, qv_array **out,
-                                  qv_error *err) {
-  (void)arrays; (void)n; (void)out;
   return qv_error_set(err, QV_ENOTSUP, "not yet implemented");
 }

@@ -193,6 +193,13 @@ static qv_array *orc_gen(qv_type *t, int64_t len) {
         orc_put(a->buffers[1]->data, w, i + 1, total);
       }
       a->children[0] = orc_gen_sliced(t->children[0].type, total + orc_int(3));
+      if (t->id == QV_MAP) { /* entries and keys are never null */
+        qv_array *e = a->children[0], *k = e->children[0];
+        qv_buffer_unref(e->buffers[0]);
+        qv_buffer_unref(k->buffers[0]);
+        e->buffers[0] = k->buffers[0] = NULL;
+        e->null_count = k->null_count = 0;
+      }
       break;
     }
     case QV_LIST_VIEW: case QV_LARGE_LIST_VIEW: {
@@ -278,6 +285,11 @@ static qv_array *orc_gen_sliced(qv_type *t, int64_t len) {
   qv_array *base = orc_gen(t, front + len + back), *s = NULL;
   if (qv_array_slice(base, front, len, &s, NULL) != QV_OK) abort();
   qv_array_unref(base);
+  qv_error err; /* the generator itself must produce valid arrays */
+  if (qv_array_validate(s, QV_VALIDATE_FULL, "generated", &err) != QV_OK) {
+    fprintf(stderr, "array_oracle: invalid generated array: %s\n", err.message);
+    abort();
+  }
   return s;
 }
 

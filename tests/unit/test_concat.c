@@ -27,6 +27,11 @@ static void check_concat(qv_array **in, int n, int type_no) {
   const char *bad = orc_check(out);
   if (bad) fprintf(stderr, "type %d: %s\n", type_no, bad);
   QV_CHECK(bad == NULL);
+  qv_error verr;
+  if (qv_array_validate(out, QV_VALIDATE_FULL, "out", &verr) != QV_OK) {
+    fprintf(stderr, "type %d: validate: %s\n", type_no, verr.message);
+    QV_CHECK(false);
+  }
   QV_CHECK_EQ_INT(out->null_count, nulls);
   QV_CHECK_EQ_INT(qv_array_null_count(out), nulls);
   if (nulls == 0 && out->n_buffers > 0 && out->type->id != QV_SPARSE_UNION &&

@@ -15,6 +15,11 @@ static void check_gather(qv_array *out, qv_array *const *chunks, const int64_t *
   const char *bad = orc_check(out);
   if (bad) fprintf(stderr, "type %d: %s\n", type_no, bad);
   QV_CHECK(bad == NULL);
+  qv_error verr;
+  if (qv_array_validate(out, QV_VALIDATE_FULL, "out", &verr) != QV_OK) {
+    fprintf(stderr, "type %d: validate: %s\n", type_no, verr.message);
+    QV_CHECK(false);
+  }
   int64_t nulls = 0;
   for (int64_t i = 0; i < n; i++) {
     qv_array *src = chunks[chunk ? chunk[i] : 0];
