@@ -70,7 +70,7 @@ static qv_status concat_child_ranges(qv_array *const *in, int64_t n, int32_t k,
   if (parts == NULL) return oom(err, "child slices");
   qv_status st = QV_OK;
   for (int64_t i = 0; i < n && st == QV_OK; i++)
-    st = qv_array_slice(in[i]->children[k], start[i], len[i], &parts[i], err);
+    st = qv_array_slice(in[i]->children[k], len[i] > 0 ? start[i] : 0, len[i], &parts[i], err);
   if (st == QV_OK) st = concat_impl(parts, n, out, err);
   for (int64_t i = 0; i < n; i++) qv_array_unref(parts[i]);
   free(parts);
@@ -107,6 +107,7 @@ static qv_status concat_bool(qv_array *const *in, int64_t n, int64_t total, qv_a
   QV_RETURN_NOT_OK(qv_buffer_alloc((total + 7) / 8, &buf, err));
   int64_t pos = 0;
   for (int64_t i = 0; i < n; i++) {
+    if (in[i]->length == 0) continue; /* empty arrays may lack buffers */
     qv_bitmap_copy(buf->data, pos, in[i]->buffers[1]->data, in[i]->offset, in[i]->length);
     pos += in[i]->length;
   }
@@ -137,10 +138,13 @@ static qv_status concat_offsets(qv_array *const *in, int64_t n, int64_t total, b
   int64_t base = 0, pos = 0;
   for (int64_t i = 0; i < n; i++) {
     const qv_array *a = in[i];
+    if (a->length == 0) { /* may have an empty offsets buffer */
+      start[i] = len[i] = 0;
+      continue;
+    }
     const uint8_t *src = a->buffers[1]->data;
     int64_t first = qvk_load_int(src, w, false, a->offset);
     int64_t last = qvk_load_int(src, w, false, a->offset + a->length);
-    if (a->length == 0) first = last = 0;
     start[i] = first;
     len[i] = last - first;
     if (len[i] < 0 || (!large && base + len[i] > INT32_MAX)) {

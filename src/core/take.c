@@ -136,6 +136,13 @@ static qv_status gather_validity(const gsrc *s, qv_array *out, qv_error *err) {
   return QV_OK;
 }
 
+/* Start of buffer `slot` at the array's offset; NULL when absent (empty
+ * arrays may come without buffers; no row is then read from them). */
+static const uint8_t *slot_base(const qv_array *a, int32_t slot, int32_t width) {
+  if (slot >= a->n_buffers || a->buffers[slot] == NULL) return NULL;
+  return a->buffers[slot]->data + a->offset * width;
+}
+
 /* Inner loops with a compile-time width so the copies become plain moves. */
 #define GATHER_WIDTH(W)                                                        \
   do {                                                                         \
@@ -159,18 +166,14 @@ static qv_status gather_slot(const gsrc *s, int32_t width, int32_t slot, qv_buff
   const uint8_t *base0 = NULL;
   const int64_t *row = s->row, *chunk = s->chunk;
   if (chunk == NULL || s->n_chunks == 1) {
-    const qv_array *a = s->chunks[0];
-    base0 = a->buffers[slot]->data + a->offset * width;
+    base0 = slot_base(s->chunks[0], slot, width);
   } else {
     bases = xcalloc(s->n_chunks, sizeof *bases);
     if (bases == NULL) {
       qv_buffer_unref(buf);
       return oom(err, "chunk bases");
     }
-    for (int64_t c = 0; c < s->n_chunks; c++) {
-      const qv_array *a = s->chunks[c];
-      bases[c] = a->buffers[slot]->data + a->offset * width;
-    }
+    for (int64_t c = 0; c < s->n_chunks; c++) bases[c] = slot_base(s->chunks[c], slot, width);
   }
   uint8_t *dst = buf->data;
   switch (width) {
@@ -239,7 +242,8 @@ static inline void range_of(const qv_array *a, bool large, int64_t r, int64_t *s
  * per chunk, checked.
  */
 static qv_status build_offsets(const gsrc *s, bool large, bool child_limit,
-                               qv_buffer **offsets_out, int64_t *total, qv_error *err) {
+                               qv_buffer **offsets_out, int64_t *starts, int64_t *total,
+                               qv_error *err) {
   int32_t w = large ? 8 : 4;
   qv_buffer *buf = NULL;
   QV_RETURN_NOT_OK(qv_buffer_alloc((s->n + 1) * w, &buf, err));
@@ -258,6 +262,7 @@ static qv_status build_offsets(const gsrc *s, bool large, bool child_limit,
                           (long long)s->row[i], (long long)c, (long long)start, (long long)end,
                           (long long)limit);
     }
+    starts[i] = start;
     sum += end - start;
     if (!large && sum > INT32_MAX) {
       qv_buffer_unref(buf);
@@ -270,21 +275,29 @@ static qv_status build_offsets(const gsrc *s, bool large, bool child_limit,
   return QV_OK;
 }
 
+/* Two passes: sizes (building the offsets and remembering each source
+ * start, so the copy pass reads the source offsets only once), then bytes. */
 static qv_status gather_binary(const gsrc *s, bool large, qv_array *out, qv_error *err) {
   int64_t total = 0;
-  QV_RETURN_NOT_OK(build_offsets(s, large, false, &out->buffers[1], &total, err));
+  int64_t *starts = xcalloc(s->n, sizeof *starts);
+  if (starts == NULL) return oom(err, "string starts");
+  qv_status st = build_offsets(s, large, false, &out->buffers[1], starts, &total, err);
   qv_buffer *data = NULL;
-  QV_RETURN_NOT_OK(qv_buffer_alloc(total, &data, err));
-  uint8_t *d = data->data;
-  for (int64_t i = 0; i < s->n; i++) {
-    const qv_array *a = s->chunks[SRC_CHUNK(s, i)];
-    int64_t start, end;
-    range_of(a, large, s->row[i], &start, &end);
-    if (end > start) memcpy(d, a->buffers[2]->data + start, (size_t)(end - start));
-    d += end - start;
+  if (st == QV_OK) st = qv_buffer_alloc(total, &data, err);
+  if (st == QV_OK) {
+    const uint8_t *o = out->buffers[1]->data;
+    uint8_t *d = data->data;
+    const uint8_t *src0 = s->chunk == NULL && s->n > 0 ? s->chunks[0]->buffers[2]->data : NULL;
+    for (int64_t i = 0; i < s->n; i++) {
+      const uint8_t *src = s->chunk ? s->chunks[s->chunk[i]]->buffers[2]->data : src0;
+      int64_t b = qvk_load_int(o, large ? 8 : 4, false, i);
+      int64_t e = qvk_load_int(o, large ? 8 : 4, false, i + 1);
+      if (e > b) memcpy(d + b, src + starts[i], (size_t)(e - b));
+    }
+    out->buffers[2] = data;
   }
-  out->buffers[2] = data;
-  return QV_OK;
+  free(starts);
+  return st;
 }
 
 static qv_status gather_views(const gsrc *s, qv_array *out, qv_error *err) {
@@ -353,7 +366,11 @@ static qv_status gather_list(const gsrc *s, bool large, bool is_view, qv_array *
   int64_t total = 0;
   qv_buffer *offs = NULL;
   if (!is_view) {
-    QV_RETURN_NOT_OK(build_offsets(s, large, true, &offs, &total, err));
+    int64_t *starts = xcalloc(s->n, sizeof *starts);
+    if (starts == NULL) return oom(err, "list starts");
+    qv_status st = build_offsets(s, large, true, &offs, starts, &total, err);
+    free(starts);
+    QV_RETURN_NOT_OK(st);
     out->buffers[1] = offs;
   } else {
     /* Views: sizes gathered verbatim; offsets become cumulative. */

@@ -233,10 +233,30 @@ static void test_concat_errors(void) {
   qv_type_unref(i64);
 }
 
+/* Empty inputs may come without buffers (IPC writers often send empty
+ * offsets buffers for length-0 arrays); they must not be dereferenced. */
+static void test_concat_empty_without_buffers(void) {
+  qv_type *types[5] = {orc_t(QV_STRING), orc_t(QV_BOOL), orc_t(QV_INT32),
+                       orc_list(QV_LARGE_LIST, orc_t(QV_INT8)), orc_t(QV_BINARY_VIEW)};
+  for (int ti = 0; ti < 5; ti++) {
+    qv_type *t = types[ti];
+    qv_array *empty = qv_array_new(t, qv_type_num_buffers(t->id), t->n_children);
+    if (t->n_children) empty->children[0] = orc_gen(t->children[0].type, 0);
+    empty->null_count = 0;
+    qv_array *in[3] = {orc_gen_sliced(t, 5), empty, orc_gen_sliced(t, 3)};
+    check_concat(in, 3, 100 + ti);
+    qv_array *only[2] = {empty, empty};
+    check_concat(only, 2, 200 + ti);
+    for (int i = 0; i < 3; i++) qv_array_unref(in[i]);
+    qv_type_unref(t);
+  }
+}
+
 int main(void) {
   QV_RUN(test_concat_random);
   QV_RUN(test_concat_outlives_inputs);
   QV_RUN(test_concat_shares);
+  QV_RUN(test_concat_empty_without_buffers);
   QV_RUN(test_concat_errors);
   return QV_TEST_END();
 }

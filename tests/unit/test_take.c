@@ -262,10 +262,36 @@ static void test_take_errors(void) {
   qv_type_unref(i64);
 }
 
+/* Empty chunks may come without buffers; taking nothing from them, or
+ * rows from the other chunks, must not touch them. */
+static void test_take_empty_without_buffers(void) {
+  qv_type *types[5] = {orc_t(QV_STRING), orc_t(QV_BOOL), orc_t(QV_INT32),
+                       orc_list(QV_LARGE_LIST, orc_t(QV_INT8)), orc_t(QV_BINARY_VIEW)};
+  for (int ti = 0; ti < 5; ti++) {
+    qv_type *t = types[ti];
+    qv_array *empty = qv_array_new(t, qv_type_num_buffers(t->id), t->n_children);
+    if (t->n_children) empty->children[0] = orc_gen(t->children[0].type, 0);
+    empty->null_count = 0;
+    qv_array *out = NULL;
+    QV_REQUIRE(qv_array_take(empty, NULL, 0, &out, NULL) == QV_OK);
+    check_gather(out, &empty, NULL, NULL, 0, 100 + ti);
+    qv_array_unref(out);
+    qv_array *chunks[3] = {empty, orc_gen_sliced(t, 4), empty};
+    int64_t ci[] = {1, 1, 1}, ri[] = {3, 0, 2};
+    QV_REQUIRE(qv_array_take_chunked(chunks, 3, ci, ri, 3, &out, NULL) == QV_OK);
+    check_gather(out, chunks, ci, ri, 3, 200 + ti);
+    qv_array_unref(out);
+    qv_array_unref(chunks[1]);
+    qv_array_unref(empty);
+    qv_type_unref(t);
+  }
+}
+
 int main(void) {
   QV_RUN(test_take_random);
   QV_RUN(test_take_chunked_random);
   QV_RUN(test_take_zero_copy_parts);
+  QV_RUN(test_take_empty_without_buffers);
   QV_RUN(test_take_errors);
   return QV_TEST_END();
 }
