@@ -197,10 +197,19 @@ static qv_status gather_bool(const gsrc *s, qv_array *out, qv_error *err) {
   qv_buffer *buf = NULL;
   QV_RETURN_NOT_OK(qv_buffer_alloc((s->n + 7) / 8, &buf, err));
   uint8_t *d = buf->data;
-  for (int64_t i = 0; i < s->n; i++) {
-    const qv_array *a = s->chunks[SRC_CHUNK(s, i)];
-    uint8_t b = (uint8_t)qv_bit_get(a->buffers[1]->data, a->offset + s->row[i]);
-    d[i >> 3] |= (uint8_t)(b << (i & 7));
+  if (s->chunk == NULL) {
+    const qv_array *a = s->chunks[0];
+    const uint8_t *v = s->n > 0 ? a->buffers[1]->data : NULL;
+    const int64_t *row = s->row;
+    int64_t off = a->offset;
+    for (int64_t i = 0; i < s->n; i++)
+      d[i >> 3] |= (uint8_t)(qv_bit_get(v, off + row[i]) << (i & 7));
+  } else {
+    for (int64_t i = 0; i < s->n; i++) {
+      const qv_array *a = s->chunks[s->chunk[i]];
+      uint8_t b = (uint8_t)qv_bit_get(a->buffers[1]->data, a->offset + s->row[i]);
+      d[i >> 3] |= (uint8_t)(b << (i & 7));
+    }
   }
   out->buffers[1] = buf;
   return QV_OK;

@@ -56,13 +56,13 @@ static void check_concat(qv_array **in, int n, int type_no) {
 static void test_concat_random(void) {
   for (int ti = 0; ti < ORC_N_TYPES; ti++) {
     qv_type *t = orc_type(ti);
-    for (int trial = 0; trial < 40; trial++) {
+    for (int trial = 0; trial < 100; trial++) {
       qv_array *in[5];
       int n = 1 + (int)orc_int(5);
       bool same_base = orc_int(3) == 0; /* slices of one array: shared dictionary/buffers */
       qv_array *base = same_base ? orc_gen_sliced(t, 12) : NULL;
       for (int i = 0; i < n; i++) {
-        int64_t len = orc_int(4) == 0 ? 0 : orc_int(10);
+        int64_t len = orc_int(4) == 0 ? 0 : orc_int(trial % 8 == 7 ? 150 : 10);
         if (same_base) {
           int64_t off = orc_int(13);
           if (len > 12 - off) len = 12 - off;

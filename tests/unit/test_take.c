@@ -54,11 +54,12 @@ static void random_rows(int64_t *row, int64_t n, int64_t len) {
 static void test_take_random(void) {
   for (int ti = 0; ti < ORC_N_TYPES; ti++) {
     qv_type *t = orc_type(ti);
-    for (int trial = 0; trial < 40; trial++) {
-      int64_t len = orc_int(5) == 0 ? 0 : 1 + orc_int(14);
+    for (int trial = 0; trial < 100; trial++) {
+      bool big = trial % 8 == 7; /* bitmaps over several words */
+      int64_t len = orc_int(5) == 0 ? 0 : 1 + orc_int(big ? 150 : 14);
       qv_array *a = orc_gen_sliced(t, len);
-      int64_t n = len == 0 ? 0 : orc_int(25);
-      int64_t idx[25];
+      int64_t n = len == 0 ? 0 : orc_int(big ? 300 : 25);
+      int64_t idx[300];
       random_rows(idx, n, len);
       qv_array *out = NULL;
       qv_error err;
@@ -92,14 +93,14 @@ static void test_take_random(void) {
 static void test_take_chunked_random(void) {
   for (int ti = 0; ti < ORC_N_TYPES; ti++) {
     qv_type *t = orc_type(ti);
-    for (int trial = 0; trial < 40; trial++) {
+    for (int trial = 0; trial < 100; trial++) {
       qv_array *chunks[4];
       int nc = 1 + (int)orc_int(4);
       bool same_base = orc_int(3) == 0; /* slices of one array: shared dictionary */
       qv_array *base = same_base ? orc_gen_sliced(t, 10) : NULL;
       int64_t lens[4];
       for (int c = 0; c < nc; c++) {
-        int64_t len = orc_int(4) == 0 ? 0 : 1 + orc_int(9);
+        int64_t len = orc_int(4) == 0 ? 0 : 1 + orc_int(trial % 8 == 7 ? 90 : 9);
         if (same_base) {
           int64_t off = orc_int(11);
           if (len > 10 - off) len = 10 - off;
@@ -109,7 +110,7 @@ static void test_take_chunked_random(void) {
         }
         lens[c] = len;
       }
-      int64_t n = orc_int(30), ci[30], ri[30], k = 0;
+      int64_t n = orc_int(trial % 8 == 7 ? 300 : 30), ci[300], ri[300], k = 0;
       for (int64_t i = 0; i < n; i++) {
         int c = (int)orc_int(nc);
         if (lens[c] == 0) continue;
