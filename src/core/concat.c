@@ -20,9 +20,11 @@
  *  - dense union: for each input and child, the referenced child range
  *    [min offset, max offset] is concatenated and offsets shifted;
  *  - dictionary: inputs sharing one dictionary (same pointer) keep it and
- *    concatenate indices; otherwise the dictionaries are concatenated and
- *    each input's valid indices shifted (QV_ERANGE if the index type
- *    overflows; null slots get index 0);
+ *    concatenate indices; otherwise the distinct dictionaries (by pointer,
+ *    first-seen order) are concatenated once each and each input's valid
+ *    indices shifted (QV_ERANGE if the index type overflows; null slots
+ *    get index 0). Equal-by-value dictionaries behind different pointers
+ *    are not detected (no value comparison);
  *  - run-end encoded: only the runs an input's logical range covers, with
  *    the first and last runs clipped, run ends shifted; values
  *    concatenated over the same physical runs;
@@ -386,35 +388,66 @@ static qv_status concat_dictionary(qv_array *const *in, int64_t n, int64_t total
     out->dictionary = qv_array_ref(in[0]->dictionary);
     return QV_OK;
   }
-  qv_array **dicts = malloc(sizeof *dicts * (size_t)n);
-  if (dicts == NULL) return oom(err, "dictionaries");
-  for (int64_t i = 0; i < n; i++) dicts[i] = in[i]->dictionary;
-  qv_status st = qv_array_concat(dicts, n, &out->dictionary, err);
-  free(dicts);
-  if (st != QV_OK) return qv_error_prefix(err, st, "concat: dictionary: ");
+  int64_t *bases = malloc(sizeof *bases * (size_t)n);
+  if (bases == NULL) return oom(err, "dictionaries");
+  qv_status st = qvk_unify_dictionaries(in, n, bases, &out->dictionary, err);
+  if (st != QV_OK) {
+    free(bases);
+    return qv_error_prefix(err, st, "concat: dictionary: ");
+  }
   bool is_unsigned = !qv_type_id_is_signed_integer(it->id);
   int64_t imax = qvk_int_max(it->id);
   uint8_t *idx = out->buffers[1]->data;
   const uint8_t *valid = out->buffers[0] ? out->buffers[0]->data : NULL;
-  int64_t base = 0, pos = 0;
+  int64_t pos = 0;
   for (int64_t i = 0; i < n; i++) {
+    int64_t base = bases[i];
     for (int64_t j = 0; j < in[i]->length; j++, pos++) {
       if (valid != NULL && !qv_bit_get(valid, pos)) {
         qvk_store_int(idx, w, pos, 0);
         continue;
       }
       int64_t v = qvk_load_int(idx, w, is_unsigned, pos) + base;
-      if (v > imax)
+      if (v > imax) {
+        free(bases);
         return qv_error_set(err, QV_ERANGE,
                             "concat: dictionary index %lld (array %lld, row %lld) does not "
                             "fit index type %s (max %lld)",
                             (long long)v, (long long)i, (long long)j, qv_type_id_name(it->id),
                             (long long)imax);
+      }
       qvk_store_int(idx, w, pos, v);
     }
-    base += in[i]->dictionary->length;
   }
+  free(bases);
   return QV_OK;
+}
+
+qv_status qvk_unify_dictionaries(qv_array *const *arrays, int64_t n, int64_t *base,
+                                 qv_array **out, qv_error *err) {
+  qv_array **distinct = malloc(sizeof *distinct * (size_t)(n > 0 ? n : 1));
+  int64_t *start = malloc(sizeof *start * (size_t)(n > 0 ? n : 1));
+  if (distinct == NULL || start == NULL) {
+    free(distinct);
+    free(start);
+    return oom(err, "dictionaries");
+  }
+  int64_t nd = 0, total = 0;
+  for (int64_t i = 0; i < n; i++) {
+    qv_array *d = arrays[i]->dictionary;
+    int64_t k = 0;
+    while (k < nd && distinct[k] != d) k++;
+    if (k == nd) {
+      distinct[nd] = d;
+      start[nd++] = total;
+      total += d->length;
+    }
+    base[i] = start[k];
+  }
+  qv_status st = qv_array_concat(distinct, nd, out, err);
+  free(distinct);
+  free(start);
+  return st;
 }
 
 static qv_status concat_ree(qv_array *const *in, int64_t n, int64_t total, qv_array *out,

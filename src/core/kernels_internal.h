@@ -130,4 +130,13 @@ static inline void qvk_bits_set_range(uint8_t *dst, int64_t off, int64_t len) {
   while (i < end) qv_bit_set(dst, i++);
 }
 
+/*
+ * Merge the dictionaries of n dictionary arrays into one new dictionary:
+ * distinct dictionary arrays (by pointer) are concatenated in first-seen
+ * order and base[i] receives where array i's dictionary starts in it.
+ * (Defined in concat.c.)
+ */
+qv_status qvk_unify_dictionaries(qv_array *const *arrays, int64_t n, int64_t *base,
+                                 qv_array **out, qv_error *err);
+
 #endif /* QUIVER_KERNELS_INTERNAL_H */

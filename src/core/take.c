@@ -32,7 +32,8 @@
  *  - dense union: type ids gathered, and each child gathered at the
  *    selected child offsets, which become 0..k-1 per child;
  *  - dictionary: indices gathered, dictionary shared (across chunks with
- *    different dictionaries: dictionaries concatenated, indices shifted);
+ *    different dictionary pointers: the distinct dictionaries concatenated
+ *    once each, indices shifted, QV_ERANGE if the index type overflows);
  *  - run-end encoded: each logical row mapped to its run by binary search,
  *    consecutive rows of one run merged into one output run, values
  *    gathered per output run;
@@ -561,18 +562,13 @@ static qv_status gather_dictionary(const gsrc *s, qv_array *out, qv_error *err) 
     return QV_OK;
   }
   /* Different dictionaries: one concatenated dictionary, indices shifted. */
-  qv_array **dicts = xcalloc(s->n_chunks, sizeof *dicts);
   int64_t *base = xcalloc(s->n_chunks, sizeof *base);
   qv_status st = QV_OK;
-  if (dicts == NULL || base == NULL) {
+  if (base == NULL) {
     st = oom(err, "dictionaries");
     goto done;
   }
-  for (int64_t c = 0; c < s->n_chunks; c++) {
-    dicts[c] = s->chunks[c]->dictionary;
-    if (c > 0) base[c] = base[c - 1] + dicts[c - 1]->length;
-  }
-  st = qv_array_concat(dicts, s->n_chunks, &out->dictionary, err);
+  st = qvk_unify_dictionaries(s->chunks, s->n_chunks, base, &out->dictionary, err);
   if (st != QV_OK) {
     qv_error_prefix(err, st, "take: dictionary: ");
     goto done;
@@ -598,7 +594,6 @@ static qv_status gather_dictionary(const gsrc *s, qv_array *out, qv_error *err) 
     qvk_store_int(idx, w, i, v);
   }
 done:
-  free(dicts);
   free(base);
   return st;
 }

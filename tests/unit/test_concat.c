@@ -110,6 +110,14 @@ static void test_concat_shares(void) {
   QV_REQUIRE(qv_array_concat(in, 2, &out, NULL) == QV_OK);
   QV_CHECK(out->dictionary == a->dictionary);
   qv_array_unref(out);
+  /* Two dictionaries among three inputs: each distinct one merged once. */
+  qv_array *b = orc_gen(d, 4);
+  qv_array *three[3] = {in[0], b, in[1]};
+  check_concat(three, 3, 300);
+  QV_REQUIRE(qv_array_concat(three, 3, &out, NULL) == QV_OK);
+  QV_CHECK_EQ_INT(out->dictionary->length, a->dictionary->length + b->dictionary->length);
+  qv_array_unref(out);
+  qv_array_unref(b);
   qv_array_unref(in[0]);
   qv_array_unref(in[1]);
   qv_array_unref(a);

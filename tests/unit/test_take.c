@@ -143,6 +143,14 @@ static void test_take_zero_copy_parts(void) {
   QV_REQUIRE(qv_array_take(a, idx, 4, &out, NULL) == QV_OK);
   QV_CHECK(out->dictionary == a->dictionary);
   qv_array_unref(out);
+  /* Chunks A, B, A: the merged dictionary holds A and B once each. */
+  qv_array *b = orc_gen(d, 5), *abc[3] = {a, b, a};
+  int64_t ci[] = {0, 1, 2, 2}, ri[] = {1, 4, 0, 5};
+  QV_REQUIRE(qv_array_take_chunked(abc, 3, ci, ri, 4, &out, NULL) == QV_OK);
+  check_gather(out, abc, ci, ri, 4, 300);
+  QV_CHECK_EQ_INT(out->dictionary->length, a->dictionary->length + b->dictionary->length);
+  qv_array_unref(out);
+  qv_array_unref(b);
   qv_array_unref(a);
   /* List view child shared. */
   qv_type *lv = orc_list(QV_LIST_VIEW, orc_t(QV_INT64));
