@@ -50,5 +50,13 @@ expect 2 "get without rows" "$q" get "$golden/generated_primitive.arrow_file"
 expect 1 "get out of range" "$q" get "$golden/generated_primitive.arrow_file" 99999999
 expect 2 "integration without mode" "$q" integration --arrow=x --json=y
 expect 2 "integration bad mode" "$q" integration --mode=NOPE --arrow=x --json=y
+expect 0 "debug row-layout" "$q" debug row-layout "$golden/generated_primitive.arrow_file" \
+  --keys=int32_nullable,bool_nullable --rows=0:2
+contains "$tmp/out" '"column_offsets":[0,4]' "row-layout offsets"
+expect 2 "debug row-layout unknown column" "$q" debug row-layout \
+  "$golden/generated_primitive.arrow_file" --keys=nope
+contains "$tmp/err" "no column named 'nope'" "row-layout unknown column message"
+expect 2 "debug row-layout bad alignment" "$q" debug row-layout \
+  "$golden/generated_primitive.arrow_file" --keys=int32_nullable --row-alignment=3
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
