@@ -958,7 +958,6 @@ static qv_status parse_views(reader *r, const json_t *jc, const qv_type *t, int6
   if (nb > (size_t)INT32_MAX - 2) return fail(r, QV_EINVAL, "too many variadic buffers");
   qv_array *a = NULL;
   QV_RETURN_NOT_OK(new_array(r, t, count, (int32_t)(2 + nb), 0, &a));
-  a->buffers[0] = validity;
   qv_status st = QV_OK;
   for (size_t b = 0; b < nb && st == QV_OK; b++) {
     json_t *h = json_array_get(jb, b);
@@ -1049,6 +1048,7 @@ static qv_status parse_views(reader *r, const json_t *jc, const qv_type *t, int6
     qv_array_unref(a);
     return st;
   }
+  a->buffers[0] = validity; /* taken over only on success */
   *out = a;
   return QV_OK;
 }
@@ -2427,7 +2427,7 @@ qv_status qv_json_write_buffer(const qv_schema *schema, qv_array *const *batches
                           "dictionary per id", f->id);
     }
   }
-  if (st == QV_OK) qsort(ds.d, (size_t)ds.n, sizeof *ds.d, cmp_dict_id);
+  if (st == QV_OK && ds.n > 1) qsort(ds.d, (size_t)ds.n, sizeof *ds.d, cmp_dict_id);
 
   writer w;
   memset(&w, 0, sizeof w);
