@@ -102,6 +102,39 @@ qv_status qv_ipc_decode_footer(const uint8_t *data, int64_t size,
                                qv_ipc_footer *out, qv_error *err);
 void qv_ipc_footer_reset(qv_ipc_footer *f);
 
+/*
+ * Encoders (metadata_encode.c): the inverse of the decoders above. Each
+ * builds a flatbuffer with metadata version V5 and returns it in *out as
+ * heap bytes (malloc) of *out_size bytes; the caller frees them with
+ * free(). The bytes are the raw flatbuffer, without IPC framing
+ * (continuation marker, length prefix, padding). Fails with QV_EARG when
+ * the input cannot be expressed (e.g. a dictionary whose value type is
+ * itself a dictionary) and QV_ENOMEM on allocation failure.
+ */
+
+/** Message of any decodable kind: m->type selects the header (SCHEMA uses
+ *  m->schema and m->big_endian; RECORD_BATCH m->batch; DICTIONARY_BATCH
+ *  m->batch, m->dict_id, m->is_delta), plus m->body_length and
+ *  m->custom_metadata. m->version is ignored (V5 is written). */
+qv_status qv_ipc_encode_message(const qv_ipc_message *m, uint8_t **out,
+                                int64_t *out_size, qv_error *err);
+/** Schema message (body length 0, little-endian). */
+qv_status qv_ipc_encode_schema_message(const qv_schema *schema, uint8_t **out,
+                                       int64_t *out_size, qv_error *err);
+/** RecordBatch message describing a body of body_length bytes. */
+qv_status qv_ipc_encode_record_batch_message(const qv_ipc_batch_desc *desc,
+                                             int64_t body_length,
+                                             uint8_t **out, int64_t *out_size,
+                                             qv_error *err);
+/** DictionaryBatch message. */
+qv_status qv_ipc_encode_dictionary_message(int64_t dict_id, bool is_delta,
+                                           const qv_ipc_batch_desc *desc,
+                                           int64_t body_length, uint8_t **out,
+                                           int64_t *out_size, qv_error *err);
+/** File footer (f->version is ignored, V5 is written). */
+qv_status qv_ipc_encode_footer(const qv_ipc_footer *f, uint8_t **out,
+                               int64_t *out_size, qv_error *err);
+
 /** Dictionaries in force while decoding a batch, looked up by id. */
 typedef struct qv_ipc_dict_lookup {
   /* Return the current dictionary (borrowed) for dict_id, or NULL. */
@@ -143,6 +176,17 @@ qv_status qv_ipc_load_batch(const qv_type *schema_type,
  */
 qv_status qv_ipc_decompress(qv_compression codec, qv_buffer *compressed,
                             int64_t max_alloc, qv_buffer **out, qv_error *err);
+
+/**
+ * Compress `len` bytes at `src` into the IPC form: an 8-byte little-endian
+ * uncompressed length followed by one codec frame (LZ4 frame or ZSTD).
+ * `level` is passed to the codec (0 = the codec's default). An empty input
+ * gives an empty buffer (IPC writers leave empty buffers uncompressed and
+ * without prefix). The caller owns *out. Storing incompressible data with
+ * the -1 "uncompressed" prefix is left to the writer.
+ */
+qv_status qv_ipc_compress(qv_compression codec, int level, const void *src,
+                          int64_t len, qv_buffer **out, qv_error *err);
 
 /** Default bound for a single decompressed buffer: 2 GiB. */
 #define QV_DEFAULT_MAX_ALLOC ((int64_t)1 << 31)

@@ -1,0 +1,221 @@
+/*
+ * codec.c — IPC body buffer compression (Columnar.rst, "Compression").
+ * Part of the ipc layer; sits on core buffers and links liblz4 (LZ4 frame
+ * format, lz4frame.h) and libzstd.
+ *
+ * A compressed IPC buffer is an 8-byte little-endian int64 holding the
+ * uncompressed length, followed by one codec frame. The length -1 means the
+ * rest of the buffer is stored uncompressed. Every length read from a file
+ * is untrusted: the declared length is bounded by the caller's max_alloc
+ * before anything is allocated, and the decoder writes into a buffer of
+ * exactly the declared size, so a frame that decodes to more (or less)
+ * than declared is an error rather than an overflow.
+ */
+#include <lz4frame.h>
+#include <string.h>
+#include <zstd.h>
+#include <zstd_errors.h>
+
+#include "ipc/ipc_internal.h"
+
+/* Size of the uncompressed-length prefix of every compressed buffer. */
+#define QV_CODEC_PREFIX_LEN 8
+/* Prefix value meaning "stored uncompressed" (Arrow >= 5.0 writers). */
+#define QV_CODEC_UNCOMPRESSED (-1)
+
+static const char *codec_name(qv_compression codec) {
+  switch (codec) {
+    case QV_COMPRESSION_LZ4_FRAME: return "LZ4_FRAME";
+    case QV_COMPRESSION_ZSTD: return "ZSTD";
+    case QV_COMPRESSION_NONE: return "NONE";
+  }
+  return "unknown";
+}
+
+static int64_t load_le64(const uint8_t *p) {
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; i--) v = (v << 8) | p[i];
+  return (int64_t)v;
+}
+
+static void store_le64(uint8_t *p, int64_t value) {
+  uint64_t v = (uint64_t)value;
+  for (int i = 0; i < 8; i++) {
+    p[i] = (uint8_t)(v & 0xFF);
+    v >>= 8;
+  }
+}
+
+/* Decode one or more concatenated LZ4 frames from src into exactly
+ * dst_len bytes at dst. */
+static qv_status lz4_decode(const uint8_t *src, size_t src_len, uint8_t *dst,
+                            size_t dst_len, qv_error *err) {
+  LZ4F_dctx *dctx = NULL;
+  size_t rc = LZ4F_createDecompressionContext(&dctx, LZ4F_VERSION);
+  if (LZ4F_isError(rc))
+    return qv_error_set(err, QV_ENOMEM, "LZ4_FRAME: cannot create context: %s",
+                        LZ4F_getErrorName(rc));
+  qv_status st = QV_OK;
+  size_t spos = 0, dpos = 0;
+  size_t hint = 1; /* non-zero while the current frame is unfinished */
+  uint8_t scratch[64];
+  while (spos < src_len) {
+    size_t in = src_len - spos;
+    bool overflow_probe = dpos == dst_len;
+    uint8_t *out_ptr = overflow_probe ? scratch : dst + dpos;
+    size_t out = overflow_probe ? sizeof scratch : dst_len - dpos;
+    hint = LZ4F_decompress(dctx, out_ptr, &out, src + spos, &in, NULL);
+    if (LZ4F_isError(hint)) {
+      st = qv_error_set(err, QV_EINVAL, "LZ4_FRAME: corrupt frame: %s",
+                        LZ4F_getErrorName(hint));
+      goto done;
+    }
+    if (overflow_probe && out > 0) {
+      st = qv_error_set(err, QV_EINVAL,
+                        "LZ4_FRAME: frame decodes to more than the declared "
+                        "%zu bytes",
+                        dst_len);
+      goto done;
+    }
+    if (in == 0 && out == 0) {
+      st = qv_error_set(err, QV_EINVAL,
+                        "LZ4_FRAME: decoder made no progress at input byte %zu",
+                        spos);
+      goto done;
+    }
+    spos += in;
+    dpos += out;
+  }
+  if (hint != 0) {
+    st = qv_error_set(err, QV_EINVAL,
+                      "LZ4_FRAME: truncated frame (%zu input bytes consumed)",
+                      spos);
+    goto done;
+  }
+  if (dpos != dst_len)
+    st = qv_error_set(err, QV_EINVAL,
+                      "LZ4_FRAME: frame decodes to %zu bytes but %zu were "
+                      "declared",
+                      dpos, dst_len);
+done:
+  LZ4F_freeDecompressionContext(dctx);
+  return st;
+}
+
+static qv_status zstd_decode(const uint8_t *src, size_t src_len, uint8_t *dst,
+                             size_t dst_len, qv_error *err) {
+  size_t got = ZSTD_decompress(dst, dst_len, src, src_len);
+  if (ZSTD_isError(got)) {
+    if (ZSTD_getErrorCode(got) == ZSTD_error_dstSize_tooSmall)
+      return qv_error_set(err, QV_EINVAL,
+                          "ZSTD: frame decodes to more than the declared %zu "
+                          "bytes",
+                          dst_len);
+    return qv_error_set(err, QV_EINVAL, "ZSTD: corrupt frame: %s",
+                        ZSTD_getErrorName(got));
+  }
+  if (got != dst_len)
+    return qv_error_set(err, QV_EINVAL,
+                        "ZSTD: frame decodes to %zu bytes but %zu were "
+                        "declared",
+                        got, dst_len);
+  return QV_OK;
+}
+
+qv_status qv_ipc_decompress(qv_compression codec, qv_buffer *compressed,
+                            int64_t max_alloc, qv_buffer **out,
+                            qv_error *err) {
+  *out = NULL;
+  if (codec != QV_COMPRESSION_LZ4_FRAME && codec != QV_COMPRESSION_ZSTD)
+    return qv_error_set(err, QV_EINVAL, "unknown compression codec %d",
+                        (int)codec);
+  if (compressed->size == 0) {
+    *out = qv_buffer_ref(compressed);
+    return QV_OK;
+  }
+  if (compressed->size < QV_CODEC_PREFIX_LEN)
+    return qv_error_set(err, QV_EINVAL,
+                        "%s: compressed buffer of %lld bytes is shorter than "
+                        "its 8-byte length prefix",
+                        codec_name(codec), (long long)compressed->size);
+  int64_t declared = load_le64(compressed->data);
+  if (declared == QV_CODEC_UNCOMPRESSED)
+    return qv_buffer_view(compressed, QV_CODEC_PREFIX_LEN,
+                          compressed->size - QV_CODEC_PREFIX_LEN, out, err);
+  if (declared < 0)
+    return qv_error_set(err, QV_EINVAL, "%s: negative uncompressed length %lld",
+                        codec_name(codec), (long long)declared);
+  if (max_alloc <= 0) max_alloc = QV_DEFAULT_MAX_ALLOC;
+  if (declared > max_alloc)
+    return qv_error_set(err, QV_ENOMEM,
+                        "%s: uncompressed length %lld exceeds the limit of "
+                        "%lld bytes (max_alloc)",
+                        codec_name(codec), (long long)declared,
+                        (long long)max_alloc);
+  qv_buffer *dst = NULL;
+  QV_RETURN_NOT_OK(qv_buffer_alloc(declared, &dst, err));
+  const uint8_t *src = compressed->data + QV_CODEC_PREFIX_LEN;
+  size_t src_len = (size_t)(compressed->size - QV_CODEC_PREFIX_LEN);
+  qv_status st = codec == QV_COMPRESSION_ZSTD
+                     ? zstd_decode(src, src_len, dst->data, (size_t)declared, err)
+                     : lz4_decode(src, src_len, dst->data, (size_t)declared, err);
+  if (st != QV_OK) {
+    qv_buffer_unref(dst);
+    return st;
+  }
+  *out = dst;
+  return QV_OK;
+}
+
+qv_status qv_ipc_compress(qv_compression codec, int level, const void *src,
+                          int64_t len, qv_buffer **out, qv_error *err) {
+  *out = NULL;
+  if (len < 0)
+    return qv_error_set(err, QV_EARG, "qv_ipc_compress: negative length %lld",
+                        (long long)len);
+  if (codec != QV_COMPRESSION_LZ4_FRAME && codec != QV_COMPRESSION_ZSTD)
+    return qv_error_set(err, QV_EARG, "qv_ipc_compress: unknown codec %d",
+                        (int)codec);
+  if (len == 0) return qv_buffer_alloc(0, out, err);
+
+  LZ4F_preferences_t prefs;
+  memset(&prefs, 0, sizeof prefs);
+  prefs.frameInfo.contentSize = (unsigned long long)len;
+  prefs.compressionLevel = level;
+  size_t bound = codec == QV_COMPRESSION_ZSTD
+                     ? ZSTD_compressBound((size_t)len)
+                     : LZ4F_compressFrameBound((size_t)len, &prefs);
+  if (bound == 0 || bound > (size_t)INT64_MAX - QV_CODEC_PREFIX_LEN)
+    return qv_error_set(err, QV_ENOMEM,
+                        "%s: cannot compress %lld bytes (no size bound)",
+                        codec_name(codec), (long long)len);
+  qv_buffer *dst = NULL;
+  QV_RETURN_NOT_OK(
+      qv_buffer_alloc((int64_t)bound + QV_CODEC_PREFIX_LEN, &dst, err));
+  size_t n;
+  if (codec == QV_COMPRESSION_ZSTD) {
+    n = ZSTD_compress(dst->data + QV_CODEC_PREFIX_LEN, bound, src, (size_t)len,
+                      level);
+    if (ZSTD_isError(n)) {
+      qv_buffer_unref(dst);
+      return qv_error_set(err, QV_EINVAL, "ZSTD: compression failed: %s",
+                          ZSTD_getErrorName(n));
+    }
+  } else {
+    n = LZ4F_compressFrame(dst->data + QV_CODEC_PREFIX_LEN, bound, src,
+                           (size_t)len, &prefs);
+    if (LZ4F_isError(n)) {
+      qv_buffer_unref(dst);
+      return qv_error_set(err, QV_EINVAL, "LZ4_FRAME: compression failed: %s",
+                          LZ4F_getErrorName(n));
+    }
+  }
+  store_le64(dst->data, len);
+  qv_status st = qv_buffer_resize(dst, (int64_t)n + QV_CODEC_PREFIX_LEN, err);
+  if (st != QV_OK) {
+    qv_buffer_unref(dst);
+    return st;
+  }
+  *out = dst;
+  return QV_OK;
+}
