@@ -102,7 +102,9 @@ qv_status qv_json_write(const char *path, const qv_schema *schema,
  * Describe the first difference between two schemas. Returns true when
  * they are equal: same fields in order with the same names, types (deep,
  * with dictionary index type and ordering), nullability and field
- * metadata, and the same schema metadata. Otherwise returns false and,
+ * metadata, and the same schema metadata. Metadata is compared as an
+ * unordered collection of (key, value) pairs, as Arrow C++ does (writers
+ * reorder the ARROW:extension:* keys). Otherwise returns false and,
  * when `diff` is not NULL, writes e.g.
  * "field 'a.item': type: expected int32, found int64" or
  * "schema metadata: expected [k='v'], found []".

@@ -34,6 +34,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/numeric_internal.h"
@@ -334,15 +335,15 @@ static void render(sbuf *s, const qv_array *arr, int64_t i, int depth) {
       if (t->id == QV_HALF_FLOAT) {
         uint16_t h;
         memcpy(&h, v + p * 2, 2);
-        qv_format_double(qv_half_to_double(h), false, buf);
+        qv_num_format_double(qv_num_half_to_double(h), false, buf);
       } else if (t->id == QV_FLOAT) {
         float f;
         memcpy(&f, v + p * 4, 4);
-        qv_format_double(f, true, buf);
+        qv_num_format_double(f, true, buf);
       } else {
         double d;
         memcpy(&d, v + p * 8, 8);
-        qv_format_double(d, false, buf);
+        qv_num_format_double(d, false, buf);
       }
       sb_put(s, "%s", buf);
       return;
@@ -350,7 +351,7 @@ static void render(sbuf *s, const qv_array *arr, int64_t i, int depth) {
     case QV_DECIMAL32: case QV_DECIMAL64: case QV_DECIMAL128: case QV_DECIMAL256: {
       char buf[QV_DECIMAL_STRING_MAX];
       int64_t w = fixed_width(t);
-      qv_decimal_to_string(v + p * w, (int)w, t->scale, buf);
+      qv_num_decimal_format(v + p * w, (int)w, t->scale, buf);
       sb_put(s, "%s", buf);
       return;
     }
@@ -646,16 +647,38 @@ static void render_metadata(sbuf *s, const qv_metadata *md) {
   sb_put(s, "]");
 }
 
+static int bytes_cmp(const char *a, int64_t na, const char *b, int64_t nb) {
+  int c = memcmp(a, b, (size_t)(na < nb ? na : nb));
+  if (c != 0) return c;
+  return na < nb ? -1 : na > nb;
+}
+
+static int kv_cmp(const void *x, const void *y) {
+  const qv_kv *p = *(const qv_kv *const *)x, *q = *(const qv_kv *const *)y;
+  int c = bytes_cmp(p->key, p->key_len, q->key, q->key_len);
+  return c != 0 ? c : bytes_cmp(p->value, p->value_len, q->value, q->value_len);
+}
+
+/* Metadata equality ignores the order of the pairs, as Arrow C++'s
+ * KeyValueMetadata::Equals does (writers reorder the extension keys):
+ * both sides are compared as sorted multisets of (key, value). */
 static bool metadata_eq(const qv_metadata *x, const qv_metadata *y) {
   if (x->n != y->n) return false;
-  for (int64_t k = 0; k < x->n; k++) {
-    const qv_kv *p = &x->kv[k], *q = &y->kv[k];
-    if (p->key_len != q->key_len || p->value_len != q->value_len ||
-        memcmp(p->key, q->key, (size_t)p->key_len) != 0 ||
-        memcmp(p->value, q->value, (size_t)p->value_len) != 0)
-      return false;
+  if (x->n == 0) return true;
+  const qv_kv **px = malloc(sizeof *px * (size_t)x->n), **py = malloc(sizeof *py * (size_t)y->n);
+  bool eq = px != NULL && py != NULL;
+  if (eq) {
+    for (int64_t k = 0; k < x->n; k++) {
+      px[k] = &x->kv[k];
+      py[k] = &y->kv[k];
+    }
+    qsort(px, (size_t)x->n, sizeof *px, kv_cmp);
+    qsort(py, (size_t)y->n, sizeof *py, kv_cmp);
+    for (int64_t k = 0; k < x->n && eq; k++) eq = kv_cmp(&px[k], &py[k]) == 0;
   }
-  return true;
+  free(px);
+  free(py);
+  return eq;
 }
 
 static bool diff_fail(qv_error *diff, const char *path, const char *fmt, ...)

@@ -48,7 +48,7 @@ static int mag_cmp_pow2(const uint32_t *m, int bitpos) {
   return 0;
 }
 
-bool qv_decimal_from_string(const char *s, int64_t len, int nbytes,
+bool qv_num_decimal_parse(const char *s, int64_t len, int nbytes,
                             uint8_t *out) {
   if (nbytes != 4 && nbytes != 8 && nbytes != 16 && nbytes != 32) return false;
   int64_t i = 0;
@@ -69,7 +69,7 @@ bool qv_decimal_from_string(const char *s, int64_t len, int nbytes,
   return true;
 }
 
-int qv_decimal_to_string(const uint8_t *in, int nbytes, int32_t scale,
+int qv_num_decimal_format(const uint8_t *in, int nbytes, int32_t scale,
                          char *out) {
   uint32_t m[LIMBS];
   bool neg = nbytes > 0 && (in[nbytes - 1] & 0x80);
@@ -124,7 +124,7 @@ int qv_decimal_to_string(const uint8_t *in, int nbytes, int32_t scale,
   return n;
 }
 
-double qv_half_to_double(uint16_t h) {
+double qv_num_half_to_double(uint16_t h) {
   int sign = h >> 15, exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
   double v;
   if (exp == 0) v = ldexp((double)mant, -24);
@@ -133,7 +133,7 @@ double qv_half_to_double(uint16_t h) {
   return sign ? -v : v;
 }
 
-uint16_t qv_double_to_half(double d) {
+uint16_t qv_num_double_to_half(double d) {
   uint16_t sign = signbit(d) ? 0x8000 : 0;
   double a = fabs(d);
   if (isnan(d)) return (uint16_t)(sign | 0x7e00);
@@ -156,7 +156,7 @@ uint16_t qv_double_to_half(double d) {
   return (uint16_t)(sign | (uint16_t)((exp + 15) << 10) | (uint16_t)mant);
 }
 
-int qv_format_double(double v, bool single, char *out) {
+int qv_num_format_double(double v, bool single, char *out) {
   if (isnan(v)) return snprintf(out, 32, "NaN");
   if (isinf(v)) return snprintf(out, 32, v < 0 ? "-Infinity" : "Infinity");
   int maxp = single ? 9 : 17;
@@ -168,7 +168,7 @@ int qv_format_double(double v, bool single, char *out) {
   return snprintf(out, 32, "%.*g", maxp, v);
 }
 
-bool qv_parse_uint64(const char *s, int64_t len, uint64_t *out) {
+bool qv_num_parse_uint64(const char *s, int64_t len, uint64_t *out) {
   int64_t i = 0;
   if (i < len && s[i] == '+') i++;
   if (i >= len) return false;
@@ -183,15 +183,15 @@ bool qv_parse_uint64(const char *s, int64_t len, uint64_t *out) {
   return true;
 }
 
-bool qv_parse_int64(const char *s, int64_t len, int64_t *out) {
+bool qv_num_parse_int64(const char *s, int64_t len, int64_t *out) {
   bool neg = len > 0 && s[0] == '-';
   uint64_t mag;
   if (neg) {
-    if (len < 2 || s[1] == '+' || !qv_parse_uint64(s + 1, len - 1, &mag)) return false;
+    if (len < 2 || s[1] == '+' || !qv_num_parse_uint64(s + 1, len - 1, &mag)) return false;
     if (mag > (uint64_t)INT64_MAX + 1) return false;
     *out = mag == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)mag;
   } else {
-    if (!qv_parse_uint64(s, len, &mag) || mag > (uint64_t)INT64_MAX) return false;
+    if (!qv_num_parse_uint64(s, len, &mag) || mag > (uint64_t)INT64_MAX) return false;
     *out = (int64_t)mag;
   }
   return true;

@@ -21,7 +21,7 @@
  * two's complement little-endian integer. Returns false when the text is
  * not an integer or its value does not fit the width.
  */
-bool qv_decimal_from_string(const char *s, int64_t len, int nbytes,
+bool qv_num_decimal_parse(const char *s, int64_t len, int nbytes,
                             uint8_t *out);
 
 /**
@@ -31,13 +31,13 @@ bool qv_decimal_from_string(const char *s, int64_t len, int nbytes,
  * gives the plain integer. `out` needs QV_DECIMAL_STRING_MAX bytes.
  * Returns the string length.
  */
-int qv_decimal_to_string(const uint8_t *in, int nbytes, int32_t scale,
+int qv_num_decimal_format(const uint8_t *in, int nbytes, int32_t scale,
                          char *out);
 
 /** Exact value of an IEEE 754 binary16. */
-double qv_half_to_double(uint16_t h);
+double qv_num_half_to_double(uint16_t h);
 /** Nearest binary16 (round half to even; overflow to infinity). */
-uint16_t qv_double_to_half(double d);
+uint16_t qv_num_double_to_half(double d);
 
 /**
  * Shortest decimal text that reads back to the same value: for doubles
@@ -45,11 +45,11 @@ uint16_t qv_double_to_half(double d);
  * (float)strtod. NaN -> "NaN", infinities -> "Infinity"/"-Infinity".
  * `out` needs 32 bytes. Returns the length.
  */
-int qv_format_double(double v, bool single, char *out);
+int qv_num_format_double(double v, bool single, char *out);
 
 /** Parse a signed/unsigned 64-bit integer string (optional sign, digits
  *  only). Returns false on syntax error or overflow. */
-bool qv_parse_int64(const char *s, int64_t len, int64_t *out);
-bool qv_parse_uint64(const char *s, int64_t len, uint64_t *out);
+bool qv_num_parse_int64(const char *s, int64_t len, int64_t *out);
+bool qv_num_parse_uint64(const char *s, int64_t len, uint64_t *out);
 
 #endif /* QUIVER_NUMERIC_INTERNAL_H */

@@ -541,6 +541,23 @@ static void test_nested_and_diffs(void) {
   QV_CHECK_EQ_STR(err.message, "schema metadata: expected [k='v'], found [k='w']");
   qv_json_data_reset(&e);
   free(mod);
+  /* metadata order does not matter; content does */
+  qv_json_data m1, m2;
+  const char *md1 = "{'schema': {'fields': [{'name': 'a', 'nullable': true, 'type': {'name': 'null'}, 'children': [],"
+                    " 'metadata': [{'key': 'x', 'value': '1'}, {'key': 'y', 'value': '2'}]}]}, 'batches': []}";
+  const char *md2 = "{'schema': {'fields': [{'name': 'a', 'nullable': true, 'type': {'name': 'null'}, 'children': [],"
+                    " 'metadata': [{'key': 'y', 'value': '2'}, {'key': 'x', 'value': '1'}]}]}, 'batches': []}";
+  const char *md3 = "{'schema': {'fields': [{'name': 'a', 'nullable': true, 'type': {'name': 'null'}, 'children': [],"
+                    " 'metadata': [{'key': 'y', 'value': '2'}, {'key': 'x', 'value': '2'}]}]}, 'batches': []}";
+  QV_REQUIRE(read_text(md1, &m1, &err) == QV_OK);
+  QV_REQUIRE(read_text(md2, &m2, &err) == QV_OK);
+  QV_CHECK(qv_schema_diff(m1.schema, m2.schema, &err));
+  qv_json_data_reset(&m2);
+  QV_REQUIRE(read_text(md3, &m2, &err) == QV_OK);
+  QV_CHECK(!qv_schema_diff(m1.schema, m2.schema, &err));
+  QV_CHECK_EQ_STR(err.message, "field 'a': metadata: expected [x='1', y='2'], found [y='2', x='2']");
+  qv_json_data_reset(&m1);
+  qv_json_data_reset(&m2);
   mod = strdup(nested("3", "3"));
   p = strstr(mod, "{'name': 'x', 'nullable': true");
   memcpy(p, "{'name': 'x', 'nullable':false", 30);
