@@ -23,6 +23,8 @@ static const char kUsage[] =
     "  integration --mode=MODE --arrow=PATH --json=PATH\n"
     "                                Arrow integration-test contract: VALIDATE,\n"
     "                                ARROW_TO_JSON\n"
+    "  debug row-layout PATH --keys=COL[,COL...]\n"
+    "                                row-table encoding of key columns as JSON\n"
     "\n"
     "options:\n"
     "  -h, --help                    show help (also 'quiver COMMAND --help')\n"
@@ -81,6 +83,7 @@ static const command kCommands[] = {
     {"head", cmd_head},
     {"get", cmd_get},
     {"integration", cmd_integration},
+    {"debug", cmd_debug},
 };
 
 int main(int argc, char **argv) {
