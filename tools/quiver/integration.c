@@ -9,7 +9,6 @@
  * The JSON may be gzipped (detected by content); ARROW_TO_JSON gzips when
  * the --json path ends in ".gz". Top layer.
  */
-#if __has_include("quiver/integration.h") /* TEMPORARY until the parallel branch lands */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -124,7 +123,3 @@ int cmd_integration(int argc, char **argv) {
   return cli_usage("integration",
                    "unknown mode '%s' (expected VALIDATE or ARROW_TO_JSON)", mode);
 }
-#else
-#include "cli.h"
-int cmd_integration(int argc, char **argv) { (void)argc; (void)argv; return 2; }
-#endif
