@@ -10,5 +10,6 @@
 #include "quiver/type.h"
 #include "quiver/array.h"
 #include "quiver/ipc.h"
+#include "quiver/writer.h"
 
 #endif /* QUIVER_QUIVER_H */
