@@ -24,7 +24,7 @@ q, p = json.loads(sys.argv[1]), json.loads(sys.argv[2])
 assert q["checksum"] == p["checksum"], "quiver and pyarrow read different rows"
 print(f"open:  quiver {q['open_s']*1e3:.1f} ms vs pyarrow {p['open_s']*1e3:.1f} ms "
       f"-> ratio {q['open_s']/p['open_s']:.3f} (goal <= 0.5)")
-print(f"rows:  quiver {q['rows_s']*1e3:.1f} ms vs pyarrow take {p['rows_s']*1e3:.1f} ms "
+print(f"rows:  quiver {q['rows_s']*1e3:.1f} ms vs pyarrow ({p['method']}) {p['rows_s']*1e3:.1f} ms "
       f"-> speedup {p['rows_s']/q['rows_s']:.1f}x")
 print(f"anon RSS growth: quiver {q['peak_anon_mb']:.1f} MB (goal <= 32) vs pyarrow {p['peak_anon_mb']:.1f} MB")
 PY

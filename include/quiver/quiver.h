@@ -1,7 +1,7 @@
 /*
  * quiver/quiver.h — umbrella header: include this to get the whole public
  * API. Layers, bottom up: core (status, buffers, types, arrays), ipc
- * (reading Arrow IPC files and streams, C Data Interface).
+ * (reading Arrow IPC files and streams, C Data Interface), row printing.
  */
 #ifndef QUIVER_QUIVER_H
 #define QUIVER_QUIVER_H
@@ -10,6 +10,8 @@
 #include "quiver/type.h"
 #include "quiver/array.h"
 #include "quiver/ipc.h"
+#include "quiver/cdata.h"
+#include "quiver/print.h"
 #include "quiver/writer.h"
 
 #endif /* QUIVER_QUIVER_H */

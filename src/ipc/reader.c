@@ -771,10 +771,31 @@ static qv_status fd_next(qv_reader *r, qv_array **out, qv_error *err) {
   return QV_OK;
 }
 
+/* At the end of a sequential read every dictionary message has been
+ * decoded once, as a sequential stream reader would (even those no batch
+ * needed, e.g. in a stream without record batches), so that reading a
+ * file to the end checks all of it. */
+static qv_status dicts_decode_all(qv_reader *r, qv_error *err) {
+  for (int32_t i = 0; i < r->n_dstate; i++) {
+    qv_array_unref(r->dstate[i].values);
+    r->dstate[i].values = NULL;
+  }
+  r->dicts_applied = 0;
+  for (int64_t k = 0; k < r->n_dicts; k++) {
+    QV_RETURN_NOT_OK(apply_dict_message(r, k, err));
+    r->dicts_applied = k + 1;
+  }
+  return QV_OK;
+}
+
 qv_status qv_reader_next(qv_reader *r, qv_array **out, qv_error *err) {
   if (r->data == NULL) return fd_next(r, out, err);
   if (r->next_batch >= r->n_batches) {
     *out = NULL;
+    if (!r->stream_done) {
+      QV_RETURN_NOT_OK(dicts_decode_all(r, err));
+      r->stream_done = true;
+    }
     return QV_OK;
   }
   QV_RETURN_NOT_OK(qv_reader_batch(r, r->next_batch, out, err));

@@ -6,7 +6,6 @@
  * requested row's batch through the row-count index and decodes only that
  * batch. Top layer.
  */
-#if __has_include("quiver/print.h") /* TEMPORARY until the parallel branch lands */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -169,8 +168,3 @@ int cmd_get(int argc, char **argv) {
   if (st != QV_OK) return cli_fail(st, &err);
   return fflush(stdout) == 0 ? QV_EXIT_OK : QV_EXIT_DATA;
 }
-#else
-#include "cli.h"
-int cmd_head(int argc, char **argv) { (void)argc; (void)argv; return 2; }
-int cmd_get(int argc, char **argv) { (void)argc; (void)argv; return 2; }
-#endif
