@@ -76,8 +76,11 @@ qv_status qv_array_slice(qv_array *a, int64_t offset, int64_t length,
 /**
  * Concatenate arrays of equal type (qv_type_equals) into one new array with
  * freshly allocated, contiguous buffers (offsets rebased, validity merged,
- * view buffers re-indexed, dictionaries: see array.c). n >= 1. Fails with
- * QV_ETYPE when types differ and QV_ERANGE when a 32-bit offset overflows.
+ * view buffers re-indexed and shared; per-layout details in concat.c).
+ * n >= 1. Inputs sharing one dictionary array keep it; otherwise the
+ * dictionaries are concatenated and indices shifted. Fails with QV_ETYPE
+ * when types differ (metadata ignored) and QV_ERANGE when a 32-bit offset,
+ * a run end or a shifted dictionary index overflows its type.
  */
 qv_status qv_array_concat(qv_array *const *arrays, int64_t n, qv_array **out,
                           qv_error *err);
@@ -91,6 +94,20 @@ qv_status qv_array_concat(qv_array *const *arrays, int64_t n, qv_array **out,
  */
 qv_status qv_array_take(qv_array *a, const int64_t *indices, int64_t n,
                         qv_array **out, qv_error *err);
+
+/**
+ * Gather across chunks: a new array whose element i is element
+ * row_index[i] of chunks[chunk_index[i]], without concatenating the chunks
+ * first. All chunks must have equal types (QV_ETYPE otherwise); every
+ * (chunk, row) pair is checked (QV_ERANGE). Same layouts as qv_array_take;
+ * view data buffers of the chunks used are shared, list views are
+ * compacted into a new child when n_chunks > 1, and dictionary chunks with
+ * different dictionary arrays get one concatenated dictionary (QV_ERANGE
+ * when a shifted index no longer fits the index type).
+ */
+qv_status qv_array_take_chunked(qv_array *const *chunks, int64_t n_chunks,
+                                const int64_t *chunk_index, const int64_t *row_index,
+                                int64_t n, qv_array **out, qv_error *err);
 
 /** Validation depth, as nanoarrow's levels. */
 typedef enum qv_validate_level {

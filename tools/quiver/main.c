@@ -25,6 +25,8 @@ static const char kUsage[] =
     "                                ARROW_TO_JSON, JSON_TO_ARROW\n"
     "  convert IN OUT [--format=file|stream] [--compression=none|lz4|zstd[:LEVEL]]\n"
     "                 [--batch-size=N]  rewrite an Arrow file or stream ('-' = stdio)\n"
+    "  debug row-layout PATH --keys=COL[,COL...]\n"
+    "                                row-table encoding of key columns as JSON\n"
     "\n"
     "options:\n"
     "  -h, --help                    show help (also 'quiver COMMAND --help')\n"
@@ -84,6 +86,7 @@ static const command kCommands[] = {
     {"get", cmd_get},
     {"integration", cmd_integration},
     {"convert", cmd_convert},
+    {"debug", cmd_debug},
 };
 
 int main(int argc, char **argv) {

@@ -1,0 +1,774 @@
+/*
+ * take.c — gather kernels: qv_array_take (rows of one array, by index)
+ * and qv_array_take_chunked (rows picked across several chunks of one
+ * type, without concatenating the chunks first). Core layer; the table
+ * layer's fast_gather, shuffle and sort are built on these.
+ *
+ * One engine serves both: a gather source is a list of chunks plus, for
+ * every output row, the chunk it comes from (NULL when there is one chunk)
+ * and its logical row inside that chunk (chunk offset not yet applied).
+ * Indices are bounds-checked once, at the public entry points; every
+ * index list the engine derives for children (list child ranges, struct
+ * rows, union child offsets, run-end physical runs) is correct by
+ * construction from offsets that are checked against the child's length as
+ * they are read. There is no per-row allocation: every level allocates its
+ * output buffers and at most a few index arrays, once.
+ *
+ * Per layout:
+ *  - fixed widths: tight loops specialised on 1/2/4/8/16/32 bytes, memcpy
+ *    otherwise (fixed_size_binary); bool: bits;
+ *  - binary/string (+large): a size pass builds the offsets (32-bit
+ *    overflow is QV_ERANGE), then a copy pass moves the bytes;
+ *  - views: the 16-byte view structs are gathered and the variadic data
+ *    buffers shared (for chunks: those of the chunks actually used, their
+ *    buffer indexes shifted);
+ *  - list/large_list/map: child row lists computed from the offsets, the
+ *    child gathered once with them (linear in the selected child rows);
+ *  - list_view: offsets and sizes gathered, the child shared (zero copy);
+ *    across several chunks the selected ranges are gathered into a new
+ *    child instead (a compact list view);
+ *  - fixed_size_list: child rows idx*size + j; struct / sparse union: the
+ *    same rows (parent offset applied) gathered from every child;
+ *  - dense union: type ids gathered, and each child gathered at the
+ *    selected child offsets, which become 0..k-1 per child;
+ *  - dictionary: indices gathered, dictionary shared (across chunks with
+ *    different dictionary pointers: the distinct dictionaries concatenated
+ *    once each, indices shifted, QV_ERANGE if the index type overflows);
+ *  - run-end encoded: each logical row mapped to its run by binary search,
+ *    consecutive rows of one run merged into one output run, values
+ *    gathered per output run;
+ *  - null type: a length.
+ * A validity bitmap is produced only when a source chunk has nulls.
+ * Inputs are assumed structurally valid (qv_array_validate).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/kernels_internal.h"
+
+/* Rows to gather: row i comes from chunks[chunk ? chunk[i] : 0], logical
+ * row row[i] (that chunk's offset not applied). */
+typedef struct gsrc {
+  qv_array *const *chunks;
+  int64_t n_chunks;
+  const int64_t *chunk;
+  const int64_t *row;
+  int64_t n;
+} gsrc;
+
+#define SRC_CHUNK(s, i) ((s)->chunk ? (s)->chunk[i] : 0)
+
+static qv_status gather(const gsrc *s, qv_array **out, qv_error *err);
+
+static qv_status oom(qv_error *err, const char *what) {
+  return qv_error_set(err, QV_ENOMEM, "take: out of memory (%s)", what);
+}
+
+static void *xcalloc(int64_t n, size_t size) {
+  return calloc((size_t)(n > 0 ? n : 1), size);
+}
+
+/* Child k of every chunk (malloc'd list the caller frees). */
+static qv_array **child_chunks(const gsrc *s, int32_t k) {
+  qv_array **c = xcalloc(s->n_chunks, sizeof *c);
+  if (c != NULL)
+    for (int64_t i = 0; i < s->n_chunks; i++) c[i] = s->chunks[i]->children[k];
+  return c;
+}
+
+/* Gather a child (children[k] of every chunk) at the given rows. */
+static qv_status gather_child(const gsrc *s, int32_t k, const int64_t *chunk,
+                              const int64_t *row, int64_t n, qv_array **out, qv_error *err) {
+  qv_array **cc = child_chunks(s, k);
+  if (cc == NULL) return oom(err, "child list");
+  gsrc cs = {cc, s->n_chunks, s->n_chunks > 1 ? chunk : NULL, row, n};
+  qv_status st = gather(&cs, out, err);
+  free(cc);
+  return st;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Validity and fixed-width slots                                            */
+
+static qv_status gather_validity(const gsrc *s, qv_array *out, qv_error *err) {
+  bool any = false;
+  for (int64_t c = 0; c < s->n_chunks && !any; c++) any = qv_array_null_count(s->chunks[c]) > 0;
+  out->null_count = 0;
+  if (!any) return QV_OK;
+  qv_buffer *bits = NULL;
+  QV_RETURN_NOT_OK(qv_buffer_alloc((s->n + 7) / 8, &bits, err));
+  uint8_t *d = bits->data;
+  int64_t valid = 0;
+  if (s->n_chunks == 1 || s->chunk == NULL) {
+    const qv_array *a = s->chunks[0];
+    const uint8_t *v = a->buffers[0]->data;
+    const int64_t *row = s->row;
+    int64_t off = a->offset;
+    for (int64_t i = 0; i < s->n; i++) {
+      uint8_t b = (uint8_t)qv_bit_get(v, off + row[i]);
+      d[i >> 3] |= (uint8_t)(b << (i & 7));
+      valid += b;
+    }
+  } else {
+    const uint8_t **vb = xcalloc(s->n_chunks, sizeof *vb);
+    int64_t *vo = xcalloc(s->n_chunks, sizeof *vo);
+    if (vb == NULL || vo == NULL) {
+      free(vb);
+      free(vo);
+      qv_buffer_unref(bits);
+      return oom(err, "validity");
+    }
+    for (int64_t c = 0; c < s->n_chunks; c++) {
+      const qv_array *a = s->chunks[c];
+      vb[c] = a->buffers[0] ? a->buffers[0]->data : NULL;
+      vo[c] = a->offset;
+    }
+    for (int64_t i = 0; i < s->n; i++) {
+      int64_t c = s->chunk[i];
+      uint8_t b = vb[c] == NULL ? 1 : (uint8_t)qv_bit_get(vb[c], vo[c] + s->row[i]);
+      d[i >> 3] |= (uint8_t)(b << (i & 7));
+      valid += b;
+    }
+    free(vb);
+    free(vo);
+  }
+  out->buffers[0] = bits;
+  out->null_count = s->n - valid;
+  return QV_OK;
+}
+
+/* Start of buffer `slot` at the array's offset; NULL when absent (empty
+ * arrays may come without buffers; no row is then read from them). */
+static const uint8_t *slot_base(const qv_array *a, int32_t slot, int32_t width) {
+  if (slot >= a->n_buffers || a->buffers[slot] == NULL) return NULL;
+  return a->buffers[slot]->data + a->offset * width;
+}
+
+/* Inner loops with a compile-time width so the copies become plain moves. */
+#define GATHER_WIDTH(W)                                                        \
+  do {                                                                         \
+    if (bases == NULL)                                                         \
+      for (int64_t i = 0; i < n; i++)                                          \
+        memcpy(dst + i * (W), base0 + row[i] * (W), (W));                      \
+    else                                                                       \
+      for (int64_t i = 0; i < n; i++)                                          \
+        memcpy(dst + i * (W), bases[chunk[i]] + row[i] * (W), (W));            \
+  } while (0)
+
+/* Gather buffer `slot` (values of `width` bytes at the chunk's offset)
+ * into a new buffer. */
+static qv_status gather_slot(const gsrc *s, int32_t width, int32_t slot, qv_buffer **out,
+                             qv_error *err) {
+  int64_t n = s->n, bytes;
+  if (qv_mul_overflow(n, width, &bytes)) return oom(err, "values");
+  qv_buffer *buf = NULL;
+  QV_RETURN_NOT_OK(qv_buffer_alloc(bytes, &buf, err));
+  const uint8_t **bases = NULL;
+  const uint8_t *base0 = NULL;
+  const int64_t *row = s->row, *chunk = s->chunk;
+  if (chunk == NULL || s->n_chunks == 1) {
+    base0 = slot_base(s->chunks[0], slot, width);
+  } else {
+    bases = xcalloc(s->n_chunks, sizeof *bases);
+    if (bases == NULL) {
+      qv_buffer_unref(buf);
+      return oom(err, "chunk bases");
+    }
+    for (int64_t c = 0; c < s->n_chunks; c++) bases[c] = slot_base(s->chunks[c], slot, width);
+  }
+  uint8_t *dst = buf->data;
+  switch (width) {
+    case 1: GATHER_WIDTH(1); break;
+    case 2: GATHER_WIDTH(2); break;
+    case 4: GATHER_WIDTH(4); break;
+    case 8: GATHER_WIDTH(8); break;
+    case 16: GATHER_WIDTH(16); break;
+    case 32: GATHER_WIDTH(32); break;
+    default:
+      for (int64_t i = 0; i < n; i++)
+        memcpy(dst + i * width, (bases ? bases[chunk[i]] : base0) + row[i] * width,
+               (size_t)width);
+  }
+  free(bases);
+  *out = buf;
+  return QV_OK;
+}
+
+static qv_status gather_bool(const gsrc *s, qv_array *out, qv_error *err) {
+  qv_buffer *buf = NULL;
+  QV_RETURN_NOT_OK(qv_buffer_alloc((s->n + 7) / 8, &buf, err));
+  uint8_t *d = buf->data;
+  if (s->chunk == NULL) {
+    const qv_array *a = s->chunks[0];
+    const uint8_t *v = s->n > 0 ? a->buffers[1]->data : NULL;
+    const int64_t *row = s->row;
+    int64_t off = a->offset;
+    for (int64_t i = 0; i < s->n; i++)
+      d[i >> 3] |= (uint8_t)(qv_bit_get(v, off + row[i]) << (i & 7));
+  } else {
+    for (int64_t i = 0; i < s->n; i++) {
+      const qv_array *a = s->chunks[s->chunk[i]];
+      uint8_t b = (uint8_t)qv_bit_get(a->buffers[1]->data, a->offset + s->row[i]);
+      d[i >> 3] |= (uint8_t)(b << (i & 7));
+    }
+  }
+  out->buffers[1] = buf;
+  return QV_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Variable-length: binary/string, views                                     */
+
+static qv_status offset_overflow(qv_error *err, const qv_type *t, int64_t need) {
+  char name[128];
+  qv_type_to_string(t, name, sizeof name);
+  return qv_error_set(err, QV_ERANGE,
+                      "take: gathered %s data needs offset %lld, beyond the 32-bit "
+                      "offset limit %d; use the large_ variant",
+                      name, (long long)need, INT32_MAX);
+}
+
+/* Range [*start, *end) that row `r` of chunk `a` covers in its offsets. */
+static inline void range_of(const qv_array *a, bool large, int64_t r, int64_t *start,
+                            int64_t *end) {
+  const uint8_t *o = a->buffers[1]->data;
+  int64_t p = a->offset + r;
+  if (large) {
+    memcpy(start, o + p * 8, 8);
+    memcpy(end, o + p * 8 + 8, 8);
+  } else {
+    int32_t s4, e4;
+    memcpy(&s4, o + p * 4, 4);
+    memcpy(&e4, o + p * 4 + 4, 4);
+    *start = s4;
+    *end = e4;
+  }
+}
+
+/*
+ * Size pass shared by binary and list layouts: new offsets (cumulative
+ * sizes of the selected ranges) into *offsets_out, the total into *total.
+ * `limit` is the length of what offsets index (data bytes or child rows)
+ * per chunk, checked.
+ */
+static qv_status build_offsets(const gsrc *s, bool large, bool child_limit,
+                               qv_buffer **offsets_out, int64_t *starts, int64_t *total,
+                               qv_error *err) {
+  int32_t w = large ? 8 : 4;
+  qv_buffer *buf = NULL;
+  QV_RETURN_NOT_OK(qv_buffer_alloc((s->n + 1) * w, &buf, err));
+  int64_t sum = 0;
+  for (int64_t i = 0; i < s->n; i++) {
+    int64_t c = SRC_CHUNK(s, i);
+    const qv_array *a = s->chunks[c];
+    int64_t start, end;
+    range_of(a, large, s->row[i], &start, &end);
+    int64_t limit = child_limit ? a->children[0]->length : a->buffers[2]->size;
+    if (start < 0 || end < start || end > limit) {
+      qv_buffer_unref(buf);
+      return qv_error_set(err, QV_EINVAL,
+                          "take: row %lld of chunk %lld has offsets [%lld, %lld) outside "
+                          "[0, %lld)",
+                          (long long)s->row[i], (long long)c, (long long)start, (long long)end,
+                          (long long)limit);
+    }
+    starts[i] = start;
+    sum += end - start;
+    if (!large && sum > INT32_MAX) {
+      qv_buffer_unref(buf);
+      return offset_overflow(err, a->type, sum);
+    }
+    qvk_store_int(buf->data, w, i + 1, sum);
+  }
+  *offsets_out = buf;
+  *total = sum;
+  return QV_OK;
+}
+
+/* Two passes: sizes (building the offsets and remembering each source
+ * start, so the copy pass reads the source offsets only once), then bytes. */
+static qv_status gather_binary(const gsrc *s, bool large, qv_array *out, qv_error *err) {
+  int64_t total = 0;
+  int64_t *starts = xcalloc(s->n, sizeof *starts);
+  if (starts == NULL) return oom(err, "string starts");
+  qv_status st = build_offsets(s, large, false, &out->buffers[1], starts, &total, err);
+  qv_buffer *data = NULL;
+  if (st == QV_OK) st = qv_buffer_alloc(total, &data, err);
+  if (st == QV_OK) {
+    const uint8_t *o = out->buffers[1]->data;
+    uint8_t *d = data->data;
+    const uint8_t *src0 = s->chunk == NULL && s->n > 0 ? s->chunks[0]->buffers[2]->data : NULL;
+    for (int64_t i = 0; i < s->n; i++) {
+      const uint8_t *src = s->chunk ? s->chunks[s->chunk[i]]->buffers[2]->data : src0;
+      int64_t b = qvk_load_int(o, large ? 8 : 4, false, i);
+      int64_t e = qvk_load_int(o, large ? 8 : 4, false, i + 1);
+      if (e > b) memcpy(d + b, src + starts[i], (size_t)(e - b));
+    }
+    out->buffers[2] = data;
+  }
+  free(starts);
+  return st;
+}
+
+static qv_status gather_views(const gsrc *s, qv_array *out, qv_error *err) {
+  QV_RETURN_NOT_OK(gather_slot(s, QVK_VIEW_SIZE, 1, &out->buffers[1], err));
+  /* Data buffers of the chunks used, in chunk order; base[c] is where chunk
+   * c's buffers start among them. */
+  int32_t *base = xcalloc(s->n_chunks, sizeof *base);
+  bool *used = xcalloc(s->n_chunks, sizeof *used);
+  if (base == NULL || used == NULL) {
+    free(base);
+    free(used);
+    return oom(err, "view buffers");
+  }
+  if (s->chunk == NULL) used[0] = true; /* one chunk: share all its buffers */
+  else
+    for (int64_t i = 0; i < s->n; i++) used[s->chunk[i]] = true;
+  int64_t n_data = 0;
+  for (int64_t c = 0; c < s->n_chunks; c++) {
+    base[c] = (int32_t)n_data;
+    if (used[c]) n_data += s->chunks[c]->n_buffers - QVK_VIEW_FIXED_BUFFERS;
+    if (n_data > INT32_MAX - QVK_VIEW_FIXED_BUFFERS) {
+      free(base);
+      free(used);
+      return qv_error_set(err, QV_ERANGE, "take: %lld view data buffers exceed the limit",
+                          (long long)n_data);
+    }
+  }
+  qv_status st = QV_OK;
+  qv_buffer **bufs = realloc(out->buffers, sizeof *bufs * (size_t)(QVK_VIEW_FIXED_BUFFERS + n_data));
+  if (bufs == NULL) {
+    st = oom(err, "view buffers");
+  } else {
+    out->buffers = bufs;
+    int32_t next = QVK_VIEW_FIXED_BUFFERS;
+    for (int64_t c = 0; c < s->n_chunks; c++) {
+      if (!used[c]) continue;
+      for (int32_t b = QVK_VIEW_FIXED_BUFFERS; b < s->chunks[c]->n_buffers; b++)
+        bufs[next++] = qv_buffer_ref(s->chunks[c]->buffers[b]);
+    }
+    out->n_buffers = next;
+    if (s->chunk != NULL) {
+      uint8_t *v = out->buffers[1]->data;
+      for (int64_t i = 0; i < s->n; i++, v += QVK_VIEW_SIZE) {
+        int32_t len, idx, shift = base[s->chunk[i]];
+        memcpy(&len, v, 4);
+        if (len <= QVK_VIEW_INLINE_MAX || shift == 0) continue;
+        memcpy(&idx, v + QVK_VIEW_BUFFER_INDEX_AT, 4);
+        idx += shift;
+        memcpy(v + QVK_VIEW_BUFFER_INDEX_AT, &idx, 4);
+      }
+    }
+  }
+  free(base);
+  free(used);
+  return st;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Nested                                                                    */
+
+/* list / large_list / map (and list views across chunks): a compact list
+ * whose child is gathered at the selected child rows. */
+static qv_status gather_list(const gsrc *s, bool large, bool is_view, qv_array *out,
+                             qv_error *err) {
+  int32_t w = large ? 8 : 4;
+  int64_t total = 0;
+  qv_buffer *offs = NULL;
+  if (!is_view) {
+    int64_t *starts = xcalloc(s->n, sizeof *starts);
+    if (starts == NULL) return oom(err, "list starts");
+    qv_status st = build_offsets(s, large, true, &offs, starts, &total, err);
+    free(starts);
+    QV_RETURN_NOT_OK(st);
+    out->buffers[1] = offs;
+  } else {
+    /* Views: sizes gathered verbatim; offsets become cumulative. */
+    QV_RETURN_NOT_OK(gather_slot(s, w, 2, &out->buffers[2], err));
+    QV_RETURN_NOT_OK(qv_buffer_alloc(s->n * w, &offs, err));
+    out->buffers[1] = offs;
+    for (int64_t i = 0; i < s->n; i++) {
+      int64_t c = SRC_CHUNK(s, i);
+      const qv_array *a = s->chunks[c];
+      int64_t p = a->offset + s->row[i];
+      int64_t o = qvk_load_int(a->buffers[1]->data, w, false, p);
+      int64_t sz = qvk_load_int(a->buffers[2]->data, w, false, p);
+      if (sz < 0 || o < 0 || o + sz > a->children[0]->length)
+        return qv_error_set(err, QV_EINVAL,
+                            "take: row %lld of chunk %lld has list view [%lld, +%lld) outside "
+                            "a child of length %lld",
+                            (long long)s->row[i], (long long)c, (long long)o, (long long)sz,
+                            (long long)a->children[0]->length);
+      qvk_store_int(offs->data, w, i, total);
+      total += sz;
+      if (!large && total > INT32_MAX) return offset_overflow(err, a->type, total);
+    }
+  }
+  int64_t *rows = xcalloc(total, sizeof *rows);
+  int64_t *chunks = s->chunk ? xcalloc(total, sizeof *chunks) : NULL;
+  if (rows == NULL || (s->chunk && chunks == NULL)) {
+    free(rows);
+    free(chunks);
+    return oom(err, "child rows");
+  }
+  int64_t k = 0;
+  for (int64_t i = 0; i < s->n; i++) {
+    int64_t c = SRC_CHUNK(s, i);
+    const qv_array *a = s->chunks[c];
+    int64_t start, end;
+    if (is_view) {
+      int64_t p = a->offset + s->row[i];
+      start = qvk_load_int(a->buffers[1]->data, w, false, p);
+      end = start + qvk_load_int(a->buffers[2]->data, w, false, p);
+    } else {
+      range_of(a, large, s->row[i], &start, &end);
+    }
+    for (int64_t j = start; j < end; j++, k++) {
+      rows[k] = j;
+      if (chunks) chunks[k] = c;
+    }
+  }
+  qv_status st = gather_child(s, 0, chunks, rows, total, &out->children[0], err);
+  free(rows);
+  free(chunks);
+  return st;
+}
+
+/* list_view from one chunk: offsets and sizes gathered, child shared. */
+static qv_status gather_list_view(const gsrc *s, bool large, qv_array *out, qv_error *err) {
+  if (s->n_chunks > 1) return gather_list(s, large, true, out, err);
+  int32_t w = large ? 8 : 4;
+  QV_RETURN_NOT_OK(gather_slot(s, w, 1, &out->buffers[1], err));
+  QV_RETURN_NOT_OK(gather_slot(s, w, 2, &out->buffers[2], err));
+  out->children[0] = qv_array_ref(s->chunks[0]->children[0]);
+  return QV_OK;
+}
+
+/* Rows of the children of struct / sparse union chunks: row + offset. */
+static qv_status shifted_rows(const gsrc *s, int64_t **out, qv_error *err) {
+  bool zero = true;
+  for (int64_t c = 0; c < s->n_chunks; c++) zero = zero && s->chunks[c]->offset == 0;
+  *out = NULL;
+  if (zero) return QV_OK;
+  int64_t *rows = xcalloc(s->n, sizeof *rows);
+  if (rows == NULL) return oom(err, "child rows");
+  for (int64_t i = 0; i < s->n; i++) rows[i] = s->chunks[SRC_CHUNK(s, i)]->offset + s->row[i];
+  *out = rows;
+  return QV_OK;
+}
+
+static qv_status gather_struct_like(const gsrc *s, qv_array *out, qv_error *err) {
+  int64_t *rows = NULL;
+  QV_RETURN_NOT_OK(shifted_rows(s, &rows, err));
+  qv_status st = QV_OK;
+  for (int32_t k = 0; k < out->n_children && st == QV_OK; k++)
+    st = gather_child(s, k, s->chunk, rows ? rows : s->row, s->n, &out->children[k], err);
+  free(rows);
+  return st;
+}
+
+static qv_status gather_fsl(const gsrc *s, qv_array *out, qv_error *err) {
+  int64_t size = out->type->list_size, total;
+  if (size < 0 || qv_mul_overflow(s->n, size, &total)) return oom(err, "fixed_size_list");
+  int64_t *rows = xcalloc(total, sizeof *rows);
+  int64_t *chunks = s->chunk ? xcalloc(total, sizeof *chunks) : NULL;
+  if (rows == NULL || (s->chunk && chunks == NULL)) {
+    free(rows);
+    free(chunks);
+    return oom(err, "child rows");
+  }
+  int64_t k = 0;
+  for (int64_t i = 0; i < s->n; i++) {
+    int64_t c = SRC_CHUNK(s, i);
+    int64_t first = (s->chunks[c]->offset + s->row[i]) * size;
+    for (int64_t j = 0; j < size; j++, k++) {
+      rows[k] = first + j;
+      if (chunks) chunks[k] = c;
+    }
+  }
+  qv_status st = gather_child(s, 0, chunks, rows, total, &out->children[0], err);
+  free(rows);
+  free(chunks);
+  return st;
+}
+
+static qv_status gather_dense_union(const gsrc *s, qv_array *out, qv_error *err) {
+  QV_RETURN_NOT_OK(gather_slot(s, 1, 0, &out->buffers[0], err));
+  qv_buffer *offs = NULL;
+  QV_RETURN_NOT_OK(qv_buffer_alloc(s->n * 4, &offs, err));
+  out->buffers[1] = offs;
+  int8_t map[QVK_UNION_CODES];
+  qvk_union_map(out->type, map);
+  int32_t nk = out->n_children;
+  int64_t *count = xcalloc(nk + 1, sizeof *count);
+  int64_t *rows = xcalloc(s->n, sizeof *rows);
+  int64_t *chunks = s->chunk ? xcalloc(s->n, sizeof *chunks) : NULL;
+  qv_status st = QV_OK;
+  if (count == NULL || rows == NULL || (s->chunk && chunks == NULL)) {
+    st = oom(err, "union rows");
+    goto done;
+  }
+  const int8_t *ids = (const int8_t *)out->buffers[0]->data;
+  int32_t *o = (int32_t *)offs->data;
+  /* Counting pass: output offsets are each row's rank within its child. */
+  for (int64_t i = 0; i < s->n; i++) {
+    int k = ids[i] >= 0 ? map[ids[i]] : -1;
+    if (k < 0) {
+      st = qv_error_set(err, QV_EINVAL,
+                        "take: row %lld of chunk %lld has type id %d that is not in the union",
+                        (long long)s->row[i], (long long)SRC_CHUNK(s, i), ids[i]);
+      goto done;
+    }
+    o[i] = (int32_t)count[k + 1]++;
+  }
+  for (int32_t k = 0; k < nk; k++) count[k + 1] += count[k]; /* segment starts */
+  for (int64_t i = 0; i < s->n; i++) {
+    int64_t c = SRC_CHUNK(s, i);
+    const qv_array *a = s->chunks[c];
+    int k = map[ids[i]];
+    int32_t child_row;
+    memcpy(&child_row, a->buffers[1]->data + (a->offset + s->row[i]) * 4, 4);
+    if (child_row < 0 || child_row >= a->children[k]->length) {
+      st = qv_error_set(err, QV_EINVAL,
+                        "take: row %lld of chunk %lld has union offset %d outside child %d of "
+                        "length %lld",
+                        (long long)s->row[i], (long long)c, child_row, k,
+                        (long long)a->children[k]->length);
+      goto done;
+    }
+    int64_t at = count[k] + o[i];
+    rows[at] = child_row;
+    if (chunks) chunks[at] = c;
+  }
+  for (int32_t k = 0; k < nk && st == QV_OK; k++)
+    st = gather_child(s, k, chunks ? chunks + count[k] : NULL, rows + count[k],
+                      count[k + 1] - count[k], &out->children[k], err);
+done:
+  free(count);
+  free(rows);
+  free(chunks);
+  return st;
+}
+
+static qv_status gather_dictionary(const gsrc *s, qv_array *out, qv_error *err) {
+  const qv_type *it = out->type->index_type;
+  int32_t w = qv_type_bit_width(it) / 8;
+  QV_RETURN_NOT_OK(gather_slot(s, w, 1, &out->buffers[1], err));
+  bool shared = true;
+  for (int64_t c = 1; c < s->n_chunks; c++)
+    shared = shared && s->chunks[c]->dictionary == s->chunks[0]->dictionary;
+  if (shared) {
+    out->dictionary = qv_array_ref(s->chunks[0]->dictionary);
+    return QV_OK;
+  }
+  /* Different dictionaries: one concatenated dictionary, indices shifted. */
+  int64_t *base = xcalloc(s->n_chunks, sizeof *base);
+  qv_status st = QV_OK;
+  if (base == NULL) {
+    st = oom(err, "dictionaries");
+    goto done;
+  }
+  st = qvk_unify_dictionaries(s->chunks, s->n_chunks, base, &out->dictionary, err);
+  if (st != QV_OK) {
+    qv_error_prefix(err, st, "take: dictionary: ");
+    goto done;
+  }
+  bool is_unsigned = !qv_type_id_is_signed_integer(it->id);
+  int64_t imax = qvk_int_max(it->id);
+  uint8_t *idx = out->buffers[1]->data;
+  const uint8_t *valid = out->buffers[0] ? out->buffers[0]->data : NULL;
+  for (int64_t i = 0; i < s->n; i++) {
+    if (valid != NULL && !qv_bit_get(valid, i)) {
+      qvk_store_int(idx, w, i, 0);
+      continue;
+    }
+    int64_t v = qvk_load_int(idx, w, is_unsigned, i) + base[s->chunk[i]];
+    if (v > imax) {
+      st = qv_error_set(err, QV_ERANGE,
+                        "take: dictionary index %lld (chunk %lld, row %lld) does not fit "
+                        "index type %s (max %lld) after merging dictionaries",
+                        (long long)v, (long long)s->chunk[i], (long long)s->row[i],
+                        qv_type_id_name(it->id), (long long)imax);
+      goto done;
+    }
+    qvk_store_int(idx, w, i, v);
+  }
+done:
+  free(base);
+  return st;
+}
+
+static qv_status gather_ree(const gsrc *s, qv_array *out, qv_error *err) {
+  const qv_type *rt = out->type->children[0].type;
+  int32_t w = qv_type_bit_width(rt) / 8;
+  if (s->n > qvk_int_max(rt->id))
+    return qv_error_set(err, QV_ERANGE,
+                        "take: run-end encoded length %lld does not fit run end type %s",
+                        (long long)s->n, qv_type_id_name(rt->id));
+  int64_t *phys = xcalloc(s->n, sizeof *phys);
+  int64_t *chunks = s->chunk ? xcalloc(s->n, sizeof *chunks) : NULL;
+  qv_array *re = qv_array_new((qv_type *)rt, 2, 0);
+  qv_buffer *ends = NULL;
+  qv_status st = QV_OK;
+  if (phys == NULL || (s->chunk && chunks == NULL) || re == NULL) {
+    st = oom(err, "runs");
+    goto done;
+  }
+  if ((st = qv_buffer_alloc(s->n * w, &ends, err)) != QV_OK) goto done;
+  re->buffers[1] = ends;
+  int64_t runs = 0;
+  for (int64_t i = 0; i < s->n; i++) {
+    int64_t c = SRC_CHUNK(s, i);
+    const qv_array *a = s->chunks[c];
+    int64_t p = qvk_ree_find(a->children[0], a->offset + s->row[i]);
+    if (p >= a->children[0]->length || p >= a->children[1]->length) {
+      st = qv_error_set(err, QV_EINVAL,
+                        "take: row %lld of chunk %lld is past the last run (%lld runs)",
+                        (long long)s->row[i], (long long)c, (long long)a->children[0]->length);
+      goto done;
+    }
+    if (runs > 0 && phys[runs - 1] == p && (!chunks || chunks[runs - 1] == c)) {
+      qvk_store_int(ends->data, w, runs - 1, i + 1);
+      continue;
+    }
+    phys[runs] = p;
+    if (chunks) chunks[runs] = c;
+    qvk_store_int(ends->data, w, runs, i + 1);
+    runs++;
+  }
+  if ((st = qv_buffer_resize(ends, runs * w, err)) != QV_OK) goto done;
+  re->length = runs;
+  re->null_count = 0;
+  out->children[0] = re;
+  re = NULL;
+  st = gather_child(s, 1, chunks, phys, runs, &out->children[1], err);
+done:
+  qv_array_unref(re);
+  free(phys);
+  free(chunks);
+  return st;
+}
+
+/* ------------------------------------------------------------------------ */
+
+static qv_status gather(const gsrc *s, qv_array **out, qv_error *err) {
+  qv_type *t = s->chunks[0]->type;
+  qv_array *a = qv_array_new(t, qv_type_num_buffers(t->id), t->n_children);
+  if (a == NULL) return oom(err, "array");
+  a->length = s->n;
+  a->null_count = 0;
+  qv_status st = QV_OK;
+  if (qvk_has_validity_slot(t->id)) st = gather_validity(s, a, err);
+  if (st == QV_OK) {
+    switch (t->id) {
+      case QV_NA:
+        a->null_count = s->n;
+        break;
+      case QV_BOOL:
+        st = gather_bool(s, a, err);
+        break;
+      case QV_BINARY: case QV_STRING:
+        st = gather_binary(s, false, a, err);
+        break;
+      case QV_LARGE_BINARY: case QV_LARGE_STRING:
+        st = gather_binary(s, true, a, err);
+        break;
+      case QV_BINARY_VIEW: case QV_STRING_VIEW:
+        st = gather_views(s, a, err);
+        break;
+      case QV_LIST: case QV_MAP:
+        st = gather_list(s, false, false, a, err);
+        break;
+      case QV_LARGE_LIST:
+        st = gather_list(s, true, false, a, err);
+        break;
+      case QV_LIST_VIEW: case QV_LARGE_LIST_VIEW:
+        st = gather_list_view(s, t->id == QV_LARGE_LIST_VIEW, a, err);
+        break;
+      case QV_FIXED_SIZE_LIST:
+        st = gather_fsl(s, a, err);
+        break;
+      case QV_STRUCT:
+        st = gather_struct_like(s, a, err);
+        break;
+      case QV_SPARSE_UNION:
+        st = gather_slot(s, 1, 0, &a->buffers[0], err);
+        if (st == QV_OK) st = gather_struct_like(s, a, err);
+        break;
+      case QV_DENSE_UNION:
+        st = gather_dense_union(s, a, err);
+        break;
+      case QV_DICTIONARY:
+        st = gather_dictionary(s, a, err);
+        break;
+      case QV_RUN_END_ENCODED:
+        st = gather_ree(s, a, err);
+        break;
+      default: {
+        int32_t width = qvk_value_bytes(t);
+        if (width <= 0) {
+          st = qv_error_set(err, QV_ENOTSUP, "take: type %s is not supported",
+                            qv_type_id_name(t->id));
+          break;
+        }
+        st = gather_slot(s, width, 1, &a->buffers[1], err);
+      }
+    }
+  }
+  if (st != QV_OK) {
+    qv_array_unref(a);
+    return st;
+  }
+  *out = a;
+  return QV_OK;
+}
+
+qv_status qv_array_take(qv_array *a, const int64_t *indices, int64_t n, qv_array **out,
+                        qv_error *err) {
+  if (a == NULL || n < 0 || (indices == NULL && n > 0))
+    return qv_error_set(err, QV_EARG, "take: needs an array and %lld indices", (long long)n);
+  for (int64_t i = 0; i < n; i++)
+    if (indices[i] < 0 || indices[i] >= a->length)
+      return qv_error_set(err, QV_ERANGE,
+                          "take: index %lld (position %lld) is out of range for an array of "
+                          "length %lld",
+                          (long long)indices[i], (long long)i, (long long)a->length);
+  gsrc s = {&a, 1, NULL, indices, n};
+  return gather(&s, out, err);
+}
+
+qv_status qv_array_take_chunked(qv_array *const *chunks, int64_t n_chunks,
+                                const int64_t *chunk_index, const int64_t *row_index,
+                                int64_t n, qv_array **out, qv_error *err) {
+  if (chunks == NULL || n_chunks < 1 || n < 0 ||
+      ((chunk_index == NULL || row_index == NULL) && n > 0))
+    return qv_error_set(err, QV_EARG, "take_chunked: needs at least one chunk (got %lld) "
+                        "and %lld (chunk, row) pairs", (long long)n_chunks, (long long)n);
+  for (int64_t c = 0; c < n_chunks; c++) {
+    if (chunks[c] == NULL)
+      return qv_error_set(err, QV_EARG, "take_chunked: chunk %lld is NULL", (long long)c);
+    if (!qv_type_equals(chunks[0]->type, chunks[c]->type, false)) {
+      char a[128], b[128];
+      qv_type_to_string(chunks[0]->type, a, sizeof a);
+      qv_type_to_string(chunks[c]->type, b, sizeof b);
+      return qv_error_set(err, QV_ETYPE, "take_chunked: chunk %lld has type %s, expected %s",
+                          (long long)c, b, a);
+    }
+  }
+  for (int64_t i = 0; i < n; i++) {
+    int64_t c = chunk_index[i];
+    if (c < 0 || c >= n_chunks)
+      return qv_error_set(err, QV_ERANGE,
+                          "take_chunked: chunk index %lld (position %lld) is out of range for "
+                          "%lld chunks",
+                          (long long)c, (long long)i, (long long)n_chunks);
+    if (row_index[i] < 0 || row_index[i] >= chunks[c]->length)
+      return qv_error_set(err, QV_ERANGE,
+                          "take_chunked: row %lld (position %lld) is out of range for chunk "
+                          "%lld of length %lld",
+                          (long long)row_index[i], (long long)i, (long long)c,
+                          (long long)chunks[c]->length);
+  }
+  gsrc s = {chunks, n_chunks, n_chunks > 1 ? chunk_index : NULL, row_index, n};
+  return gather(&s, out, err);
+}
