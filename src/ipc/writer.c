@@ -788,6 +788,7 @@ qv_status qv_writer_write_batch(qv_writer *w, qv_array *batch, qv_error *err) {
     char want[256], got[256];
     qv_type_to_string(w->schema->type, want, sizeof want);
     qv_type_to_string(batch->type, got, sizeof got);
+    w->failed = true;
     return qv_error_set(err, QV_ETYPE,
                         "writer: batch type %s differs from the schema %s", got,
                         want);
