@@ -151,3 +151,50 @@ def test_json_to_arrow(json_path, fmt, tmp_path):
         pytest.skip("JSON_TO_ARROW not available in this build")
     assert r.returncode == 0, r.stderr
     _assert_tables_equal(expected, _read_any(str(out)))
+
+
+def test_crash_leaves_old_or_new(tmp_path):
+    """SIGKILL `quiver convert` at >= 50 random points: the target is always
+    either the previous file or the complete new one, and a leftover
+    temporary is a hidden '.<name>.tmp-quiver-XXXXXX' (never '*.arrow')."""
+    import random
+    import signal
+    import time
+
+    cli = _cli()
+    n = 400_000
+    table = pa.table({
+        "i": pa.array(range(n), pa.int64()),
+        "f": pa.array([x * 0.5 for x in range(n)], pa.float64()),
+        "s": pa.array([f"row {x}" for x in range(n)], pa.string()),
+    })
+    src = tmp_path / "src.arrow"
+    with ipc.new_file(str(src), table.schema) as w:
+        w.write_table(table, max_chunksize=50_000)
+    target = tmp_path / "target.arrow"
+    ref = tmp_path / "ref.arrow"
+    args = ["--format=file", "--compression=zstd", "--batch-size=1000"]
+    t0 = time.monotonic()
+    subprocess.run([cli, "convert", str(src), str(ref), *args], check=True)
+    full = time.monotonic() - t0
+    new_bytes = ref.read_bytes()
+    old_bytes = b"previous content"
+    rng = random.Random(1234)
+    outcomes = {"old": 0, "new": 0}
+    for _ in range(60):
+        target.write_bytes(old_bytes)
+        p = subprocess.Popen([cli, "convert", str(src), str(target), *args])
+        time.sleep(rng.uniform(0, full * 1.1))
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+        got = target.read_bytes()
+        assert got in (old_bytes, new_bytes)
+        outcomes["old" if got == old_bytes else "new"] += 1
+        for name in os.listdir(tmp_path):
+            if name in ("src.arrow", "ref.arrow", "target.arrow"):
+                continue
+            assert name.startswith(".target.arrow.tmp-quiver-"), name
+            assert not name.endswith(".arrow")
+            os.unlink(tmp_path / name)
+    assert outcomes["old"] > 0  # some kills landed mid-write
+    assert ipc.open_file(str(ref)).read_all().equals(table)
