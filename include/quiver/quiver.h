@@ -12,5 +12,6 @@
 #include "quiver/ipc.h"
 #include "quiver/cdata.h"
 #include "quiver/print.h"
+#include "quiver/writer.h"
 
 #endif /* QUIVER_QUIVER_H */

@@ -31,6 +31,7 @@ int cmd_info(int argc, char **argv);
 int cmd_head(int argc, char **argv);
 int cmd_get(int argc, char **argv);
 int cmd_integration(int argc, char **argv);
+int cmd_convert(int argc, char **argv);
 int cmd_debug(int argc, char **argv);
 
 #endif

@@ -16,6 +16,7 @@
 #include "cli.h"
 #include "quiver/integration.h"
 #include "quiver/ipc.h"
+#include "quiver/writer.h"
 
 static const char kIntegrationHelp[] =
     "usage: quiver integration --mode=MODE --arrow=PATH --json=PATH\n"
@@ -25,6 +26,9 @@ static const char kIntegrationHelp[] =
     "                  exit 0 if equal, else print the first difference, exit 1\n"
     "  ARROW_TO_JSON   write the Arrow file's schema and batches as JSON\n"
     "                  (gzipped when the --json path ends in .gz)\n"
+    "  JSON_TO_ARROW   write the JSON's schema and batches as an Arrow IPC file\n"
+    "                  (--format=stream for a stream), batches kept as they are;\n"
+    "                  the Arrow path is replaced atomically\n"
     "The JSON is Arrow's integration format, optionally gzipped.\n";
 
 /* Read every batch of an Arrow file (FULL validation: untrusted input). */
@@ -100,8 +104,28 @@ static int arrow_to_json(const char *arrow, const char *json) {
   return st == QV_OK ? QV_EXIT_OK : cli_fail(st, &err);
 }
 
+static int json_to_arrow(const char *json, const char *arrow, qv_ipc_format format) {
+  qv_error err;
+  qv_json_data jd;
+  memset(&jd, 0, sizeof jd);
+  qv_status st = qv_json_read(json, NULL, &jd, &err);
+  if (st != QV_OK) return cli_fail(st, &err);
+  qv_write_options wo;
+  memset(&wo, 0, sizeof wo);
+  wo.format = format;
+  wo.max_batch_rows = -1; /* keep the JSON's batches */
+  qv_writer *w = NULL;
+  st = qv_writer_open_path(arrow, jd.schema, &wo, &w, &err);
+  for (int64_t i = 0; st == QV_OK && i < jd.n_batches; i++)
+    st = qv_writer_write_batch(w, jd.batches[i], &err);
+  if (st == QV_OK) st = qv_writer_close(w, &err);
+  else qv_writer_abort(w);
+  qv_json_data_reset(&jd);
+  return st == QV_OK ? QV_EXIT_OK : cli_fail(st, &err);
+}
+
 int cmd_integration(int argc, char **argv) {
-  const char *mode = NULL, *arrow = NULL, *json = NULL;
+  const char *mode = NULL, *arrow = NULL, *json = NULL, *format = NULL;
   for (int i = 1; i < argc; i++) {
     bool m;
     const char *v;
@@ -112,6 +136,7 @@ int cmd_integration(int argc, char **argv) {
     if ((v = cli_opt_value(argv[i], "--mode", argc, argv, &i, &m)) != NULL || m) mode = v;
     else if ((v = cli_opt_value(argv[i], "--arrow", argc, argv, &i, &m)) != NULL || m) arrow = v;
     else if ((v = cli_opt_value(argv[i], "--json", argc, argv, &i, &m)) != NULL || m) json = v;
+    else if ((v = cli_opt_value(argv[i], "--format", argc, argv, &i, &m)) != NULL || m) format = v;
     else return cli_usage("integration", "unknown argument '%s'", argv[i]);
     if (v == NULL) return cli_usage("integration", "option '%s' needs a value", argv[i]);
   }
@@ -120,6 +145,15 @@ int cmd_integration(int argc, char **argv) {
   if (json == NULL) return cli_usage("integration", "missing --json");
   if (strcmp(mode, "VALIDATE") == 0) return validate(arrow, json);
   if (strcmp(mode, "ARROW_TO_JSON") == 0) return arrow_to_json(arrow, json);
+  if (strcmp(mode, "JSON_TO_ARROW") == 0) {
+    qv_ipc_format f = QV_FORMAT_FILE;
+    if (format != NULL && strcmp(format, "stream") == 0) f = QV_FORMAT_STREAM;
+    else if (format != NULL && strcmp(format, "file") != 0)
+      return cli_usage("integration", "--format must be 'file' or 'stream', found '%s'",
+                       format);
+    return json_to_arrow(json, arrow, f);
+  }
   return cli_usage("integration",
-                   "unknown mode '%s' (expected VALIDATE or ARROW_TO_JSON)", mode);
+                   "unknown mode '%s' (expected VALIDATE, ARROW_TO_JSON or JSON_TO_ARROW)",
+                   mode);
 }

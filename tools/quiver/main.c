@@ -22,7 +22,9 @@ static const char kUsage[] =
     "  get PATH ROW...               the given rows (0-based) as JSON lines\n"
     "  integration --mode=MODE --arrow=PATH --json=PATH\n"
     "                                Arrow integration-test contract: VALIDATE,\n"
-    "                                ARROW_TO_JSON\n"
+    "                                ARROW_TO_JSON, JSON_TO_ARROW\n"
+    "  convert IN OUT [--format=file|stream] [--compression=none|lz4|zstd[:LEVEL]]\n"
+    "                 [--batch-size=N]  rewrite an Arrow file or stream ('-' = stdio)\n"
     "  debug row-layout PATH --keys=COL[,COL...]\n"
     "                                row-table encoding of key columns as JSON\n"
     "\n"
@@ -83,6 +85,7 @@ static const command kCommands[] = {
     {"head", cmd_head},
     {"get", cmd_get},
     {"integration", cmd_integration},
+    {"convert", cmd_convert},
     {"debug", cmd_debug},
 };
 

@@ -1,0 +1,98 @@
+/*
+ * quiver/writer.h — writing Arrow IPC data: the stream format and the file
+ * format (Feather v2), optionally with LZ4_FRAME / ZSTD body compression.
+ * The ipc layer; sits on core. Everything is written little-endian with
+ * metadata version V5.
+ *
+ * Writes to a path are atomic: the bytes go to a temporary file in the
+ * target's directory named ".<name>.tmp-quiver-XXXXXX" (a hidden name that
+ * does not end in ".arrow", so no dataset loader takes a leftover for a data
+ * file), which is fsync'ed, renamed over the target, and the directory is
+ * fsync'ed. On any error or qv_writer_abort the temporary is removed and the
+ * target is left untouched. A crash (SIGKILL, power loss) may leave such a
+ * temporary behind, never a torn target.
+ *
+ * Buffers of the arrays handed in are written without an intermediate copy
+ * (writev of the array's bytes plus padding); only sliced validity bitmaps
+ * at a bit offset, rebased offsets and re-based run ends are rebuilt, and
+ * compressed buffers are compressed into owned memory.
+ */
+#ifndef QUIVER_WRITER_H
+#define QUIVER_WRITER_H
+
+#include "quiver/array.h"
+#include "quiver/core.h"
+#include "quiver/ipc.h"
+#include "quiver/type.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Default rows per record batch (as Hugging Face `datasets`). */
+#define QV_WRITE_DEFAULT_BATCH_ROWS 1000
+
+typedef struct qv_write_options {
+  qv_ipc_format format;        /**< QV_FORMAT_FILE (0, default) or STREAM */
+  qv_compression compression;  /**< body compression, NONE by default */
+  int compression_level;       /**< codec level; 0 = the codec's default */
+  int alignment;               /**< body/buffer alignment: 8 (0 = 8) or 64 */
+  /** Larger batches are split (zero-copy slices) into record batches of at
+   *  most this many rows. 0 = QV_WRITE_DEFAULT_BATCH_ROWS; < 0 = never
+   *  split. */
+  int64_t max_batch_rows;
+} qv_write_options;
+
+typedef struct qv_writer qv_writer;
+
+/**
+ * Start writing `schema` (a reference is taken) atomically to `path` (see
+ * the file comment). `options` may be NULL (file format, uncompressed).
+ * The schema message is written immediately. Fails with QV_EARG for bad
+ * options, QV_EIO when the temporary cannot be created.
+ */
+qv_status qv_writer_open_path(const char *path, const qv_schema *schema,
+                              const qv_write_options *options, qv_writer **out,
+                              qv_error *err);
+
+/**
+ * Start writing to an open descriptor (stdout, a pipe, a socket). The
+ * descriptor is not closed by the writer. No atomicity: on error the bytes
+ * already written stay written.
+ */
+qv_status qv_writer_open_fd(int fd, const qv_schema *schema,
+                            const qv_write_options *options, qv_writer **out,
+                            qv_error *err);
+
+/**
+ * Write one record batch: a STRUCT array whose children are the columns
+ * and whose type equals the schema's (QV_ETYPE otherwise). Sliced arrays
+ * are written as their logical contents. Dictionaries are written before
+ * the first batch that uses them; a batch carrying a different dictionary
+ * for an id already written is written in streams as a delta when the old
+ * dictionary is a prefix of the new one, else as a replacement; the file
+ * format cannot replace a dictionary (QV_ENOTSUP). After a failure the
+ * writer is failed: later writes return an error, close aborts.
+ * The batch is not retained after the call returns.
+ */
+qv_status qv_writer_write_batch(qv_writer *w, qv_array *batch, qv_error *err);
+
+/** Rows and record batches written so far. */
+int64_t qv_writer_rows_written(const qv_writer *w);
+int64_t qv_writer_batches_written(const qv_writer *w);
+
+/**
+ * Finish: end-of-stream marker (streams) or footer (files), fsync, and for
+ * paths rename over the target and fsync the directory. Frees the writer
+ * in every case (on failure the temporary is removed). NULL-safe.
+ */
+qv_status qv_writer_close(qv_writer *w, qv_error *err);
+
+/** Abandon the write: remove the temporary (the target is untouched) and
+ *  free the writer. For descriptors, stops writing. NULL-safe. */
+void qv_writer_abort(qv_writer *w);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* QUIVER_WRITER_H */

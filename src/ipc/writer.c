@@ -1,0 +1,891 @@
+/*
+ * writer.c — the Arrow IPC writer (stream and file formats). ipc layer:
+ * uses metadata_encode.c (flatbuffers), codec.c (compression) and core
+ * (buffers, arrays, bitmaps). The inverse of reader.c + loader.c.
+ *
+ * A record batch is serialised by walking its columns depth-first in
+ * pre-order, emitting one FieldNode per array and the buffers each type
+ * has in IPC (the same order loader.c consumes): a validity slot for every
+ * type except null, unions and run-end encoded; views list their variadic
+ * data buffers and a variadic count. Sliced arrays are written as their
+ * logical contents: bitmaps at a bit offset are copied to bit 0, values
+ * are byte views, offsets are rebased to start at 0 (children / data cut
+ * to the referenced range), run ends are re-based. Everything else is
+ * written from the caller's memory with writev (no intermediate copy).
+ *
+ * Framing of every message: [0xFFFFFFFF][int32 n][flatbuffer + padding to
+ * the alignment][body]. File format: "ARROW1\0\0", the stream messages,
+ * the footer flatbuffer, its int32 size and "ARROW1".
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "ipc/ipc_internal.h"
+#include "quiver/writer.h"
+
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "the IPC writer assumes a little-endian host"
+#endif
+
+#define QV_WRITER_MAX_DEPTH 128
+
+static const uint8_t kZeros[64];
+static const uint8_t kUncompressedPrefix[8] = {0xff, 0xff, 0xff, 0xff,
+                                               0xff, 0xff, 0xff, 0xff};
+
+/* ------------------------------------------------------------------------ */
+/* Body under construction                                                   */
+
+typedef struct seg {
+  const uint8_t *p;
+  int64_t len;
+} seg;
+
+typedef struct body {
+  int64_t align;
+  qv_compression codec;
+  int level;
+  qv_error *err;
+  seg *segs;
+  int64_t n_segs, cap_segs;
+  qv_buffer **keep; /* owned buffers that segs point into */
+  int64_t n_keep, cap_keep;
+  qv_ipc_node *nodes;
+  int64_t n_nodes, cap_nodes;
+  qv_ipc_buffer_spec *bufs;
+  int64_t n_bufs, cap_bufs;
+  int64_t *variadic;
+  int64_t n_variadic, cap_variadic;
+  int64_t size;
+} body;
+
+static bool grow(void **arr, int64_t *cap, int64_t need, size_t elem) {
+  if (need <= *cap) return true;
+  int64_t nc = *cap ? *cap * 2 : 16;
+  while (nc < need) nc *= 2;
+  void *p = realloc(*arr, (size_t)nc * elem);
+  if (p == NULL) return false;
+  *arr = p;
+  *cap = nc;
+  return true;
+}
+
+static void body_reset(body *b) {
+  for (int64_t i = 0; i < b->n_keep; i++) qv_buffer_unref(b->keep[i]);
+  free(b->segs);
+  free(b->keep);
+  free(b->nodes);
+  free(b->bufs);
+  free(b->variadic);
+  qv_error *err = b->err;
+  int64_t align = b->align;
+  qv_compression codec = b->codec;
+  int level = b->level;
+  memset(b, 0, sizeof *b);
+  b->err = err;
+  b->align = align;
+  b->codec = codec;
+  b->level = level;
+}
+
+static qv_status oom(body *b, const char *what) {
+  return qv_error_set(b->err, QV_ENOMEM, "writer: out of memory (%s)", what);
+}
+
+static qv_status push_seg(body *b, const uint8_t *p, int64_t len) {
+  if (len == 0) return QV_OK;
+  if (!grow((void **)&b->segs, &b->cap_segs, b->n_segs + 1, sizeof(seg)))
+    return oom(b, "segments");
+  b->segs[b->n_segs++] = (seg){p, len};
+  b->size += len;
+  return QV_OK;
+}
+
+/* Take over one reference to buf (kept alive until the body is written). */
+static qv_status keep(body *b, qv_buffer *buf) {
+  if (!grow((void **)&b->keep, &b->cap_keep, b->n_keep + 1, sizeof(qv_buffer *))) {
+    qv_buffer_unref(buf);
+    return oom(b, "buffers");
+  }
+  b->keep[b->n_keep++] = buf;
+  return QV_OK;
+}
+
+static qv_status push_node(body *b, int64_t length, int64_t null_count) {
+  if (!grow((void **)&b->nodes, &b->cap_nodes, b->n_nodes + 1, sizeof(qv_ipc_node)))
+    return oom(b, "field nodes");
+  b->nodes[b->n_nodes++] = (qv_ipc_node){length, null_count};
+  return QV_OK;
+}
+
+static qv_status pad(body *b) {
+  int64_t r = b->size % b->align;
+  return r ? push_seg(b, kZeros, b->align - r) : QV_OK;
+}
+
+/* Append one IPC buffer of `len` bytes at p (memory kept alive by the
+ * caller or by keep()), compressing it when the body is compressed. */
+static qv_status push_buffer(body *b, const uint8_t *p, int64_t len) {
+  if (!grow((void **)&b->bufs, &b->cap_bufs, b->n_bufs + 1,
+            sizeof(qv_ipc_buffer_spec)))
+    return oom(b, "buffer specs");
+  int64_t start = b->size;
+  if (len > 0 && b->codec != QV_COMPRESSION_NONE) {
+    qv_buffer *c = NULL;
+    QV_RETURN_NOT_OK(qv_ipc_compress(b->codec, b->level, p, len, &c, b->err));
+    if (c->size < len + 8) {
+      const uint8_t *cp = c->data;
+      int64_t clen = c->size;
+      QV_RETURN_NOT_OK(keep(b, c));
+      QV_RETURN_NOT_OK(push_seg(b, cp, clen));
+    } else { /* compression does not pay: store raw behind a -1 prefix */
+      qv_buffer_unref(c);
+      QV_RETURN_NOT_OK(push_seg(b, kUncompressedPrefix, 8));
+      QV_RETURN_NOT_OK(push_seg(b, p, len));
+    }
+  } else {
+    QV_RETURN_NOT_OK(push_seg(b, p, len));
+  }
+  b->bufs[b->n_bufs++] = (qv_ipc_buffer_spec){start, b->size - start};
+  return pad(b);
+}
+
+static qv_status push_owned(body *b, qv_buffer *buf) {
+  const uint8_t *p = buf->data;
+  int64_t len = buf->size;
+  QV_RETURN_NOT_OK(keep(b, buf));
+  return push_buffer(b, p, len);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Arrays -> nodes and buffers                                               */
+
+static int64_t range_nulls(const qv_array *a, int64_t off, int64_t len) {
+  if (a->n_buffers == 0 || a->buffers[0] == NULL || len == 0) return 0;
+  return len - qv_bitmap_count(a->buffers[0]->data, off, len);
+}
+
+/* A bitmap (validity or bool values) for bits [off, off+len). */
+static qv_status push_bitmap(body *b, const qv_buffer *bits, int64_t off,
+                             int64_t len) {
+  int64_t nbytes = (len + 7) / 8;
+  if (bits == NULL) return push_buffer(b, NULL, 0);
+  if (off % 8 == 0) return push_buffer(b, bits->data + off / 8, nbytes);
+  qv_buffer *c = NULL;
+  QV_RETURN_NOT_OK(qv_buffer_alloc(nbytes, &c, b->err));
+  qv_bitmap_copy(c->data, 0, bits->data, off, len);
+  return push_owned(b, c);
+}
+
+static qv_status push_validity(body *b, const qv_array *a, int64_t off,
+                               int64_t len, int64_t nulls) {
+  if (nulls == 0) return push_buffer(b, NULL, 0);
+  return push_bitmap(b, a->buffers[0], off, len);
+}
+
+static int64_t load_off(const uint8_t *p, int64_t i, int w) {
+  if (w == 4) {
+    int32_t v;
+    memcpy(&v, p + 4 * i, 4);
+    return v;
+  }
+  int64_t v;
+  memcpy(&v, p + 8 * i, 8);
+  return v;
+}
+
+/* Offsets [off, off+len] rebased to start at 0; first and last get the
+ * referenced range of the child/data. */
+static qv_status push_offsets(body *b, const qv_buffer *offs, int w,
+                              int64_t off, int64_t len, int64_t *first,
+                              int64_t *last) {
+  if (offs == NULL || offs->size == 0) { /* empty array without offsets */
+    *first = *last = 0;
+    if (len != 0)
+      return qv_error_set(b->err, QV_EINVAL, "writer: missing offsets buffer");
+    int64_t zero = 0;
+    qv_buffer *c = NULL;
+    QV_RETURN_NOT_OK(qv_buffer_alloc(w, &c, b->err));
+    memcpy(c->data, &zero, (size_t)w);
+    return push_owned(b, c);
+  }
+  *first = load_off(offs->data, off, w);
+  *last = load_off(offs->data, off + len, w);
+  if (*first == 0) return push_buffer(b, offs->data + off * w, (len + 1) * w);
+  qv_buffer *c = NULL;
+  QV_RETURN_NOT_OK(qv_buffer_alloc((len + 1) * w, &c, b->err));
+  for (int64_t i = 0; i <= len; i++) {
+    int64_t v = load_off(offs->data, off + i, w) - *first;
+    if (w == 4) {
+      int32_t v32 = (int32_t)v;
+      memcpy(c->data + 4 * i, &v32, 4);
+    } else {
+      memcpy(c->data + 8 * i, &v, 8);
+    }
+  }
+  return push_owned(b, c);
+}
+
+static qv_status emit(body *b, const qv_array *a, int64_t off, int64_t len,
+                      int depth);
+
+/* Run-end encoded: logical range [off, off+len) of a. */
+static qv_status emit_ree(body *b, const qv_array *a, int64_t off, int64_t len,
+                          int depth) {
+  const qv_array *re = a->children[0], *vals = a->children[1];
+  QV_RETURN_NOT_OK(push_node(b, len, 0));
+  if (off == 0) {
+    QV_RETURN_NOT_OK(emit(b, re, re->offset, re->length, depth + 1));
+    return emit(b, vals, vals->offset, vals->length, depth + 1);
+  }
+  int w = qv_type_bit_width(re->type) / 8;
+  const uint8_t *p = re->buffers[1] ? re->buffers[1]->data : NULL;
+  int64_t n = re->length, i0 = 0, i1;
+  if (len == 0) {
+    i0 = 0;
+    i1 = -1;
+  } else {
+    /* first run whose end > off, first run whose end >= off+len */
+#define RUN_END(k)                                                            \
+  (w == 2 ? (int64_t)((const int16_t *)(const void *)p)[re->offset + (k)]    \
+   : w == 4 ? (int64_t)((const int32_t *)(const void *)p)[re->offset + (k)] \
+            : ((const int64_t *)(const void *)p)[re->offset + (k)])
+    int64_t lo = 0, hi = n;
+    while (lo < hi) {
+      int64_t mid = lo + (hi - lo) / 2;
+      if (RUN_END(mid) > off) hi = mid;
+      else lo = mid + 1;
+    }
+    i0 = lo;
+    lo = i0;
+    hi = n;
+    while (lo < hi) {
+      int64_t mid = lo + (hi - lo) / 2;
+      if (RUN_END(mid) >= off + len) hi = mid;
+      else lo = mid + 1;
+    }
+    i1 = lo;
+    if (i1 >= n)
+      return qv_error_set(b->err, QV_EINVAL,
+                          "writer: run ends do not cover the array");
+  }
+  int64_t runs = i1 - i0 + 1;
+  QV_RETURN_NOT_OK(push_node(b, runs, 0));
+  QV_RETURN_NOT_OK(push_buffer(b, NULL, 0)); /* run ends: no validity */
+  qv_buffer *c = NULL;
+  QV_RETURN_NOT_OK(qv_buffer_alloc(runs * w, &c, b->err));
+  for (int64_t k = 0; k < runs; k++) {
+    int64_t e = RUN_END(i0 + k);
+    if (e > off + len) e = off + len;
+    e -= off;
+    if (w == 2) {
+      int16_t v = (int16_t)e;
+      memcpy(c->data + 2 * k, &v, 2);
+    } else if (w == 4) {
+      int32_t v = (int32_t)e;
+      memcpy(c->data + 4 * k, &v, 4);
+    } else {
+      memcpy(c->data + 8 * k, &e, 8);
+    }
+  }
+#undef RUN_END
+  QV_RETURN_NOT_OK(push_owned(b, c));
+  return emit(b, vals, vals->offset + i0, runs, depth + 1);
+}
+
+/* Emit array a's elements [off, off+len) where off already includes
+ * a->offset (an index into a's buffers). */
+static qv_status emit(body *b, const qv_array *a, int64_t off, int64_t len,
+                      int depth) {
+  const qv_type *t = a->type;
+  if (depth > QV_WRITER_MAX_DEPTH)
+    return qv_error_set(b->err, QV_EARG, "writer: nesting deeper than %d",
+                        QV_WRITER_MAX_DEPTH);
+  switch (t->id) {
+    case QV_NA:
+      return push_node(b, len, len);
+    case QV_RUN_END_ENCODED:
+      return emit_ree(b, a, off, len, depth);
+    case QV_SPARSE_UNION:
+      QV_RETURN_NOT_OK(push_node(b, len, 0));
+      QV_RETURN_NOT_OK(push_buffer(b, a->buffers[0]->data + off, len));
+      for (int32_t c = 0; c < a->n_children; c++)
+        QV_RETURN_NOT_OK(emit(b, a->children[c], a->children[c]->offset + off,
+                              len, depth + 1));
+      return QV_OK;
+    case QV_DENSE_UNION:
+      /* Offsets need not start at 0: children are written whole. */
+      QV_RETURN_NOT_OK(push_node(b, len, 0));
+      QV_RETURN_NOT_OK(push_buffer(b, a->buffers[0]->data + off, len));
+      QV_RETURN_NOT_OK(push_buffer(b, a->buffers[1]->data + 4 * off, 4 * len));
+      for (int32_t c = 0; c < a->n_children; c++)
+        QV_RETURN_NOT_OK(emit(b, a->children[c], a->children[c]->offset,
+                              a->children[c]->length, depth + 1));
+      return QV_OK;
+    default:
+      break;
+  }
+  int64_t nulls = range_nulls(a, off, len);
+  QV_RETURN_NOT_OK(push_node(b, len, nulls));
+  QV_RETURN_NOT_OK(push_validity(b, a, off, len, nulls));
+  int64_t first = 0, last = 0;
+  switch (t->id) {
+    case QV_BOOL:
+      return push_bitmap(b, a->buffers[1], off, len);
+    case QV_BINARY: case QV_STRING: case QV_LARGE_BINARY: case QV_LARGE_STRING: {
+      int w = (t->id == QV_BINARY || t->id == QV_STRING) ? 4 : 8;
+      QV_RETURN_NOT_OK(push_offsets(b, a->buffers[1], w, off, len, &first, &last));
+      const qv_buffer *d = a->buffers[2];
+      return push_buffer(b, d ? d->data + first : NULL, last - first);
+    }
+    case QV_BINARY_VIEW: case QV_STRING_VIEW: {
+      QV_RETURN_NOT_OK(push_buffer(b, a->buffers[1] ? a->buffers[1]->data + 16 * off : NULL,
+                                   16 * len));
+      int64_t nv = a->n_buffers - 2;
+      for (int64_t k = 0; k < nv; k++) {
+        const qv_buffer *d = a->buffers[2 + k];
+        QV_RETURN_NOT_OK(push_buffer(b, d ? d->data : NULL, d ? d->size : 0));
+      }
+      if (!grow((void **)&b->variadic, &b->cap_variadic, b->n_variadic + 1,
+                sizeof(int64_t)))
+        return oom(b, "variadic counts");
+      b->variadic[b->n_variadic++] = nv;
+      return QV_OK;
+    }
+    case QV_LIST: case QV_MAP: case QV_LARGE_LIST: {
+      int w = t->id == QV_LARGE_LIST ? 8 : 4;
+      QV_RETURN_NOT_OK(push_offsets(b, a->buffers[1], w, off, len, &first, &last));
+      const qv_array *c = a->children[0];
+      return emit(b, c, c->offset + first, last - first, depth + 1);
+    }
+    case QV_LIST_VIEW: case QV_LARGE_LIST_VIEW: {
+      int w = t->id == QV_LIST_VIEW ? 4 : 8;
+      QV_RETURN_NOT_OK(push_buffer(b, a->buffers[1] ? a->buffers[1]->data + w * off : NULL,
+                                   w * len));
+      QV_RETURN_NOT_OK(push_buffer(b, a->buffers[2] ? a->buffers[2]->data + w * off : NULL,
+                                   w * len));
+      const qv_array *c = a->children[0];
+      return emit(b, c, c->offset, c->length, depth + 1);
+    }
+    case QV_FIXED_SIZE_LIST: {
+      const qv_array *c = a->children[0];
+      int64_t n = t->list_size;
+      return emit(b, c, c->offset + off * n, len * n, depth + 1);
+    }
+    case QV_STRUCT:
+      for (int32_t k = 0; k < a->n_children; k++)
+        QV_RETURN_NOT_OK(emit(b, a->children[k], a->children[k]->offset + off,
+                              len, depth + 1));
+      return QV_OK;
+    case QV_DICTIONARY: {
+      int64_t w = qv_type_bit_width(t->index_type) / 8;
+      return push_buffer(b, a->buffers[1] ? a->buffers[1]->data + w * off : NULL,
+                         w * len);
+    }
+    default: {
+      int64_t w = qv_type_bit_width(t) / 8;
+      if (w <= 0)
+        return qv_error_set(b->err, QV_ENOTSUP, "writer: cannot write type %s",
+                            qv_type_id_name(t->id));
+      return push_buffer(b, a->buffers[1] ? a->buffers[1]->data + w * off : NULL,
+                         w * len);
+    }
+  }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Sink                                                                      */
+
+typedef struct dict_entry {
+  int64_t id;
+  qv_array *values; /* the dictionary as last written (full content) */
+} dict_entry;
+
+struct qv_writer {
+  qv_write_options opts;
+  qv_schema *schema;
+  int fd;
+  bool own_fd;
+  char *target; /* path writers: the target and the temporary */
+  char *tmp;
+  int64_t pos;
+  bool failed;
+  body body;
+  qv_error scratch;
+  dict_entry *dicts;
+  int64_t n_dicts, cap_dicts;
+  qv_ipc_block *dict_blocks, *batch_blocks;
+  int64_t n_dict_blocks, cap_dict_blocks, n_batch_blocks, cap_batch_blocks;
+  int64_t rows;
+};
+
+static qv_status write_iov(qv_writer *w, struct iovec *iov, int n,
+                           qv_error *err) {
+  int i = 0;
+  while (i < n) {
+    int cnt = n - i > IOV_MAX ? IOV_MAX : n - i;
+    ssize_t r = writev(w->fd, iov + i, cnt);
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      return qv_error_set(err, QV_EIO, "writer: write to %s failed: %s",
+                          w->tmp ? w->tmp : "descriptor", strerror(errno));
+    }
+    w->pos += r;
+    size_t left = (size_t)r;
+    while (i < n && left >= iov[i].iov_len) {
+      left -= iov[i].iov_len;
+      i++;
+    }
+    if (i < n && left > 0) {
+      iov[i].iov_base = (uint8_t *)iov[i].iov_base + left;
+      iov[i].iov_len -= left;
+    }
+  }
+  return QV_OK;
+}
+
+static qv_status write_bytes(qv_writer *w, const void *p, int64_t n,
+                             qv_error *err) {
+  struct iovec iov = {(void *)p, (size_t)n};
+  return n > 0 ? write_iov(w, &iov, 1, err) : QV_OK;
+}
+
+/* Frame and write one message (flatbuffer meta + the current body).
+ * *block receives where it went. */
+static qv_status write_message(qv_writer *w, const uint8_t *meta,
+                               int64_t meta_size, qv_ipc_block *block,
+                               qv_error *err) {
+  body *b = &w->body;
+  int64_t align = w->opts.alignment;
+  int64_t framed = 8 + meta_size;
+  int64_t end = w->pos + framed;
+  int64_t padn = (align - end % align) % align;
+  if (meta_size + padn > INT32_MAX)
+    return qv_error_set(err, QV_EARG, "writer: metadata of %lld bytes is too large",
+                        (long long)meta_size);
+  uint8_t prefix[8];
+  uint32_t cont = QV_IPC_CONTINUATION;
+  int32_t n32 = (int32_t)(meta_size + padn);
+  memcpy(prefix, &cont, 4);
+  memcpy(prefix + 4, &n32, 4);
+  block->offset = w->pos;
+  block->metadata_length = (int32_t)(framed + padn);
+  block->body_length = b->size;
+  int64_t niov = 3 + b->n_segs;
+  struct iovec *iov = malloc(sizeof *iov * (size_t)niov);
+  if (iov == NULL) return qv_error_set(err, QV_ENOMEM, "writer: out of memory (iovec)");
+  int k = 0;
+  iov[k++] = (struct iovec){prefix, 8};
+  iov[k++] = (struct iovec){(void *)meta, (size_t)meta_size};
+  if (padn) iov[k++] = (struct iovec){(void *)kZeros, (size_t)padn};
+  for (int64_t s = 0; s < b->n_segs; s++)
+    iov[k++] = (struct iovec){(void *)b->segs[s].p, (size_t)b->segs[s].len};
+  qv_status st = write_iov(w, iov, k, err);
+  free(iov);
+  return st;
+}
+
+static qv_status push_block(qv_ipc_block **arr, int64_t *n, int64_t *cap,
+                            qv_ipc_block blk, qv_error *err) {
+  if (!grow((void **)arr, cap, *n + 1, sizeof(qv_ipc_block)))
+    return qv_error_set(err, QV_ENOMEM, "writer: out of memory (blocks)");
+  (*arr)[(*n)++] = blk;
+  return QV_OK;
+}
+
+static qv_ipc_batch_desc body_desc(body *b, int64_t length) {
+  qv_ipc_batch_desc d;
+  memset(&d, 0, sizeof d);
+  d.length = length;
+  d.n_nodes = b->n_nodes;
+  d.nodes = b->nodes;
+  d.n_buffers = b->n_bufs;
+  d.buffers = b->bufs;
+  d.compression = b->codec;
+  d.n_variadic = b->n_variadic;
+  d.variadic_counts = b->n_variadic ? b->variadic : NULL;
+  return d;
+}
+
+/* Write `values` (elements [start, values->length)) as a dictionary batch. */
+static qv_status write_dictionary(qv_writer *w, int64_t id, bool delta,
+                                  const qv_array *values, int64_t start,
+                                  qv_error *err) {
+  body *b = &w->body;
+  body_reset(b);
+  b->err = err;
+  int64_t len = values->length - start;
+  qv_status st = emit(b, values, values->offset + start, len, 0);
+  uint8_t *meta = NULL;
+  int64_t meta_size = 0;
+  if (st == QV_OK) {
+    qv_ipc_batch_desc d = body_desc(b, len);
+    st = qv_ipc_encode_dictionary_message(id, delta, &d, b->size, &meta,
+                                          &meta_size, err);
+  }
+  qv_ipc_block blk;
+  if (st == QV_OK) st = write_message(w, meta, meta_size, &blk, err);
+  free(meta);
+  body_reset(b);
+  if (st == QV_OK && w->opts.format == QV_FORMAT_FILE)
+    st = push_block(&w->dict_blocks, &w->n_dict_blocks, &w->cap_dict_blocks,
+                    blk, err);
+  return st;
+}
+
+static dict_entry *find_dict(qv_writer *w, int64_t id) {
+  for (int64_t i = 0; i < w->n_dicts; i++)
+    if (w->dicts[i].id == id) return &w->dicts[i];
+  return NULL;
+}
+
+/* Is `old` equal to the first old->length elements of `cur`? */
+static bool is_prefix(qv_array *old, qv_array *cur) {
+  if (old->length > cur->length) return false;
+  qv_array *s = NULL;
+  if (qv_array_slice(cur, 0, old->length, &s, NULL) != QV_OK) return false;
+  bool eq = qv_array_equals(old, s, NULL);
+  qv_array_unref(s);
+  return eq;
+}
+
+/* Write the dictionaries `a` uses (nested ones first) that are new or
+ * changed since they were last written. */
+static qv_status sync_dicts(qv_writer *w, const qv_array *a, int depth,
+                            qv_error *err) {
+  if (depth > QV_WRITER_MAX_DEPTH)
+    return qv_error_set(err, QV_EARG, "writer: nesting deeper than %d",
+                        QV_WRITER_MAX_DEPTH);
+  for (int32_t c = 0; c < a->n_children; c++)
+    QV_RETURN_NOT_OK(sync_dicts(w, a->children[c], depth + 1, err));
+  if (a->type->id != QV_DICTIONARY) return QV_OK;
+  qv_array *dict = a->dictionary;
+  int64_t id = a->type->dict_id;
+  if (dict == NULL)
+    return qv_error_set(err, QV_EARG,
+                        "writer: dictionary array (id %lld) has no dictionary",
+                        (long long)id);
+  QV_RETURN_NOT_OK(sync_dicts(w, dict, depth + 1, err));
+  dict_entry *e = find_dict(w, id);
+  if (e != NULL) {
+    if (e->values == dict) return QV_OK;
+    if (e->values->length == dict->length && qv_array_equals(e->values, dict, NULL))
+      return QV_OK;
+    bool prefix = is_prefix(e->values, dict);
+    if (w->opts.format == QV_FORMAT_FILE)
+      return qv_error_set(
+          err, QV_ENOTSUP,
+          "writer: dictionary id %lld changes between record batches; the "
+          "IPC file format cannot replace %s dictionary (write a stream, or "
+          "unify the dictionaries first)",
+          (long long)id, prefix ? "or extend a" : "a");
+    if (prefix)
+      QV_RETURN_NOT_OK(write_dictionary(w, id, true, dict, e->values->length, err));
+    else
+      QV_RETURN_NOT_OK(write_dictionary(w, id, false, dict, 0, err));
+    qv_array_unref(e->values);
+    e->values = qv_array_ref(dict);
+    return QV_OK;
+  }
+  QV_RETURN_NOT_OK(write_dictionary(w, id, false, dict, 0, err));
+  if (!grow((void **)&w->dicts, &w->cap_dicts, w->n_dicts + 1, sizeof(dict_entry)))
+    return qv_error_set(err, QV_ENOMEM, "writer: out of memory (dictionaries)");
+  w->dicts[w->n_dicts++] = (dict_entry){id, qv_array_ref(dict)};
+  return QV_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Open / write / close                                                      */
+
+static qv_status check_options(const qv_write_options *in, qv_write_options *o,
+                               qv_error *err) {
+  memset(o, 0, sizeof *o);
+  if (in) *o = *in;
+  if (o->format != QV_FORMAT_FILE && o->format != QV_FORMAT_STREAM)
+    return qv_error_set(err, QV_EARG, "writer: unknown format %d", (int)o->format);
+  if (o->compression != QV_COMPRESSION_NONE &&
+      o->compression != QV_COMPRESSION_LZ4_FRAME &&
+      o->compression != QV_COMPRESSION_ZSTD)
+    return qv_error_set(err, QV_EARG, "writer: unknown compression %d",
+                        (int)o->compression);
+  if (o->alignment == 0) o->alignment = 8;
+  if (o->alignment != 8 && o->alignment != 64)
+    return qv_error_set(err, QV_EARG,
+                        "writer: alignment must be 8 or 64, found %d", o->alignment);
+  if (o->max_batch_rows == 0) o->max_batch_rows = QV_WRITE_DEFAULT_BATCH_ROWS;
+  return QV_OK;
+}
+
+static qv_status writer_new(const qv_schema *schema, const qv_write_options *options,
+                            qv_writer **out, qv_error *err) {
+  *out = NULL;
+  if (schema == NULL || schema->type == NULL || schema->type->id != QV_STRUCT)
+    return qv_error_set(err, QV_EARG, "writer: schema is missing");
+  qv_writer *w = calloc(1, sizeof *w);
+  if (w == NULL) return qv_error_set(err, QV_ENOMEM, "writer: out of memory");
+  qv_status st = check_options(options, &w->opts, err);
+  if (st != QV_OK) {
+    free(w);
+    return st;
+  }
+  w->schema = qv_schema_ref((qv_schema *)schema);
+  w->fd = -1;
+  w->body.align = w->opts.alignment;
+  w->body.codec = w->opts.compression;
+  w->body.level = w->opts.compression_level;
+  *out = w;
+  return QV_OK;
+}
+
+static void writer_free(qv_writer *w) {
+  body_reset(&w->body);
+  for (int64_t i = 0; i < w->n_dicts; i++) qv_array_unref(w->dicts[i].values);
+  free(w->dicts);
+  free(w->dict_blocks);
+  free(w->batch_blocks);
+  qv_schema_unref(w->schema);
+  free(w->target);
+  free(w->tmp);
+  free(w);
+}
+
+/* Write the magic (files) and the schema message. */
+static qv_status write_start(qv_writer *w, qv_error *err) {
+  if (w->opts.format == QV_FORMAT_FILE) {
+    uint8_t magic[8] = {'A', 'R', 'R', 'O', 'W', '1', 0, 0};
+    QV_RETURN_NOT_OK(write_bytes(w, magic, 8, err));
+  }
+  uint8_t *meta = NULL;
+  int64_t meta_size = 0;
+  QV_RETURN_NOT_OK(qv_ipc_encode_schema_message(w->schema, &meta, &meta_size, err));
+  body_reset(&w->body);
+  qv_ipc_block blk;
+  qv_status st = write_message(w, meta, meta_size, &blk, err);
+  free(meta);
+  return st;
+}
+
+static void remove_tmp(qv_writer *w) {
+  if (w->own_fd && w->fd >= 0) close(w->fd);
+  w->fd = -1;
+  if (w->tmp) unlink(w->tmp);
+}
+
+qv_status qv_writer_open_fd(int fd, const qv_schema *schema,
+                            const qv_write_options *options, qv_writer **out,
+                            qv_error *err) {
+  qv_writer *w = NULL;
+  QV_RETURN_NOT_OK(writer_new(schema, options, &w, err));
+  w->fd = fd;
+  qv_status st = write_start(w, err);
+  if (st != QV_OK) {
+    writer_free(w);
+    return st;
+  }
+  *out = w;
+  return QV_OK;
+}
+
+qv_status qv_writer_open_path(const char *path, const qv_schema *schema,
+                              const qv_write_options *options, qv_writer **out,
+                              qv_error *err) {
+  *out = NULL;
+  if (path == NULL || path[0] == '\0')
+    return qv_error_set(err, QV_EARG, "writer: empty path");
+  qv_writer *w = NULL;
+  QV_RETURN_NOT_OK(writer_new(schema, options, &w, err));
+  const char *slash = strrchr(path, '/');
+  size_t dir_len = slash ? (size_t)(slash - path) + 1 : 0;
+  const char *base = slash ? slash + 1 : path;
+  if (base[0] == '\0') {
+    writer_free(w);
+    return qv_error_set(err, QV_EARG, "writer: '%s' names a directory", path);
+  }
+  size_t tlen = dir_len + 1 + strlen(base) + strlen(".tmp-quiver-XXXXXX") + 1;
+  w->target = strdup(path);
+  w->tmp = malloc(tlen);
+  if (w->target == NULL || w->tmp == NULL) {
+    writer_free(w);
+    return qv_error_set(err, QV_ENOMEM, "writer: out of memory");
+  }
+  snprintf(w->tmp, tlen, "%.*s.%s.tmp-quiver-XXXXXX", (int)dir_len, path, base);
+  w->fd = mkstemp(w->tmp);
+  if (w->fd < 0) {
+    qv_status st = qv_error_set(err, QV_EIO,
+                                "writer: cannot create a temporary file beside "
+                                "'%s': %s",
+                                path, strerror(errno));
+    free(w->tmp);
+    w->tmp = NULL;
+    writer_free(w);
+    return st;
+  }
+  w->own_fd = true;
+  /* mkstemp makes 0600 files; give the result the mode a new file (or the
+   * file it replaces) would have. */
+  struct stat sb;
+  mode_t mode;
+  if (stat(path, &sb) == 0) {
+    mode = sb.st_mode & 07777;
+  } else {
+    mode_t mask = umask(0);
+    umask(mask);
+    mode = 0666 & ~mask;
+  }
+  (void)fchmod(w->fd, mode);
+  qv_status st = write_start(w, err);
+  if (st != QV_OK) {
+    remove_tmp(w);
+    writer_free(w);
+    return st;
+  }
+  *out = w;
+  return QV_OK;
+}
+
+static qv_status write_one(qv_writer *w, qv_array *batch, qv_error *err) {
+  QV_RETURN_NOT_OK(sync_dicts(w, batch, 0, err));
+  body *b = &w->body;
+  body_reset(b);
+  b->err = err;
+  qv_status st = QV_OK;
+  for (int32_t c = 0; c < batch->n_children && st == QV_OK; c++) {
+    const qv_array *col = batch->children[c];
+    st = emit(b, col, col->offset + batch->offset, batch->length, 0);
+    if (st != QV_OK)
+      qv_error_prefix(err, st, "column '%s': ", batch->type->children[c].name);
+  }
+  uint8_t *meta = NULL;
+  int64_t meta_size = 0;
+  if (st == QV_OK) {
+    qv_ipc_batch_desc d = body_desc(b, batch->length);
+    st = qv_ipc_encode_record_batch_message(&d, b->size, &meta, &meta_size, err);
+  }
+  qv_ipc_block blk;
+  if (st == QV_OK) st = write_message(w, meta, meta_size, &blk, err);
+  free(meta);
+  body_reset(b);
+  if (st == QV_OK && w->opts.format == QV_FORMAT_FILE)
+    st = push_block(&w->batch_blocks, &w->n_batch_blocks, &w->cap_batch_blocks,
+                    blk, err);
+  if (st == QV_OK) w->rows += batch->length;
+  return st;
+}
+
+qv_status qv_writer_write_batch(qv_writer *w, qv_array *batch, qv_error *err) {
+  if (w == NULL || batch == NULL)
+    return qv_error_set(err, QV_EARG, "writer: NULL writer or batch");
+  if (w->failed)
+    return qv_error_set(err, QV_EARG, "writer: an earlier write failed");
+  if (!qv_type_equals(w->schema->type, batch->type, false)) {
+    char want[256], got[256];
+    qv_type_to_string(w->schema->type, want, sizeof want);
+    qv_type_to_string(batch->type, got, sizeof got);
+    w->failed = true;
+    return qv_error_set(err, QV_ETYPE,
+                        "writer: batch type %s differs from the schema %s", got,
+                        want);
+  }
+  int64_t step = w->opts.max_batch_rows;
+  qv_status st = QV_OK;
+  if (step < 0 || batch->length <= step) {
+    st = write_one(w, batch, err);
+  } else {
+    for (int64_t s = 0; s < batch->length && st == QV_OK; s += step) {
+      int64_t n = batch->length - s < step ? batch->length - s : step;
+      qv_array *piece = NULL;
+      st = qv_array_slice(batch, s, n, &piece, err);
+      if (st == QV_OK) st = write_one(w, piece, err);
+      qv_array_unref(piece);
+    }
+  }
+  if (st != QV_OK) w->failed = true;
+  return st;
+}
+
+int64_t qv_writer_rows_written(const qv_writer *w) { return w ? w->rows : 0; }
+int64_t qv_writer_batches_written(const qv_writer *w) {
+  return w ? w->n_batch_blocks : 0;
+}
+
+static qv_status write_end(qv_writer *w, qv_error *err) {
+  if (w->opts.format == QV_FORMAT_STREAM) {
+    uint8_t eos[8] = {0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0};
+    return write_bytes(w, eos, 8, err);
+  }
+  qv_ipc_footer f;
+  memset(&f, 0, sizeof f);
+  f.schema = w->schema;
+  f.n_dictionaries = w->n_dict_blocks;
+  f.dictionaries = w->dict_blocks;
+  f.n_record_batches = w->n_batch_blocks;
+  f.record_batches = w->batch_blocks;
+  uint8_t *meta = NULL;
+  int64_t meta_size = 0;
+  QV_RETURN_NOT_OK(qv_ipc_encode_footer(&f, &meta, &meta_size, err));
+  if (meta_size > INT32_MAX) {
+    free(meta);
+    return qv_error_set(err, QV_EARG, "writer: footer too large");
+  }
+  int32_t n32 = (int32_t)meta_size;
+  uint8_t tail[10];
+  memcpy(tail, &n32, 4);
+  memcpy(tail + 4, QV_IPC_MAGIC, 6);
+  qv_status st = write_bytes(w, meta, meta_size, err);
+  free(meta);
+  if (st == QV_OK) st = write_bytes(w, tail, 10, err);
+  return st;
+}
+
+qv_status qv_writer_close(qv_writer *w, qv_error *err) {
+  if (w == NULL) return QV_OK;
+  qv_status st = QV_OK;
+  if (w->failed)
+    st = qv_error_set(err, QV_EARG,
+                      "writer: an earlier write failed; nothing was committed");
+  if (st == QV_OK) st = write_end(w, err);
+  if (st == QV_OK && w->own_fd) {
+    if (fsync(w->fd) != 0)
+      st = qv_error_set(err, QV_EIO, "writer: fsync of '%s' failed: %s", w->tmp,
+                        strerror(errno));
+    int fd = w->fd;
+    w->fd = -1;
+    if (close(fd) != 0 && st == QV_OK)
+      st = qv_error_set(err, QV_EIO, "writer: close of '%s' failed: %s", w->tmp,
+                        strerror(errno));
+    if (st == QV_OK && rename(w->tmp, w->target) != 0)
+      st = qv_error_set(err, QV_EIO, "writer: rename '%s' -> '%s' failed: %s",
+                        w->tmp, w->target, strerror(errno));
+    if (st == QV_OK) {
+      free(w->tmp);
+      w->tmp = NULL; /* committed: nothing to remove */
+      const char *slash = strrchr(w->target, '/');
+      char *dir = slash ? strndup(w->target, (size_t)(slash - w->target) + 1)
+                        : strdup(".");
+      int dfd = dir ? open(dir, O_RDONLY | O_DIRECTORY) : -1;
+      if (dfd >= 0) {
+        if (fsync(dfd) != 0)
+          st = qv_error_set(err, QV_EIO, "writer: fsync of directory '%s' failed: %s",
+                            dir, strerror(errno));
+        close(dfd);
+      }
+      free(dir);
+    }
+  }
+  if (st != QV_OK) remove_tmp(w);
+  writer_free(w);
+  return st;
+}
+
+void qv_writer_abort(qv_writer *w) {
+  if (w == NULL) return;
+  remove_tmp(w);
+  writer_free(w);
+}
