@@ -10,16 +10,26 @@ shared=${QV_SHARED:-$top/../shared}
 data=$shared/testdata/arrow-testing/data
 make -C "$top" fuzz >/dev/null
 bin=$top/build-fuzz/fuzz
-echo "fuzz: replaying regression files"
-"$bin/fuzz_ipc_stream" -runs=1 "$data"/arrow-ipc-stream/*fuzz* "$data"/arrow-ipc-stream/crash-* 2>&1 | tail -n 2
-"$bin/fuzz_ipc_file" -runs=1 "$data"/arrow-ipc-file/* 2>&1 | tail -n 2
+replay() { # TARGET FILES...: run each file once; fail on any crash
+  t=$1; shift
+  log=$top/build-fuzz/$t.replay.log
+  if ! "$bin/$t" -runs=1 "$@" >"$log" 2>&1; then
+    tail -n 60 "$log"
+    echo "fuzz: $t crashed on a regression file (log: $log)"
+    exit 1
+  fi
+  echo "fuzz: $t replayed $(grep -c '^Executed ' "$log") regression files without a crash"
+}
+replay fuzz_ipc_stream "$data"/arrow-ipc-stream/*fuzz* "$data"/arrow-ipc-stream/crash-*
+replay fuzz_ipc_file "$data"/arrow-ipc-file/*
 for t in fuzz_ipc_stream fuzz_ipc_file; do
   corpus=$top/build-fuzz/corpus-$t
   mkdir -p "$corpus"
-  case $t in
-    fuzz_ipc_stream) cp "$data"/arrow-ipc-stream/integration/*/*.stream "$corpus"/ ;;
-    fuzz_ipc_file) cp "$data"/arrow-ipc-stream/integration/*/*.arrow_file "$corpus"/ ;;
-  esac
+  case $t in fuzz_ipc_stream) ext=stream ;; *) ext=arrow_file ;; esac
+  for f in "$data"/arrow-ipc-stream/integration/*/*."$ext"; do
+    producer=$(basename "$(dirname "$f")")
+    cp -f "$f" "$corpus/$producer-$(basename "$f")"
+  done
   echo "fuzz: $t for ${secs}s"
   log=$top/build-fuzz/$t.log
   if ! "$bin/$t" -max_total_time="$secs" -rss_limit_mb=2048 -timeout=10 \
