@@ -166,6 +166,10 @@ int64_t qv_type_to_string(const qv_type *t, char *out, int64_t cap);
  *  0 for anything else. */
 int32_t qv_type_bit_width(const qv_type *t);
 
+/** Bytes per value of fixed-width types other than bool (fixed_size_binary:
+ *  byte_width; decimals and intervals included), 0 for anything else. */
+int32_t qv_type_byte_width(const qv_type *t);
+
 /** True for integer ids (signed or unsigned). */
 bool qv_type_id_is_integer(qv_type_id id);
 bool qv_type_id_is_signed_integer(qv_type_id id);

@@ -219,6 +219,10 @@ int32_t qv_type_bit_width(const qv_type *t) {
   }
 }
 
+int32_t qv_type_byte_width(const qv_type *t) {
+  return t->id == QV_BOOL ? 0 : qv_type_bit_width(t) / 8;
+}
+
 bool qv_type_id_is_integer(qv_type_id id) { return id >= QV_INT8 && id <= QV_UINT64; }
 
 bool qv_type_id_is_signed_integer(qv_type_id id) {

@@ -63,21 +63,7 @@ static void child_path(char *dst, const char *path, const char *name) {
 /* Layout facts                                                              */
 
 /* Bytes per value of fixed-width types; 0 for others (BOOL is bit-packed). */
-static int64_t fixed_width(const qv_type *t) {
-  switch (t->id) {
-    case QV_INT8: case QV_UINT8: return 1;
-    case QV_INT16: case QV_UINT16: case QV_HALF_FLOAT: return 2;
-    case QV_INT32: case QV_UINT32: case QV_FLOAT: case QV_DATE32:
-    case QV_TIME32: case QV_INTERVAL_MONTHS: case QV_DECIMAL32: return 4;
-    case QV_INT64: case QV_UINT64: case QV_DOUBLE: case QV_DATE64:
-    case QV_TIME64: case QV_TIMESTAMP: case QV_DURATION:
-    case QV_INTERVAL_DAY_TIME: case QV_DECIMAL64: return 8;
-    case QV_INTERVAL_MONTH_DAY_NANO: case QV_DECIMAL128: return 16;
-    case QV_DECIMAL256: return 32;
-    case QV_FIXED_SIZE_BINARY: return t->byte_width;
-    default: return 0;
-  }
-}
+static int64_t fixed_width(const qv_type *t) { return qv_type_byte_width(t); }
 
 /* Number of buffers quiver's layout (array.h) has for a type; -1 for the
  * view types, which have at least 2. */
