@@ -21,14 +21,10 @@ import zlib
 
 import pytest
 
-pa = pytest.importorskip("pyarrow")
-ipc = pytest.importorskip("pyarrow.ipc")
+import pyarrow as pa
+import pyarrow.ipc as ipc
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-BUILD = os.environ.get("QV_BUILD", os.path.join(REPO, "build"))
-SHARED = os.environ.get("QV_SHARED", os.path.join(REPO, "..", "shared"))
-GOLDEN = os.path.join(SHARED, "testdata", "arrow-testing", "data",
-                      "arrow-ipc-stream", "integration")
+from qvpaths import BUILD, CLI, GOLDEN, LIB, SHARED, require  # noqa: F401
 QV_ERROR_SIZE = 1024
 
 
@@ -46,10 +42,7 @@ _RELEASE = ctypes.CFUNCTYPE(None, ctypes.POINTER(ArrowArrayStream))
 
 
 def _load_lib():
-    path = os.path.join(BUILD, "libquiver.so")
-    if not os.path.exists(path):
-        pytest.skip(f"{path} not built")
-    lib = ctypes.CDLL(path)
+    lib = ctypes.CDLL(require(LIB))
     lib.qv_reader_open_path.argtypes = [ctypes.c_char_p, ctypes.c_void_p,
                                         ctypes.POINTER(ctypes.c_void_p),
                                         ctypes.c_char_p]

@@ -1,0 +1,22 @@
+"""qvpaths.py — where the Python oracle tests find quiver and the data.
+
+QV_BUILD: the build directory (libquiver.so, the `quiver` CLI), default
+<repo>/build. QV_SHARED: the shared folder with arrow-testing, default
+<repo>/../shared. A missing build or data set is an error, not a skip: a
+suite that silently skips everything cannot fail.
+"""
+import os
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BUILD = os.environ.get("QV_BUILD", os.path.join(REPO, "build"))
+SHARED = os.environ.get("QV_SHARED", os.path.join(REPO, "..", "shared"))
+GOLDEN = os.path.join(SHARED, "testdata", "arrow-testing", "data",
+                      "arrow-ipc-stream", "integration")
+CLI = os.path.join(BUILD, "quiver")
+LIB = os.path.join(BUILD, "libquiver.so")
+
+
+def require(path):
+    """Return path, failing the test when it does not exist."""
+    assert os.path.exists(path), f"{path} does not exist (build first; see QV_BUILD)"
+    return path
