@@ -53,6 +53,7 @@ struct qv_reader {
   rec_loc *batches;
   int64_t n_batches, cap_batches;
   qv_batch_location *dicts;
+  int32_t *dict_slot; /* dstate index of each dictionary message */
   int64_t n_dicts, cap_dicts;
   int64_t total_rows;
 
@@ -141,14 +142,19 @@ static qv_status push_batch(qv_reader *r, const qv_batch_location *loc, qv_error
   return QV_OK;
 }
 
-static qv_status push_dict(qv_reader *r, const qv_batch_location *loc, qv_error *err) {
+static qv_status push_dict(qv_reader *r, const qv_batch_location *loc, int32_t slot,
+                           qv_error *err) {
   if (r->n_dicts == r->cap_dicts) {
     int64_t cap = r->cap_dicts ? r->cap_dicts * 2 : 8;
     qv_batch_location *g = realloc(r->dicts, sizeof *g * (size_t)cap);
     if (g == NULL) return qv_error_set(err, QV_ENOMEM, "out of memory (dictionary index)");
     r->dicts = g;
+    int32_t *gs = realloc(r->dict_slot, sizeof *gs * (size_t)cap);
+    if (gs == NULL) return qv_error_set(err, QV_ENOMEM, "out of memory (dictionary index)");
+    r->dict_slot = gs;
     r->cap_dicts = cap;
   }
+  r->dict_slot[r->n_dicts] = slot;
   r->dicts[r->n_dicts++] = *loc;
   return QV_OK;
 }
@@ -229,14 +235,15 @@ static qv_status index_message(qv_reader *r, const qv_ipc_message *m, int64_t po
   if (m->batch.compression != QV_COMPRESSION_NONE) r->compression = m->batch.compression;
   if (m->type == QV_MSG_RECORD_BATCH) return push_batch(r, &loc, err);
   if (m->type == QV_MSG_DICTIONARY_BATCH) {
-    if (find_dstate(r, m->dict_id) == NULL)
+    dict_state *ds = find_dstate(r, m->dict_id);
+    if (ds == NULL)
       return qv_error_set(err, QV_EINVAL,
                           "message %lld at offset %lld: dictionary batch for id %lld, "
                           "which no field of the schema uses",
                           (long long)index, (long long)pos, (long long)m->dict_id);
     loc.dict_id = m->dict_id;
     loc.is_delta = m->is_delta;
-    return push_dict(r, &loc, err);
+    return push_dict(r, &loc, (int32_t)(ds - r->dstate), err);
   }
   if (m->type == QV_MSG_SCHEMA)
     return qv_error_set(err, QV_EINVAL,
@@ -449,6 +456,7 @@ void qv_reader_close(qv_reader *r) {
   free(r->dstate);
   free(r->batches);
   free(r->dicts);
+  free(r->dict_slot);
   qv_metadata_reset(&r->footer_metadata);
   qv_schema_unref(r->schema);
   qv_buffer_unref(r->data);
@@ -570,20 +578,30 @@ static qv_status dicts_seek(qv_reader *r, int64_t upto, qv_error *err) {
     }
     r->dicts_applied = 0;
   }
+  int64_t from = r->dicts_applied;
+  if (upto <= from) return QV_OK;
   /* Skip replacement-superseded messages: for each id only the last
-   * non-delta message before `upto` and the deltas after it matter. */
-  for (int64_t k = r->dicts_applied; k < upto; k++) {
-    const qv_batch_location *loc = &r->dicts[k];
-    bool superseded = false;
-    for (int64_t j = k + 1; j < upto; j++)
-      if (r->dicts[j].dict_id == loc->dict_id && !r->dicts[j].is_delta) {
-        superseded = true;
-        break;
-      }
-    if (!superseded) QV_RETURN_NOT_OK(apply_dict_message(r, k, err));
-    r->dicts_applied = k + 1;
+   * non-delta message before `upto` and the deltas after it matter. One
+   * backward pass marks them (linear, whatever a file's message count). */
+  bool *replaced = calloc((size_t)r->n_dstate + 1, sizeof *replaced);
+  bool *needed = calloc((size_t)(upto - from), sizeof *needed);
+  qv_status st = QV_OK;
+  if (replaced == NULL || needed == NULL) {
+    st = qv_error_set(err, QV_ENOMEM, "out of memory (dictionary replay)");
+  } else {
+    for (int64_t k = upto - 1; k >= from; k--) {
+      int32_t slot = r->dict_slot[k];
+      needed[k - from] = !replaced[slot];
+      if (!r->dicts[k].is_delta) replaced[slot] = true;
+    }
+    for (int64_t k = from; st == QV_OK && k < upto; k++) {
+      if (needed[k - from]) st = apply_dict_message(r, k, err);
+      if (st == QV_OK) r->dicts_applied = k + 1;
+    }
   }
-  return QV_OK;
+  free(replaced);
+  free(needed);
+  return st;
 }
 
 qv_status qv_reader_batch(qv_reader *r, int64_t i, qv_array **out, qv_error *err) {
