@@ -254,7 +254,20 @@ qv_status qv_table_from_recipe(const uint8_t *data, int64_t len, qv_table **out,
                                qv_error *err);
 
 /* ------------------------------------------------------------------------ */
-/* Arrow C Stream export                                                     */
+/* Export                                                                    */
+
+struct qv_write_options;
+
+/**
+ * Write the table's batches to an Arrow IPC file or stream at `path`
+ * (atomically, see writer.h; `options` may be NULL: file format).
+ * Dictionary ids are renumbered 0, 1, 2... depth first, so tables whose
+ * dictionary columns came from different places write correctly; the
+ * file format cannot hold a dictionary that changes between batches
+ * (QV_ENOTSUP; write a stream).
+ */
+qv_status qv_table_write_path(qv_table *t, const char *path,
+                              const struct qv_write_options *options, qv_error *err);
 
 /**
  * Export the table as an ArrowArrayStream of its record batches (schema

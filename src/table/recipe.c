@@ -72,6 +72,11 @@ static qv_status oom(qv_error *err) {
 /* ------------------------------------------------------------------------ */
 /* IPC stream bytes in memory                                                */
 
+static qv_status open_fd(void *ctx, const qv_schema *s, const qv_write_options *wo,
+                         qv_writer **w, qv_error *err) {
+  return qv_writer_open_fd(*(int *)ctx, s, wo, w, err);
+}
+
 qv_status qv_ipc_stream_bytes(const qv_schema *schema, qv_array *const *batches, int64_t n,
                               uint8_t **out, int64_t *out_len, qv_error *err) {
   int fd = memfd_create("quiver-recipe", MFD_CLOEXEC);
@@ -79,11 +84,7 @@ qv_status qv_ipc_stream_bytes(const qv_schema *schema, qv_array *const *batches,
   qv_write_options wo = {0};
   wo.format = QV_FORMAT_STREAM;
   wo.max_batch_rows = -1;
-  qv_writer *w = NULL;
-  qv_status st = qv_writer_open_fd(fd, schema, &wo, &w, err);
-  for (int64_t i = 0; i < n && st == QV_OK; i++) st = qv_writer_write_batch(w, batches[i], err);
-  if (st == QV_OK) st = qv_writer_close(w, err);
-  else qv_writer_abort(w);
+  qv_status st = qv_tbl_write_batches(open_fd, &fd, schema, batches, n, &wo, err);
   off_t size = st == QV_OK ? lseek(fd, 0, SEEK_END) : -1;
   if (st == QV_OK && size < 0) st = qv_error_set(err, QV_EIO, "recipe: memfd size");
   uint8_t *bytes = NULL;

@@ -20,6 +20,7 @@
 
 #include "quiver/ipc.h"
 #include "quiver/table.h"
+#include "quiver/writer.h"
 
 /* One mapped IPC file, shared by every table and entry built on it. File
  * batches are decoded on first use (under `mu`) and cached until the
@@ -212,6 +213,15 @@ int64_t qv_chunks_length(qv_array *const *chunks, int64_t n);
  * chunk when possible, else the pieces concatenated. */
 qv_status qv_chunks_range(qv_array *const *chunks, int64_t n, int64_t off, int64_t len,
                           qv_type *type, qv_array **out, qv_error *err);
+
+/* Write batches through a writer that `open` creates for the schema with
+ * dictionary ids renumbered (table_export.c); closes or aborts it. */
+typedef qv_status (*qv_writer_open_fn)(void *ctx, const qv_schema *schema,
+                                       const qv_write_options *options, qv_writer **out,
+                                       qv_error *err);
+qv_status qv_tbl_write_batches(qv_writer_open_fn open, void *ctx, const qv_schema *schema,
+                               qv_array *const *batches, int64_t n,
+                               const qv_write_options *options, qv_error *err);
 
 /* Arrow IPC stream bytes of a schema + batches (malloc'ed). */
 qv_status qv_ipc_stream_bytes(const qv_schema *schema, qv_array *const *batches, int64_t n,
