@@ -197,7 +197,7 @@ qv_status qv_array_nulls(qv_type *type, int64_t length, qv_array **out, qv_error
     case QV_RUN_END_ENCODED: {
       const qv_type *re = type->children[0].type;
       int64_t max = qvk_int_max(re->id);
-      int64_t runs = n == 0 ? 0 : (n + max - 1) / max;
+      int64_t runs = n == 0 ? 0 : 1 + (n - 1) / max;
       qv_array *ends = qv_array_new(type->children[0].type, 2, 0);
       if (ends == NULL) {
         st = oom(err);

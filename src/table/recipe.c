@@ -382,20 +382,28 @@ static qv_status get_u8(rbuf *r, uint8_t *v) {
   return QV_OK;
 }
 
-/* Unsigned varint, at most 10 bytes, value <= INT64_MAX... unless raw. */
+/* Unsigned varint of at most 10 bytes; errors name its first byte. */
 static qv_status get_uvar_raw(rbuf *r, uint64_t *v) {
   uint64_t x = 0;
+  int64_t at = r->pos;
   *v = 0;
   for (int i = 0; i < QV_VARINT_MAX; i++) {
-    if (left(r) < 1) return bad(r, "truncated varint");
+    if (left(r) < 1) {
+      r->pos = at;
+      return bad(r, "truncated varint");
+    }
     uint8_t b = r->p[r->pos++];
-    if (i == QV_VARINT_MAX - 1 && b > 1) return bad(r, "varint overflows 64 bits");
+    if (i == QV_VARINT_MAX - 1 && b > 1) {
+      r->pos = at;
+      return bad(r, "varint overflows 64 bits");
+    }
     x |= (uint64_t)(b & 0x7f) << (7 * i);
     if (!(b & 0x80)) {
       *v = x;
       return QV_OK;
     }
   }
+  r->pos = at;
   return bad(r, "varint longer than 10 bytes");
 }
 
@@ -421,10 +429,11 @@ static qv_status get_count(rbuf *r, int64_t min_bytes, int64_t *n, const char *w
   int64_t at = r->pos;
   QV_RETURN_NOT_OK(get_uvar(r, n));
   if (*n > left(r) / min_bytes) {
+    int64_t rem = left(r);
     r->pos = at;
     return qv_error_set(r->err, QV_EINVAL,
                         "recipe: byte %lld: %s count %lld exceeds the %lld bytes left",
-                        (long long)at, what, (long long)*n, (long long)left(r));
+                        (long long)at, what, (long long)*n, (long long)rem);
   }
   return QV_OK;
 }
@@ -841,12 +850,17 @@ static qv_status get_file(rbuf *r, qv_table **out) {
   qv_file_identity id;
   int64_t size;
   uint64_t udev, uino;
+  int64_t at = r->pos;
   QV_RETURN_NOT_OK(get_cstr(r, QV_RECIPE_MAX_PATH, &path, "path"));
+  if (path[0] == '\0') {
+    free(path);
+    r->pos = at;
+    return bad(r, "empty path");
+  }
   qv_status st = get_uvar(r, &size);
   if (st == QV_OK) st = get_svar(r, &id.mtime_ns);
   if (st == QV_OK) st = get_uvar_raw(r, &udev);
   if (st == QV_OK) st = get_uvar_raw(r, &uino);
-  if (st == QV_OK && path[0] == '\0') st = bad(r, "empty path");
   qv_tsource *src = NULL;
   if (st == QV_OK) {
     id.size = size;

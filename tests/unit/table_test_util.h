@@ -97,6 +97,14 @@ static grid grid_select(const grid *src, const int32_t *cols, int32_t n) {
   return g;
 }
 
+static grid grid_copy(const grid *src) {
+  grid g = grid_new(src->rows, src->cols);
+  for (int32_t c = 0; c < src->cols; c++) g.names[c] = xstrdup(src->names[c]);
+  for (int64_t r = 0; r < src->rows; r++)
+    for (int32_t c = 0; c < src->cols; c++) g.cell[r][c] = xstrdup(src->cell[r][c]);
+  return g;
+}
+
 /* Rows of a followed by rows of b (same columns). */
 static grid grid_vcat(const grid *a, const grid *b) {
   grid g = grid_new(a->rows + b->rows, a->cols);
