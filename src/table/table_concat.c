@@ -166,13 +166,13 @@ static qv_status push_aligned(qv_table *t, const qv_trow *row, qv_error *err) {
       if (st == QV_OK && b->batches[bi[j]].length - pos[j] < seg)
         seg = b->batches[bi[j]].length - pos[j];
     }
-    int32_t c = 0;
-    for (; c < nc && st == QV_OK; c++) {
+    memset(ch, 0, sizeof *ch * (size_t)nc);
+    for (int32_t c = 0; c < nc && st == QV_OK; c++) {
       int32_t j = row->col_block[c];
       st = qv_array_slice(cur[j]->children[row->col_index[c]], pos[j], seg, &ch[c], err);
     }
     if (st != QV_OK) {
-      for (int32_t k = 0; k < c; k++) qv_array_unref(ch[k]);
+      for (int32_t k = 0; k < nc; k++) qv_array_unref(ch[k]);
       break;
     }
     qv_array *batch = NULL;

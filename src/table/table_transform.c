@@ -211,13 +211,14 @@ static qv_status data_cast(qv_table *t, qv_table *r, qv_error *err) {
   for (int64_t b = 0; b < t->n_batches && st == QV_OK; b++) {
     qv_array *a = NULL, *nb = NULL;
     st = qv_tbl_entry_array(t, b, &a, err);
+    memset(ch, 0, sizeof *ch * (size_t)nc); /* a failed cast leaves its slot NULL */
     int32_t c = 0;
     for (; c < nc && st == QV_OK; c++) {
       st = qv_array_cast(a->children[c], type->children[c].type, &ch[c], err);
       if (st != QV_OK) qv_error_prefix(err, st, "column '%s': ", type->children[c].name);
     }
     if (st != QV_OK) {
-      for (int32_t k = 0; k < c; k++) qv_array_unref(ch[k]);
+      for (int32_t k = 0; k < nc; k++) qv_array_unref(ch[k]);
       break;
     }
     st = qv_make_batch(type, a->length, ch, nc, &nb, err);
