@@ -1,8 +1,12 @@
 #!/bin/sh
 # bench/run.sh BUILD — run the benchmarks, each against its anchor in the
 # same run, and print ratios. Data is generated under BUILD/bench-data
-# (QV_BENCH_GB, default 5; QV_BENCH_BATCHES, default 10000).
+# (read: QV_BENCH_GB, default 5; QV_BENCH_BATCHES, default 10000; table:
+# QV_TABLE_BATCHES x QV_TABLE_ROWS rows, default 10000 x 10000 = 100M).
+# QV_BENCH_SECTIONS picks sections (default "read row table").
 set -eu
+sections=${QV_BENCH_SECTIONS:-read row table}
+has() { case " $sections " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 build=${1:-build}
 top=$(cd "$(dirname "$0")/.." && pwd)
 py=${QV_VENV:-$top/build/venv}/bin/python
@@ -10,6 +14,7 @@ gb=${QV_BENCH_GB:-5}
 batches=${QV_BENCH_BATCHES:-10000}
 data=$top/$build/bench-data
 mkdir -p "$data"
+if has read; then
 f=$data/read-${gb}g-${batches}.arrow
 [ -f "$f" ] || "$py" "$top/bench/gen_data.py" "$f" "$gb" "$batches"
 sync
@@ -28,7 +33,45 @@ print(f"rows:  quiver {q['rows_s']*1e3:.1f} ms vs pyarrow ({p['method']}) {p['ro
       f"-> speedup {p['rows_s']/q['rows_s']:.1f}x")
 print(f"anon RSS growth: quiver {q['peak_anon_mb']:.1f} MB (goal <= 32) vs pyarrow {p['peak_anon_mb']:.1f} MB")
 PY
-if [ -x "$top/$build/bench/bench_row" ]; then
+fi
+if has row && [ -x "$top/$build/bench/bench_row" ]; then
   echo "== row table (issue 5)"
   "$top/$build/bench/bench_row"
+fi
+if has table; then
+  tb=${QV_TABLE_BATCHES:-10000}
+  tr=${QV_TABLE_ROWS:-10000}
+  tf=$data/table-${tb}x${tr}.arrow
+  [ -f "$tf" ] || "$py" "$top/bench/gen_data.py" "$tf" 0 "$tb" "$tr"
+  sync
+  echo "== table: gather 1M rows, 1,000 fast_slice, recipe of 100 replays (issue 4): $tf"
+  q=$("$top/$build/bench/bench_table" "$tf" 1000000 11 1000)
+  p=$("$py" "$top/bench/bench_table.py" "$tf" 1000000 11)
+  echo "$q"
+  echo "$p"
+  "$py" - "$q" "$p" <<'PY'
+import json, sys
+q, p = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+assert q["checksum"] == p["checksum"], "quiver and pyarrow gathered different rows"
+ms = lambda s: f"{s * 1e3:.1f} ms"
+print(f"table: {q['rows']:,} rows in {q['batches']:,} batches; open quiver {ms(q['open_s'])}, "
+      f"pyarrow read_all {ms(p['open_s'])}")
+print(f"gather {q['n']:,} rows: quiver {ms(q['gather_s'])} warm ({ms(q['gather_first_s'])} first call, "
+      f"decoding the batches touched); anon RSS growth {q['peak_anon_mb']:.0f} MB")
+if p["take_error"]:
+    print(f"  pyarrow Table.take: FAILED after {ms(p['take_fail_s'])}: {p['take_error']}")
+    print(f"  pyarrow fallback (Table.slice + concat, as bench_read.py): {ms(p['fallback_s_measured'])} "
+          f"for {p['fallback_rows']:,} rows -> {p['fallback_s_extrapolated']:.1f} s extrapolated "
+          f"-> quiver {p['fallback_s_extrapolated'] / q['gather_s']:.0f}x faster")
+else:
+    print(f"  pyarrow Table.take: {ms(p['take_s'])} -> quiver {p['take_s'] / q['gather_s']:.1f}x faster")
+print(f"  numeric columns (id, x): pyarrow Table.take {ms(p['take_numeric_s'])} vs quiver "
+      f"{ms(q['gather_numeric_s'])} -> {p['take_numeric_s'] / q['gather_numeric_s']:.1f}x (goal >= 10)")
+print(f"  datasets approach (searchsorted + 1-row slices + from_batches): {p['datasets_s']:.2f} s "
+      f"-> quiver {p['datasets_s'] / q['gather_s']:.0f}x faster (goal >= 100)")
+print(f"fast_slice: {q['slices']:,} random slices in {ms(q['slice_total_s'])} "
+      f"({q['slice_total_s'] / q['slices'] * 1e6:.1f} us each)")
+print(f"recipe: mapped table with {q['replays']} replays: {q['recipe_bytes']} bytes (goal < 1024); "
+      f"encode {q['recipe_encode_s'] * 1e6:.0f} us, decode (reopen + replay) {ms(q['recipe_decode_s'])}")
+PY
 fi

@@ -902,7 +902,7 @@ static qv_status get_concat(rbuf *r, int depth, qv_table **out) {
   for (int64_t i = 0; i < n_rows && st == QV_OK; i++) {
     qv_trow *row = &rows[i];
     got = i + 1;
-    int64_t nb, nc;
+    int64_t nb = 0, nc = 0;
     st = get_count(r, 3, &nb, "block");
     if (st == QV_OK && (nb < 1 || nb > INT32_MAX)) st = bad(r, "a row needs 1 to 2^31-1 blocks");
     if (st == QV_OK) {
