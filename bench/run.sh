@@ -46,7 +46,7 @@ if has table; then
   sync
   echo "== table: gather 1M rows, 1,000 fast_slice, recipe of 100 replays (issue 4): $tf"
   q=$("$top/$build/bench/bench_table" "$tf" 1000000 11 1000)
-  p=$("$py" "$top/bench/bench_table.py" "$tf" 1000000 11)
+  p=$("$py" "$top/bench/bench_table.py" "$tf" 1000000 11 5000 1000)
   echo "$q"
   echo "$p"
   "$py" - "$q" "$p" <<'PY'
@@ -69,9 +69,13 @@ print(f"  numeric columns (id, x): pyarrow Table.take {ms(p['take_numeric_s'])} 
       f"{ms(q['gather_numeric_s'])} -> {p['take_numeric_s'] / q['gather_numeric_s']:.1f}x (goal >= 10)")
 print(f"  datasets approach (searchsorted + 1-row slices + from_batches): {p['datasets_s']:.2f} s "
       f"-> quiver {p['datasets_s'] / q['gather_s']:.0f}x faster (goal >= 100)")
-print(f"fast_slice: {q['slices']:,} random slices in {ms(q['slice_total_s'])} "
-      f"({q['slice_total_s'] / q['slices'] * 1e6:.1f} us each)")
-print(f"recipe: mapped table with {q['replays']} replays: {q['recipe_bytes']} bytes (goal < 1024); "
-      f"encode {q['recipe_encode_s'] * 1e6:.0f} us, decode (reopen + replay) {ms(q['recipe_decode_s'])}")
+assert q["sliced_rows"] == p["datasets_sliced_rows"], "different slices"
+print(f"fast_slice: {q['slices']:,} random slices: quiver {q['slice_total_s'] / q['slices'] * 1e6:.1f} us "
+      f"each vs datasets fast_slice {p['datasets_slice_total_s'] / p['slices_n'] * 1e6:.1f} us -> "
+      f"{p['datasets_slice_total_s'] / q['slice_total_s']:.1f}x")
+print(f"recipe: mapped table with {q['replays']} replays: {q['recipe_bytes']} bytes (goal < 1024; "
+      f"datasets pickle of path + replays: {p['datasets_pickle_bytes']} bytes); encode "
+      f"{q['recipe_encode_s'] * 1e6:.0f} us, decode (reopen + replay) {ms(q['recipe_decode_s'])} "
+      f"vs datasets reload (read_all + replays) {ms(p['datasets_reload_s'])}")
 PY
 fi

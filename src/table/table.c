@@ -623,8 +623,13 @@ qv_status qv_table_locate(const qv_table *t, int64_t row, int64_t *out_batch,
 /* ------------------------------------------------------------------------ */
 /* Gather                                                                    */
 
+int64_t qv_tbl_gather_sort_min_n = 1 << 16;
+int64_t qv_tbl_gather_sort_min_rows = 1 << 22;
+
 /* Bucket lookup table for resolving many rows: lut[k] is the batch holding
- * row k << shift; a row's batch lies in [lut[k], lut[k+1]]. */
+ * row k << shift; a row's batch lies in [lut[k], lut[k+1]]. Buckets are
+ * about an eighth of a batch, so most hold no batch boundary and resolve
+ * without a search. */
 typedef struct row_lut {
   int64_t *lut;
   int shift;
@@ -633,7 +638,8 @@ typedef struct row_lut {
 
 static qv_status lut_build(const qv_table *t, row_lut *l, qv_error *err) {
   int64_t nb = t->n_batches, total = t->num_rows;
-  int64_t want = 2 * nb < 64 ? 64 : 2 * nb;
+  int64_t want = 8 * nb < 64 ? 64 : 8 * nb;
+  if (want > (int64_t)1 << 24) want = (int64_t)1 << 24;
   int shift = 0;
   while (((total - 1) >> shift) >= want) shift++;
   l->shift = shift;
@@ -659,6 +665,7 @@ static void resolve_rows(const qv_table *t, const row_lut *l, const int64_t *idx
   for (int64_t i = 0; i < n; i++) {
     int64_t x = idx[i], k = x >> shift;
     int64_t lo = lut[k], hi = lut[k + 1];
+    if (lo < hi && off[lo + 1] > x) hi = lo; /* usually settled here */
     while (lo < hi) { /* largest b in [lo, hi] with off[b] <= x */
       int64_t mid = (lo + hi + 1) >> 1;
       if (off[mid] <= x) lo = mid;
@@ -667,6 +674,146 @@ static void resolve_rows(const qv_table *t, const row_lut *l, const int64_t *idx
     batch[i] = lo;
     row[i] = x - off[lo];
   }
+}
+
+/* Gather columns for rows (batch[i], row[i]) in that order. Only the
+ * batches touched are decoded and handed to the kernel (batch[] is
+ * rewritten to indexes into that list). cols[] receives one array per
+ * column. */
+static qv_status gather_columns(qv_table *t, int64_t *batch, const int64_t *row, int64_t n,
+                                qv_array **cols, qv_error *err) {
+  qv_type *type = t->schema->type;
+  int32_t nc = type->n_children;
+  int64_t nb = t->n_batches;
+  int64_t *remap = malloc(sizeof *remap * (size_t)nb);
+  qv_array **used = malloc(sizeof *used * (size_t)nb);
+  qv_array **chunks = malloc(sizeof *chunks * (size_t)nb);
+  qv_status st = remap && used && chunks ? QV_OK : oom(err, "gather");
+  int64_t k = 0;
+  if (st == QV_OK) {
+    for (int64_t b = 0; b < nb; b++) remap[b] = -1;
+    for (int64_t i = 0; i < n; i++) remap[batch[i]] = 0;
+    for (int64_t b = 0; b < nb && st == QV_OK; b++) {
+      if (remap[b] < 0) continue;
+      st = qv_tbl_entry_array(t, b, &used[k], err);
+      remap[b] = k++;
+    }
+    for (int64_t i = 0; st == QV_OK && i < n; i++) batch[i] = remap[batch[i]];
+  }
+  for (int32_t c = 0; c < nc && st == QV_OK; c++) {
+    for (int64_t j = 0; j < k; j++) chunks[j] = used[j]->children[c];
+    st = qv_array_take_chunked(chunks, k, batch, row, n, &cols[c], err);
+    if (st != QV_OK) qv_error_prefix(err, st, "gather: column '%s': ", type->children[c].name);
+  }
+  free(remap);
+  free(used);
+  free(chunks);
+  return st;
+}
+
+/* Indices gathered in output order: each row resolved through the bucket
+ * table, then gathered. */
+static qv_status gather_direct(qv_table *t, const int64_t *indices, int64_t n, qv_array **cols,
+                               qv_error *err) {
+  int64_t *batch = malloc(sizeof *batch * (size_t)n);
+  int64_t *row = malloc(sizeof *row * (size_t)n);
+  row_lut l = {0};
+  qv_status st = batch && row ? QV_OK : oom(err, "gather");
+  if (st == QV_OK) st = lut_build(t, &l, err);
+  if (st == QV_OK) {
+    resolve_rows(t, &l, indices, n, batch, row);
+    st = gather_columns(t, batch, row, n, cols, err);
+  }
+  free(l.lut);
+  free(batch);
+  free(row);
+  return st;
+}
+
+/* LSD radix sort of (key, position) pairs by key (keys < 2^bits), 11 bits
+ * per pass; stable. Results in k0/p0. */
+static qv_status radix_sort(int64_t *k0, int64_t *p0, int64_t n, int bits, qv_error *err) {
+  enum { DIGIT = 11, BUCKETS = 1 << DIGIT };
+  int64_t *k1 = malloc(sizeof *k1 * (size_t)n), *p1 = malloc(sizeof *p1 * (size_t)n);
+  int64_t *count = malloc(sizeof *count * BUCKETS);
+  if (k1 == NULL || p1 == NULL || count == NULL) {
+    free(k1);
+    free(p1);
+    free(count);
+    return oom(err, "sort");
+  }
+  int64_t *ks = k0, *ps = p0, *kd = k1, *pd = p1;
+  for (int shift = 0; shift < bits; shift += DIGIT) {
+    memset(count, 0, sizeof *count * BUCKETS);
+    for (int64_t i = 0; i < n; i++) count[(ks[i] >> shift) & (BUCKETS - 1)]++;
+    int64_t sum = 0;
+    for (int b = 0; b < BUCKETS; b++) {
+      int64_t c = count[b];
+      count[b] = sum;
+      sum += c;
+    }
+    for (int64_t i = 0; i < n; i++) {
+      int64_t d = count[(ks[i] >> shift) & (BUCKETS - 1)]++;
+      kd[d] = ks[i];
+      pd[d] = ps[i];
+    }
+    int64_t *tk = ks, *tp = ps;
+    ks = kd, ps = pd, kd = tk, pd = tp;
+  }
+  if (ks != k0) {
+    memcpy(k0, ks, sizeof *k0 * (size_t)n);
+    memcpy(p0, ps, sizeof *p0 * (size_t)n);
+  }
+  free(k1);
+  free(p1);
+  free(count);
+  return QV_OK;
+}
+
+/*
+ * Many indices: gather in row order, then permute. Random rows of a large
+ * mapped file cost a cache miss and a TLB miss each in output order; in
+ * row order consecutive reads fall in nearby pages (and each batch's
+ * resolution is a merge walk, not a search). The gathered columns, now
+ * compact, are then permuted to output order with qv_array_take.
+ */
+static qv_status gather_sorted(qv_table *t, const int64_t *indices, int64_t n, qv_array **cols,
+                               qv_error *err) {
+  int32_t nc = t->schema->type->n_children;
+  int bits = 1;
+  while (bits < 63 && (t->num_rows - 1) >> bits) bits++;
+  int64_t *key = malloc(sizeof *key * (size_t)n), *pos = malloc(sizeof *pos * (size_t)n);
+  int64_t *batch = malloc(sizeof *batch * (size_t)n), *row = malloc(sizeof *row * (size_t)n);
+  qv_array **sorted = calloc((size_t)(nc > 0 ? nc : 1), sizeof *sorted);
+  qv_status st = key && pos && batch && row && sorted ? QV_OK : oom(err, "gather");
+  if (st == QV_OK) {
+    memcpy(key, indices, sizeof *key * (size_t)n);
+    for (int64_t i = 0; i < n; i++) pos[i] = i;
+    st = radix_sort(key, pos, n, bits, err);
+  }
+  if (st == QV_OK) {
+    const int64_t *off = t->offsets;
+    int64_t b = 0;
+    for (int64_t k = 0; k < n; k++) {
+      while (off[b + 1] <= key[k]) b++;
+      batch[k] = b;
+      row[k] = key[k] - off[b];
+    }
+    for (int64_t k = 0; k < n; k++) key[pos[k]] = k; /* key becomes the inverse */
+    st = gather_columns(t, batch, row, n, sorted, err);
+  }
+  for (int32_t c = 0; c < nc && st == QV_OK; c++) {
+    st = qv_array_take(sorted[c], key, n, &cols[c], err);
+    qv_array_unref(sorted[c]);
+    sorted[c] = NULL;
+  }
+  for (int32_t c = 0; sorted != NULL && c < nc; c++) qv_array_unref(sorted[c]);
+  free(sorted);
+  free(key);
+  free(pos);
+  free(batch);
+  free(row);
+  return st;
 }
 
 qv_status qv_table_gather(qv_table *t, const int64_t *indices, int64_t n, qv_array **out,
@@ -687,41 +834,11 @@ qv_status qv_table_gather(qv_table *t, const int64_t *indices, int64_t n, qv_arr
   if (n == 0) {
     for (int32_t c = 0; c < nc && st == QV_OK; c++)
       st = qv_array_nulls(type->children[c].type, 0, &cols[c], err);
+  } else if (n >= qv_tbl_gather_sort_min_n && t->num_rows >= qv_tbl_gather_sort_min_rows &&
+             t->n_batches > 1) {
+    st = gather_sorted(t, indices, n, cols, err);
   } else {
-    int64_t nb = t->n_batches;
-    int64_t *batch = malloc(sizeof *batch * (size_t)n);
-    int64_t *row = malloc(sizeof *row * (size_t)n);
-    int64_t *remap = malloc(sizeof *remap * (size_t)nb);
-    qv_array **used = malloc(sizeof *used * (size_t)nb);
-    qv_array **chunks = malloc(sizeof *chunks * (size_t)nb);
-    row_lut l = {0};
-    if (batch == NULL || row == NULL || remap == NULL || used == NULL || chunks == NULL)
-      st = oom(err, "gather");
-    if (st == QV_OK) st = lut_build(t, &l, err);
-    int64_t k = 0;
-    if (st == QV_OK) {
-      resolve_rows(t, &l, indices, n, batch, row);
-      /* Only the batches touched are decoded and passed to the kernel. */
-      for (int64_t b = 0; b < nb; b++) remap[b] = -1;
-      for (int64_t i = 0; i < n; i++) remap[batch[i]] = 0;
-      for (int64_t b = 0; b < nb && st == QV_OK; b++) {
-        if (remap[b] < 0) continue;
-        st = qv_tbl_entry_array(t, b, &used[k], err);
-        remap[b] = k++;
-      }
-      for (int64_t i = 0; i < n; i++) batch[i] = remap[batch[i]];
-    }
-    for (int32_t c = 0; c < nc && st == QV_OK; c++) {
-      for (int64_t j = 0; j < k; j++) chunks[j] = used[j]->children[c];
-      st = qv_array_take_chunked(chunks, k, batch, row, n, &cols[c], err);
-      if (st != QV_OK) qv_error_prefix(err, st, "gather: column '%s': ", type->children[c].name);
-    }
-    free(l.lut);
-    free(batch);
-    free(row);
-    free(remap);
-    free(used);
-    free(chunks);
+    st = gather_direct(t, indices, n, cols, err);
   }
   if (st != QV_OK) {
     for (int32_t c = 0; c < nc; c++) qv_array_unref(cols[c]);
