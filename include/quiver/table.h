@@ -75,7 +75,8 @@ qv_status qv_table_from_batches(const qv_schema *schema, qv_array *const *batche
  * Only metadata is read: batches are decoded, and validated at the level
  * in `options` (NULL: QV_VALIDATE_DEFAULT), the first time their values are
  * needed, so a corrupt batch surfaces as an error of that later call. The
- * file's identity (size, mtime, device, inode) is recorded for recipes.
+ * file's absolute path (realpath) and identity (size, mtime, device,
+ * inode) are recorded for recipes and qv_table_cache_files.
  */
 qv_status qv_table_open_path(const char *path, const qv_read_options *options,
                              qv_table **out, qv_error *err);

@@ -115,7 +115,10 @@ qv_status qv_tsource_open(const char *path, const qv_read_options *opts,
   s->refcount = 1;
   s->identity = id;
   pthread_mutex_init(&s->mu, NULL);
-  s->path = strdup(path);
+  /* Recipes name the file by its absolute path, so that another process
+   * (another working directory) finds it. */
+  s->path = realpath(path, NULL);
+  if (s->path == NULL) s->path = strdup(path);
   qv_status st = s->path ? QV_OK : oom(err, "path");
   if (st == QV_OK) st = qv_reader_open_buffer(map, opts, &s->reader, err);
   qv_buffer_unref(map);
