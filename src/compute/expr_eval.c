@@ -561,9 +561,10 @@ static qv_status as_f64(ctx *c, const qvx_vec *v, qvx_scratch *s, const double *
 }
 
 /* The values of an integer vector as int64: uint64 values above INT64_MAX
- * are an error on rows that are valid and cared for. */
-static qv_status as_i64(ctx *c, const qvx_bnode *n, const qvx_vec *v, const uint8_t *care,
-                        const int64_t **out) {
+ * are an error on rows where the operation's result is valid (`valid`:
+ * every operand valid) and cared for. */
+static qv_status as_i64(ctx *c, const qvx_bnode *n, const qvx_vec *v, const uint8_t *valid,
+                        const uint8_t *care, const int64_t **out) {
   if (v->kind == QVX_K_I64) {
     *out = v->values;
     return QV_OK;
@@ -573,7 +574,7 @@ static qv_status as_i64(ctx *c, const qvx_bnode *n, const qvx_vec *v, const uint
   for (int64_t i = 0; i < v->n; i++) any |= u[i];
   if (any >> 63) {
     for (int64_t i = 0; i < v->n; i++)
-      if ((u[i] >> 63) && vbit(v->valid, i) && vbit(care, i))
+      if ((u[i] >> 63) && vbit(valid, i) && vbit(care, i))
         return eval_err(c, n, QV_ERANGE, i,
                         "integer overflow: uint64 value %" PRIu64 " does not fit int64", u[i]);
   }
@@ -819,8 +820,8 @@ static qv_status eval_arith(ctx *c, qvx_bnode *n, const uint8_t *care, qvx_vec *
     return QV_OK;
   }
   const int64_t *x, *y;
-  QV_RETURN_NOT_OK(as_i64(c, n, &a, care, &x));
-  QV_RETURN_NOT_OK(as_i64(c, n, &b, care, &y));
+  QV_RETURN_NOT_OK(as_i64(c, n, &a, valid, care, &x));
+  QV_RETURN_NOT_OK(as_i64(c, n, &b, valid, care, &y));
   GROW(r, int64_t *, &n->s_values, 8 * rows);
   bool ovf = false;
   int64_t bad;
@@ -888,7 +889,7 @@ static qv_status eval_unary_num(ctx *c, qvx_bnode *n, const uint8_t *care, qvx_v
     return QV_OK;
   }
   const int64_t *x;
-  QV_RETURN_NOT_OK(as_i64(c, n, &a, care, &x));
+  QV_RETURN_NOT_OK(as_i64(c, n, &a, a.valid, care, &x));
   GROW(r, int64_t *, &n->s_values, 8 * rows);
   bool ovf = false;
   for (int64_t i = 0; i < rows; i++) {

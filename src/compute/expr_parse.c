@@ -265,7 +265,7 @@ static qv_status lex_string(parser *p, int64_t i, token *tok, int64_t *next) {
   int64_t o = 0;
   for (;;) {
     if (j >= p->len)
-      return perr(p, i, "unterminated string literal (no closing %c)", q);
+      return perr(p, i, "unterminated string literal (no closing %s)", q == '"' ? "\"" : "'");
     char c = t[j];
     if (c == q) break;
     if (c != '\\') {
@@ -274,7 +274,7 @@ static qv_status lex_string(parser *p, int64_t i, token *tok, int64_t *next) {
       continue;
     }
     if (j + 1 >= p->len)
-      return perr(p, i, "unterminated string literal (no closing %c)", q);
+      return perr(p, i, "unterminated string literal (no closing %s)", q == '"' ? "\"" : "'");
     char e = t[j + 1];
     switch (e) {
       case '\\': case '\'': case '"': out[o++] = e; j += 2; break;
@@ -640,18 +640,16 @@ static qv_status parse_call(parser *p, qvx_node **out) {
     return perr(p, name->start,
                 "unknown function '%s' (known: abs, contains, ends_with, len, starts_with)", name->s);
   const token *open = advance(p);
-  qvx_node *args[2];
-  int32_t count = 0;
+  qvx_node *args[2] = {NULL, NULL};
+  int32_t count = 0; /* arguments seen (extra ones are parsed, then refused) */
   if (peek(p)->kind != T_RPAREN) {
     for (;;) {
-      if (count == FUNCTIONS[k].n_args) {
-        return perr(p, peek(p)->start, "%s() takes %d argument%s, found more", FUNCTIONS[k].name,
-                    FUNCTIONS[k].n_args, FUNCTIONS[k].n_args == 1 ? "" : "s");
-      }
       const token *before = &p->toks[p->pos - 1];
       if (peek(p)->kind == T_RPAREN || peek(p)->kind == T_COMMA || peek(p)->kind == T_END)
         return need_operand(p, before);
-      QV_RETURN_NOT_OK(parse_or(p, &args[count]));
+      qvx_node *arg;
+      QV_RETURN_NOT_OK(parse_or(p, &arg));
+      if (count < 2) args[count] = arg;
       count++;
       if (peek(p)->kind != T_COMMA) break;
       advance(p);
@@ -666,7 +664,7 @@ static qv_status parse_call(parser *p, qvx_node **out) {
   }
   const token *close = advance(p);
   if (count != FUNCTIONS[k].n_args)
-    return perr(p, close->start, "%s() takes %d argument%s, found %d", FUNCTIONS[k].name,
+    return perr(p, name->start, "%s() takes %d argument%s, found %d", FUNCTIONS[k].name,
                 FUNCTIONS[k].n_args, FUNCTIONS[k].n_args == 1 ? "" : "s", (int)count);
   qvx_node *n = new_node(p, QVX_N_CALL, name->start, close->end);
   if (!n) return QV_ENOMEM;
@@ -1038,18 +1036,7 @@ static qv_status render_lit(const qvx_lit *l, qv_strbuf *out, qv_error *err) {
     case QVX_LIT_BOOL: PUT(l->b ? "true" : "false"); return QV_OK;
     case QVX_LIT_INT: return qv_strbuf_printf(out, err, "%" PRId64, l->i);
     case QVX_LIT_UINT: return qv_strbuf_printf(out, err, "%" PRIu64, l->u);
-    case QVX_LIT_FLOAT: {
-      char buf[40];
-      snprintf(buf, sizeof buf, "%.17g", l->f);
-      /* Shortest form that reads back the same value. */
-      for (int prec = 1; prec <= 17; prec++) {
-        snprintf(buf, sizeof buf, "%.*g", prec, l->f);
-        if (strtod(buf, NULL) == l->f) break;
-      }
-      PUT(buf);
-      if (!strpbrk(buf, ".eE")) PUT(".0");
-      return QV_OK;
-    }
+    case QVX_LIT_FLOAT: return qv_format_double(out, l->f, err);
     case QVX_LIT_STRING: return render_string(l->s, l->slen, out, err);
   }
   return QV_OK;
@@ -1069,11 +1056,17 @@ qv_status qvx_render(const qvx_node *n, qv_strbuf *out, qv_error *err) {
       QV_RETURN_NOT_OK(qvx_render(n->args[0], out, err));
       PUT(")");
       return QV_OK;
-    case QVX_N_NEG:
-      PUT("(-");
-      QV_RETURN_NOT_OK(qvx_render(n->args[0], out, err));
-      PUT(")");
+    case QVX_N_NEG: {
+      /* "(-(-5))" rather than "(--5)" for a negative literal operand. */
+      const qvx_node *a = n->args[0];
+      bool wrap = a->kind == QVX_N_LITERAL &&
+                  ((a->lit.kind == QVX_LIT_INT && a->lit.i < 0) ||
+                   (a->lit.kind == QVX_LIT_FLOAT && signbit(a->lit.f)));
+      PUT(wrap ? "(-(" : "(-");
+      QV_RETURN_NOT_OK(qvx_render(a, out, err));
+      PUT(wrap ? "))" : ")");
       return QV_OK;
+    }
     case QVX_N_AND:
     case QVX_N_OR:
     case QVX_N_CMP:
