@@ -558,6 +558,29 @@ static qv_status bind_call(binder *bd, const qvx_node *x, qvx_bnode *n) {
   return QV_OK;
 }
 
+/* True when the bytes are valid UTF-8 (no overlongs, surrogates or code
+ * points past U+10FFFF). */
+static bool utf8_valid(const uint8_t *s, int64_t n) {
+  int64_t i = 0;
+  while (i < n) {
+    uint8_t c = s[i];
+    if (c < 0x80) {
+      i++;
+      continue;
+    }
+    int len = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 ? 2 : 0;
+    if (len == 0 || c > 0xF4 || i + len > n) return false;
+    for (int k = 1; k < len; k++)
+      if ((s[i + k] & 0xC0) != 0x80) return false;
+    if (c == 0xE0 && s[i + 1] < 0xA0) return false; /* overlong */
+    if (c == 0xED && s[i + 1] >= 0xA0) return false; /* surrogate */
+    if (c == 0xF0 && s[i + 1] < 0x90) return false; /* overlong */
+    if (c == 0xF4 && s[i + 1] >= 0x90) return false; /* > U+10FFFF */
+    i += len;
+  }
+  return true;
+}
+
 static qv_status bind_literal(binder *bd, const qvx_node *x, qvx_bnode **out) {
   qvx_bnode *n = new_bnode(bd, QVX_B_LIT, x);
   if (!n) return oom(bd);
@@ -570,6 +593,9 @@ static qv_status bind_literal(binder *bd, const qvx_node *x, qvx_bnode **out) {
     case QVX_LIT_FLOAT: n->out = QVX_K_F64; break;
     case QVX_LIT_STRING: {
       n->out = QVX_K_STR;
+      /* A literal whose bytes are not UTF-8 (written with \x escapes) is
+       * binary; it still compares with string columns. */
+      n->is_binary = !utf8_valid((const uint8_t *)x->lit.s, x->lit.slen);
       char *copy = malloc((size_t)x->lit.slen + 1);
       char **strs = realloc(bd->b->strings, sizeof(char *) * (size_t)(bd->b->n_strings + 1));
       if (strs) bd->b->strings = strs;

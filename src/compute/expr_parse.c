@@ -745,6 +745,33 @@ static qv_status parse_unary(parser *p, qvx_node **out) {
       *out = operand;
       return QV_OK;
     }
+    /* Minus of a number literal ("-(5)", "- +5") is a literal itself. */
+    if (operand->kind == QVX_N_LITERAL) {
+      qvx_lit *l = &operand->lit;
+      bool folded = true;
+      if (l->kind == QVX_LIT_FLOAT) {
+        l->f = -l->f;
+      } else if (l->kind == QVX_LIT_INT && l->i == INT64_MIN) {
+        l->kind = QVX_LIT_UINT;
+        l->u = (uint64_t)INT64_MAX + 1;
+      } else if (l->kind == QVX_LIT_INT) {
+        l->i = -l->i;
+      } else if (l->kind == QVX_LIT_UINT && l->u == (uint64_t)INT64_MAX + 1) {
+        l->kind = QVX_LIT_INT;
+        l->i = INT64_MIN;
+      } else if (l->kind == QVX_LIT_UINT) {
+        return perr(p, t->start,
+                    "integer literal -%" PRIu64 " is out of range (the smallest is %" PRId64 ")",
+                    l->u, INT64_MIN);
+      } else {
+        folded = false;
+      }
+      if (folded) {
+        operand->start = t->start;
+        *out = operand;
+        return QV_OK;
+      }
+    }
     qvx_node *n = new_node(p, QVX_N_NEG, t->start, operand->end);
     if (!n) return QV_ENOMEM;
     QV_RETURN_NOT_OK(set_args(p, n, &operand, 1));

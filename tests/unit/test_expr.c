@@ -72,7 +72,14 @@ static void test_precedence(void) {
   CHECK_RENDER("((a))", "a");
   CHECK_RENDER("-x * 2", "((-x) * 2)");
   CHECK_RENDER("-5 * 2", "(-5 * 2)");
-  CHECK_RENDER("- -5", "(-(-5))");
+  CHECK_RENDER("- -5", "5");
+  CHECK_RENDER("-(5) + - +2.5", "(-5 + -2.5)");
+  CHECK_RENDER("-(-9223372036854775808)", "9223372036854775808");
+  CHECK_RENDER("-(9223372036854775808)", "-9223372036854775808");
+  CHECK_RENDER("-(18446744073709551615)",
+               "ERR: integer literal -18446744073709551615 is out of range (the smallest is "
+               "-9223372036854775808) at column 1:\n  -(18446744073709551615)\n  ^");
+  CHECK_RENDER("-'a'", "(-'a')");
   CHECK_RENDER("--x", "(-(-x))");
   CHECK_RENDER("+x", "x");
   CHECK_RENDER("a - -1", "(a - -1)");
@@ -623,6 +630,22 @@ static void test_eval_fixed(void) {
   CHECK_EVAL(b, "ts is null", "true,false,false,false,false,false");
   CHECK_EVAL(b, "1 + 2 * 3 == 7", "true,true,true,true,true,true");
   CHECK_EVAL(b, "'a' < 'b'", "true,true,true,true,true,true");
+  /* A literal that is not UTF-8 is binary (and still compares with text). */
+  CHECK_EVAL(b, "text < '\\xff'", "true,true,null,true,true,true");
+  qv_schema *sch = schema_of(b);
+  qv_expr *xe = NULL;
+  qv_bound_expr *xb = NULL;
+  QV_CHECK(qv_expr_parse("'\\xff\\xfe'", -1, &xe, NULL) == QV_OK);
+  QV_CHECK(qv_expr_bind(xe, sch, &xb, NULL) == QV_OK);
+  QV_CHECK_EQ_INT(qv_bound_expr_result_type(xb), QV_BINARY);
+  qv_bound_expr_free(xb);
+  qv_expr_free(xe);
+  QV_CHECK(qv_expr_parse("'caf\\u00e9'", -1, &xe, NULL) == QV_OK);
+  QV_CHECK(qv_expr_bind(xe, sch, &xb, NULL) == QV_OK);
+  QV_CHECK_EQ_INT(qv_bound_expr_result_type(xb), QV_STRING);
+  qv_bound_expr_free(xb);
+  qv_expr_free(xe);
+  qv_schema_unref(sch);
   /* Checked integer arithmetic names the sub-expression and the row. */
   CHECK_EVAL(b, "big + 1 > 0",
              "ERR: integer overflow: 9223372036854775807 + 1 does not fit int64 in 'big + 1' at row 0");
@@ -1083,8 +1106,14 @@ static onode *gen_str(gen *g, int depth) {
   return n;
 }
 
-static onode *gen_num(gen *g, int depth) {
+static onode *gen_num_any(gen *g, int depth, bool no_lit);
+static onode *gen_num(gen *g, int depth) { return gen_num_any(g, depth, false); }
+
+/* A number expression; no_lit: not a bare literal (minus of a literal is
+ * folded into the literal by the parser, with its own range rules). */
+static onode *gen_num_any(gen *g, int depth, bool no_lit) {
   int r = (int)orc_int(depth <= 0 ? 3 : 9);
+  if (r == 0 && no_lit) r = 1;
   if (r == 0) {
     onode *n = onew(g, O_LIT);
     gen_numlit(g, &n->lit, true);
@@ -1109,7 +1138,7 @@ static onode *gen_num(gen *g, int depth) {
   if (r == 6) {
     onode *n = onew(g, orc_int(2) ? O_NEG : O_ABS);
     EMIT(n->k == O_NEG ? "(-(" : "abs(");
-    n->a = gen_num(g, depth - 1);
+    n->a = gen_num_any(g, depth - 1, n->k == O_NEG);
     EMIT(n->k == O_NEG ? "))" : ")");
     return n;
   }
