@@ -82,8 +82,9 @@ uint64_t qv_rng_interval(qv_rng *rng, uint64_t max);
  * `Generator.shuffle(x)` for a 1-D array of `n` 8-byte elements (int64;
  * uint64 data may be passed cast, the shuffle only moves elements),
  * advancing rng exactly as numpy does. Fails with QV_EARG when n < 0 or
- * data is NULL while n > 0. Prefetches ahead, so it runs in about a sixth
- * of numpy's time on arrays much larger than the CPU cache.
+ * data is NULL while n > 0. Draws ahead and prefetches the elements it
+ * will swap: on arrays much larger than the CPU caches it takes about a
+ * quarter of numpy's time (10^8 elements: ~1.3 s vs ~6 s).
  */
 qv_status qv_rng_shuffle_i64(qv_rng *rng, int64_t *data, int64_t n,
                              qv_error *err);
