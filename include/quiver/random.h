@@ -6,7 +6,8 @@
  * `np.random.default_rng(seed).permutation(len(dataset))`, so a quiver
  * shuffle with the same seed gives a `datasets` user the same order.
  *
- * What is reproduced (NumPy 1.17+ and 2.x; checked against NumPy 2.4):
+ * What is reproduced (checked against NumPy 2.4.6; NumPy does not promise
+ * that Generator streams stay the same across versions):
  *  - SeedSequence(entropy) with the default pool of four 32-bit words and
  *    no spawn key; generate_state(4, uint64) seeds PCG64 (state, increment)
  *    exactly as numpy's PCG64 constructor does.

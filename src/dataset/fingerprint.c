@@ -340,10 +340,12 @@ static qv_status add_array(qv_fingerprint_args *a, const char *key,
                            const uint64_t *values, int64_t n, bool is_unsigned,
                            qv_error *err) {
   ARG_PROLOGUE(a, key, err);
-  if (n < 0 || (n > 0 && values == NULL))
-    return fail(a, err, QV_EARG,
-                "fingerprint argument '%s': array of %lld values at %p",
-                key ? key : "(list element)", (long long)n, (const void *)values);
+  if (n < 0)
+    return fail(a, err, QV_EARG, "fingerprint argument '%s': array length %lld "
+                "is negative", key ? key : "(list element)", (long long)n);
+  if (n > 0 && values == NULL)
+    return fail(a, err, QV_EARG, "fingerprint argument '%s': array values are "
+                "NULL for length %lld", key ? key : "(list element)", (long long)n);
   uint8_t tag = TAG_INT_ARRAY;
   if (is_unsigned) {
     uint64_t any = 0;
