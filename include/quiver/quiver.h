@@ -2,7 +2,8 @@
  * quiver/quiver.h — umbrella header: include this to get the whole public
  * API. Layers, bottom up: core (status, buffers, types, arrays), ipc
  * (reading Arrow IPC files and streams, C Data Interface), row printing,
- * dataset building blocks (numpy-exact shuffles, fingerprints).
+ * dataset building blocks (numpy-exact shuffles, fingerprints), the
+ * expression language over columns.
  */
 #ifndef QUIVER_QUIVER_H
 #define QUIVER_QUIVER_H
@@ -16,5 +17,6 @@
 #include "quiver/writer.h"
 #include "quiver/random.h"
 #include "quiver/fingerprint.h"
+#include "quiver/expr.h"
 
 #endif /* QUIVER_QUIVER_H */
