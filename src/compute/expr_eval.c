@@ -700,12 +700,12 @@ static inline int cmp_iu(int64_t x, uint64_t y) {
 }
 
 static qv_status cmp_strings(ctx *c, qvx_bnode *n, const qvx_vec *a, const qvx_vec *b,
-                             const uint8_t *valid, uint8_t *bits) {
+                             const uint8_t *valid, const uint8_t *care, uint8_t *bits) {
   int op = n->op;
   int64_t rows = c->n;
   memset(bits, 0, (size_t)bm_bytes(rows));
   for (int64_t i = 0; i < rows; i++) {
-    if (!vbit(valid, i)) continue;
+    if (!vbit(valid, i) || !vbit(care, i)) continue; /* rows that do not matter are skipped */
     const uint8_t *p, *q;
     int64_t pn, qn;
     if (!str_at(&a->str, i, &p, &pn) || !str_at(&b->str, i, &q, &qn)) return bad_str(c, n, i);
@@ -732,7 +732,7 @@ static qv_status eval_cmp(ctx *c, qvx_bnode *n, const uint8_t *care, qvx_vec *ou
   const uint8_t *valid = and_valid(a.valid, b.valid, vbuf, rows);
   GROW(bits, uint8_t *, &n->s_values, bm_bytes(rows));
   if (a.kind == QVX_K_STR) {
-    QV_RETURN_NOT_OK(cmp_strings(c, n, &a, &b, valid, bits));
+    QV_RETURN_NOT_OK(cmp_strings(c, n, &a, &b, valid, care, bits));
   } else if (a.kind == QVX_K_BOOL) {
     const uint8_t *x = a.values, *y = b.values;
     for (int64_t k = 0; k < bm_bytes(rows); k++) {
@@ -958,7 +958,7 @@ static qv_status eval_in(ctx *c, qvx_bnode *n, const uint8_t *care, qvx_vec *out
     }
     case QVX_K_STR:
       for (int64_t i = 0; i < rows; i++) {
-        if (!vbit(a.valid, i)) continue;
+        if (!vbit(a.valid, i) || !vbit(care, i)) continue;
         const uint8_t *p;
         int64_t len;
         if (!str_at(&a.str, i, &p, &len)) return bad_str(c, n, i);
@@ -1008,6 +1008,19 @@ static qv_status eval_in(ctx *c, qvx_bnode *n, const uint8_t *care, qvx_vec *out
   return QV_OK;
 }
 
+/* UTF-8 continuation bytes (10xxxxxx) among n bytes, eight at a time. */
+static int64_t count_continuation(const uint8_t *p, int64_t n) {
+  const uint64_t high = 0x8080808080808080ull;
+  int64_t cont = 0, k = 0;
+  for (; k + 8 <= n; k += 8) {
+    uint64_t w;
+    memcpy(&w, p + k, 8);
+    cont += __builtin_popcountll(w & ~(w << 1) & high); /* bit 7 set, bit 6 clear */
+  }
+  for (; k < n; k++) cont += (p[k] & 0xC0) == 0x80;
+  return cont;
+}
+
 static qv_status eval_len(ctx *c, qvx_bnode *n, const uint8_t *care, qvx_vec *out) {
   qvx_vec a;
   QV_RETURN_NOT_OK(eval(c, n->a, care, &a));
@@ -1021,15 +1034,11 @@ static qv_status eval_len(ctx *c, qvx_bnode *n, const uint8_t *care, qvx_vec *ou
   if (a.kind == QVX_K_STR) {
     for (int64_t i = 0; i < rows; i++) {
       r[i] = 0;
-      if (!vbit(a.valid, i)) continue;
+      if (!vbit(a.valid, i) || !vbit(care, i)) continue;
       const uint8_t *p;
       int64_t len;
       if (!str_at(&a.str, i, &p, &len)) return bad_str(c, n, i);
-      if (!a.is_binary) { /* code points: bytes that are not continuation bytes */
-        int64_t cont = 0;
-        for (int64_t k = 0; k < len; k++) cont += (p[k] & 0xC0) == 0x80;
-        len -= cont;
-      }
+      if (!a.is_binary) len -= count_continuation(p, len); /* code points */
       r[i] = len;
     }
     return QV_OK;
@@ -1080,7 +1089,7 @@ static qv_status eval_strfn(ctx *c, qvx_bnode *n, const uint8_t *care, qvx_vec *
   GROW(bits, uint8_t *, &n->s_values, bm_bytes(rows));
   memset(bits, 0, (size_t)bm_bytes(rows));
   for (int64_t i = 0; i < rows; i++) {
-    if (!vbit(valid, i)) continue;
+    if (!vbit(valid, i) || !vbit(care, i)) continue; /* rows that do not matter are skipped */
     const uint8_t *s, *p;
     int64_t sn, pn;
     if (!str_at(&a.str, i, &s, &sn) || !str_at(&b.str, i, &p, &pn)) return bad_str(c, n, i);
