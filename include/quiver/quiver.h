@@ -13,5 +13,6 @@
 #include "quiver/cdata.h"
 #include "quiver/print.h"
 #include "quiver/writer.h"
+#include "quiver/hf.h"
 
 #endif /* QUIVER_QUIVER_H */
