@@ -36,6 +36,10 @@ int cli_info_dir(const char *path, bool as_json);
 int cli_rows_dir(const char *cmd, const char *path, const char *split, bool decode_labels,
                  int64_t head_n, const int64_t *rows, int64_t n_rows);
 
+/* quiver debug hf-emit / hf-features (hfdir.c) */
+int cli_debug_hf_emit(int argc, char **argv);
+int cli_debug_hf_features(int argc, char **argv);
+
 int cmd_info(int argc, char **argv);
 int cmd_head(int argc, char **argv);
 int cmd_get(int argc, char **argv);

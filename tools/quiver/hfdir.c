@@ -374,3 +374,104 @@ int cli_rows_dir(const char *cmd, const char *path, const char *split, bool deco
   if (st != QV_OK) return cli_fail(st, &err);
   return fflush(stdout) == 0 ? QV_EXIT_OK : QV_EXIT_DATA;
 }
+
+/* ------------------------------------------------------------------------ */
+/* quiver debug hf-emit / hf-features                                        */
+
+static int emit_out(qv_status st, qv_strbuf *sb, qv_error *err) {
+  if (st == QV_OK && fwrite(qv_strbuf_cstr(sb), 1, (size_t)sb->len, stdout) != (size_t)sb->len)
+    st = qv_error_set(err, QV_EIO, "cannot write to standard output");
+  qv_strbuf_reset(sb);
+  if (st != QV_OK) return cli_fail(st, err);
+  return fflush(stdout) == 0 ? QV_EXIT_OK : QV_EXIT_DATA;
+}
+
+/* `quiver debug hf-emit PATH [--what=metadata|state|info|dict]`: print, byte
+ * for byte, what quiver would write for PATH: the "huggingface" metadata
+ * value of a file (features resolved as datasets does), or state.json /
+ * dataset_info.json of a Dataset directory / dataset_dict.json of a
+ * DatasetDict. */
+int cli_debug_hf_emit(int argc, char **argv) {
+  const char *path = NULL, *what = NULL;
+  for (int i = 1; i < argc; i++) {
+    bool matched;
+    const char *v = cli_opt_value(argv[i], "--what", argc, argv, &i, &matched);
+    if (matched) {
+      if (v == NULL) return cli_usage("debug hf-emit", "option --what needs a value");
+      what = v;
+    } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
+      return cli_usage("debug hf-emit", "unknown option '%s'", argv[i]);
+    } else if (path == NULL) {
+      path = argv[i];
+    } else {
+      return cli_usage("debug hf-emit", "unexpected argument '%s'", argv[i]);
+    }
+  }
+  if (path == NULL) return cli_usage("debug hf-emit", "missing PATH");
+  if (what == NULL) what = cli_is_directory(path) ? "state" : "metadata";
+  qv_error err;
+  qv_strbuf sb;
+  qv_strbuf_init(&sb);
+  qv_status st = QV_OK;
+  if (strcmp(what, "metadata") == 0) {
+    qv_reader *r = NULL;
+    st = qv_reader_open_path(path, NULL, &r, &err);
+    qv_hf_feature *features = NULL;
+    qv_hf_metadata md = {NULL, NULL};
+    if (st == QV_OK) st = qv_hf_features_resolve(qv_reader_schema(r), &features, NULL, &err);
+    const qv_kv *kv = st == QV_OK ? qv_metadata_find(&qv_reader_schema(r)->metadata,
+                                                      QV_HF_METADATA_KEY)
+                                  : NULL;
+    if (kv != NULL) st = qv_hf_metadata_parse(kv->value, kv->value_len, &md, &err);
+    if (st == QV_OK) st = qv_hf_metadata_emit(features, md.fingerprint, &sb, &err);
+    qv_hf_metadata_reset(&md);
+    qv_hf_feature_free(features);
+    qv_reader_close(r);
+    return emit_out(st, &sb, &err);
+  }
+  if (strcmp(what, "state") != 0 && strcmp(what, "info") != 0 && strcmp(what, "dict") != 0)
+    return cli_usage("debug hf-emit", "--what expects metadata, state, info or dict");
+  qv_hf_dir *d = NULL;
+  st = qv_hf_dir_open(path, &d, &err);
+  if (st == QV_OK && strcmp(what, "dict") == 0) {
+    if (d->layout != QV_HF_LAYOUT_DATASET_DICT) {
+      st = qv_error_set(&err, QV_EARG, "%s is not a DatasetDict directory", path);
+    } else {
+      char **names = calloc((size_t)d->n_splits + 1, sizeof *names);
+      if (names == NULL) st = qv_error_set(&err, QV_ENOMEM, "out of memory");
+      for (int64_t i = 0; names && i < d->n_splits; i++) names[i] = d->splits[i].name;
+      if (st == QV_OK) st = qv_hf_dict_emit(names, d->n_splits, &sb, &err);
+      free(names);
+    }
+  } else if (st == QV_OK) {
+    if (d->layout != QV_HF_LAYOUT_DATASET)
+      st = qv_error_set(&err, QV_EARG, "%s is not a Dataset directory", path);
+    else if (what[0] == 's')
+      st = qv_hf_state_emit(d->splits[0].state, &sb, &err);
+    else
+      st = qv_hf_info_emit(d->splits[0].info, &sb, &err);
+  }
+  qv_hf_dir_free(d);
+  return emit_out(st, &sb, &err);
+}
+
+/* `quiver debug hf-features FILE|-`: read a Features JSON object and print
+ * it as datasets would write it (json.dumps of Features.from_dict(...)
+ * .to_dict()), legacy forms normalised. */
+int cli_debug_hf_features(int argc, char **argv) {
+  if (argc != 2) return cli_usage("debug hf-features", "expected one FILE (or '-')");
+  qv_error err;
+  qv_buffer *buf = NULL;
+  qv_status st;
+  if (strcmp(argv[1], "-") == 0) st = qv_buffer_read_fd(0, 64 << 20, &buf, &err);
+  else st = qv_buffer_map_file(argv[1], &buf, NULL, &err);
+  if (st != QV_OK) return cli_fail(st, &err);
+  qv_hf_feature *f = NULL;
+  qv_strbuf sb;
+  qv_strbuf_init(&sb);
+  st = qv_hf_features_parse((const char *)buf->data, buf->size, &f, &err);
+  if (st == QV_OK) st = qv_hf_feature_emit(f, QV_HF_JSON_COMPACT, &sb, &err);
+  qv_hf_feature_free(f);
+  qv_buffer_unref(buf);
+  return emit_out(st, &sb, &err);
+}
