@@ -512,8 +512,8 @@ static int cmp_strp(const void *a, const void *b) {
 static char **sorted_view(char *const *names, int64_t n) {
   char **v = malloc(sizeof *v * (size_t)(n > 0 ? n : 1));
   if (v == NULL) return NULL;
-  memcpy(v, names, sizeof *v * (size_t)n);
-  qsort(v, (size_t)n, sizeof *v, cmp_strp);
+  if (n > 0) memcpy(v, names, sizeof *v * (size_t)n);
+  if (n > 1) qsort(v, (size_t)n, sizeof *v, cmp_strp);
   return v;
 }
 

@@ -730,7 +730,7 @@ static qv_status open_cache(const char *dir, qv_hf_split *sp, qv_error *err) {
     n++;
   }
   closedir(d);
-  if (st == QV_OK) qsort(names, n, sizeof *names, cmp_cstr);
+  if (st == QV_OK && n > 1) qsort(names, n, sizeof *names, cmp_cstr);
   if (st == QV_OK && (sp->dir = dup_str(dir)) == NULL) st = qv_error_set(err, QV_ENOMEM, "out of memory");
   for (size_t i = 0; i < n && st == QV_OK; i++) {
     char *p = join_path(dir, names[i]);
