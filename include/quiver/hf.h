@@ -285,12 +285,12 @@ typedef struct qv_hf_state {
 } qv_hf_state;
 
 /**
- * Parse state.json text. Every key datasets writes is required and type
- * checked; a data file name must be a non-empty relative path with no "."
- * or ".." component, no NUL and no backslash, e.g. the error for
- * "../x.arrow" reads: "state.json: _data_files[0].filename '../x.arrow'
- * escapes the dataset directory (contains '..')". Symlinks are checked when
- * the directory is opened (qv_hf_dir_open). Caller frees with
+ * Parse state.json text. Every key datasets reads is required and type
+ * checked; a data file name must be a non-empty relative path with no ".."
+ * component (qv_hf_check_relative_name), e.g. the error for "../x.arrow"
+ * reads: "state.json: _data_files[0].filename '../x.arrow' escapes the
+ * dataset directory (contains '..')". Symlinks are checked when the
+ * directory is opened (qv_hf_dir_open). Caller frees with
  * qv_hf_state_reset.
  */
 qv_status qv_hf_state_parse(const char *json, int64_t len, qv_hf_state *out,
@@ -305,8 +305,10 @@ void qv_hf_state_reset(qv_hf_state *st);
 qv_status qv_hf_state_emit(const qv_hf_state *state, qv_strbuf *out,
                            qv_error *err);
 
-/** Validate one data file name from state.json (see qv_hf_state_parse).
- *  `what` prefixes the message. */
+/** Validate a name that must stay inside its directory: not empty, not
+ *  absolute, no ".." component ("." components and subdirectories are
+ *  fine). `what` prefixes the message: "WHAT 'NAME' escapes the dataset
+ *  directory (absolute path)" / "(contains '..')" / "WHAT is empty". */
 qv_status qv_hf_check_relative_name(const char *what, const char *name,
                                     qv_error *err);
 
