@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "dataset/hf_internal.h"
+#include "quiver/fingerprint.h"
 
 /* ------------------------------------------------------------------------ */
 /* Parameters of the features whose only state is a few scalars              */
@@ -1529,6 +1530,11 @@ qv_status qv_hf_metadata_parse(const char *text, int64_t len, qv_hf_metadata *ou
       st = qv_error_set(err, QV_EINVAL,
                         "huggingface metadata: 'fingerprint' must be a string, found %s",
                         qv_hf_json_kind(fp));
+      goto done;
+    }
+    /* A fingerprint becomes part of cache file names: validate it. */
+    if (qv_fingerprint_validate(json_string_value(fp), err) != QV_OK) {
+      st = qv_error_prefix(err, QV_EINVAL, "huggingface metadata: ");
       goto done;
     }
     if ((md.fingerprint = dup_str(json_string_value(fp))) == NULL)

@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 
 #include "dataset/hf_internal.h"
+#include "quiver/fingerprint.h"
 #include "quiver/ipc.h"
 
 /* Largest state.json / dataset_info.json / dataset_dict.json read. */
@@ -133,6 +134,8 @@ static qv_status state_from_json(const json_t *obj, qv_hf_state *s, qv_error *er
     s->n_data_files = (int64_t)i + 1;
   }
   QV_RETURN_NOT_OK(state_opt_string(obj, "_fingerprint", false, &s->fingerprint, err));
+  if (qv_fingerprint_validate(s->fingerprint, err) != QV_OK)
+    return qv_error_prefix(err, QV_EINVAL, "state.json: '_fingerprint': ");
   QV_RETURN_NOT_OK(state_member(obj, "_format_columns", &v, err));
   if (!json_is_null(v)) {
     if (!json_is_array(v))

@@ -344,6 +344,10 @@ static void test_metadata(void) {
   qv_error err;
   QV_CHECK(qv_hf_metadata_parse("{\"fingerprint\": 5}", 18, &md, &err) == QV_EINVAL);
   QV_CHECK_EQ_STR(err.message, "huggingface metadata: 'fingerprint' must be a string, found integer");
+  QV_CHECK(qv_hf_metadata_parse("{\"fingerprint\": \"a/b\"}", 22, &md, &err) == QV_EINVAL);
+  QV_CHECK_EQ_STR(err.message,
+                  "huggingface metadata: invalid fingerprint 'a/b': character '/' at byte 1 is "
+                  "not allowed (none of <>:/\\|?* or control characters)");
   QV_CHECK(qv_hf_metadata_parse("{}", 2, &md, &err) == QV_OK);
   QV_CHECK(md.features == NULL && md.fingerprint == NULL);
 }
@@ -458,6 +462,9 @@ static void test_state(void) {
                             "null, \"_format_kwargs\": [], \"_format_type\": null}"),
                   "state.json: '_format_kwargs' must be an object, found list");
   QV_CHECK_EQ_STR(state_err("[]"), "state.json: must be an object, found list");
+  QV_CHECK_EQ_STR(state_err("{\"_data_files\": [], \"_fingerprint\": \"\"}"),
+                  "state.json: '_fingerprint': invalid fingerprint '': it must be a non-empty "
+                  "string");
   /* names that stay inside are fine */
   QV_CHECK(qv_hf_check_relative_name("n", "sub/./a..b/data.arrow", NULL) == QV_OK);
 }
