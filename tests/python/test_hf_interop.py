@@ -20,6 +20,7 @@ DatasetDict train/test, sharded. Then:
   - cache directories list data files and indices mappings;
   - a state.json whose data file escapes the directory is rejected.
 """
+import atexit
 import base64
 import datetime
 import json
@@ -29,6 +30,7 @@ import subprocess
 import tempfile
 
 _HF_HOME = tempfile.mkdtemp(prefix="quiver-hf-home-")
+atexit.register(shutil.rmtree, _HF_HOME, True)
 os.environ["HF_HOME"] = _HF_HOME
 os.environ["HF_DATASETS_OFFLINE"] = "1"
 os.environ["HF_HUB_OFFLINE"] = "1"
