@@ -1631,15 +1631,12 @@ qv_status qv_hf_features_check(const qv_hf_feature *features, const qv_schema *s
     char want[512], have[512];
     qv_type_to_string(t, want, sizeof want);
     qv_type_to_string(field->type, have, sizeof have);
-    qv_field e = {(char *)field->name, true, t, md};
     const char *why = "";
     if (strcmp(want, have) == 0)
       why = !field->nullable ? " (the file's column is not nullable)"
                              : " (the extension types differ)";
-    (void)e;
-    qv_status st = qv_error_set(err, QV_EINVAL, "column '%s': features imply %s%s but the file has %s%s",
-                                field->name, want,
-                                registered_ext(&e) ? " (extension)" : "", have, why);
+    qv_status st = qv_error_set(err, QV_EINVAL, "column '%s': features imply %s but the file has %s%s",
+                                field->name, want, have, why);
     qv_type_unref(t);
     qv_metadata_reset(&md);
     return st;
