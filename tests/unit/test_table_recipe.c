@@ -250,6 +250,36 @@ static void test_round_trips(void) {
   }
 }
 
+/* Empty tables: 0 rows, 0 batches, 0 columns, in every kind. */
+static void test_empty_recipes(void) {
+  int types[2] = {15, 31};
+  qv_schema *s = rt_schema(types, 2);
+  qv_table *t = rt_table(s, 12, 5), *m = rt_mapped(t), *none = NULL, *zero = NULL, *cols0 = NULL;
+  RT_OK(qv_table_select(m, NULL, 0, &none, &E));     /* mapped, 0 columns, 12 rows */
+  RT_OK(qv_table_slice(m, 12, 0, &zero, &E));        /* mapped, 0 rows */
+  RT_OK(qv_table_select(t, NULL, 0, &cols0, &E));    /* in memory, 0 columns */
+  qv_table *e = rt_table(s, 0, 1);                   /* in memory, 0 batches */
+  round_trip(none, "mapped, 0 columns");
+  round_trip(zero, "mapped, 0 rows");
+  round_trip(cols0, "in memory, 0 columns");
+  round_trip(e, "in memory, empty");
+  qv_table *pair[2] = {none, cols0}, *v = NULL, *h = NULL;
+  RT_OK(qv_table_concat(pair, 2, 0, &v, &E));
+  if (v) round_trip(v, "concat of 0-column tables");
+  qv_table *pair2[2] = {zero, e};
+  RT_OK(qv_table_concat(pair2, 2, 1, &h, &E));
+  if (h) round_trip(h, "horizontal concat of empty tables");
+  qv_table_unref(v);
+  qv_table_unref(h);
+  qv_table_unref(e);
+  qv_table_unref(cols0);
+  qv_table_unref(zero);
+  qv_table_unref(none);
+  qv_table_unref(m);
+  qv_table_unref(t);
+  qv_schema_unref(s);
+}
+
 /* 100 replays on a mapped table: the recipe stays under 1 KB. */
 static void test_recipe_size(void) {
   int types[3] = {5, 7, 15};
@@ -424,6 +454,7 @@ int main(int argc, char **argv) {
   if (n <= 0) return 1;
   self_exe[n] = '\0';
   QV_RUN(test_round_trips);
+  QV_RUN(test_empty_recipes);
   QV_RUN(test_recipe_size);
   QV_RUN(test_changed_files);
   QV_RUN(test_corrupt);
