@@ -5,8 +5,8 @@ libquiver.so): recipes of in-memory tables of many types, an empty and a
 tables followed by every kind of replay step (grafted from the recipe of a
 mapped table, whose file the fuzzer will not find: replays on in-memory
 nodes are what lets the fuzzer reach the replay code). Deterministic.
-The output is committed under fuzz/corpus/recipe; rerun after a format
-change."""
+scripts/fuzz.sh runs it into build-fuzz/ before fuzzing (nothing is
+committed)."""
 import os
 import random
 import sys
