@@ -1,0 +1,565 @@
+/*
+ * quiver/dataset.h — the Dataset: the object users of Hugging Face
+ * `datasets` work with (arrow_dataset.py), re-created over quiver's tables.
+ *
+ * A qv_dataset is
+ *   - a data table (any kind: in memory, memory-mapped, concatenation),
+ *   - an optional indices mapping: a table with one uint64 column named
+ *     "indices" whose row i is the data row that dataset row i shows
+ *     (memory-mapped from a `cache-<fingerprint>.arrow` file, or in memory),
+ *   - a fingerprint (16 hex digits; see fingerprint.h),
+ *   - the `datasets` features (logical column types), the dataset info
+ *     (dataset_info.json), the split name and the output format
+ *     (state.json's _format_* fields), carried through every transform.
+ * Row access, slices, index lists, column access and iteration all go
+ * through the mapping. Iterating a dataset with a mapping gathers a window
+ * of rows at a time with qv_table_gather (which groups rows by source
+ * batch), never row by row.
+ *
+ * Transforms follow `datasets`' semantics and return a new dataset; the
+ * input is unchanged (datasets are immutable and reference-counted):
+ *   select (a contiguous range is a zero-copy slice of the data, or of the
+ *   mapping; anything else composes a new mapping with the existing one),
+ *   shuffle (numpy's default_rng(seed).permutation), sort, filter, shard,
+ *   split_by_node, train_test_split, flatten_indices, concatenate, column
+ *   renames / removals / selections / casts, add_column, map.
+ * Each result's fingerprint is qv_fingerprint_update(previous, transform,
+ * arguments) with the transform names and arguments listed per function;
+ * only arguments that decide the result are hashed (not keep_in_memory,
+ * cache file names or writer batch sizes), and arguments left at their
+ * default are omitted.
+ *
+ * Cache files, as `datasets` writes them. A dataset is "file-backed" when
+ * qv_dataset_cache_files lists at least one file; the cache directory is
+ * the directory of the first. shuffle, sort, train_test_split and filter
+ * of a file-backed dataset write their indices mapping to
+ * `<cache dir>/cache-<new fingerprint>.arrow` (an Arrow IPC stream with one
+ * uint64 column "indices" and the `huggingface` metadata {"info":
+ * {"features": ...}, "fingerprint": ...}) and map the result; map and
+ * flatten_indices write their output there too. select keeps its mapping
+ * in memory unless a cache file name is given (as datasets). When the file
+ * exists already, it is reused instead of recomputed (unless
+ * `ignore_cache`). keep_in_memory keeps everything in memory. Every file is
+ * written atomically (temporary + fsync + rename, writer.h), so a crash
+ * never leaves a torn file under a name a later run would reuse.
+ *
+ * Thread safety: a dataset is immutable; several threads may read it and
+ * transform it concurrently (each transform builds a new dataset). An
+ * iterator belongs to one thread.
+ *
+ * The dataset layer; sits on table, compute (expressions), ipc and core.
+ */
+#ifndef QUIVER_DATASET_H
+#define QUIVER_DATASET_H
+
+#include "quiver/array.h"
+#include "quiver/core.h"
+#include "quiver/fingerprint.h"
+#include "quiver/hf.h"
+#include "quiver/table.h"
+#include "quiver/type.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct qv_dataset qv_dataset;
+
+/** Rows per record batch of the files quiver writes for datasets (as
+ *  `datasets`' writer_batch_size default). */
+#define QV_DATASET_WRITER_BATCH_SIZE 1000
+/** Default rows per batch handed to map callbacks (datasets' batch_size). */
+#define QV_DATASET_MAP_BATCH_SIZE 1000
+/** Rows an iterator over a dataset with an indices mapping gathers at once
+ *  (at least the batch size): batches are then zero-copy slices of that
+ *  window, so small batches do not pay one gather each. */
+#define QV_DATASET_READAHEAD_ROWS 4096
+/** Name of the indices mapping's column. */
+#define QV_DATASET_INDICES_COLUMN "indices"
+
+/**
+ * Progress report of a long operation (map, filter, flatten, save):
+ * `done` of `total` rows processed. `what` names the phase ("map",
+ * "save"...). Called from the calling thread only, at most every few
+ * thousand rows.
+ */
+typedef void (*qv_progress_fn)(void *ctx, const char *what, int64_t done, int64_t total);
+
+/**
+ * Options shared by the transforms that may write a cache file. A
+ * zero-initialised struct (or NULL) gives `datasets`' defaults.
+ */
+typedef struct qv_dataset_options {
+  /** Keep indices mappings / map outputs in memory, never in a file. */
+  bool keep_in_memory;
+  /** Do not reuse an existing cache file: recompute and replace it
+   *  (datasets' load_from_cache_file=False). */
+  bool ignore_cache;
+  /** Explicit path of the cache file to write (datasets'
+   *  indices_cache_file_name / cache_file_name), NULL for the default
+   *  `<cache dir>/cache-<fingerprint>.arrow`. With keep_in_memory: QV_EARG. */
+  const char *cache_file_name;
+  /** Rows per record batch of written files; 0 = QV_DATASET_WRITER_BATCH_SIZE. */
+  int64_t writer_batch_size;
+  /** Fingerprint to give the result instead of the computed one (must pass
+   *  qv_fingerprint_validate). */
+  const char *new_fingerprint;
+  /** Progress callback (may be NULL) and its context. */
+  qv_progress_fn progress;
+  void *progress_ctx;
+} qv_dataset_options;
+
+/* ------------------------------------------------------------------------ */
+/* Construction and lifetime                                                 */
+
+/**
+ * A dataset over `data` (a reference is taken), without indices mapping.
+ * The features are resolved from the table's schema
+ * (qv_hf_features_resolve). The fingerprint is `fingerprint` when not NULL
+ * (validated), else the one in the schema's `huggingface` metadata, else:
+ * for a mapped table of one whole file without replays, that file's
+ * identity fingerprint (qv_fingerprint_of_file); for any other table
+ * update("quiver-table", "quiver.from_table", {recipe: bytes of
+ * qv_table_recipe}) — deterministic, O(size) for in-memory data.
+ */
+qv_status qv_dataset_from_table(qv_table *data, const char *fingerprint, qv_dataset **out,
+                                qv_error *err);
+
+/**
+ * Open a dataset from `path`, as `datasets` would:
+ *  - an Arrow IPC file (stream or file format): Dataset.from_file — the
+ *    file memory-mapped, fingerprint from its `huggingface` metadata or its
+ *    identity (qv_fingerprint_of_file), features from its schema;
+ *  - a save_to_disk Dataset directory: load_from_disk — the shards mapped
+ *    and concatenated, fingerprint, split and format from state.json, info
+ *    and features from dataset_info.json (the table is cast to the
+ *    features' Arrow types when they differ, as datasets does);
+ *  - a DatasetDict directory: the split named `split` (NULL: QV_EARG
+ *    listing the splits).
+ * `split` must be NULL for the other layouts. Errors name the path.
+ */
+qv_status qv_dataset_open(const char *path, const char *split, qv_dataset **out,
+                          qv_error *err);
+
+/** Add a reference. Returns ds. NULL-safe. */
+qv_dataset *qv_dataset_ref(qv_dataset *ds);
+/** Drop a reference; frees on the last. NULL-safe. */
+void qv_dataset_unref(qv_dataset *ds);
+
+/* ------------------------------------------------------------------------ */
+/* Inspection (all borrowed results live as long as the dataset)            */
+
+/** Rows as seen through the mapping (the mapping's rows when there is one). */
+int64_t qv_dataset_num_rows(const qv_dataset *ds);
+int32_t qv_dataset_num_columns(const qv_dataset *ds);
+/** Schema of the data table (columns of the dataset). */
+const qv_schema *qv_dataset_schema(const qv_dataset *ds);
+/** Index of a column by name, or -1. */
+int32_t qv_dataset_column_index(const qv_dataset *ds, const char *name);
+/** The fingerprint (NUL-terminated). */
+const char *qv_dataset_fingerprint(const qv_dataset *ds);
+/** The data table. */
+qv_table *qv_dataset_data(const qv_dataset *ds);
+/** The indices mapping (one uint64 column "indices"), or NULL. */
+qv_table *qv_dataset_indices(const qv_dataset *ds);
+/** Features: a QV_HF_DICT with one key per column, in column order. */
+const qv_hf_feature *qv_dataset_features(const qv_dataset *ds);
+/** Split name (state.json's _split), or NULL. */
+const char *qv_dataset_split(const qv_dataset *ds);
+
+/** Output format as kept in state.json (datasets' set_format). */
+typedef struct qv_dataset_format {
+  const char *type;            /**< _format_type, NULL for None (python) */
+  const char *kwargs_json;     /**< _format_kwargs as compact JSON object text */
+  bool has_columns;            /**< false: _format_columns is null */
+  int32_t n_columns;
+  const char *const *columns;  /**< _format_columns */
+  bool output_all_columns;     /**< _output_all_columns */
+} qv_dataset_format;
+
+/** The dataset's format (borrowed strings). */
+qv_dataset_format qv_dataset_get_format(const qv_dataset *ds);
+
+/**
+ * A copy of ds with another output format (datasets' with_format /
+ * set_format): `type` NULL for the default, `kwargs_json` NULL for "{}"
+ * (must be a JSON object), `columns` NULL for all (each must be a column,
+ * QV_EARG otherwise). Fingerprint: update(prev, "quiver.set_format",
+ * {type, columns, output_all_columns, format_kwargs}).
+ */
+qv_status qv_dataset_with_format(qv_dataset *ds, const char *type, const char *kwargs_json,
+                                 const char *const *columns, int32_t n_columns,
+                                 bool output_all_columns, qv_dataset **out, qv_error *err);
+
+/**
+ * Every file mapped behind the dataset (data table, then indices mapping)
+ * as qv_table_cache_files, de-duplicated, in order (datasets'
+ * cache_files). Free with qv_table_free_paths.
+ */
+qv_status qv_dataset_cache_files(const qv_dataset *ds, char ***out_paths, int64_t *out_n,
+                                 qv_error *err);
+
+/**
+ * Remove every `cache-*.arrow` file in the cache directory that is not one
+ * of this dataset's cache files (datasets' cleanup_cache_files). Returns
+ * the number removed in *out_removed (0 for datasets that are not
+ * file-backed). Other datasets that use files of that directory are not
+ * known: as in datasets, callers must not clean up under them. Files being
+ * written (hidden temporaries) are never matched.
+ */
+qv_status qv_dataset_cleanup_cache_files(const qv_dataset *ds, int64_t *out_removed,
+                                         qv_error *err);
+
+/* ------------------------------------------------------------------------ */
+/* Row access (through the mapping)                                          */
+
+/**
+ * Rows `rows[0..n)` (dataset row numbers, any order, repeats allowed) as one
+ * STRUCT array (offset 0) of the schema's type, gathered from the data
+ * table. QV_ERANGE for a row outside [0, num_rows).
+ */
+qv_status qv_dataset_take(qv_dataset *ds, const int64_t *rows, int64_t n, qv_array **out,
+                          qv_error *err);
+
+/** Row `row` as a one-row STRUCT array (zero copy without a mapping). */
+qv_status qv_dataset_row(qv_dataset *ds, int64_t row, qv_array **out, qv_error *err);
+
+/**
+ * Rows [offset, offset+length) as a table: a zero-copy slice of the data
+ * without a mapping, else the rows gathered into an in-memory table.
+ * QV_ERANGE outside the dataset.
+ */
+qv_status qv_dataset_slice(qv_dataset *ds, int64_t offset, int64_t length, qv_table **out,
+                           qv_error *err);
+
+/**
+ * Column `name` over every row of the dataset, as a one-column table
+ * (zero copy without a mapping; gathered into memory otherwise). QV_EARG
+ * for an unknown column.
+ */
+qv_status qv_dataset_column(qv_dataset *ds, const char *name, qv_table **out, qv_error *err);
+
+/**
+ * Data row behind rows [offset, offset+n) of the dataset, written to
+ * out[0..n) (offset + i without a mapping). QV_EINVAL for a mapping value
+ * that is null or >= 2^63.
+ */
+qv_status qv_dataset_data_rows(const qv_dataset *ds, int64_t offset, int64_t n, int64_t *out,
+                               qv_error *err);
+
+/* ------------------------------------------------------------------------ */
+/* Iteration                                                                  */
+
+typedef struct qv_dataset_iter qv_dataset_iter;
+
+/**
+ * Iterate the dataset in batches of `batch_size` rows (>= 1; the last one
+ * shorter unless drop_last_batch), as datasets' iter(batch_size). The
+ * iterator holds a dataset reference. Batches are STRUCT arrays (offset 0,
+ * no validity) of the schema's type: without a mapping, zero-copy slices
+ * of the data batches (columns concatenated only when a batch straddles
+ * two data batches); with a mapping, zero-copy slices of a window of
+ * max(batch_size, QV_DATASET_READAHEAD_ROWS) rows gathered at once.
+ */
+qv_status qv_dataset_iter_new(qv_dataset *ds, int64_t batch_size, bool drop_last_batch,
+                              qv_dataset_iter **out, qv_error *err);
+
+/** The next batch (a new reference the caller drops), or *out = NULL at
+ *  the end. `*out_first_row` (may be NULL) gets its first dataset row. */
+qv_status qv_dataset_iter_next(qv_dataset_iter *it, qv_array **out, int64_t *out_first_row,
+                               qv_error *err);
+
+/** Free an iterator. NULL-safe. */
+void qv_dataset_iter_free(qv_dataset_iter *it);
+
+/* ------------------------------------------------------------------------ */
+/* Indices-mapping transforms                                                */
+
+/**
+ * Rows by position (datasets' select): `indices[0..n)` are dataset rows
+ * (0 <= i < num_rows, else QV_ERANGE; any order, repeats allowed).
+ * n == 0 gives an empty dataset; a contiguous increasing run
+ * (start, start+1, ...) is a zero-copy slice of the data (or of the
+ * mapping, when there is one); anything else composes a new mapping with
+ * the existing one, kept in memory unless opts->cache_file_name is given.
+ * An empty input dataset is returned as is. Fingerprint: "quiver.select",
+ * {indices: int array}.
+ */
+qv_status qv_dataset_select(qv_dataset *ds, const int64_t *indices, int64_t n,
+                            const qv_dataset_options *opts, qv_dataset **out, qv_error *err);
+
+/** qv_dataset_select of rows [start, start+length) (a slice). */
+qv_status qv_dataset_select_range(qv_dataset *ds, int64_t start, int64_t length,
+                                  const qv_dataset_options *opts, qv_dataset **out,
+                                  qv_error *err);
+
+/**
+ * Shuffle with `np.random.default_rng(seed).permutation(num_rows)`
+ * (random.h), exactly as datasets' shuffle(seed=seed): the permutation is
+ * composed with the existing mapping; a file-backed dataset writes it to
+ * (or reuses) its cache file. Fingerprint: "quiver.shuffle", {seed}.
+ */
+qv_status qv_dataset_shuffle(qv_dataset *ds, uint64_t seed, const qv_dataset_options *opts,
+                             qv_dataset **out, qv_error *err);
+
+/**
+ * Keep the rows where the expression `where` (expr.h, docs/expressions.md)
+ * is true; false and null drop the row. Evaluated per batch (data batches
+ * directly without a mapping, gathered windows with one). The kept rows
+ * become a new mapping (composed with the existing one), written to the
+ * cache file when file-backed (as datasets' filter, which goes through
+ * map). An empty dataset is returned as is. Fingerprint: "quiver.filter",
+ * {where: canonical rendering of the expression (qv_expr_to_string)}, so
+ * spacing and redundant parentheses do not matter.
+ */
+qv_status qv_dataset_filter(qv_dataset *ds, const char *where, const qv_dataset_options *opts,
+                            qv_dataset **out, qv_error *err);
+
+/**
+ * A filter predicate implemented in C: sets bit i of `keep` (LSB first,
+ * (batch->length + 7) / 8 bytes, zeroed by the caller) for each row of
+ * `batch` (STRUCT array of the dataset's columns; dataset rows first_row,
+ * first_row+1, ...) to keep. `name` and `version` identify it in
+ * fingerprints (code cannot be hashed); `params` (may be NULL) holds the
+ * arguments its behaviour depends on.
+ */
+typedef struct qv_filter_fn {
+  const char *name;
+  const char *version;
+  qv_status (*call)(void *ctx, const qv_array *batch, int64_t first_row, uint8_t *keep,
+                    qv_error *err);
+  void *ctx;
+  const qv_fingerprint_args *params;
+} qv_filter_fn;
+
+/** Filter with a C predicate, over batches of `batch_size` rows (0:
+ *  QV_DATASET_MAP_BATCH_SIZE). Fingerprint: "quiver.filter", {function:
+ *  "name@version", params: digest of params (when given), batch_size (when
+ *  not the default)}. */
+qv_status qv_dataset_filter_fn(qv_dataset *ds, const qv_filter_fn *fn, int64_t batch_size,
+                               const qv_dataset_options *opts, qv_dataset **out,
+                               qv_error *err);
+
+/**
+ * Shard `index` of `num_shards` (datasets' shard): contiguous blocks (the
+ * first num_rows % num_shards shards one row longer) or, when !contiguous,
+ * rows index, index + num_shards, ... (an in-memory mapping). QV_EARG
+ * unless 0 <= index < num_shards. Fingerprint: "quiver.shard",
+ * {num_shards, index, contiguous (when false)}.
+ */
+qv_status qv_dataset_shard(qv_dataset *ds, int64_t num_shards, int64_t index, bool contiguous,
+                           const qv_dataset_options *opts, qv_dataset **out, qv_error *err);
+
+/** The part of rank `rank` of `world_size` nodes (datasets'
+ *  split_dataset_by_node for map-style datasets: a contiguous shard). */
+qv_status qv_dataset_split_by_node(qv_dataset *ds, int64_t rank, int64_t world_size,
+                                   qv_dataset **out, qv_error *err);
+
+/** A train/test size: none, a fraction in (0, 1) or an absolute count. */
+typedef struct qv_split_size {
+  enum { QV_SIZE_NONE = 0, QV_SIZE_FRACTION = 1, QV_SIZE_COUNT = 2 } kind;
+  double fraction;
+  int64_t count;
+} qv_split_size;
+
+/**
+ * datasets' train_test_split: test size ceil(f * n) for a fraction, train
+ * size floor(f * n); a missing size is the complement (both missing: test
+ * 0.25). With shuffle, p = default_rng(seed).permutation(n), test =
+ * p[:n_test], train = p[n_test:n_test+n_train]; without, train = rows
+ * [0, n_train) and test = [n_train, n_train+n_test) (slices). Validation
+ * and messages as datasets (QV_EARG). An empty dataset gives itself twice.
+ * Cache files as shuffle (one per split, reused only when both exist).
+ * Fingerprints: "quiver.train_test_split", {test_size, train_size (each an
+ * int or a float, omitted when none), shuffle (when false), seed (when
+ * shuffling), fingerprint_name: "train_new_fingerprint" /
+ * "test_new_fingerprint"}.
+ */
+qv_status qv_dataset_train_test_split(qv_dataset *ds, qv_split_size test_size,
+                                      qv_split_size train_size, bool shuffle, uint64_t seed,
+                                      const qv_dataset_options *opts, qv_dataset **out_train,
+                                      qv_dataset **out_test, qv_error *err);
+
+/**
+ * Materialise the rows as mapped into a new data table without mapping
+ * (datasets' flatten_indices, a batched identity map): gathered a window at
+ * a time, written to the cache file when file-backed (or reused), else
+ * kept in memory. A dataset without mapping is flattened too (a copy).
+ * Fingerprint: "quiver.flatten_indices".
+ */
+qv_status qv_dataset_flatten_indices(qv_dataset *ds, const qv_dataset_options *opts,
+                                     qv_dataset **out, qv_error *err);
+
+/**
+ * Concatenate `n` >= 1 datasets (datasets' concatenate_datasets). Datasets
+ * without rows are skipped (all empty: the first is returned). axis 0:
+ * same columns (by name) and types; mappings are concatenated with offsets
+ * (datasets without one get an identity mapping), in memory. axis 1: same
+ * number of rows, distinct column names; when more than one dataset is
+ * given and any has a mapping, the mapped ones are flattened first (opts
+ * apply). Info, split and format come from the first (format reset when
+ * they differ). Fingerprint: update(first, "quiver.concatenate",
+ * {fingerprints: list of every input's, axis}).
+ */
+qv_status qv_dataset_concatenate(qv_dataset *const *datasets, int64_t n, int axis,
+                                 const qv_dataset_options *opts, qv_dataset **out,
+                                 qv_error *err);
+
+/* ------------------------------------------------------------------------ */
+/* Column transforms (zero copy; the mapping is kept)                        */
+
+/** Rename columns: `from[i]` becomes `to[i]` (datasets' rename_columns;
+ *  QV_EARG for an unknown or duplicate name). Fingerprint:
+ *  "quiver.rename_columns", {column_mapping: {from: to, ...}}. */
+qv_status qv_dataset_rename_columns(qv_dataset *ds, const char *const *from,
+                                    const char *const *to, int32_t n, qv_dataset **out,
+                                    qv_error *err);
+
+/** Drop columns (datasets' remove_columns). Fingerprint:
+ *  "quiver.remove_columns", {column_names: list}. */
+qv_status qv_dataset_remove_columns(qv_dataset *ds, const char *const *names, int32_t n,
+                                    qv_dataset **out, qv_error *err);
+
+/** Keep only these columns, in this order (datasets' select_columns).
+ *  Fingerprint: "quiver.select_columns", {column_names: list}. */
+qv_status qv_dataset_select_columns(qv_dataset *ds, const char *const *names, int32_t n,
+                                    qv_dataset **out, qv_error *err);
+
+/**
+ * Cast to `features` (a QV_HF_DICT with the dataset's column names, in any
+ * order; datasets' cast): the table is cast to the features' Arrow types
+ * (qv_table_cast, safe). Fingerprint: "quiver.cast", {features: JSON}.
+ */
+qv_status qv_dataset_cast(qv_dataset *ds, const qv_hf_feature *features, qv_dataset **out,
+                          qv_error *err);
+
+/** Cast one column to `feature` (datasets' cast_column). Fingerprint:
+ *  "quiver.cast_column", {column, feature: JSON}. */
+qv_status qv_dataset_cast_column(qv_dataset *ds, const char *column,
+                                 const qv_hf_feature *feature, qv_dataset **out,
+                                 qv_error *err);
+
+/**
+ * Append a column (datasets' add_column): `chunks[0..n_chunks)` of the
+ * same type hold num_rows values in dataset order. A dataset with a
+ * mapping is flattened first (in memory unless file-backed, as datasets).
+ * `feature` may be NULL (derived from the type). Fingerprint:
+ * "quiver.add_column", {name, column: digest of the values, feature: JSON
+ * when given}.
+ */
+qv_status qv_dataset_add_column(qv_dataset *ds, const char *name, qv_array *const *chunks,
+                                int64_t n_chunks, const qv_hf_feature *feature,
+                                const qv_dataset_options *opts, qv_dataset **out,
+                                qv_error *err);
+
+/* ------------------------------------------------------------------------ */
+/* map                                                                        */
+
+/**
+ * A map function implemented in C. `call` receives a batch (a STRUCT array
+ * of the input columns; dataset rows first_row, first_row+1, ...; `rank`
+ * is the worker's rank, 0 without num_proc) and returns in *out a STRUCT
+ * array of the columns it adds or replaces (a new reference, taken over by
+ * map), or NULL to leave the dataset unchanged (then every call must
+ * return NULL). Output columns replace input columns of the same name in
+ * place; new ones are appended in the order returned. With `batched`, the
+ * output may have a different number of rows only when no input column is
+ * kept (list them in remove_columns). Types must be the same for every
+ * batch. Errors returned abort the map (no cache file is left).
+ * `name` and `version` identify the function in fingerprints; `params`
+ * (may be NULL) holds the arguments its behaviour depends on (datasets'
+ * fn_kwargs). The callback may run in worker processes (num_proc), where
+ * `ctx` is the forked copy.
+ */
+typedef struct qv_map_fn {
+  const char *name;
+  const char *version;
+  qv_status (*call)(void *ctx, const qv_array *batch, int64_t first_row, int rank,
+                    qv_array **out, qv_error *err);
+  void *ctx;
+  const qv_fingerprint_args *params;
+} qv_map_fn;
+
+typedef struct qv_map_options {
+  /** Batches of batch_size rows (else one row per call). */
+  bool batched;
+  /** Rows per call when batched: 0 = QV_DATASET_MAP_BATCH_SIZE, < 0 = the
+   *  whole dataset (per worker) in one call. */
+  int64_t batch_size;
+  /** Skip a last batch shorter than batch_size. */
+  bool drop_last_batch;
+  /** Columns given to the callback (NULL: all). */
+  const char *const *input_columns;
+  int32_t n_input_columns;
+  /** Input columns not carried into the output. */
+  const char *const *remove_columns;
+  int32_t n_remove_columns;
+  /** Worker processes (0 or 1: run in this process). Each worker gets the
+   *  recipe of its contiguous shard (qv_table_recipe; files are reopened,
+   *  not copied), writes `cache-<fp>_{rank:05d}_of_{num_proc:05d}.arrow`
+   *  (file-backed) and the results are joined as a concatenation table.
+   *  Capped at num_rows. */
+  int num_proc;
+} qv_map_options;
+
+/**
+ * datasets' map with a C function (see qv_map_fn). The output is written
+ * to the cache file (file-backed, not keep_in_memory) or kept in memory;
+ * an existing cache file (or a complete set of per-worker files, for any
+ * worker count, preferring the most complete and the closest count as
+ * datasets) is reused. The output schema carries the features: those of
+ * input columns passed through (or replaced by the same Arrow type) are
+ * kept, others derived from the Arrow types. An empty dataset is returned
+ * (with columns removed) without calling the function.
+ * Fingerprint: "name@version", {batched (when true), batch_size (when
+ * batched and not the default), drop_last_batch (when true),
+ * input_columns, remove_columns (lists, when given), params (digest, when
+ * given)}; worker files carry fingerprint + "_{rank:05d}_of_{n:05d}".
+ */
+qv_status qv_dataset_map(qv_dataset *ds, const qv_map_fn *fn, const qv_map_options *map_opts,
+                         const qv_dataset_options *opts, qv_dataset **out, qv_error *err);
+
+/* ------------------------------------------------------------------------ */
+/* Saving                                                                     */
+
+typedef struct qv_save_options {
+  /** Largest shard in bytes (estimated as datasets does); 0 = 500MB. */
+  int64_t max_shard_size;
+  /** Exact number of shards (0 = from max_shard_size). */
+  int64_t num_shards;
+  qv_progress_fn progress;
+  void *progress_ctx;
+} qv_save_options;
+
+/**
+ * Write the dataset to directory `dir` in the save_to_disk layout
+ * (datasets' Dataset.save_to_disk): `data-0000i-of-0000N.arrow` shards
+ * (IPC streams, the rows as mapped — indices are flattened — in contiguous
+ * shards; schema metadata {"info": {"features": ...}}), `state.json`
+ * (fingerprint, format, split, data files) and `dataset_info.json`, each
+ * written atomically, state.json last. Shard files of an earlier save with
+ * another shard count are removed. QV_EARG when `dir` holds one of the
+ * dataset's own files (a dataset cannot overwrite itself). `opts` may be
+ * NULL. `out_num_shards` (may be NULL) receives the shard count.
+ */
+qv_status qv_dataset_save_to_disk(qv_dataset *ds, const char *dir, const qv_save_options *opts,
+                                  int64_t *out_num_shards, qv_error *err);
+
+/**
+ * Write a DatasetDict (datasets' DatasetDict.save_to_disk): each dataset
+ * in `dir/<name>` (qv_dataset_save_to_disk), then `dir/dataset_dict.json`
+ * listing the names in order. Names must be single path components.
+ */
+qv_status qv_dataset_dict_save_to_disk(qv_dataset *const *datasets, const char *const *names,
+                                       int64_t n, const char *dir,
+                                       const qv_save_options *opts, qv_error *err);
+
+/** Split names of a DatasetDict directory (dataset_dict.json order), or
+ *  QV_EINVAL when `path` is not one. Free with qv_table_free_paths. */
+qv_status qv_dataset_dict_splits(const char *path, char ***out_names, int64_t *out_n,
+                                 qv_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* QUIVER_DATASET_H */

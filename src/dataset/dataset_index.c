@@ -1,0 +1,220 @@
+/*
+ * dataset_index.c — indices mappings of the Dataset object: building one
+ * (in memory, or written atomically as `cache-<fingerprint>.arrow` the way
+ * datasets' ArrowWriter writes it: an IPC stream, one uint64 column
+ * "indices", batches of writer_batch_size rows, the `huggingface` schema
+ * metadata with features and fingerprint), reopening a cache file,
+ * composing a selection with an existing mapping (datasets'
+ * `self._indices.column(0).take(indices)`), and the select paths every
+ * indices transform ends in. Dataset layer.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dataset/dataset_internal.h"
+#include "quiver/writer.h"
+
+static qv_status oom(qv_error *err) {
+  return qv_error_set(err, QV_ENOMEM, "dataset: out of memory");
+}
+
+/* struct<indices: uint64> with the given metadata value (may be NULL). */
+static qv_status indices_schema(const char *fp, qv_schema **out, qv_error *err) {
+  qv_type *st = qv_type_new(QV_STRUCT);
+  qv_type *u64 = qv_type_new(QV_UINT64);
+  if (st == NULL || u64 == NULL) {
+    qv_type_unref(st);
+    qv_type_unref(u64);
+    return oom(err);
+  }
+  qv_status s = qv_type_add_child(st, QV_DATASET_INDICES_COLUMN, true, u64, NULL, err);
+  if (s != QV_OK) {
+    qv_type_unref(u64);
+    qv_type_unref(st);
+    return s;
+  }
+  qv_schema *bare = qv_schema_new(st);
+  if (bare == NULL) return oom(err);
+  qv_hf_feature *features = NULL;
+  s = qv_hf_features_resolve(bare, &features, NULL, err);
+  if (s == QV_OK) s = qv_ds_file_schema(bare, features, fp, out, err);
+  qv_hf_feature_free(features);
+  qv_schema_unref(bare);
+  return s;
+}
+
+qv_status qv_ds_indices_array(qv_buffer *buf, int64_t n, qv_array **out, qv_error *err) {
+  qv_type *t = qv_type_new(QV_UINT64);
+  qv_array *a = t ? qv_array_new(t, 2, 0) : NULL;
+  qv_type_unref(t);
+  if (a == NULL) return oom(err);
+  a->length = n;
+  a->null_count = 0;
+  a->buffers[1] = qv_buffer_ref(buf);
+  *out = a;
+  return QV_OK;
+}
+
+/* A UINT64 view of an INT64 / UINT64 array (shares the buffers). */
+static qv_status as_uint64(qv_array *values, qv_array **out, qv_error *err) {
+  if (values->type->id == QV_UINT64) {
+    *out = qv_array_ref(values);
+    return QV_OK;
+  }
+  if (values->type->id != QV_INT64 || values->n_buffers != 2)
+    return qv_error_set(err, QV_ETYPE, "indices must be int64 or uint64, found %s",
+                        qv_type_id_name(values->type->id));
+  qv_type *t = qv_type_new(QV_UINT64);
+  qv_array *a = t ? qv_array_new(t, 2, 0) : NULL;
+  qv_type_unref(t);
+  if (a == NULL) return oom(err);
+  a->length = values->length;
+  a->offset = values->offset;
+  a->null_count = values->null_count;
+  a->buffers[0] = qv_buffer_ref(values->buffers[0]);
+  a->buffers[1] = qv_buffer_ref(values->buffers[1]);
+  *out = a;
+  return QV_OK;
+}
+
+qv_status qv_ds_indices_open(const char *path, int64_t expected_rows, qv_table **out,
+                             qv_error *err) {
+  qv_table *t = NULL;
+  QV_RETURN_NOT_OK(qv_table_open_path(path, NULL, &t, err));
+  const qv_schema *s = qv_table_schema(t);
+  qv_status st = QV_OK;
+  if (qv_schema_num_fields(s) != 1 ||
+      strcmp(qv_schema_field(s, 0)->name, QV_DATASET_INDICES_COLUMN) != 0 ||
+      qv_schema_field(s, 0)->type->id != QV_UINT64) {
+    char ty[64] = "";
+    if (qv_schema_num_fields(s) >= 1) qv_type_to_string(qv_schema_field(s, 0)->type, ty, sizeof ty);
+    st = qv_error_set(err, QV_EINVAL,
+                      "%s: not an indices mapping: expected one uint64 column 'indices', found "
+                      "%d column(s)%s%s%s%s",
+                      path, qv_schema_num_fields(s), qv_schema_num_fields(s) ? ", the first '" : "",
+                      qv_schema_num_fields(s) ? qv_schema_field(s, 0)->name : "",
+                      qv_schema_num_fields(s) ? "': " : "", ty);
+  } else if (expected_rows >= 0 && qv_table_num_rows(t) != expected_rows) {
+    st = qv_error_set(err, QV_EINVAL, "%s: indices mapping has %lld rows, expected %lld", path,
+                      (long long)qv_table_num_rows(t), (long long)expected_rows);
+  }
+  if (st != QV_OK) {
+    qv_table_unref(t);
+    return st;
+  }
+  *out = t;
+  return QV_OK;
+}
+
+qv_status qv_ds_indices_build(qv_array *values, const char *path, const char *fp,
+                              int64_t writer_batch_size, qv_table **out, qv_error *err) {
+  qv_array *u64 = NULL;
+  QV_RETURN_NOT_OK(as_uint64(values, &u64, err));
+  qv_schema *schema = NULL;
+  qv_status st = indices_schema(fp, &schema, err);
+  qv_array *batch = NULL;
+  int64_t n = u64->length;
+  if (st == QV_OK) {
+    qv_array *ch = qv_array_ref(u64);
+    st = qv_ds_make_struct(schema->type, n, &ch, 1, &batch, err);
+  }
+  if (st == QV_OK && path == NULL) {
+    st = qv_table_from_batches(schema, &batch, n > 0 ? 1 : 0, out, err);
+  } else if (st == QV_OK) {
+    qv_write_options wo;
+    memset(&wo, 0, sizeof wo);
+    wo.format = QV_FORMAT_STREAM;
+    wo.max_batch_rows = writer_batch_size > 0 ? writer_batch_size : QV_DATASET_WRITER_BATCH_SIZE;
+    qv_writer *w = NULL;
+    st = qv_writer_open_path(path, schema, &wo, &w, err);
+    if (st == QV_OK && n > 0) {
+      st = qv_writer_write_batch(w, batch, err);
+      if (st != QV_OK) qv_writer_abort(w);
+    }
+    if (st == QV_OK) st = qv_writer_close(w, err);
+    if (st == QV_OK) st = qv_ds_indices_open(path, n, out, err);
+  }
+  qv_array_unref(batch);
+  qv_array_unref(u64);
+  qv_schema_unref(schema);
+  return st;
+}
+
+qv_status qv_ds_compose(const qv_dataset *ds, const int64_t *rows, int64_t n, qv_array **out,
+                        qv_error *err) {
+  int64_t size = qv_dataset_num_rows(ds);
+  for (int64_t i = 0; i < n; i++)
+    if (rows[i] < 0 || rows[i] >= size)
+      return qv_error_set(err, QV_ERANGE, "index %lld out of range for dataset of size %lld",
+                          (long long)rows[i], (long long)size);
+  if (ds->indices == NULL) {
+    qv_buffer *buf = NULL;
+    QV_RETURN_NOT_OK(qv_buffer_alloc(n * 8, &buf, err));
+    if (n > 0) memcpy(buf->data, rows, (size_t)n * 8);
+    qv_status st = qv_ds_indices_array(buf, n, out, err);
+    qv_buffer_unref(buf);
+    return st;
+  }
+  qv_array *g = NULL;
+  QV_RETURN_NOT_OK(qv_table_gather(ds->indices, rows, n, &g, err));
+  qv_array *col = g->children[0];
+  qv_status st = QV_OK;
+  if (qv_array_null_count(col) > 0)
+    st = qv_error_set(err, QV_EINVAL, "indices mapping holds nulls");
+  else
+    *out = qv_array_ref(col);
+  qv_array_unref(g);
+  return st;
+}
+
+qv_status qv_ds_with_indices(const qv_dataset *ds, qv_table *indices, const char *fp,
+                             qv_dataset **out, qv_error *err) {
+  return qv_ds_derive(ds, ds->data, indices, fp, NULL, out, err);
+}
+
+qv_status qv_ds_select_contiguous(qv_dataset *ds, int64_t start, int64_t length,
+                                  const char *fp, qv_dataset **out, qv_error *err) {
+  int64_t size = qv_dataset_num_rows(ds);
+  if (size == 0) {
+    *out = qv_dataset_ref(ds);
+    return QV_OK;
+  }
+  if (start < 0 || start >= size || length < 0 || length > size - start)
+    return qv_error_set(err, QV_ERANGE,
+                        "rows [%lld, %lld) out of range for dataset of size %lld",
+                        (long long)start, (long long)(start + length), (long long)size);
+  qv_table *t = NULL;
+  qv_status st;
+  if (ds->indices == NULL || length == 0) {
+    QV_RETURN_NOT_OK(qv_table_slice(ds->data, length == 0 ? 0 : start, length, &t, err));
+    st = qv_ds_derive(ds, t, NULL, fp, NULL, out, err);
+  } else {
+    QV_RETURN_NOT_OK(qv_table_slice(ds->indices, start, length, &t, err));
+    st = qv_ds_derive(ds, ds->data, t, fp, NULL, out, err);
+  }
+  qv_table_unref(t);
+  return st;
+}
+
+qv_status qv_ds_select_fp(qv_dataset *ds, const int64_t *indices, int64_t n, const char *fp,
+                          const char *path, int64_t writer_batch_size, qv_dataset **out,
+                          qv_error *err) {
+  if (qv_dataset_num_rows(ds) == 0) {
+    *out = qv_dataset_ref(ds);
+    return QV_OK;
+  }
+  if (n == 0) return qv_ds_select_contiguous(ds, 0, 0, fp, out, err);
+  int64_t start = indices[0];
+  bool contiguous = start >= 0;
+  for (int64_t i = 1; contiguous && i < n; i++) contiguous = indices[i] == start + i;
+  if (contiguous) return qv_ds_select_contiguous(ds, start, n, fp, out, err);
+  qv_array *values = NULL;
+  QV_RETURN_NOT_OK(qv_ds_compose(ds, indices, n, &values, err));
+  qv_table *idx = NULL;
+  qv_status st = qv_ds_indices_build(values, path, fp, writer_batch_size, &idx, err);
+  qv_array_unref(values);
+  if (st == QV_OK) st = qv_ds_with_indices(ds, idx, fp, out, err);
+  qv_table_unref(idx);
+  return st;
+}

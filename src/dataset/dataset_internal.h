@@ -1,0 +1,160 @@
+/*
+ * dataset_internal.h — the shape behind qv_dataset and the helpers shared
+ * by the files of the Dataset object (dataset layer, private):
+ *
+ *   dataset.c        lifetime, opening, inspection, row access, iteration,
+ *                    cache files, feature-tree helpers
+ *   dataset_index.c  indices mappings: building (in memory or written to a
+ *                    cache file), reopening, reading values, composing
+ *   dataset_ops.c    select / shuffle / shard / split / filter / flatten /
+ *                    concatenate and the column transforms
+ *   dataset_sort.c   sort (and unique) over the rows as mapped
+ *   dataset_map.c    map, single process and worker processes
+ *   dataset_save.c   save_to_disk (Dataset and DatasetDict layouts)
+ */
+#ifndef QUIVER_DATASET_INTERNAL_H
+#define QUIVER_DATASET_INTERNAL_H
+
+#include "quiver/dataset.h"
+
+struct qv_dataset {
+  long refcount;
+  qv_table *data;             /* reference */
+  qv_table *indices;          /* reference or NULL */
+  char fingerprint[QV_FINGERPRINT_SIZE];
+  qv_hf_feature *features;    /* owned QV_HF_DICT, one key per column */
+  char *info_json;            /* dataset_info.json text (NULL: a fresh info) */
+  char *split;                /* NULL for None */
+  /* output format (state.json) */
+  char *format_type;          /* NULL for None */
+  char *format_kwargs;        /* compact JSON object text, never NULL */
+  bool has_format_columns;
+  int32_t n_format_columns;
+  char **format_columns;
+  bool output_all_columns;
+};
+
+/* ---------------------------------------------------------------- meta -- */
+
+/* strdup that reports failure as NULL (NULL in, NULL out). */
+char *qv_ds_strdup(const char *s);
+
+/* A new dataset over `data` and `indices` (references taken when not NULL)
+ * with fingerprint `fp` and features `features` (taken over), copying
+ * info, split and format from `meta` (may be NULL: fresh). On failure the
+ * taken features are freed. */
+qv_status qv_ds_new(qv_table *data, qv_table *indices, const char *fp,
+                    qv_hf_feature *features, const qv_dataset *meta, qv_dataset **out,
+                    qv_error *err);
+
+/* The same dataset with another data table / indices / fingerprint; the
+ * features are copied from `ds` unless `features` (taken over) is given. */
+qv_status qv_ds_derive(const qv_dataset *ds, qv_table *data, qv_table *indices, const char *fp,
+                       qv_hf_feature *features, qv_dataset **out, qv_error *err);
+
+/* Fingerprint of a transform: opts->new_fingerprint when given (validated),
+ * else qv_fingerprint_update(ds's, transform, args). */
+qv_status qv_ds_fingerprint(const qv_dataset *ds, const qv_dataset_options *opts,
+                            const char *transform, const qv_fingerprint_args *args,
+                            char out[QV_FINGERPRINT_SIZE], qv_error *err);
+
+/* Digest of a whole argument set as a 16-hex string (for nesting a
+ * caller's params into a transform's arguments). */
+qv_status qv_ds_args_digest(const qv_fingerprint_args *args, char out[QV_FINGERPRINT_SIZE],
+                            qv_error *err);
+
+/* ------------------------------------------------------------ features -- */
+
+/* A QV_HF_DICT holding copies of the children `idx[0..n)` of `dict`, keyed
+ * by `names` (NULL: the original keys). NULL on allocation failure. */
+qv_hf_feature *qv_ds_features_pick(const qv_hf_feature *dict, const int32_t *idx, int32_t n,
+                                   const char *const *names);
+/* Append key `name` with `feature` (taken over) to a QV_HF_DICT. */
+qv_status qv_ds_features_append(qv_hf_feature *dict, const char *name, qv_hf_feature *feature,
+                                qv_error *err);
+/* Features for the columns of `schema`: the feature of the same-named key
+ * of `like` when its implied Arrow type equals the column's, else derived
+ * from the column's type. */
+qv_status qv_ds_features_for_schema(const qv_schema *schema, const qv_hf_feature *like,
+                                    qv_hf_feature **out, qv_error *err);
+/* The schema files written for `ds` carry: the data table's columns and the
+ * schema metadata "huggingface" = {"info": {"features": F}, "fingerprint":
+ * fp} (fp may be NULL). */
+qv_status qv_ds_file_schema(const qv_schema *data_schema, const qv_hf_feature *features,
+                            const char *fp, qv_schema **out, qv_error *err);
+
+/* -------------------------------------------------------------- batches -- */
+
+/* A STRUCT array of `type` (offset 0, no validity) over `children` (taken
+ * over, each `length` rows). */
+qv_status qv_ds_make_struct(qv_type *type, int64_t length, qv_array **children, int32_t n,
+                            qv_array **out, qv_error *err);
+/* Rows [off, off+len) of a STRUCT batch as a new STRUCT array whose
+ * children are sliced (offset 0 at the top). */
+qv_status qv_ds_struct_slice(const qv_array *batch, int64_t off, int64_t len, qv_array **out,
+                             qv_error *err);
+
+/* ---------------------------------------------------------- cache files -- */
+
+/* Directory of the first cache file (malloc'ed), or NULL (with QV_OK) when
+ * the dataset is not file-backed. */
+qv_status qv_ds_cache_dir(const qv_dataset *ds, char **out, qv_error *err);
+/* Path of the cache file a transform writes: opts->cache_file_name, else
+ * `<cache dir>/cache-<fp><suffix>.arrow` (suffix may be NULL), else NULL
+ * (not file-backed, or keep_in_memory). QV_EARG for keep_in_memory with a
+ * cache file name. */
+qv_status qv_ds_cache_path(const qv_dataset *ds, const qv_dataset_options *opts, const char *fp,
+                           const char *suffix, char **out, qv_error *err);
+bool qv_ds_file_exists(const char *path);
+
+/* ------------------------------------------------------------- indices -- */
+
+/* An indices mapping over the uint64 (or int64, non-negative) array
+ * `values` (a reference is taken): written to `path` (atomically; stream
+ * format, writer_batch_size rows per batch, the `huggingface` metadata with
+ * fingerprint `fp`) and mapped back, or, when path is NULL, an in-memory
+ * table. */
+qv_status qv_ds_indices_build(qv_array *values, const char *path, const char *fp,
+                              int64_t writer_batch_size, qv_table **out, qv_error *err);
+/* An int64 array over `buf` (reference taken), n values, as indices. */
+qv_status qv_ds_indices_array(qv_buffer *buf, int64_t n, qv_array **out, qv_error *err);
+/* Open an indices cache file: one unsigned 64-bit column "indices"
+ * (QV_EINVAL otherwise); expected_rows >= 0 is checked. */
+qv_status qv_ds_indices_open(const char *path, int64_t expected_rows, qv_table **out,
+                             qv_error *err);
+/* The mapping's values at rows[0..n) of `ds` (rows checked against
+ * num_rows), composed: out[i] = data row behind dataset row rows[i].
+ * Returns a UINT64 array (new). Without a mapping, the rows themselves. */
+qv_status qv_ds_compose(const qv_dataset *ds, const int64_t *rows, int64_t n, qv_array **out,
+                        qv_error *err);
+/* A dataset equal to `ds` but with mapping `indices` (reference taken) and
+ * fingerprint fp. */
+qv_status qv_ds_with_indices(const qv_dataset *ds, qv_table *indices, const char *fp,
+                             qv_dataset **out, qv_error *err);
+/* Select with a precomputed fingerprint (the shared body of select,
+ * shuffle, shard, split, sort). `path` is where a new mapping is written
+ * (NULL: memory). */
+qv_status qv_ds_select_fp(qv_dataset *ds, const int64_t *indices, int64_t n, const char *fp,
+                          const char *path, int64_t writer_batch_size, qv_dataset **out,
+                          qv_error *err);
+/* Contiguous select with a precomputed fingerprint. */
+qv_status qv_ds_select_contiguous(qv_dataset *ds, int64_t start, int64_t length,
+                                  const char *fp, qv_dataset **out, qv_error *err);
+
+/* ------------------------------------------------------------ flatten -- */
+
+/* Write the rows of `ds` (as mapped) to `path` (NULL: an in-memory table)
+ * with schema `schema` (the file schema), windows of `window` rows. */
+qv_status qv_ds_write_rows(qv_dataset *ds, const char *path, const qv_schema *schema,
+                           int64_t writer_batch_size, qv_progress_fn progress,
+                           void *progress_ctx, const char *what, qv_table **out_table,
+                           qv_error *err);
+/* flatten_indices with explicit options (used by concatenate/add_column). */
+qv_status qv_ds_flatten(qv_dataset *ds, const qv_dataset_options *opts, qv_dataset **out,
+                        qv_error *err);
+/* A dataset over a data file (mapped) written for `like`: features and
+ * meta copied from `like`, fingerprint fp. */
+qv_status qv_ds_from_written(const qv_dataset *like, qv_table *data, const char *fp,
+                             qv_hf_feature *features, qv_dataset **out, qv_error *err);
+
+#endif /* QUIVER_DATASET_INTERNAL_H */

@@ -1,0 +1,434 @@
+/*
+ * dataset_save.c — writing the rows of a dataset: the shared row writer
+ * behind flatten_indices, map's pass-through and save_to_disk (windows of
+ * rows gathered through the mapping, or data batches written as they are
+ * without one), and save_to_disk itself in `datasets`' layout
+ * (Dataset.save_to_disk / DatasetDict.save_to_disk): shard planning from
+ * the estimated size, `data-0000i-of-0000N.arrow` IPC streams with the
+ * features in the schema metadata, state.json and dataset_info.json
+ * written atomically, state.json last. Dataset layer.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "dataset/dataset_internal.h"
+#include "quiver/print.h"
+#include "quiver/writer.h"
+
+static qv_status oom(qv_error *err) {
+  return qv_error_set(err, QV_ENOMEM, "dataset: out of memory");
+}
+
+/* Rows per gathered window when writing through a mapping: a multiple of
+ * the writer batch size, so that written batches are all full. */
+#define WRITE_WINDOW_ROWS 65536
+
+qv_status qv_ds_write_rows(qv_dataset *ds, const char *path, const qv_schema *schema,
+                           int64_t writer_batch_size, qv_progress_fn progress,
+                           void *progress_ctx, const char *what, qv_table **out_table,
+                           qv_error *err) {
+  int64_t wbs = writer_batch_size > 0 ? writer_batch_size : QV_DATASET_WRITER_BATCH_SIZE;
+  int64_t total = qv_dataset_num_rows(ds);
+  qv_writer *w = NULL;
+  if (path != NULL) {
+    qv_write_options wo;
+    memset(&wo, 0, sizeof wo);
+    wo.format = QV_FORMAT_STREAM;
+    wo.max_batch_rows = wbs;
+    QV_RETURN_NOT_OK(qv_writer_open_path(path, schema, &wo, &w, err));
+  }
+  qv_array **kept = NULL;
+  int64_t n_kept = 0, cap = 0, done = 0;
+  qv_status st = QV_OK;
+  qv_dataset_iter *it = NULL;
+  int64_t b = 0;
+  if (ds->indices != NULL) {
+    int64_t window = WRITE_WINDOW_ROWS / wbs * wbs;
+    if (window < wbs) window = wbs;
+    st = qv_dataset_iter_new(ds, window, false, &it, err);
+  }
+  while (st == QV_OK) {
+    qv_array *batch = NULL;
+    if (it != NULL) {
+      st = qv_dataset_iter_next(it, &batch, NULL, err);
+    } else if (b < qv_table_num_batches(ds->data)) {
+      st = qv_table_batch(ds->data, b++, &batch, err);
+    }
+    if (st != QV_OK || batch == NULL) break;
+    done += batch->length;
+    if (w != NULL) {
+      st = qv_writer_write_batch(w, batch, err);
+      qv_array_unref(batch);
+    } else {
+      if (n_kept == cap) {
+        int64_t nc = cap ? cap * 2 : 16;
+        qv_array **k = realloc(kept, sizeof *k * (size_t)nc);
+        if (k == NULL) {
+          qv_array_unref(batch);
+          st = oom(err);
+          break;
+        }
+        kept = k;
+        cap = nc;
+      }
+      kept[n_kept++] = batch;
+    }
+    if (progress != NULL) progress(progress_ctx, what ? what : "write", done, total);
+  }
+  qv_dataset_iter_free(it);
+  if (w != NULL) {
+    if (st == QV_OK) {
+      st = qv_writer_close(w, err);
+      if (st == QV_OK) st = qv_table_open_path(path, NULL, out_table, err);
+    } else {
+      qv_writer_abort(w);
+    }
+  } else if (st == QV_OK) {
+    st = qv_table_from_batches(schema, kept, n_kept, out_table, err);
+  }
+  for (int64_t i = 0; i < n_kept; i++) qv_array_unref(kept[i]);
+  free(kept);
+  return st;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Size estimate (pyarrow's nbytes: the bytes the values use)                */
+
+static int64_t off_at(const qv_array *a, int64_t i, bool large) {
+  const uint8_t *p = a->buffers[1]->data;
+  if (large) {
+    int64_t v;
+    memcpy(&v, p + 8 * i, 8);
+    return v;
+  }
+  int32_t v;
+  memcpy(&v, p + 4 * i, 4);
+  return v;
+}
+
+/* Bytes of rows [start, start+count) of `a` (start counts a->offset). */
+static int64_t nbytes(const qv_array *a, int64_t start, int64_t count) {
+  if (count <= 0) return 0;
+  int64_t n = 0;
+  qv_type_id id = a->type->id;
+  bool has_validity = a->n_buffers > 0 && a->buffers[0] != NULL && id != QV_SPARSE_UNION &&
+                      id != QV_DENSE_UNION;
+  if (has_validity) n += (count + 7) / 8;
+  int32_t bw = qv_type_byte_width(a->type);
+  switch (id) {
+    case QV_NA:
+      return 0;
+    case QV_BOOL:
+      return n + (count + 7) / 8;
+    case QV_BINARY:
+    case QV_STRING:
+    case QV_LARGE_BINARY:
+    case QV_LARGE_STRING: {
+      bool large = id == QV_LARGE_BINARY || id == QV_LARGE_STRING;
+      n += (count + 1) * (large ? 8 : 4);
+      return n + off_at(a, start + count, large) - off_at(a, start, large);
+    }
+    case QV_LIST:
+    case QV_LARGE_LIST:
+    case QV_MAP: {
+      bool large = id == QV_LARGE_LIST;
+      n += (count + 1) * (large ? 8 : 4);
+      int64_t s = off_at(a, start, large), e = off_at(a, start + count, large);
+      return n + nbytes(a->children[0], a->children[0]->offset + s, e - s);
+    }
+    case QV_FIXED_SIZE_LIST: {
+      int64_t size = a->type->list_size;
+      return n + nbytes(a->children[0], a->children[0]->offset + start * size, count * size);
+    }
+    case QV_STRUCT:
+      for (int32_t c = 0; c < a->n_children; c++)
+        n += nbytes(a->children[c], a->children[c]->offset + start, count);
+      return n;
+    case QV_DICTIONARY: {
+      int32_t iw = qv_type_byte_width(a->type->index_type);
+      n += count * iw;
+      if (a->dictionary) n += nbytes(a->dictionary, a->dictionary->offset, a->dictionary->length);
+      return n;
+    }
+    default:
+      break;
+  }
+  if (bw > 0) return n + count * bw;
+  /* views, unions, run-end encoded: every buffer, whole. */
+  for (int32_t i = has_validity ? 1 : 0; i < a->n_buffers; i++)
+    if (a->buffers[i]) n += a->buffers[i]->size;
+  for (int32_t c = 0; c < a->n_children; c++)
+    n += nbytes(a->children[c], a->children[c]->offset, a->children[c]->length);
+  return n;
+}
+
+/* datasets' _estimate_nbytes: the data table's nbytes, scaled by the
+ * mapping's rows over the data's rows. */
+static qv_status estimate_nbytes(const qv_dataset *ds, int64_t *out, qv_error *err) {
+  int64_t total = 0;
+  qv_table *t = ds->data;
+  for (int64_t b = 0; b < qv_table_num_batches(t); b++) {
+    qv_array *batch = NULL;
+    QV_RETURN_NOT_OK(qv_table_batch(t, b, &batch, err));
+    total += nbytes(batch, batch->offset, batch->length);
+    qv_array_unref(batch);
+  }
+  int64_t data_rows = qv_table_num_rows(t);
+  if (ds->indices != NULL && data_rows > 0)
+    total = (int64_t)((__int128)total * qv_table_num_rows(ds->indices) / data_rows);
+  *out = total;
+  return QV_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Files                                                                     */
+
+static qv_status fsync_dir(const char *dir, qv_error *err) {
+  int fd = open(dir, O_RDONLY | O_DIRECTORY);
+  if (fd < 0) return qv_error_set(err, QV_EIO, "%s: %s", dir, strerror(errno));
+  int rc = fsync(fd);
+  close(fd);
+  if (rc != 0) return qv_error_set(err, QV_EIO, "%s: fsync: %s", dir, strerror(errno));
+  return QV_OK;
+}
+
+/* Write `text` to dir/name atomically (hidden temporary, fsync, rename). */
+static qv_status write_text(const char *dir, const char *name, const char *text, int64_t len,
+                            qv_error *err) {
+  char tmp[PATH_MAX], dst[PATH_MAX];
+  if ((size_t)snprintf(tmp, sizeof tmp, "%s/.%s.tmp-quiver-XXXXXX", dir, name) >= sizeof tmp ||
+      (size_t)snprintf(dst, sizeof dst, "%s/%s", dir, name) >= sizeof dst)
+    return qv_error_set(err, QV_EARG, "%s/%s: path too long", dir, name);
+  int fd = mkstemp(tmp);
+  if (fd < 0) return qv_error_set(err, QV_EIO, "%s: %s", tmp, strerror(errno));
+  const char *p = text;
+  int64_t left = len;
+  while (left > 0) {
+    ssize_t k = write(fd, p, (size_t)left);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) {
+      qv_status st = qv_error_set(err, QV_EIO, "%s: write: %s", tmp, strerror(errno));
+      close(fd);
+      unlink(tmp);
+      return st;
+    }
+    p += k;
+    left -= k;
+  }
+  if (fchmod(fd, 0644) != 0 || fsync(fd) != 0) {
+    qv_status st = qv_error_set(err, QV_EIO, "%s: %s", tmp, strerror(errno));
+    close(fd);
+    unlink(tmp);
+    return st;
+  }
+  close(fd);
+  if (rename(tmp, dst) != 0) {
+    qv_status st = qv_error_set(err, QV_EIO, "%s: rename: %s", dst, strerror(errno));
+    unlink(tmp);
+    return st;
+  }
+  return fsync_dir(dir, err);
+}
+
+/* mkdir -p */
+static qv_status make_dirs(const char *path, qv_error *err) {
+  char buf[PATH_MAX];
+  if ((size_t)snprintf(buf, sizeof buf, "%s", path) >= sizeof buf)
+    return qv_error_set(err, QV_EARG, "%s: path too long", path);
+  for (char *p = buf + 1; *p; p++) {
+    if (*p != '/') continue;
+    *p = '\0';
+    if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+      return qv_error_set(err, QV_EIO, "%s: mkdir: %s", buf, strerror(errno));
+    *p = '/';
+  }
+  if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+    return qv_error_set(err, QV_EIO, "%s: mkdir: %s", buf, strerror(errno));
+  struct stat sb;
+  if (stat(buf, &sb) != 0 || !S_ISDIR(sb.st_mode))
+    return qv_error_set(err, QV_EIO, "%s: not a directory", buf);
+  return QV_OK;
+}
+
+/* QV_EARG when `dir` is the directory of one of the dataset's files. */
+static qv_status check_not_self(const qv_dataset *ds, const char *dir, qv_error *err) {
+  char real[PATH_MAX];
+  if (realpath(dir, real) == NULL) return QV_OK; /* does not exist yet */
+  char **paths = NULL;
+  int64_t n = 0;
+  QV_RETURN_NOT_OK(qv_dataset_cache_files(ds, &paths, &n, err));
+  qv_status st = QV_OK;
+  for (int64_t i = 0; i < n && st == QV_OK; i++) {
+    char parent[PATH_MAX];
+    snprintf(parent, sizeof parent, "%s", paths[i]);
+    char *slash = strrchr(parent, '/');
+    if (slash == NULL) continue;
+    if (slash == parent) slash[1] = '\0';
+    else *slash = '\0';
+    char rp[PATH_MAX];
+    if (realpath(parent, rp) != NULL && strcmp(rp, real) == 0)
+      st = qv_error_set(err, QV_EARG,
+                        "Tried to overwrite %s but a dataset can't overwrite itself (it reads "
+                        "%s)",
+                        real, paths[i]);
+  }
+  qv_table_free_paths(paths, n);
+  return st;
+}
+
+/* Remove data-NNNNN-of-MMMMM.arrow files with MMMMM != num_shards (left by
+ * an earlier save with another shard count). */
+static qv_status remove_stale_shards(const char *dir, int64_t num_shards, qv_error *err) {
+  DIR *d = opendir(dir);
+  if (d == NULL) return qv_error_set(err, QV_EIO, "%s: %s", dir, strerror(errno));
+  struct dirent *e;
+  qv_status st = QV_OK;
+  while (st == QV_OK && (e = readdir(d)) != NULL) {
+    long long i = 0, m = 0;
+    int used = 0;
+    if (sscanf(e->d_name, "data-%5lld-of-%5lld.arrow%n", &i, &m, &used) != 2 ||
+        e->d_name[used] != '\0' || strncmp(e->d_name, "data-", 5) != 0)
+      continue;
+    char expect[64];
+    qv_hf_shard_name(i, m, expect, sizeof expect);
+    if (strcmp(expect, e->d_name) != 0 || m == num_shards) continue;
+    char full[PATH_MAX];
+    snprintf(full, sizeof full, "%s/%s", dir, e->d_name);
+    if (unlink(full) != 0)
+      st = qv_error_set(err, QV_EIO, "%s: cannot remove: %s", full, strerror(errno));
+  }
+  closedir(d);
+  return st;
+}
+
+/* ------------------------------------------------------------------------ */
+/* save_to_disk                                                              */
+
+qv_status qv_dataset_save_to_disk(qv_dataset *ds, const char *dir, const qv_save_options *opts,
+                                  int64_t *out_num_shards, qv_error *err) {
+  qv_save_options o;
+  memset(&o, 0, sizeof o);
+  if (opts) o = *opts;
+  if (o.num_shards < 0 || o.max_shard_size < 0)
+    return qv_error_set(err, QV_EARG, "save_to_disk: negative shard count or size");
+  QV_RETURN_NOT_OK(check_not_self(ds, dir, err));
+  QV_RETURN_NOT_OK(make_dirs(dir, err));
+  int64_t nbytes_est = 0;
+  QV_RETURN_NOT_OK(estimate_nbytes(ds, &nbytes_est, err));
+  int64_t rows = qv_dataset_num_rows(ds);
+  int64_t num_shards = o.num_shards;
+  if (num_shards == 0)
+    num_shards = qv_hf_plan_num_shards(nbytes_est, o.max_shard_size, 0,
+                                       qv_table_num_rows(ds->data));
+  /* datasets: min(DEFAULT_MAX_BATCH_SIZE, get_writer_batch_size_from_data_size) */
+  int64_t wbs = QV_DATASET_WRITER_BATCH_SIZE;
+  if (nbytes_est > 0) {
+    int64_t by_size = (int64_t)((__int128)rows * 100000000 / nbytes_est);
+    if (by_size < 1) by_size = 1;
+    if (by_size < wbs) wbs = by_size;
+  }
+  qv_schema *schema = NULL;
+  QV_RETURN_NOT_OK(qv_ds_file_schema(qv_table_schema(ds->data), ds->features, NULL, &schema, err));
+  qv_hf_state state;
+  memset(&state, 0, sizeof state);
+  state.data_files = calloc((size_t)(num_shards > 0 ? num_shards : 1), sizeof(char *));
+  qv_status st = state.data_files ? QV_OK : oom(err);
+  int64_t done_rows = 0;
+  for (int64_t i = 0; st == QV_OK && i < num_shards; i++) {
+    char name[64];
+    qv_hf_shard_name(i, num_shards, name, sizeof name);
+    if ((state.data_files[i] = qv_ds_strdup(name)) == NULL) {
+      st = oom(err);
+      break;
+    }
+    state.n_data_files = i + 1;
+    char path[PATH_MAX];
+    if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, name) >= sizeof path) {
+      st = qv_error_set(err, QV_EARG, "%s: path too long", dir);
+      break;
+    }
+    int64_t start = 0, end = 0;
+    qv_hf_shard_range(rows, num_shards, i, &start, &end);
+    qv_dataset *shard = NULL;
+    if (rows == 0) {
+      shard = qv_dataset_ref(ds);
+    } else if (end > start) {
+      st = qv_ds_select_contiguous(ds, start, end - start, ds->fingerprint, &shard, err);
+    } else {
+      st = qv_ds_select_contiguous(ds, 0, 0, ds->fingerprint, &shard, err);
+    }
+    qv_table *written = NULL;
+    if (st == QV_OK)
+      st = qv_ds_write_rows(shard, path, schema, wbs, NULL, NULL, "save", &written, err);
+    qv_table_unref(written);
+    qv_dataset_unref(shard);
+    done_rows += end - start;
+    if (o.progress) o.progress(o.progress_ctx, "save", done_rows, rows);
+  }
+  qv_schema_unref(schema);
+  /* dataset_info.json: the dataset's info with its current features. */
+  qv_hf_info *info = NULL;
+  qv_strbuf sb;
+  qv_strbuf_init(&sb);
+  if (st == QV_OK) {
+    st = ds->info_json ? qv_hf_info_parse(ds->info_json, (int64_t)strlen(ds->info_json), &info, err)
+                       : qv_hf_info_new(ds->features, &info, err);
+  }
+  if (st == QV_OK) st = qv_hf_info_set_features(info, ds->features, err);
+  if (st == QV_OK) st = qv_hf_info_emit(info, &sb, err);
+  if (st == QV_OK) st = write_text(dir, QV_HF_INFO_JSON, qv_strbuf_cstr(&sb), sb.len, err);
+  qv_hf_info_free(info);
+  if (st == QV_OK) {
+    state.fingerprint = ds->fingerprint;
+    state.has_format_columns = ds->has_format_columns;
+    state.n_format_columns = ds->n_format_columns;
+    state.format_columns = ds->format_columns;
+    state.format_kwargs = ds->format_kwargs;
+    state.format_type = ds->format_type;
+    state.output_all_columns = ds->output_all_columns;
+    state.split = ds->split;
+    qv_strbuf_clear(&sb);
+    st = qv_hf_state_emit(&state, &sb, err);
+  }
+  if (st == QV_OK) st = write_text(dir, QV_HF_STATE_JSON, qv_strbuf_cstr(&sb), sb.len, err);
+  if (st == QV_OK) st = remove_stale_shards(dir, num_shards, err);
+  qv_strbuf_reset(&sb);
+  for (int64_t i = 0; i < state.n_data_files; i++) free(state.data_files[i]);
+  free(state.data_files);
+  if (st == QV_OK && out_num_shards) *out_num_shards = num_shards;
+  return st;
+}
+
+qv_status qv_dataset_dict_save_to_disk(qv_dataset *const *datasets, const char *const *names,
+                                       int64_t n, const char *dir,
+                                       const qv_save_options *opts, qv_error *err) {
+  for (int64_t i = 0; i < n; i++) {
+    QV_RETURN_NOT_OK(qv_hf_check_relative_name("split name", names[i], err));
+    if (strchr(names[i], '/') != NULL || strcmp(names[i], ".") == 0)
+      return qv_error_set(err, QV_EARG, "split name '%s' must be a single path component",
+                          names[i]);
+    for (int64_t j = 0; j < i; j++)
+      if (strcmp(names[i], names[j]) == 0)
+        return qv_error_set(err, QV_EARG, "split name '%s' given twice", names[i]);
+  }
+  QV_RETURN_NOT_OK(make_dirs(dir, err));
+  for (int64_t i = 0; i < n; i++) {
+    char sub[PATH_MAX];
+    if ((size_t)snprintf(sub, sizeof sub, "%s/%s", dir, names[i]) >= sizeof sub)
+      return qv_error_set(err, QV_EARG, "%s: path too long", dir);
+    QV_RETURN_NOT_OK(qv_dataset_save_to_disk(datasets[i], sub, opts, NULL, err));
+  }
+  qv_strbuf sb;
+  qv_strbuf_init(&sb);
+  qv_status st = qv_hf_dict_emit((char *const *)names, n, &sb, err);
+  if (st == QV_OK) st = write_text(dir, QV_HF_DICT_JSON, qv_strbuf_cstr(&sb), sb.len, err);
+  qv_strbuf_reset(&sb);
+  return st;
+}

@@ -1,0 +1,861 @@
+/*
+ * test_dataset.c — the Dataset object (quiver/dataset.h) through its C API,
+ * on a table whose column `a` holds the row number (so every result can be
+ * checked by the row numbers it shows): opening and fingerprints, select
+ * (slices vs composed mappings), shuffle against qv_permutation, filter,
+ * shard, split_by_node, train_test_split (sizes, order, errors),
+ * flatten_indices, concatenate (axis 0 and 1, with mappings), column
+ * transforms, iteration across batch boundaries and through mappings,
+ * cache files (written beside the data, reused, ignored, kept in memory,
+ * cleaned up), map (single process, worker processes, cache reuse, a
+ * failing callback leaving no cache file, row-count changes) and
+ * save_to_disk round trips.
+ */
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "qv_arrays.h"
+#include "qv_test.h"
+#include "quiver/dataset.h"
+#include "quiver/random.h"
+#include "quiver/writer.h"
+
+static qv_error E;
+
+#define OK(expr)                                                                          \
+  do {                                                                                    \
+    E.message[0] = '\0';                                                                  \
+    qv_status ok_st_ = (expr);                                                            \
+    if (ok_st_ != QV_OK)                                                                  \
+      fprintf(stderr, "%s:%d: %s -> %d: %s\n", __FILE__, __LINE__, #expr, (int)ok_st_,     \
+              E.message);                                                                 \
+    QV_REQUIRE(ok_st_ == QV_OK);                                                          \
+  } while (0)
+
+static char tmp[256];
+
+static const char *tmpdir(void) {
+  if (tmp[0] == '\0') {
+    snprintf(tmp, sizeof tmp, "/tmp/qv-dataset-test-XXXXXX");
+    if (mkdtemp(tmp) == NULL) abort();
+  }
+  return tmp;
+}
+
+static void cleanup(void) {
+  char cmd[300];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
+  if (tmp[0] && system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmp);
+}
+
+/* A fresh subdirectory of the temporary directory. */
+static const char *subdir(const char *name) {
+  static char path[8][300];
+  static int k;
+  char *p = path[k++ % 8];
+  snprintf(p, 300, "%s/%s", tmpdir(), name);
+  char cmd[400];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s' && mkdir -p '%s'", p, p);
+  if (system(cmd) != 0) abort();
+  return p;
+}
+
+/* Rows [first, first+n): a = row, t = "r<row>", label = row % 3. */
+static qv_type *row_type(void) {
+  qv_type *st = tb_type(QV_STRUCT);
+  tb_child(st, "a", tb_type(QV_INT64));
+  tb_child(st, "t", tb_type(QV_STRING));
+  tb_child(st, "label", tb_type(QV_INT64));
+  return st;
+}
+
+static qv_array *rows_batch(qv_type *st, int64_t first, int64_t n) {
+  int64_t *a = malloc(sizeof(int64_t) * (size_t)n), *l = malloc(sizeof(int64_t) * (size_t)n);
+  int32_t *off = malloc(sizeof(int32_t) * (size_t)(n + 1));
+  char *data = malloc((size_t)n * 24 + 1);
+  off[0] = 0;
+  for (int64_t i = 0; i < n; i++) {
+    a[i] = first + i;
+    l[i] = (first + i) % 3;
+    off[i + 1] = off[i] + sprintf(data + off[i], "r%lld", (long long)(first + i));
+  }
+  qv_array *ch[3] = {tb_prim(QV_INT64, n, 0, NULL, 0, a, n * 8),
+                     tb_str(QV_STRING, n, 0, NULL, off, data, off[n]),
+                     tb_prim(QV_INT64, n, 0, NULL, 0, l, n * 8)};
+  qv_array *b = tb_array(qv_type_ref(st), n, 0, 1, (qv_buffer *[]){NULL}, 3, ch);
+  free(a);
+  free(l);
+  free(off);
+  free(data);
+  return b;
+}
+
+/* An in-memory table of `n` rows in batches of `per` rows. */
+static qv_table *rows_table(int64_t n, int64_t per) {
+  qv_type *st = row_type();
+  qv_schema *s = qv_schema_new(st);
+  int64_t nb = (n + per - 1) / per;
+  qv_array **b = calloc((size_t)(nb > 0 ? nb : 1), sizeof *b);
+  for (int64_t i = 0; i < nb; i++) b[i] = rows_batch(s->type, i * per, n - i * per < per ? n - i * per : per);
+  qv_table *t = NULL;
+  if (qv_table_from_batches(s, b, nb, &t, &E) != QV_OK) abort();
+  for (int64_t i = 0; i < nb; i++) qv_array_unref(b[i]);
+  free(b);
+  qv_schema_unref(s);
+  return t;
+}
+
+/* The table written as an IPC stream in `dir` and opened as a dataset. */
+static qv_dataset *file_dataset(const char *dir, int64_t n, int64_t per) {
+  char path[400];
+  snprintf(path, sizeof path, "%s/data.arrow", dir);
+  qv_table *t = rows_table(n, per);
+  qv_write_options wo;
+  memset(&wo, 0, sizeof wo);
+  wo.format = QV_FORMAT_STREAM;
+  wo.max_batch_rows = -1;
+  if (qv_table_write_path(t, path, &wo, &E) != QV_OK) abort();
+  qv_table_unref(t);
+  qv_dataset *ds = NULL;
+  if (qv_dataset_open(path, NULL, &ds, &E) != QV_OK) {
+    fprintf(stderr, "open: %s\n", E.message);
+    abort();
+  }
+  return ds;
+}
+
+static qv_dataset *memory_dataset(int64_t n, int64_t per) {
+  qv_table *t = rows_table(n, per);
+  qv_dataset *ds = NULL;
+  if (qv_dataset_from_table(t, NULL, &ds, &E) != QV_OK) abort();
+  qv_table_unref(t);
+  return ds;
+}
+
+/* Column `a` of every row, by iteration in batches of `bs` (malloc'ed). */
+static int64_t *column_a(qv_dataset *ds, int64_t bs) {
+  int64_t n = qv_dataset_num_rows(ds);
+  int64_t *v = malloc(sizeof(int64_t) * (size_t)(n + 1));
+  qv_dataset_iter *it = NULL;
+  if (qv_dataset_iter_new(ds, bs, false, &it, &E) != QV_OK) abort();
+  int64_t k = 0;
+  for (;;) {
+    qv_array *b = NULL;
+    if (qv_dataset_iter_next(it, &b, NULL, &E) != QV_OK) {
+      fprintf(stderr, "iter: %s\n", E.message);
+      abort();
+    }
+    if (b == NULL) break;
+    const qv_array *a = b->children[qv_schema_find(qv_dataset_schema(ds), "a")];
+    for (int64_t i = 0; i < b->length; i++) v[k++] = ((const int64_t *)a->buffers[1]->data)[a->offset + i];
+    qv_array_unref(b);
+  }
+  qv_dataset_iter_free(it);
+  if (k != n) abort();
+  return v;
+}
+
+static bool same_a(qv_dataset *ds, const int64_t *want, int64_t n) {
+  if (qv_dataset_num_rows(ds) != n) {
+    fprintf(stderr, "rows %lld, expected %lld\n", (long long)qv_dataset_num_rows(ds), (long long)n);
+    return false;
+  }
+  int64_t bss[] = {1, 3, 7, 64, 5000};
+  for (int k = 0; k < 5; k++) {
+    int64_t *got = column_a(ds, bss[k]);
+    for (int64_t i = 0; i < n; i++)
+      if (got[i] != want[i]) {
+        fprintf(stderr, "batch size %lld: row %lld: a=%lld, expected %lld\n", (long long)bss[k],
+                (long long)i, (long long)got[i], (long long)want[i]);
+        free(got);
+        return false;
+      }
+    free(got);
+  }
+  return true;
+}
+
+static int count_files(const char *dir, const char *prefix) {
+  DIR *d = opendir(dir);
+  int n = 0;
+  struct dirent *e;
+  while (d && (e = readdir(d)) != NULL) n += strncmp(e->d_name, prefix, strlen(prefix)) == 0;
+  if (d) closedir(d);
+  return n;
+}
+
+static int64_t n_cache_files(qv_dataset *ds) {
+  char **p = NULL;
+  int64_t n = 0;
+  if (qv_dataset_cache_files(ds, &p, &n, &E) != QV_OK) abort();
+  qv_table_free_paths(p, n);
+  return n;
+}
+
+/* ------------------------------------------------------------------ tests -- */
+
+static void test_open_and_fingerprints(void) {
+  const char *dir = subdir("open");
+  qv_dataset *ds = file_dataset(dir, 50, 7);
+  QV_CHECK_EQ_INT(qv_dataset_num_rows(ds), 50);
+  QV_CHECK_EQ_INT(qv_dataset_num_columns(ds), 3);
+  QV_CHECK(qv_dataset_indices(ds) == NULL);
+  QV_CHECK_EQ_INT(strlen(qv_dataset_fingerprint(ds)), 16);
+  char path[400], fp[QV_FINGERPRINT_SIZE];
+  snprintf(path, sizeof path, "%s/data.arrow", dir);
+  OK(qv_fingerprint_of_file(path, NULL, NULL, fp, &E));
+  QV_CHECK_EQ_STR(qv_dataset_fingerprint(ds), fp);
+  QV_CHECK_EQ_INT(n_cache_files(ds), 1);
+  /* Reopening gives the same fingerprint; an in-memory table's is
+   * deterministic too. */
+  qv_dataset *again = NULL;
+  OK(qv_dataset_open(path, NULL, &again, &E));
+  QV_CHECK_EQ_STR(qv_dataset_fingerprint(again), qv_dataset_fingerprint(ds));
+  qv_dataset *m1 = memory_dataset(20, 6), *m2 = memory_dataset(20, 6), *m3 = memory_dataset(21, 6);
+  QV_CHECK_EQ_STR(qv_dataset_fingerprint(m1), qv_dataset_fingerprint(m2));
+  QV_CHECK(strcmp(qv_dataset_fingerprint(m1), qv_dataset_fingerprint(m3)) != 0);
+  QV_CHECK_EQ_INT(n_cache_files(m1), 0);
+  /* Transform fingerprints are deterministic and depend on the arguments. */
+  qv_dataset *s1 = NULL, *s2 = NULL, *s3 = NULL;
+  OK(qv_dataset_shuffle(m1, 5, NULL, &s1, &E));
+  OK(qv_dataset_shuffle(m2, 5, NULL, &s2, &E));
+  OK(qv_dataset_shuffle(m1, 6, NULL, &s3, &E));
+  QV_CHECK_EQ_STR(qv_dataset_fingerprint(s1), qv_dataset_fingerprint(s2));
+  QV_CHECK(strcmp(qv_dataset_fingerprint(s1), qv_dataset_fingerprint(s3)) != 0);
+  qv_fingerprint_args *a = NULL;
+  OK(qv_fingerprint_args_new(&a, &E));
+  OK(qv_fingerprint_arg_uint(a, "seed", 5, &E));
+  OK(qv_fingerprint_update(qv_dataset_fingerprint(m1), "quiver.shuffle", a, fp, &E));
+  qv_fingerprint_args_free(a);
+  QV_CHECK_EQ_STR(qv_dataset_fingerprint(s1), fp);
+  /* Errors name the path. */
+  qv_dataset *bad = NULL;
+  QV_CHECK(qv_dataset_open("/nonexistent/x.arrow", NULL, &bad, &E) == QV_EIO);
+  QV_CHECK(strstr(E.message, "/nonexistent/x.arrow") != NULL);
+  qv_dataset_unref(s1);
+  qv_dataset_unref(s2);
+  qv_dataset_unref(s3);
+  qv_dataset_unref(m1);
+  qv_dataset_unref(m2);
+  qv_dataset_unref(m3);
+  qv_dataset_unref(again);
+  qv_dataset_unref(ds);
+}
+
+static void test_select(void) {
+  qv_dataset *ds = memory_dataset(40, 7), *r = NULL, *c = NULL, *e = NULL;
+  /* contiguous -> slice, no mapping */
+  int64_t run[] = {5, 6, 7, 8, 9};
+  OK(qv_dataset_select(ds, run, 5, NULL, &r, &E));
+  QV_CHECK(qv_dataset_indices(r) == NULL);
+  QV_CHECK(same_a(r, run, 5));
+  /* composed */
+  int64_t pick[] = {3, 1, 4, 1, 39};
+  OK(qv_dataset_select(ds, pick, 5, NULL, &c, &E));
+  QV_CHECK(qv_dataset_indices(c) != NULL);
+  QV_CHECK(same_a(c, pick, 5));
+  qv_dataset *cc = NULL, *cr = NULL;
+  int64_t pick2[] = {4, 0, 2};
+  OK(qv_dataset_select(c, pick2, 3, NULL, &cc, &E));
+  int64_t want2[] = {39, 3, 4};
+  QV_CHECK(same_a(cc, want2, 3));
+  /* a contiguous run of a mapped dataset slices the mapping */
+  int64_t run2[] = {1, 2, 3};
+  OK(qv_dataset_select(c, run2, 3, NULL, &cr, &E));
+  int64_t want3[] = {1, 4, 1};
+  QV_CHECK(same_a(cr, want3, 3));
+  QV_CHECK(qv_dataset_indices(cr) != NULL);
+  QV_CHECK_EQ_INT(qv_table_num_rows(qv_dataset_indices(cr)), 3);
+  /* empty */
+  OK(qv_dataset_select(ds, NULL, 0, NULL, &e, &E));
+  QV_CHECK_EQ_INT(qv_dataset_num_rows(e), 0);
+  /* out of range */
+  qv_dataset *bad = NULL;
+  int64_t oob[] = {2, 40};
+  QV_CHECK(qv_dataset_select(ds, oob, 2, NULL, &bad, &E) == QV_ERANGE);
+  QV_CHECK_EQ_STR(E.message, "index 40 out of range for dataset of size 40");
+  int64_t neg[] = {-1, 2};
+  QV_CHECK(qv_dataset_select(ds, neg, 2, NULL, &bad, &E) == QV_ERANGE);
+  /* row access through the mapping */
+  qv_array *row = NULL;
+  OK(qv_dataset_row(c, 4, &row, &E));
+  QV_CHECK_EQ_INT(((int64_t *)row->children[0]->buffers[1]->data)[row->children[0]->offset], 39);
+  qv_array_unref(row);
+  qv_array *tk = NULL;
+  int64_t rows[] = {4, 0};
+  OK(qv_dataset_take(c, rows, 2, &tk, &E));
+  QV_CHECK_EQ_INT(((int64_t *)tk->children[0]->buffers[1]->data)[0], 39);
+  QV_CHECK_EQ_INT(((int64_t *)tk->children[0]->buffers[1]->data)[1], 3);
+  qv_array_unref(tk);
+  qv_table *sl = NULL;
+  OK(qv_dataset_slice(c, 1, 3, &sl, &E));
+  QV_CHECK_EQ_INT(qv_table_num_rows(sl), 3);
+  qv_table_unref(sl);
+  qv_table *col = NULL;
+  OK(qv_dataset_column(c, "label", &col, &E));
+  QV_CHECK_EQ_INT(qv_table_num_rows(col), 5);
+  QV_CHECK_EQ_INT(qv_table_num_columns(col), 1);
+  qv_table_unref(col);
+  QV_CHECK(qv_dataset_column(c, "nope", &col, &E) == QV_EARG);
+  qv_dataset_unref(cr);
+  qv_dataset_unref(cc);
+  qv_dataset_unref(e);
+  qv_dataset_unref(c);
+  qv_dataset_unref(r);
+  qv_dataset_unref(ds);
+}
+
+static void test_shuffle_and_cache(void) {
+  const char *dir = subdir("shuffle");
+  qv_dataset *ds = file_dataset(dir, 100, 9), *s = NULL, *s2 = NULL, *s3 = NULL, *m = NULL;
+  int64_t perm[100];
+  OK(qv_permutation(42, 100, perm, &E));
+  OK(qv_dataset_shuffle(ds, 42, NULL, &s, &E));
+  QV_CHECK(same_a(s, perm, 100));
+  /* the mapping was written beside the data, under the fingerprint */
+  char path[400];
+  snprintf(path, sizeof path, "%s/cache-%s.arrow", dir, qv_dataset_fingerprint(s));
+  struct stat sb1, sb2;
+  QV_REQUIRE(stat(path, &sb1) == 0);
+  QV_CHECK_EQ_INT(n_cache_files(s), 2);
+  QV_CHECK_EQ_INT(qv_table_get_kind(qv_dataset_indices(s)), QV_TABLE_MAPPED);
+  /* same transform again: the file is reused, not rewritten */
+  OK(qv_dataset_shuffle(ds, 42, NULL, &s2, &E));
+  QV_REQUIRE(stat(path, &sb2) == 0);
+  QV_CHECK(sb1.st_ino == sb2.st_ino && sb1.st_mtim.tv_nsec == sb2.st_mtim.tv_nsec);
+  QV_CHECK(same_a(s2, perm, 100));
+  QV_CHECK_EQ_STR(qv_dataset_fingerprint(s2), qv_dataset_fingerprint(s));
+  /* keep_in_memory writes nothing */
+  qv_dataset_options o;
+  memset(&o, 0, sizeof o);
+  o.keep_in_memory = true;
+  OK(qv_dataset_shuffle(ds, 43, &o, &m, &E));
+  QV_CHECK_EQ_INT(n_cache_files(m), 1);
+  QV_CHECK_EQ_INT(count_files(dir, "cache-"), 1);
+  /* shuffle of a shuffle composes */
+  OK(qv_dataset_shuffle(s, 7, NULL, &s3, &E));
+  int64_t p2[100], want[100];
+  OK(qv_permutation(7, 100, p2, &E));
+  for (int i = 0; i < 100; i++) want[i] = perm[p2[i]];
+  QV_CHECK(same_a(s3, want, 100));
+  QV_CHECK_EQ_INT(count_files(dir, "cache-"), 2);
+  /* a stale cache file with the wrong row count is an error, not silently used */
+  qv_dataset *small = NULL, *bad = NULL;
+  OK(qv_dataset_select_range(ds, 0, 10, NULL, &small, &E));
+  char spath[400];
+  qv_dataset *tmpd = NULL;
+  OK(qv_dataset_shuffle(small, 1, &o, &tmpd, &E));
+  snprintf(spath, sizeof spath, "%s/cache-%s.arrow", dir, qv_dataset_fingerprint(tmpd));
+  char cmd[1000];
+  snprintf(cmd, sizeof cmd, "cp '%s' '%s'", path, spath);
+  QV_REQUIRE(system(cmd) == 0);
+  QV_CHECK(qv_dataset_shuffle(small, 1, NULL, &bad, &E) == QV_EINVAL);
+  QV_CHECK(strstr(E.message, "indices mapping has 100 rows, expected 10") != NULL);
+  /* ignore_cache recomputes and replaces it */
+  memset(&o, 0, sizeof o);
+  o.ignore_cache = true;
+  OK(qv_dataset_shuffle(small, 1, &o, &bad, &E));
+  QV_CHECK_EQ_INT(qv_dataset_num_rows(bad), 10);
+  qv_dataset_unref(bad);
+  /* cleanup removes the unused cache files, never this dataset's */
+  int64_t removed = -1;
+  OK(qv_dataset_cleanup_cache_files(s3, &removed, &E));
+  QV_CHECK_EQ_INT(removed, 2);
+  QV_CHECK_EQ_INT(count_files(dir, "cache-"), 1);
+  QV_CHECK(same_a(s3, want, 100));
+  OK(qv_dataset_cleanup_cache_files(m, &removed, &E));
+  QV_CHECK_EQ_INT(removed, 1);
+  qv_dataset_unref(tmpd);
+  qv_dataset_unref(small);
+  qv_dataset_unref(s3);
+  qv_dataset_unref(m);
+  qv_dataset_unref(s2);
+  qv_dataset_unref(s);
+  qv_dataset_unref(ds);
+}
+
+static void test_filter(void) {
+  const char *dir = subdir("filter");
+  qv_dataset *ds = file_dataset(dir, 100, 8), *f = NULL, *s = NULL, *sf = NULL, *f2 = NULL;
+  OK(qv_dataset_filter(ds, "a % 3 == 0 and a > 10", NULL, &f, &E));
+  int64_t want[100];
+  int64_t n = 0;
+  for (int64_t i = 0; i < 100; i++)
+    if (i % 3 == 0 && i > 10) want[n++] = i;
+  QV_CHECK(same_a(f, want, n));
+  QV_CHECK_EQ_INT(n_cache_files(f), 2);
+  /* spacing does not change the fingerprint */
+  OK(qv_dataset_filter(ds, "(a%3==0) and (a>10)", NULL, &f2, &E));
+  QV_CHECK_EQ_STR(qv_dataset_fingerprint(f2), qv_dataset_fingerprint(f));
+  /* through a shuffle */
+  int64_t perm[100];
+  OK(qv_permutation(3, 100, perm, &E));
+  OK(qv_dataset_shuffle(ds, 3, NULL, &s, &E));
+  OK(qv_dataset_filter(s, "label == 1", NULL, &sf, &E));
+  n = 0;
+  for (int64_t i = 0; i < 100; i++)
+    if (perm[i] % 3 == 1) want[n++] = perm[i];
+  QV_CHECK(same_a(sf, want, n));
+  /* nothing kept */
+  qv_dataset *none = NULL;
+  OK(qv_dataset_filter(s, "a < 0", NULL, &none, &E));
+  QV_CHECK_EQ_INT(qv_dataset_num_rows(none), 0);
+  /* bad expressions are errors with the caret */
+  qv_dataset *bad = NULL;
+  QV_CHECK(qv_dataset_filter(ds, "nope > 1", NULL, &bad, &E) == QV_EINVAL);
+  QV_CHECK(strstr(E.message, "nope") != NULL);
+  qv_dataset_unref(none);
+  qv_dataset_unref(f2);
+  qv_dataset_unref(sf);
+  qv_dataset_unref(s);
+  qv_dataset_unref(f);
+  qv_dataset_unref(ds);
+}
+
+static qv_status keep_even(void *ctx, const qv_array *batch, int64_t first_row, uint8_t *keep,
+                           qv_error *err) {
+  (void)ctx;
+  (void)err;
+  const qv_array *a = batch->children[0];
+  for (int64_t i = 0; i < batch->length; i++)
+    if (((const int64_t *)a->buffers[1]->data)[a->offset + i] % 2 == 0 && first_row + i >= 0)
+      qv_bit_set(keep, i);
+  return QV_OK;
+}
+
+static void test_filter_fn(void) {
+  qv_dataset *ds = memory_dataset(30, 4), *f = NULL;
+  qv_filter_fn fn = {"keep_even", "1", keep_even, NULL, NULL};
+  OK(qv_dataset_filter_fn(ds, &fn, 7, NULL, &f, &E));
+  int64_t want[15];
+  for (int i = 0; i < 15; i++) want[i] = 2 * i;
+  QV_CHECK(same_a(f, want, 15));
+  qv_dataset_unref(f);
+  qv_dataset_unref(ds);
+}
+
+static void test_shard_and_split_by_node(void) {
+  qv_dataset *ds = memory_dataset(10, 3);
+  /* 10 rows in 3 contiguous shards: 4, 3, 3 */
+  int64_t sizes[3] = {4, 3, 3}, start = 0;
+  for (int i = 0; i < 3; i++) {
+    qv_dataset *sh = NULL;
+    OK(qv_dataset_shard(ds, 3, i, true, NULL, &sh, &E));
+    int64_t want[4];
+    for (int k = 0; k < sizes[i]; k++) want[k] = start + k;
+    QV_CHECK(same_a(sh, want, sizes[i]));
+    QV_CHECK(qv_dataset_indices(sh) == NULL);
+    start += sizes[i];
+    qv_dataset_unref(sh);
+    OK(qv_dataset_split_by_node(ds, i, 3, &sh, &E));
+    QV_CHECK_EQ_INT(qv_dataset_num_rows(sh), sizes[i]);
+    qv_dataset_unref(sh);
+  }
+  qv_dataset *st = NULL;
+  OK(qv_dataset_shard(ds, 3, 1, false, NULL, &st, &E));
+  int64_t want[] = {1, 4, 7};
+  QV_CHECK(same_a(st, want, 3));
+  qv_dataset *bad = NULL;
+  QV_CHECK(qv_dataset_shard(ds, 3, 3, true, NULL, &bad, &E) == QV_EARG);
+  qv_dataset_unref(st);
+  qv_dataset_unref(ds);
+}
+
+static void test_train_test_split(void) {
+  const char *dir = subdir("split");
+  qv_dataset *ds = file_dataset(dir, 10, 3), *tr = NULL, *te = NULL;
+  qv_split_size none = {QV_SIZE_NONE, 0, 0}, q = {QV_SIZE_FRACTION, 0.25, 0};
+  OK(qv_dataset_train_test_split(ds, none, none, true, 9, NULL, &tr, &te, &E));
+  int64_t perm[10];
+  OK(qv_permutation(9, 10, perm, &E));
+  /* test = ceil(0.25 * 10) = 3 rows: perm[:3]; train = perm[3:10] */
+  QV_CHECK(same_a(te, perm, 3));
+  QV_CHECK(same_a(tr, perm + 3, 7));
+  QV_CHECK(strcmp(qv_dataset_fingerprint(tr), qv_dataset_fingerprint(te)) != 0);
+  QV_CHECK_EQ_INT(count_files(dir, "cache-"), 2);
+  qv_dataset_unref(tr);
+  qv_dataset_unref(te);
+  /* explicit sizes, train fraction floors */
+  qv_split_size tr_f = {QV_SIZE_FRACTION, 0.55, 0}, te_c = {QV_SIZE_COUNT, 0, 2};
+  OK(qv_dataset_train_test_split(ds, te_c, tr_f, true, 9, NULL, &tr, &te, &E));
+  QV_CHECK_EQ_INT(qv_dataset_num_rows(tr), 5);
+  QV_CHECK_EQ_INT(qv_dataset_num_rows(te), 2);
+  QV_CHECK(same_a(te, perm, 2));
+  QV_CHECK(same_a(tr, perm + 2, 5));
+  qv_dataset_unref(tr);
+  qv_dataset_unref(te);
+  /* no shuffle: slices, train first */
+  OK(qv_dataset_train_test_split(ds, q, none, false, 0, NULL, &tr, &te, &E));
+  int64_t w1[] = {0, 1, 2, 3, 4, 5, 6}, w2[] = {7, 8, 9};
+  QV_CHECK(same_a(tr, w1, 7));
+  QV_CHECK(same_a(te, w2, 3));
+  QV_CHECK(qv_dataset_indices(tr) == NULL);
+  qv_dataset_unref(tr);
+  qv_dataset_unref(te);
+  /* errors as datasets words them */
+  qv_split_size big = {QV_SIZE_COUNT, 0, 10}, one = {QV_SIZE_FRACTION, 1.0, 0};
+  QV_CHECK(qv_dataset_train_test_split(ds, big, none, true, 0, NULL, &tr, &te, &E) == QV_EARG);
+  QV_CHECK_EQ_STR(E.message, "test_size=10 should be either positive and smaller than the "
+                             "number of samples 10 or a float in the (0, 1) range");
+  QV_CHECK(qv_dataset_train_test_split(ds, one, none, true, 0, NULL, &tr, &te, &E) == QV_EARG);
+  QV_CHECK_EQ_STR(E.message, "test_size=1.0 should be either positive and smaller than the "
+                             "number of samples 10 or a float in the (0, 1) range");
+  qv_split_size a6 = {QV_SIZE_FRACTION, 0.6, 0}, b6 = {QV_SIZE_FRACTION, 0.5, 0};
+  QV_CHECK(qv_dataset_train_test_split(ds, a6, b6, true, 0, NULL, &tr, &te, &E) == QV_EARG);
+  QV_CHECK_EQ_STR(E.message, "The sum of test_size and train_size = 1.1, should be in the (0, 1) "
+                             "range. Reduce test_size and/or train_size.");
+  qv_split_size c7 = {QV_SIZE_COUNT, 0, 7}, c4 = {QV_SIZE_COUNT, 0, 4};
+  QV_CHECK(qv_dataset_train_test_split(ds, c7, c4, true, 0, NULL, &tr, &te, &E) == QV_EARG);
+  QV_CHECK_EQ_STR(E.message, "The sum of train_size and test_size = 11, should be smaller than "
+                             "the number of samples 10. Reduce test_size and/or train_size.");
+  qv_dataset_unref(ds);
+}
+
+static void test_flatten_and_save(void) {
+  const char *dir = subdir("flatten");
+  qv_dataset *ds = file_dataset(dir, 60, 7), *s = NULL, *f = NULL, *back = NULL;
+  int64_t perm[60];
+  OK(qv_permutation(11, 60, perm, &E));
+  OK(qv_dataset_shuffle(ds, 11, NULL, &s, &E));
+  OK(qv_dataset_flatten_indices(s, NULL, &f, &E));
+  QV_CHECK(qv_dataset_indices(f) == NULL);
+  QV_CHECK(same_a(f, perm, 60));
+  QV_CHECK_EQ_INT(n_cache_files(f), 1);
+  char out[400];
+  snprintf(out, sizeof out, "%s/saved", dir);
+  int64_t shards = 0;
+  qv_save_options so;
+  memset(&so, 0, sizeof so);
+  so.num_shards = 3;
+  OK(qv_dataset_save_to_disk(s, out, &so, &shards, &E));
+  QV_CHECK_EQ_INT(shards, 3);
+  OK(qv_dataset_open(out, NULL, &back, &E));
+  QV_CHECK(same_a(back, perm, 60));
+  QV_CHECK_EQ_STR(qv_dataset_fingerprint(back), qv_dataset_fingerprint(s));
+  /* saving again with fewer shards removes the old ones */
+  so.num_shards = 1;
+  qv_dataset *back2 = NULL;
+  OK(qv_dataset_save_to_disk(f, out, &so, &shards, &E));
+  QV_CHECK_EQ_INT(count_files(out, "data-"), 1);
+  OK(qv_dataset_open(out, NULL, &back2, &E));
+  QV_CHECK(same_a(back2, perm, 60));
+  /* a dataset cannot overwrite its own directory */
+  QV_CHECK(qv_dataset_save_to_disk(back2, out, NULL, NULL, &E) == QV_EARG);
+  QV_CHECK(strstr(E.message, "can't overwrite itself") != NULL);
+  qv_dataset_unref(back2);
+  qv_dataset_unref(back);
+  qv_dataset_unref(f);
+  qv_dataset_unref(s);
+  qv_dataset_unref(ds);
+}
+
+static void test_concatenate(void) {
+  qv_dataset *a = memory_dataset(10, 4), *b = memory_dataset(6, 5), *sa = NULL, *c = NULL;
+  int64_t pick[] = {9, 2, 5};
+  OK(qv_dataset_select(a, pick, 3, NULL, &sa, &E));
+  qv_dataset *parts[] = {sa, b};
+  OK(qv_dataset_concatenate(parts, 2, 0, NULL, &c, &E));
+  int64_t want[] = {9, 2, 5, 0, 1, 2, 3, 4, 5};
+  QV_CHECK(same_a(c, want, 9));
+  qv_dataset_unref(c);
+  qv_dataset *parts2[] = {b, a};
+  OK(qv_dataset_concatenate(parts2, 2, 0, NULL, &c, &E));
+  QV_CHECK(qv_dataset_indices(c) == NULL);
+  QV_CHECK_EQ_INT(qv_dataset_num_rows(c), 16);
+  qv_dataset_unref(c);
+  /* axis 1: renamed columns side by side, the mapped one flattened */
+  qv_dataset *rb = NULL, *sb3 = NULL;
+  const char *from[] = {"a", "t", "label"}, *to[] = {"a2", "t2", "label2"};
+  int64_t pick3[] = {5, 4, 3};
+  OK(qv_dataset_select(b, pick3, 3, NULL, &sb3, &E));
+  OK(qv_dataset_rename_columns(sb3, from, to, 3, &rb, &E));
+  qv_dataset *parts3[] = {sa, rb};
+  OK(qv_dataset_concatenate(parts3, 2, 1, NULL, &c, &E));
+  QV_CHECK_EQ_INT(qv_dataset_num_columns(c), 6);
+  QV_CHECK(same_a(c, pick, 3));
+  qv_table *col = NULL;
+  OK(qv_dataset_column(c, "a2", &col, &E));
+  qv_array *b0 = NULL;
+  OK(qv_table_batch(col, 0, &b0, &E));
+  QV_CHECK_EQ_INT(((int64_t *)b0->children[0]->buffers[1]->data)[b0->children[0]->offset], 5);
+  qv_array_unref(b0);
+  qv_table_unref(col);
+  qv_dataset *bad = NULL;
+  qv_dataset *parts4[] = {a, b};
+  QV_CHECK(qv_dataset_concatenate(parts4, 2, 1, NULL, &bad, &E) == QV_EARG);
+  qv_dataset_unref(c);
+  qv_dataset_unref(rb);
+  qv_dataset_unref(sb3);
+  qv_dataset_unref(sa);
+  qv_dataset_unref(b);
+  qv_dataset_unref(a);
+}
+
+static void test_columns(void) {
+  qv_dataset *ds = memory_dataset(12, 5), *r = NULL, *rm = NULL, *sel = NULL, *add = NULL;
+  const char *from[] = {"label"}, *to[] = {"y"};
+  OK(qv_dataset_rename_columns(ds, from, to, 1, &r, &E));
+  QV_CHECK_EQ_INT(qv_dataset_column_index(r, "y"), 2);
+  QV_CHECK_EQ_STR(qv_dataset_features(r)->keys[2], "y");
+  const char *drop[] = {"t"};
+  OK(qv_dataset_remove_columns(r, drop, 1, &rm, &E));
+  QV_CHECK_EQ_INT(qv_dataset_num_columns(rm), 2);
+  const char *keep[] = {"y", "a"};
+  OK(qv_dataset_select_columns(r, keep, 2, &sel, &E));
+  QV_CHECK_EQ_STR(qv_schema_field(qv_dataset_schema(sel), 0)->name, "y");
+  QV_CHECK_EQ_STR(qv_dataset_features(sel)->keys[1], "a");
+  int32_t v[12];
+  for (int i = 0; i < 12; i++) v[i] = 100 + i;
+  qv_array *col = tb_int32(v, 12);
+  OK(qv_dataset_add_column(sel, "z", &col, 1, NULL, NULL, &add, &E));
+  QV_CHECK_EQ_INT(qv_dataset_num_columns(add), 3);
+  QV_CHECK_EQ_STR(qv_dataset_features(add)->children[2]->dtype, "int32");
+  qv_dataset *bad = NULL;
+  QV_CHECK(qv_dataset_add_column(sel, "a", &col, 1, NULL, NULL, &bad, &E) == QV_EARG);
+  QV_CHECK(qv_dataset_remove_columns(r, from, 1, &bad, &E) == QV_EARG);
+  QV_CHECK_EQ_STR(E.message, "remove_columns: column 'label' not in the dataset");
+  /* cast: a -> int32 through features */
+  qv_hf_feature *f = NULL;
+  const char *js = "{\"y\": {\"dtype\": \"int8\", \"_type\": \"Value\"}, \"a\": {\"dtype\": "
+                   "\"int32\", \"_type\": \"Value\"}}";
+  OK(qv_hf_features_parse(js, (int64_t)strlen(js), &f, &E));
+  qv_dataset *cast = NULL;
+  OK(qv_dataset_cast(sel, f, &cast, &E));
+  QV_CHECK_EQ_INT(qv_schema_field(qv_dataset_schema(cast), 1)->type->id, QV_INT32);
+  QV_CHECK_EQ_INT(qv_schema_field(qv_dataset_schema(cast), 0)->type->id, QV_INT8);
+  qv_hf_feature_free(f);
+  qv_dataset_unref(cast);
+  /* add_column on a mapped dataset flattens it first (values in dataset order) */
+  qv_dataset *sh = NULL, *sh_add = NULL;
+  OK(qv_dataset_shuffle(ds, 2, NULL, &sh, &E));
+  OK(qv_dataset_add_column(sh, "z", &col, 1, NULL, NULL, &sh_add, &E));
+  QV_CHECK(qv_dataset_indices(sh_add) == NULL);
+  int64_t perm[12];
+  OK(qv_permutation(2, 12, perm, &E));
+  QV_CHECK(same_a(sh_add, perm, 12));
+  qv_array_unref(col);
+  qv_dataset_unref(sh_add);
+  qv_dataset_unref(sh);
+  qv_dataset_unref(add);
+  qv_dataset_unref(sel);
+  qv_dataset_unref(rm);
+  qv_dataset_unref(r);
+  qv_dataset_unref(ds);
+}
+
+static void test_iteration(void) {
+  qv_dataset *ds = memory_dataset(23, 5), *s = NULL;
+  qv_dataset_iter *it = NULL;
+  OK(qv_dataset_iter_new(ds, 4, true, &it, &E));
+  int64_t nb = 0, rows = 0;
+  for (;;) {
+    qv_array *b = NULL;
+    OK(qv_dataset_iter_next(it, &b, NULL, &E));
+    if (b == NULL) break;
+    QV_CHECK_EQ_INT(b->length, 4);
+    QV_CHECK_EQ_INT(b->offset, 0);
+    nb++;
+    rows += b->length;
+    qv_array_unref(b);
+  }
+  qv_dataset_iter_free(it);
+  QV_CHECK_EQ_INT(nb, 5);
+  QV_CHECK_EQ_INT(rows, 20);
+  int64_t id[23];
+  for (int i = 0; i < 23; i++) id[i] = i;
+  QV_CHECK(same_a(ds, id, 23));
+  OK(qv_dataset_shuffle(ds, 99, NULL, &s, &E));
+  int64_t perm[23];
+  OK(qv_permutation(99, 23, perm, &E));
+  QV_CHECK(same_a(s, perm, 23));
+  QV_CHECK(qv_dataset_iter_new(ds, 0, false, &it, &E) == QV_EARG);
+  qv_dataset_unref(s);
+  qv_dataset_unref(ds);
+}
+
+/* map callbacks -------------------------------------------------------- */
+
+static int g_calls;
+
+/* Adds b = 2 * a (int64); fails on the call whose first row is ctx's value. */
+static qv_status double_a(void *ctx, const qv_array *batch, int64_t first_row, int rank,
+                          qv_array **out, qv_error *err) {
+  (void)rank;
+  g_calls++;
+  if (ctx != NULL && first_row == *(int64_t *)ctx)
+    return qv_error_set(err, QV_EINVAL, "boom at row %lld", (long long)first_row);
+  const qv_array *a = batch->children[0];
+  int64_t n = batch->length;
+  int64_t *v = malloc(sizeof(int64_t) * (size_t)(n > 0 ? n : 1));
+  for (int64_t i = 0; i < n; i++) v[i] = 2 * ((const int64_t *)a->buffers[1]->data)[a->offset + i];
+  qv_array *col = tb_prim(QV_INT64, n, 0, NULL, 0, v, n * 8);
+  free(v);
+  qv_type *st = tb_child(tb_type(QV_STRUCT), "b", tb_type(QV_INT64));
+  *out = tb_array(st, n, 0, 1, (qv_buffer *[]){NULL}, 1, &col);
+  return QV_OK;
+}
+
+/* Each row becomes `a % 3` copies of column c = a (rows change count). */
+static qv_status explode(void *ctx, const qv_array *batch, int64_t first_row, int rank,
+                         qv_array **out, qv_error *err) {
+  (void)ctx;
+  (void)first_row;
+  (void)rank;
+  (void)err;
+  const qv_array *a = batch->children[0];
+  int64_t *v = malloc(sizeof(int64_t) * (size_t)(batch->length * 2 + 1)), n = 0;
+  for (int64_t i = 0; i < batch->length; i++) {
+    int64_t x = ((const int64_t *)a->buffers[1]->data)[a->offset + i];
+    for (int64_t k = 0; k < x % 3; k++) v[n++] = x;
+  }
+  qv_array *col = tb_prim(QV_INT64, n, 0, NULL, 0, v, n * 8);
+  free(v);
+  qv_type *st = tb_child(tb_type(QV_STRUCT), "a", tb_type(QV_INT64));
+  *out = tb_array(st, n, 0, 1, (qv_buffer *[]){NULL}, 1, &col);
+  return QV_OK;
+}
+
+static bool column_equals(qv_dataset *ds, const char *name, const int64_t *want, int64_t n) {
+  qv_table *t = NULL;
+  if (qv_dataset_column(ds, name, &t, &E) != QV_OK || qv_table_num_rows(t) != n) {
+    qv_table_unref(t);
+    return false;
+  }
+  int64_t k = 0;
+  bool ok = true;
+  for (int64_t b = 0; b < qv_table_num_batches(t); b++) {
+    qv_array *batch = NULL;
+    if (qv_table_batch(t, b, &batch, &E) != QV_OK) abort();
+    const qv_array *c = batch->children[0];
+    for (int64_t i = 0; i < c->length; i++, k++)
+      if (((const int64_t *)c->buffers[1]->data)[c->offset + i] != want[k]) ok = false;
+    qv_array_unref(batch);
+  }
+  qv_table_unref(t);
+  return ok;
+}
+
+static void test_map(void) {
+  const char *dir = subdir("map");
+  qv_dataset *ds = file_dataset(dir, 50, 6), *m = NULL, *m2 = NULL, *mp = NULL, *s = NULL;
+  qv_map_fn fn = {"double_a", "1", double_a, NULL, NULL};
+  qv_map_options mo;
+  memset(&mo, 0, sizeof mo);
+  mo.batched = true;
+  mo.batch_size = 8;
+  g_calls = 0;
+  OK(qv_dataset_map(ds, &fn, &mo, NULL, &m, &E));
+  QV_CHECK_EQ_INT(g_calls, 7);
+  QV_CHECK_EQ_INT(qv_dataset_num_columns(m), 4);
+  int64_t want[50], id[50];
+  for (int i = 0; i < 50; i++) {
+    want[i] = 2 * i;
+    id[i] = i;
+  }
+  QV_CHECK(column_equals(m, "b", want, 50));
+  QV_CHECK(same_a(m, id, 50));
+  char path[400];
+  snprintf(path, sizeof path, "%s/cache-%s.arrow", dir, qv_dataset_fingerprint(m));
+  QV_CHECK(access(path, F_OK) == 0);
+  /* same map again: reused, the function is not called */
+  g_calls = 0;
+  OK(qv_dataset_map(ds, &fn, &mo, NULL, &m2, &E));
+  QV_CHECK_EQ_INT(g_calls, 0);
+  QV_CHECK_EQ_STR(qv_dataset_fingerprint(m2), qv_dataset_fingerprint(m));
+  QV_CHECK(column_equals(m2, "b", want, 50));
+  /* num_proc = 3: per-worker files, joined; same rows as one process */
+  mo.num_proc = 3;
+  qv_dataset_options o;
+  memset(&o, 0, sizeof o);
+  o.ignore_cache = true;
+  OK(qv_dataset_map(ds, &fn, &mo, &o, &mp, &E));
+  QV_CHECK(column_equals(mp, "b", want, 50));
+  QV_CHECK(same_a(mp, id, 50));
+  QV_CHECK_EQ_STR(qv_dataset_fingerprint(mp), qv_dataset_fingerprint(m));
+  QV_CHECK_EQ_INT(qv_table_get_kind(qv_dataset_data(mp)), QV_TABLE_CONCAT);
+  char wpath[400];
+  snprintf(wpath, sizeof wpath, "%s/cache-%s_00001_of_00003.arrow", dir, qv_dataset_fingerprint(m));
+  QV_CHECK(access(wpath, F_OK) == 0);
+  QV_CHECK_EQ_INT(n_cache_files(mp), 3);
+  /* a run without num_proc now prefers... the single file exists too: it is complete */
+  qv_dataset_unref(mp);
+  mp = NULL;
+  /* through a shuffle, in worker processes, kept in memory */
+  OK(qv_dataset_shuffle(ds, 4, NULL, &s, &E));
+  int64_t perm[50], wperm[50];
+  OK(qv_permutation(4, 50, perm, &E));
+  for (int i = 0; i < 50; i++) wperm[i] = 2 * perm[i];
+  o.ignore_cache = false;
+  o.keep_in_memory = true;
+  OK(qv_dataset_map(s, &fn, &mo, &o, &mp, &E));
+  QV_CHECK(column_equals(mp, "b", wperm, 50));
+  QV_CHECK(same_a(mp, perm, 50));
+  QV_CHECK_EQ_INT(n_cache_files(mp), 0);
+  qv_dataset_unref(mp);
+  /* a failing callback leaves no cache file (single and workers) */
+  int64_t fail_at = 24;
+  qv_map_fn bad = {"double_a", "2", double_a, &fail_at, NULL};
+  qv_dataset *r = NULL;
+  int before = count_files(dir, "cache-");
+  mo.num_proc = 0;
+  QV_CHECK(qv_dataset_map(ds, &bad, &mo, NULL, &r, &E) == QV_EINVAL);
+  QV_CHECK(strstr(E.message, "boom at row 24") != NULL);
+  mo.num_proc = 2;
+  QV_CHECK(qv_dataset_map(ds, &bad, &mo, NULL, &r, &E) == QV_EINVAL);
+  QV_CHECK(strstr(E.message, "map worker 0: ") != NULL);
+  QV_CHECK(strstr(E.message, "boom at row 24") != NULL);
+  QV_CHECK_EQ_INT(count_files(dir, "cache-"), before + 1); /* worker 1's file only */
+  QV_CHECK_EQ_INT(count_files(dir, ".cache-"), 0);
+  /* rows change when every input column is removed */
+  qv_map_fn ex = {"explode", "1", explode, NULL, NULL};
+  const char *all[] = {"a", "t", "label"};
+  memset(&mo, 0, sizeof mo);
+  mo.batched = true;
+  mo.batch_size = 7;
+  mo.remove_columns = all;
+  mo.n_remove_columns = 3;
+  qv_dataset *x = NULL;
+  OK(qv_dataset_map(ds, &ex, &mo, NULL, &x, &E));
+  int64_t wx[100], nx = 0;
+  for (int64_t i = 0; i < 50; i++)
+    for (int64_t k = 0; k < i % 3; k++) wx[nx++] = i;
+  QV_CHECK(same_a(x, wx, nx));
+  QV_CHECK_EQ_INT(qv_dataset_num_columns(x), 1);
+  mo.n_remove_columns = 1;
+  QV_CHECK(qv_dataset_map(ds, &ex, &mo, NULL, &r, &E) == QV_EARG);
+  QV_CHECK(strstr(E.message, "remove_columns") != NULL);
+  /* one row per call (not batched) */
+  memset(&mo, 0, sizeof mo);
+  qv_dataset *one = NULL;
+  g_calls = 0;
+  OK(qv_dataset_map(ds, &fn, &mo, NULL, &one, &E));
+  QV_CHECK_EQ_INT(g_calls, 50);
+  QV_CHECK(column_equals(one, "b", want, 50));
+  qv_dataset_unref(one);
+  qv_dataset_unref(x);
+  qv_dataset_unref(s);
+  qv_dataset_unref(m2);
+  qv_dataset_unref(m);
+  qv_dataset_unref(ds);
+}
+
+int main(void) {
+  QV_RUN(test_open_and_fingerprints);
+  QV_RUN(test_select);
+  QV_RUN(test_shuffle_and_cache);
+  QV_RUN(test_filter);
+  QV_RUN(test_filter_fn);
+  QV_RUN(test_shard_and_split_by_node);
+  QV_RUN(test_train_test_split);
+  QV_RUN(test_flatten_and_save);
+  QV_RUN(test_concatenate);
+  QV_RUN(test_columns);
+  QV_RUN(test_iteration);
+  QV_RUN(test_map);
+  cleanup();
+  return QV_TEST_END();
+}
