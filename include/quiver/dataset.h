@@ -177,6 +177,11 @@ typedef struct qv_dataset_format {
   bool output_all_columns;     /**< _output_all_columns */
 } qv_dataset_format;
 
+/** A copy of ds (same tables, shared) with fingerprint `fingerprint`
+ *  (validated), as `datasets`' new_fingerprint arguments give. */
+qv_status qv_dataset_with_fingerprint(qv_dataset *ds, const char *fingerprint, qv_dataset **out,
+                                      qv_error *err);
+
 /** The dataset's format (borrowed strings). */
 qv_dataset_format qv_dataset_get_format(const qv_dataset *ds);
 

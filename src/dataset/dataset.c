@@ -535,6 +535,12 @@ qv_table *qv_dataset_indices(const qv_dataset *ds) { return ds->indices; }
 const qv_hf_feature *qv_dataset_features(const qv_dataset *ds) { return ds->features; }
 const char *qv_dataset_split(const qv_dataset *ds) { return ds->split; }
 
+qv_status qv_dataset_with_fingerprint(qv_dataset *ds, const char *fingerprint, qv_dataset **out,
+                                      qv_error *err) {
+  QV_RETURN_NOT_OK(qv_fingerprint_validate(fingerprint, err));
+  return qv_ds_derive(ds, ds->data, ds->indices, fingerprint, NULL, out, err);
+}
+
 qv_dataset_format qv_dataset_get_format(const qv_dataset *ds) {
   qv_dataset_format f;
   f.type = ds->format_type;

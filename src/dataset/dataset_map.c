@@ -454,10 +454,12 @@ static void remove_temporaries(const char *path) {
   if (path == NULL) return;
   const char *slash = strrchr(path, '/');
   char dir[PATH_MAX];
-  snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path) : 1, slash ? path : ".");
   const char *name = slash ? slash + 1 : path;
   char prefix[NAME_MAX + 32];
-  snprintf(prefix, sizeof prefix, ".%s.tmp-quiver-", name);
+  if ((size_t)snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path) : 1,
+                       slash ? path : ".") >= sizeof dir ||
+      (size_t)snprintf(prefix, sizeof prefix, ".%s.tmp-quiver-", name) >= sizeof prefix)
+    return;
   DIR *d = opendir(dir);
   struct dirent *e;
   while (d != NULL && (e = readdir(d)) != NULL) {
@@ -665,7 +667,8 @@ static qv_status pick_existing(const char *base, int want, int *out_count, qv_er
   const char *dot = strrchr(base, '.');
   if (slash == NULL || dot == NULL || dot < slash) return QV_OK;
   char dir[PATH_MAX];
-  snprintf(dir, sizeof dir, "%.*s", (int)(slash - base), base);
+  if ((size_t)snprintf(dir, sizeof dir, "%.*s", (int)(slash - base), base) >= sizeof dir)
+    return QV_OK;
   const char *stem = slash + 1;
   size_t stem_len = (size_t)(dot - stem);
   const char *ext = dot;
@@ -736,7 +739,8 @@ static qv_status map_fingerprint(const qv_dataset *ds, const qv_map_fn *fn,
                                  const qv_map_options *mo, const qv_dataset_options *opts,
                                  char fp[QV_FINGERPRINT_SIZE], qv_error *err) {
   char id[512], digest[QV_FINGERPRINT_SIZE];
-  snprintf(id, sizeof id, "%s@%s", fn->name, fn->version);
+  if ((size_t)snprintf(id, sizeof id, "%s@%s", fn->name, fn->version) >= sizeof id)
+    return qv_error_set(err, QV_EARG, "map: function name and version are too long");
   if (fn->params != NULL) QV_RETURN_NOT_OK(qv_ds_args_digest(fn->params, digest, err));
   qv_fingerprint_args *a = NULL;
   QV_RETURN_NOT_OK(qv_fingerprint_args_new(&a, err));
@@ -907,16 +911,19 @@ qv_status qv_dataset_map(qv_dataset *ds, const qv_map_fn *fn, const qv_map_optio
     /* Worker processes; in-memory results travel through temporary files. */
     if (base == NULL) {
       const char *t = getenv("TMPDIR");
-      snprintf(tmpdir, sizeof tmpdir, "%s/quiver-map-XXXXXX", t && *t ? t : "/tmp");
-      if (mkdtemp(tmpdir) == NULL) {
+      if ((size_t)snprintf(tmpdir, sizeof tmpdir, "%s/quiver-map-XXXXXX", t && *t ? t : "/tmp") >=
+              sizeof tmpdir ||
+          mkdtemp(tmpdir) == NULL) {
         st = qv_error_set(err, QV_EIO, "%s: %s", tmpdir, strerror(errno));
         tmpdir[0] = '\0';
         goto done;
       }
       for (int i = 0; i < n_todo; i++) {
-        char p[PATH_MAX];
-        snprintf(p, sizeof p, "%s/shard-%05d.arrow", tmpdir, todo[i]);
-        if ((paths[todo[i]] = qv_ds_strdup(p)) == NULL) st = oom(err);
+        char p[PATH_MAX + 32];
+        if ((size_t)snprintf(p, sizeof p, "%s/shard-%05d.arrow", tmpdir, todo[i]) >= sizeof p)
+          st = qv_error_set(err, QV_EARG, "%s: path too long", tmpdir);
+        else if ((paths[todo[i]] = qv_ds_strdup(p)) == NULL)
+          st = oom(err);
       }
     }
     if (st == QV_OK)

@@ -458,7 +458,8 @@ qv_status qv_dataset_filter_fn(qv_dataset *ds, const qv_filter_fn *fn, int64_t b
     return QV_OK;
   }
   char fp[QV_FINGERPRINT_SIZE], digest[QV_FINGERPRINT_SIZE], id[512];
-  snprintf(id, sizeof id, "%s@%s", fn->name, fn->version);
+  if ((size_t)snprintf(id, sizeof id, "%s@%s", fn->name, fn->version) >= sizeof id)
+    return qv_error_set(err, QV_EARG, "filter: function name and version are too long");
   if (fn->params != NULL) QV_RETURN_NOT_OK(qv_ds_args_digest(fn->params, digest, err));
   FP_ARGS_BEGIN(a);
   qv_fingerprint_arg_str(a, "function", id, err);

@@ -267,7 +267,7 @@ static qv_status check_not_self(const qv_dataset *ds, const char *dir, qv_error 
   qv_status st = QV_OK;
   for (int64_t i = 0; i < n && st == QV_OK; i++) {
     char parent[PATH_MAX];
-    snprintf(parent, sizeof parent, "%s", paths[i]);
+    if ((size_t)snprintf(parent, sizeof parent, "%s", paths[i]) >= sizeof parent) continue;
     char *slash = strrchr(parent, '/');
     if (slash == NULL) continue;
     if (slash == parent) slash[1] = '\0';
@@ -300,7 +300,7 @@ static qv_status remove_stale_shards(const char *dir, int64_t num_shards, qv_err
     qv_hf_shard_name(i, m, expect, sizeof expect);
     if (strcmp(expect, e->d_name) != 0 || m == num_shards) continue;
     char full[PATH_MAX];
-    snprintf(full, sizeof full, "%s/%s", dir, e->d_name);
+    if ((size_t)snprintf(full, sizeof full, "%s/%s", dir, e->d_name) >= sizeof full) continue;
     if (unlink(full) != 0)
       st = qv_error_set(err, QV_EIO, "%s: cannot remove: %s", full, strerror(errno));
   }

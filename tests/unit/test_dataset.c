@@ -58,7 +58,7 @@ static const char *subdir(const char *name) {
   static int k;
   char *p = path[k++ % 8];
   snprintf(p, 300, "%s/%s", tmpdir(), name);
-  char cmd[400];
+  char cmd[700];
   snprintf(cmd, sizeof cmd, "rm -rf '%s' && mkdir -p '%s'", p, p);
   if (system(cmd) != 0) abort();
   return p;

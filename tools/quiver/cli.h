@@ -46,5 +46,14 @@ int cmd_get(int argc, char **argv);
 int cmd_integration(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
 int cmd_debug(int argc, char **argv);
+/* dataset_cmds.c */
+int cmd_select(int argc, char **argv);
+int cmd_shuffle(int argc, char **argv);
+int cmd_sort(int argc, char **argv);
+int cmd_filter(int argc, char **argv);
+int cmd_shard(int argc, char **argv);
+int cmd_split(int argc, char **argv);
+int cmd_concat(int argc, char **argv);
+int cmd_flatten(int argc, char **argv);
 
 #endif

@@ -30,6 +30,18 @@ static const char kUsage[] =
     "  debug row-layout PATH --keys=COL[,COL...]\n"
     "                                row-table encoding of key columns as JSON\n"
     "\n"
+    "dataset commands (SRC: file, Dataset or DatasetDict directory; DST: a\n"
+    "save_to_disk directory that datasets.load_from_disk opens):\n"
+    "  select SRC (--indices=FILE | --range=A:B) -o DST   rows by position\n"
+    "  shuffle SRC [--seed=N] -o DST  shuffle as datasets' shuffle(seed=N)\n"
+    "  sort SRC --by=COL[:desc],... -o DST   stable sort\n"
+    "  filter SRC --where=EXPR -o DST  rows where EXPR is true\n"
+    "  shard SRC --num-shards=N --index=I [--strided] -o DST\n"
+    "  split SRC [--test-size=X] [--train-size=X] [--seed=N] -o DST\n"
+    "                                train/test DatasetDict\n"
+    "  concat SRC SRC... [--axis=0|1] -o DST\n"
+    "  flatten SRC -o DST            rows as seen, indices flattened\n"
+    "\n"
     "options:\n"
     "  -h, --help                    show help (also 'quiver COMMAND --help')\n"
     "  --version                     print the version\n"
@@ -89,6 +101,14 @@ static const command kCommands[] = {
     {"integration", cmd_integration},
     {"convert", cmd_convert},
     {"debug", cmd_debug},
+    {"select", cmd_select},
+    {"shuffle", cmd_shuffle},
+    {"sort", cmd_sort},
+    {"filter", cmd_filter},
+    {"shard", cmd_shard},
+    {"split", cmd_split},
+    {"concat", cmd_concat},
+    {"flatten", cmd_flatten},
 };
 
 int main(int argc, char **argv) {
