@@ -92,6 +92,44 @@ qv_status qv_writer_close(qv_writer *w, qv_error *err);
  *  free the writer. For descriptors, stops writing. NULL-safe. */
 void qv_writer_abort(qv_writer *w);
 
+/* ------------------------------------------------------------------------ */
+/* Writing a C stream (Arrow C Stream Interface)                             */
+
+struct ArrowArrayStream;
+
+/**
+ * Write every record batch of an Arrow C stream (any producer: pyarrow's
+ * RecordBatchReader._export_to_c, DuckDB, polars, qv_export_reader_stream)
+ * to `path`, atomically as qv_writer_open_path does. The stream's schema
+ * (with schema and field metadata) becomes the file's schema; dictionary
+ * ids are assigned 0, 1, 2... depth-first (see qv_import_schema).
+ *
+ * The stream is imported with quiver/cdata.h: the producer's buffers are
+ * wrapped, not copied, and written straight from its memory (only the
+ * cases listed in the file comment — sliced bitmaps, rebased offsets and
+ * run ends, compression — allocate). Each batch is released back to the
+ * producer as soon as it has been written. Batches are split into record
+ * batches of at most options->max_batch_rows rows as by
+ * qv_writer_write_batch.
+ *
+ * Consumes `in` on success and on failure (its `release` is NULL after the
+ * call; quiver released it). On failure the target is untouched and no
+ * temporary is left; producer errors are reported with the producer's
+ * get_last_error text. `out_rows` (may be NULL) receives the number of
+ * rows written.
+ */
+qv_status qv_write_arrow_stream_path(struct ArrowArrayStream *in, const char *path,
+                                     const qv_write_options *options,
+                                     int64_t *out_rows, qv_error *err);
+
+/**
+ * As qv_write_arrow_stream_path, to an open descriptor (not closed; no
+ * atomicity: on failure the bytes already written stay written).
+ */
+qv_status qv_write_arrow_stream_fd(struct ArrowArrayStream *in, int fd,
+                                   const qv_write_options *options,
+                                   int64_t *out_rows, qv_error *err);
+
 #ifdef __cplusplus
 }
 #endif

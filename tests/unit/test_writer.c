@@ -4,9 +4,11 @@
  * run-end encoded, dictionaries) written in both formats with every codec
  * and read back through the reader; dictionary deltas / replacements;
  * atomic writes (abort and failure leave the target untouched and no
- * temporary behind).
+ * temporary behind); writing a C stream (qv_write_arrow_stream_*), also
+ * from a producer that fails mid-stream.
  */
 #include <dirent.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +16,7 @@
 
 #include "qv_arrays.h"
 #include "qv_test.h"
+#include "quiver/cdata.h"
 #include "quiver/ipc.h"
 #include "quiver/writer.h"
 
@@ -422,6 +425,115 @@ static void test_atomic(void) {
   qv_type_unref(st);
 }
 
+/* A C stream producer that hands out `batch` n_ok times, then fails with
+ * EIO and the message "disk on fire". Counts releases. */
+typedef struct fail_stream {
+  qv_array *batch;
+  int n_ok, served, releases;
+  const qv_schema *schema;
+} fail_stream;
+
+static int fs_schema(struct ArrowArrayStream *s, struct ArrowSchema *out) {
+  fail_stream *f = s->private_data;
+  return qv_export_schema(f->schema, out, NULL) == QV_OK ? 0 : EINVAL;
+}
+static int fs_next(struct ArrowArrayStream *s, struct ArrowArray *out) {
+  fail_stream *f = s->private_data;
+  if (f->served >= f->n_ok) return EIO;
+  f->served++;
+  return qv_export_array(f->batch, out, NULL) == QV_OK ? 0 : EINVAL;
+}
+static const char *fs_error(struct ArrowArrayStream *s) {
+  (void)s;
+  return "disk on fire";
+}
+static void fs_release(struct ArrowArrayStream *s) {
+  ((fail_stream *)s->private_data)->releases++;
+  s->release = NULL;
+}
+
+static void test_write_c_stream(void) {
+  qv_error err;
+  qv_type *st = make_schema_type();
+  qv_schema *schema = qv_schema_new(qv_type_ref(st));
+  qv_metadata_append(&schema->metadata, "k", 1, "v", 1, NULL);
+  qv_array *full = make_batch(st);
+  char src[512], dst[512];
+  path_in_dir(src, sizeof src, "src.arrow");
+  path_in_dir(dst, sizeof dst, "dst.arrows");
+  qv_write_options o = {QV_FORMAT_FILE, QV_COMPRESSION_NONE, 0, 0, 7};
+  qv_writer *w = NULL;
+  QV_REQUIRE(qv_writer_open_path(src, schema, &o, &w, &err) == QV_OK);
+  QV_CHECK(qv_writer_write_batch(w, full, &err) == QV_OK);
+  QV_REQUIRE(qv_writer_close(w, &err) == QV_OK);
+
+  /* reader -> C stream -> qv_write_arrow_stream_path (zstd stream). */
+  qv_reader *r = NULL;
+  QV_REQUIRE(qv_reader_open_path(src, NULL, &r, &err) == QV_OK);
+  struct ArrowArrayStream cs;
+  QV_REQUIRE(qv_export_reader_stream(r, &cs, &err) == QV_OK);
+  qv_write_options so = {QV_FORMAT_STREAM, QV_COMPRESSION_ZSTD, 0, 0, 0};
+  int64_t rows = -1;
+  qv_status s = qv_write_arrow_stream_path(&cs, dst, &so, &rows, &err);
+  if (s != QV_OK) fprintf(stderr, "%s\n", err.message);
+  QV_CHECK(s == QV_OK);
+  QV_CHECK(cs.release == NULL);
+  QV_CHECK_EQ_INT(rows, NROWS);
+  QV_CHECK_EQ_INT(count_temps(), 0);
+  QV_REQUIRE(qv_reader_open_path(dst, NULL, &r, &err) == QV_OK);
+  QV_CHECK_EQ_INT(qv_reader_format(r), QV_FORMAT_STREAM);
+  QV_CHECK(qv_schema_equals(qv_reader_schema(r), schema, true));
+  int64_t seen = 0, nb = 0;
+  for (;;) {
+    qv_array *b = NULL;
+    QV_CHECK(qv_reader_next(r, &b, &err) == QV_OK);
+    if (b == NULL) break;
+    check_rows(b, seen);
+    seen += b->length;
+    nb++;
+    qv_array_unref(b);
+  }
+  QV_CHECK_EQ_INT(qv_reader_compression(r), QV_COMPRESSION_ZSTD);
+  QV_CHECK_EQ_INT(seen, NROWS);
+  QV_CHECK_EQ_INT(nb, 3); /* the source's 7-row batches, kept */
+  qv_reader_close(r);
+
+  /* A producer failing after one batch: its error text, the target
+   * untouched, no temporary, the stream released exactly once. */
+  fail_stream f = {full, 1, 0, 0, schema};
+  struct ArrowArrayStream fs = {fs_schema, fs_next, fs_error, fs_release, &f};
+  s = qv_write_arrow_stream_path(&fs, dst, NULL, &rows, &err);
+  QV_CHECK_EQ_INT(s, QV_EIO);
+  QV_CHECK_EQ_STR(err.message, "C stream batch 1: C stream get_next failed "
+                               "(Input/output error): disk on fire");
+  QV_CHECK(fs.release == NULL);
+  QV_CHECK_EQ_INT(f.releases, 1);
+  QV_CHECK_EQ_INT(rows, 0);
+  QV_CHECK_EQ_INT(count_temps(), 0);
+  QV_REQUIRE(qv_reader_open_path(dst, NULL, &r, &err) == QV_OK);
+  QV_CHECK_EQ_INT(qv_reader_format(r), QV_FORMAT_STREAM); /* the old file */
+  qv_reader_close(r);
+
+  /* Bad arguments still consume the stream. */
+  f.releases = 0;
+  fs.release = fs_release;
+  QV_CHECK_EQ_INT(qv_write_arrow_stream_fd(&fs, -1, NULL, NULL, &err), QV_EARG);
+  QV_CHECK_EQ_STR(err.message, "qv_write_arrow_stream_fd: bad descriptor -1");
+  QV_CHECK_EQ_INT(f.releases, 1);
+  fs.release = fs_release;
+  qv_write_options bad = {QV_FORMAT_FILE, QV_COMPRESSION_NONE, 0, 3, 0};
+  QV_CHECK_EQ_INT(qv_write_arrow_stream_path(&fs, dst, &bad, NULL, &err), QV_EARG);
+  QV_CHECK_EQ_STR(err.message, "writer: alignment must be 8 or 64, found 3");
+  QV_CHECK_EQ_INT(f.releases, 2);
+  QV_CHECK_EQ_INT(count_temps(), 0);
+
+  unlink(src);
+  unlink(dst);
+  qv_array_unref(full);
+  qv_schema_unref(schema);
+  qv_type_unref(st);
+}
+
 int main(void) {
   snprintf(g_dir, sizeof g_dir, "/tmp/qv_test_writer_XXXXXX");
   if (mkdtemp(g_dir) == NULL) return 1;
@@ -429,6 +541,7 @@ int main(void) {
   QV_RUN(test_ree_slice);
   QV_RUN(test_dictionary_delta_and_replacement);
   QV_RUN(test_atomic);
+  QV_RUN(test_write_c_stream);
   rmdir(g_dir);
   return QV_TEST_END();
 }
