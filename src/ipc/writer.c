@@ -35,6 +35,9 @@
 #endif
 
 #define QV_WRITER_MAX_DEPTH 128
+/* Binary views: 16 bytes each; values of at most 12 bytes are inline. */
+#define QV_VIEW_BYTES 16
+#define QV_VIEW_INLINE 12
 
 static const uint8_t kZeros[64];
 static const uint8_t kUncompressedPrefix[8] = {0xff, 0xff, 0xff, 0xff,
@@ -300,6 +303,229 @@ static qv_status emit_ree(body *b, const qv_array *a, int64_t off, int64_t len,
   return emit(b, vals, vals->offset + i0, runs, depth + 1);
 }
 
+/* bytes of `buf` from byte `off` (NULL for a missing buffer). */
+static const uint8_t *bytes_at(const qv_buffer *buf, int64_t off) {
+  return buf ? buf->data + off : NULL;
+}
+
+/* Dense union [off, off+len): each child is cut to the range of its
+ * values the slice refers to (offsets per child are increasing, but only
+ * min/max matter here), and the offsets are rebased when a range does not
+ * start at 0 — so a small slice of a large union does not carry the whole
+ * children. */
+static qv_status emit_dense_union(body *b, const qv_array *a, int64_t off, int64_t len,
+                                  int depth) {
+  int32_t nc = a->n_children;
+  int child_of[256];
+  for (int k = 0; k < 256; k++) child_of[k] = -1;
+  for (int32_t c = 0; c < nc; c++) child_of[(uint8_t)(int8_t)a->type->type_codes[c]] = c;
+  int64_t lo[128], hi[128];
+  if (nc > 128)
+    return qv_error_set(b->err, QV_EINVAL, "writer: union with %d children", (int)nc);
+  for (int32_t c = 0; c < nc; c++) {
+    lo[c] = INT64_MAX;
+    hi[c] = -1;
+  }
+  const int8_t *ids = (const int8_t *)bytes_at(a->buffers[0], off);
+  const uint8_t *offs = bytes_at(a->buffers[1], 4 * off);
+  bool rebase = false;
+  for (int64_t i = 0; i < len; i++) {
+    int c = child_of[(uint8_t)ids[i]];
+    int32_t o;
+    memcpy(&o, offs + 4 * i, 4);
+    if (c < 0 || o < 0 || o >= a->children[c]->length)
+      return qv_error_set(b->err, QV_EINVAL,
+                          "writer: dense union slot %lld: type id %d / offset %d is "
+                          "outside the union's children",
+                          (long long)(off + i), (int)ids[i], (int)o);
+    if (o < lo[c]) lo[c] = o;
+    if (o > hi[c]) hi[c] = o;
+  }
+  for (int32_t c = 0; c < nc; c++) {
+    if (hi[c] < 0) lo[c] = hi[c] = -1; /* unused: written empty */
+    else if (lo[c] > 0) rebase = true;
+  }
+  QV_RETURN_NOT_OK(push_node(b, len, 0));
+  QV_RETURN_NOT_OK(push_buffer(b, (const uint8_t *)ids, len));
+  if (!rebase) {
+    QV_RETURN_NOT_OK(push_buffer(b, offs, 4 * len));
+  } else {
+    qv_buffer *nb = NULL;
+    QV_RETURN_NOT_OK(qv_buffer_alloc(4 * len, &nb, b->err));
+    for (int64_t i = 0; i < len; i++) {
+      int32_t o;
+      memcpy(&o, offs + 4 * i, 4);
+      o -= (int32_t)lo[child_of[(uint8_t)ids[i]]];
+      memcpy(nb->data + 4 * i, &o, 4);
+    }
+    QV_RETURN_NOT_OK(push_owned(b, nb));
+  }
+  for (int32_t c = 0; c < nc; c++) {
+    const qv_array *ch = a->children[c];
+    if (hi[c] < 0) QV_RETURN_NOT_OK(emit(b, ch, ch->offset, 0, depth + 1));
+    else QV_RETURN_NOT_OK(emit(b, ch, ch->offset + lo[c], hi[c] - lo[c] + 1, depth + 1));
+  }
+  return QV_OK;
+}
+
+/* List views [off, off+len) (node and validity already pushed): the child
+ * is cut to the range [lo, hi) the slice's views cover; offsets are
+ * rebased (and empty or out-of-range null views zeroed) when needed. */
+static qv_status emit_list_view(body *b, const qv_array *a, int64_t off, int64_t len,
+                                int depth) {
+  int w = a->type->id == QV_LIST_VIEW ? 4 : 8;
+  const qv_array *c = a->children[0];
+  const uint8_t *po = bytes_at(a->buffers[1], w * off), *ps = bytes_at(a->buffers[2], w * off);
+  int64_t lo = INT64_MAX, hi = 0;
+  bool rewrite = false;
+  for (int64_t i = 0; i < len; i++) {
+    int64_t o = load_off(po, i, w), sz = load_off(ps, i, w), end;
+    if (o < 0 || sz < 0 || qv_add_overflow(o, sz, &end) || end > c->length) {
+      if (qv_array_is_valid(a, off - a->offset + i))
+        return qv_error_set(b->err, QV_EINVAL,
+                            "writer: list view slot %lld: offset %lld + size %lld is outside "
+                            "the child of %lld values",
+                            (long long)(off + i), (long long)o, (long long)sz,
+                            (long long)c->length);
+      rewrite = true;
+      continue;
+    }
+    if (sz == 0) continue;
+    if (o < lo) lo = o;
+    if (end > hi) hi = end;
+  }
+  if (lo == INT64_MAX) lo = hi = 0;
+  if (lo > 0) rewrite = true;
+  for (int64_t i = 0; i < len && !rewrite; i++)
+    if (load_off(po, i, w) > hi) rewrite = true; /* an empty view past the cut */
+  if (!rewrite) {
+    QV_RETURN_NOT_OK(push_buffer(b, po, w * len));
+    QV_RETURN_NOT_OK(push_buffer(b, ps, w * len));
+  } else {
+    qv_buffer *no = NULL, *ns = NULL;
+    QV_RETURN_NOT_OK(qv_buffer_alloc(w * len, &no, b->err));
+    qv_status st = qv_buffer_alloc(w * len, &ns, b->err);
+    if (st != QV_OK) {
+      qv_buffer_unref(no);
+      return st;
+    }
+    for (int64_t i = 0; i < len; i++) {
+      int64_t o = load_off(po, i, w), sz = load_off(ps, i, w), end;
+      bool keep_it = sz > 0 && o >= lo && !qv_add_overflow(o, sz, &end) && end <= hi;
+      int64_t no_v = keep_it ? o - lo : 0, ns_v = keep_it ? sz : 0;
+      if (w == 4) {
+        int32_t x = (int32_t)no_v, y = (int32_t)ns_v;
+        memcpy(no->data + 4 * i, &x, 4);
+        memcpy(ns->data + 4 * i, &y, 4);
+      } else {
+        memcpy(no->data + 8 * i, &no_v, 8);
+        memcpy(ns->data + 8 * i, &ns_v, 8);
+      }
+    }
+    st = push_owned(b, no);
+    if (st != QV_OK) {
+      qv_buffer_unref(ns);
+      return st;
+    }
+    QV_RETURN_NOT_OK(push_owned(b, ns));
+  }
+  return emit(b, c, c->offset + lo, hi - lo, depth + 1);
+}
+
+/* Binary / string views [off, off+len) (node and validity pushed): only
+ * the data buffers the slice's out-of-line views refer to are written, each
+ * cut to the referenced range [lo, hi); views are rewritten (buffer index
+ * and offset) when a buffer is dropped or cut at the front. */
+static qv_status emit_views(body *b, const qv_array *a, int64_t off, int64_t len) {
+  int64_t nv = a->n_buffers - 2;
+  const uint8_t *v = bytes_at(a->buffers[1], QV_VIEW_BYTES * off);
+  int64_t *lo = NULL, *hi = NULL, *map = NULL;
+  if (nv > 0) {
+    lo = malloc(sizeof *lo * (size_t)nv);
+    hi = malloc(sizeof *hi * (size_t)nv);
+    map = malloc(sizeof *map * (size_t)nv);
+    if (!lo || !hi || !map) {
+      free(lo);
+      free(hi);
+      free(map);
+      return oom(b, "views");
+    }
+  }
+  for (int64_t k = 0; k < nv; k++) {
+    lo[k] = INT64_MAX;
+    hi[k] = 0;
+  }
+  bool rewrite = false;
+  qv_status st = QV_OK;
+  for (int64_t i = 0; i < len; i++) {
+    int32_t n, idx, o;
+    memcpy(&n, v + QV_VIEW_BYTES * i, 4);
+    if (n <= QV_VIEW_INLINE) continue;
+    memcpy(&idx, v + QV_VIEW_BYTES * i + 8, 4);
+    memcpy(&o, v + QV_VIEW_BYTES * i + 12, 4);
+    const qv_buffer *d = idx >= 0 && idx < nv ? a->buffers[2 + idx] : NULL;
+    if (d == NULL || o < 0 || (int64_t)o + n > d->size) {
+      if (qv_array_is_valid(a, off - a->offset + i)) {
+        st = qv_error_set(b->err, QV_EINVAL,
+                          "writer: view slot %lld: %d bytes at buffer %d offset %d are "
+                          "outside the data buffers",
+                          (long long)(off + i), (int)n, (int)idx, (int)o);
+        goto done;
+      }
+      rewrite = true; /* a null slot with a dangling view: zeroed */
+      continue;
+    }
+    if (o < lo[idx]) lo[idx] = o;
+    if ((int64_t)o + n > hi[idx]) hi[idx] = (int64_t)o + n;
+  }
+  int64_t used = 0;
+  for (int64_t k = 0; k < nv; k++) {
+    if (lo[k] == INT64_MAX) {
+      map[k] = -1;
+      rewrite = true;
+    } else {
+      map[k] = used++;
+      if (lo[k] > 0) rewrite = true;
+    }
+  }
+  if (!rewrite) {
+    st = push_buffer(b, v, QV_VIEW_BYTES * len);
+  } else {
+    qv_buffer *nb = NULL;
+    st = qv_buffer_alloc(QV_VIEW_BYTES * len, &nb, b->err);
+    if (st != QV_OK) goto done;
+    for (int64_t i = 0; i < len; i++) {
+      uint8_t *dst = nb->data + QV_VIEW_BYTES * i;
+      int32_t n, idx, o;
+      memcpy(&n, v + QV_VIEW_BYTES * i, 4);
+      if (n <= QV_VIEW_INLINE) {
+        memcpy(dst, v + QV_VIEW_BYTES * i, QV_VIEW_BYTES);
+        continue;
+      }
+      memcpy(&idx, v + QV_VIEW_BYTES * i + 8, 4);
+      memcpy(&o, v + QV_VIEW_BYTES * i + 12, 4);
+      const qv_buffer *d = idx >= 0 && idx < nv ? a->buffers[2 + idx] : NULL;
+      if (d == NULL || o < 0 || (int64_t)o + n > d->size) continue; /* zeroed */
+      int32_t ni = (int32_t)map[idx], no = (int32_t)(o - lo[idx]);
+      memcpy(dst, v + QV_VIEW_BYTES * i, 8); /* length + prefix */
+      memcpy(dst + 8, &ni, 4);
+      memcpy(dst + 12, &no, 4);
+    }
+    st = push_owned(b, nb);
+  }
+  for (int64_t k = 0; k < nv && st == QV_OK; k++)
+    if (map[k] >= 0) st = push_buffer(b, a->buffers[2 + k]->data + lo[k], hi[k] - lo[k]);
+  if (st == QV_OK && !grow((void **)&b->variadic, &b->cap_variadic, b->n_variadic + 1,
+                           sizeof(int64_t)))
+    st = oom(b, "variadic counts");
+  if (st == QV_OK) b->variadic[b->n_variadic++] = used;
+done:
+  free(lo);
+  free(hi);
+  free(map);
+  return st;
+}
+
 /* Emit array a's elements [off, off+len) where off already includes
  * a->offset (an index into a's buffers). */
 static qv_status emit(body *b, const qv_array *a, int64_t off, int64_t len,
@@ -315,20 +541,13 @@ static qv_status emit(body *b, const qv_array *a, int64_t off, int64_t len,
       return emit_ree(b, a, off, len, depth);
     case QV_SPARSE_UNION:
       QV_RETURN_NOT_OK(push_node(b, len, 0));
-      QV_RETURN_NOT_OK(push_buffer(b, a->buffers[0]->data + off, len));
+      QV_RETURN_NOT_OK(push_buffer(b, bytes_at(a->buffers[0], off), len));
       for (int32_t c = 0; c < a->n_children; c++)
         QV_RETURN_NOT_OK(emit(b, a->children[c], a->children[c]->offset + off,
                               len, depth + 1));
       return QV_OK;
     case QV_DENSE_UNION:
-      /* Offsets need not start at 0: children are written whole. */
-      QV_RETURN_NOT_OK(push_node(b, len, 0));
-      QV_RETURN_NOT_OK(push_buffer(b, a->buffers[0]->data + off, len));
-      QV_RETURN_NOT_OK(push_buffer(b, a->buffers[1]->data + 4 * off, 4 * len));
-      for (int32_t c = 0; c < a->n_children; c++)
-        QV_RETURN_NOT_OK(emit(b, a->children[c], a->children[c]->offset,
-                              a->children[c]->length, depth + 1));
-      return QV_OK;
+      return emit_dense_union(b, a, off, len, depth);
     default:
       break;
   }
@@ -345,35 +564,16 @@ static qv_status emit(body *b, const qv_array *a, int64_t off, int64_t len,
       const qv_buffer *d = a->buffers[2];
       return push_buffer(b, d ? d->data + first : NULL, last - first);
     }
-    case QV_BINARY_VIEW: case QV_STRING_VIEW: {
-      QV_RETURN_NOT_OK(push_buffer(b, a->buffers[1] ? a->buffers[1]->data + 16 * off : NULL,
-                                   16 * len));
-      int64_t nv = a->n_buffers - 2;
-      for (int64_t k = 0; k < nv; k++) {
-        const qv_buffer *d = a->buffers[2 + k];
-        QV_RETURN_NOT_OK(push_buffer(b, d ? d->data : NULL, d ? d->size : 0));
-      }
-      if (!grow((void **)&b->variadic, &b->cap_variadic, b->n_variadic + 1,
-                sizeof(int64_t)))
-        return oom(b, "variadic counts");
-      b->variadic[b->n_variadic++] = nv;
-      return QV_OK;
-    }
+    case QV_BINARY_VIEW: case QV_STRING_VIEW:
+      return emit_views(b, a, off, len);
     case QV_LIST: case QV_MAP: case QV_LARGE_LIST: {
       int w = t->id == QV_LARGE_LIST ? 8 : 4;
       QV_RETURN_NOT_OK(push_offsets(b, a->buffers[1], w, off, len, &first, &last));
       const qv_array *c = a->children[0];
       return emit(b, c, c->offset + first, last - first, depth + 1);
     }
-    case QV_LIST_VIEW: case QV_LARGE_LIST_VIEW: {
-      int w = t->id == QV_LIST_VIEW ? 4 : 8;
-      QV_RETURN_NOT_OK(push_buffer(b, a->buffers[1] ? a->buffers[1]->data + w * off : NULL,
-                                   w * len));
-      QV_RETURN_NOT_OK(push_buffer(b, a->buffers[2] ? a->buffers[2]->data + w * off : NULL,
-                                   w * len));
-      const qv_array *c = a->children[0];
-      return emit(b, c, c->offset, c->length, depth + 1);
-    }
+    case QV_LIST_VIEW: case QV_LARGE_LIST_VIEW:
+      return emit_list_view(b, a, off, len, depth);
     case QV_FIXED_SIZE_LIST: {
       const qv_array *c = a->children[0];
       int64_t n = t->list_size;

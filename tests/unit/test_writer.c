@@ -5,7 +5,9 @@
  * and read back through the reader; dictionary deltas / replacements;
  * atomic writes (abort and failure leave the target untouched and no
  * temporary behind); writing a C stream (qv_write_arrow_stream_*), also
- * from a producer that fails mid-stream.
+ * from a producer that fails mid-stream; slices of dense unions, list
+ * views and binary views carry only the child values / data bytes they
+ * refer to.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -16,6 +18,7 @@
 
 #include "qv_arrays.h"
 #include "qv_test.h"
+#include "quiver/builder.h"
 #include "quiver/cdata.h"
 #include "quiver/ipc.h"
 #include "quiver/writer.h"
@@ -534,6 +537,115 @@ static void test_write_c_stream(void) {
   qv_type_unref(st);
 }
 
+/* 100 rows: dense_union<i: int32=0, s: string=1> (even rows i = r, odd rows
+ * s = "s<r>"), list_view<int32> (row r = [r, r+1], child values 2r, 2r+1),
+ * string_view (rows of 24 bytes: out of line). */
+static qv_array *compact_batch(qv_type **out_type) {
+  qv_type *du = tb_type(QV_DENSE_UNION);
+  tb_child(du, "i", tb_type(QV_INT32));
+  tb_child(du, "s", tb_type(QV_STRING));
+  du->type_codes = calloc(2, sizeof(int32_t));
+  du->type_codes[1] = 1;
+  qv_type *st = tb_type(QV_STRUCT);
+  tb_child(st, "u", du);
+  tb_child(st, "lv", qv_type_list_of(QV_LIST_VIEW, tb_type(QV_INT32)));
+  tb_child(st, "sv", tb_type(QV_STRING_VIEW));
+  qv_builder *b = NULL;
+  qv_error err;
+  if (qv_builder_new(st, &b, &err) != QV_OK) return NULL;
+  qv_builder *u = qv_builder_child(b, 0), *lv = qv_builder_child(b, 1),
+             *sv = qv_builder_child(b, 2);
+  qv_builder *item = qv_builder_child(lv, 0);
+  char text[64];
+  for (int r = 0; r < 100; r++) {
+    qv_builder_begin_union(u, (int8_t)(r % 2), &err);
+    if (r % 2 == 0) qv_builder_append_int(qv_builder_child(u, 0), r, &err);
+    else {
+      snprintf(text, sizeof text, "s%d", r);
+      qv_builder_append_string(qv_builder_child(u, 1), text, &err);
+    }
+    qv_builder_end_union(u, &err);
+    qv_builder_begin_list(lv, &err);
+    qv_builder_append_int(item, r, &err);
+    qv_builder_append_int(item, r + 1, &err);
+    qv_builder_end_list(lv, &err);
+    snprintf(text, sizeof text, "a long string value #%03d", r);
+    qv_builder_append_string(sv, text, &err);
+  }
+  qv_builder_append_structs(b, 100, &err);
+  qv_array *a = NULL;
+  if (qv_builder_finish(b, &a, &err) != QV_OK) fprintf(stderr, "%s\n", err.message);
+  qv_builder_free(b);
+  *out_type = st;
+  return a;
+}
+
+static void test_compact_slices(void) {
+  qv_error err;
+  qv_type *st = NULL;
+  qv_array *full = compact_batch(&st);
+  QV_REQUIRE(full != NULL);
+  QV_CHECK(qv_array_validate(full, QV_VALIDATE_FULL, "batch", &err) == QV_OK);
+  qv_schema *schema = qv_schema_new(qv_type_ref(st));
+  char path[512];
+  path_in_dir(path, sizeof path, "compact.arrows");
+  /* rows [41, 51) as one batch */
+  qv_array *slice = NULL;
+  QV_REQUIRE(qv_array_slice(full, 41, 10, &slice, &err) == QV_OK);
+  qv_write_options o = {QV_FORMAT_STREAM, QV_COMPRESSION_NONE, 0, 0, -1};
+  qv_writer *w = NULL;
+  QV_REQUIRE(qv_writer_open_path(path, schema, &o, &w, &err) == QV_OK);
+  QV_CHECK(qv_writer_write_batch(w, slice, &err) == QV_OK);
+  QV_CHECK(qv_writer_close(w, &err) == QV_OK);
+  qv_read_options ro = {QV_VALIDATE_FULL, true, 0};
+  qv_reader *r = NULL;
+  QV_REQUIRE(qv_reader_open_path(path, &ro, &r, &err) == QV_OK);
+  qv_array *got = NULL;
+  QV_REQUIRE(qv_reader_next(r, &got, &err) == QV_OK && got != NULL);
+  QV_CHECK(qv_array_equals(slice, got, &err));
+  const qv_array *u = got->children[0], *lv = got->children[1], *sv = got->children[2];
+  /* 5 ints and 5 strings, not 50 + 50 */
+  QV_CHECK_EQ_INT(u->children[0]->length, 5);
+  QV_CHECK_EQ_INT(u->children[1]->length, 5);
+  QV_CHECK_EQ_INT(((const int32_t *)u->buffers[1]->data)[0], 0); /* rebased */
+  /* rows 41..50 cover child values 82..101 */
+  QV_CHECK_EQ_INT(lv->children[0]->length, 20);
+  QV_CHECK_EQ_INT(((const int32_t *)lv->buffers[1]->data)[0], 0);
+  /* one data buffer of exactly 10 values of 24 bytes */
+  QV_CHECK_EQ_INT(sv->n_buffers, 3);
+  QV_CHECK_EQ_INT(sv->buffers[2]->size, 240);
+  qv_array_unref(got);
+  qv_reader_close(r);
+
+  /* 10 batches of 10 rows: the file grows linearly, and reads back equal */
+  o.max_batch_rows = 10;
+  QV_REQUIRE(qv_writer_open_path(path, schema, &o, &w, &err) == QV_OK);
+  QV_CHECK(qv_writer_write_batch(w, full, &err) == QV_OK);
+  QV_CHECK(qv_writer_close(w, &err) == QV_OK);
+  QV_REQUIRE(qv_reader_open_path(path, &ro, &r, &err) == QV_OK);
+  QV_CHECK(qv_reader_size(r) < 20000);
+  int64_t row = 0, sv_bytes = 0;
+  for (;;) {
+    QV_CHECK(qv_reader_next(r, &got, &err) == QV_OK);
+    if (got == NULL) break;
+    qv_array *want = NULL;
+    QV_REQUIRE(qv_array_slice(full, row, got->length, &want, &err) == QV_OK);
+    QV_CHECK(qv_array_equals(want, got, &err));
+    sv_bytes += got->children[2]->buffers[2]->size;
+    row += got->length;
+    qv_array_unref(want);
+    qv_array_unref(got);
+  }
+  QV_CHECK_EQ_INT(row, 100);
+  QV_CHECK_EQ_INT(sv_bytes, 2400);
+  qv_reader_close(r);
+  unlink(path);
+  qv_array_unref(slice);
+  qv_array_unref(full);
+  qv_schema_unref(schema);
+  qv_type_unref(st);
+}
+
 int main(void) {
   snprintf(g_dir, sizeof g_dir, "/tmp/qv_test_writer_XXXXXX");
   if (mkdtemp(g_dir) == NULL) return 1;
@@ -542,6 +654,7 @@ int main(void) {
   QV_RUN(test_dictionary_delta_and_replacement);
   QV_RUN(test_atomic);
   QV_RUN(test_write_c_stream);
+  QV_RUN(test_compact_slices);
   rmdir(g_dir);
   return QV_TEST_END();
 }
