@@ -359,8 +359,15 @@ def random_table(seed, n=200):
               for f, c in zip(fields, cols)]
     schema = pa.schema(fields, metadata={"seed": str(seed), "origin": "qvrandom",
                                          "huggingface": '{"info": {}}'})
-    batch = pa.RecordBatch.from_arrays(cols, schema=schema)
-    return pa.Table.from_batches([retype_columns(batch, retype)])
+    # Only the interval columns go through the C Data Interface (pyarrow's
+    # importer sizes the buffers of empty sliced children as 0 bytes, which
+    # its IPC writer then turns into negative buffer lengths).
+    first = min(retype)
+    tail = pa.RecordBatch.from_arrays(cols[first:], schema=pa.schema(fields[first:]))
+    tail = pa.Table.from_batches([retype_columns(tail, {i - first: f
+                                                        for i, f in retype.items()})])
+    schema = pa.schema(list(schema)[:first] + list(tail.schema), metadata=schema.metadata)
+    return pa.Table.from_arrays(cols[:first] + tail.columns, schema=schema)
 
 
 def random_batches(table, rng):
