@@ -93,7 +93,7 @@ def _meta(rng, p=0.3):
 
 
 def _field(rng, name, t, nullable=True):
-    return pa.field(name, t, nullable=nullable, metadata=_meta(rng))
+    return pa.field(name, t, nullable=nullable or t == pa.null(), metadata=_meta(rng))
 
 
 def random_type(rng, depth):
