@@ -41,6 +41,10 @@ typedef struct qv_write_options {
    *  most this many rows. 0 = QV_WRITE_DEFAULT_BATCH_ROWS; < 0 = never
    *  split. */
   int64_t max_batch_rows;
+  /** Threads compressing the buffers of a record batch in parallel (the
+   *  caller's included): 0 = one per CPU (default), 1 = the calling thread
+   *  only. Unused without compression. */
+  int threads;
 } qv_write_options;
 
 typedef struct qv_writer qv_writer;

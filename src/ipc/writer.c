@@ -27,6 +27,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "core/parallel_internal.h"
 #include "ipc/ipc_internal.h"
 #include "quiver/writer.h"
 
@@ -51,17 +52,44 @@ typedef struct seg {
   int64_t len;
 } seg;
 
-typedef struct body {
-  int64_t align;
+/* One IPC buffer before layout: the bytes to write (uncompressed). */
+typedef struct rawbuf {
+  const uint8_t *p;
+  int64_t len;
+} rawbuf;
+
+/* Compression state kept across messages: the thread pool, one codec
+ * context per thread, and an arena the compressed buffers of one message
+ * are written into (reused, so a batch costs no allocation). */
+typedef struct compressor {
   qv_compression codec;
   int level;
+  int threads;     /* from the options: 0 = one per CPU */
+  qv_pool *pool;   /* created at the first compressed message */
+  qv_codec_ctx **ctx;
+  int n_ctx;
+  uint8_t *arena;
+  int64_t arena_cap;
+  int64_t *off, *bound, *written; /* per raw buffer */
+  qv_status *st;
+  int64_t cap_jobs;
+} compressor;
+
+/* The body of one message: field nodes, raw buffers (emit), then the
+ * laid-out segments and buffer specs (layout). Arrays are kept between
+ * messages; body_clear only forgets their contents. */
+typedef struct body {
+  int64_t align;
+  compressor *comp;
   qv_error *err;
   seg *segs;
   int64_t n_segs, cap_segs;
-  qv_buffer **keep; /* owned buffers that segs point into */
+  qv_buffer **keep; /* owned buffers that raw buffers point into */
   int64_t n_keep, cap_keep;
   qv_ipc_node *nodes;
   int64_t n_nodes, cap_nodes;
+  rawbuf *raw;
+  int64_t n_raw, cap_raw;
   qv_ipc_buffer_spec *bufs;
   int64_t n_bufs, cap_bufs;
   int64_t *variadic;
@@ -80,22 +108,32 @@ static bool grow(void **arr, int64_t *cap, int64_t need, size_t elem) {
   return true;
 }
 
-static void body_reset(body *b) {
+/* Forget the previous message (drop the buffers it kept alive). */
+static void body_clear(body *b) {
   for (int64_t i = 0; i < b->n_keep; i++) qv_buffer_unref(b->keep[i]);
+  b->n_keep = b->n_segs = b->n_nodes = b->n_raw = b->n_bufs = b->n_variadic = 0;
+  b->size = 0;
+}
+
+static void body_free(body *b) {
+  body_clear(b);
   free(b->segs);
   free(b->keep);
   free(b->nodes);
+  free(b->raw);
   free(b->bufs);
   free(b->variadic);
-  qv_error *err = b->err;
-  int64_t align = b->align;
-  qv_compression codec = b->codec;
-  int level = b->level;
-  memset(b, 0, sizeof *b);
-  b->err = err;
-  b->align = align;
-  b->codec = codec;
-  b->level = level;
+}
+
+static void compressor_free(compressor *c) {
+  qv_pool_free(c->pool);
+  for (int i = 0; i < c->n_ctx; i++) qv_codec_ctx_free(c->ctx[i]);
+  free(c->ctx);
+  free(c->arena);
+  free(c->off);
+  free(c->bound);
+  free(c->written);
+  free(c->st);
 }
 
 static qv_status oom(body *b, const char *what) {
@@ -134,30 +172,105 @@ static qv_status pad(body *b) {
 }
 
 /* Append one IPC buffer of `len` bytes at p (memory kept alive by the
- * caller or by keep()), compressing it when the body is compressed. */
+ * caller or by keep()); laid out (and compressed) by layout(). */
 static qv_status push_buffer(body *b, const uint8_t *p, int64_t len) {
-  if (!grow((void **)&b->bufs, &b->cap_bufs, b->n_bufs + 1,
-            sizeof(qv_ipc_buffer_spec)))
-    return oom(b, "buffer specs");
-  int64_t start = b->size;
-  if (len > 0 && b->codec != QV_COMPRESSION_NONE) {
-    qv_buffer *c = NULL;
-    QV_RETURN_NOT_OK(qv_ipc_compress(b->codec, b->level, p, len, &c, b->err));
-    if (c->size < len + 8) {
-      const uint8_t *cp = c->data;
-      int64_t clen = c->size;
-      QV_RETURN_NOT_OK(keep(b, c));
-      QV_RETURN_NOT_OK(push_seg(b, cp, clen));
-    } else { /* compression does not pay: store raw behind a -1 prefix */
-      qv_buffer_unref(c);
-      QV_RETURN_NOT_OK(push_seg(b, kUncompressedPrefix, 8));
-      QV_RETURN_NOT_OK(push_seg(b, p, len));
-    }
-  } else {
-    QV_RETURN_NOT_OK(push_seg(b, p, len));
+  if (!grow((void **)&b->raw, &b->cap_raw, b->n_raw + 1, sizeof(rawbuf)))
+    return oom(b, "buffers");
+  b->raw[b->n_raw++] = (rawbuf){p, len};
+  return QV_OK;
+}
+
+typedef struct compress_run {
+  compressor *c;
+  const rawbuf *raw;
+} compress_run;
+
+static void compress_one(void *ctx, int64_t i, int worker) {
+  compress_run *r = ctx;
+  compressor *c = r->c;
+  if (r->raw[i].len == 0) return;
+  c->st[i] = qv_ipc_compress_into(&c->ctx[worker], c->codec, c->level, r->raw[i].p,
+                                  r->raw[i].len, c->arena + c->off[i], c->bound[i],
+                                  &c->written[i], NULL);
+}
+
+/* Compress every non-empty raw buffer into the arena, on the pool. */
+static qv_status compress_all(body *b) {
+  compressor *c = b->comp;
+  int64_t n = b->n_raw, total = 0;
+  if (n > c->cap_jobs) {
+    int64_t cap = c->cap_jobs ? c->cap_jobs : 16;
+    while (cap < n) cap *= 2;
+    int64_t *off = realloc(c->off, sizeof *off * (size_t)cap);
+    if (off) c->off = off;
+    int64_t *bound = realloc(c->bound, sizeof *bound * (size_t)cap);
+    if (bound) c->bound = bound;
+    int64_t *written = realloc(c->written, sizeof *written * (size_t)cap);
+    if (written) c->written = written;
+    qv_status *st = realloc(c->st, sizeof *st * (size_t)cap);
+    if (st) c->st = st;
+    if (!off || !bound || !written || !st) return oom(b, "compression jobs");
+    c->cap_jobs = cap;
   }
-  b->bufs[b->n_bufs++] = (qv_ipc_buffer_spec){start, b->size - start};
-  return pad(b);
+  for (int64_t i = 0; i < n; i++) {
+    c->st[i] = QV_OK;
+    c->off[i] = total;
+    c->bound[i] = 0;
+    if (b->raw[i].len == 0) continue;
+    c->bound[i] = qv_ipc_compress_bound(c->codec, c->level, b->raw[i].len);
+    if (c->bound[i] < 0 || qv_add_overflow(total, c->bound[i], &total))
+      return qv_error_set(b->err, QV_ENOMEM, "writer: cannot compress a buffer of %lld bytes",
+                          (long long)b->raw[i].len);
+  }
+  if (total > c->arena_cap) {
+    free(c->arena);
+    c->arena = malloc((size_t)total);
+    c->arena_cap = c->arena ? total : 0;
+    if (c->arena == NULL) return oom(b, "compression arena");
+  }
+  if (c->pool == NULL) {
+    int threads = c->threads > 0 ? c->threads : qv_cpu_count();
+    QV_RETURN_NOT_OK(qv_pool_new(threads, &c->pool, b->err));
+    c->n_ctx = qv_pool_size(c->pool);
+    c->ctx = calloc((size_t)c->n_ctx, sizeof *c->ctx);
+    if (c->ctx == NULL) return oom(b, "codec contexts");
+  }
+  compress_run run = {c, b->raw};
+  qv_pool_run(c->pool, n, compress_one, &run);
+  for (int64_t i = 0; i < n; i++)
+    if (c->st[i] != QV_OK) /* say why, on this thread */
+      return qv_ipc_compress_into(NULL, c->codec, c->level, b->raw[i].p, b->raw[i].len,
+                                  c->arena + c->off[i], c->bound[i], &c->written[i], b->err);
+  return QV_OK;
+}
+
+/* Lay the raw buffers out as the body: each at an aligned offset,
+ * compressed when the body is (stored raw behind the -1 prefix when
+ * compression does not pay, as Arrow C++ does). */
+static qv_status layout(body *b) {
+  if (!grow((void **)&b->bufs, &b->cap_bufs, b->n_raw, sizeof(qv_ipc_buffer_spec)))
+    return oom(b, "buffer specs");
+  compressor *c = b->comp;
+  bool compressed = c->codec != QV_COMPRESSION_NONE;
+  if (compressed) QV_RETURN_NOT_OK(compress_all(b));
+  for (int64_t i = 0; i < b->n_raw; i++) {
+    const rawbuf *r = &b->raw[i];
+    int64_t start = b->size;
+    if (compressed && r->len > 0) {
+      if (c->written[i] < r->len + 8) {
+        QV_RETURN_NOT_OK(push_seg(b, c->arena + c->off[i], c->written[i]));
+      } else {
+        QV_RETURN_NOT_OK(push_seg(b, kUncompressedPrefix, 8));
+        QV_RETURN_NOT_OK(push_seg(b, r->p, r->len));
+      }
+    } else {
+      QV_RETURN_NOT_OK(push_seg(b, r->p, r->len));
+    }
+    b->bufs[i] = (qv_ipc_buffer_spec){start, b->size - start};
+    QV_RETURN_NOT_OK(pad(b));
+  }
+  b->n_bufs = b->n_raw;
+  return QV_OK;
 }
 
 static qv_status push_owned(body *b, qv_buffer *buf) {
@@ -618,6 +731,7 @@ struct qv_writer {
   int64_t pos;
   bool failed;
   body body;
+  compressor comp;
   qv_error scratch;
   dict_entry *dicts;
   int64_t n_dicts, cap_dicts;
@@ -708,7 +822,7 @@ static qv_ipc_batch_desc body_desc(body *b, int64_t length) {
   d.nodes = b->nodes;
   d.n_buffers = b->n_bufs;
   d.buffers = b->bufs;
-  d.compression = b->codec;
+  d.compression = b->comp->codec;
   d.n_variadic = b->n_variadic;
   d.variadic_counts = b->n_variadic ? b->variadic : NULL;
   return d;
@@ -719,10 +833,11 @@ static qv_status write_dictionary(qv_writer *w, int64_t id, bool delta,
                                   const qv_array *values, int64_t start,
                                   qv_error *err) {
   body *b = &w->body;
-  body_reset(b);
+  body_clear(b);
   b->err = err;
   int64_t len = values->length - start;
   qv_status st = emit(b, values, values->offset + start, len, 0);
+  if (st == QV_OK) st = layout(b);
   uint8_t *meta = NULL;
   int64_t meta_size = 0;
   if (st == QV_OK) {
@@ -733,7 +848,7 @@ static qv_status write_dictionary(qv_writer *w, int64_t id, bool delta,
   qv_ipc_block blk;
   if (st == QV_OK) st = write_message(w, meta, meta_size, &blk, err);
   free(meta);
-  body_reset(b);
+  body_clear(b);
   if (st == QV_OK && w->opts.format == QV_FORMAT_FILE)
     st = push_block(&w->dict_blocks, &w->n_dict_blocks, &w->cap_dict_blocks,
                     blk, err);
@@ -838,14 +953,17 @@ static qv_status writer_new(const qv_schema *schema, const qv_write_options *opt
   w->schema = qv_schema_ref((qv_schema *)schema);
   w->fd = -1;
   w->body.align = w->opts.alignment;
-  w->body.codec = w->opts.compression;
-  w->body.level = w->opts.compression_level;
+  w->body.comp = &w->comp;
+  w->comp.codec = w->opts.compression;
+  w->comp.level = w->opts.compression_level;
+  w->comp.threads = w->opts.threads;
   *out = w;
   return QV_OK;
 }
 
 static void writer_free(qv_writer *w) {
-  body_reset(&w->body);
+  body_free(&w->body);
+  compressor_free(&w->comp);
   for (int64_t i = 0; i < w->n_dicts; i++) qv_array_unref(w->dicts[i].values);
   free(w->dicts);
   free(w->dict_blocks);
@@ -865,7 +983,7 @@ static qv_status write_start(qv_writer *w, qv_error *err) {
   uint8_t *meta = NULL;
   int64_t meta_size = 0;
   QV_RETURN_NOT_OK(qv_ipc_encode_schema_message(w->schema, &meta, &meta_size, err));
-  body_reset(&w->body);
+  body_clear(&w->body);
   qv_ipc_block blk;
   qv_status st = write_message(w, meta, meta_size, &blk, err);
   free(meta);
@@ -953,7 +1071,7 @@ qv_status qv_writer_open_path(const char *path, const qv_schema *schema,
 static qv_status write_one(qv_writer *w, qv_array *batch, qv_error *err) {
   QV_RETURN_NOT_OK(sync_dicts(w, batch, 0, err));
   body *b = &w->body;
-  body_reset(b);
+  body_clear(b);
   b->err = err;
   qv_status st = QV_OK;
   for (int32_t c = 0; c < batch->n_children && st == QV_OK; c++) {
@@ -962,6 +1080,7 @@ static qv_status write_one(qv_writer *w, qv_array *batch, qv_error *err) {
     if (st != QV_OK)
       qv_error_prefix(err, st, "column '%s': ", batch->type->children[c].name);
   }
+  if (st == QV_OK) st = layout(b);
   uint8_t *meta = NULL;
   int64_t meta_size = 0;
   if (st == QV_OK) {
@@ -971,7 +1090,7 @@ static qv_status write_one(qv_writer *w, qv_array *batch, qv_error *err) {
   qv_ipc_block blk;
   if (st == QV_OK) st = write_message(w, meta, meta_size, &blk, err);
   free(meta);
-  body_reset(b);
+  body_clear(b);
   if (st == QV_OK && w->opts.format == QV_FORMAT_FILE)
     st = push_block(&w->batch_blocks, &w->n_batch_blocks, &w->cap_batch_blocks,
                     blk, err);

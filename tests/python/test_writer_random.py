@@ -49,7 +49,7 @@ class ArrowArrayStream(ctypes.Structure):
 class WriteOptions(ctypes.Structure):  # qv_write_options
     _fields_ = [("format", ctypes.c_int), ("compression", ctypes.c_int),
                 ("compression_level", ctypes.c_int), ("alignment", ctypes.c_int),
-                ("max_batch_rows", ctypes.c_int64)]
+                ("max_batch_rows", ctypes.c_int64), ("threads", ctypes.c_int)]
 
 
 _RELEASE = ctypes.CFUNCTYPE(None, ctypes.POINTER(ArrowArrayStream))
@@ -71,12 +71,12 @@ class QuiverError(Exception):
         self.status, self.message = status, message
 
 
-def quiver_write(lib, schema, batches, path, fmt, codec, max_rows=-1, alignment=0):
+def quiver_write(lib, schema, batches, path, fmt, codec, max_rows=-1, alignment=0, threads=0):
     """Hand `batches` to quiver as a C stream; returns rows written."""
     reader = pa.RecordBatchReader.from_batches(schema, batches)
     stream = ArrowArrayStream()
     reader._export_to_c(ctypes.addressof(stream))
-    opts = WriteOptions(FORMATS[fmt], CODECS[codec], 0, alignment, max_rows)
+    opts = WriteOptions(FORMATS[fmt], CODECS[codec], 0, alignment, max_rows, threads)
     rows = ctypes.c_int64(-1)
     err = ctypes.create_string_buffer(QV_ERROR_SIZE)
     st = lib.qv_write_arrow_stream_path(ctypes.byref(stream), os.fsencode(path),
@@ -264,14 +264,15 @@ def test_c_stream_random_tables(lib, tmp_path, fmt, codec, round_):
     assert _leftovers(tmp_path) == []
 
 
-@pytest.mark.parametrize("max_rows,alignment", [(0, 8), (7, 64), (1, 0)])
-def test_c_stream_rebatched(lib, tmp_path, max_rows, alignment):
-    seed = _seed("rebatch", max_rows, alignment)
+@pytest.mark.parametrize("max_rows,alignment,threads", [(0, 8, 1), (7, 64, 0), (1, 0, 3)])
+def test_c_stream_rebatched(lib, tmp_path, max_rows, alignment, threads):
+    seed = _seed("rebatch", max_rows, alignment)  # threads: same bytes, any count
     table = qvrandom.random_table(seed, n=120)
     batches = qvrandom.random_batches(table, random.Random(seed))
     for fmt in ("stream", "file"):
         path = str(tmp_path / f"out.{fmt}")
-        quiver_write(lib, table.schema, batches, path, fmt, "zstd", max_rows, alignment)
+        quiver_write(lib, table.schema, batches, path, fmt, "zstd", max_rows, alignment,
+                     threads)
         schema, got = read_back(path)
         limit = 1000 if max_rows == 0 else max_rows
         assert all(b.num_rows <= limit for b in got)

@@ -989,7 +989,7 @@ static void test_batch_through_writer(void) {
   QV_REQUIRE(fd >= 0);
   close(fd);
   for (int f = 0; f < 2; f++) {
-    qv_write_options o = {f ? QV_FORMAT_STREAM : QV_FORMAT_FILE, QV_COMPRESSION_ZSTD, 0, 0, 16};
+    qv_write_options o = {f ? QV_FORMAT_STREAM : QV_FORMAT_FILE, QV_COMPRESSION_ZSTD, 0, 0, 16, 0};
     qv_writer *w = NULL;
     OK(qv_writer_open_path(path, schema, &o, &w, E));
     OK(qv_writer_write_batch(w, batch, E));

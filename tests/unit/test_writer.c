@@ -157,7 +157,7 @@ static void roundtrip(qv_ipc_format fmt, qv_compression comp, int64_t start,
   QV_REQUIRE(qv_array_slice(full, start, len, &batch, &err) == QV_OK);
   char path[512];
   path_in_dir(path, sizeof path, "rt.arrow");
-  qv_write_options o = {fmt, comp, 0, align, max_rows};
+  qv_write_options o = {fmt, comp, 0, align, max_rows, 0};
   qv_writer *w = NULL;
   qv_status s = qv_writer_open_path(path, schema, &o, &w, &err);
   QV_REQUIRE(s == QV_OK);
@@ -229,7 +229,7 @@ static void test_ree_slice(void) {
   qv_schema *schema = qv_schema_new(qv_type_ref(st));
   char path[512];
   path_in_dir(path, sizeof path, "ree.arrows");
-  qv_write_options o = {QV_FORMAT_STREAM, QV_COMPRESSION_NONE, 0, 0, 0};
+  qv_write_options o = {QV_FORMAT_STREAM, QV_COMPRESSION_NONE, 0, 0, 0, 0};
   qv_writer *w = NULL;
   QV_REQUIRE(qv_writer_open_path(path, schema, &o, &w, &err) == QV_OK);
   QV_CHECK(qv_writer_write_batch(w, batch, &err) == QV_OK);
@@ -295,7 +295,7 @@ static void test_dictionary_delta_and_replacement(void) {
   path_in_dir(path, sizeof path, "dict.arrows");
 
   /* Stream: b2 extends b1 (delta), b3 replaces. */
-  qv_write_options o = {QV_FORMAT_STREAM, QV_COMPRESSION_NONE, 0, 0, 0};
+  qv_write_options o = {QV_FORMAT_STREAM, QV_COMPRESSION_NONE, 0, 0, 0, 0};
   qv_writer *w = NULL;
   QV_REQUIRE(qv_writer_open_path(path, schema, &o, &w, &err) == QV_OK);
   QV_CHECK(qv_writer_write_batch(w, b1, &err) == QV_OK);
@@ -418,7 +418,7 @@ static void test_atomic(void) {
   unlink(path);
 
   /* Bad options. */
-  qv_write_options o = {QV_FORMAT_FILE, QV_COMPRESSION_NONE, 0, 16, 0};
+  qv_write_options o = {QV_FORMAT_FILE, QV_COMPRESSION_NONE, 0, 16, 0, 0};
   QV_CHECK_EQ_INT(qv_writer_open_path(path, schema, &o, &w, &err), QV_EARG);
   QV_CHECK_EQ_STR(err.message, "writer: alignment must be 8 or 64, found 16");
   QV_CHECK_EQ_INT(count_temps(), 0);
@@ -464,7 +464,7 @@ static void test_write_c_stream(void) {
   char src[512], dst[512];
   path_in_dir(src, sizeof src, "src.arrow");
   path_in_dir(dst, sizeof dst, "dst.arrows");
-  qv_write_options o = {QV_FORMAT_FILE, QV_COMPRESSION_NONE, 0, 0, 7};
+  qv_write_options o = {QV_FORMAT_FILE, QV_COMPRESSION_NONE, 0, 0, 7, 0};
   qv_writer *w = NULL;
   QV_REQUIRE(qv_writer_open_path(src, schema, &o, &w, &err) == QV_OK);
   QV_CHECK(qv_writer_write_batch(w, full, &err) == QV_OK);
@@ -475,7 +475,7 @@ static void test_write_c_stream(void) {
   QV_REQUIRE(qv_reader_open_path(src, NULL, &r, &err) == QV_OK);
   struct ArrowArrayStream cs;
   QV_REQUIRE(qv_export_reader_stream(r, &cs, &err) == QV_OK);
-  qv_write_options so = {QV_FORMAT_STREAM, QV_COMPRESSION_ZSTD, 0, 0, 0};
+  qv_write_options so = {QV_FORMAT_STREAM, QV_COMPRESSION_ZSTD, 0, 0, 0, 0};
   int64_t rows = -1;
   qv_status s = qv_write_arrow_stream_path(&cs, dst, &so, &rows, &err);
   if (s != QV_OK) fprintf(stderr, "%s\n", err.message);
@@ -524,7 +524,7 @@ static void test_write_c_stream(void) {
   QV_CHECK_EQ_STR(err.message, "qv_write_arrow_stream_fd: bad descriptor -1");
   QV_CHECK_EQ_INT(f.releases, 1);
   fs.release = fs_release;
-  qv_write_options bad = {QV_FORMAT_FILE, QV_COMPRESSION_NONE, 0, 3, 0};
+  qv_write_options bad = {QV_FORMAT_FILE, QV_COMPRESSION_NONE, 0, 3, 0, 0};
   QV_CHECK_EQ_INT(qv_write_arrow_stream_path(&fs, dst, &bad, NULL, &err), QV_EARG);
   QV_CHECK_EQ_STR(err.message, "writer: alignment must be 8 or 64, found 3");
   QV_CHECK_EQ_INT(f.releases, 2);
@@ -592,7 +592,7 @@ static void test_compact_slices(void) {
   /* rows [41, 51) as one batch */
   qv_array *slice = NULL;
   QV_REQUIRE(qv_array_slice(full, 41, 10, &slice, &err) == QV_OK);
-  qv_write_options o = {QV_FORMAT_STREAM, QV_COMPRESSION_NONE, 0, 0, -1};
+  qv_write_options o = {QV_FORMAT_STREAM, QV_COMPRESSION_NONE, 0, 0, -1, 0};
   qv_writer *w = NULL;
   QV_REQUIRE(qv_writer_open_path(path, schema, &o, &w, &err) == QV_OK);
   QV_CHECK(qv_writer_write_batch(w, slice, &err) == QV_OK);
@@ -646,6 +646,37 @@ static void test_compact_slices(void) {
   qv_type_unref(st);
 }
 
+/* The compressed bytes do not depend on the number of threads. */
+static void test_threads_same_bytes(void) {
+  qv_error err;
+  qv_type *st = make_schema_type();
+  qv_schema *schema = qv_schema_new(qv_type_ref(st));
+  qv_array *batch = make_batch(st);
+  char p1[512], p2[512];
+  path_in_dir(p1, sizeof p1, "t1.arrow");
+  path_in_dir(p2, sizeof p2, "t4.arrow");
+  for (int codec = 1; codec <= 2; codec++) {
+    for (int k = 0; k < 2; k++) {
+      qv_write_options o = {QV_FORMAT_FILE, (qv_compression)codec, 0, 0, 3, k ? 4 : 1};
+      qv_writer *w = NULL;
+      QV_REQUIRE(qv_writer_open_path(k ? p2 : p1, schema, &o, &w, &err) == QV_OK);
+      for (int rep = 0; rep < 3; rep++) QV_CHECK(qv_writer_write_batch(w, batch, &err) == QV_OK);
+      QV_CHECK(qv_writer_close(w, &err) == QV_OK);
+    }
+    qv_buffer *a = NULL, *b = NULL;
+    QV_REQUIRE(qv_buffer_map_file(p1, &a, NULL, &err) == QV_OK);
+    QV_REQUIRE(qv_buffer_map_file(p2, &b, NULL, &err) == QV_OK);
+    QV_CHECK(a->size == b->size && memcmp(a->data, b->data, (size_t)a->size) == 0);
+    qv_buffer_unref(a);
+    qv_buffer_unref(b);
+  }
+  unlink(p1);
+  unlink(p2);
+  qv_array_unref(batch);
+  qv_schema_unref(schema);
+  qv_type_unref(st);
+}
+
 int main(void) {
   snprintf(g_dir, sizeof g_dir, "/tmp/qv_test_writer_XXXXXX");
   if (mkdtemp(g_dir) == NULL) return 1;
@@ -655,6 +686,7 @@ int main(void) {
   QV_RUN(test_atomic);
   QV_RUN(test_write_c_stream);
   QV_RUN(test_compact_slices);
+  QV_RUN(test_threads_same_bytes);
   rmdir(g_dir);
   return QV_TEST_END();
 }

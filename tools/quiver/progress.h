@@ -51,7 +51,7 @@ void cli_progress_update(cli_progress *p, int64_t rows, int64_t bytes);
  *  line; on failure, erase the bar (the error message follows). */
 void cli_progress_finish(cli_progress *p, bool ok);
 
-/** "1.5 GiB", "12.0 MiB", "512 B" into out (cap >= 16). Exposed for tests. */
+/** "1.5 GiB", "12.0 MiB", "512 B" into out (cap >= 16). */
 void cli_format_bytes(double bytes, char *out, size_t cap);
 
 #endif
