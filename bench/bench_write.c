@@ -1,15 +1,18 @@
 /*
- * bench_write.c OUT_DIR GB [ROWS_PER_BATCH] [ZSTD_LEVEL] [THREADS] — quiver side of
- * the write benchmark (issue 3): build a table of about GB gigabytes in
+ * bench_write.c OUT_DIR GB [--rows-per-batch N] [--level L] [--threads T]
+ * [--reps R] — quiver side of the write benchmark (issue 3): build a
+ * table of about GB gigabytes in
  * memory with the array builder (quiver/builder.h) — columns id int64
  * (= row number), x float64 (splitmix64 bits -> [0, 1)), s string (one of
  * 4096 42-byte words, picked by splitmix64; the words of gen_data.py) — in
- * record batches of ROWS_PER_BATCH rows (default 65536), then write it to
+ * record batches of N rows (default 65536), then write it to
  * OUT_DIR/quiver-none.arrows and OUT_DIR/quiver-zstd.arrows as IPC streams
  * (qv_writer_open_fd on a file opened by the benchmark: page cache, no
  * fsync — the same work pyarrow's RecordBatchStreamWriter on an OSFile
- * does), timing each write from open to close. `sync` runs before each
- * timed write so earlier writes' writeback does not compete.
+ * does), timing each write from open to close; zstd at level L (default
+ * 1, pyarrow's default) on T threads (default 0: one per CPU). `sync` runs
+ * before each timed write so earlier writes' writeback does not compete.
+ * With R > 1 repetitions (default 1) the best time counts.
  *
  * Prints one JSON line: rows, data bytes (sum of the buffers), build time,
  * per codec seconds / GB/s (data bytes / seconds, 1 GB = 1e9 B) / file
@@ -19,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -42,6 +46,14 @@ static uint64_t splitmix(uint64_t x) {
   return z ^ (z >> 31);
 }
 
+/* CPU seconds (user + system, all threads) of this process so far. */
+static double cpu_now(void) {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6 +
+         (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
+}
+
 static int die(const char *what, const qv_error *err) {
   fprintf(stderr, "bench_write: %s: %s\n", what, err->message);
   return 1;
@@ -49,14 +61,25 @@ static int die(const char *what, const qv_error *err) {
 
 int main(int argc, char **argv) {
   if (argc < 3) {
-    fprintf(stderr, "usage: bench_write OUT_DIR GB [ROWS_PER_BATCH] [ZSTD_LEVEL] [THREADS]\n");
+    fprintf(stderr, "usage: bench_write OUT_DIR GB [--rows-per-batch N] [--level L] "
+                    "[--threads T] [--reps R]\n");
     return 2;
   }
   const char *dir = argv[1];
   double gb = atof(argv[2]);
-  int64_t per_batch = argc > 3 ? atoll(argv[3]) : 65536;
-  int level = argc > 4 ? atoi(argv[4]) : 1;
-  int threads = argc > 5 ? atoi(argv[5]) : 0; /* 0: one per CPU */
+  int64_t per_batch = 65536;
+  int level = 1, threads = 0, reps = 1;
+  for (int i = 3; i + 1 < argc; i += 2) {
+    if (strcmp(argv[i], "--rows-per-batch") == 0) per_batch = atoll(argv[i + 1]);
+    else if (strcmp(argv[i], "--level") == 0) level = atoi(argv[i + 1]);
+    else if (strcmp(argv[i], "--threads") == 0) threads = atoi(argv[i + 1]);
+    else if (strcmp(argv[i], "--reps") == 0) reps = atoi(argv[i + 1]);
+    else {
+      fprintf(stderr, "bench_write: unknown option %s\n", argv[i]);
+      return 2;
+    }
+  }
+  if (reps < 1) reps = 1;
   /* bytes per row: 8 (id) + 8 (x) + 4 (offset) + 42 (string) */
   int64_t rows = (int64_t)(gb * 1e9 / (8 + 8 + 4 + WORD_LEN));
   if (rows < 1 || per_batch < 1) return 2;
@@ -118,39 +141,46 @@ int main(int argc, char **argv) {
 
   /* ---- write ---- */
   const char *codecs[2] = {"none", "zstd"};
-  double secs[2];
+  double secs[2], cpu[2];
   int64_t sizes[2];
   for (int c = 0; c < 2; c++) {
     char path[4096];
     snprintf(path, sizeof path, "%s/quiver-%s.arrows", dir, codecs[c]);
-    unlink(path);
-    sync();
-    double w0 = now();
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0) {
-      perror(path);
-      return 1;
+    secs[c] = 1e300;
+    for (int rep = 0; rep < reps; rep++) {
+      unlink(path);
+      sync();
+      double w0 = now(), c0 = cpu_now();
+      int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      if (fd < 0) {
+        perror(path);
+        return 1;
+      }
+      qv_write_options o = {QV_FORMAT_STREAM, c ? QV_COMPRESSION_ZSTD : QV_COMPRESSION_NONE,
+                            level, 8, -1, threads};
+      qv_writer *w = NULL;
+      if (qv_writer_open_fd(fd, schema, &o, &w, &err) != QV_OK) return die("open", &err);
+      for (int64_t bi = 0; bi < n_batches; bi++)
+        if (qv_writer_write_batch(w, batches[bi], &err) != QV_OK) return die("write", &err);
+      if (qv_writer_close(w, &err) != QV_OK) return die("close", &err);
+      close(fd);
+      double t = now() - w0;
+      if (t < secs[c]) {
+        secs[c] = t;
+        cpu[c] = cpu_now() - c0;
+      }
     }
-    qv_write_options o = {QV_FORMAT_STREAM,
-                          c ? QV_COMPRESSION_ZSTD : QV_COMPRESSION_NONE, level, 8, -1, threads};
-    qv_writer *w = NULL;
-    if (qv_writer_open_fd(fd, schema, &o, &w, &err) != QV_OK) return die("open", &err);
-    for (int64_t bi = 0; bi < n_batches; bi++)
-      if (qv_writer_write_batch(w, batches[bi], &err) != QV_OK) return die("write", &err);
-    if (qv_writer_close(w, &err) != QV_OK) return die("close", &err);
-    close(fd);
-    secs[c] = now() - w0;
     struct stat sb;
     sizes[c] = stat(path, &sb) == 0 ? (int64_t)sb.st_size : -1;
   }
   printf("{\"tool\": \"quiver\", \"rows\": %lld, \"batches\": %lld, \"data_bytes\": %lld, "
-         "\"build_s\": %.3f, \"zstd_level\": %d, "
-         "\"none\": {\"seconds\": %.3f, \"gbps\": %.3f, \"file_bytes\": %lld}, "
-         "\"zstd\": {\"seconds\": %.3f, \"gbps\": %.3f, \"file_bytes\": %lld}, "
+         "\"build_s\": %.3f, \"zstd_level\": %d, \"threads\": %d, \"reps\": %d, "
+         "\"none\": {\"seconds\": %.3f, \"cpu_s\": %.3f, \"gbps\": %.3f, \"file_bytes\": %lld}, "
+         "\"zstd\": {\"seconds\": %.3f, \"cpu_s\": %.3f, \"gbps\": %.3f, \"file_bytes\": %lld}, "
          "\"checksum\": {\"id_sum\": %llu, \"x_xor\": %llu, \"s_bytes\": %llu}}\n",
-         (long long)rows, (long long)n_batches, (long long)data_bytes, build_s, level,
-         secs[0], (double)data_bytes / secs[0] / 1e9, (long long)sizes[0], secs[1],
-         (double)data_bytes / secs[1] / 1e9, (long long)sizes[1],
+         (long long)rows, (long long)n_batches, (long long)data_bytes, build_s, level, threads, reps,
+         secs[0], cpu[0], (double)data_bytes / secs[0] / 1e9, (long long)sizes[0], secs[1],
+         cpu[1], (double)data_bytes / secs[1] / 1e9, (long long)sizes[1],
          (unsigned long long)id_sum, (unsigned long long)x_xor, (unsigned long long)s_bytes);
   for (int64_t bi = 0; bi < n_batches; bi++) qv_array_unref(batches[bi]);
   free(batches);

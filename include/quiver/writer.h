@@ -15,7 +15,16 @@
  * Buffers of the arrays handed in are written without an intermediate copy
  * (writev of the array's bytes plus padding); only sliced validity bitmaps
  * at a bit offset, rebased offsets and re-based run ends are rebuilt, and
- * compressed buffers are compressed into owned memory.
+ * compressed buffers are compressed into owned memory. A slice writes only
+ * what it refers to: the child range of list views and dense unions, the
+ * referenced part of view data buffers.
+ *
+ * With compression, the buffers of each record batch are compressed on a
+ * pool of threads (qv_write_options.threads) while the caller goes on:
+ * up to threads + 1 batches are in flight (the writer keeps a reference
+ * to each) and are written in order. The bytes written do not depend on
+ * the number of threads. An error compressing a batch in flight is
+ * reported by a later qv_writer_write_batch or by qv_writer_close.
  */
 #ifndef QUIVER_WRITER_H
 #define QUIVER_WRITER_H
@@ -81,7 +90,8 @@ qv_status qv_writer_open_fd(int fd, const qv_schema *schema,
  */
 qv_status qv_writer_write_batch(qv_writer *w, qv_array *batch, qv_error *err);
 
-/** Rows and record batches written so far. */
+/** Rows and record batches written to the output so far (batches still
+ *  being compressed count once written). */
 int64_t qv_writer_rows_written(const qv_writer *w);
 int64_t qv_writer_batches_written(const qv_writer *w);
 

@@ -1,9 +1,10 @@
 /*
- * parallel.c — the internal thread pool (parallel_internal.h): worker
- * threads wait on a condition variable for a new generation of work, then
- * take indices from a shared atomic counter until it passes n; the caller
- * takes part too and waits until every worker has left the generation.
- * Core layer; POSIX threads.
+ * parallel.c — the internal thread pool (parallel_internal.h): a FIFO ring
+ * of tasks under one mutex; worker threads sleep on a condition variable
+ * until tasks arrive; a thread waiting for a group runs queued tasks
+ * itself and sleeps only when the queue is empty and its group's last
+ * tasks are running elsewhere. Tasks here are coarse (one per buffer to
+ * compress), so one mutex is cheap enough. Core layer; POSIX threads.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -15,24 +16,28 @@
 /* Threads beyond this are not started (the writer has no use for more). */
 #define QV_POOL_MAX_THREADS 64
 
+typedef struct task {
+  void (*fn)(void *, int64_t, int);
+  void *ctx;
+  int64_t i;
+  qv_pool_group *group;
+} task;
+
 typedef struct worker_arg {
   qv_pool *pool;
   int index;
 } worker_arg;
 
 struct qv_pool {
-  int n_threads; /* workers + the caller */
+  int n_threads; /* workers + the waiting thread */
   pthread_t *threads;
   worker_arg *args;
   pthread_mutex_t mu;
-  pthread_cond_t work_cv, done_cv;
-  uint64_t generation;
+  pthread_cond_t work_cv; /* tasks queued, or stop */
+  pthread_cond_t done_cv; /* some group's last task finished */
   bool stop;
-  int active; /* workers still inside the current generation */
-  void (*fn)(void *, int64_t, int);
-  void *ctx;
-  int64_t n;
-  int64_t next; /* atomic: next index to take */
+  task *ring; /* queued tasks: ring[(head + k) % cap], k < count */
+  int64_t cap, head, count;
 };
 
 int qv_cpu_count(void) {
@@ -40,27 +45,31 @@ int qv_cpu_count(void) {
   return n < 1 ? 1 : n > QV_POOL_MAX_THREADS ? QV_POOL_MAX_THREADS : (int)n;
 }
 
-static void drain(qv_pool *p, int worker) {
-  for (;;) {
-    int64_t i = __atomic_fetch_add(&p->next, 1, __ATOMIC_RELAXED);
-    if (i >= p->n) return;
-    p->fn(p->ctx, i, worker);
-  }
+/* Pop the oldest task (mutex held, queue not empty). */
+static task pop(qv_pool *p) {
+  task t = p->ring[p->head];
+  p->head = (p->head + 1) % p->cap;
+  p->count--;
+  return t;
+}
+
+/* Run t outside the mutex, then account for it (mutex held on entry and
+ * on return). */
+static void run_task(qv_pool *p, task t, int worker) {
+  pthread_mutex_unlock(&p->mu);
+  t.fn(t.ctx, t.i, worker);
+  pthread_mutex_lock(&p->mu);
+  if (--t.group->remaining == 0) pthread_cond_broadcast(&p->done_cv);
 }
 
 static void *worker_main(void *arg) {
   worker_arg *wa = arg;
   qv_pool *p = wa->pool;
-  uint64_t seen = 0;
   pthread_mutex_lock(&p->mu);
   for (;;) {
-    while (!p->stop && p->generation == seen) pthread_cond_wait(&p->work_cv, &p->mu);
-    if (p->stop) break;
-    seen = p->generation;
-    pthread_mutex_unlock(&p->mu);
-    drain(p, wa->index);
-    pthread_mutex_lock(&p->mu);
-    if (--p->active == 0) pthread_cond_signal(&p->done_cv);
+    while (!p->stop && p->count == 0) pthread_cond_wait(&p->work_cv, &p->mu);
+    if (p->count == 0) break; /* stopping, nothing left */
+    run_task(p, pop(p), wa->index);
   }
   pthread_mutex_unlock(&p->mu);
   return NULL;
@@ -104,6 +113,7 @@ void qv_pool_free(qv_pool *p) {
   pthread_mutex_destroy(&p->mu);
   pthread_cond_destroy(&p->work_cv);
   pthread_cond_destroy(&p->done_cv);
+  free(p->ring);
   free(p->threads);
   free(p->args);
   free(p);
@@ -111,24 +121,47 @@ void qv_pool_free(qv_pool *p) {
 
 int qv_pool_size(const qv_pool *p) { return p ? p->n_threads : 1; }
 
+bool qv_pool_submit(qv_pool *p, qv_pool_group *group, int64_t n,
+                    void (*fn)(void *ctx, int64_t i, int worker), void *ctx) {
+  if (n <= 0) return true;
+  pthread_mutex_lock(&p->mu);
+  if (p->count + n > p->cap) { /* grow, unrolling the ring */
+    int64_t cap = p->cap ? p->cap : 64;
+    while (cap < p->count + n) cap *= 2;
+    task *ring = malloc(sizeof *ring * (size_t)cap);
+    if (ring == NULL) {
+      pthread_mutex_unlock(&p->mu);
+      return false;
+    }
+    for (int64_t k = 0; k < p->count; k++) ring[k] = p->ring[(p->head + k) % p->cap];
+    free(p->ring);
+    p->ring = ring;
+    p->cap = cap;
+    p->head = 0;
+  }
+  for (int64_t i = 0; i < n; i++)
+    p->ring[(p->head + p->count++) % p->cap] = (task){fn, ctx, i, group};
+  group->remaining += n;
+  if (p->n_threads > 1) pthread_cond_broadcast(&p->work_cv);
+  pthread_mutex_unlock(&p->mu);
+  return true;
+}
+
+void qv_pool_wait(qv_pool *p, qv_pool_group *group) {
+  pthread_mutex_lock(&p->mu);
+  while (group->remaining > 0) {
+    if (p->count > 0) run_task(p, pop(p), 0);
+    else pthread_cond_wait(&p->done_cv, &p->mu);
+  }
+  pthread_mutex_unlock(&p->mu);
+}
+
 void qv_pool_run(qv_pool *p, int64_t n, void (*fn)(void *ctx, int64_t i, int worker),
                  void *ctx) {
-  if (n <= 0) return;
-  if (p == NULL || p->n_threads == 1 || n == 1) {
+  qv_pool_group g = {0};
+  if (p == NULL || n <= 1 || !qv_pool_submit(p, &g, n, fn, ctx)) {
     for (int64_t i = 0; i < n; i++) fn(ctx, i, 0);
     return;
   }
-  pthread_mutex_lock(&p->mu);
-  p->fn = fn;
-  p->ctx = ctx;
-  p->n = n;
-  __atomic_store_n(&p->next, 0, __ATOMIC_RELAXED);
-  p->active = p->n_threads - 1;
-  p->generation++;
-  pthread_cond_broadcast(&p->work_cv);
-  pthread_mutex_unlock(&p->mu);
-  drain(p, 0);
-  pthread_mutex_lock(&p->mu);
-  while (p->active > 0) pthread_cond_wait(&p->done_cv, &p->mu);
-  pthread_mutex_unlock(&p->mu);
+  qv_pool_wait(p, &g);
 }

@@ -21,7 +21,7 @@ static qv_status pump(qv_stream_import *s, const char *path, int fd,
   qv_status st = path ? qv_writer_open_path(path, schema, options, &w, err)
                       : qv_writer_open_fd(fd, schema, options, &w, err);
   if (st != QV_OK) return st;
-  int64_t batches = 0;
+  int64_t batches = 0, rows = 0;
   for (;;) {
     qv_array *batch = NULL;
     st = qv_stream_import_next(s, &batch, err);
@@ -31,6 +31,7 @@ static qv_status pump(qv_stream_import *s, const char *path, int fd,
     }
     if (batch == NULL) break;
     st = qv_writer_write_batch(w, batch, err);
+    rows += batch->length;
     qv_array_unref(batch);
     if (st != QV_OK) {
       qv_error_prefix(err, st, "C stream batch %lld: ", (long long)batches);
@@ -38,7 +39,6 @@ static qv_status pump(qv_stream_import *s, const char *path, int fd,
     }
     batches++;
   }
-  int64_t rows = qv_writer_rows_written(w);
   if (st != QV_OK) {
     qv_writer_abort(w);
     return st;

@@ -36,6 +36,8 @@
 #endif
 
 #define QV_WRITER_MAX_DEPTH 128
+/* Most messages in flight (being compressed) at once. */
+#define QV_WRITER_MAX_SLOTS 8
 /* Binary views: 16 bytes each; values of at most 12 bytes are inline. */
 #define QV_VIEW_BYTES 16
 #define QV_VIEW_INLINE 12
@@ -58,26 +60,26 @@ typedef struct rawbuf {
   int64_t len;
 } rawbuf;
 
-/* Compression state kept across messages: the thread pool, one codec
- * context per thread, and an arena the compressed buffers of one message
- * are written into (reused, so a batch costs no allocation). */
+/* Compression state shared by all messages: the thread pool and one codec
+ * context per pool thread. */
 typedef struct compressor {
   qv_compression codec;
   int level;
-  int threads;     /* from the options: 0 = one per CPU */
-  qv_pool *pool;   /* created at the first compressed message */
+  int threads;   /* from the options: 0 = one per CPU */
+  qv_pool *pool; /* created at the first compressed message */
   qv_codec_ctx **ctx;
   int n_ctx;
-  uint8_t *arena;
-  int64_t arena_cap;
-  int64_t *off, *bound, *written; /* per raw buffer */
-  qv_status *st;
-  int64_t cap_jobs;
 } compressor;
 
-/* The body of one message: field nodes, raw buffers (emit), then the
- * laid-out segments and buffer specs (layout). Arrays are kept between
- * messages; body_clear only forgets their contents. */
+/* What a body becomes when written. */
+typedef enum msg_kind { MSG_RECORD_BATCH, MSG_DICTIONARY } msg_kind;
+
+/* The body of one message: field nodes and raw buffers (emit), then the
+ * laid-out segments and buffer specs (layout). With compression a body is
+ * also a slot of the pipeline: its buffers are compressed by the pool into
+ * its arena while the caller goes on; `batch` keeps the memory the raw
+ * buffers point into alive until the message is written. Arrays are kept
+ * between messages; body_clear only forgets their contents. */
 typedef struct body {
   int64_t align;
   compressor *comp;
@@ -95,6 +97,19 @@ typedef struct body {
   int64_t *variadic;
   int64_t n_variadic, cap_variadic;
   int64_t size;
+  /* the message */
+  msg_kind kind;
+  int64_t length;   /* rows (record batch) or values (dictionary) */
+  int64_t dict_id;
+  bool delta;
+  qv_array *batch;  /* reference held while in flight */
+  /* compression of this body's buffers */
+  uint8_t *arena;
+  int64_t arena_cap;
+  int64_t *off, *bound, *written; /* per raw buffer */
+  qv_status *st;
+  int64_t cap_jobs;
+  qv_pool_group group;
 } body;
 
 static bool grow(void **arr, int64_t *cap, int64_t need, size_t elem) {
@@ -108,11 +123,14 @@ static bool grow(void **arr, int64_t *cap, int64_t need, size_t elem) {
   return true;
 }
 
-/* Forget the previous message (drop the buffers it kept alive). */
+/* Forget the previous message (drop the buffers it kept alive). The
+ * body's compression tasks must have finished. */
 static void body_clear(body *b) {
   for (int64_t i = 0; i < b->n_keep; i++) qv_buffer_unref(b->keep[i]);
   b->n_keep = b->n_segs = b->n_nodes = b->n_raw = b->n_bufs = b->n_variadic = 0;
   b->size = 0;
+  qv_array_unref(b->batch);
+  b->batch = NULL;
 }
 
 static void body_free(body *b) {
@@ -123,17 +141,17 @@ static void body_free(body *b) {
   free(b->raw);
   free(b->bufs);
   free(b->variadic);
+  free(b->arena);
+  free(b->off);
+  free(b->bound);
+  free(b->written);
+  free(b->st);
 }
 
 static void compressor_free(compressor *c) {
   qv_pool_free(c->pool);
   for (int i = 0; i < c->n_ctx; i++) qv_codec_ctx_free(c->ctx[i]);
   free(c->ctx);
-  free(c->arena);
-  free(c->off);
-  free(c->bound);
-  free(c->written);
-  free(c->st);
 }
 
 static qv_status oom(body *b, const char *what) {
@@ -180,53 +198,50 @@ static qv_status push_buffer(body *b, const uint8_t *p, int64_t len) {
   return QV_OK;
 }
 
-typedef struct compress_run {
-  compressor *c;
-  const rawbuf *raw;
-} compress_run;
-
 static void compress_one(void *ctx, int64_t i, int worker) {
-  compress_run *r = ctx;
-  compressor *c = r->c;
-  if (r->raw[i].len == 0) return;
-  c->st[i] = qv_ipc_compress_into(&c->ctx[worker], c->codec, c->level, r->raw[i].p,
-                                  r->raw[i].len, c->arena + c->off[i], c->bound[i],
-                                  &c->written[i], NULL);
+  body *b = ctx;
+  compressor *c = b->comp;
+  if (b->raw[i].len == 0) return;
+  b->st[i] = qv_ipc_compress_into(&c->ctx[worker], c->codec, c->level, b->raw[i].p,
+                                  b->raw[i].len, b->arena + b->off[i], b->bound[i],
+                                  &b->written[i], NULL);
 }
 
-/* Compress every non-empty raw buffer into the arena, on the pool. */
-static qv_status compress_all(body *b) {
+/* Queue the compression of every non-empty raw buffer of b on the pool
+ * (into b's arena); compress_finish waits for it. */
+static qv_status compress_start(body *b) {
   compressor *c = b->comp;
   int64_t n = b->n_raw, total = 0;
-  if (n > c->cap_jobs) {
-    int64_t cap = c->cap_jobs ? c->cap_jobs : 16;
+  if (n > b->cap_jobs) {
+    int64_t cap = b->cap_jobs ? b->cap_jobs : 16;
     while (cap < n) cap *= 2;
-    int64_t *off = realloc(c->off, sizeof *off * (size_t)cap);
-    if (off) c->off = off;
-    int64_t *bound = realloc(c->bound, sizeof *bound * (size_t)cap);
-    if (bound) c->bound = bound;
-    int64_t *written = realloc(c->written, sizeof *written * (size_t)cap);
-    if (written) c->written = written;
-    qv_status *st = realloc(c->st, sizeof *st * (size_t)cap);
-    if (st) c->st = st;
+    int64_t *off = realloc(b->off, sizeof *off * (size_t)cap);
+    if (off) b->off = off;
+    int64_t *bound = realloc(b->bound, sizeof *bound * (size_t)cap);
+    if (bound) b->bound = bound;
+    int64_t *written = realloc(b->written, sizeof *written * (size_t)cap);
+    if (written) b->written = written;
+    qv_status *st = realloc(b->st, sizeof *st * (size_t)cap);
+    if (st) b->st = st;
     if (!off || !bound || !written || !st) return oom(b, "compression jobs");
-    c->cap_jobs = cap;
+    b->cap_jobs = cap;
   }
   for (int64_t i = 0; i < n; i++) {
-    c->st[i] = QV_OK;
-    c->off[i] = total;
-    c->bound[i] = 0;
+    b->st[i] = QV_OK;
+    b->off[i] = total;
+    b->bound[i] = 0;
+    b->written[i] = 0;
     if (b->raw[i].len == 0) continue;
-    c->bound[i] = qv_ipc_compress_bound(c->codec, c->level, b->raw[i].len);
-    if (c->bound[i] < 0 || qv_add_overflow(total, c->bound[i], &total))
+    b->bound[i] = qv_ipc_compress_bound(c->codec, c->level, b->raw[i].len);
+    if (b->bound[i] < 0 || qv_add_overflow(total, b->bound[i], &total))
       return qv_error_set(b->err, QV_ENOMEM, "writer: cannot compress a buffer of %lld bytes",
                           (long long)b->raw[i].len);
   }
-  if (total > c->arena_cap) {
-    free(c->arena);
-    c->arena = malloc((size_t)total);
-    c->arena_cap = c->arena ? total : 0;
-    if (c->arena == NULL) return oom(b, "compression arena");
+  if (total > b->arena_cap) {
+    free(b->arena);
+    b->arena = malloc((size_t)total);
+    b->arena_cap = b->arena ? total : 0;
+    if (b->arena == NULL) return oom(b, "compression arena");
   }
   if (c->pool == NULL) {
     int threads = c->threads > 0 ? c->threads : qv_cpu_count();
@@ -235,30 +250,37 @@ static qv_status compress_all(body *b) {
     c->ctx = calloc((size_t)c->n_ctx, sizeof *c->ctx);
     if (c->ctx == NULL) return oom(b, "codec contexts");
   }
-  compress_run run = {c, b->raw};
-  qv_pool_run(c->pool, n, compress_one, &run);
-  for (int64_t i = 0; i < n; i++)
-    if (c->st[i] != QV_OK) /* say why, on this thread */
+  if (!qv_pool_submit(c->pool, &b->group, n, compress_one, b))
+    for (int64_t i = 0; i < n; i++) compress_one(b, i, 0); /* no room: do it here */
+  return QV_OK;
+}
+
+/* Wait for b's compression; report the first failure (on this thread). */
+static qv_status compress_finish(body *b) {
+  compressor *c = b->comp;
+  if (c->pool) qv_pool_wait(c->pool, &b->group);
+  for (int64_t i = 0; i < b->n_raw; i++)
+    if (b->st[i] != QV_OK)
       return qv_ipc_compress_into(NULL, c->codec, c->level, b->raw[i].p, b->raw[i].len,
-                                  c->arena + c->off[i], c->bound[i], &c->written[i], b->err);
+                                  b->arena + b->off[i], b->bound[i], &b->written[i], b->err);
   return QV_OK;
 }
 
 /* Lay the raw buffers out as the body: each at an aligned offset,
  * compressed when the body is (stored raw behind the -1 prefix when
- * compression does not pay, as Arrow C++ does). */
+ * compression does not pay, as Arrow C++ does). With compression,
+ * compress_start must have run. */
 static qv_status layout(body *b) {
   if (!grow((void **)&b->bufs, &b->cap_bufs, b->n_raw, sizeof(qv_ipc_buffer_spec)))
     return oom(b, "buffer specs");
-  compressor *c = b->comp;
-  bool compressed = c->codec != QV_COMPRESSION_NONE;
-  if (compressed) QV_RETURN_NOT_OK(compress_all(b));
+  bool compressed = b->comp->codec != QV_COMPRESSION_NONE;
+  if (compressed) QV_RETURN_NOT_OK(compress_finish(b));
   for (int64_t i = 0; i < b->n_raw; i++) {
     const rawbuf *r = &b->raw[i];
     int64_t start = b->size;
     if (compressed && r->len > 0) {
-      if (c->written[i] < r->len + 8) {
-        QV_RETURN_NOT_OK(push_seg(b, c->arena + c->off[i], c->written[i]));
+      if (b->written[i] < r->len + 8) {
+        QV_RETURN_NOT_OK(push_seg(b, b->arena + b->off[i], b->written[i]));
       } else {
         QV_RETURN_NOT_OK(push_seg(b, kUncompressedPrefix, 8));
         QV_RETURN_NOT_OK(push_seg(b, r->p, r->len));
@@ -730,14 +752,17 @@ struct qv_writer {
   char *tmp;
   int64_t pos;
   bool failed;
-  body body;
+  /* Bodies: one without compression; with compression a ring of slots,
+   * messages in flight at slots[(head + k) % n_slots] for k < n_pending,
+   * written in order. */
+  body *slots;
+  int n_slots, head, n_pending;
   compressor comp;
-  qv_error scratch;
   dict_entry *dicts;
   int64_t n_dicts, cap_dicts;
   qv_ipc_block *dict_blocks, *batch_blocks;
   int64_t n_dict_blocks, cap_dict_blocks, n_batch_blocks, cap_batch_blocks;
-  int64_t rows;
+  int64_t rows, batches; /* written so far */
 };
 
 static qv_status write_iov(qv_writer *w, struct iovec *iov, int n,
@@ -773,10 +798,9 @@ static qv_status write_bytes(qv_writer *w, const void *p, int64_t n,
 
 /* Frame and write one message (flatbuffer meta + the current body).
  * *block receives where it went. */
-static qv_status write_message(qv_writer *w, const uint8_t *meta,
+static qv_status write_message(qv_writer *w, const body *b, const uint8_t *meta,
                                int64_t meta_size, qv_ipc_block *block,
                                qv_error *err) {
-  body *b = &w->body;
   int64_t align = w->opts.alignment;
   int64_t framed = 8 + meta_size;
   int64_t end = w->pos + framed;
@@ -791,15 +815,15 @@ static qv_status write_message(qv_writer *w, const uint8_t *meta,
   memcpy(prefix + 4, &n32, 4);
   block->offset = w->pos;
   block->metadata_length = (int32_t)(framed + padn);
-  block->body_length = b->size;
-  int64_t niov = 3 + b->n_segs;
+  block->body_length = b ? b->size : 0;
+  int64_t niov = 3 + (b ? b->n_segs : 0);
   struct iovec *iov = malloc(sizeof *iov * (size_t)niov);
   if (iov == NULL) return qv_error_set(err, QV_ENOMEM, "writer: out of memory (iovec)");
   int k = 0;
   iov[k++] = (struct iovec){prefix, 8};
   iov[k++] = (struct iovec){(void *)meta, (size_t)meta_size};
   if (padn) iov[k++] = (struct iovec){(void *)kZeros, (size_t)padn};
-  for (int64_t s = 0; s < b->n_segs; s++)
+  for (int64_t s = 0; b && s < b->n_segs; s++)
     iov[k++] = (struct iovec){(void *)b->segs[s].p, (size_t)b->segs[s].len};
   qv_status st = write_iov(w, iov, k, err);
   free(iov);
@@ -828,31 +852,103 @@ static qv_ipc_batch_desc body_desc(body *b, int64_t length) {
   return d;
 }
 
+/* Write b's message: lay the body out (waiting for its compression),
+ * encode the flatbuffer, write, record the block (file format). */
+static qv_status finish_message(qv_writer *w, body *b, qv_error *err) {
+  b->err = err;
+  qv_status st = layout(b);
+  uint8_t *meta = NULL;
+  int64_t meta_size = 0;
+  if (st == QV_OK) {
+    qv_ipc_batch_desc d = body_desc(b, b->length);
+    st = b->kind == MSG_DICTIONARY
+             ? qv_ipc_encode_dictionary_message(b->dict_id, b->delta, &d, b->size, &meta,
+                                                &meta_size, err)
+             : qv_ipc_encode_record_batch_message(&d, b->size, &meta, &meta_size, err);
+  }
+  qv_ipc_block blk;
+  if (st == QV_OK) st = write_message(w, b, meta, meta_size, &blk, err);
+  free(meta);
+  if (st == QV_OK && w->opts.format == QV_FORMAT_FILE)
+    st = b->kind == MSG_DICTIONARY
+             ? push_block(&w->dict_blocks, &w->n_dict_blocks, &w->cap_dict_blocks, blk, err)
+             : push_block(&w->batch_blocks, &w->n_batch_blocks, &w->cap_batch_blocks, blk,
+                          err);
+  if (st == QV_OK && b->kind == MSG_RECORD_BATCH) {
+    w->rows += b->length;
+    w->batches++;
+  }
+  body_clear(b);
+  return st;
+}
+
+/* Wait for (without writing) every message still in flight. */
+static void drain_pending(qv_writer *w) {
+  for (int k = 0; k < w->n_pending; k++) {
+    body *b = &w->slots[(w->head + k) % w->n_slots];
+    if (w->comp.pool) qv_pool_wait(w->comp.pool, &b->group);
+    body_clear(b);
+  }
+  w->n_pending = 0;
+}
+
+/* Write out the oldest message in flight. */
+static qv_status flush_one(qv_writer *w, qv_error *err) {
+  body *b = &w->slots[w->head];
+  w->head = (w->head + 1) % w->n_slots;
+  w->n_pending--;
+  qv_status st = finish_message(w, b, err);
+  if (st != QV_OK) drain_pending(w);
+  return st;
+}
+
+static qv_status flush_all(qv_writer *w, qv_error *err) {
+  while (w->n_pending > 0) QV_RETURN_NOT_OK(flush_one(w, err));
+  return QV_OK;
+}
+
+/* A free body for the next message (writing the oldest one out when every
+ * slot is in flight). */
+static qv_status next_body(qv_writer *w, body **out, qv_error *err) {
+  if (w->n_pending == w->n_slots) QV_RETURN_NOT_OK(flush_one(w, err));
+  body *b = &w->slots[(w->head + w->n_pending) % w->n_slots];
+  body_clear(b);
+  b->err = err;
+  *out = b;
+  return QV_OK;
+}
+
+/* b (from next_body) holds an emitted message: without compression write
+ * it now; with compression start compressing it and leave it in flight.
+ * `keep_alive` is the array b's raw buffers point into. */
+static qv_status submit(qv_writer *w, body *b, qv_array *keep_alive, qv_error *err) {
+  b->batch = qv_array_ref(keep_alive);
+  if (w->comp.codec == QV_COMPRESSION_NONE) return finish_message(w, b, err);
+  qv_status st = compress_start(b);
+  if (st != QV_OK) {
+    body_clear(b);
+    return st;
+  }
+  w->n_pending++;
+  return QV_OK;
+}
+
 /* Write `values` (elements [start, values->length)) as a dictionary batch. */
 static qv_status write_dictionary(qv_writer *w, int64_t id, bool delta,
                                   const qv_array *values, int64_t start,
                                   qv_error *err) {
-  body *b = &w->body;
-  body_clear(b);
-  b->err = err;
-  int64_t len = values->length - start;
-  qv_status st = emit(b, values, values->offset + start, len, 0);
-  if (st == QV_OK) st = layout(b);
-  uint8_t *meta = NULL;
-  int64_t meta_size = 0;
-  if (st == QV_OK) {
-    qv_ipc_batch_desc d = body_desc(b, len);
-    st = qv_ipc_encode_dictionary_message(id, delta, &d, b->size, &meta,
-                                          &meta_size, err);
+  body *b = NULL;
+  QV_RETURN_NOT_OK(next_body(w, &b, err));
+  b->kind = MSG_DICTIONARY;
+  b->dict_id = id;
+  b->delta = delta;
+  b->length = values->length - start;
+  qv_status st = emit(b, values, values->offset + start, b->length, 0);
+  if (st != QV_OK) {
+    body_clear(b);
+    return st;
   }
-  qv_ipc_block blk;
-  if (st == QV_OK) st = write_message(w, meta, meta_size, &blk, err);
-  free(meta);
-  body_clear(b);
-  if (st == QV_OK && w->opts.format == QV_FORMAT_FILE)
-    st = push_block(&w->dict_blocks, &w->n_dict_blocks, &w->cap_dict_blocks,
-                    blk, err);
-  return st;
+  return submit(w, b, (qv_array *)values, err);
 }
 
 static dict_entry *find_dict(qv_writer *w, int64_t id) {
@@ -952,17 +1048,32 @@ static qv_status writer_new(const qv_schema *schema, const qv_write_options *opt
   }
   w->schema = qv_schema_ref((qv_schema *)schema);
   w->fd = -1;
-  w->body.align = w->opts.alignment;
-  w->body.comp = &w->comp;
   w->comp.codec = w->opts.compression;
   w->comp.level = w->opts.compression_level;
   w->comp.threads = w->opts.threads;
+  /* With compression, as many messages in flight as threads, plus one. */
+  int threads = w->opts.threads > 0 ? w->opts.threads : qv_cpu_count();
+  w->n_slots = w->opts.compression == QV_COMPRESSION_NONE ? 1
+               : threads + 1 > QV_WRITER_MAX_SLOTS ? QV_WRITER_MAX_SLOTS
+                                                   : threads + 1;
+  w->slots = calloc((size_t)w->n_slots, sizeof *w->slots);
+  if (w->slots == NULL) {
+    qv_schema_unref(w->schema);
+    free(w);
+    return qv_error_set(err, QV_ENOMEM, "writer: out of memory");
+  }
+  for (int k = 0; k < w->n_slots; k++) {
+    w->slots[k].align = w->opts.alignment;
+    w->slots[k].comp = &w->comp;
+  }
   *out = w;
   return QV_OK;
 }
 
 static void writer_free(qv_writer *w) {
-  body_free(&w->body);
+  drain_pending(w);
+  for (int k = 0; k < w->n_slots; k++) body_free(&w->slots[k]);
+  free(w->slots);
   compressor_free(&w->comp);
   for (int64_t i = 0; i < w->n_dicts; i++) qv_array_unref(w->dicts[i].values);
   free(w->dicts);
@@ -983,9 +1094,8 @@ static qv_status write_start(qv_writer *w, qv_error *err) {
   uint8_t *meta = NULL;
   int64_t meta_size = 0;
   QV_RETURN_NOT_OK(qv_ipc_encode_schema_message(w->schema, &meta, &meta_size, err));
-  body_clear(&w->body);
   qv_ipc_block blk;
-  qv_status st = write_message(w, meta, meta_size, &blk, err);
+  qv_status st = write_message(w, NULL, meta, meta_size, &blk, err);
   free(meta);
   return st;
 }
@@ -1070,9 +1180,10 @@ qv_status qv_writer_open_path(const char *path, const qv_schema *schema,
 
 static qv_status write_one(qv_writer *w, qv_array *batch, qv_error *err) {
   QV_RETURN_NOT_OK(sync_dicts(w, batch, 0, err));
-  body *b = &w->body;
-  body_clear(b);
-  b->err = err;
+  body *b = NULL;
+  QV_RETURN_NOT_OK(next_body(w, &b, err));
+  b->kind = MSG_RECORD_BATCH;
+  b->length = batch->length;
   qv_status st = QV_OK;
   for (int32_t c = 0; c < batch->n_children && st == QV_OK; c++) {
     const qv_array *col = batch->children[c];
@@ -1080,22 +1191,11 @@ static qv_status write_one(qv_writer *w, qv_array *batch, qv_error *err) {
     if (st != QV_OK)
       qv_error_prefix(err, st, "column '%s': ", batch->type->children[c].name);
   }
-  if (st == QV_OK) st = layout(b);
-  uint8_t *meta = NULL;
-  int64_t meta_size = 0;
-  if (st == QV_OK) {
-    qv_ipc_batch_desc d = body_desc(b, batch->length);
-    st = qv_ipc_encode_record_batch_message(&d, b->size, &meta, &meta_size, err);
+  if (st != QV_OK) {
+    body_clear(b);
+    return st;
   }
-  qv_ipc_block blk;
-  if (st == QV_OK) st = write_message(w, meta, meta_size, &blk, err);
-  free(meta);
-  body_clear(b);
-  if (st == QV_OK && w->opts.format == QV_FORMAT_FILE)
-    st = push_block(&w->batch_blocks, &w->n_batch_blocks, &w->cap_batch_blocks,
-                    blk, err);
-  if (st == QV_OK) w->rows += batch->length;
-  return st;
+  return submit(w, b, batch, err);
 }
 
 qv_status qv_writer_write_batch(qv_writer *w, qv_array *batch, qv_error *err) {
@@ -1130,11 +1230,10 @@ qv_status qv_writer_write_batch(qv_writer *w, qv_array *batch, qv_error *err) {
 }
 
 int64_t qv_writer_rows_written(const qv_writer *w) { return w ? w->rows : 0; }
-int64_t qv_writer_batches_written(const qv_writer *w) {
-  return w ? w->n_batch_blocks : 0;
-}
+int64_t qv_writer_batches_written(const qv_writer *w) { return w ? w->batches : 0; }
 
 static qv_status write_end(qv_writer *w, qv_error *err) {
+  QV_RETURN_NOT_OK(flush_all(w, err));
   if (w->opts.format == QV_FORMAT_STREAM) {
     uint8_t eos[8] = {0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0};
     return write_bytes(w, eos, 8, err);
