@@ -1363,9 +1363,24 @@ static qv_status check_tree(qv_builder *b, qv_error *err) {
   return QV_OK;
 }
 
+/* Slack (capacity beyond size) a finished buffer may keep: growth by
+ * doubling leaves up to half of a buffer unused; past this much (and past
+ * an eighth of the size) the bytes are copied into an exact-size buffer. */
+#define QV_BUILDER_MAX_SLACK ((int64_t)1 << 20)
+
 /* Make *pb exactly `size` bytes and return a new reference to it. */
 static qv_status fit(qv_buffer **pb, int64_t size, qv_buffer **out, qv_error *err) {
   QV_RETURN_NOT_OK(bsize(pb, size, err));
+  qv_buffer *b = *pb;
+  int64_t slack = b->capacity_ - b->size;
+  if (slack > QV_BUILDER_MAX_SLACK && slack > b->size / 8) {
+    qv_buffer *exact = NULL;
+    if (qv_buffer_alloc(b->size, &exact, NULL) == QV_OK) { /* else keep the slack */
+      memcpy(exact->data, b->data, (size_t)b->size);
+      qv_buffer_unref(b);
+      *pb = exact;
+    }
+  }
   *out = qv_buffer_ref(*pb);
   return QV_OK;
 }
@@ -1398,7 +1413,8 @@ static qv_status build(qv_builder *b, qv_array **out, qv_error *err) {
     }
     case QV_BINARY_VIEW: case QV_STRING_VIEW:
       st = fit(&b->b1, len * QV_VIEW_SIZE, &a->buffers[1], err);
-      for (int32_t k = 0; k < b->n_vdata; k++) a->buffers[2 + k] = qv_buffer_ref(b->vdata[k]);
+      for (int32_t k = 0; k < b->n_vdata && st == QV_OK; k++)
+        st = fit(&b->vdata[k], b->vdata[k]->size, &a->buffers[2 + k], err);
       break;
     case QV_LIST: case QV_LARGE_LIST: case QV_MAP:
       st = fit(&b->b1, (len + 1) * b->width, &a->buffers[1], err);
