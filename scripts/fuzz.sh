@@ -1,8 +1,10 @@
 #!/bin/sh
 # scripts/fuzz.sh [SECONDS] — build the libFuzzer targets (clang), replay
 # every Arrow fuzz regression file through them, then fuzz each target for a
-# bounded time seeded from the golden integration files (corpus kept under
-# build-fuzz/, never committed). Exit non-zero on any crash.
+# bounded time seeded from the golden integration files (and, for the
+# Hugging Face JSON parsers, a few datasets-written documents; for the
+# expression language, a few expressions and a token dictionary; corpora
+# kept under build-fuzz/, never committed). Exit non-zero on any crash.
 set -eu
 secs=${1:-60}
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -20,23 +22,65 @@ replay() { # TARGET FILES...: run each file once; fail on any crash
   fi
   echo "fuzz: $t replayed $(grep -c '^Executed ' "$log") regression files without a crash"
 }
-replay fuzz_ipc_stream "$data"/arrow-ipc-stream/*fuzz* "$data"/arrow-ipc-stream/crash-*
-replay fuzz_ipc_file "$data"/arrow-ipc-file/*
-for t in fuzz_ipc_stream fuzz_ipc_file; do
-  corpus=$top/build-fuzz/corpus-$t
-  mkdir -p "$corpus"
-  case $t in fuzz_ipc_stream) ext=stream ;; *) ext=arrow_file ;; esac
-  for f in "$data"/arrow-ipc-stream/integration/*/*."$ext"; do
-    producer=$(basename "$(dirname "$f")")
-    cp -f "$f" "$corpus/$producer-$(basename "$f")"
-  done
+run() { # TARGET CORPUS [FLAGS...]: fuzz for $secs seconds
+  t=$1; corpus=$2; shift 2
   echo "fuzz: $t for ${secs}s"
   log=$top/build-fuzz/$t.log
   if ! "$bin/$t" -max_total_time="$secs" -rss_limit_mb=2048 -timeout=10 \
-      -print_final_stats=1 "$corpus" >"$log" 2>&1; then
+      -print_final_stats=1 "$@" "$corpus" >"$log" 2>&1; then
     tail -n 60 "$log"
     echo "fuzz: $t found a failure (log: $log)"
     exit 1
   fi
   grep -E "stat::number_of_executed_units" "$log" || true
+}
+replay fuzz_ipc_stream "$data"/arrow-ipc-stream/*fuzz* "$data"/arrow-ipc-stream/crash-*
+replay fuzz_ipc_file "$data"/arrow-ipc-file/*
+# Seeds for the Hugging Face JSON parsers: features, metadata, state.json,
+# dataset_info.json, dataset_dict.json as datasets writes them.
+hfseeds=$top/build-fuzz/corpus-fuzz_hf_json
+mkdir -p "$hfseeds"
+seed() { printf '%s' "$2" >"$hfseeds/seed-$1.json"; }
+seed features '{"a": {"dtype": "int8", "_type": "Value"}, "l": {"names": ["x", "y"], "_type": "ClassLabel"}, "s": {"feature": {"x": {"dtype": "timestamp[ms, tz=UTC]", "_type": "Value"}}, "length": 2, "_type": "Sequence"}, "m": {"shape": [null, 2], "dtype": "float32", "_type": "Array2D"}, "i": {"_type": "Image"}, "t": {"languages": ["fr", "en"], "_type": "Translation"}, "v": {"languages": ["b", "a"], "_type": "TranslationVariableLanguages"}, "n": [{"w": {"feature": {"dtype": "decimal128(10, 2)", "_type": "Value"}, "_type": "LargeList"}}], "au": {"sampling_rate": 16000, "_type": "Audio"}}'
+seed metadata '{"info": {"features": {"x": {"dtype": "int64", "_type": "Value"}}}, "fingerprint": "b095d079253eedf3"}'
+seed state '{"_data_files": [{"filename": "data-00000-of-00001.arrow"}], "_fingerprint": "f0ed07064a142514", "_format_columns": ["x"], "_format_kwargs": {"dtype": "float32"}, "_format_type": "numpy", "_output_all_columns": false, "_split": "train"}'
+seed info '{"description": "", "citation": "", "homepage": "", "license": "", "features": {"x": {"dtype": "int64", "_type": "Value"}}, "builder_name": "json", "splits": {"train": {"name": "train", "num_examples": 10}}}'
+seed dict '{"splits": ["train", "test"]}'
+for t in fuzz_ipc_stream fuzz_ipc_file fuzz_hf_json; do
+  corpus=$top/build-fuzz/corpus-$t
+  mkdir -p "$corpus"
+  case $t in fuzz_ipc_stream) ext=stream ;; fuzz_ipc_file) ext=arrow_file ;; *) ext= ;; esac
+  for f in "$data"/arrow-ipc-stream/integration/*/*."${ext:-none}"; do
+    [ -e "$f" ] || continue
+    producer=$(basename "$(dirname "$f")")
+    cp -f "$f" "$corpus/$producer-$(basename "$f")"
+  done
+  run "$t" "$corpus"
 done
+
+# Expressions: nothing to replay; seeds and a token dictionary written here.
+t=fuzz_expr
+corpus=$top/build-fuzz/corpus-$t
+mkdir -p "$corpus"
+i=0
+while IFS= read -r line; do
+  i=$((i + 1))
+  printf '%s' "$line" >"$corpus/seed-$i"
+done <<'SEEDS'
+i8 == 1 and len(s) > 2
+not (i64 + 1 > 0 or f64 < -0.5) && !b
+i32 % 7 in (1, 2, null) or u64 not in (18446744073709551615)
+starts_with(d, 're') or ends_with(sv, "bytes") or contains(bin, '\x80')
+st.y is null or st.x * 2 >= abs(i8) or `st`.x / 3 < 1.5e0
+len(l) + len(d) - -9223372036854775808 != f16
+ts is not null and n is null and s <> 'h\u00e9llo'
+(((i64 - i32) * i8) % (u64 + 0)) == 0
+SEEDS
+dict=$top/build-fuzz/expr.dict
+: >"$dict"
+for tok in and or not is null in true false len starts_with ends_with contains abs \
+    '==' '!=' '<=' '>=' '<>' '&&' '||' '(' ')' ',' '.' '`' "'" '"' '\\x' '\\u' \
+    i8 i32 i64 u64 f64 f16 b s bin sv d l st st.x st.y n ts; do
+  printf '"%s"\n' "$(printf '%s' "$tok" | sed 's/\\/\\\\/g; s/"/\\"/g')" >>"$dict"
+done
+run fuzz_expr "$corpus" -dict="$dict" -max_len=512

@@ -1,7 +1,10 @@
 /*
  * quiver/quiver.h — umbrella header: include this to get the whole public
  * API. Layers, bottom up: core (status, buffers, types, arrays, builders), ipc
- * (reading Arrow IPC files and streams, C Data Interface), row printing.
+ * (reading Arrow IPC files and streams, C Data Interface), row printing,
+ * dataset building blocks (numpy-exact shuffles, fingerprints, Hugging
+ * Face datasets features and directory layouts), the expression language
+ * over columns.
  */
 #ifndef QUIVER_QUIVER_H
 #define QUIVER_QUIVER_H
@@ -14,5 +17,9 @@
 #include "quiver/cdata.h"
 #include "quiver/print.h"
 #include "quiver/writer.h"
+#include "quiver/random.h"
+#include "quiver/fingerprint.h"
+#include "quiver/hf.h"
+#include "quiver/expr.h"
 
 #endif /* QUIVER_QUIVER_H */

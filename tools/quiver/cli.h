@@ -27,6 +27,19 @@ const char *cli_opt_value(const char *arg, const char *name, int argc, char **ar
 /** Parse a non-negative int64 (decimal). False on junk or overflow. */
 bool cli_parse_i64(const char *s, int64_t *out);
 
+/* hfdir.c: Hugging Face `datasets` directories (save_to_disk Dataset /
+ * DatasetDict, cache directories). */
+bool cli_is_directory(const char *path);
+int cli_info_dir(const char *path, bool as_json);
+/* head (rows == NULL: the first head_n rows) or get (the given rows) over a
+ * Dataset directory's shards in order. */
+int cli_rows_dir(const char *cmd, const char *path, const char *split, bool decode_labels,
+                 int64_t head_n, const int64_t *rows, int64_t n_rows);
+
+/* quiver debug hf-emit / hf-features (hfdir.c) */
+int cli_debug_hf_emit(int argc, char **argv);
+int cli_debug_hf_features(int argc, char **argv);
+
 int cmd_info(int argc, char **argv);
 int cmd_head(int argc, char **argv);
 int cmd_get(int argc, char **argv);

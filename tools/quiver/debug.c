@@ -1,5 +1,6 @@
 /*
- * debug.c — `quiver debug row-layout`: encode key columns of a file into
+ * debug.c — `quiver debug row-layout` (and the Hugging Face emitters
+ * `debug hf-emit` / `debug hf-features`, implemented in hfdir.c): encode key columns of a file into
  * the row table (src/row) and print its layout and bytes as one JSON
  * object, so that the row format can be checked against seed 002 by hand.
  * Top layer.
@@ -21,7 +22,18 @@ static const char kDebugHelp[] =
     "row_alignment, string_alignment, null_masks_bytes_per_row, is_fixed_length,\n"
     "fixed_length, varbinary_end_array_offset, column_order, column_offsets,\n"
     "row_offsets (var-length tables), rows (hex bytes of each row) and\n"
-    "null_masks (hex). Alignments default to 8; rows default to all.\n";
+    "null_masks (hex). Alignments default to 8; rows default to all.\n"
+    "\n"
+    "usage: quiver debug hf-emit PATH [--what=metadata|state|info|dict]\n"
+    "\n"
+    "Print byte for byte what quiver writes for Hugging Face datasets: the\n"
+    "'huggingface' schema metadata of a file (default for files), or the\n"
+    "state.json (default for directories) / dataset_info.json of a Dataset\n"
+    "directory, or the dataset_dict.json of a DatasetDict.\n"
+    "\n"
+    "usage: quiver debug hf-features FILE|-\n"
+    "\n"
+    "Parse a datasets Features JSON object and print it as datasets writes it.\n";
 
 static bool parse_pow2(const char *s, int32_t *out) {
   int64_t v;
@@ -153,5 +165,8 @@ int cmd_debug(int argc, char **argv) {
     return argc < 2 ? QV_EXIT_USAGE : QV_EXIT_OK;
   }
   if (strcmp(argv[1], "row-layout") == 0) return row_layout(argc - 1, argv + 1);
-  return cli_usage("debug", "unknown debug command '%s' (expected row-layout)", argv[1]);
+  if (strcmp(argv[1], "hf-emit") == 0) return cli_debug_hf_emit(argc - 1, argv + 1);
+  if (strcmp(argv[1], "hf-features") == 0) return cli_debug_hf_features(argc - 1, argv + 1);
+  return cli_usage("debug", "unknown debug command '%s' (expected row-layout, hf-emit or hf-features)",
+                   argv[1]);
 }

@@ -2,21 +2,27 @@
  * info.c — `quiver info PATH [--json]`: what a file is (format, size,
  * rows, batches, compression), its schema tree with field and schema
  * metadata, and the Hugging Face `datasets` features kept under the
- * `huggingface` schema metadata key, rendered readably. Top layer.
+ * `huggingface` schema metadata key, resolved as datasets resolves them
+ * (hf.h). Directories of `datasets` are handed to hfdir.c. Top layer.
  */
 #include <jansson.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
+#include "quiver/hf.h"
 #include "quiver/ipc.h"
 
 static const char kInfoHelp[] =
     "usage: quiver info PATH [--json]\n"
     "\n"
     "Show an Arrow IPC file's format, size, row and batch counts, body\n"
-    "compression, schema (with field and schema metadata) and, when present,\n"
-    "the Hugging Face datasets features from the 'huggingface' metadata.\n"
+    "compression, schema (with field and schema metadata) and the Hugging Face\n"
+    "datasets features (from the 'huggingface' metadata, else derived from the\n"
+    "Arrow types as datasets does). PATH may also be a datasets directory: a\n"
+    "save_to_disk Dataset (its shards as one dataset), a DatasetDict (every\n"
+    "split) or a cache directory (every .arrow file).\n"
     "Opening reads metadata only; column data is not touched.\n"
     "\n"
     "  --json    print one JSON object instead of text\n";
@@ -26,66 +32,6 @@ static const char *compression_name(qv_compression c) {
     case QV_COMPRESSION_LZ4_FRAME: return "lz4_frame";
     case QV_COMPRESSION_ZSTD: return "zstd";
     default: return "none";
-  }
-}
-
-/* Render a datasets feature JSON value on one line: {"_type": "Value",
- * "dtype": "int32"} -> Value(int32); ClassLabel(names=[a, b]);
- * dicts -> {a: ..., b: ...}; lists -> [ ... ]. */
-static void feature_render(FILE *out, json_t *v) {
-  if (json_is_object(v)) {
-    json_t *type = json_object_get(v, "_type");
-    if (json_is_string(type)) {
-      const char *t = json_string_value(type);
-      fprintf(out, "%s(", t);
-      json_t *dtype = json_object_get(v, "dtype");
-      bool first = true;
-      if (json_is_string(dtype) && strcmp(t, "Value") == 0) {
-        fprintf(out, "%s", json_string_value(dtype));
-        first = false;
-      }
-      const char *key;
-      json_t *val;
-      json_object_foreach(v, key, val) {
-        if (strcmp(key, "_type") == 0 || (strcmp(key, "dtype") == 0 && strcmp(t, "Value") == 0))
-          continue;
-        if (json_is_null(val) || (strcmp(key, "id") == 0)) continue;
-        fprintf(out, "%s%s=", first ? "" : ", ", key);
-        first = false;
-        feature_render(out, val);
-      }
-      fprintf(out, ")");
-      return;
-    }
-    fprintf(out, "{");
-    const char *key;
-    json_t *val;
-    bool first = true;
-    json_object_foreach(v, key, val) {
-      fprintf(out, "%s%s: ", first ? "" : ", ", key);
-      first = false;
-      feature_render(out, val);
-    }
-    fprintf(out, "}");
-  } else if (json_is_array(v)) {
-    fprintf(out, "[");
-    size_t i;
-    json_t *val;
-    json_array_foreach(v, i, val) {
-      if (i) fprintf(out, ", ");
-      if (i >= 20) {
-        fprintf(out, "... (%zu more)", json_array_size(v) - i);
-        break;
-      }
-      feature_render(out, val);
-    }
-    fprintf(out, "]");
-  } else if (json_is_string(v)) {
-    fprintf(out, "%s", json_string_value(v));
-  } else {
-    char *s = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
-    fprintf(out, "%s", s ? s : "?");
-    free(s);
   }
 }
 
@@ -172,14 +118,23 @@ int cmd_info(int argc, char **argv) {
     }
   }
   if (path == NULL) return cli_usage("info", "missing PATH");
+  if (cli_is_directory(path)) return cli_info_dir(path, as_json);
   qv_error err;
   qv_reader *r = NULL;
   qv_status st = qv_reader_open_path(path, NULL, &r, &err);
   if (st != QV_OK) return cli_fail(st, &err);
   const qv_schema *s = qv_reader_schema(r);
-  const qv_kv *hf = qv_metadata_find(&s->metadata, "huggingface");
-  json_t *hf_json = NULL;
-  if (hf != NULL) hf_json = json_loadb(hf->value, (size_t)hf->value_len, 0, NULL);
+  /* The features datasets would see (Features.from_arrow_schema) and the
+   * fingerprint from the "huggingface" metadata. */
+  qv_hf_feature *features = NULL;
+  bool *from_md = NULL;
+  qv_error ferr;
+  qv_status fst = qv_hf_features_resolve(s, &features, &from_md, &ferr);
+  qv_hf_metadata md = {NULL, NULL};
+  const qv_kv *hf = qv_metadata_find(&s->metadata, QV_HF_METADATA_KEY);
+  if (hf != NULL) (void)qv_hf_metadata_parse(hf->value, hf->value_len, &md, NULL);
+  qv_strbuf sb;
+  qv_strbuf_init(&sb);
   const char *fmt = qv_reader_format(r) == QV_FORMAT_FILE ? "file" : "stream";
   if (as_json) {
     json_t *o = json_object();
@@ -199,10 +154,12 @@ int cmd_info(int argc, char **argv) {
     json_object_set_new(schema, "fields", fields);
     json_object_set_new(schema, "metadata", metadata_json(&s->metadata));
     json_object_set_new(o, "schema", schema);
-    json_t *features = hf_json ? json_object_get(json_object_get(hf_json, "info"), "features") : NULL;
-    json_object_set(o, "features", features ? features : json_null());
-    json_t *fp = hf_json ? json_object_get(hf_json, "fingerprint") : NULL;
-    json_object_set(o, "fingerprint", fp ? fp : json_null());
+    json_t *fj = NULL;
+    if (fst == QV_OK && qv_hf_feature_emit(features, QV_HF_JSON_COMPACT, &sb, NULL) == QV_OK)
+      fj = json_loadb(qv_strbuf_cstr(&sb), (size_t)sb.len, 0, NULL);
+    json_object_set_new(o, "features", fj ? fj : json_null());
+    if (fst != QV_OK) json_object_set_new(o, "features_error", json_string(ferr.message));
+    json_object_set_new(o, "fingerprint", md.fingerprint ? json_string(md.fingerprint) : json_null());
     json_dumpf(o, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     fputc('\n', stdout);
     json_decref(o);
@@ -225,21 +182,23 @@ int cmd_info(int argc, char **argv) {
       printf("schema metadata:\n");
       print_metadata_text(stdout, &s->metadata, 2);
     }
-    json_t *features = hf_json ? json_object_get(json_object_get(hf_json, "info"), "features") : NULL;
-    if (json_is_object(features)) {
+    if (fst != QV_OK) {
+      printf("huggingface features: %s\n", ferr.message);
+    } else if (hf != NULL) {
       printf("huggingface features:\n");
-      const char *key;
-      json_t *val;
-      json_object_foreach(features, key, val) {
-        printf("  %s: ", key);
-        feature_render(stdout, val);
-        printf("\n");
+      for (int32_t i = 0; i < features->n_children; i++) {
+        qv_strbuf_clear(&sb);
+        if (qv_hf_feature_repr(features->children[i], &sb, NULL) != QV_OK) continue;
+        printf("  %s: %s%s\n", features->keys[i], qv_strbuf_cstr(&sb),
+               from_md[i] ? "" : "  (from the Arrow type: the metadata does not match)");
       }
-      json_t *fp = json_object_get(hf_json, "fingerprint");
-      if (json_is_string(fp)) printf("fingerprint:        %s\n", json_string_value(fp));
     }
+    if (md.fingerprint) printf("fingerprint:        %s\n", md.fingerprint);
   }
-  json_decref(hf_json);
+  qv_strbuf_reset(&sb);
+  qv_hf_metadata_reset(&md);
+  qv_hf_feature_free(features);
+  free(from_md);
   qv_reader_close(r);
   return QV_EXIT_OK;
 }

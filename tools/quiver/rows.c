@@ -4,7 +4,8 @@
  * docs/json-rows.md). `head` reads batches in order and stops after N
  * rows, so it also works on a stream from stdin ("-"); `get` locates each
  * requested row's batch through the row-count index and decodes only that
- * batch. Top layer.
+ * batch. Hugging Face datasets directories go to hfdir.c; --decode-labels
+ * prints ClassLabel names (qv_hf_format_row_json). Top layer.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,23 +13,29 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "quiver/hf.h"
 #include "quiver/ipc.h"
 #include "quiver/print.h"
 
 static const char kHeadHelp[] =
-    "usage: quiver head PATH [-n N]\n"
+    "usage: quiver head PATH [-n N] [--decode-labels] [--split NAME]\n"
     "\n"
     "Print the first N rows (default 10) of an Arrow IPC file or stream as\n"
-    "JSON lines. PATH may be '-' for a stream on standard input.\n"
+    "JSON lines. PATH may be '-' for a stream on standard input, or a Hugging\n"
+    "Face datasets directory (save_to_disk Dataset: its shards in order;\n"
+    "DatasetDict: the split chosen with --split).\n"
+    "  --decode-labels  print ClassLabel values as their label names\n"
     "Value mapping: strings as JSON strings, binary as base64, temporal values\n"
     "as ISO 8601, decimals as strings, lists as arrays, structs as objects\n"
     "(see docs/json-rows.md).\n";
 
 static const char kGetHelp[] =
-    "usage: quiver get PATH ROW...\n"
+    "usage: quiver get PATH ROW... [--decode-labels] [--split NAME]\n"
     "\n"
-    "Print the given rows (0-based row numbers across the whole file) as JSON\n"
-    "lines, in the order given. Only the batches holding those rows are read.\n";
+    "Print the given rows (0-based row numbers across the whole file, or the\n"
+    "whole datasets directory) as JSON lines, in the order given. Only the\n"
+    "batches holding those rows are read.\n"
+    "  --decode-labels  print ClassLabel values as their label names\n";
 
 static qv_status open_input(const char *path, qv_reader **r, qv_error *err) {
   qv_read_options opts = {QV_VALIDATE_DEFAULT, true, 0};
@@ -36,9 +43,18 @@ static qv_status open_input(const char *path, qv_reader **r, qv_error *err) {
   return qv_reader_open_path(path, &opts, r, err);
 }
 
-static qv_status print_row(const qv_array *batch, int64_t row, qv_strbuf *sb, qv_error *err) {
+/* With --decode-labels, the features datasets would use for the file. */
+static qv_status file_features(qv_reader *r, bool decode, qv_hf_feature **out, qv_error *err) {
+  *out = NULL;
+  if (!decode) return QV_OK;
+  return qv_hf_features_resolve(qv_reader_schema(r), out, NULL, err);
+}
+
+static qv_status print_row(const qv_array *batch, int64_t row, const qv_hf_feature *features,
+                           qv_strbuf *sb, qv_error *err) {
   qv_strbuf_clear(sb);
-  QV_RETURN_NOT_OK(qv_format_row_json(batch, row, sb, err));
+  QV_RETURN_NOT_OK(features ? qv_hf_format_row_json(batch, row, features, sb, err)
+                            : qv_format_row_json(batch, row, sb, err));
   QV_RETURN_NOT_OK(qv_strbuf_append_char(sb, '\n', err));
   if (fwrite(qv_strbuf_cstr(sb), 1, (size_t)sb->len, stdout) != (size_t)sb->len)
     return qv_error_set(err, QV_EIO, "cannot write to standard output");
@@ -46,7 +62,8 @@ static qv_status print_row(const qv_array *batch, int64_t row, qv_strbuf *sb, qv
 }
 
 int cmd_head(int argc, char **argv) {
-  const char *path = NULL;
+  const char *path = NULL, *split = NULL;
+  bool decode = false;
   int64_t n = 10;
   for (int i = 1; i < argc; i++) {
     bool matched;
@@ -59,6 +76,12 @@ int cmd_head(int argc, char **argv) {
       if (v == NULL) return cli_usage("head", "option -n needs a value");
       if (!cli_parse_i64(v, &n))
         return cli_usage("head", "-n expects a non-negative integer, found '%s'", v);
+    } else if (strcmp(argv[i], "--decode-labels") == 0) {
+      decode = true;
+    } else if ((v = cli_opt_value(argv[i], "--split", argc, argv, &i, &matched)) != NULL ||
+               matched) {
+      if (v == NULL) return cli_usage("head", "option --split needs a value");
+      split = v;
     } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
       return cli_usage("head", "unknown option '%s'", argv[i]);
     } else if (path == NULL) {
@@ -68,10 +91,14 @@ int cmd_head(int argc, char **argv) {
     }
   }
   if (path == NULL) return cli_usage("head", "missing PATH");
+  if (cli_is_directory(path)) return cli_rows_dir("head", path, split, decode, n, NULL, 0);
+  if (split != NULL) return cli_usage("head", "--split applies to DatasetDict directories only");
   qv_error err;
   qv_reader *r = NULL;
   qv_status st = open_input(path, &r, &err);
   if (st != QV_OK) return cli_fail(st, &err);
+  qv_hf_feature *features = NULL;
+  st = file_features(r, decode, &features, &err);
   qv_strbuf sb;
   qv_strbuf_init(&sb);
   int64_t done = 0;
@@ -80,9 +107,10 @@ int cmd_head(int argc, char **argv) {
     st = qv_reader_next(r, &b, &err);
     if (st != QV_OK || b == NULL) break;
     for (int64_t i = 0; st == QV_OK && i < b->length && done < n; i++, done++)
-      st = print_row(b, i, &sb, &err);
+      st = print_row(b, i, features, &sb, &err);
     qv_array_unref(b);
   }
+  qv_hf_feature_free(features);
   qv_strbuf_reset(&sb);
   qv_reader_close(r);
   if (st != QV_OK) return cli_fail(st, &err);
@@ -90,7 +118,8 @@ int cmd_head(int argc, char **argv) {
 }
 
 int cmd_get(int argc, char **argv) {
-  const char *path = NULL;
+  const char *path = NULL, *split = NULL;
+  bool decode = false;
   int64_t *rows = calloc((size_t)argc, sizeof *rows);
   int64_t n_rows = 0;
   if (rows == NULL) return QV_EXIT_DATA;
@@ -99,6 +128,20 @@ int cmd_get(int argc, char **argv) {
       fputs(kGetHelp, stdout);
       free(rows);
       return QV_EXIT_OK;
+    }
+    bool matched;
+    const char *v;
+    if (strcmp(argv[i], "--decode-labels") == 0) {
+      decode = true;
+      continue;
+    }
+    if ((v = cli_opt_value(argv[i], "--split", argc, argv, &i, &matched)) != NULL || matched) {
+      if (v == NULL) {
+        free(rows);
+        return cli_usage("get", "option --split needs a value");
+      }
+      split = v;
+      continue;
     }
     if (argv[i][0] == '-' && argv[i][1] != '\0') {
       free(rows);
@@ -119,6 +162,15 @@ int cmd_get(int argc, char **argv) {
     free(rows);
     return cli_usage("get", "get needs random access: PATH must be a file, not '-'");
   }
+  if (cli_is_directory(path)) {
+    int rc = cli_rows_dir("get", path, split, decode, 0, rows, n_rows);
+    free(rows);
+    return rc;
+  }
+  if (split != NULL) {
+    free(rows);
+    return cli_usage("get", "--split applies to DatasetDict directories only");
+  }
   qv_error err;
   qv_reader *r = NULL;
   qv_status st = open_input(path, &r, &err);
@@ -126,11 +178,13 @@ int cmd_get(int argc, char **argv) {
     free(rows);
     return cli_fail(st, &err);
   }
+  qv_hf_feature *features = NULL;
+  st = file_features(r, decode, &features, &err);
   int64_t nb = qv_reader_num_batches(r), total = qv_reader_num_rows(r);
   int64_t *prefix = malloc(sizeof *prefix * (size_t)(nb + 1));
   qv_strbuf sb;
   qv_strbuf_init(&sb);
-  if (prefix == NULL) st = qv_error_set(&err, QV_ENOMEM, "out of memory");
+  if (st == QV_OK && prefix == NULL) st = qv_error_set(&err, QV_ENOMEM, "out of memory");
   if (st == QV_OK) {
     prefix[0] = 0;
     for (int64_t i = 0; i < nb; i++) prefix[i + 1] = prefix[i] + qv_reader_batch_rows(r, i);
@@ -158,8 +212,9 @@ int cmd_get(int argc, char **argv) {
       if (st != QV_OK) break;
       cur_batch = lo;
     }
-    st = print_row(cur, row - prefix[lo], &sb, &err);
+    st = print_row(cur, row - prefix[lo], features, &sb, &err);
   }
+  qv_hf_feature_free(features);
   qv_array_unref(cur);
   qv_strbuf_reset(&sb);
   free(prefix);

@@ -1,0 +1,46 @@
+/*
+ * hf_internal.h — private helpers shared by the Hugging Face `datasets`
+ * modules of the dataset layer (hf_json.c, hf_features.c, hf_layout.c,
+ * hf_print.c): Python-compatible JSON emission and jansson-based loading.
+ */
+#ifndef QUIVER_HF_INTERNAL_H
+#define QUIVER_HF_INTERNAL_H
+
+#include <jansson.h>
+
+#include "quiver/hf.h"
+
+/**
+ * Append `v` as Python's json module writes it: ensure_ascii escaping,
+ * float repr, separators ", " / ": " when indent < 0 (json.dumps) or
+ * "," / ": " with newlines and `indent` spaces per level (json.dump(indent=N)).
+ * With sort_keys every object's keys are sorted (code point order).
+ */
+qv_status qv_pyjson_dump(qv_strbuf *out, const json_t *v, int indent,
+                         bool sort_keys, qv_error *err);
+
+/** Append a JSON string literal with Python's ensure_ascii escaping; bytes
+ *  that are not valid UTF-8 become \ufffd. */
+qv_status qv_pyjson_string(qv_strbuf *out, const char *s, size_t n,
+                           qv_error *err);
+
+/** Parse `len` bytes of JSON text (any value; NUL bytes in strings are
+ *  refused). QV_EINVAL "WHAT: invalid JSON at line L, column C: TEXT". */
+qv_status qv_hf_json_load(const char *what, const char *text, int64_t len,
+                          json_t **out, qv_error *err);
+
+/** Short name of a JSON value's kind for messages ("string", "object"...). */
+const char *qv_hf_json_kind(const json_t *v);
+
+/** Python's `==` on JSON values (True == 1 == 1.0; dict order ignored). */
+bool qv_hf_json_py_equal(const json_t *a, const json_t *b);
+
+/** Parse a features object (already loaded). `where` names it in errors
+ *  ("features", "dataset_info.json: features"). */
+qv_status qv_hf_features_from_json(const json_t *obj, const char *where,
+                                   qv_hf_feature **out, qv_error *err);
+
+/** The to_dict() JSON of a feature tree (new reference), NULL on OOM. */
+json_t *qv_hf_feature_to_json(const qv_hf_feature *f);
+
+#endif /* QUIVER_HF_INTERNAL_H */

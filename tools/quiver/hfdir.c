@@ -1,0 +1,477 @@
+/*
+ * hfdir.c — the CLI's view of Hugging Face `datasets` directories:
+ * `quiver info` on a save_to_disk Dataset / DatasetDict directory or a
+ * cache directory, and `quiver head` / `quiver get` reading a Dataset's
+ * shards in order as one dataset (optionally with ClassLabel names). Top
+ * layer. Rows are read by opening each shard with qv_reader and walking
+ * its batches; once the table layer lands (concatenation tables over
+ * shards) this file shrinks to calls into it.
+ */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli.h"
+#include "quiver/hf.h"
+#include "quiver/ipc.h"
+#include "quiver/print.h"
+
+bool cli_is_directory(const char *path) {
+  struct stat sb;
+  return strcmp(path, "-") != 0 && stat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
+}
+
+/* Canonical features JSON (as datasets writes it) as a jansson value. */
+static json_t *features_json(const qv_hf_feature *f) {
+  if (f == NULL) return json_null();
+  qv_strbuf sb;
+  qv_strbuf_init(&sb);
+  json_t *j = NULL;
+  if (qv_hf_feature_emit(f, QV_HF_JSON_COMPACT, &sb, NULL) == QV_OK)
+    j = json_loadb(qv_strbuf_cstr(&sb), (size_t)sb.len, 0, NULL);
+  qv_strbuf_reset(&sb);
+  return j ? j : json_null();
+}
+
+static void print_features_text(const qv_hf_feature *f, int indent) {
+  if (f == NULL) return;
+  qv_strbuf sb;
+  qv_strbuf_init(&sb);
+  for (int32_t i = 0; i < f->n_children; i++) {
+    qv_strbuf_clear(&sb);
+    if (qv_hf_feature_repr(f->children[i], &sb, NULL) == QV_OK)
+      printf("%*s%s: %s\n", indent, "", f->keys[i], qv_strbuf_cstr(&sb));
+  }
+  qv_strbuf_reset(&sb);
+}
+
+static json_t *str_or_null(const char *s) { return s ? json_string(s) : json_null(); }
+
+/* Shards of one split: readers, row counts, and the features datasets
+ * would use (dataset_info.json's, else resolved from the first shard). */
+typedef struct shard_set {
+  int64_t n;
+  qv_reader **readers;
+  int64_t *prefix; /* prefix[i] = rows before shard i; prefix[n] = total */
+  qv_hf_feature *features;
+} shard_set;
+
+static void shards_close(shard_set *s) {
+  for (int64_t i = 0; i < s->n; i++) qv_reader_close(s->readers[i]);
+  free(s->readers);
+  free(s->prefix);
+  qv_hf_feature_free(s->features);
+  memset(s, 0, sizeof *s);
+}
+
+static qv_status shards_open(const qv_hf_split *sp, shard_set *s, qv_error *err) {
+  memset(s, 0, sizeof *s);
+  s->readers = calloc((size_t)sp->n_files + 1, sizeof *s->readers);
+  s->prefix = calloc((size_t)sp->n_files + 1, sizeof *s->prefix);
+  if (s->readers == NULL || s->prefix == NULL) return qv_error_set(err, QV_ENOMEM, "out of memory");
+  qv_read_options opts = {QV_VALIDATE_DEFAULT, true, 0};
+  for (int64_t i = 0; i < sp->n_files; i++) {
+    qv_status st = qv_reader_open_path(sp->files[i].path, &opts, &s->readers[i], err);
+    if (st != QV_OK) return qv_error_prefix(err, st, "%s: ", sp->files[i].path);
+    s->n = i + 1;
+    if (i > 0 && !qv_schema_equals(qv_reader_schema(s->readers[0]),
+                                   qv_reader_schema(s->readers[i]), false))
+      return qv_error_set(err, QV_EINVAL, "%s: schema differs from the first shard's (%s)",
+                          sp->files[i].path, sp->files[0].name);
+    int64_t rows = qv_reader_num_rows(s->readers[i]);
+    if (rows < 0 || qv_add_overflow(s->prefix[i], rows, &s->prefix[i + 1]))
+      return qv_error_set(err, QV_EINVAL, "%s: row count unknown", sp->files[i].path);
+  }
+  const qv_hf_feature *info_features = qv_hf_info_features(sp->info);
+  if (info_features != NULL) {
+    s->features = qv_hf_feature_copy(info_features);
+    if (s->features == NULL) return qv_error_set(err, QV_ENOMEM, "out of memory");
+  } else if (s->n > 0) {
+    QV_RETURN_NOT_OK(qv_hf_features_resolve(qv_reader_schema(s->readers[0]), &s->features, NULL, err));
+  }
+  return QV_OK;
+}
+
+static const char *role_name(qv_hf_file_role r) {
+  return r == QV_HF_FILE_INDICES ? "indices" : "data";
+}
+
+static json_t *state_json(const qv_hf_state *st) {
+  json_t *o = json_object();
+  json_object_set_new(o, "fingerprint", str_or_null(st->fingerprint));
+  json_object_set_new(o, "split", str_or_null(st->split));
+  json_object_set_new(o, "format_type", str_or_null(st->format_type));
+  json_t *cols = json_null();
+  if (st->has_format_columns) {
+    cols = json_array();
+    for (int64_t i = 0; i < st->n_format_columns; i++)
+      json_array_append_new(cols, json_string(st->format_columns[i]));
+  }
+  json_object_set_new(o, "format_columns", cols);
+  json_t *kw = json_loads(st->format_kwargs ? st->format_kwargs : "{}", 0, NULL);
+  json_object_set_new(o, "format_kwargs", kw ? kw : json_object());
+  json_object_set_new(o, "output_all_columns", json_boolean(st->output_all_columns));
+  return o;
+}
+
+/* Info of one Dataset split (a Dataset dir or one split of a dict). */
+static qv_status split_info(const qv_hf_split *sp, json_t **out_json, bool as_json, qv_error *err) {
+  shard_set s;
+  qv_status st = shards_open(sp, &s, err);
+  if (st != QV_OK) {
+    shards_close(&s);
+    return st;
+  }
+  int64_t rows = s.prefix[s.n];
+  if (as_json) {
+    json_t *o = json_object();
+    json_object_set_new(o, "name", str_or_null(sp->name));
+    json_object_set_new(o, "dir", json_string(sp->dir));
+    json_object_set_new(o, "rows", json_integer(rows));
+    json_object_set_new(o, "num_shards", json_integer(s.n));
+    json_t *files = json_array();
+    for (int64_t i = 0; i < s.n; i++) {
+      json_t *f = json_object();
+      json_object_set_new(f, "name", json_string(sp->files[i].name));
+      json_object_set_new(f, "rows", json_integer(s.prefix[i + 1] - s.prefix[i]));
+      json_object_set_new(f, "format", json_string(qv_reader_format(s.readers[i]) == QV_FORMAT_FILE
+                                                       ? "file"
+                                                       : "stream"));
+      json_array_append_new(files, f);
+    }
+    json_object_set_new(o, "files", files);
+    if (sp->state) {
+      json_t *stj = state_json(sp->state);
+      json_object_set(o, "fingerprint", json_object_get(stj, "fingerprint"));
+      json_object_set_new(o, "state", stj);
+    }
+    json_t *schema_fields = json_array();
+    if (s.n > 0) {
+      const qv_schema *sc = qv_reader_schema(s.readers[0]);
+      for (int32_t i = 0; i < qv_schema_num_fields(sc); i++) {
+        char buf[1024];
+        qv_type_to_string(qv_schema_field(sc, i)->type, buf, sizeof buf);
+        json_array_append_new(schema_fields,
+                              json_pack("{s:s,s:s}", "name", qv_schema_field(sc, i)->name,
+                                        "type", buf));
+      }
+    }
+    json_object_set_new(o, "schema", schema_fields);
+    json_object_set_new(o, "features", features_json(s.features));
+    *out_json = o;
+  } else {
+    if (sp->name) printf("split %s:\n", sp->name);
+    int ind = sp->name ? 2 : 0;
+    printf("%*srows:         %lld\n", ind, "", (long long)rows);
+    printf("%*sshards:       %lld\n", ind, "", (long long)s.n);
+    for (int64_t i = 0; i < s.n; i++)
+      printf("%*s  %s  (%lld rows)\n", ind, "", sp->files[i].name,
+             (long long)(s.prefix[i + 1] - s.prefix[i]));
+    if (sp->state) {
+      printf("%*sfingerprint:  %s\n", ind, "", sp->state->fingerprint);
+      if (sp->state->split) printf("%*ssplit:        %s\n", ind, "", sp->state->split);
+      if (sp->state->format_type) printf("%*sformat:       %s\n", ind, "", sp->state->format_type);
+    }
+    if (s.n > 0) {
+      printf("%*sschema:\n", ind, "");
+      const qv_schema *sc = qv_reader_schema(s.readers[0]);
+      for (int32_t i = 0; i < qv_schema_num_fields(sc); i++) {
+        char buf[1024];
+        qv_type_to_string(qv_schema_field(sc, i)->type, buf, sizeof buf);
+        printf("%*s  %s: %s\n", ind, "", qv_schema_field(sc, i)->name, buf);
+      }
+    }
+    if (s.features) {
+      printf("%*sfeatures:\n", ind, "");
+      print_features_text(s.features, ind + 2);
+    }
+  }
+  shards_close(&s);
+  return QV_OK;
+}
+
+/* One file of a cache directory. */
+static qv_status cache_file_info(const qv_hf_file *f, json_t *arr, qv_error *err) {
+  qv_reader *r = NULL;
+  QV_RETURN_NOT_OK(qv_reader_open_path(f->path, NULL, &r, err));
+  const qv_schema *sc = qv_reader_schema(r);
+  qv_hf_feature *feats = NULL;
+  qv_error ferr;
+  qv_status fst = qv_hf_features_resolve(sc, &feats, NULL, &ferr);
+  qv_hf_metadata md = {NULL, NULL};
+  const qv_kv *kv = qv_metadata_find(&sc->metadata, QV_HF_METADATA_KEY);
+  if (kv) (void)qv_hf_metadata_parse(kv->value, kv->value_len, &md, NULL);
+  if (arr != NULL) {
+    json_t *o = json_object();
+    json_object_set_new(o, "name", json_string(f->name));
+    json_object_set_new(o, "role", json_string(role_name(f->role)));
+    json_object_set_new(o, "rows", json_integer(qv_reader_num_rows(r)));
+    json_object_set_new(o, "fingerprint", str_or_null(md.fingerprint));
+    json_object_set_new(o, "features", features_json(feats));
+    if (fst != QV_OK) json_object_set_new(o, "features_error", json_string(ferr.message));
+    json_array_append_new(arr, o);
+  } else {
+    printf("  %s  (%s, %lld rows%s%s)\n", f->name, role_name(f->role),
+           (long long)qv_reader_num_rows(r), md.fingerprint ? ", fingerprint " : "",
+           md.fingerprint ? md.fingerprint : "");
+    if (fst == QV_OK) print_features_text(feats, 4);
+    else printf("    features: %s\n", ferr.message);
+  }
+  qv_hf_metadata_reset(&md);
+  qv_hf_feature_free(feats);
+  qv_reader_close(r);
+  return QV_OK;
+}
+
+int cli_info_dir(const char *path, bool as_json) {
+  qv_error err;
+  qv_hf_dir *d = NULL;
+  qv_status st = qv_hf_dir_open(path, &d, &err);
+  if (st != QV_OK) return cli_fail(st, &err);
+  json_t *o = as_json ? json_object() : NULL;
+  if (as_json) {
+    json_object_set_new(o, "path", json_string(path));
+    json_object_set_new(o, "layout", json_string(qv_hf_layout_name(d->layout)));
+  } else {
+    printf("path:         %s\n", path);
+    printf("layout:       datasets %s\n", qv_hf_layout_name(d->layout));
+  }
+  if (d->layout == QV_HF_LAYOUT_CACHE) {
+    json_t *files = as_json ? json_array() : NULL;
+    if (!as_json) printf("files:\n");
+    for (int64_t i = 0; st == QV_OK && i < d->splits[0].n_files; i++)
+      st = cache_file_info(&d->splits[0].files[i], files, &err);
+    if (as_json) json_object_set_new(o, "files", files);
+  } else {
+    json_t *splits = as_json ? json_array() : NULL;
+    for (int64_t i = 0; st == QV_OK && i < d->n_splits; i++) {
+      json_t *sj = NULL;
+      st = split_info(&d->splits[i], &sj, as_json, &err);
+      if (st == QV_OK && as_json) json_array_append_new(splits, sj);
+    }
+    if (as_json) {
+      /* A Dataset directory is one dataset: lift its summary to the top. */
+      if (st == QV_OK && d->layout == QV_HF_LAYOUT_DATASET) {
+        json_t *one = json_array_get(splits, 0);
+        const char *keys[] = {"rows", "num_shards", "fingerprint", "schema", "features", "state"};
+        for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++)
+          if (json_object_get(one, keys[k]))
+            json_object_set(o, keys[k], json_object_get(one, keys[k]));
+      }
+      json_object_set_new(o, "splits", splits);
+    }
+  }
+  if (st == QV_OK && as_json) {
+    json_dumpf(o, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    fputc('\n', stdout);
+  }
+  json_decref(o);
+  qv_hf_dir_free(d);
+  if (st != QV_OK) return cli_fail(st, &err);
+  return fflush(stdout) == 0 ? QV_EXIT_OK : QV_EXIT_DATA;
+}
+
+/* ------------------------------------------------------------------------ */
+/* head / get across shards                                                  */
+
+static qv_status put_row(const qv_array *b, int64_t row, const qv_hf_feature *features,
+                         qv_strbuf *sb, qv_error *err) {
+  qv_strbuf_clear(sb);
+  QV_RETURN_NOT_OK(features ? qv_hf_format_row_json(b, row, features, sb, err)
+                            : qv_format_row_json(b, row, sb, err));
+  QV_RETURN_NOT_OK(qv_strbuf_append_char(sb, '\n', err));
+  if (fwrite(qv_strbuf_cstr(sb), 1, (size_t)sb->len, stdout) != (size_t)sb->len)
+    return qv_error_set(err, QV_EIO, "cannot write to standard output");
+  return QV_OK;
+}
+
+static qv_status pick_split(const char *cmd, const qv_hf_dir *d, const char *split,
+                            const qv_hf_split **out, qv_error *err) {
+  if (d->layout == QV_HF_LAYOUT_CACHE)
+    return qv_error_set(err, QV_EARG,
+                        "%s is a datasets cache directory of several tables: pass one of its "
+                        ".arrow files",
+                        d->path);
+  if (d->layout != QV_HF_LAYOUT_DATASET_DICT) {
+    if (split != NULL)
+      return qv_error_set(err, QV_EARG, "--split applies to DatasetDict directories only");
+    *out = &d->splits[0];
+    return QV_OK;
+  }
+  if (split == NULL) {
+    char names[512] = "";
+    for (int64_t i = 0; i < d->n_splits; i++) {
+      size_t n = strlen(names);
+      snprintf(names + n, sizeof names - n, "%s%s", i ? ", " : "", d->splits[i].name);
+    }
+    return qv_error_set(err, QV_EARG,
+                        "%s is a DatasetDict with splits %s: choose one with --split NAME",
+                        d->path, names);
+  }
+  for (int64_t i = 0; i < d->n_splits; i++)
+    if (strcmp(d->splits[i].name, split) == 0) {
+      *out = &d->splits[i];
+      return QV_OK;
+    }
+  (void)cmd;
+  return qv_error_set(err, QV_EARG, "%s has no split '%s'", d->path, split);
+}
+
+int cli_rows_dir(const char *cmd, const char *path, const char *split, bool decode_labels,
+                 int64_t head_n, const int64_t *rows, int64_t n_rows) {
+  qv_error err;
+  qv_hf_dir *d = NULL;
+  qv_status st = qv_hf_dir_open(path, &d, &err);
+  if (st != QV_OK) return cli_fail(st, &err);
+  const qv_hf_split *sp = NULL;
+  shard_set s;
+  memset(&s, 0, sizeof s);
+  st = pick_split(cmd, d, split, &sp, &err);
+  if (st == QV_OK) st = shards_open(sp, &s, &err);
+  const qv_hf_feature *features = decode_labels ? s.features : NULL;
+  qv_strbuf sb;
+  qv_strbuf_init(&sb);
+  qv_array *cur = NULL;
+  if (st == QV_OK && rows == NULL) {
+    int64_t done = 0;
+    for (int64_t f = 0; st == QV_OK && f < s.n && done < head_n; f++) {
+      for (int64_t b = 0; st == QV_OK && b < qv_reader_num_batches(s.readers[f]) && done < head_n;
+           b++) {
+        st = qv_reader_batch(s.readers[f], b, &cur, &err);
+        for (int64_t i = 0; st == QV_OK && i < cur->length && done < head_n; i++, done++)
+          st = put_row(cur, i, features, &sb, &err);
+        qv_array_unref(cur);
+        cur = NULL;
+      }
+    }
+  } else if (st == QV_OK) {
+    int64_t total = s.prefix[s.n];
+    for (int64_t k = 0; st == QV_OK && k < n_rows; k++) {
+      int64_t row = rows[k];
+      if (row >= total) {
+        st = qv_error_set(&err, QV_ERANGE, "%s: row %lld is out of range (the dataset has %lld rows)",
+                          path, (long long)row, (long long)total);
+        break;
+      }
+      int64_t f = 0;
+      while (f + 1 < s.n && s.prefix[f + 1] <= row) f++;
+      int64_t local = row - s.prefix[f];
+      qv_reader *r = s.readers[f];
+      int64_t b = 0, before = 0;
+      while (b + 1 < qv_reader_num_batches(r) && before + qv_reader_batch_rows(r, b) <= local)
+        before += qv_reader_batch_rows(r, b++);
+      st = qv_reader_batch(r, b, &cur, &err);
+      if (st == QV_OK) st = put_row(cur, local - before, features, &sb, &err);
+      qv_array_unref(cur);
+      cur = NULL;
+    }
+  }
+  qv_strbuf_reset(&sb);
+  shards_close(&s);
+  qv_hf_dir_free(d);
+  if (st != QV_OK) return cli_fail(st, &err);
+  return fflush(stdout) == 0 ? QV_EXIT_OK : QV_EXIT_DATA;
+}
+
+/* ------------------------------------------------------------------------ */
+/* quiver debug hf-emit / hf-features                                        */
+
+static int emit_out(qv_status st, qv_strbuf *sb, qv_error *err) {
+  if (st == QV_OK && fwrite(qv_strbuf_cstr(sb), 1, (size_t)sb->len, stdout) != (size_t)sb->len)
+    st = qv_error_set(err, QV_EIO, "cannot write to standard output");
+  qv_strbuf_reset(sb);
+  if (st != QV_OK) return cli_fail(st, err);
+  return fflush(stdout) == 0 ? QV_EXIT_OK : QV_EXIT_DATA;
+}
+
+/* `quiver debug hf-emit PATH [--what=metadata|state|info|dict]`: print, byte
+ * for byte, what quiver would write for PATH: the "huggingface" metadata
+ * value of a file (features resolved as datasets does), or state.json /
+ * dataset_info.json of a Dataset directory / dataset_dict.json of a
+ * DatasetDict. */
+int cli_debug_hf_emit(int argc, char **argv) {
+  const char *path = NULL, *what = NULL;
+  for (int i = 1; i < argc; i++) {
+    bool matched;
+    const char *v = cli_opt_value(argv[i], "--what", argc, argv, &i, &matched);
+    if (matched) {
+      if (v == NULL) return cli_usage("debug hf-emit", "option --what needs a value");
+      what = v;
+    } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
+      return cli_usage("debug hf-emit", "unknown option '%s'", argv[i]);
+    } else if (path == NULL) {
+      path = argv[i];
+    } else {
+      return cli_usage("debug hf-emit", "unexpected argument '%s'", argv[i]);
+    }
+  }
+  if (path == NULL) return cli_usage("debug hf-emit", "missing PATH");
+  if (what == NULL) what = cli_is_directory(path) ? "state" : "metadata";
+  qv_error err;
+  qv_strbuf sb;
+  qv_strbuf_init(&sb);
+  qv_status st = QV_OK;
+  if (strcmp(what, "metadata") == 0) {
+    qv_reader *r = NULL;
+    st = qv_reader_open_path(path, NULL, &r, &err);
+    qv_hf_feature *features = NULL;
+    qv_hf_metadata md = {NULL, NULL};
+    if (st == QV_OK) st = qv_hf_features_resolve(qv_reader_schema(r), &features, NULL, &err);
+    const qv_kv *kv = st == QV_OK ? qv_metadata_find(&qv_reader_schema(r)->metadata,
+                                                      QV_HF_METADATA_KEY)
+                                  : NULL;
+    if (kv != NULL) st = qv_hf_metadata_parse(kv->value, kv->value_len, &md, &err);
+    if (st == QV_OK) st = qv_hf_metadata_emit(features, md.fingerprint, &sb, &err);
+    qv_hf_metadata_reset(&md);
+    qv_hf_feature_free(features);
+    qv_reader_close(r);
+    return emit_out(st, &sb, &err);
+  }
+  if (strcmp(what, "state") != 0 && strcmp(what, "info") != 0 && strcmp(what, "dict") != 0)
+    return cli_usage("debug hf-emit", "--what expects metadata, state, info or dict");
+  qv_hf_dir *d = NULL;
+  st = qv_hf_dir_open(path, &d, &err);
+  if (st == QV_OK && strcmp(what, "dict") == 0) {
+    if (d->layout != QV_HF_LAYOUT_DATASET_DICT) {
+      st = qv_error_set(&err, QV_EARG, "%s is not a DatasetDict directory", path);
+    } else {
+      char **names = calloc((size_t)d->n_splits + 1, sizeof *names);
+      if (names == NULL) st = qv_error_set(&err, QV_ENOMEM, "out of memory");
+      for (int64_t i = 0; names && i < d->n_splits; i++) names[i] = d->splits[i].name;
+      if (st == QV_OK) st = qv_hf_dict_emit(names, d->n_splits, &sb, &err);
+      free(names);
+    }
+  } else if (st == QV_OK) {
+    if (d->layout != QV_HF_LAYOUT_DATASET)
+      st = qv_error_set(&err, QV_EARG, "%s is not a Dataset directory", path);
+    else if (what[0] == 's')
+      st = qv_hf_state_emit(d->splits[0].state, &sb, &err);
+    else
+      st = qv_hf_info_emit(d->splits[0].info, &sb, &err);
+  }
+  qv_hf_dir_free(d);
+  return emit_out(st, &sb, &err);
+}
+
+/* `quiver debug hf-features FILE|-`: read a Features JSON object and print
+ * it as datasets would write it (json.dumps of Features.from_dict(...)
+ * .to_dict()), legacy forms normalised. */
+int cli_debug_hf_features(int argc, char **argv) {
+  if (argc != 2) return cli_usage("debug hf-features", "expected one FILE (or '-')");
+  qv_error err;
+  qv_buffer *buf = NULL;
+  qv_status st;
+  if (strcmp(argv[1], "-") == 0) st = qv_buffer_read_fd(0, 64 << 20, &buf, &err);
+  else st = qv_buffer_map_file(argv[1], &buf, NULL, &err);
+  if (st != QV_OK) return cli_fail(st, &err);
+  qv_hf_feature *f = NULL;
+  qv_strbuf sb;
+  qv_strbuf_init(&sb);
+  st = qv_hf_features_parse((const char *)buf->data, buf->size, &f, &err);
+  if (st == QV_OK) st = qv_hf_feature_emit(f, QV_HF_JSON_COMPACT, &sb, &err);
+  qv_hf_feature_free(f);
+  qv_buffer_unref(buf);
+  return emit_out(st, &sb, &err);
+}
