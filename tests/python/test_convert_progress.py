@@ -24,7 +24,7 @@ SMALL_STREAM = os.path.join(GOLDEN, "cpp-21.0.0", "generated_primitive.stream")
 
 @pytest.fixture(scope="module")
 def big(tmp_path_factory):
-    """~10 MB in 30 batches; slow enough to convert with zstd:15."""
+    """~10 MB in 30 batches; slow enough to convert with zstd:19."""
     n = 300_000
     rng = np.random.default_rng(1)
     t = pa.table({"i": np.arange(n), "f": rng.random(n),
@@ -129,7 +129,7 @@ def test_terminal_quick_shows_nothing(tmp_path):
 
 def test_terminal_slow_shows_bar(big, tmp_path):
     code, err, secs = _run_on_pty([require(CLI), "convert", big, str(tmp_path / "o.arrow"),
-                                   "--compression=zstd:15", "--batch-size=10000"], env=_env())
+                                   "--compression=zstd:19", "--batch-size=10000"], env=_env())
     assert code == 0
     if secs < 0.8:
         pytest.skip(f"conversion took only {secs:.2f}s: too fast to need a bar")
