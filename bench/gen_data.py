@@ -1,6 +1,8 @@
-"""gen_data.py PATH GB BATCHES — write the benchmark table with pyarrow's
-RecordBatchStreamWriter: int64, float64 and string columns, BATCHES record
-batches totalling about GB gigabytes. Deterministic (seeded)."""
+"""gen_data.py PATH GB BATCHES [ROWS_PER_BATCH] — write the benchmark table
+with pyarrow's RecordBatchStreamWriter: int64, float64 and string columns,
+BATCHES record batches totalling about GB gigabytes (or, when
+ROWS_PER_BATCH is given, exactly that many rows per batch; GB is then
+ignored). Deterministic (seeded)."""
 import os
 import sys
 
@@ -12,6 +14,8 @@ target = int(gb * (1 << 30))
 per_batch = target // batches
 # Row cost: 8 (int64) + 8 (float64) + 4 (offset) + ~40 (string bytes).
 rows = max(1, per_batch // 60)
+if len(sys.argv) > 4:
+    rows = int(sys.argv[4])
 rng = np.random.default_rng(42)
 words = np.array([("w%06d" % i) * 6 for i in range(4096)])  # 42-byte strings
 schema = pa.schema([("id", pa.int64()), ("x", pa.float64()), ("s", pa.string())])

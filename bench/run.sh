@@ -1,21 +1,22 @@
 #!/bin/sh
 # bench/run.sh BUILD — run the benchmarks, each against its anchor in the
 # same run, and print ratios. Data is generated under BUILD/bench-data
-# (QV_BENCH_GB, default 5; QV_BENCH_BATCHES, default 10000).
-# QV_BENCH_ONLY=read|write|row runs one of them; the write benchmark's size
-# is QV_BENCH_WRITE_GB (default QV_BENCH_GB), repetitions QV_BENCH_REPS
-# (default 1; the best counts).
+# (read: QV_BENCH_GB, default 5; QV_BENCH_BATCHES, default 10000; table:
+# QV_TABLE_BATCHES x QV_TABLE_ROWS rows, default 10000 x 10000 = 100M).
+# write: QV_BENCH_WRITE_GB (default QV_BENCH_GB) written from memory, best
+# of QV_BENCH_REPS runs (default 1).
+# QV_BENCH_SECTIONS picks sections (default "read row table write").
 set -eu
+sections=${QV_BENCH_SECTIONS:-read row table write}
+has() { case " $sections " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 build=${1:-build}
 top=$(cd "$(dirname "$0")/.." && pwd)
 py=${QV_VENV:-$top/build/venv}/bin/python
 gb=${QV_BENCH_GB:-5}
 batches=${QV_BENCH_BATCHES:-10000}
-only=${QV_BENCH_ONLY:-}
 data=$top/$build/bench-data
 mkdir -p "$data"
-
-if [ -z "$only" ] || [ "$only" = read ]; then
+if has read; then
 f=$data/read-${gb}g-${batches}.arrow
 [ -f "$f" ] || "$py" "$top/bench/gen_data.py" "$f" "$gb" "$batches"
 sync
@@ -35,8 +36,56 @@ print(f"rows:  quiver {q['rows_s']*1e3:.1f} ms vs pyarrow ({p['method']}) {p['ro
 print(f"anon RSS growth: quiver {q['peak_anon_mb']:.1f} MB (goal <= 32) vs pyarrow {p['peak_anon_mb']:.1f} MB")
 PY
 fi
+if has row && [ -x "$top/$build/bench/bench_row" ]; then
+  echo "== row table (issue 5)"
+  "$top/$build/bench/bench_row"
+fi
+if has table; then
+  tb=${QV_TABLE_BATCHES:-10000}
+  tr=${QV_TABLE_ROWS:-10000}
+  tf=$data/table-${tb}x${tr}.arrow
+  [ -f "$tf" ] || "$py" "$top/bench/gen_data.py" "$tf" 0 "$tb" "$tr"
+  sync
+  # Both sides run on a warm page cache (whoever ran first would otherwise
+  # pay for reading the file from disk).
+  cat "$tf" >/dev/null
+  echo "== table: gather 1M rows, 1,000 fast_slice, recipe of 100 replays (issue 4): $tf"
+  q=$("$top/$build/bench/bench_table" "$tf" 1000000 11 1000)
+  p=$("$py" "$top/bench/bench_table.py" "$tf" 1000000 11 5000 1000)
+  echo "$q"
+  echo "$p"
+  "$py" - "$q" "$p" <<'PY'
+import json, sys
+q, p = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+assert q["checksum"] == p["checksum"], "quiver and pyarrow gathered different rows"
+ms = lambda s: f"{s * 1e3:.1f} ms"
+print(f"table: {q['rows']:,} rows in {q['batches']:,} batches; open quiver {ms(q['open_s'])}, "
+      f"pyarrow read_all {ms(p['open_s'])}")
+print(f"gather {q['n']:,} rows: quiver {ms(q['gather_s'])} warm ({ms(q['gather_first_s'])} first call, "
+      f"decoding the batches touched); anon RSS growth {q['peak_anon_mb']:.0f} MB")
+if p["take_error"]:
+    print(f"  pyarrow Table.take: FAILED after {ms(p['take_fail_s'])}: {p['take_error']}")
+    print(f"  pyarrow fallback (Table.slice + concat, as bench_read.py): {ms(p['fallback_s_measured'])} "
+          f"for {p['fallback_rows']:,} rows -> {p['fallback_s_extrapolated']:.1f} s extrapolated "
+          f"-> quiver {p['fallback_s_extrapolated'] / q['gather_s']:.0f}x faster")
+else:
+    print(f"  pyarrow Table.take: {ms(p['take_s'])} -> quiver {p['take_s'] / q['gather_s']:.1f}x faster")
+print(f"  numeric columns (id, x): pyarrow Table.take {ms(p['take_numeric_s'])} vs quiver "
+      f"{ms(q['gather_numeric_s'])} -> {p['take_numeric_s'] / q['gather_numeric_s']:.1f}x (goal >= 10)")
+print(f"  datasets approach (searchsorted + 1-row slices + from_batches): {p['datasets_s']:.2f} s "
+      f"-> quiver {p['datasets_s'] / q['gather_s']:.0f}x faster (goal >= 100)")
+assert q["sliced_rows"] == p["datasets_sliced_rows"], "different slices"
+print(f"fast_slice: {q['slices']:,} random slices: quiver {q['slice_total_s'] / q['slices'] * 1e6:.1f} us "
+      f"each vs datasets fast_slice {p['datasets_slice_total_s'] / p['slices_n'] * 1e6:.1f} us -> "
+      f"{p['datasets_slice_total_s'] / q['slice_total_s']:.1f}x")
+print(f"recipe: mapped table with {q['replays']} replays: {q['recipe_bytes']} bytes (goal < 1024; "
+      f"datasets pickle of path + replays: {p['datasets_pickle_bytes']} bytes); encode "
+      f"{q['recipe_encode_s'] * 1e6:.0f} us, decode (reopen + replay) {ms(q['recipe_decode_s'])} "
+      f"vs datasets reload (read_all + replays) {ms(p['datasets_reload_s'])}")
+PY
+fi
 
-if [ -z "$only" ] || [ "$only" = write ]; then
+if has write; then
 wgb=${QV_BENCH_WRITE_GB:-$gb}
 wdir=$data/write
 rm -rf "$wdir"
@@ -65,11 +114,4 @@ for codec in ("none", "zstd"):
     print(f"{codec:>16}: quiver {i['gbps']:.2f} GB/s ({i['seconds']:.2f} s, cpu {i['cpu_s']:.2f} s) "
           f"vs pyarrow {p[codec]['gbps']:.2f} GB/s -> ratio {i['gbps']/p[codec]['gbps']:.2f}")
 PY
-fi
-
-if [ -z "$only" ] || [ "$only" = row ]; then
-if [ -x "$top/$build/bench/bench_row" ]; then
-  echo "== row table (issue 5)"
-  "$top/$build/bench/bench_row"
-fi
 fi

@@ -3,8 +3,10 @@
 # every Arrow fuzz regression file through them, then fuzz each target for a
 # bounded time seeded from the golden integration files (and, for the
 # Hugging Face JSON parsers, a few datasets-written documents; for the
-# expression language, a few expressions and a token dictionary; corpora
-# kept under build-fuzz/, never committed). Exit non-zero on any crash.
+# expression language, a few expressions and a token dictionary; for table
+# recipes, seeds written by scripts/make_recipe_seeds.py with the regular
+# build's libquiver.so, which are also replayed first; corpora kept under
+# build-fuzz/, never committed). Exit non-zero on any crash.
 set -eu
 secs=${1:-60}
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -20,7 +22,7 @@ replay() { # TARGET FILES...: run each file once; fail on any crash
     echo "fuzz: $t crashed on a regression file (log: $log)"
     exit 1
   fi
-  echo "fuzz: $t replayed $(grep -c '^Executed ' "$log") regression files without a crash"
+  echo "fuzz: $t replayed $(grep -c "^Executed " "$log") files without a crash"
 }
 run() { # TARGET CORPUS [FLAGS...]: fuzz for $secs seconds
   t=$1; corpus=$2; shift 2
@@ -36,6 +38,12 @@ run() { # TARGET CORPUS [FLAGS...]: fuzz for $secs seconds
 }
 replay fuzz_ipc_stream "$data"/arrow-ipc-stream/*fuzz* "$data"/arrow-ipc-stream/crash-*
 replay fuzz_ipc_file "$data"/arrow-ipc-file/*
+# Recipe seeds are generated (needs `make` and the venv, as .ci/run has).
+recipe_seeds=$top/build-fuzz/recipe-seeds
+rm -rf "$recipe_seeds"
+"${QV_VENV:-$top/build/venv}/bin/python" "$top/scripts/make_recipe_seeds.py" \
+  "$top/build/libquiver.so" "$recipe_seeds"
+replay fuzz_recipe "$recipe_seeds"/*
 # Seeds for the Hugging Face JSON parsers: features, metadata, state.json,
 # dataset_info.json, dataset_dict.json as datasets writes them.
 hfseeds=$top/build-fuzz/corpus-fuzz_hf_json
@@ -84,3 +92,10 @@ for tok in and or not is null in true false len starts_with ends_with contains a
   printf '"%s"\n' "$(printf '%s' "$tok" | sed 's/\\/\\\\/g; s/"/\\"/g')" >>"$dict"
 done
 run fuzz_expr "$corpus" -dict="$dict" -max_len=512
+
+# Table recipes: seeded from the generated seeds (scripts/make_recipe_seeds.py).
+t=fuzz_recipe
+corpus=$top/build-fuzz/corpus-$t
+mkdir -p "$corpus"
+cp -f "$recipe_seeds"/* "$corpus/"
+run fuzz_recipe "$corpus"

@@ -109,6 +109,33 @@ qv_status qv_array_take_chunked(qv_array *const *chunks, int64_t n_chunks,
                                 const int64_t *chunk_index, const int64_t *row_index,
                                 int64_t n, qv_array **out, qv_error *err);
 
+/**
+ * Convert `a` to type `to` (a reference on `to` is taken by the result),
+ * "safely" as pyarrow's default cast: a value that would change is an
+ * error (QV_ERANGE naming the row and value: integer overflow, a float
+ * that is not an integer, an integer a float cannot hold exactly, a unit
+ * change that loses data, 64-bit offsets that do not fit 32 bits) and
+ * binary -> string checks UTF-8 (QV_EINVAL). Conversions: equal types
+ * (zero copy, field names and metadata taken from `to`), null -> any,
+ * numeric <-> numeric (bool, integers, half/float/double), timestamp /
+ * duration / time / date units, temporal <-> integer of the same width,
+ * binary/string/large variants among themselves, dictionary -> values (or
+ * anything they cast to) and dictionary -> dictionary, list/large_list,
+ * fixed_size_list and struct (by position) recursively. Anything else is
+ * QV_ENOTSUP. Buffers are shared wherever the layout allows. Null slots
+ * are never checked.
+ */
+qv_status qv_array_cast(qv_array *a, qv_type *to, qv_array **out, qv_error *err);
+
+/**
+ * An array of `length` nulls of any type (a reference on `type` is
+ * taken): validity all zero and zeroed values; unions select their first
+ * child, which holds the nulls; run-end encoded arrays hold runs of null
+ * values; dictionaries get an empty dictionary. length 0 gives an empty
+ * array of the type.
+ */
+qv_status qv_array_nulls(qv_type *type, int64_t length, qv_array **out, qv_error *err);
+
 /** Validation depth, as nanoarrow's levels. */
 typedef enum qv_validate_level {
   QV_VALIDATE_NONE = 0,    /**< trust the producer */

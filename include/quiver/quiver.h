@@ -2,6 +2,7 @@
  * quiver/quiver.h — umbrella header: include this to get the whole public
  * API. Layers, bottom up: core (status, buffers, types, arrays, builders), ipc
  * (reading Arrow IPC files and streams, C Data Interface), row printing,
+ * tables (in-memory, memory-mapped, concatenation; recipes),
  * dataset building blocks (numpy-exact shuffles, fingerprints, Hugging
  * Face datasets features and directory layouts), the expression language
  * over columns.
@@ -17,6 +18,7 @@
 #include "quiver/cdata.h"
 #include "quiver/print.h"
 #include "quiver/writer.h"
+#include "quiver/table.h"
 #include "quiver/random.h"
 #include "quiver/fingerprint.h"
 #include "quiver/hf.h"
