@@ -24,6 +24,8 @@
  *    buffer indexes shifted);
  *  - list/large_list/map: child row lists computed from the offsets, the
  *    child gathered once with them (linear in the selected child rows);
+ *    a child of fixed-width values is copied range by range instead (one
+ *    memcpy per selected list);
  *  - list_view: offsets and sizes gathered, the child shared (zero copy);
  *    across several chunks the selected ranges are gathered into a new
  *    child instead (a compact list view);
@@ -370,6 +372,65 @@ static qv_status gather_views(const gsrc *s, qv_array *out, qv_error *err) {
 
 /* list / large_list / map (and list views across chunks): a compact list
  * whose child is gathered at the selected child rows. */
+/* Byte width of the list child's values when the child is a plain
+ * fixed-width array (validity + values; not bool, not a dictionary) in
+ * every chunk, else 0. */
+static int32_t flat_child_width(const gsrc *s) {
+  const qv_type *t = s->chunks[0]->children[0]->type;
+  if (t->id == QV_BOOL || t->id == QV_DICTIONARY || qv_type_num_buffers(t->id) != 2) return 0;
+  int32_t w = qv_type_byte_width(t);
+  for (int64_t c = 0; w > 0 && c < s->n_chunks; c++) {
+    const qv_array *ch = s->chunks[c]->children[0];
+    if (ch->n_buffers != 2 || (ch->length > 0 && ch->buffers[1] == NULL)) w = 0;
+  }
+  return w;
+}
+
+/* The child of a list whose values are fixed-width: each selected range is
+ * one memcpy (and one bitmap copy when the child has nulls), rather than a
+ * child row list gathered element by element. `starts` are the ranges'
+ * first child rows, `offs` the new offsets. */
+static qv_status gather_list_flat(const gsrc *s, bool large, int32_t width,
+                                  const int64_t *starts, const qv_buffer *offs, int64_t total,
+                                  qv_array **out, qv_error *err) {
+  qv_type *t = s->chunks[0]->children[0]->type;
+  qv_array *a = qv_array_new(t, 2, 0);
+  if (a == NULL) return oom(err, "array");
+  a->length = total;
+  a->null_count = 0;
+  int64_t bytes;
+  qv_status st = qv_mul_overflow(total, width, &bytes) ? oom(err, "values")
+                                                       : qv_buffer_alloc(bytes, &a->buffers[1], err);
+  bool nulls = false;
+  for (int64_t c = 0; c < s->n_chunks && !nulls; c++)
+    nulls = qv_array_null_count(s->chunks[c]->children[0]) > 0;
+  if (st == QV_OK && nulls) {
+    st = qv_buffer_alloc((total + 7) / 8, &a->buffers[0], err);
+    if (st == QV_OK) memset(a->buffers[0]->data, 0xff, (size_t)((total + 7) / 8));
+  }
+  if (st != QV_OK) {
+    qv_array_unref(a);
+    return st;
+  }
+  uint8_t *dst = a->buffers[1]->data;
+  uint8_t *bits = nulls ? a->buffers[0]->data : NULL;
+  int32_t ow = large ? 8 : 4;
+  int64_t k = 0;
+  for (int64_t i = 0; i < s->n; i++) {
+    int64_t len = qvk_load_int(offs->data, ow, false, i + 1) - qvk_load_int(offs->data, ow, false, i);
+    if (len == 0) continue;
+    const qv_array *ch = s->chunks[SRC_CHUNK(s, i)]->children[0];
+    int64_t from = ch->offset + starts[i];
+    memcpy(dst + k * width, ch->buffers[1]->data + from * width, (size_t)(len * width));
+    if (bits != NULL && ch->buffers[0] != NULL)
+      qv_bitmap_copy(bits, k, ch->buffers[0]->data, from, len);
+    k += len;
+  }
+  if (bits != NULL) a->null_count = total - qv_bitmap_count(bits, 0, total);
+  *out = a;
+  return QV_OK;
+}
+
 static qv_status gather_list(const gsrc *s, bool large, bool is_view, qv_array *out,
                              qv_error *err) {
   int32_t w = large ? 8 : 4;
@@ -379,9 +440,11 @@ static qv_status gather_list(const gsrc *s, bool large, bool is_view, qv_array *
     int64_t *starts = xcalloc(s->n, sizeof *starts);
     if (starts == NULL) return oom(err, "list starts");
     qv_status st = build_offsets(s, large, true, &offs, starts, &total, err);
+    if (st == QV_OK) out->buffers[1] = offs;
+    int32_t cw = st == QV_OK ? flat_child_width(s) : 0;
+    if (cw > 0) st = gather_list_flat(s, large, cw, starts, offs, total, &out->children[0], err);
     free(starts);
-    QV_RETURN_NOT_OK(st);
-    out->buffers[1] = offs;
+    if (st != QV_OK || cw > 0) return st;
   } else {
     /* Views: sizes gathered verbatim; offsets become cumulative. */
     QV_RETURN_NOT_OK(gather_slot(s, w, 2, &out->buffers[2], err));

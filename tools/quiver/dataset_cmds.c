@@ -8,7 +8,7 @@
  * the new fingerprint in state.json), so `datasets.load_from_disk(DST)`
  * opens it. Intermediate mappings stay in memory: nothing is written
  * beside SRC. A line on stdout says what was done; on a terminal, stderr
- * shows progress. Top layer.
+ * shows progress (progress.h). Top layer.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -20,15 +20,17 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "progress.h"
 #include "quiver/dataset.h"
 
 /* ------------------------------------------------------------------------ */
-/* Progress on a terminal                                                    */
+/* Progress on a terminal (progress.h): one bar per phase of the library's
+ * reports ("filter", "flatten", "map", "save"). */
 
 typedef struct progress_state {
-  bool on;
-  double last;
-  bool shown;
+  cli_progress bar;
+  char label[32];
+  bool active;
 } progress_state;
 
 static double mono_now(void) {
@@ -39,19 +41,18 @@ static double mono_now(void) {
 
 static void progress_cb(void *ctx, const char *what, int64_t done, int64_t total) {
   progress_state *p = ctx;
-  if (!p->on) return;
-  double t = mono_now();
-  if (done < total && t - p->last < 0.1) return;
-  p->last = t;
-  p->shown = true;
-  int pct = total > 0 ? (int)(done * 100 / total) : 100;
-  fprintf(stderr, "\r%-8s %3d%% %lld/%lld rows", what, pct, (long long)done, (long long)total);
-  fflush(stderr);
+  if (!p->active || strcmp(p->label, what) != 0) {
+    if (p->active) cli_progress_finish(&p->bar, true);
+    snprintf(p->label, sizeof p->label, "%s", what);
+    cli_progress_start_rows(&p->bar, p->label, total);
+    p->active = true;
+  }
+  cli_progress_update(&p->bar, done, 0);
 }
 
-static void progress_end(progress_state *p) {
-  if (p->shown) fprintf(stderr, "\r\033[K");
-  p->shown = false;
+static void progress_end(progress_state *p, bool ok) {
+  if (p->active) cli_progress_finish(&p->bar, ok);
+  p->active = false;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -443,7 +444,8 @@ static int run(ds_cmd cmd, const char *name, int argc, char **argv) {
     free(a.srcs);
     return rc;
   }
-  progress_state ps = {isatty(2) != 0, 0, false};
+  progress_state ps;
+  memset(&ps, 0, sizeof ps);
   a.save.progress = progress_cb;
   a.save.progress_ctx = &ps;
   qv_dataset_options o;
@@ -540,7 +542,7 @@ static int run(ds_cmd cmd, const char *name, int argc, char **argv) {
     else
       st = qv_dataset_save_to_disk(results[0], a.out, &a.save, &shards, &err);
   }
-  progress_end(&ps);
+  progress_end(&ps, st == QV_OK);
   if (st == QV_OK) {
     printf("%s: %s -> %s", name, qv_strbuf_cstr(&what), a.out);
     if (out_dict) {

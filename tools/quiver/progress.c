@@ -64,7 +64,24 @@ static void draw(cli_progress *p, double t, bool final) {
   cli_format_bytes((double)p->bytes, done, sizeof done);
   cli_format_bytes(elapsed > 0 ? (double)p->bytes / elapsed : 0, rate, sizeof rate);
   int n;
-  if (p->total_bytes > 0) {
+  if (p->total_rows > 0) {
+    double frac = final ? 1 : (double)p->rows / (double)p->total_rows;
+    if (frac > 1) frac = 1;
+    char bar[QV_PROGRESS_BAR_CELLS + 1], all[32], eta[32] = "";
+    int full = (int)(frac * QV_PROGRESS_BAR_CELLS);
+    for (int i = 0; i < QV_PROGRESS_BAR_CELLS; i++)
+      bar[i] = i < full ? '=' : i == full ? '>' : ' ';
+    bar[QV_PROGRESS_BAR_CELLS] = '\0';
+    format_count(p->total_rows, all, sizeof all);
+    if (!final && frac > 0.001 && elapsed > 0) {
+      double left = elapsed / frac - elapsed;
+      if (left < 3600) snprintf(eta, sizeof eta, "  ETA %d:%02d", (int)left / 60, (int)left % 60);
+    } else if (final) {
+      snprintf(eta, sizeof eta, "  in %.1fs", elapsed);
+    }
+    n = snprintf(line, sizeof line, "%s %3d%% [%s] %s / %s rows%s", p->label,
+                 (int)(frac * 100), bar, rows, all, eta);
+  } else if (p->total_bytes > 0) {
     double frac = (double)p->bytes / (double)p->total_bytes;
     if (frac > 1) frac = 1;
     if (final) frac = 1;
@@ -98,6 +115,11 @@ static void draw(cli_progress *p, double t, bool final) {
   p->width = n;
   p->drawn = true;
   p->last_draw = t;
+}
+
+void cli_progress_start_rows(cli_progress *p, const char *label, int64_t total_rows) {
+  cli_progress_start(p, label, 0);
+  p->total_rows = total_rows > 0 ? total_rows : 0;
 }
 
 void cli_progress_update(cli_progress *p, int64_t rows, int64_t bytes) {

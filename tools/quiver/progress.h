@@ -33,6 +33,7 @@ typedef struct cli_progress {
   double delay;        /* seconds before the first draw */
   const char *label;
   int64_t total_bytes; /* 0 when unknown */
+  int64_t total_rows;  /* > 0: a row-count bar (cli_progress_start_rows) */
   int64_t rows, bytes; /* done so far */
   double start, last_draw;
   bool drawn;          /* something is on the line */
@@ -42,6 +43,10 @@ typedef struct cli_progress {
 
 /** Begin: decide whether drawing is allowed; nothing is drawn yet. */
 void cli_progress_start(cli_progress *p, const char *label, int64_t total_bytes);
+
+/** Begin a bar measured in rows (dataset commands: the rows of the
+ *  dataset); updates pass bytes 0. */
+void cli_progress_start_rows(cli_progress *p, const char *label, int64_t total_rows);
 
 /** Rows and bytes done so far (absolute counts). Redraws when allowed and
  *  due. Cheap when not drawing: one clock read. */
