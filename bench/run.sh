@@ -5,9 +5,11 @@
 # QV_TABLE_BATCHES x QV_TABLE_ROWS rows, default 10000 x 10000 = 100M).
 # write: QV_BENCH_WRITE_GB (default QV_BENCH_GB) written from memory, best
 # of QV_BENCH_REPS runs (default 1).
-# QV_BENCH_SECTIONS picks sections (default "read row table write").
+# dataset: datasets' own benchmarks (getitem, indices mapping on 500k rows,
+# iterating 50k rows before/after shuffle, map/filter) vs the C API.
+# QV_BENCH_SECTIONS picks sections (default "read row table write dataset").
 set -eu
-sections=${QV_BENCH_SECTIONS:-read row table write}
+sections=${QV_BENCH_SECTIONS:-read row table write dataset}
 has() { case " $sections " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 build=${1:-build}
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -113,5 +115,65 @@ for codec in ("none", "zstd"):
     i = p["interleaved"][codec]
     print(f"{codec:>16}: quiver {i['gbps']:.2f} GB/s ({i['seconds']:.2f} s, cpu {i['cpu_s']:.2f} s) "
           f"vs pyarrow {p[codec]['gbps']:.2f} GB/s -> ratio {i['gbps']/p[codec]['gbps']:.2f}")
+PY
+fi
+
+if has dataset; then
+ddir=$data/dataset
+mkdir -p "$ddir"
+"$py" "$top/bench/bench_dataset.py" gen "$ddir"
+cat "$ddir"/*.arrow >/dev/null
+echo "== dataset layer vs Hugging Face datasets' own benchmarks (issue 6): $ddir"
+export HF_HOME="$ddir/hf-home"
+q=$("$top/$build/bench/bench_dataset" "$ddir")
+p=$("$py" "$top/bench/bench_dataset.py" run "$ddir")
+echo "$q"
+echo "$p"
+"$py" - "$q" "$p" <<'PY'
+import json, sys
+q, p = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+for k, want in p["checks"].items():
+    got = q["checks"].get(k)
+    if got is None:
+        continue
+    assert len(got) == len(want) and all(abs(a - b) <= 1e-6 * max(1, abs(b)) for a, b in zip(got, want)), \
+        f"{k}: quiver {got} vs datasets {want}"
+def t(s):
+    return f"{s * 1e6:.1f} us" if s < 1e-3 else f"{s * 1e3:.1f} ms" if s < 1 else f"{s:.2f} s"
+def line(label, qk, pk=None, goal=None):
+    pk = pk or qk
+    if qk not in q:
+        print(f"{label:<34} quiver   (n/a)      datasets {t(p[pk]):>10}")
+        return
+    g = f"  (goal >= {goal}x)" if goal else ""
+    print(f"{label:<34} quiver {t(q[qk]):>10}  datasets {t(p[pk]):>10}  -> {p[pk] / q[qk]:8.1f}x{g}")
+print(f"getitem ({q['rows']:,} rows, mapped file; datasets formats to Python, quiver returns Arrow):")
+line("  first row", "getitem_first")
+line("  last row", "getitem_last")
+line("  1,024 contiguous rows", "getitem_1024_contiguous")
+line("  1,024 random rows", "getitem_1024_random")
+print(f"indices mapping ({q['rows']:,} rows, cache files written as datasets does):")
+line("  select every other row", "select")
+line("  sort by numbers", "sort", goal=20)
+line("  shuffle", "shuffle")
+line("  train_test_split(0.1)", "train_test_split")
+line("  shard 10 ways", "shard")
+print("map / filter:")
+line("  identity batched map", "map_identity_batched", goal=50)
+line("  ... keep_in_memory", "map_identity_batched_in_memory", goal=50)
+line("  filter (keep all)", "filter_all")
+line("  filter numbers > 0.5", "filter_numbers")
+print(f"iterating ({q['iter_rows']:,} rows of list<float32>[100] + float32; quiver sums every float):")
+for pre in ("", "shuffled_"):
+    tag = "after shuffle" if pre else "in order"
+    line(f"  rows ({tag})", pre + "read_rows")
+    for bs in (10, 100, 1000):
+        line(f"  batches of {bs} ({tag})", f"{pre}iter_batch_{bs}", f"{pre}read_batch_{bs}")
+print("quiver: iteration after shuffle vs in order (goal <= 1.5x):")
+for k in ("read_rows", "iter_batch_1", "iter_batch_10", "iter_batch_100", "iter_batch_1000"):
+    print(f"  {k:<18} {t(q[k]):>10} -> {t(q['shuffled_' + k]):>10}  = {q['shuffled_' + k] / q[k]:.2f}x")
+print("datasets: after shuffle vs in order:")
+for k in ("read_rows", "read_batch_10", "read_batch_100", "read_batch_1000"):
+    print(f"  {k:<18} {t(p[k]):>10} -> {t(p['shuffled_' + k]):>10}  = {p['shuffled_' + k] / p[k]:.2f}x")
 PY
 fi
