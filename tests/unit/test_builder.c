@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "qv_arrays.h"
+#include "qv_build.h"
 #include "qv_test.h"
 #include "quiver/builder.h"
 #include "quiver/integration.h"
@@ -467,7 +467,7 @@ static void test_views(void) {
     uint8_t valid = 0x1d; /* 10111 */
     qv_buffer *bufs[3] = {tb_buf(&valid, 1), tb_buf(views, sizeof views),
                           tb_buf(data, (int64_t)(l1 + l2))};
-    qv_array *want = tb_array(qv_type_ref(t), 5, 1, 3, bufs, 0, NULL);
+    qv_array *want = tb_array_nc(qv_type_ref(t), 5, 1, 3, bufs, 0, NULL);
     qv_array *got = finish_equal(b, want, "views");
     if (got) {
       QV_CHECK_EQ_INT(got->n_buffers, 3);

@@ -18,7 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "qv_arrays.h"
+#include "qv_build.h"
 #include "qv_test.h"
 #include "quiver/dataset.h"
 #include "quiver/random.h"
@@ -83,10 +83,10 @@ static qv_array *rows_batch(qv_type *st, int64_t first, int64_t n) {
     l[i] = (first + i) % 3;
     off[i + 1] = off[i] + sprintf(data + off[i], "r%lld", (long long)(first + i));
   }
-  qv_array *ch[3] = {tb_prim(QV_INT64, n, 0, NULL, 0, a, n * 8),
-                     tb_str(QV_STRING, n, 0, NULL, off, data, off[n]),
-                     tb_prim(QV_INT64, n, 0, NULL, 0, l, n * 8)};
-  qv_array *b = tb_array(qv_type_ref(st), n, 0, 1, (qv_buffer *[]){NULL}, 3, ch);
+  qv_array *ch[3] = {tb_prim_raw(QV_INT64, n, 0, NULL, 0, a, n * 8),
+                     tb_str_raw(QV_STRING, n, 0, NULL, off, data, off[n]),
+                     tb_prim_raw(QV_INT64, n, 0, NULL, 0, l, n * 8)};
+  qv_array *b = tb_array_nc(qv_type_ref(st), n, 0, 1, (qv_buffer *[]){NULL}, 3, ch);
   free(a);
   free(l);
   free(off);
@@ -692,10 +692,10 @@ static qv_status double_a(void *ctx, const qv_array *batch, int64_t first_row, i
   int64_t n = batch->length;
   int64_t *v = malloc(sizeof(int64_t) * (size_t)(n > 0 ? n : 1));
   for (int64_t i = 0; i < n; i++) v[i] = 2 * ((const int64_t *)a->buffers[1]->data)[a->offset + i];
-  qv_array *col = tb_prim(QV_INT64, n, 0, NULL, 0, v, n * 8);
+  qv_array *col = tb_prim_raw(QV_INT64, n, 0, NULL, 0, v, n * 8);
   free(v);
   qv_type *st = tb_child(tb_type(QV_STRUCT), "b", tb_type(QV_INT64));
-  *out = tb_array(st, n, 0, 1, (qv_buffer *[]){NULL}, 1, &col);
+  *out = tb_array_nc(st, n, 0, 1, (qv_buffer *[]){NULL}, 1, &col);
   return QV_OK;
 }
 
@@ -712,10 +712,10 @@ static qv_status explode(void *ctx, const qv_array *batch, int64_t first_row, in
     int64_t x = ((const int64_t *)a->buffers[1]->data)[a->offset + i];
     for (int64_t k = 0; k < x % 3; k++) v[n++] = x;
   }
-  qv_array *col = tb_prim(QV_INT64, n, 0, NULL, 0, v, n * 8);
+  qv_array *col = tb_prim_raw(QV_INT64, n, 0, NULL, 0, v, n * 8);
   free(v);
   qv_type *st = tb_child(tb_type(QV_STRUCT), "a", tb_type(QV_INT64));
-  *out = tb_array(st, n, 0, 1, (qv_buffer *[]){NULL}, 1, &col);
+  *out = tb_array_nc(st, n, 0, 1, (qv_buffer *[]){NULL}, 1, &col);
   return QV_OK;
 }
 

@@ -16,7 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "qv_arrays.h"
+#include "qv_build.h"
 #include "qv_test.h"
 #include "quiver/builder.h"
 #include "quiver/cdata.h"
@@ -106,19 +106,19 @@ static qv_array *make_batch(qv_type *st) {
     fv[2 * i + 1] = 2 * i + 1;
   }
   qv_array *cols[5];
-  cols[0] = tb_prim(QV_INT32, NROWS, an, avalid, 3, av, sizeof av);
-  cols[1] = tb_str(QV_STRING, NROWS, sn, svalid, soffs, sdata, sl);
+  cols[0] = tb_prim_raw(QV_INT32, NROWS, an, avalid, 3, av, sizeof av);
+  cols[1] = tb_str_raw(QV_STRING, NROWS, sn, svalid, soffs, sdata, sl);
   qv_array *items = tb_int32(litems, li);
   qv_buffer *lb[2] = {NULL, tb_buf(loffs, sizeof loffs)};
-  cols[2] = tb_array(qv_type_ref(st->children[2].type), NROWS, 0, 2, lb, 1, &items);
+  cols[2] = tb_array_nc(qv_type_ref(st->children[2].type), NROWS, 0, 2, lb, 1, &items);
   qv_array *x = tb_int32(xs, NROWS);
   qv_buffer *sb[1] = {NULL};
-  cols[3] = tb_array(qv_type_ref(st->children[3].type), NROWS, 0, 1, sb, 1, &x);
+  cols[3] = tb_array_nc(qv_type_ref(st->children[3].type), NROWS, 0, 1, sb, 1, &x);
   qv_array *fc = tb_int32(fv, 2 * NROWS);
   qv_buffer *fb[1] = {NULL};
-  cols[4] = tb_array(qv_type_ref(st->children[4].type), NROWS, 0, 1, fb, 1, &fc);
+  cols[4] = tb_array_nc(qv_type_ref(st->children[4].type), NROWS, 0, 1, fb, 1, &fc);
   qv_buffer *bb[1] = {NULL};
-  return tb_array(qv_type_ref(st), NROWS, 0, 1, bb, 5, cols);
+  return tb_array_nc(qv_type_ref(st), NROWS, 0, 1, bb, 5, cols);
 }
 
 /* Check that batch b holds rows [first, first + b->length) of make_batch. */
@@ -221,9 +221,9 @@ static void test_ree_slice(void) {
   tb_child(ree, "values", tb_type(QV_INT32));
   qv_type *st = tb_child(tb_type(QV_STRUCT), "r", ree);
   qv_array *kids[2] = {tb_int32(ends, 3), tb_int32(vals, 3)};
-  qv_array *col = tb_array(qv_type_ref(ree), 9, 0, 0, NULL, 2, kids);
+  qv_array *col = tb_array_nc(qv_type_ref(ree), 9, 0, 0, NULL, 2, kids);
   qv_buffer *bb[1] = {NULL};
-  qv_array *full = tb_array(qv_type_ref(st), 9, 0, 1, bb, 1, &col);
+  qv_array *full = tb_array_nc(qv_type_ref(st), 9, 0, 1, bb, 1, &col);
   qv_array *batch = NULL;
   QV_REQUIRE(qv_array_slice(full, 2, 6, &batch, &err) == QV_OK);
   qv_schema *schema = qv_schema_new(qv_type_ref(st));
@@ -266,13 +266,13 @@ static qv_array *dict_batch(qv_type *st, const char *const *words, int n,
     pos += sprintf(data + pos, "%s", words[i]);
     offs[i + 1] = pos;
   }
-  qv_array *dict = tb_str(QV_STRING, n, 0, NULL, offs, data, pos);
-  qv_array *col = tb_prim(QV_DICTIONARY, len, 0, NULL, 0, idx, len);
+  qv_array *dict = tb_str_raw(QV_STRING, n, 0, NULL, offs, data, pos);
+  qv_array *col = tb_prim_raw(QV_DICTIONARY, len, 0, NULL, 0, idx, len);
   qv_type_unref(col->type);
   col->type = qv_type_ref(st->children[0].type);
   col->dictionary = dict;
   qv_buffer *bb[1] = {NULL};
-  return tb_array(qv_type_ref(st), len, 0, 1, bb, 1, &col);
+  return tb_array_nc(qv_type_ref(st), len, 0, 1, bb, 1, &col);
 }
 
 static qv_type *dict_type(void) {
