@@ -398,7 +398,8 @@ qv_status qv_dataset_flatten_indices(qv_dataset *ds, const qv_dataset_options *o
 /**
  * Concatenate `n` >= 1 datasets (datasets' concatenate_datasets). Datasets
  * without rows are skipped (all empty: the first is returned). axis 0:
- * same columns (by name) and types; mappings are concatenated with offsets
+ * the same columns (matched by name, in any order; the first dataset's
+ * order is kept) with equal features; mappings are concatenated with offsets
  * (datasets without one get an identity mapping), in memory. axis 1: same
  * number of rows, distinct column names; when more than one dataset is
  * given and any has a mapping, the mapped ones are flattened first (opts

@@ -626,12 +626,26 @@ qv_status qv_dataset_concatenate(qv_dataset *const *datasets, int64_t n, int axi
   bool any_mapped = false;
   for (int64_t i = 0; i < m; i++) any_mapped |= d[i]->indices != NULL;
   if (axis == 0) {
-    for (int64_t i = 1; i < m && st == QV_OK; i++)
-      if (!qv_hf_feature_equals(d[0]->features, d[i]->features))
+    /* Same columns (matched by name, any order) with equal features. */
+    const qv_hf_feature *f0 = d[0]->features;
+    for (int64_t i = 1; i < m && st == QV_OK; i++) {
+      const qv_hf_feature *fi = d[i]->features;
+      if (fi->n_children != f0->n_children)
         st = qv_error_set(err, QV_EARG,
-                          "concatenate: dataset %lld has other features than dataset 0 "
-                          "(columns or types differ)",
-                          (long long)i);
+                          "concatenate: dataset %lld has %d columns, dataset 0 has %d",
+                          (long long)i, fi->n_children, f0->n_children);
+      for (int32_t c = 0; c < f0->n_children && st == QV_OK; c++) {
+        const qv_hf_feature *g = qv_hf_feature_get(fi, f0->keys[c]);
+        if (g == NULL)
+          st = qv_error_set(err, QV_EARG, "concatenate: dataset %lld has no column '%s'",
+                            (long long)i, f0->keys[c]);
+        else if (!qv_hf_feature_equals(f0->children[c], g))
+          st = qv_error_set(err, QV_EARG,
+                            "concatenate: column '%s' of dataset %lld has another feature "
+                            "than in dataset 0",
+                            f0->keys[c], (long long)i);
+      }
+    }
     if (st == QV_OK && any_mapped) st = stacked_indices(d, m, &indices, err);
     if (st == QV_OK && (features = qv_hf_feature_copy(d[0]->features)) == NULL) st = oom(err);
   } else {

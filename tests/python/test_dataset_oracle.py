@@ -275,6 +275,13 @@ def test_concat(src, work):
     assert_same(load(out1), want1)
     r = quiver("concat", src, op, "-o", out1, check=False)
     assert r.returncode != 0
+    # axis 0 matches columns by name: another column order is fine
+    reord = load(src).select(range(10)).select_columns(["text", "tags", "id", "label", "score"])
+    rp = os.path.join(work, "concat-reordered")
+    reord.save_to_disk(rp)
+    out2 = os.path.join(work, "concat2")
+    quiver("concat", src, rp, "-o", out2)
+    assert_same(load(out2), D.concatenate_datasets([load(src), reord]))
 
 
 def test_flatten_and_chain(src, work):
