@@ -68,6 +68,10 @@ typedef struct qv_dataset qv_dataset;
 /** Rows per record batch of the files quiver writes for datasets (as
  *  `datasets`' writer_batch_size default). */
 #define QV_DATASET_WRITER_BATCH_SIZE 1000
+/** Rows per record batch of the indices mappings quiver writes when no
+ *  writer_batch_size is given (8-byte rows: 512 KiB per batch; datasets
+ *  writes 1,000, and reads any). */
+#define QV_DATASET_INDICES_BATCH_SIZE 65536
 /** Default rows per batch handed to map callbacks (datasets' batch_size). */
 #define QV_DATASET_MAP_BATCH_SIZE 1000
 /** Rows an iterator over a dataset with an indices mapping gathers at once
@@ -99,7 +103,8 @@ typedef struct qv_dataset_options {
    *  indices_cache_file_name / cache_file_name), NULL for the default
    *  `<cache dir>/cache-<fingerprint>.arrow`. With keep_in_memory: QV_EARG. */
   const char *cache_file_name;
-  /** Rows per record batch of written files; 0 = QV_DATASET_WRITER_BATCH_SIZE. */
+  /** Rows per record batch of written files; 0 = QV_DATASET_WRITER_BATCH_SIZE
+   *  (QV_DATASET_INDICES_BATCH_SIZE for indices mappings). */
   int64_t writer_batch_size;
   /** Fingerprint to give the result instead of the computed one (must pass
    *  qv_fingerprint_validate). */

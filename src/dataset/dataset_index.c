@@ -2,7 +2,8 @@
  * dataset_index.c — indices mappings of the Dataset object: building one
  * (in memory, or written atomically as `cache-<fingerprint>.arrow` the way
  * datasets' ArrowWriter writes it: an IPC stream, one uint64 column
- * "indices", batches of writer_batch_size rows, the `huggingface` schema
+ * "indices", batches of QV_DATASET_INDICES_BATCH_SIZE rows unless a
+ * writer_batch_size is given, the `huggingface` schema
  * metadata with features and fingerprint), reopening a cache file,
  * composing a selection with an existing mapping (datasets'
  * `self._indices.column(0).take(indices)`), and the select paths every
@@ -125,7 +126,7 @@ qv_status qv_ds_indices_build(qv_array *values, const char *path, const char *fp
     qv_write_options wo;
     memset(&wo, 0, sizeof wo);
     wo.format = QV_FORMAT_STREAM;
-    wo.max_batch_rows = writer_batch_size > 0 ? writer_batch_size : QV_DATASET_WRITER_BATCH_SIZE;
+    wo.max_batch_rows = writer_batch_size > 0 ? writer_batch_size : QV_DATASET_INDICES_BATCH_SIZE;
     qv_writer *w = NULL;
     st = qv_writer_open_path(path, schema, &wo, &w, err);
     if (st == QV_OK && n > 0) {
@@ -197,9 +198,12 @@ qv_status qv_ds_select_contiguous(qv_dataset *ds, int64_t start, int64_t length,
   return st;
 }
 
-qv_status qv_ds_select_fp(qv_dataset *ds, const int64_t *indices, int64_t n, const char *fp,
-                          const char *path, int64_t writer_batch_size, qv_dataset **out,
-                          qv_error *err) {
+/* The body of qv_ds_select_fp / qv_ds_select_buf: `owner` (may be NULL)
+ * is a heap buffer holding `indices`, shared instead of copied when the
+ * selection is used as it is (no mapping to compose with). */
+static qv_status select_impl(qv_dataset *ds, const int64_t *indices, int64_t n,
+                             qv_buffer *owner, const char *fp, const char *path,
+                             int64_t writer_batch_size, qv_dataset **out, qv_error *err) {
   if (qv_dataset_num_rows(ds) == 0) {
     *out = qv_dataset_ref(ds);
     return QV_OK;
@@ -210,11 +214,38 @@ qv_status qv_ds_select_fp(qv_dataset *ds, const int64_t *indices, int64_t n, con
   for (int64_t i = 1; contiguous && i < n; i++) contiguous = indices[i] == start + i;
   if (contiguous) return qv_ds_select_contiguous(ds, start, n, fp, out, err);
   qv_array *values = NULL;
-  QV_RETURN_NOT_OK(qv_ds_compose(ds, indices, n, &values, err));
+  if (owner != NULL && ds->indices == NULL) {
+    int64_t size = qv_dataset_num_rows(ds);
+    for (int64_t i = 0; i < n; i++)
+      if (indices[i] < 0 || indices[i] >= size)
+        return qv_error_set(err, QV_ERANGE, "index %lld out of range for dataset of size %lld",
+                            (long long)indices[i], (long long)size);
+    qv_buffer *view = NULL;
+    QV_RETURN_NOT_OK(qv_buffer_view(owner, (int64_t)((const uint8_t *)indices - owner->data),
+                                    n * 8, &view, err));
+    qv_status st = qv_ds_indices_array(view, n, &values, err);
+    qv_buffer_unref(view);
+    QV_RETURN_NOT_OK(st);
+  } else {
+    QV_RETURN_NOT_OK(qv_ds_compose(ds, indices, n, &values, err));
+  }
   qv_table *idx = NULL;
   qv_status st = qv_ds_indices_build(values, path, fp, writer_batch_size, &idx, err);
   qv_array_unref(values);
   if (st == QV_OK) st = qv_ds_with_indices(ds, idx, fp, out, err);
   qv_table_unref(idx);
   return st;
+}
+
+qv_status qv_ds_select_fp(qv_dataset *ds, const int64_t *indices, int64_t n, const char *fp,
+                          const char *path, int64_t writer_batch_size, qv_dataset **out,
+                          qv_error *err) {
+  return select_impl(ds, indices, n, NULL, fp, path, writer_batch_size, out, err);
+}
+
+qv_status qv_ds_select_buf(qv_dataset *ds, qv_buffer *buf, int64_t offset, int64_t n,
+                           const char *fp, const char *path, int64_t writer_batch_size,
+                           qv_dataset **out, qv_error *err) {
+  return select_impl(ds, (const int64_t *)buf->data + offset, n, buf, fp, path,
+                     writer_batch_size, out, err);
 }

@@ -137,6 +137,11 @@ qv_status qv_ds_with_indices(const qv_dataset *ds, qv_table *indices, const char
 qv_status qv_ds_select_fp(qv_dataset *ds, const int64_t *indices, int64_t n, const char *fp,
                           const char *path, int64_t writer_batch_size, qv_dataset **out,
                           qv_error *err);
+/* qv_ds_select_fp of the n int64 values at `offset` of heap buffer `buf`,
+ * shared (not copied) when they become the mapping as they are. */
+qv_status qv_ds_select_buf(qv_dataset *ds, qv_buffer *buf, int64_t offset, int64_t n,
+                           const char *fp, const char *path, int64_t writer_batch_size,
+                           qv_dataset **out, qv_error *err);
 /* Contiguous select with a precomputed fingerprint. */
 qv_status qv_ds_select_contiguous(qv_dataset *ds, int64_t start, int64_t length,
                                   const char *fp, qv_dataset **out, qv_error *err);

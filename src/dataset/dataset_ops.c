@@ -27,6 +27,12 @@ static int64_t wbs(const qv_dataset_options *opts) {
                                              : QV_DATASET_WRITER_BATCH_SIZE;
 }
 
+/* Rows per batch of indices files: the caller's, else (0) the default of
+ * qv_ds_indices_build. */
+static int64_t idx_wbs(const qv_dataset_options *opts) {
+  return opts && opts->writer_batch_size > 0 ? opts->writer_batch_size : 0;
+}
+
 static bool ignore_cache(const qv_dataset_options *opts) { return opts && opts->ignore_cache; }
 
 /* New argument set; fingerprint of `transform` with it; freed. Errors of
@@ -70,7 +76,7 @@ qv_status qv_dataset_select(qv_dataset *ds, const int64_t *indices, int64_t n,
   qv_fingerprint_arg_int_array(a, "indices", indices, n, err);
   FP_ARGS_END(a, ds, opts, "quiver.select", fp);
   const char *path = opts && !opts->keep_in_memory ? opts->cache_file_name : NULL;
-  return qv_ds_select_fp(ds, indices, n, fp, path, wbs(opts), out, err);
+  return qv_ds_select_fp(ds, indices, n, fp, path, idx_wbs(opts), out, err);
 }
 
 qv_status qv_dataset_select_range(qv_dataset *ds, int64_t start, int64_t length,
@@ -104,14 +110,11 @@ qv_status qv_dataset_shuffle(qv_dataset *ds, uint64_t seed, const qv_dataset_opt
     free(path);
     return st;
   }
-  int64_t *perm = malloc(sizeof(int64_t) * (size_t)n);
-  if (perm == NULL) {
-    free(path);
-    return oom(err);
-  }
-  st = qv_permutation(seed, n, perm, err);
-  if (st == QV_OK) st = qv_ds_select_fp(ds, perm, n, fp, path, wbs(opts), out, err);
-  free(perm);
+  qv_buffer *perm = NULL;
+  st = qv_buffer_alloc(n * 8, &perm, err);
+  if (st == QV_OK) st = qv_permutation(seed, n, (int64_t *)perm->data, err);
+  if (st == QV_OK) st = qv_ds_select_buf(ds, perm, 0, n, fp, path, idx_wbs(opts), out, err);
+  qv_buffer_unref(perm);
   free(path);
   return st;
 }
@@ -140,7 +143,7 @@ qv_status qv_dataset_shard(qv_dataset *ds, int64_t num_shards, int64_t index, bo
   if (idx == NULL) return oom(err);
   for (int64_t i = 0; i < m; i++) idx[i] = index + i * num_shards;
   const char *path = opts && !opts->keep_in_memory ? opts->cache_file_name : NULL;
-  qv_status st = qv_ds_select_fp(ds, idx, m, fp, path, wbs(opts), out, err);
+  qv_status st = qv_ds_select_fp(ds, idx, m, fp, path, idx_wbs(opts), out, err);
   free(idx);
   return st;
 }
@@ -281,15 +284,16 @@ qv_status qv_dataset_train_test_split(qv_dataset *ds, qv_split_size test_size,
     qv_table_unref(a);
     qv_table_unref(b);
   } else if (st == QV_OK) {
-    int64_t *perm = malloc(sizeof(int64_t) * (size_t)n);
-    if (perm == NULL) st = oom(err);
-    if (st == QV_OK) st = qv_permutation(seed, n, perm, err);
+    qv_buffer *perm = NULL;
+    st = qv_buffer_alloc(n * 8, &perm, err);
+    if (st == QV_OK) st = qv_permutation(seed, n, (int64_t *)perm->data, err);
     if (st == QV_OK)
-      st = qv_ds_select_fp(ds, perm + n_test, n_train, fp_train, path_train, wbs(opts),
-                           out_train, err);
+      st = qv_ds_select_buf(ds, perm, n_test, n_train, fp_train, path_train, idx_wbs(opts),
+                            out_train, err);
     if (st == QV_OK)
-      st = qv_ds_select_fp(ds, perm, n_test, fp_test, path_test, wbs(opts), out_test, err);
-    free(perm);
+      st = qv_ds_select_buf(ds, perm, 0, n_test, fp_test, path_test, idx_wbs(opts), out_test,
+                            err);
+    qv_buffer_unref(perm);
   }
   free(path_train);
   free(path_test);
@@ -407,7 +411,7 @@ static qv_status filter_run(qv_dataset *ds, filter_pred *p, int64_t batch_size, 
   qv_array *values = NULL;
   qv_table *idx = NULL;
   if (st == QV_OK) st = qv_ds_indices_array(k.buf, k.n, &values, err);
-  if (st == QV_OK) st = qv_ds_indices_build(values, path, fp, wbs(opts), &idx, err);
+  if (st == QV_OK) st = qv_ds_indices_build(values, path, fp, idx_wbs(opts), &idx, err);
   if (st == QV_OK) st = qv_ds_with_indices(ds, idx, fp, out, err);
   qv_table_unref(idx);
   qv_array_unref(values);
