@@ -58,5 +58,24 @@ expect 2 "debug row-layout unknown column" "$q" debug row-layout \
 contains "$tmp/err" "no column named 'nope'" "row-layout unknown column message"
 expect 2 "debug row-layout bad alignment" "$q" debug row-layout \
   "$golden/generated_primitive.arrow_file" --keys=int32_nullable --row-alignment=3
+# dataset commands: usage errors, one run end to end, errors naming the input
+prim="$golden/generated_primitive.arrow_file"
+expect 0 "shuffle --help" "$q" shuffle --help
+contains "$tmp/out" "usage: quiver shuffle SRC" "shuffle help text"
+expect 2 "shuffle without SRC" "$q" shuffle -o "$tmp/ds"
+contains "$tmp/err" "missing SRC" "missing SRC message"
+expect 2 "shuffle without -o" "$q" shuffle "$prim"
+contains "$tmp/err" "missing -o DST" "missing -o message"
+expect 2 "shuffle bad seed" "$q" shuffle "$prim" --seed=-1 -o "$tmp/ds"
+expect 2 "select without rows" "$q" select "$prim" -o "$tmp/ds"
+expect 2 "shard index past count" "$q" shard "$prim" --num-shards=2 --index=2 -o "$tmp/ds"
+expect 2 "concat one input" "$q" concat "$prim" -o "$tmp/ds"
+expect 0 "shuffle a golden file" "$q" shuffle "$prim" --seed=7 -o "$tmp/ds"
+contains "$tmp/out" "shuffle: 37 rows, seed 7 -> $tmp/ds (1 shard, fingerprint " "shuffle summary"
+expect 0 "head of the output" "$q" head "$tmp/ds" -n 1
+expect 1 "filter over a missing file" "$q" filter /nonexistent/x.arrow --where='a > 1' -o "$tmp/ds2"
+contains "$tmp/err" "/nonexistent/x.arrow" "filter missing file message"
+expect 1 "filter unknown column" "$q" filter "$prim" --where='nope > 1' -o "$tmp/ds2"
+contains "$tmp/err" "nope" "filter unknown column message"
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
