@@ -12,6 +12,7 @@
  * save_to_disk round trips.
  */
 #include <dirent.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -719,6 +720,13 @@ static qv_status explode(void *ctx, const qv_array *batch, int64_t first_row, in
   return QV_OK;
 }
 
+/* double_a, but worker 1 dies (SIGKILL) half-way through its shard. */
+static qv_status die_in_worker_1(void *ctx, const qv_array *batch, int64_t first_row, int rank,
+                                 qv_array **out, qv_error *err) {
+  if (rank == 1 && first_row >= 40) kill(getpid(), SIGKILL);
+  return double_a(ctx, batch, first_row, rank, out, err);
+}
+
 static bool column_equals(qv_dataset *ds, const char *name, const int64_t *want, int64_t n) {
   qv_table *t = NULL;
   if (qv_dataset_column(ds, name, &t, &E) != QV_OK || qv_table_num_rows(t) != n) {
@@ -810,6 +818,41 @@ static void test_map(void) {
   QV_CHECK(strstr(E.message, "boom at row 24") != NULL);
   QV_CHECK_EQ_INT(count_files(dir, "cache-"), before + 1); /* worker 1's file only */
   QV_CHECK_EQ_INT(count_files(dir, ".cache-"), 0);
+  /* a worker killed mid-map: an error naming it, no file under its name, no
+   * temporary; the next run reuses worker 0's file and redoes worker 1 */
+  qv_map_fn killer = {"double_a", "3", die_in_worker_1, NULL, NULL};
+  mo.num_proc = 2;
+  mo.batch_size = 8;
+  QV_CHECK(qv_dataset_map(ds, &killer, &mo, NULL, &r, &E) == QV_EIO);
+  QV_CHECK(strstr(E.message, "map worker 1 died (signal 9)") != NULL);
+  QV_CHECK_EQ_INT(count_files(dir, ".cache-"), 0);
+  QV_CHECK_EQ_INT(count_files(dir, "cache-"), before + 2);
+  {
+    /* worker 0's file exists; worker 1's does not */
+    char p0[600];
+    qv_map_fn same = {"double_a", "3", double_a, NULL, NULL};
+    qv_dataset *probe = NULL;
+    qv_dataset_options mem;
+    memset(&mem, 0, sizeof mem);
+    mem.keep_in_memory = true;
+    mo.num_proc = 0;
+    OK(qv_dataset_map(ds, &same, &mo, &mem, &probe, &E)); /* fingerprint only */
+    snprintf(p0, sizeof p0, "%s/cache-%s_00000_of_00002.arrow", dir, qv_dataset_fingerprint(probe));
+    struct stat s0, s0b;
+    QV_CHECK(stat(p0, &s0) == 0);
+    snprintf(p0, sizeof p0, "%s/cache-%s_00001_of_00002.arrow", dir, qv_dataset_fingerprint(probe));
+    QV_CHECK(access(p0, F_OK) != 0);
+    mo.num_proc = 2;
+    qv_dataset *redo = NULL;
+    OK(qv_dataset_map(ds, &same, &mo, NULL, &redo, &E));
+    QV_CHECK(column_equals(redo, "b", want, 50));
+    QV_CHECK(access(p0, F_OK) == 0);
+    snprintf(p0, sizeof p0, "%s/cache-%s_00000_of_00002.arrow", dir, qv_dataset_fingerprint(probe));
+    QV_CHECK(stat(p0, &s0b) == 0 && s0b.st_mtim.tv_nsec == s0.st_mtim.tv_nsec &&
+             s0b.st_ino == s0.st_ino);
+    qv_dataset_unref(redo);
+    qv_dataset_unref(probe);
+  }
   /* rows change when every input column is removed */
   qv_map_fn ex = {"explode", "1", explode, NULL, NULL};
   const char *all[] = {"a", "t", "label"};
