@@ -1,0 +1,69 @@
+/*
+ * sort_internal.h — shapes shared by the sort kernels (src/compute/
+ * sort_keys.c builds normalised keys, sort.c sorts them) and by the
+ * dictionary ranking they need. Compute layer, private to src/compute.
+ *
+ * A normalised key is one sort key flattened over all n rows of its
+ * column, whatever its chunks: a class per row (value, NaN or null) and,
+ * for value rows, an order-preserving representation:
+ *  - QVS_U64: one uint64 per row whose unsigned order is the value order
+ *    (already inverted for descending keys);
+ *  - QVS_WIDE: nwords uint64 per row, most significant first (decimal128,
+ *    decimal256, fixed_size_binary wider than 8 bytes), also inverted for
+ *    descending keys;
+ *  - QVS_BYTES: a pointer and a length per row (binary/string of every
+ *    layout), compared byte-wise; the order flag is applied while sorting.
+ */
+#ifndef QV_SORT_INTERNAL_H
+#define QV_SORT_INTERNAL_H
+
+#include "quiver/compute.h"
+
+/* Row classes. */
+#define QVS_VALUE 0
+#define QVS_NAN 1
+#define QVS_NULL 2
+
+typedef enum qvs_kind { QVS_U64, QVS_WIDE, QVS_BYTES } qvs_kind;
+
+typedef struct qvs_key {
+  qvs_kind kind;
+  bool descending;
+  bool nulls_first;
+  int64_t n;
+  uint8_t *cls;          /* n classes; NULL when every row is a value */
+  int64_t n_nan, n_null;
+  uint64_t *u64;         /* QVS_U64: n */
+  int32_t nwords;        /* QVS_WIDE */
+  uint64_t *words;       /* QVS_WIDE: n * nwords */
+  const uint8_t **ptr;   /* QVS_BYTES: n */
+  uint32_t *len;         /* QVS_BYTES: n */
+} qvs_key;
+
+/**
+ * Build the normalised key of a chunked column of `n` rows in all. `what`
+ * names the key in errors ("sort key 0"). Ownership: k owns its arrays
+ * (free with qvs_key_reset); pointers of QVS_BYTES keys point into the
+ * chunks, which must outlive k.
+ */
+qv_status qvs_key_build(qvs_key *k, const qv_type *type, qv_array *const *chunks,
+                        int64_t n_chunks, int64_t n, bool descending, bool nulls_first,
+                        const char *what, qv_error *err);
+
+/** Free what qvs_key_build allocated and zero k. NULL-safe. */
+void qvs_key_reset(qvs_key *k);
+
+/**
+ * Stable sort of rows 0..n-1 by keys[0..n_keys): perm[0..n) receives the
+ * row ids in order. `scratch` is n uint64 of caller memory (may be the
+ * output buffer of the public call). With `clobber`, keys[0].u64 is used
+ * as working memory (the keys cannot be compared afterwards).
+ * QV_ENOMEM on allocation failure.
+ */
+qv_status qvs_sort(const qvs_key *keys, int32_t n_keys, int64_t n, uint32_t *perm,
+                   uint64_t *scratch, bool clobber, qv_error *err);
+
+/** True when rows a and b of key k are equal (same class; equal values). */
+bool qvs_equal(const qvs_key *k, uint32_t a, uint32_t b);
+
+#endif /* QV_SORT_INTERNAL_H */
