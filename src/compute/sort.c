@@ -66,22 +66,48 @@ static void insertion_pairs(uint64_t *k, uint32_t *v, int64_t m) {
   }
 }
 
+/* Histograms of the low `nbytes` bytes of (k[i] - mn), all in one pass
+ * (the loop over bytes is unrolled for each width). */
+static void histograms(const uint64_t *k, int64_t m, uint64_t mn, int nbytes,
+                       int64_t hist[8][256]) {
+  memset(hist, 0, sizeof(hist[0]) * (size_t)nbytes);
+#define QVS_HIST(NB)                                                           \
+  for (int64_t i = 0; i < m; i++) {                                            \
+    uint64_t x = k[i] - mn;                                                    \
+    for (int b = 0; b < (NB); b++) hist[b][(x >> (8 * b)) & 0xff]++;           \
+  }                                                                            \
+  break;
+  switch (nbytes) {
+  case 1: QVS_HIST(1)
+  case 2: QVS_HIST(2)
+  case 3: QVS_HIST(3)
+  case 4: QVS_HIST(4)
+  case 5: QVS_HIST(5)
+  case 6: QVS_HIST(6)
+  case 7: QVS_HIST(7)
+  default: QVS_HIST(8)
+  }
+#undef QVS_HIST
+}
+
 /* Stable sort of pairs (k[i], v[i]) by k; kt/vt are m entries of scratch.
- * The result is in k and v. */
-static void radix_pairs(uint64_t *k, uint32_t *v, int64_t m, uint64_t *kt, uint32_t *vt) {
+ * Returns false when the result is in k/v, true when it is in kt/vt. */
+static bool radix_sort(uint64_t *k, uint32_t *v, int64_t m, uint64_t *kt, uint32_t *vt) {
   if (m <= RADIX_SMALL) {
     insertion_pairs(k, v, m);
-    return;
+    return false;
   }
   uint64_t mn = k[0], mx = k[0];
   for (int64_t i = 1; i < m; i++) {
     mn = k[i] < mn ? k[i] : mn;
     mx = k[i] > mx ? k[i] : mx;
   }
-  if (mn == mx) return;
+  if (mn == mx) return false;
   int nbytes = (64 - __builtin_clzll(mx - mn) + 7) / 8;
   if (m >= RADIX_MSD_MIN && nbytes > 2) {
-    /* Split on the top varying byte, then sort each bucket. */
+    /* Split on the top varying byte into kt/vt, then sort each bucket
+     * (with k/v as its scratch) and bring it back to k/v if it ended in
+     * kt/vt: a bucket-sized copy while the bucket is still in cache. */
     int shift = 8 * (nbytes - 1);
     int64_t cnt[256], pos[256];
     memset(cnt, 0, sizeof cnt);
@@ -98,20 +124,18 @@ static void radix_pairs(uint64_t *k, uint32_t *v, int64_t m, uint64_t *kt, uint3
     }
     s = 0;
     for (int d = 0; d < 256; d++) {
-      if (cnt[d] > 1) radix_pairs(kt + s, vt + s, cnt[d], k + s, v + s);
-      s += cnt[d];
+      int64_t c = cnt[d];
+      if (c > 0 && !radix_sort(kt + s, vt + s, c, k + s, v + s)) {
+        memcpy(k + s, kt + s, sizeof(uint64_t) * (size_t)c);
+        memcpy(v + s, vt + s, sizeof(uint32_t) * (size_t)c);
+      }
+      s += c;
     }
-    memcpy(k, kt, sizeof(uint64_t) * (size_t)m);
-    memcpy(v, vt, sizeof(uint32_t) * (size_t)m);
-    return;
+    return false;
   }
   /* Least significant digit first, one counting pass per varying byte. */
   int64_t hist[8][256];
-  memset(hist, 0, sizeof(hist[0]) * (size_t)nbytes);
-  for (int64_t i = 0; i < m; i++) {
-    uint64_t x = k[i] - mn;
-    for (int b = 0; b < nbytes; b++) hist[b][(x >> (8 * b)) & 0xff]++;
-  }
+  histograms(k, m, mn, nbytes, hist);
   uint64_t *sk = k, *dk = kt;
   uint32_t *sv = v, *dv = vt;
   uint64_t x0 = k[0] - mn;
@@ -135,9 +159,14 @@ static void radix_pairs(uint64_t *k, uint32_t *v, int64_t m, uint64_t *kt, uint3
     sv = dv;
     dv = tv;
   }
-  if (sk != k) {
-    memcpy(k, sk, sizeof(uint64_t) * (size_t)m);
-    memcpy(v, sv, sizeof(uint32_t) * (size_t)m);
+  return sk != k;
+}
+
+/* radix_sort with the result always in k/v. */
+static void radix_pairs(uint64_t *k, uint32_t *v, int64_t m, uint64_t *kt, uint32_t *vt) {
+  if (radix_sort(k, v, m, kt, vt)) {
+    memcpy(k, kt, sizeof(uint64_t) * (size_t)m);
+    memcpy(v, vt, sizeof(uint32_t) * (size_t)m);
   }
 }
 
@@ -200,6 +229,7 @@ typedef struct sorter {
   uint64_t *kt;   /* radix scratch */
   uint32_t *vt;
   srange *stack;  /* pending string ranges */
+  bool alias0;    /* key 0's uint64 array may be sorted in place */
   int64_t sp, scap;
   qv_error *err;
 } sorter;
@@ -224,10 +254,14 @@ static qv_status sort_u64(sorter *s, int64_t lo, int64_t hi, int32_t k, bool ali
   int64_t m = hi - lo;
   uint64_t *kb;
   if (alias) {
-    /* perm[lo..hi) are increasing rows: compact their keys in place. */
+    /* Top level: the key array itself is sorted. When null or NaN rows were
+     * partitioned out, perm[lo..hi) are increasing rows: compact their keys
+     * in place first. */
     kb = K->u64;
-    for (int64_t j = 0; j < m; j++) kb[j] = kb[s->perm[lo + j]];
-    if (lo > 0) memmove(kb + lo, kb, sizeof(uint64_t) * (size_t)m);
+    if (m != K->n) {
+      for (int64_t j = 0; j < m; j++) kb[j] = kb[s->perm[lo + j]];
+      if (lo > 0) memmove(kb + lo, kb, sizeof(uint64_t) * (size_t)m);
+    }
   } else {
     kb = s->kbuf;
     for (int64_t j = lo; j < hi; j++) kb[j] = K->u64[s->perm[j]];
@@ -260,20 +294,6 @@ static qv_status sort_wide(sorter *s, int64_t lo, int64_t hi, int32_t k) {
   return QV_OK;
 }
 
-/* The string key at `depth` (see the file comment); len >= depth. */
-static inline uint64_t str_key(const uint8_t *p, uint32_t len, int64_t depth) {
-  int64_t rem = (int64_t)len - depth;
-  uint64_t x;
-  if (rem >= 8) {
-    memcpy(&x, p + depth, 8);
-    return (__builtin_bswap64(x) & ~(uint64_t)0xff) | 8;
-  }
-  uint8_t tmp[8] = {0};
-  if (rem > 0) memcpy(tmp, p + depth, (size_t)rem);
-  memcpy(&x, tmp, 8);
-  return __builtin_bswap64(x) | (uint64_t)rem;
-}
-
 static qv_status push_range(sorter *s, int64_t lo, int64_t hi, int64_t depth) {
   if (s->sp == s->scap) {
     int64_t cap = s->scap ? 2 * s->scap : 64;
@@ -290,7 +310,7 @@ static bool same_bytes(const qvs_key *K, uint32_t a, uint32_t b) {
   return K->len[a] == K->len[b] && memcmp(K->ptr[a], K->ptr[b], K->len[a]) == 0;
 }
 
-static qv_status sort_bytes(sorter *s, int64_t lo, int64_t hi, int32_t k) {
+static qv_status sort_bytes(sorter *s, int64_t lo, int64_t hi, int32_t k, bool alias) {
   const qvs_key *K = &s->keys[k];
   uint64_t flip = K->descending ? ~0ull : 0;
   bool more_keys = k + 1 < s->n_keys;
@@ -320,8 +340,23 @@ static qv_status sort_bytes(sorter *s, int64_t lo, int64_t hi, int32_t k) {
       }
       continue;
     }
-    uint64_t *kb = s->kbuf;
-    for (int64_t j = r.lo; j < r.hi; j++) kb[j] = str_key(K->ptr[p[j]], K->len[p[j]], r.depth) ^ flip;
+    /* At the top level the depth-0 keys are compacted in place (rows
+     * increase) and their array then serves as working memory. */
+    uint64_t *kb = alias ? K->u64 : s->kbuf;
+    if (r.depth > 0) {
+      for (int64_t j = r.lo; j < r.hi; j++)
+        kb[j] = qvs_str_key(K->ptr[p[j]], K->len[p[j]], r.depth) ^ flip;
+    } else if (alias) {
+      int64_t m = r.hi - r.lo;
+      if (m != K->n) {
+        for (int64_t j = 0; j < m; j++) kb[j] = kb[p[r.lo + j]] ^ flip;
+        if (r.lo > 0) memmove(kb + r.lo, kb, sizeof(uint64_t) * (size_t)m);
+      } else if (flip) {
+        for (int64_t j = 0; j < m; j++) kb[j] ^= flip;
+      }
+    } else {
+      for (int64_t j = r.lo; j < r.hi; j++) kb[j] = K->u64[p[j]] ^ flip;
+    }
     radix_pairs(kb + r.lo, p + r.lo, r.hi - r.lo, s->kt + r.lo, s->vt + r.lo);
     int64_t i_, j_;
     for (i_ = r.lo; i_ < r.hi; i_ = j_) {
@@ -337,17 +372,33 @@ static qv_status sort_bytes(sorter *s, int64_t lo, int64_t hi, int32_t k) {
   return QV_OK;
 }
 
+/* Sort perm[lo..hi) by keys k, k+1, ...; rows equal on every key keep
+ * their order. `top`: the first call, over all rows by key 0, before perm
+ * is filled; it fills perm itself (identity, or partitioned by class in
+ * the same pass) and may sort key 0's array in place when s->alias0. */
 static qv_status sort_range(sorter *s, int64_t lo, int64_t hi, int32_t k, bool top) {
-  if (hi - lo < 2 || k >= s->n_keys) return QV_OK;
+  if (k >= s->n_keys) return QV_OK; /* never for top: n_keys >= 1 */
+  const qvs_key *K = &s->keys[k];
+  bool partition = K->cls && (top ? K->n_nan + K->n_null > 0 : true);
+  if (top && (!partition || hi - lo <= SMALL_SORT)) {
+    for (int64_t i = lo; i < hi; i++) s->perm[i] = (uint32_t)i;
+    partition = partition && hi - lo > SMALL_SORT;
+  }
+  if (hi - lo < 2) return QV_OK;
   if (hi - lo <= SMALL_SORT) {
     insertion_perm(s, lo, hi, k);
     return QV_OK;
   }
-  const qvs_key *K = &s->keys[k];
   int64_t vlo = lo, vhi = hi;
-  if (K->cls) {
+  if (partition) {
     int64_t cnt[3] = {0, 0, 0};
-    for (int64_t i = lo; i < hi; i++) cnt[K->cls[s->perm[i]]]++;
+    if (top) {
+      cnt[QVS_NAN] = K->n_nan;
+      cnt[QVS_NULL] = K->n_null;
+      cnt[QVS_VALUE] = (hi - lo) - K->n_nan - K->n_null;
+    } else {
+      for (int64_t i = lo; i < hi; i++) cnt[K->cls[s->perm[i]]]++;
+    }
     if (cnt[QVS_VALUE] != hi - lo) {
       /* Stable three-way partition into the class order. */
       int64_t start[3];
@@ -362,11 +413,15 @@ static qv_status sort_range(sorter *s, int64_t lo, int64_t hi, int32_t k, bool t
         at += cnt[order[q]];
       }
       int64_t seg[3] = {start[0], start[1], start[2]};
-      for (int64_t i = lo; i < hi; i++) {
-        uint32_t r = s->perm[i];
-        s->vt[seg[K->cls[r]]++] = r;
+      if (top) { /* rows in order, straight into perm */
+        for (int64_t i = lo; i < hi; i++) s->perm[seg[K->cls[i]]++] = (uint32_t)i;
+      } else {
+        for (int64_t i = lo; i < hi; i++) {
+          uint32_t r = s->perm[i];
+          s->vt[seg[K->cls[r]]++] = r;
+        }
+        memcpy(s->perm + lo, s->vt + lo, sizeof(uint32_t) * (size_t)(hi - lo));
       }
-      memcpy(s->perm + lo, s->vt + lo, sizeof(uint32_t) * (size_t)(hi - lo));
       QV_RETURN_NOT_OK(sort_range(s, start[QVS_NAN], start[QVS_NAN] + cnt[QVS_NAN], k + 1, false));
       QV_RETURN_NOT_OK(
           sort_range(s, start[QVS_NULL], start[QVS_NULL] + cnt[QVS_NULL], k + 1, false));
@@ -379,17 +434,20 @@ static qv_status sort_range(sorter *s, int64_t lo, int64_t hi, int32_t k, bool t
       }
     }
   }
+  bool alias = top && s->alias0;
   switch (K->kind) {
-  case QVS_U64: return sort_u64(s, vlo, vhi, k, top);
+  case QVS_U64: return sort_u64(s, vlo, vhi, k, alias);
   case QVS_WIDE: return sort_wide(s, vlo, vhi, k);
-  default: return sort_bytes(s, vlo, vhi, k);
+  default: return sort_bytes(s, vlo, vhi, k, alias);
   }
 }
 
 qv_status qvs_sort(const qvs_key *keys, int32_t n_keys, int64_t n, uint32_t *perm,
                    uint64_t *scratch, bool clobber, qv_error *err) {
-  for (int64_t i = 0; i < n; i++) perm[i] = (uint32_t)i;
-  if (n < 2) return QV_OK;
+  if (n < 2) {
+    if (n == 1) perm[0] = 0;
+    return QV_OK;
+  }
   sorter s;
   memset(&s, 0, sizeof s);
   s.keys = keys;
@@ -397,14 +455,15 @@ qv_status qvs_sort(const qvs_key *keys, int32_t n_keys, int64_t n, uint32_t *per
   s.perm = perm;
   s.kt = scratch;
   s.err = err;
-  bool alias = clobber && keys[0].kind == QVS_U64;
-  s.vt = malloc(sizeof(uint32_t) * (size_t)n);
-  if (!(alias && n_keys == 1)) s.kbuf = malloc(sizeof(uint64_t) * (size_t)n);
+  bool alias = clobber && keys[0].kind != QVS_WIDE;
+  s.alias0 = alias;
+  s.vt = qvs_alloc(sizeof(uint32_t) * (size_t)n, false);
+  if (!(alias && n_keys == 1)) s.kbuf = qvs_alloc(sizeof(uint64_t) * (size_t)n, false);
   qv_status st;
   if (!s.vt || (!(alias && n_keys == 1) && !s.kbuf))
     st = qv_error_set(err, QV_ENOMEM, "sort: out of memory (%" PRId64 " rows)", n);
   else
-    st = sort_range(&s, 0, n, 0, alias);
+    st = sort_range(&s, 0, n, 0, true);
   free(s.vt);
   free(s.kbuf);
   free(s.stack);
@@ -432,7 +491,7 @@ qv_status qv_sort_indices(const qv_sort_key *keys, int32_t n_keys, int64_t *out,
                         n, QV_SORT_MAX_ROWS);
   if (n > 0 && out == NULL) return qv_error_set(err, QV_EARG, "sort: out is NULL");
   qvs_key *nk = calloc((size_t)n_keys, sizeof *nk);
-  uint32_t *perm = malloc(sizeof(uint32_t) * (size_t)(n > 0 ? n : 1));
+  uint32_t *perm = qvs_alloc(sizeof(uint32_t) * (size_t)(n > 0 ? n : 1), false);
   qv_status st = QV_OK;
   if (!nk || !perm) {
     st = qv_error_set(err, QV_ENOMEM, "sort: out of memory (%" PRId64 " rows)", n);

@@ -12,10 +12,14 @@
  *    decimal256, fixed_size_binary wider than 8 bytes), also inverted for
  *    descending keys;
  *  - QVS_BYTES: a pointer and a length per row (binary/string of every
- *    layout), compared byte-wise; the order flag is applied while sorting.
+ *    layout), compared byte-wise, plus each row's string key at depth 0
+ *    (qvs_str_key) in `u64`, so that sorting by the first 7 bytes reads
+ *    one uint64 per row; the order flag is applied while sorting.
  */
 #ifndef QV_SORT_INTERNAL_H
 #define QV_SORT_INTERNAL_H
+
+#include <string.h>
 
 #include "quiver/compute.h"
 
@@ -33,12 +37,50 @@ typedef struct qvs_key {
   int64_t n;
   uint8_t *cls;          /* n classes; NULL when every row is a value */
   int64_t n_nan, n_null;
-  uint64_t *u64;         /* QVS_U64: n */
+  uint64_t *u64;         /* QVS_U64: n keys; QVS_BYTES: n depth-0 string keys */
   int32_t nwords;        /* QVS_WIDE */
   uint64_t *words;       /* QVS_WIDE: n * nwords */
   const uint8_t **ptr;   /* QVS_BYTES: n */
   uint32_t *len;         /* QVS_BYTES: n */
 } qvs_key;
+
+/**
+ * Working memory for per-row arrays: at least `bytes` bytes (uninitialised,
+ * zeroed with `zero`), from malloc, on 2 MiB boundaries with transparent
+ * huge pages requested when large (fewer page faults and TLB misses in the
+ * scattering passes). Free with free(). NULL on failure.
+ */
+void *qvs_alloc(size_t bytes, bool zero);
+
+/**
+ * The sort key of byte string p[0..len) at `depth` (len >= depth): bytes
+ * [depth, depth+7) big-endian in the top 7 bytes (zero-padded) and, in the
+ * low byte, the number of bytes left when fewer than 8 remain, else 8
+ * ("continues past these 7"). Equal keys with a low byte below 8 are equal
+ * strings; a prefix sorts before its extensions.
+ */
+static inline uint64_t qvs_str_key(const uint8_t *p, uint32_t len, int64_t depth) {
+  int64_t rem = (int64_t)len - depth;
+  uint64_t x;
+  if (rem >= 8) {
+    memcpy(&x, p + depth, 8);
+    return (__builtin_bswap64(x) & ~(uint64_t)0xff) | 8;
+  }
+  uint8_t tmp[8] = {0};
+  if (rem > 0) memcpy(tmp, p + depth, (size_t)rem);
+  memcpy(&x, tmp, 8);
+  return __builtin_bswap64(x) | (uint64_t)rem;
+}
+
+/** qvs_str_key at depth 0 when 8 bytes may be read at p whatever len. */
+static inline uint64_t qvs_str_key0_padded(const uint8_t *p, uint32_t len) {
+  uint64_t x;
+  memcpy(&x, p, 8);
+  x = __builtin_bswap64(x);
+  if (len >= 8) return (x & ~(uint64_t)0xff) | 8;
+  uint64_t keep = len ? ~(uint64_t)0 << (64 - 8 * len) : 0;
+  return (x & keep) | len;
+}
 
 /**
  * Build the normalised key of a chunked column of `n` rows in all. `what`

@@ -23,6 +23,7 @@
  * index outside its buffer is QV_EINVAL, never a read out of bounds.
  */
 #include <inttypes.h>
+#include <sys/mman.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,6 +32,26 @@
 #define SIGN64 0x8000000000000000ull
 #define VIEW_SIZE 16
 #define VIEW_INLINE_MAX 12
+
+/* Arrays at least this large get huge-page-aligned memory. */
+#define HUGE_ALLOC_MIN ((size_t)4 << 20)
+#define HUGE_PAGE ((size_t)2 << 20)
+
+void *qvs_alloc(size_t bytes, bool zero) {
+  if (bytes == 0) bytes = 1;
+  void *p = NULL;
+  if (bytes >= HUGE_ALLOC_MIN) {
+    size_t rounded = (bytes + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
+    if (posix_memalign(&p, HUGE_PAGE, rounded) != 0) return NULL;
+#ifdef MADV_HUGEPAGE
+    madvise(p, rounded, MADV_HUGEPAGE);
+#endif
+  } else {
+    p = malloc(bytes);
+  }
+  if (p && zero) memset(p, 0, bytes);
+  return p;
+}
 
 void qvs_key_reset(qvs_key *k) {
   if (!k) return;
@@ -49,7 +70,7 @@ static const uint8_t *validity_of(const qv_array *a) {
 /* Mark row r with class c (allocating the class array on first use). */
 static qv_status set_class(qvs_key *k, int64_t r, uint8_t c, qv_error *err) {
   if (k->cls == NULL) {
-    k->cls = calloc((size_t)(k->n > 0 ? k->n : 1), 1);
+    k->cls = qvs_alloc((size_t)(k->n > 0 ? k->n : 1), true);
     if (k->cls == NULL) return qv_error_set(err, QV_ENOMEM, "sort: out of memory (%" PRId64 " row classes)", k->n);
   }
   k->cls[r] = c;
@@ -277,6 +298,7 @@ static qv_status build_bytes(qvs_key *k, const qv_type *t, qv_array *const *chun
         QV_RETURN_NOT_OK(set_class(k, r, QVS_NULL, err));
         k->ptr[r] = NULL;
         k->len[r] = 0;
+        k->u64[r] = 0;
         continue;
       }
       int64_t b, e;
@@ -328,6 +350,10 @@ static qv_status build_bytes(qvs_key *k, const qv_type *t, qv_array *const *chun
                             what, c, i, e - b);
       k->ptr[r] = base ? base + b : (const uint8_t *)"";
       k->len[r] = (uint32_t)(e - b);
+      /* 8 bytes can be read: inline views have 12, data buffers often more */
+      bool room = view ? e - b <= VIEW_INLINE_MAX : b + 8 <= data_size;
+      k->u64[r] = room ? qvs_str_key0_padded(k->ptr[r], k->len[r])
+                       : qvs_str_key(k->ptr[r], k->len[r], 0);
     }
     row += a->length;
   }
@@ -471,34 +497,35 @@ qv_status qvs_key_build(qvs_key *k, const qv_type *type, qv_array *const *chunks
   switch (type->id) {
   case QV_NA:
     k->kind = QVS_U64;
-    k->u64 = calloc(rows, sizeof(uint64_t));
-    k->cls = malloc(rows);
+    k->u64 = qvs_alloc(rows * sizeof(uint64_t), true);
+    k->cls = qvs_alloc(rows, false);
     if (!k->u64 || !k->cls) goto nomem;
     memset(k->cls, QVS_NULL, rows);
     k->n_null = n;
     return QV_OK;
   case QV_BOOL:
     k->kind = QVS_U64;
-    if (!(k->u64 = malloc(rows * sizeof(uint64_t)))) goto nomem;
+    if (!(k->u64 = qvs_alloc(rows * sizeof(uint64_t), false))) goto nomem;
     st = build_bool(k, chunks, n_chunks, what, err);
     break;
   case QV_DECIMAL128: case QV_DECIMAL256:
     k->kind = QVS_WIDE;
     k->nwords = type->id == QV_DECIMAL128 ? 2 : 4;
-    if (!(k->words = malloc(rows * sizeof(uint64_t) * (size_t)k->nwords))) goto nomem;
+    if (!(k->words = qvs_alloc(rows * sizeof(uint64_t) * (size_t)k->nwords, false))) goto nomem;
     st = build_wide(k, type, chunks, n_chunks, what, err);
     break;
   case QV_BINARY: case QV_STRING: case QV_LARGE_BINARY: case QV_LARGE_STRING:
   case QV_BINARY_VIEW: case QV_STRING_VIEW:
     k->kind = QVS_BYTES;
-    k->ptr = malloc(rows * sizeof(*k->ptr));
-    k->len = malloc(rows * sizeof(*k->len));
-    if (!k->ptr || !k->len) goto nomem;
+    k->ptr = qvs_alloc(rows * sizeof(*k->ptr), false);
+    k->len = qvs_alloc(rows * sizeof(*k->len), false);
+    k->u64 = qvs_alloc(rows * sizeof(uint64_t), false);
+    if (!k->ptr || !k->len || !k->u64) goto nomem;
     st = build_bytes(k, type, chunks, n_chunks, what, err);
     break;
   case QV_DICTIONARY:
     k->kind = QVS_U64;
-    if (!(k->u64 = malloc(rows * sizeof(uint64_t)))) goto nomem;
+    if (!(k->u64 = qvs_alloc(rows * sizeof(uint64_t), false))) goto nomem;
     st = build_dict(k, type, chunks, n_chunks, what, err);
     break;
   default:
@@ -507,7 +534,7 @@ qv_status qvs_key_build(qvs_key *k, const qv_type *type, qv_array *const *chunks
       k->nwords = (type->byte_width + 7) / 8;
       size_t bytes;
       if (__builtin_mul_overflow(rows, sizeof(uint64_t) * (size_t)k->nwords, &bytes) ||
-          !(k->words = malloc(bytes)))
+          !(k->words = qvs_alloc(bytes, false)))
         goto nomem;
       st = build_wide(k, type, chunks, n_chunks, what, err);
       break;
@@ -517,7 +544,7 @@ qv_status qvs_key_build(qvs_key *k, const qv_type *type, qv_array *const *chunks
       return qv_error_set(err, QV_ETYPE, "%s: cannot sort values of type %s", what, tname);
     }
     k->kind = QVS_U64;
-    if (!(k->u64 = malloc(rows * sizeof(uint64_t)))) goto nomem;
+    if (!(k->u64 = qvs_alloc(rows * sizeof(uint64_t), false))) goto nomem;
     st = build_fixed(k, type, chunks, n_chunks, what, err);
   }
   if (st != QV_OK) qvs_key_reset(k);
