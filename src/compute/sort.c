@@ -198,7 +198,20 @@ static int cmp_one(const qvs_key *K, uint32_t a, uint32_t b) {
     return 0;
   }
   default: {
-    int r = bytes_cmp(K->ptr[a], K->len[a], K->ptr[b], K->len[b], 0);
+    /* The depth-0 keys decide unless both strings go on past 7 bytes. */
+    uint64_t x = K->u64[a], y = K->u64[b];
+    int r;
+    if (x != y) {
+      r = x < y ? -1 : 1;
+    } else if ((x & 0xff) < 8) {
+      r = 0;
+    } else {
+      const uint8_t *pa, *pb;
+      uint32_t la, lb;
+      qvs_bytes(K, a, &pa, &la);
+      qvs_bytes(K, b, &pb, &lb);
+      r = bytes_cmp(pa, la, pb, lb, 7);
+    }
     return K->descending ? -r : r;
   }
   }
@@ -307,7 +320,11 @@ static qv_status push_range(sorter *s, int64_t lo, int64_t hi, int64_t depth) {
 }
 
 static bool same_bytes(const qvs_key *K, uint32_t a, uint32_t b) {
-  return K->len[a] == K->len[b] && memcmp(K->ptr[a], K->ptr[b], K->len[a]) == 0;
+  const uint8_t *pa, *pb;
+  uint32_t la, lb;
+  qvs_bytes(K, a, &pa, &la);
+  qvs_bytes(K, b, &pb, &lb);
+  return la == lb && memcmp(pa, pb, la) == 0;
 }
 
 static qv_status sort_bytes(sorter *s, int64_t lo, int64_t hi, int32_t k, bool alias) {
@@ -324,7 +341,11 @@ static qv_status sort_bytes(sorter *s, int64_t lo, int64_t hi, int32_t k, bool a
         uint32_t x = p[i];
         int64_t j = i;
         while (j > r.lo) {
-          int c = bytes_cmp(K->ptr[p[j - 1]], K->len[p[j - 1]], K->ptr[x], K->len[x], r.depth);
+          const uint8_t *pa, *pb;
+          uint32_t la, lb;
+          qvs_bytes(K, p[j - 1], &pa, &la);
+          qvs_bytes(K, x, &pb, &lb);
+          int c = bytes_cmp(pa, la, pb, lb, r.depth);
           if ((flip ? -c : c) <= 0) break;
           p[j] = p[j - 1];
           j--;
@@ -344,8 +365,12 @@ static qv_status sort_bytes(sorter *s, int64_t lo, int64_t hi, int32_t k, bool a
      * increase) and their array then serves as working memory. */
     uint64_t *kb = alias ? K->u64 : s->kbuf;
     if (r.depth > 0) {
-      for (int64_t j = r.lo; j < r.hi; j++)
-        kb[j] = qvs_str_key(K->ptr[p[j]], K->len[p[j]], r.depth) ^ flip;
+      for (int64_t j = r.lo; j < r.hi; j++) {
+        const uint8_t *b;
+        uint32_t len;
+        qvs_bytes(K, p[j], &b, &len);
+        kb[j] = qvs_str_key(b, len, r.depth) ^ flip;
+      }
     } else if (alias) {
       int64_t m = r.hi - r.lo;
       if (m != K->n) {
@@ -370,6 +395,22 @@ static qv_status sort_bytes(sorter *s, int64_t lo, int64_t hi, int32_t k, bool a
     }
   }
   return QV_OK;
+}
+
+/* Sort value rows perm[lo..hi) (no NaN, no null) by key k, then runs of
+ * equal values by the next keys. */
+static qv_status sort_values(sorter *s, int64_t lo, int64_t hi, int32_t k, bool top) {
+  if (hi - lo < 2) return QV_OK;
+  if (hi - lo <= SMALL_SORT) {
+    insertion_perm(s, lo, hi, k);
+    return QV_OK;
+  }
+  bool alias = top && s->alias0;
+  switch (s->keys[k].kind) {
+  case QVS_U64: return sort_u64(s, lo, hi, k, alias);
+  case QVS_WIDE: return sort_wide(s, lo, hi, k);
+  default: return sort_bytes(s, lo, hi, k, alias);
+  }
 }
 
 /* Sort perm[lo..hi) by keys k, k+1, ...; rows equal on every key keep
@@ -422,24 +463,17 @@ static qv_status sort_range(sorter *s, int64_t lo, int64_t hi, int32_t k, bool t
         }
         memcpy(s->perm + lo, s->vt + lo, sizeof(uint32_t) * (size_t)(hi - lo));
       }
-      QV_RETURN_NOT_OK(sort_range(s, start[QVS_NAN], start[QVS_NAN] + cnt[QVS_NAN], k + 1, false));
-      QV_RETURN_NOT_OK(
-          sort_range(s, start[QVS_NULL], start[QVS_NULL] + cnt[QVS_NULL], k + 1, false));
       vlo = start[QVS_VALUE];
       vhi = vlo + cnt[QVS_VALUE];
-      if (vhi - vlo < 2) return QV_OK;
-      if (vhi - vlo <= SMALL_SORT) {
-        insertion_perm(s, vlo, vhi, k);
-        return QV_OK;
-      }
+      /* Values first: with s->alias0, key 0's array is still indexed by
+       * row until its values are compacted, and the NaN and null segments'
+       * sorts use the same memory as their gather buffer. */
+      QV_RETURN_NOT_OK(sort_values(s, vlo, vhi, k, top));
+      QV_RETURN_NOT_OK(sort_range(s, start[QVS_NAN], start[QVS_NAN] + cnt[QVS_NAN], k + 1, false));
+      return sort_range(s, start[QVS_NULL], start[QVS_NULL] + cnt[QVS_NULL], k + 1, false);
     }
   }
-  bool alias = top && s->alias0;
-  switch (K->kind) {
-  case QVS_U64: return sort_u64(s, vlo, vhi, k, alias);
-  case QVS_WIDE: return sort_wide(s, vlo, vhi, k);
-  default: return sort_bytes(s, vlo, vhi, k, alias);
-  }
+  return sort_values(s, vlo, vhi, k, top);
 }
 
 qv_status qvs_sort(const qvs_key *keys, int32_t n_keys, int64_t n, uint32_t *perm,
@@ -455,17 +489,22 @@ qv_status qvs_sort(const qvs_key *keys, int32_t n_keys, int64_t n, uint32_t *per
   s.perm = perm;
   s.kt = scratch;
   s.err = err;
+  /* With `clobber`, key 0's uint64 array is sorted in place and then
+   * serves the later keys as their gather buffer: a run of equal key-0
+   * values is sorted by the next key only after the run was scanned, and
+   * only within its own positions. */
   bool alias = clobber && keys[0].kind != QVS_WIDE;
   s.alias0 = alias;
   s.vt = qvs_alloc(sizeof(uint32_t) * (size_t)n, false);
-  if (!(alias && n_keys == 1)) s.kbuf = qvs_alloc(sizeof(uint64_t) * (size_t)n, false);
+  bool own_kbuf = !alias;
+  s.kbuf = alias ? keys[0].u64 : qvs_alloc(sizeof(uint64_t) * (size_t)n, false);
   qv_status st;
-  if (!s.vt || (!(alias && n_keys == 1) && !s.kbuf))
+  if (!s.vt || !s.kbuf)
     st = qv_error_set(err, QV_ENOMEM, "sort: out of memory (%" PRId64 " rows)", n);
   else
     st = sort_range(&s, 0, n, 0, true);
   free(s.vt);
-  free(s.kbuf);
+  if (own_kbuf) free(s.kbuf);
   free(s.stack);
   return st;
 }

@@ -11,10 +11,12 @@
  *  - QVS_WIDE: nwords uint64 per row, most significant first (decimal128,
  *    decimal256, fixed_size_binary wider than 8 bytes), also inverted for
  *    descending keys;
- *  - QVS_BYTES: a pointer and a length per row (binary/string of every
- *    layout), compared byte-wise, plus each row's string key at depth 0
- *    (qvs_str_key) in `u64`, so that sorting by the first 7 bytes reads
- *    one uint64 per row; the order flag is applied while sorting.
+ *  - QVS_BYTES: binary/string of every layout, compared byte-wise: each
+ *    row's string key at depth 0 (qvs_str_key: the first 7 bytes and a
+ *    length marker) in `u64`, which decides most comparisons; the bytes
+ *    themselves are reached through the row's chunk (qvs_bytes, a binary
+ *    search over the chunks' first rows) only past the first 7 bytes. The
+ *    order flag is applied while sorting.
  */
 #ifndef QV_SORT_INTERNAL_H
 #define QV_SORT_INTERNAL_H
@@ -30,6 +32,16 @@
 
 typedef enum qvs_kind { QVS_U64, QVS_WIDE, QVS_BYTES } qvs_kind;
 
+/** A chunk of a QVS_BYTES key, to reach the bytes of a row. */
+typedef struct qvs_chunk {
+  int64_t start;         /* first row of the chunk in the column */
+  int64_t offset;        /* the array's offset */
+  int32_t layout;        /* 4, 8: offsets of that width; 16: views */
+  const uint8_t *values; /* offsets or views buffer */
+  const uint8_t *data;   /* offsets layouts: the data buffer */
+  const qv_array *array; /* views: the variadic data buffers */
+} qvs_chunk;
+
 typedef struct qvs_key {
   qvs_kind kind;
   bool descending;
@@ -40,9 +52,47 @@ typedef struct qvs_key {
   uint64_t *u64;         /* QVS_U64: n keys; QVS_BYTES: n depth-0 string keys */
   int32_t nwords;        /* QVS_WIDE */
   uint64_t *words;       /* QVS_WIDE: n * nwords */
-  const uint8_t **ptr;   /* QVS_BYTES: n */
-  uint32_t *len;         /* QVS_BYTES: n */
+  qvs_chunk *chunks;     /* QVS_BYTES: n_chunks (empty chunks left out) */
+  int64_t n_chunks;
 } qvs_key;
+
+/** Bytes of value row `row` of a QVS_BYTES key (checked when the key was
+ *  built). */
+static inline void qvs_bytes(const qvs_key *k, int64_t row, const uint8_t **p, uint32_t *len) {
+  int64_t lo = 0, hi = k->n_chunks - 1;
+  while (lo < hi) { /* the last chunk starting at or before row */
+    int64_t mid = (lo + hi + 1) / 2;
+    if (k->chunks[mid].start <= row) lo = mid;
+    else hi = mid - 1;
+  }
+  const qvs_chunk *c = &k->chunks[lo];
+  int64_t i = row - c->start + c->offset;
+  if (c->layout == 4) {
+    int32_t b, e;
+    memcpy(&b, c->values + 4 * i, 4);
+    memcpy(&e, c->values + 4 * i + 4, 4);
+    *p = c->data + b;
+    *len = (uint32_t)(e - b);
+  } else if (c->layout == 8) {
+    int64_t b, e;
+    memcpy(&b, c->values + 8 * i, 8);
+    memcpy(&e, c->values + 8 * i + 8, 8);
+    *p = c->data + b;
+    *len = (uint32_t)(e - b);
+  } else {
+    const uint8_t *v = c->values + 16 * i;
+    int32_t n, bi, off;
+    memcpy(&n, v, 4);
+    *len = (uint32_t)n;
+    if (n <= 12) {
+      *p = v + 4;
+    } else {
+      memcpy(&bi, v + 8, 4);
+      memcpy(&off, v + 12, 4);
+      *p = c->array->buffers[2 + bi]->data + off;
+    }
+  }
+}
 
 /**
  * Working memory for per-row arrays: at least `bytes` bytes (uninitialised,
@@ -85,8 +135,8 @@ static inline uint64_t qvs_str_key0_padded(const uint8_t *p, uint32_t len) {
 /**
  * Build the normalised key of a chunked column of `n` rows in all. `what`
  * names the key in errors ("sort key 0"). Ownership: k owns its arrays
- * (free with qvs_key_reset); pointers of QVS_BYTES keys point into the
- * chunks, which must outlive k.
+ * (free with qvs_key_reset); QVS_BYTES keys point into the chunks, which
+ * must outlive k.
  */
 qv_status qvs_key_build(qvs_key *k, const qv_type *type, qv_array *const *chunks,
                         int64_t n_chunks, int64_t n, bool descending, bool nulls_first,

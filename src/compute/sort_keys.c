@@ -58,8 +58,7 @@ void qvs_key_reset(qvs_key *k) {
   free(k->cls);
   free(k->u64);
   free(k->words);
-  free((void *)k->ptr);
-  free(k->len);
+  free(k->chunks);
   memset(k, 0, sizeof *k);
 }
 
@@ -268,7 +267,8 @@ static qv_status build_wide(qvs_key *k, const qv_type *t, qv_array *const *chunk
   return QV_OK;
 }
 
-/* Binary/string with 32- or 64-bit offsets, and views. */
+/* Binary/string with 32- or 64-bit offsets, and views: every value is
+ * checked against its buffers here, so qvs_bytes may read without checks. */
 static qv_status build_bytes(qvs_key *k, const qv_type *t, qv_array *const *chunks,
                              int64_t n_chunks, const char *what, qv_error *err) {
   bool view = t->id == QV_BINARY_VIEW || t->id == QV_STRING_VIEW;
@@ -291,18 +291,25 @@ static qv_status build_bytes(qvs_key *k, const qv_type *t, qv_array *const *chun
                             what, c);
     }
     int64_t data_size = (!view && a->buffers[2]) ? a->buffers[2]->size : 0;
-    const uint8_t *data = (!view && a->buffers[2]) ? a->buffers[2]->data : NULL;
+    static const uint8_t empty[8];
+    const uint8_t *data = (!view && a->buffers[2]) ? a->buffers[2]->data : empty;
+    qvs_chunk *ch = &k->chunks[k->n_chunks++];
+    ch->start = row;
+    ch->offset = a->offset;
+    ch->layout = view ? VIEW_SIZE : large ? 8 : 4;
+    ch->values = a->buffers[1]->data;
+    ch->data = data;
+    ch->array = a;
     for (int64_t i = 0; i < a->length; i++) {
       int64_t r = row + i, p = a->offset + i;
       if (valid && !qv_bit_get(valid, p)) {
         QV_RETURN_NOT_OK(set_class(k, r, QVS_NULL, err));
-        k->ptr[r] = NULL;
-        k->len[r] = 0;
         k->u64[r] = 0;
         continue;
       }
       int64_t b, e;
       const uint8_t *base;
+      bool room; /* 8 bytes can be read at base + b whatever the length */
       if (view) {
         const uint8_t *v = a->buffers[1]->data + p * VIEW_SIZE;
         int32_t len, bi, off;
@@ -311,9 +318,10 @@ static qv_status build_bytes(qvs_key *k, const qv_type *t, qv_array *const *chun
           return qv_error_set(err, QV_EINVAL, "%s: chunk %" PRId64 ": view %" PRId64
                               " has negative length %d", what, c, i, len);
         if (len <= VIEW_INLINE_MAX) {
-          base = v + 4;
+          base = v + 4; /* 12 inline bytes */
           b = 0;
           e = len;
+          room = true;
         } else {
           memcpy(&bi, v + 8, 4);
           memcpy(&off, v + 12, 4);
@@ -326,6 +334,7 @@ static qv_status build_bytes(qvs_key *k, const qv_type *t, qv_array *const *chun
           base = a->buffers[2 + bi]->data;
           b = off;
           e = (int64_t)off + len;
+          room = true; /* len > 12 */
         }
       } else {
         if (large) {
@@ -343,17 +352,14 @@ static qv_status build_bytes(qvs_key *k, const qv_type *t, qv_array *const *chun
                               ") outside the %" PRId64 "-byte data buffer",
                               what, c, i, b, e, data_size);
         base = data;
+        room = b + 8 <= data_size;
       }
       if (e - b > (int64_t)UINT32_MAX)
         return qv_error_set(err, QV_ENOTSUP, "%s: chunk %" PRId64 ": value %" PRId64
                             " is %" PRId64 " bytes long; sort keys are limited to 4 GiB",
                             what, c, i, e - b);
-      k->ptr[r] = base ? base + b : (const uint8_t *)"";
-      k->len[r] = (uint32_t)(e - b);
-      /* 8 bytes can be read: inline views have 12, data buffers often more */
-      bool room = view ? e - b <= VIEW_INLINE_MAX : b + 8 <= data_size;
-      k->u64[r] = room ? qvs_str_key0_padded(k->ptr[r], k->len[r])
-                       : qvs_str_key(k->ptr[r], k->len[r], 0);
+      uint32_t len = (uint32_t)(e - b);
+      k->u64[r] = room ? qvs_str_key0_padded(base + b, len) : qvs_str_key(base + b, len, 0);
     }
     row += a->length;
   }
@@ -517,10 +523,9 @@ qv_status qvs_key_build(qvs_key *k, const qv_type *type, qv_array *const *chunks
   case QV_BINARY: case QV_STRING: case QV_LARGE_BINARY: case QV_LARGE_STRING:
   case QV_BINARY_VIEW: case QV_STRING_VIEW:
     k->kind = QVS_BYTES;
-    k->ptr = qvs_alloc(rows * sizeof(*k->ptr), false);
-    k->len = qvs_alloc(rows * sizeof(*k->len), false);
+    k->chunks = malloc(sizeof(qvs_chunk) * (size_t)(n_chunks > 0 ? n_chunks : 1));
     k->u64 = qvs_alloc(rows * sizeof(uint64_t), false);
-    if (!k->ptr || !k->len || !k->u64) goto nomem;
+    if (!k->chunks || !k->u64) goto nomem;
     st = build_bytes(k, type, chunks, n_chunks, what, err);
     break;
   case QV_DICTIONARY:
