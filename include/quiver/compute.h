@@ -88,7 +88,8 @@ typedef struct qv_sort_key {
  * key and type for a type that cannot be sorted, QV_EINVAL for an array
  * whose offsets, views or dictionary indices point outside its buffers,
  * QV_ENOTSUP beyond QV_SORT_MAX_ROWS rows, QV_ENOMEM when working memory
- * (about 16 bytes per row per key, 24 for string keys) is not available.
+ * (about 9 bytes per row per key plus 8 per row; 8 more per word for
+ * decimal128/256 and wide fixed_size_binary keys) is not available.
  *
  * Single keys use a stable radix sort (least significant digit first,
  * after a most-significant-digit split for large inputs) of
@@ -97,10 +98,11 @@ typedef struct qv_sort_key {
  * turned into an unsigned order, wide decimals and fixed-size binaries as
  * several 64-bit words, strings as 7-byte big-endian prefixes plus a
  * length marker (equal prefixes of longer strings are sorted again on the
- * next 7 bytes). Several keys: the first key is sorted over all rows, then
- * each run of equal values is sorted by the next key (small runs with a
- * comparator over all remaining keys); docs/design.md has the measurements
- * behind the choice.
+ * next 7 bytes), dictionaries as the rank of their decoded value. Several
+ * keys: the first key is sorted over all rows, then each run of equal
+ * values is sorted by the next key (small runs with a comparator over all
+ * remaining keys); docs/design.md has the measurements behind the choice.
+ * Single-threaded; concurrent calls on shared arrays are safe.
  */
 qv_status qv_sort_indices(const qv_sort_key *keys, int32_t n_keys, int64_t *out,
                           qv_error *err);

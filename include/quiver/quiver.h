@@ -5,7 +5,7 @@
  * tables (in-memory, memory-mapped, concatenation; recipes),
  * dataset building blocks (numpy-exact shuffles, fingerprints, Hugging
  * Face datasets features and directory layouts), the expression language
- * over columns.
+ * over columns, and compute kernels (sort indices, grouper, unique).
  */
 #ifndef QUIVER_QUIVER_H
 #define QUIVER_QUIVER_H
@@ -22,5 +22,6 @@
 #include "quiver/fingerprint.h"
 #include "quiver/hf.h"
 #include "quiver/expr.h"
+#include "quiver/compute.h"
 
 #endif /* QUIVER_QUIVER_H */
