@@ -2,12 +2,14 @@
 # bench/run.sh BUILD — run the benchmarks, each against its anchor in the
 # same run, and print ratios. Data is generated under BUILD/bench-data
 # (read: QV_BENCH_GB, default 5; QV_BENCH_BATCHES, default 10000; table:
-# QV_TABLE_BATCHES x QV_TABLE_ROWS rows, default 10000 x 10000 = 100M;
+# QV_TABLE_BATCHES x QV_TABLE_ROWS rows, default 10000 x 10000 = 100M).
+# write: QV_BENCH_WRITE_GB (default QV_BENCH_GB) written from memory, best
+# of QV_BENCH_REPS runs (default 1).
 # sort: QV_SORT_ROWS rows, default 10M, and QV_SORT_ALT_ROWS rows for the
-# multi-key strategy comparison, default 2M, 0 to skip).
-# QV_BENCH_SECTIONS picks sections (default "read row table sort").
+# multi-key strategy comparison, default 2M, 0 to skip.
+# QV_BENCH_SECTIONS picks sections (default "read row table write sort").
 set -eu
-sections=${QV_BENCH_SECTIONS:-read row table sort}
+sections=${QV_BENCH_SECTIONS:-read row table write sort}
 has() { case " $sections " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 build=${1:-build}
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -82,6 +84,37 @@ print(f"recipe: mapped table with {q['replays']} replays: {q['recipe_bytes']} by
       f"datasets pickle of path + replays: {p['datasets_pickle_bytes']} bytes); encode "
       f"{q['recipe_encode_s'] * 1e6:.0f} us, decode (reopen + replay) {ms(q['recipe_decode_s'])} "
       f"vs datasets reload (read_all + replays) {ms(p['datasets_reload_s'])}")
+PY
+fi
+
+if has write; then
+wgb=${QV_BENCH_WRITE_GB:-$gb}
+wdir=$data/write
+rm -rf "$wdir"
+mkdir -p "$wdir"
+echo "== write ${wgb} GB from memory to an IPC stream (issue 3): none and zstd"
+q=$("$top/$build/bench/bench_write" "$wdir" "$wgb" --reps "${QV_BENCH_REPS:-1}")
+p=$("$py" "$top/bench/bench_write.py" "$wdir" "$q" "$top/$build/libquiver.so")
+rm -rf "$wdir"
+echo "$q"
+echo "$p"
+"$py" - "$q" "$p" <<'PY'
+import json, sys
+q, p = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+assert p["verified"]
+print(f"data: {q['rows']:,} rows in {q['batches']} batches, {q['data_bytes']/1e9:.2f} GB "
+      f"(int64, float64, string); quiver built it in {q['build_s']:.1f} s (builder)")
+for codec in ("none", "zstd"):
+    label = codec if codec == "none" else f"zstd (level {q['zstd_level']})"
+    print(f"{label:>16}: quiver {q[codec]['gbps']:.2f} GB/s ({q[codec]['seconds']:.2f} s, "
+          f"cpu {q[codec]['cpu_s']:.2f} s) vs pyarrow {p[codec]['gbps']:.2f} GB/s "
+          f"({p[codec]['seconds']:.2f} s, cpu {p[codec]['cpu_s']:.2f} s) "
+          f"-> ratio {q[codec]['gbps']/p[codec]['gbps']:.2f} (goal >= 1.0)")
+print("same process, same heap batches, alternating runs (quiver via the C stream):")
+for codec in ("none", "zstd"):
+    i = p["interleaved"][codec]
+    print(f"{codec:>16}: quiver {i['gbps']:.2f} GB/s ({i['seconds']:.2f} s, cpu {i['cpu_s']:.2f} s) "
+          f"vs pyarrow {p[codec]['gbps']:.2f} GB/s -> ratio {i['gbps']/p[codec]['gbps']:.2f}")
 PY
 fi
 if has sort; then

@@ -1,6 +1,6 @@
 /*
  * quiver/quiver.h — umbrella header: include this to get the whole public
- * API. Layers, bottom up: core (status, buffers, types, arrays), ipc
+ * API. Layers, bottom up: core (status, buffers, types, arrays, builders), ipc
  * (reading Arrow IPC files and streams, C Data Interface), row printing,
  * tables (in-memory, memory-mapped, concatenation; recipes),
  * dataset building blocks (numpy-exact shuffles, fingerprints, Hugging
@@ -13,6 +13,7 @@
 #include "quiver/core.h"
 #include "quiver/type.h"
 #include "quiver/array.h"
+#include "quiver/builder.h"
 #include "quiver/ipc.h"
 #include "quiver/cdata.h"
 #include "quiver/print.h"

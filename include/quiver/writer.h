@@ -15,7 +15,16 @@
  * Buffers of the arrays handed in are written without an intermediate copy
  * (writev of the array's bytes plus padding); only sliced validity bitmaps
  * at a bit offset, rebased offsets and re-based run ends are rebuilt, and
- * compressed buffers are compressed into owned memory.
+ * compressed buffers are compressed into owned memory. A slice writes only
+ * what it refers to: the child range of list views and dense unions, the
+ * referenced part of view data buffers.
+ *
+ * With compression, the buffers of each record batch are compressed on a
+ * pool of threads (qv_write_options.threads) while the caller goes on:
+ * up to threads + 1 batches are in flight (the writer keeps a reference
+ * to each) and are written in order. The bytes written do not depend on
+ * the number of threads. An error compressing a batch in flight is
+ * reported by a later qv_writer_write_batch or by qv_writer_close.
  */
 #ifndef QUIVER_WRITER_H
 #define QUIVER_WRITER_H
@@ -41,6 +50,10 @@ typedef struct qv_write_options {
    *  most this many rows. 0 = QV_WRITE_DEFAULT_BATCH_ROWS; < 0 = never
    *  split. */
   int64_t max_batch_rows;
+  /** Threads compressing the buffers of a record batch in parallel (the
+   *  caller's included): 0 = one per CPU (default), 1 = the calling thread
+   *  only. Unused without compression. */
+  int threads;
 } qv_write_options;
 
 typedef struct qv_writer qv_writer;
@@ -77,7 +90,8 @@ qv_status qv_writer_open_fd(int fd, const qv_schema *schema,
  */
 qv_status qv_writer_write_batch(qv_writer *w, qv_array *batch, qv_error *err);
 
-/** Rows and record batches written so far. */
+/** Rows and record batches written to the output so far (batches still
+ *  being compressed count once written). */
 int64_t qv_writer_rows_written(const qv_writer *w);
 int64_t qv_writer_batches_written(const qv_writer *w);
 
@@ -91,6 +105,44 @@ qv_status qv_writer_close(qv_writer *w, qv_error *err);
 /** Abandon the write: remove the temporary (the target is untouched) and
  *  free the writer. For descriptors, stops writing. NULL-safe. */
 void qv_writer_abort(qv_writer *w);
+
+/* ------------------------------------------------------------------------ */
+/* Writing a C stream (Arrow C Stream Interface)                             */
+
+struct ArrowArrayStream;
+
+/**
+ * Write every record batch of an Arrow C stream (any producer: pyarrow's
+ * RecordBatchReader._export_to_c, DuckDB, polars, qv_export_reader_stream)
+ * to `path`, atomically as qv_writer_open_path does. The stream's schema
+ * (with schema and field metadata) becomes the file's schema; dictionary
+ * ids are assigned 0, 1, 2... depth-first (see qv_import_schema).
+ *
+ * The stream is imported with quiver/cdata.h: the producer's buffers are
+ * wrapped, not copied, and written straight from its memory (only the
+ * cases listed in the file comment — sliced bitmaps, rebased offsets and
+ * run ends, compression — allocate). Each batch is released back to the
+ * producer as soon as it has been written. Batches are split into record
+ * batches of at most options->max_batch_rows rows as by
+ * qv_writer_write_batch.
+ *
+ * Consumes `in` on success and on failure (its `release` is NULL after the
+ * call; quiver released it). On failure the target is untouched and no
+ * temporary is left; producer errors are reported with the producer's
+ * get_last_error text. `out_rows` (may be NULL) receives the number of
+ * rows written.
+ */
+qv_status qv_write_arrow_stream_path(struct ArrowArrayStream *in, const char *path,
+                                     const qv_write_options *options,
+                                     int64_t *out_rows, qv_error *err);
+
+/**
+ * As qv_write_arrow_stream_path, to an open descriptor (not closed; no
+ * atomicity: on failure the bytes already written stay written).
+ */
+qv_status qv_write_arrow_stream_fd(struct ArrowArrayStream *in, int fd,
+                                   const qv_write_options *options,
+                                   int64_t *out_rows, qv_error *err);
 
 #ifdef __cplusplus
 }

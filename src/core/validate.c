@@ -227,7 +227,7 @@ QV_DEFINE_FIRST_BAD_UINDEX(first_bad_index_u64, uint64_t)
 /* Length of the valid UTF-8 prefix of s[0..n) (n when all valid). ASCII
  * runs go 16 bytes at a time; multi-byte sequences are checked against
  * the exact ranges of RFC 3629 (no overlongs, surrogates or > U+10FFFF). */
-static int64_t utf8_valid_prefix(const uint8_t *s, int64_t n) {
+int64_t qv_utf8_valid_prefix(const uint8_t *s, int64_t n) {
   int64_t i = 0;
   while (i < n) {
     while (i + 16 <= n) {
@@ -264,7 +264,7 @@ static int64_t utf8_valid_prefix(const uint8_t *s, int64_t n) {
 }
 
 static bool utf8_valid(const uint8_t *s, int64_t n) {
-  return utf8_valid_prefix(s, n) == n;
+  return qv_utf8_valid_prefix(s, n) == n;
 }
 
 /* ------------------------------------------------------------------------ */

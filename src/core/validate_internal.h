@@ -22,4 +22,9 @@ qv_status qv_array_validate_ex(const qv_array *a, qv_validate_level level,
                                const char *path, unsigned flags,
                                qv_error *err);
 
+/** Length of the valid UTF-8 prefix of s[0..n) (n when all of it is valid
+ *  UTF-8 per RFC 3629: no overlongs, surrogates or code points past
+ *  U+10FFFF). The check FULL validation applies to string data. */
+int64_t qv_utf8_valid_prefix(const uint8_t *s, int64_t n);
+
 #endif /* QUIVER_CORE_VALIDATE_INTERNAL_H */

@@ -12,6 +12,7 @@
  * than declared is an error rather than an overflow.
  */
 #include <lz4frame.h>
+#include <stdlib.h>
 #include <string.h>
 #include <zstd.h>
 #include <zstd_errors.h>
@@ -167,6 +168,81 @@ qv_status qv_ipc_decompress(qv_compression codec, qv_buffer *compressed,
   return QV_OK;
 }
 
+struct qv_codec_ctx {
+  ZSTD_CCtx *zstd;
+};
+
+void qv_codec_ctx_free(qv_codec_ctx *ctx) {
+  if (ctx == NULL) return;
+  if (ctx->zstd) ZSTD_freeCCtx(ctx->zstd);
+  free(ctx);
+}
+
+static void lz4_prefs(LZ4F_preferences_t *prefs, int level, int64_t len) {
+  memset(prefs, 0, sizeof *prefs);
+  prefs->frameInfo.contentSize = (unsigned long long)len;
+  prefs->compressionLevel = level;
+}
+
+int64_t qv_ipc_compress_bound(qv_compression codec, int level, int64_t len) {
+  if (len < 0) return -1;
+  size_t bound;
+  if (codec == QV_COMPRESSION_ZSTD) {
+    bound = ZSTD_compressBound((size_t)len);
+    if (ZSTD_isError(bound)) return -1;
+  } else if (codec == QV_COMPRESSION_LZ4_FRAME) {
+    LZ4F_preferences_t prefs;
+    lz4_prefs(&prefs, level, len);
+    bound = LZ4F_compressFrameBound((size_t)len, &prefs);
+  } else {
+    return -1;
+  }
+  if (bound == 0 || bound > (size_t)INT64_MAX - QV_CODEC_PREFIX_LEN) return -1;
+  return (int64_t)bound + QV_CODEC_PREFIX_LEN;
+}
+
+qv_status qv_ipc_compress_into(qv_codec_ctx **ctx, qv_compression codec, int level,
+                               const void *src, int64_t len, uint8_t *dst, int64_t dst_cap,
+                               int64_t *written, qv_error *err) {
+  qv_codec_ctx *local = NULL, **pc = ctx ? ctx : &local;
+  int64_t bound = qv_ipc_compress_bound(codec, level, len);
+  if (len <= 0 || bound < 0 || dst_cap < bound)
+    return qv_error_set(err, QV_EARG,
+                        "qv_ipc_compress_into: %s: bad length %lld or room %lld (need %lld)",
+                        codec_name(codec), (long long)len, (long long)dst_cap,
+                        (long long)bound);
+  if (*pc == NULL && (*pc = calloc(1, sizeof **pc)) == NULL)
+    return qv_error_set(err, QV_ENOMEM, "out of memory (codec context)");
+  qv_codec_ctx *c = *pc;
+  size_t cap = (size_t)(bound - QV_CODEC_PREFIX_LEN), n;
+  qv_status st = QV_OK;
+  if (codec == QV_COMPRESSION_ZSTD) {
+    if (c->zstd == NULL && (c->zstd = ZSTD_createCCtx()) == NULL) {
+      st = qv_error_set(err, QV_ENOMEM, "ZSTD: cannot create a context");
+      goto done;
+    }
+    n = ZSTD_compressCCtx(c->zstd, dst + QV_CODEC_PREFIX_LEN, cap, src, (size_t)len, level);
+    if (ZSTD_isError(n)) {
+      st = qv_error_set(err, QV_EINVAL, "ZSTD: compression failed: %s", ZSTD_getErrorName(n));
+      goto done;
+    }
+  } else { /* LZ4F_compressFrame keeps its small context on the stack */
+    LZ4F_preferences_t prefs;
+    lz4_prefs(&prefs, level, len);
+    n = LZ4F_compressFrame(dst + QV_CODEC_PREFIX_LEN, cap, src, (size_t)len, &prefs);
+    if (LZ4F_isError(n)) {
+      st = qv_error_set(err, QV_EINVAL, "LZ4_FRAME: compression failed: %s",
+                        LZ4F_getErrorName(n));
+      goto done;
+    }
+  }
+  store_le64(dst, len);
+  *written = (int64_t)n + QV_CODEC_PREFIX_LEN;
+done:
+  qv_codec_ctx_free(local);
+  return st;
+}
+
 qv_status qv_ipc_compress(qv_compression codec, int level, const void *src,
                           int64_t len, qv_buffer **out, qv_error *err) {
   *out = NULL;
@@ -177,41 +253,16 @@ qv_status qv_ipc_compress(qv_compression codec, int level, const void *src,
     return qv_error_set(err, QV_EARG, "qv_ipc_compress: unknown codec %d",
                         (int)codec);
   if (len == 0) return qv_buffer_alloc(0, out, err);
-
-  LZ4F_preferences_t prefs;
-  memset(&prefs, 0, sizeof prefs);
-  prefs.frameInfo.contentSize = (unsigned long long)len;
-  prefs.compressionLevel = level;
-  size_t bound = codec == QV_COMPRESSION_ZSTD
-                     ? ZSTD_compressBound((size_t)len)
-                     : LZ4F_compressFrameBound((size_t)len, &prefs);
-  if (bound == 0 || bound > (size_t)INT64_MAX - QV_CODEC_PREFIX_LEN)
+  int64_t bound = qv_ipc_compress_bound(codec, level, len);
+  if (bound < 0)
     return qv_error_set(err, QV_ENOMEM,
                         "%s: cannot compress %lld bytes (no size bound)",
                         codec_name(codec), (long long)len);
   qv_buffer *dst = NULL;
-  QV_RETURN_NOT_OK(
-      qv_buffer_alloc((int64_t)bound + QV_CODEC_PREFIX_LEN, &dst, err));
-  size_t n;
-  if (codec == QV_COMPRESSION_ZSTD) {
-    n = ZSTD_compress(dst->data + QV_CODEC_PREFIX_LEN, bound, src, (size_t)len,
-                      level);
-    if (ZSTD_isError(n)) {
-      qv_buffer_unref(dst);
-      return qv_error_set(err, QV_EINVAL, "ZSTD: compression failed: %s",
-                          ZSTD_getErrorName(n));
-    }
-  } else {
-    n = LZ4F_compressFrame(dst->data + QV_CODEC_PREFIX_LEN, bound, src,
-                           (size_t)len, &prefs);
-    if (LZ4F_isError(n)) {
-      qv_buffer_unref(dst);
-      return qv_error_set(err, QV_EINVAL, "LZ4_FRAME: compression failed: %s",
-                          LZ4F_getErrorName(n));
-    }
-  }
-  store_le64(dst->data, len);
-  qv_status st = qv_buffer_resize(dst, (int64_t)n + QV_CODEC_PREFIX_LEN, err);
+  QV_RETURN_NOT_OK(qv_buffer_alloc(bound, &dst, err));
+  int64_t n = 0;
+  qv_status st = qv_ipc_compress_into(NULL, codec, level, src, len, dst->data, bound, &n, err);
+  if (st == QV_OK) st = qv_buffer_resize(dst, n, err);
   if (st != QV_OK) {
     qv_buffer_unref(dst);
     return st;

@@ -188,6 +188,26 @@ qv_status qv_ipc_decompress(qv_compression codec, qv_buffer *compressed,
 qv_status qv_ipc_compress(qv_compression codec, int level, const void *src,
                           int64_t len, qv_buffer **out, qv_error *err);
 
+/** Reusable compressor state (a ZSTD / LZ4 frame context), one per
+ *  thread; created on first use by qv_ipc_compress_into. */
+typedef struct qv_codec_ctx qv_codec_ctx;
+void qv_codec_ctx_free(qv_codec_ctx *ctx);
+
+/** Largest IPC-compressed size (8-byte prefix + frame) of `len` bytes, or
+ *  -1 when the codec cannot say. */
+int64_t qv_ipc_compress_bound(qv_compression codec, int level, int64_t len);
+
+/**
+ * As qv_ipc_compress, into caller memory: dst must hold
+ * qv_ipc_compress_bound bytes; *written receives the size used. *ctx is a
+ * context to reuse (created when NULL; free with qv_codec_ctx_free); pass
+ * ctx = NULL for a one-off context. len must be > 0. Thread-safe for
+ * distinct contexts.
+ */
+qv_status qv_ipc_compress_into(qv_codec_ctx **ctx, qv_compression codec, int level,
+                               const void *src, int64_t len, uint8_t *dst, int64_t dst_cap,
+                               int64_t *written, qv_error *err);
+
 /** Default bound for a single decompressed buffer: 2 GiB. */
 #define QV_DEFAULT_MAX_ALLOC ((int64_t)1 << 31)
 

@@ -1,7 +1,11 @@
 /*
- * qv_build.h — tiny helpers for unit tests that build qv_types and
+ * qv_build.h — the one set of helpers unit tests use to build qv_types and
  * qv_arrays by hand (heap buffers filled from literals). Abort-free: a
- * failed allocation returns NULL and the test's checks fail.
+ * failed allocation returns NULL and the test's checks fail. Constructors
+ * take over the references passed in. Two levels: convenient builders
+ * (tb_prim from a validity pattern, tb_str from C strings) and raw ones
+ * (tb_*_raw, tb_array_nc) that set exact buffers and null counts, for
+ * tests of validation and IPC layouts.
  */
 #ifndef QV_BUILD_H
 #define QV_BUILD_H
@@ -90,6 +94,49 @@ static inline qv_array *tb_str(qv_type_id id, int64_t n, const char *const *s,
   }
   qv_buffer *b[3] = {tb_bits(valid), offs, data};
   return tb_array(tb_type(id), n, 3, b, 0, NULL);
+}
+
+/* As tb_array, also setting the null count (-1 = unknown). */
+static inline qv_array *tb_array_nc(qv_type *t, int64_t length, int64_t null_count, int nb,
+                                    qv_buffer **bufs, int nc, qv_array **children) {
+  qv_array *a = tb_array(t, length, nb, bufs, nc, children);
+  if (a) a->null_count = null_count;
+  return a;
+}
+
+/* Primitive array [validity?, values] from raw bytes. */
+static inline qv_array *tb_prim_raw(qv_type_id id, int64_t length, int64_t null_count,
+                                    const uint8_t *validity, int64_t vbytes,
+                                    const void *values, int64_t nbytes) {
+  qv_buffer *b[2] = {validity ? tb_buf(validity, vbytes) : NULL, tb_buf(values, nbytes)};
+  return tb_array_nc(tb_type(id), length, null_count, 2, b, 0, NULL);
+}
+
+static inline qv_array *tb_int32(const int32_t *v, int64_t n) {
+  return tb_prim_raw(QV_INT32, n, 0, NULL, 0, v, n * 4);
+}
+
+/* [validity?, offsets(int32), data] string/binary array from raw buffers. */
+static inline qv_array *tb_str_raw(qv_type_id id, int64_t length, int64_t null_count,
+                                   const uint8_t *validity, const int32_t *offsets,
+                                   const char *data, int64_t data_len) {
+  qv_buffer *b[3] = {validity ? tb_buf(validity, (length + 7) / 8) : NULL,
+                     tb_buf(offsets, (length + 1) * 4), tb_buf(data, data_len)};
+  return tb_array_nc(tb_type(id), length, null_count, 3, b, 0, NULL);
+}
+
+/* A 16-byte binary view: inline when len <= 12, else prefix/index/offset. */
+static inline void tb_view(uint8_t out[16], const char *s, int32_t len, int32_t buf_index,
+                           int32_t offset) {
+  memset(out, 0, 16);
+  memcpy(out, &len, 4);
+  if (len <= 12) {
+    memcpy(out + 4, s, (size_t)len);
+  } else {
+    memcpy(out + 4, s, 4);
+    memcpy(out + 8, &buf_index, 4);
+    memcpy(out + 12, &offset, 4);
+  }
 }
 
 #endif

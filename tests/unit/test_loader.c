@@ -6,7 +6,7 @@
 #include <stdio.h>
 
 #include "ipc/ipc_internal.h"
-#include "qv_arrays.h"
+#include "qv_build.h"
 #include "qv_test.h"
 
 /* ------------------------------------------------------------------------ */

@@ -3,7 +3,7 @@
  * error text; the UTF-8 validator against hand-picked edge cases. */
 #include <stdio.h>
 
-#include "qv_arrays.h"
+#include "qv_build.h"
 #include "qv_test.h"
 
 #define MINIMAL QV_VALIDATE_MINIMAL
@@ -30,7 +30,7 @@ static const char *bad(const qv_array *a, qv_validate_level level) {
 static void test_primitive(void) {
   int32_t v[4] = {1, 2, 3, 4};
   uint8_t valid = 0x0B; /* 1101: slot 2 null */
-  qv_array *a = tb_prim(QV_INT32, 4, 1, &valid, 1, v, 16);
+  qv_array *a = tb_prim_raw(QV_INT32, 4, 1, &valid, 1, v, 16);
   QV_CHECK(ok(a, FULL));
   a->null_count = 2;
   QV_CHECK_EQ_STR(bad(a, DEFAULT),
@@ -52,7 +52,7 @@ static void test_primitive(void) {
   QV_CHECK_EQ_STR(bad(a, MINIMAL), "column 'a': null_count 1 but no validity buffer");
   qv_array_unref(a);
 
-  a = tb_prim(QV_INT64, 3, 0, NULL, 0, v, 16);
+  a = tb_prim_raw(QV_INT64, 3, 0, NULL, 0, v, 16);
   QV_CHECK_EQ_STR(bad(a, MINIMAL),
                   "column 'a': buffer 1 (values) has 16 bytes but 24 are required "
                   "(length 3, offset 0)");
@@ -60,7 +60,7 @@ static void test_primitive(void) {
 
   /* 9 bits of bool need 2 bytes of values and validity. */
   uint8_t bits[2] = {0xFF, 0x01};
-  a = tb_prim(QV_BOOL, 9, 0, bits, 1, bits, 2);
+  a = tb_prim_raw(QV_BOOL, 9, 0, bits, 1, bits, 2);
   QV_CHECK_EQ_STR(bad(a, MINIMAL),
                   "column 'a': buffer 0 (validity) has 1 bytes but 2 are required "
                   "(length 9, offset 0)");
@@ -69,7 +69,7 @@ static void test_primitive(void) {
   qv_type *fsb = tb_type(QV_FIXED_SIZE_BINARY);
   fsb->byte_width = 3;
   qv_buffer *b[2] = {NULL, tb_buf("abcdefgh", 8)};
-  a = tb_array(fsb, 3, 0, 2, b, 0, NULL);
+  a = tb_array_nc(fsb, 3, 0, 2, b, 0, NULL);
   QV_CHECK_EQ_STR(bad(a, MINIMAL),
                   "column 'a': buffer 1 (values) has 8 bytes but 9 are required "
                   "(length 3, offset 0)");
@@ -79,7 +79,7 @@ static void test_primitive(void) {
 
   /* decimal256: 32 bytes per value. */
   uint8_t dec[64] = {0};
-  a = tb_prim(QV_DECIMAL256, 2, 0, NULL, 0, dec, 64);
+  a = tb_prim_raw(QV_DECIMAL256, 2, 0, NULL, 0, dec, 64);
   QV_CHECK(ok(a, FULL));
   a->length = 3;
   QV_CHECK_EQ_STR(bad(a, MINIMAL),
@@ -88,7 +88,7 @@ static void test_primitive(void) {
   qv_array_unref(a);
 
   /* null type: no buffers, null_count == length. */
-  a = tb_array(tb_type(QV_NA), 5, 5, 0, NULL, 0, NULL);
+  a = tb_array_nc(tb_type(QV_NA), 5, 5, 0, NULL, 0, NULL);
   QV_CHECK(ok(a, FULL));
   a->null_count = 0;
   QV_CHECK_EQ_STR(bad(a, MINIMAL), "column 'a': null array has null_count 0, expected 5");
@@ -96,14 +96,14 @@ static void test_primitive(void) {
 
   /* Wrong buffer count. */
   qv_buffer *b1[1] = {tb_buf(v, 16)};
-  a = tb_array(tb_type(QV_INT32), 4, 0, 1, b1, 0, NULL);
+  a = tb_array_nc(tb_type(QV_INT32), 4, 0, 1, b1, 0, NULL);
   QV_CHECK_EQ_STR(bad(a, MINIMAL), "column 'a': int32 array has 1 buffers, expected 2");
   qv_array_unref(a);
 }
 
 static void test_binary(void) {
   int32_t off[5] = {0, 3, 3, 5, 9};
-  qv_array *a = tb_str(QV_STRING, 4, 0, NULL, off, "abcdefghi", 9);
+  qv_array *a = tb_str_raw(QV_STRING, 4, 0, NULL, off, "abcdefghi", 9);
   QV_CHECK(ok(a, FULL));
   a->offset = 1;
   a->length = 3;
@@ -131,7 +131,7 @@ static void test_binary(void) {
 
   int64_t loff[3] = {0, 2, 1};
   qv_buffer *b[3] = {NULL, tb_buf(loff, 24), tb_buf("xyz", 3)};
-  a = tb_array(tb_type(QV_LARGE_BINARY), 2, 0, 3, b, 0, NULL);
+  a = tb_array_nc(tb_type(QV_LARGE_BINARY), 2, 0, 3, b, 0, NULL);
   QV_CHECK_EQ_STR(bad(a, DEFAULT), "column 'a': offsets not monotonic at index 1 (2 > 1)");
   QV_CHECK(ok(a, MINIMAL)); /* first 0 <= last 1 <= 3 */
   ((int64_t *)a->buffers[1]->data)[2] = -1;
@@ -160,7 +160,7 @@ static void test_utf8(void) {
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     int32_t len = (int32_t)strlen(cases[i].s);
     int32_t off[2] = {0, len};
-    qv_array *a = tb_str(QV_STRING, 1, 0, NULL, off, cases[i].s, len);
+    qv_array *a = tb_str_raw(QV_STRING, 1, 0, NULL, off, cases[i].s, len);
     if (cases[i].ok) {
       QV_CHECK(ok(a, FULL));
     } else {
@@ -168,7 +168,7 @@ static void test_utf8(void) {
       QV_CHECK(ok(a, DEFAULT)); /* UTF-8 only at FULL */
     }
     /* binary is never UTF-8 checked */
-    qv_array *b = tb_str(QV_BINARY, 1, 0, NULL, off, cases[i].s, len);
+    qv_array *b = tb_str_raw(QV_BINARY, 1, 0, NULL, off, cases[i].s, len);
     QV_CHECK(ok(b, FULL));
     qv_array_unref(a);
     qv_array_unref(b);
@@ -176,13 +176,13 @@ static void test_utf8(void) {
   /* A character split across two values: the whole range is valid UTF-8
    * but each value is not. */
   int32_t off[3] = {0, 1, 2};
-  qv_array *a = tb_str(QV_STRING, 2, 0, NULL, off, "\xC3\xA9", 2);
+  qv_array *a = tb_str_raw(QV_STRING, 2, 0, NULL, off, "\xC3\xA9", 2);
   QV_CHECK_EQ_STR(bad(a, FULL), "column 'a': invalid UTF-8 in value at index 0");
   qv_array_unref(a);
   /* Invalid bytes only under a null slot are fine. */
   uint8_t valid = 0x01;
   int32_t off2[3] = {0, 1, 2};
-  a = tb_str(QV_STRING, 2, 1, &valid, off2, "a\xFF", 2);
+  a = tb_str_raw(QV_STRING, 2, 1, &valid, off2, "a\xFF", 2);
   QV_CHECK(ok(a, FULL));
   valid = 0x02;
   ((uint8_t *)a->buffers[0]->data)[0] = 0x02;
@@ -195,7 +195,7 @@ static void test_utf8(void) {
 static qv_array *make_views(qv_type_id id, uint8_t (*views)[16], int n,
                             const char *data, int64_t data_len) {
   qv_buffer *b[3] = {NULL, tb_buf(views, 16 * n), tb_buf(data, data_len)};
-  return tb_array(tb_type(id), n, 0, 3, b, 0, NULL);
+  return tb_array_nc(tb_type(id), n, 0, 3, b, 0, NULL);
 }
 
 static void test_views(void) {
@@ -252,7 +252,7 @@ static qv_array *make_list(qv_type_id id, int64_t n, const void *offsets, int wi
                            qv_array *child) {
   qv_type *t = tb_child(tb_type(id), "item", qv_type_ref(child->type));
   qv_buffer *b[2] = {NULL, tb_buf(offsets, (n + 1) * width)};
-  return tb_array(t, n, 0, 2, b, 1, &child);
+  return tb_array_nc(t, n, 0, 2, b, 1, &child);
 }
 
 static void test_lists(void) {
@@ -278,7 +278,7 @@ static void test_lists(void) {
   qv_array *child = tb_int32(vals, 4);
   qv_type *t = tb_child(tb_type(QV_LIST_VIEW), "item", qv_type_ref(child->type));
   qv_buffer *b[3] = {NULL, tb_buf(vo, 12), tb_buf(vs, 12)};
-  a = tb_array(t, 3, 0, 3, b, 1, &child);
+  a = tb_array_nc(t, 3, 0, 3, b, 1, &child);
   QV_CHECK(ok(a, FULL));
   ((int32_t *)a->buffers[2]->data)[0] = 3; /* 2 + 3 > 4 */
   QV_CHECK_EQ_STR(bad(a, DEFAULT),
@@ -294,7 +294,7 @@ static void test_lists(void) {
   t = tb_child(tb_type(QV_FIXED_SIZE_LIST), "item", qv_type_ref(child->type));
   t->list_size = 2;
   qv_buffer *nb[1] = {NULL};
-  a = tb_array(t, 3, 0, 1, nb, 1, &child);
+  a = tb_array_nc(t, 3, 0, 1, nb, 1, &child);
   QV_CHECK_EQ_STR(bad(a, MINIMAL),
                   "column 'a': child 'item' has length 4 but 3 lists of size 2 need 6");
   a->length = 2;
@@ -309,7 +309,7 @@ static void test_struct_and_map(void) {
   tb_child(t, "a", tb_type(QV_INT32));
   tb_child(t, "b", tb_type(QV_INT32));
   qv_buffer *nb[1] = {NULL};
-  qv_array *s = tb_array(t, 3, 0, 1, nb, 2, kids);
+  qv_array *s = tb_array_nc(t, 3, 0, 1, nb, 2, kids);
   QV_CHECK_EQ_STR(bad(s, MINIMAL),
                   "column 'a': child 'b' has length 2, less than the struct's 3");
   s->length = 2;
@@ -318,12 +318,12 @@ static void test_struct_and_map(void) {
 
   /* map<int32, int32> with a null key */
   uint8_t kvalid = 0x05; /* key 1 null */
-  qv_array *ek[2] = {tb_prim(QV_INT32, 3, 1, &kvalid, 1, vals, 12), tb_int32(vals, 3)};
+  qv_array *ek[2] = {tb_prim_raw(QV_INT32, 3, 1, &kvalid, 1, vals, 12), tb_int32(vals, 3)};
   qv_type *et = tb_type(QV_STRUCT);
   tb_child(et, "key", tb_type(QV_INT32));
   tb_child(et, "value", tb_type(QV_INT32));
   qv_buffer *eb[1] = {NULL};
-  qv_array *entries = tb_array(et, 3, 0, 1, eb, 2, ek);
+  qv_array *entries = tb_array_nc(et, 3, 0, 1, eb, 2, ek);
   int32_t off[3] = {0, 1, 3};
   qv_array *m = make_list(QV_MAP, 2, off, 4, entries);
   QV_CHECK_EQ_STR(bad(m, DEFAULT), "column 'a': map keys contain nulls");
@@ -342,7 +342,7 @@ static void test_unions(void) {
   t->type_codes[1] = 7;
   qv_array *kids[2] = {tb_int32(vals, 4), tb_int32(vals, 4)};
   qv_buffer *b[1] = {tb_buf(ids, 4)};
-  qv_array *u = tb_array(t, 4, 0, 1, b, 2, kids);
+  qv_array *u = tb_array_nc(t, 4, 0, 1, b, 2, kids);
   QV_CHECK(ok(u, FULL));
   u->buffers[0]->data[2] = 6;
   QV_CHECK_EQ_STR(bad(u, DEFAULT),
@@ -364,7 +364,7 @@ static void test_unions(void) {
   int32_t doff[4] = {0, 0, 1, 1};
   qv_array *dk[2] = {tb_int32(vals, 2), tb_int32(vals, 2)};
   qv_buffer *db[2] = {tb_buf(dids, 4), tb_buf(doff, 16)};
-  u = tb_array(t, 4, 0, 2, db, 2, dk);
+  u = tb_array_nc(t, 4, 0, 2, db, 2, dk);
   QV_CHECK(ok(u, FULL));
   ((int32_t *)u->buffers[1]->data)[3] = 2;
   QV_CHECK_EQ_STR(bad(u, DEFAULT),
@@ -383,7 +383,7 @@ static qv_array *make_dict(qv_type_id index_id, const void *idx, int64_t n, int 
   t->value_type = qv_type_ref(dict->type);
   t->dict_id = 0;
   qv_buffer *b[2] = {validity ? tb_buf(validity, 1) : NULL, tb_buf(idx, n * width)};
-  qv_array *a = tb_array(t, n, nulls, 2, b, 0, NULL);
+  qv_array *a = tb_array_nc(t, n, nulls, 2, b, 0, NULL);
   a->dictionary = dict;
   return a;
 }
@@ -431,7 +431,7 @@ static qv_array *make_ree(const int32_t *ends, int64_t n_runs, int64_t length) {
   tb_child(t, "run_ends", tb_type(QV_INT32));
   tb_child(t, "values", tb_type(QV_INT32));
   qv_array *kids[2] = {tb_int32(ends, n_runs), tb_int32(vals, n_runs)};
-  return tb_array(t, length, 0, 0, NULL, 2, kids);
+  return tb_array_nc(t, length, 0, 0, NULL, 2, kids);
 }
 
 static void test_run_end_encoded(void) {
@@ -485,7 +485,7 @@ static void test_long_offsets(void) {
   for (int64_t i = 0; i <= n; i++) off[i] = (int32_t)i;
   char *data = malloc((size_t)n);
   memset(data, 'x', (size_t)n);
-  qv_array *a = tb_str(QV_STRING, n, 0, NULL, off, data, n);
+  qv_array *a = tb_str_raw(QV_STRING, n, 0, NULL, off, data, n);
   QV_CHECK(ok(a, FULL));
   ((int32_t *)a->buffers[1]->data)[9000] = 9002;
   QV_CHECK_EQ_STR(bad(a, DEFAULT),

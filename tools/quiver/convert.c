@@ -3,7 +3,8 @@
  * write it again as the file or stream format, optionally compressed and
  * re-batched. IN '-' reads a stream from stdin; OUT '-' writes a stream to
  * stdout. Output to a path is atomic (the writer's temporary + rename), so
- * a failure leaves no partial output. Top layer.
+ * a failure leaves no partial output. A progress bar (progress.h) shows on
+ * a terminal when the conversion takes more than a moment. Top layer.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +12,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "progress.h"
 #include "quiver/ipc.h"
 #include "quiver/writer.h"
 
@@ -21,7 +23,9 @@ static const char kConvertHelp[] =
     "Rewrite an Arrow IPC file or stream. IN '-' reads a stream from stdin;\n"
     "OUT '-' writes a stream to stdout. Defaults: the file format (a stream\n"
     "for '-'), no compression, 1000 rows per record batch. The output file\n"
-    "is replaced atomically: on any error the previous OUT is untouched.\n";
+    "is replaced atomically: on any error the previous OUT is untouched.\n"
+    "On a terminal, a progress bar shows on stderr for longer conversions\n"
+    "(QV_PROGRESS=0 turns it off).\n";
 
 /* Parse "none", "lz4", "zstd" or "zstd:LEVEL" (also "lz4:LEVEL"). */
 static bool parse_compression(const char *s, qv_compression *c, int *level) {
@@ -40,6 +44,16 @@ static bool parse_compression(const char *s, qv_compression *c, int *level) {
     *level = (int)v;
   }
   return true;
+}
+
+/* Bytes of all buffers of an array tree (an estimate of what was read). */
+static int64_t array_bytes(const qv_array *a) {
+  int64_t n = 0;
+  for (int32_t i = 0; i < a->n_buffers; i++)
+    if (a->buffers[i]) n += a->buffers[i]->size;
+  for (int32_t i = 0; i < a->n_children; i++) n += array_bytes(a->children[i]);
+  if (a->dictionary) n += array_bytes(a->dictionary);
+  return n;
 }
 
 int cmd_convert(int argc, char **argv) {
@@ -98,18 +112,30 @@ int cmd_convert(int argc, char **argv) {
   qv_writer *w = NULL;
   st = to_stdout ? qv_writer_open_fd(1, qv_reader_schema(r), &wo, &w, &err)
                  : qv_writer_open_path(out, qv_reader_schema(r), &wo, &w, &err);
-  while (st == QV_OK) {
+  cli_progress bar;
+  cli_progress_start(&bar, "convert", qv_reader_size(r));
+  bool random_access = qv_reader_num_batches(r) >= 0;
+  int64_t rows = 0, bytes = 0;
+  for (int64_t i = 0; st == QV_OK; i++) {
     qv_array *batch = NULL;
     st = qv_reader_next(r, &batch, &err);
     if (st != QV_OK || batch == NULL) break;
     st = qv_writer_write_batch(w, batch, &err);
+    rows += batch->length;
+    /* bytes of input done: where the batch ends in a mapped file, else the
+     * size of what was read */
+    const qv_batch_location *loc = random_access ? qv_reader_batch_location(r, i) : NULL;
+    bytes = loc ? loc->body_offset + loc->body_length : bytes + array_bytes(batch);
     qv_array_unref(batch);
+    cli_progress_update(&bar, rows, bytes);
   }
   if (st == QV_OK) {
     st = qv_writer_close(w, &err);
   } else {
     qv_writer_abort(w);
   }
+  if (st == QV_OK && bar.total_bytes > 0) bar.bytes = bar.total_bytes;
+  cli_progress_finish(&bar, st == QV_OK);
   qv_reader_close(r);
   if (st != QV_OK) return cli_fail(st, &err);
   return QV_EXIT_OK;
