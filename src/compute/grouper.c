@@ -133,12 +133,35 @@ static inline const uint8_t *group_row(const qv_grouper *g, uint32_t id, int64_t
   return qv_row_table_row(&g->batch, r, len);
 }
 
+static inline uint64_t load64(const uint8_t *p) {
+  uint64_t x;
+  memcpy(&x, p, 8);
+  return x;
+}
+
+/* Null masks of npr bytes (a power of two) are equal. */
+static inline bool same_mask(const uint8_t *a, const uint8_t *b, int64_t npr) {
+  switch (npr) {
+  case 1: return a[0] == b[0];
+  case 2: return a[0] == b[0] && a[1] == b[1];
+  case 4: return memcmp(a, b, 4) == 0;
+  case 8: return load64(a) == load64(b);
+  default: return memcmp(a, b, (size_t)npr) == 0;
+  }
+}
+
 static inline bool same_key(const qv_grouper *g, uint32_t id, int64_t committed, int64_t i) {
   int64_t la, lb, npr = g->md.null_masks_bytes_per_row;
   const uint8_t *ma, *mb = g->batch.null_masks + i * npr;
   const uint8_t *a = group_row(g, id, committed, &la, &ma);
   const uint8_t *b = qv_row_table_row(&g->batch, i, &lb);
-  return la == lb && memcmp(ma, mb, (size_t)npr) == 0 && memcmp(a, b, (size_t)la) == 0;
+  if (!same_mask(ma, mb, npr)) return false;
+  if (g->md.is_fixed_length) { /* rows are a multiple of 8 bytes (row_alignment) */
+    for (int64_t w = 0; w < la; w += 8)
+      if (load64(a + w) != load64(b + w)) return false;
+    return true;
+  }
+  return la == lb && memcmp(a, b, (size_t)la) == 0;
 }
 
 /* Find batch row i's group; QV_GROUP_NONE with out_block and out_slot set
