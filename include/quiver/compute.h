@@ -36,8 +36,9 @@
  * The grouper (qv_grouper) assigns dense group ids 0, 1, 2... to keys in
  * order of first appearance, over any number of batches: a swiss-table
  * style hash table over the row table's hashes (qv_row_hash_rows64),
- * comparing candidates on encoded rows (equal rows <=> equal keys, NULL
- * equal to NULL). Group-by and distinct are built on it.
+ * confirming candidates by comparing encoded rows byte for byte, the
+ * criterion of qv_row_compare_rows (the encoding is canonical: equal rows
+ * <=> equal keys, NULL equal to NULL). Group-by and distinct build on it.
  */
 #ifndef QUIVER_COMPUTE_H
 #define QUIVER_COMPUTE_H
@@ -169,8 +170,12 @@ void qv_grouper_free(qv_grouper *g);
  * otherwise). out_ids[i] (caller memory, n entries) receives row i's
  * group: an existing group's id when its key was seen before, in this
  * batch or an earlier one, else the next new id. Keys are equal when every
- * column is equal by bytes (floats bitwise), NULL equal to NULL. Fails with
- * QV_ERANGE when the number of groups would reach QV_GROUP_NONE.
+ * column is equal by bytes (floats bitwise), NULL equal to NULL. The arrays
+ * must be valid at QV_VALIDATE_DEFAULT (what the reader returns); views and
+ * dictionary indices are still checked as they are read (QV_EINVAL).
+ * Fails with QV_ERANGE when the number of groups would reach
+ * QV_GROUP_NONE. After a failure the grouper may hold part of the batch's
+ * groups; free it rather than use it further.
  */
 qv_status qv_grouper_consume(qv_grouper *g, qv_array *const *keys, uint32_t *out_ids,
                              qv_error *err);
