@@ -5,11 +5,13 @@
 # QV_TABLE_BATCHES x QV_TABLE_ROWS rows, default 10000 x 10000 = 100M).
 # write: QV_BENCH_WRITE_GB (default QV_BENCH_GB) written from memory, best
 # of QV_BENCH_REPS runs (default 1).
+# sort: QV_SORT_ROWS rows, default 10M, and QV_SORT_ALT_ROWS rows for the
+# multi-key strategy comparison, default 2M, 0 to skip.
 # dataset: datasets' own benchmarks (getitem, indices mapping on 500k rows,
 # iterating 50k rows before/after shuffle, map/filter) vs the C API.
-# QV_BENCH_SECTIONS picks sections (default "read row table write dataset").
+# QV_BENCH_SECTIONS picks sections (default "read row table write sort dataset").
 set -eu
-sections=${QV_BENCH_SECTIONS:-read row table write dataset}
+sections=${QV_BENCH_SECTIONS:-read row table write sort dataset}
 has() { case " $sections " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 build=${1:-build}
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -115,6 +117,38 @@ for codec in ("none", "zstd"):
     i = p["interleaved"][codec]
     print(f"{codec:>16}: quiver {i['gbps']:.2f} GB/s ({i['seconds']:.2f} s, cpu {i['cpu_s']:.2f} s) "
           f"vs pyarrow {p[codec]['gbps']:.2f} GB/s -> ratio {i['gbps']/p[codec]['gbps']:.2f}")
+PY
+fi
+if has sort; then
+  sr=${QV_SORT_ROWS:-10000000}
+  sf=$data/sort-$sr.arrow
+  [ -f "$sf" ] || "$py" "$top/bench/bench_sort.py" gen "$sf" "$sr"
+  cat "$sf" >/dev/null
+  echo "== sort indices: $sr rows by int64, string, (int32, string) (issue 6): $sf"
+  q=$("$top/$build/bench/bench_sort" "$sf" "${QV_SORT_ALT_ROWS:-2000000}")
+  p=$("$py" -W ignore "$top/bench/bench_sort.py" run "$sf")
+  echo "$q"
+  echo "$p"
+  "$py" - "$q" "$p" <<'PY'
+import json, sys
+q, p = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+ms = lambda s: f"{s * 1e3:.0f} ms"
+print(f"{q['rows']:,} rows in {q['batches']:,} batches (quiver decodes them in {ms(q['decode_s'])} first)")
+for case in ("int64", "string", "int32,string"):
+    a, b = q[case], p[case]
+    assert a["checksum"] == b["checksum"], f"{case}: quiver and pyarrow orders differ"
+    print(f"sort by {case:<13} quiver {ms(a['cpu_s']):>7} CPU, {ms(a['s']):>7} wall "
+          f"(repeat {ms(a['warm_cpu_s'])} CPU)   pyarrow sort_indices {ms(b['cpu_s']):>8} CPU, "
+          f"{ms(b['s']):>8} wall   -> {b['cpu_s'] / a['cpu_s']:.1f}x CPU, {b['s'] / a['s']:.1f}x "
+          f"wall (repeat {b['cpu_s'] / a['warm_cpu_s']:.1f}x CPU), same order")
+m = q.get("multikey")
+if m:
+    assert m["same_order"], "multi-key strategies disagree"
+    print(f"multi-key strategies on the first {m['rows']:,} rows of (int32, string), CPU: "
+          f"quiver (radix by key, runs by next key) {ms(m['quiver_s'])}; row table + merge sort "
+          f"{ms(m['row_table_s'])} (encode {ms(m['row_encode_s'])}); normalised columns + "
+          f"merge sort {ms(m['columns_s'])} -> {m['row_table_s'] / m['quiver_s']:.1f}x and "
+          f"{m['columns_s'] / m['quiver_s']:.1f}x slower, same order")
 PY
 fi
 

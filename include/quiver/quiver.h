@@ -5,8 +5,8 @@
  * tables (in-memory, memory-mapped, concatenation; recipes),
  * dataset building blocks (numpy-exact shuffles, fingerprints, Hugging
  * Face datasets features and directory layouts), the expression language
- * over columns, and the Dataset object (indices mappings, transforms,
- * cache files, save_to_disk).
+ * over columns, compute kernels (sort indices, grouper, unique), and the
+ * Dataset object (indices mappings, transforms, cache files, save_to_disk).
  */
 #ifndef QUIVER_QUIVER_H
 #define QUIVER_QUIVER_H
@@ -24,6 +24,7 @@
 #include "quiver/fingerprint.h"
 #include "quiver/hf.h"
 #include "quiver/expr.h"
+#include "quiver/compute.h"
 #include "quiver/dataset.h"
 
 #endif /* QUIVER_QUIVER_H */

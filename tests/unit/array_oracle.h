@@ -1,15 +1,18 @@
 /*
  * array_oracle.h — test-only helpers for the array kernel tests
- * (test_concat.c, test_take.c): a deterministic RNG, builders of random
- * arrays of every Arrow type (with nulls, sliced inputs and sliced
- * children), a brute-force renderer of one logical element to text, and a
- * structural checker for kernel outputs. The renderer is written
- * independently of the kernels (linear scans, no shared helpers) so it can
- * serve as their oracle.
+ * (test_concat.c, test_take.c, test_sort.c, test_grouper.c): a
+ * deterministic RNG, builders of random arrays of every Arrow type (with
+ * nulls, sliced inputs and sliced children), a reshaper that makes random
+ * values collide (small pools, NaN, -0.0, shared string prefixes), a
+ * brute-force renderer of one logical element to text, and a structural
+ * checker for kernel outputs. The renderer is written independently of the
+ * kernels (linear scans, no shared helpers) so it can serve as their
+ * oracle.
  */
 #ifndef QV_ARRAY_ORACLE_H
 #define QV_ARRAY_ORACLE_H
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -423,6 +426,69 @@ static char *orc_str(const qv_array *a, int64_t i) {
   orc_put_s(&s, "%s", "");
   orc_render(a, i, &s);
   return s.p;
+}
+
+/* ------------------------------------------------------- reshaping -- */
+
+/* Byte map used to make strings share prefixes: mostly 'a'. */
+static uint8_t orc_squash(uint8_t c) { return (c % 5 == 0) ? 'b' : (c % 17 == 0 ? 0 : 'a'); }
+
+/* Reshape the random values of a generated array (orc_gen) in place: with `low`,
+ * values come from a small pool (many ties); floats always get NaN, -0.0
+ * and infinities mixed in. Recurses into dictionaries. */
+static void orc_reshape(qv_array *a, bool low) {
+  static const double orc_float_pool[] = {-INFINITY, -2.5, -0.0, 0.0, 1.0,
+                                          3.25, INFINITY, NAN, -1e300, 7.0};
+  static const uint16_t orc_half_pool[] = {0xfc00, 0xc100, 0x8000, 0x0000, 0x3c00,
+                                           0x4280, 0x7c00, 0x7e00, 0x7d01, 0x0001};
+  const qv_type *t = a->type;
+  int64_t n = a->offset + a->length; /* every physical slot up to the end */
+  switch (t->id) {
+    case QV_NA: case QV_BOOL:
+      return;
+    case QV_DICTIONARY:
+      orc_reshape(a->dictionary, low || orc_int(2));
+      return;
+    case QV_BINARY: case QV_STRING: case QV_LARGE_BINARY: case QV_LARGE_STRING:
+      if (low)
+        for (int64_t i = 0; i < a->buffers[2]->size; i++) a->buffers[2]->data[i] = orc_squash(a->buffers[2]->data[i]);
+      return;
+    case QV_BINARY_VIEW: case QV_STRING_VIEW:
+      if (low) {
+        for (int32_t b = 2; b < a->n_buffers; b++)
+          for (int64_t i = 0; i < a->buffers[b]->size; i++) a->buffers[b]->data[i] = orc_squash(a->buffers[b]->data[i]);
+        for (int64_t i = 0; i < n; i++) { /* inline bytes and prefixes */
+          uint8_t *v = a->buffers[1]->data + 16 * i;
+          int32_t len;
+          memcpy(&len, v, 4);
+          for (int j = 0; j < (len <= 12 ? len : 4); j++) v[4 + j] = orc_squash(v[4 + j]);
+        }
+      }
+      return;
+    case QV_HALF_FLOAT:
+      for (int64_t i = 0; i < n; i++)
+        if (low || orc_int(3) == 0) memcpy(a->buffers[1]->data + 2 * i, &orc_half_pool[orc_int(10)], 2);
+      return;
+    case QV_FLOAT: case QV_DOUBLE:
+      for (int64_t i = 0; i < n; i++) {
+        if (!(low || orc_int(3) == 0)) continue;
+        double d = orc_float_pool[orc_int(10)];
+        if (t->id == QV_FLOAT) { float f = (float)d; memcpy(a->buffers[1]->data + 4 * i, &f, 4); }
+        else memcpy(a->buffers[1]->data + 8 * i, &d, 8);
+      }
+      return;
+    default: {
+      int w = qv_type_bit_width(t) / 8;
+      if (!low || w == 0) return; /* nested types are left alone */
+      for (int64_t i = 0; i < n; i++) {
+        uint8_t *p = a->buffers[1]->data + i * w;
+        int64_t v = orc_int(7) - 3; /* small signed values, sign-extended */
+        for (int j = 0; j < w; j++) p[j] = (uint8_t)(v >> (8 * (j < 8 ? j : 7)));
+        if (t->id == QV_FIXED_SIZE_BINARY)
+          for (int j = 0; j < w; j++) p[j] = (uint8_t)(orc_int(3) == 0 ? 0xff : orc_int(2));
+      }
+    }
+  }
 }
 
 /* ----------------------------------------------------- structure check -- */

@@ -1,0 +1,202 @@
+/*
+ * quiver/compute.h — sort indices, distinct values and the grouper.
+ * Compute layer: sits on row (row table hashing and comparison), table and
+ * core. The expression language is in quiver/expr.h.
+ *
+ * Sorting (qv_sort_indices, qv_table_sort_indices) follows pyarrow's
+ * `sort_indices` exactly, which is what Hugging Face `datasets` calls in
+ * `Dataset.sort`:
+ *  - stable: rows whose keys are all equal keep their input order, in
+ *    ascending and in descending order alike;
+ *  - per key, nulls go first (QV_NULLS_AT_START) or last (QV_NULLS_AT_END,
+ *    `datasets`'s default) whatever the order;
+ *  - floating point NaN sorts between the numbers and the nulls: at_end
+ *    gives [numbers, NaN, null], at_start gives [null, NaN, numbers], in
+ *    both orders; all NaNs are equal to one another, and -0.0 equals 0.0;
+ *  - with several keys, later keys break ties of earlier ones (null and
+ *    NaN rows of a key are ties among themselves too).
+ * Comparable key types: null, bool, integers, half/float/double, decimals
+ * (32 to 256 bits), date, time, timestamp, duration (by their integer
+ * value; a column has one unit), binary/string in every layout (32- and
+ * 64-bit offsets, views), byte-wise (memcmp, a prefix before its
+ * extensions), fixed_size_binary (byte-wise) and dictionaries (by decoded
+ * value; chunks may carry different dictionaries). Intervals, nested,
+ * union and run-end encoded keys are QV_ETYPE. Where pyarrow refuses a
+ * type that quiver sorts (views, half floats, dictionaries in a table
+ * sort) quiver uses the order above.
+ *
+ * Distinct values (qv_unique, qv_table_unique) follow pyarrow's `unique`
+ * (what `Dataset.unique` calls): each distinct value once, in order of
+ * first appearance; nulls form one value. Values are told apart by their
+ * bytes, as pyarrow's hash kernel does: 0.0 and -0.0 are different values,
+ * NaNs with different bit patterns are too. Dictionary columns are grouped
+ * by decoded value (pyarrow groups by index, which differs only when one
+ * dictionary repeats a value).
+ *
+ * The grouper (qv_grouper) assigns dense group ids 0, 1, 2... to keys in
+ * order of first appearance, over any number of batches: a swiss-table
+ * style hash table over the row table's hashes (qv_row_hash_rows64),
+ * confirming candidates by comparing encoded rows byte for byte, the
+ * criterion of qv_row_compare_rows (the encoding is canonical: equal rows
+ * <=> equal keys, NULL equal to NULL). Group-by and distinct build on it.
+ */
+#ifndef QUIVER_COMPUTE_H
+#define QUIVER_COMPUTE_H
+
+#include "quiver/array.h"
+#include "quiver/core.h"
+#include "quiver/table.h"
+#include "quiver/type.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Largest number of rows one sort handles (row ids are 32-bit inside). */
+#define QV_SORT_MAX_ROWS 4294967295LL
+
+/** Where the nulls of a sort key go. */
+typedef enum qv_null_placement {
+  QV_NULLS_AT_END = 0,  /**< pyarrow "at_end" (datasets' default) */
+  QV_NULLS_AT_START = 1 /**< pyarrow "at_start" */
+} qv_null_placement;
+
+/**
+ * One column given as chunks: chunks[0..n_chunks) are arrays of one type,
+ * logically concatenated. `type` may be NULL when n_chunks >= 1 (the first
+ * chunk's type is used); with n_chunks == 0 the column has no rows. The
+ * arrays are read, never retained.
+ */
+typedef struct qv_chunked_column {
+  const qv_type *type;
+  qv_array *const *chunks;
+  int64_t n_chunks;
+} qv_chunked_column;
+
+/** One sort key: its column, its order and where its nulls go. */
+typedef struct qv_sort_key {
+  qv_chunked_column column;
+  bool descending;
+  qv_null_placement null_placement;
+} qv_sort_key;
+
+/**
+ * Stable sort indices over `n_keys` keys (n_keys >= 1): out[0..n) receives
+ * the row numbers 0..n-1 in sorted order, n being each key column's total
+ * length (all keys must have the same length, QV_EARG otherwise, as must
+ * every chunk's type, QV_ETYPE). `out` is caller memory of n entries; it is
+ * also used as scratch space while sorting. Fails with QV_ETYPE naming the
+ * key and type for a type that cannot be sorted, QV_EINVAL for an array
+ * whose offsets, views or dictionary indices point outside its buffers,
+ * QV_ENOTSUP beyond QV_SORT_MAX_ROWS rows, QV_ENOMEM when working memory
+ * (about 9 bytes per row per key plus 8 per row; 8 more per word for
+ * decimal128/256 and wide fixed_size_binary keys) is not available.
+ *
+ * Single keys use a stable radix sort (least significant digit first,
+ * after a most-significant-digit split for large inputs) of
+ * order-preserving 64-bit transforms of the values: integers and temporal
+ * values with the sign bit flipped, floats with their sign-magnitude bits
+ * turned into an unsigned order, wide decimals and fixed-size binaries as
+ * several 64-bit words, strings as 7-byte big-endian prefixes plus a
+ * length marker (equal prefixes of longer strings are sorted again on the
+ * next 7 bytes), dictionaries as the rank of their decoded value. Several
+ * keys: the first key is sorted over all rows, then each run of equal
+ * values is sorted by the next key (small runs with a comparator over all
+ * remaining keys); docs/design.md has the measurements behind the choice.
+ * Single-threaded; concurrent calls on shared arrays are safe.
+ */
+qv_status qv_sort_indices(const qv_sort_key *keys, int32_t n_keys, int64_t *out,
+                          qv_error *err);
+
+/** qv_sort_indices over one array: out receives a->length entries. */
+qv_status qv_sort_indices_array(qv_array *a, bool descending,
+                                qv_null_placement null_placement, int64_t *out,
+                                qv_error *err);
+
+/** A sort key naming a table column. */
+typedef struct qv_sort_spec {
+  const char *column; /**< column name (the first column of that name) */
+  bool descending;
+  qv_null_placement null_placement;
+} qv_sort_spec;
+
+/**
+ * Sort indices of a table's rows by the named columns (pyarrow
+ * `pc.sort_indices(table, sort_keys=...)`): out receives num_rows entries.
+ * An unknown column is QV_EARG naming it. Decodes every batch (errors of a
+ * mapped table's batches surface here).
+ */
+qv_status qv_table_sort_indices(qv_table *t, const qv_sort_spec *specs, int32_t n_specs,
+                                int64_t *out, qv_error *err);
+
+/**
+ * Distinct values of a column in order of first appearance (pyarrow
+ * `unique`), as a new array of the column's type (dictionary columns give a
+ * dictionary array whose values are the distinct values' values; the null
+ * value, when present, is a null slot at its place). Caller owns *out.
+ * Same type rules as qv_grouper_new.
+ */
+qv_status qv_unique(const qv_chunked_column *column, qv_array **out, qv_error *err);
+
+/** qv_unique over a table column named `column` (QV_EARG if unknown). */
+qv_status qv_table_unique(qv_table *t, const char *column, qv_array **out, qv_error *err);
+
+/* ------------------------------------------------------------------------ */
+/* Grouper                                                                   */
+
+/** Group id returned by qv_grouper_lookup for keys not seen before. */
+#define QV_GROUP_NONE UINT32_MAX
+
+typedef struct qv_grouper qv_grouper;
+
+/**
+ * A grouper over keys of the given types (n_keys >= 1; the types are
+ * referenced, not copied). Key types: anything the row table stores
+ * (qv_row_column_meta_from_type: null, bool, fixed-width, binary/string
+ * and large variants) plus binary/string views (compared by their bytes)
+ * and dictionaries (grouped by decoded value, across dictionaries; value
+ * types as above). Other types are QV_ETYPE. Free with qv_grouper_free.
+ * Not thread-safe.
+ */
+qv_status qv_grouper_new(qv_type *const *key_types, int32_t n_keys, qv_grouper **out,
+                         qv_error *err);
+
+/** Free a grouper. NULL-safe. */
+void qv_grouper_free(qv_grouper *g);
+
+/**
+ * Assign group ids to the rows of one batch of keys: n_keys arrays of the
+ * grouper's types (QV_ETYPE otherwise) and equal length n (QV_EARG
+ * otherwise). out_ids[i] (caller memory, n entries) receives row i's
+ * group: an existing group's id when its key was seen before, in this
+ * batch or an earlier one, else the next new id. Keys are equal when every
+ * column is equal by bytes (floats bitwise), NULL equal to NULL. The arrays
+ * must be valid at QV_VALIDATE_DEFAULT (what the reader returns); views and
+ * dictionary indices are still checked as they are read (QV_EINVAL).
+ * Fails with QV_ERANGE when the number of groups would reach
+ * QV_GROUP_NONE. After a failure the grouper may hold part of the batch's
+ * groups; free it rather than use it further.
+ */
+qv_status qv_grouper_consume(qv_grouper *g, qv_array *const *keys, uint32_t *out_ids,
+                             qv_error *err);
+
+/** Like qv_grouper_consume without adding groups: keys never seen get
+ *  QV_GROUP_NONE. */
+qv_status qv_grouper_lookup(qv_grouper *g, qv_array *const *keys, uint32_t *out_ids,
+                            qv_error *err);
+
+/** Number of groups so far. */
+int64_t qv_grouper_num_groups(const qv_grouper *g);
+
+/**
+ * The key of every group, in group-id order: out[j] (n_keys entries)
+ * receives a new array of key column j's type, one row per group.
+ * Dictionary keys come back as dictionary<values=V, indices=int32> over the
+ * distinct values seen. Caller owns the arrays; on failure out[] is NULL.
+ */
+qv_status qv_grouper_uniques(qv_grouper *g, qv_array **out, qv_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* QUIVER_COMPUTE_H */
