@@ -213,7 +213,10 @@ int main(int argc, char **argv) {
   BEST("select", 3, qv_dataset_select(ds, every_other, (n + 1) / 2, NULL, &res, &E), res);
   head(res, 5, h, sizeof h);
   cn += (size_t)snprintf(checks + cn, sizeof checks - cn, "\"select\": [%s]", h);
-  /* SORT */
+  const char *by[] = {"numbers"};
+  BEST("sort", 3, qv_dataset_sort(ds, by, 1, NULL, QV_NULLS_AT_END, NULL, &res, &E), res);
+  head(res, 5, h, sizeof h);
+  cn += (size_t)snprintf(checks + cn, sizeof checks - cn, ", \"sort\": [%s]", h);
   BEST("shuffle", 3, qv_dataset_shuffle(ds, 42, NULL, &res, &E), res);
   head(res, 5, h, sizeof h);
   cn += (size_t)snprintf(checks + cn, sizeof checks - cn, ", \"shuffle\": [%s]", h);

@@ -53,6 +53,7 @@
 #define QUIVER_DATASET_H
 
 #include "quiver/array.h"
+#include "quiver/compute.h"
 #include "quiver/core.h"
 #include "quiver/fingerprint.h"
 #include "quiver/hf.h"
@@ -311,6 +312,29 @@ qv_status qv_dataset_select_range(qv_dataset *ds, int64_t start, int64_t length,
  */
 qv_status qv_dataset_shuffle(qv_dataset *ds, uint64_t seed, const qv_dataset_options *opts,
                              qv_dataset **out, qv_error *err);
+
+/**
+ * Stable sort by `columns[0..n)` (n >= 1; repeats allowed), each
+ * descending when `descending[i]` (NULL: all ascending), nulls placed by
+ * `nulls` for every key, as datasets' sort (pyarrow.compute.sort_indices
+ * over the rows as mapped; compute.h's order: NaN between numbers and
+ * nulls). Only the key columns are gathered. The order is composed with
+ * the existing mapping; cache files as shuffle. Fingerprint: "quiver.sort",
+ * {column_names: list, reverse: list of bool, null_placement: "at_end" |
+ * "at_start"}. QV_EARG for an unknown column (datasets' message),
+ * QV_ETYPE for a key type that cannot be ordered.
+ */
+qv_status qv_dataset_sort(qv_dataset *ds, const char *const *columns, int32_t n,
+                          const bool *descending, qv_null_placement nulls,
+                          const qv_dataset_options *opts, qv_dataset **out, qv_error *err);
+
+/**
+ * Distinct values of a column, in order of first appearance (datasets'
+ * unique: pyarrow's unique over the data's column when the mapping covers
+ * every data row, else over the rows as mapped). *out is a new array of
+ * the column's type. QV_EARG for an unknown column.
+ */
+qv_status qv_dataset_unique(qv_dataset *ds, const char *column, qv_array **out, qv_error *err);
 
 /**
  * Keep the rows where the expression `where` (expr.h, docs/expressions.md)

@@ -42,6 +42,9 @@ import pytest  # noqa: E402
 
 from qvpaths import CLI, LIB, require  # noqa: E402
 
+# datasets' sort passes null_placement the way pyarrow 25 deprecated.
+pytestmark = pytest.mark.filterwarnings("ignore:Specifying null_placement:FutureWarning")
+
 D = datasets
 N = 3000
 FEATURES = D.Features({
@@ -170,6 +173,45 @@ def test_filter(src, work, expr, fn):
     shutil.rmtree(out, True)
     quiver("filter", src, f"--where={expr}", "-o", out)
     assert_same(load(out), load(src).filter(fn))
+
+
+SORTS = [
+    (["score"], None, "last"),
+    (["score"], None, "first"),
+    (["score:desc"], None, "last"),
+    (["label:desc", "text"], None, "last"),
+    (["text", "id:desc"], None, "first"),
+    (["label", "score:desc", "id"], 7, "last"),
+]
+
+
+@pytest.mark.parametrize("by,seed,nulls", SORTS, ids=[f"{','.join(s[0])}-{s[1]}-{s[2]}" for s in SORTS])
+def test_sort(src, work, by, seed, nulls):
+    """Stable multi-key sort with datasets' null placement (nulls and NaN in
+    `score`), on the data or after a shuffle (the order is composed)."""
+    base = src
+    want = load(src)
+    if seed is not None:
+        base = os.path.join(work, f"sort-base-{seed}")
+        if not os.path.exists(base):
+            quiver("shuffle", src, f"--seed={seed}", "-o", base)
+        want = want.shuffle(seed=seed)
+    out = os.path.join(work, "sort")
+    shutil.rmtree(out, True)
+    r = quiver("sort", base, f"--by={','.join(by)}", f"--nulls={nulls}", "-o", out)
+    cols = [b.split(":")[0] for b in by]
+    rev = [b.endswith(":desc") for b in by]
+    want = want.sort(cols, reverse=rev, null_placement=nulls)
+    assert_same(load(out), want)
+    assert printed_fingerprints(r.stdout) == [state_fp(out)]
+
+
+def test_sort_errors(src, work):
+    r = quiver("sort", src, "--by=nope", "-o", os.path.join(work, "bad"), check=False)
+    assert r.returncode == 2
+    assert "Column 'nope' not found in the dataset" in r.stderr.decode()
+    r = quiver("sort", src, "--by=tags", "-o", os.path.join(work, "bad"), check=False)
+    assert r.returncode != 0
 
 
 def test_filter_errors(src, work):
@@ -364,6 +406,9 @@ def lib():
                                    ctypes.POINTER(P), P]
     q.qv_dataset_train_test_split.argtypes = [P, Size, Size, ctypes.c_bool, ctypes.c_uint64, P,
                                               ctypes.POINTER(P), ctypes.POINTER(P), P]
+    q.qv_dataset_sort.argtypes = [P, ctypes.POINTER(ctypes.c_char_p), ctypes.c_int32,
+                                  ctypes.POINTER(ctypes.c_bool), ctypes.c_int, P,
+                                  ctypes.POINTER(P), P]
     q.qv_dataset_flatten_indices.argtypes = [P, P, ctypes.POINTER(P), P]
     q.qv_dataset_concatenate.argtypes = [ctypes.POINTER(P), ctypes.c_int64, ctypes.c_int, P,
                                          ctypes.POINTER(P), P]
@@ -372,7 +417,7 @@ def lib():
                                          ctypes.POINTER(ctypes.c_int64), P]
     q.qv_table_free_paths.argtypes = [ctypes.POINTER(ctypes.c_char_p), ctypes.c_int64]
     for f in ("qv_dataset_open", "qv_dataset_shuffle", "qv_dataset_select", "qv_dataset_filter",
-              "qv_dataset_shard", "qv_dataset_train_test_split", "qv_dataset_flatten_indices",
+              "qv_dataset_shard", "qv_dataset_sort", "qv_dataset_train_test_split", "qv_dataset_flatten_indices",
               "qv_dataset_concatenate", "qv_dataset_save_to_disk", "qv_dataset_cache_files"):
         getattr(q, f).restype = ctypes.c_int
     return q
@@ -413,8 +458,8 @@ class Q:
 
 
 def chain(q, ds, opts=None):
-    """shuffle(21) -> select -> filter -> shard(3, 1, strided) -> shuffle(5),
-    all as composed mappings."""
+    """shuffle(21) -> select -> filter -> shard(3, 1, strided) -> shuffle(5)
+    -> sort(label desc, score), all as composed mappings."""
     opts = ctypes.byref(opts) if opts is not None else None
     s = q.call("qv_dataset_shuffle", ds, 21, opts)
     rows = list(range(2990, 10, -7))
@@ -423,13 +468,17 @@ def chain(q, ds, opts=None):
     f = q.call("qv_dataset_filter", sel, b"label == 1 or score is null", opts)
     sh = q.call("qv_dataset_shard", f, 3, 1, False, opts)
     s2 = q.call("qv_dataset_shuffle", sh, 5, opts)
-    return [s, sel, f, sh, s2], rows
+    cols = (ctypes.c_char_p * 2)(b"label", b"score")
+    desc = (ctypes.c_bool * 2)(True, False)
+    so = q.call("qv_dataset_sort", s2, cols, 2, desc, 0, opts)
+    return [s, sel, f, sh, s2, so], rows
 
 
 def datasets_chain(ds, rows):
     return (ds.shuffle(seed=21).select(rows)
             .filter(lambda x: x["label"] == 1 or x["score"] is None)
-            .shard(3, 1, contiguous=False).shuffle(seed=5))
+            .shard(3, 1, contiguous=False).shuffle(seed=5)
+            .sort(["label", "score"], reverse=[True, False]))
 
 
 def test_api_chain_composes(src, work):
@@ -489,9 +538,9 @@ def test_fingerprints_and_cache_across_processes(src, work):
     shutil.copytree(src, data)
     first = run_child(data)
     caches = sorted(f for f in os.listdir(data) if f.startswith("cache-"))
-    # shuffle, filter and the last shuffle wrote mappings; select and the
-    # strided shard keep theirs in memory, as datasets does
-    assert caches == sorted(f"cache-{first['fps'][i]}.arrow" for i in (0, 2, 4))
+    # shuffle, filter, the last shuffle and sort wrote mappings; select and
+    # the strided shard keep theirs in memory, as datasets does
+    assert caches == sorted(f"cache-{first['fps'][i]}.arrow" for i in (0, 2, 4, 5))
     mtimes = {f: os.stat(os.path.join(data, f)).st_mtime_ns for f in caches}
     second = run_child(data)
     assert second["fps"] == first["fps"]

@@ -886,6 +886,64 @@ static void test_map(void) {
   qv_dataset_unref(ds);
 }
 
+static void test_sort_and_unique(void) {
+  const char *dir = subdir("sort");
+  qv_dataset *ds = file_dataset(dir, 30, 4), *s = NULL, *sorted = NULL, *again = NULL;
+  /* by label descending, then a ascending (stable), through a shuffle */
+  OK(qv_dataset_shuffle(ds, 5, NULL, &s, &E));
+  const char *cols[] = {"label", "a"};
+  bool desc[] = {true, false};
+  OK(qv_dataset_sort(s, cols, 2, desc, QV_NULLS_AT_END, NULL, &sorted, &E));
+  int64_t want[30], k = 0;
+  for (int64_t l = 2; l >= 0; l--)
+    for (int64_t a = 0; a < 30; a++)
+      if (a % 3 == l) want[k++] = a;
+  QV_CHECK(same_a(sorted, want, 30));
+  QV_CHECK_EQ_INT(n_cache_files(sorted), 2); /* data + the sorted mapping */
+  char path[400];
+  snprintf(path, sizeof path, "%s/cache-%s.arrow", dir, qv_dataset_fingerprint(sorted));
+  QV_CHECK(access(path, F_OK) == 0);
+  OK(qv_dataset_sort(s, cols, 2, desc, QV_NULLS_AT_END, NULL, &again, &E));
+  QV_CHECK_EQ_STR(qv_dataset_fingerprint(again), qv_dataset_fingerprint(sorted));
+  QV_CHECK(same_a(again, want, 30));
+  /* stability: sorting by label alone keeps the shuffled order inside a label */
+  qv_dataset *by_label = NULL;
+  OK(qv_dataset_sort(s, cols, 1, NULL, QV_NULLS_AT_END, NULL, &by_label, &E));
+  int64_t perm[30];
+  OK(qv_permutation(5, 30, perm, &E));
+  k = 0;
+  for (int64_t l = 0; l < 3; l++)
+    for (int i = 0; i < 30; i++)
+      if (perm[i] % 3 == l) want[k++] = perm[i];
+  QV_CHECK(same_a(by_label, want, 30));
+  qv_dataset *bad = NULL;
+  const char *nope[] = {"nope"};
+  QV_CHECK(qv_dataset_sort(s, nope, 1, NULL, QV_NULLS_AT_END, NULL, &bad, &E) == QV_EARG);
+  QV_CHECK_EQ_STR(E.message, "Column 'nope' not found in the dataset. Please provide a column "
+                             "selected in: ['a', 't', 'label']");
+  /* unique: data order when the mapping is a permutation, mapped order otherwise */
+  qv_array *u = NULL;
+  OK(qv_dataset_unique(s, "label", &u, &E));
+  QV_REQUIRE(u != NULL);
+  QV_CHECK_EQ_INT(u->length, 3);
+  QV_CHECK_EQ_INT(((int64_t *)u->buffers[1]->data)[u->offset], 0);
+  qv_array_unref(u);
+  qv_dataset *f = NULL;
+  OK(qv_dataset_filter(sorted, "label != 2", NULL, &f, &E));
+  OK(qv_dataset_unique(f, "label", &u, &E));
+  QV_CHECK_EQ_INT(u->length, 2);
+  QV_CHECK_EQ_INT(((int64_t *)u->buffers[1]->data)[u->offset], 1);
+  QV_CHECK_EQ_INT(((int64_t *)u->buffers[1]->data)[u->offset + 1], 0);
+  qv_array_unref(u);
+  QV_CHECK(qv_dataset_unique(f, "nope", &u, &E) == QV_EARG);
+  qv_dataset_unref(f);
+  qv_dataset_unref(by_label);
+  qv_dataset_unref(again);
+  qv_dataset_unref(sorted);
+  qv_dataset_unref(s);
+  qv_dataset_unref(ds);
+}
+
 int main(void) {
   QV_RUN(test_open_and_fingerprints);
   QV_RUN(test_select);
@@ -899,6 +957,7 @@ int main(void) {
   QV_RUN(test_columns);
   QV_RUN(test_iteration);
   QV_RUN(test_map);
+  QV_RUN(test_sort_and_unique);
   cleanup();
   return QV_TEST_END();
 }

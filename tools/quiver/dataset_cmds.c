@@ -282,6 +282,13 @@ static int parse_args(ds_cmd cmd, const char *name, int argc, char **argv, ds_ar
 /* ------------------------------------------------------------------------ */
 /* Inputs                                                                    */
 
+static char *qv_ds_cli_strdup(const char *s) {
+  size_t n = strlen(s);
+  char *d = malloc(n + 1);
+  if (d) memcpy(d, s, n + 1);
+  return d;
+}
+
 /* Read "one row number per line" (blank lines and surrounding spaces
  * allowed). */
 static int read_indices(const char *name, const char *path, int64_t **out, int64_t *out_n) {
@@ -386,8 +393,40 @@ static qv_status apply(ds_cmd cmd, const ds_args *a, qv_dataset *ds, qv_dataset_
       qv_strbuf_printf(what, NULL, "%lld rows, seed %llu", (long long)rows,
                        (unsigned long long)a->seed);
       return qv_dataset_shuffle(ds, a->seed, o, out, err);
-    case CMD_SORT:
-      return qv_error_set(err, QV_ENOTSUP, "sort is not available yet");
+    case CMD_SORT: {
+      /* --by=COL[:asc|:desc][,COL...] */
+      char *spec = qv_ds_cli_strdup(a->by);
+      int32_t n = 1;
+      for (const char *p = a->by; *p; p++) n += *p == ',';
+      const char **cols = calloc((size_t)n, sizeof *cols);
+      bool *desc = calloc((size_t)n, sizeof *desc);
+      qv_status st = spec && cols && desc ? QV_OK : qv_error_set(err, QV_ENOMEM, "out of memory");
+      int32_t k = 0;
+      for (char *save = NULL, *tok = st == QV_OK ? strtok_r(spec, ",", &save) : NULL;
+           tok != NULL && st == QV_OK; tok = strtok_r(NULL, ",", &save)) {
+        char *colon = strrchr(tok, ':');
+        if (colon != NULL && (strcmp(colon, ":desc") == 0 || strcmp(colon, ":asc") == 0)) {
+          desc[k] = colon[1] == 'd';
+          *colon = '\0';
+        }
+        if (*tok == '\0') st = qv_error_set(err, QV_EARG, "--by: empty column name in '%s'", a->by);
+        cols[k++] = tok;
+      }
+      if (st == QV_OK && k == 0) st = qv_error_set(err, QV_EARG, "--by: no column in '%s'", a->by);
+      if (st == QV_OK)
+        st = qv_dataset_sort(ds, cols, k, desc, a->nulls_first ? QV_NULLS_AT_START : QV_NULLS_AT_END,
+                             o, out, err);
+      if (st == QV_OK) {
+        qv_strbuf_printf(what, NULL, "%lld rows by", (long long)rows);
+        for (int32_t i = 0; i < k; i++)
+          qv_strbuf_printf(what, NULL, "%s %s%s", i ? "," : "", cols[i], desc[i] ? " desc" : "");
+        qv_strbuf_printf(what, NULL, ", nulls %s", a->nulls_first ? "first" : "last");
+      }
+      free(cols);
+      free(desc);
+      free(spec);
+      return st;
+    }
     case CMD_FILTER: {
       QV_RETURN_NOT_OK(qv_dataset_filter(ds, a->where, o, out, err));
       qv_strbuf_printf(what, NULL, "kept %lld of %lld rows", (long long)qv_dataset_num_rows(*out),
