@@ -725,7 +725,7 @@ static qv_status find_names(const qv_dataset *ds, const char *what, const char *
         qv_strbuf_printf(&cols, NULL, "%s'%s'", c ? ", " : "",
                          qv_schema_field(qv_dataset_schema(ds), c)->name);
       qv_status st = qv_error_set(err, QV_EARG,
-                                  "%s column ['%s'] not in the dataset. Current columns in the "
+                                  "%s ['%s'] not in the dataset. Current columns in the "
                                   "dataset: [%s]",
                                   what, names[i] ? names[i] : "(null)", qv_strbuf_cstr(&cols));
       qv_strbuf_reset(&cols);
@@ -785,7 +785,7 @@ qv_status qv_dataset_map(qv_dataset *ds, const qv_map_fn *fn, const qv_map_optio
   bool *removed = calloc((size_t)(nc + 1), sizeof *removed);
   qv_status st = input && remove && removed ? QV_OK : oom(err);
   if (st == QV_OK && mo.input_columns)
-    st = find_names(ds, "Input", mo.input_columns, mo.n_input_columns, input, err);
+    st = find_names(ds, "Input column", mo.input_columns, mo.n_input_columns, input, err);
   if (st == QV_OK)
     st = find_names(ds, "Column to remove", mo.remove_columns, mo.n_remove_columns, remove, err);
   for (int32_t i = 0; st == QV_OK && i < mo.n_remove_columns; i++) removed[remove[i]] = true;

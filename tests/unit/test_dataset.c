@@ -871,6 +871,18 @@ static void test_map(void) {
   mo.n_remove_columns = 1;
   QV_CHECK(qv_dataset_map(ds, &ex, &mo, NULL, &r, &E) == QV_EARG);
   QV_CHECK(strstr(E.message, "remove_columns") != NULL);
+  /* unknown columns: datasets' messages */
+  const char *nope[] = {"zz"};
+  mo.remove_columns = nope;
+  QV_CHECK(qv_dataset_map(ds, &ex, &mo, NULL, &r, &E) == QV_EARG);
+  QV_CHECK_EQ_STR(E.message, "Column to remove ['zz'] not in the dataset. Current columns in the "
+                             "dataset: ['a', 't', 'label']");
+  mo.n_remove_columns = 0;
+  mo.input_columns = nope;
+  mo.n_input_columns = 1;
+  QV_CHECK(qv_dataset_map(ds, &ex, &mo, NULL, &r, &E) == QV_EARG);
+  QV_CHECK_EQ_STR(E.message, "Input column ['zz'] not in the dataset. Current columns in the "
+                             "dataset: ['a', 't', 'label']");
   /* one row per call (not batched) */
   memset(&mo, 0, sizeof mo);
   qv_dataset *one = NULL;

@@ -55,5 +55,6 @@ int cmd_shard(int argc, char **argv);
 int cmd_split(int argc, char **argv);
 int cmd_concat(int argc, char **argv);
 int cmd_flatten(int argc, char **argv);
+int cmd_map(int argc, char **argv);
 
 #endif

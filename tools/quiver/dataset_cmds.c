@@ -1,14 +1,19 @@
 /*
  * dataset_cmds.c — the dataset commands of the CLI: `quiver select |
  * shuffle | sort | filter | shard | split | concat | flatten SRC... -o DST`.
+ * `quiver map SRC --set NAME=EXPR ... -o DST` is datasets' batched map
+ * with a function made of expressions (quiver/expr.h): each --set
+ * evaluates one over the batch and adds or replaces column NAME.
  * Each opens SRC (an Arrow IPC file, a save_to_disk Dataset directory, or
  * a DatasetDict directory: one split with --split, else every split),
  * applies the transform through the dataset layer (quiver/dataset.h) and
  * writes DST in the save_to_disk layout (indices flattened, features and
  * the new fingerprint in state.json), so `datasets.load_from_disk(DST)`
- * opens it. Intermediate mappings stay in memory: nothing is written
- * beside SRC. A line on stdout says what was done; on a terminal, stderr
- * shows progress (progress.h). Top layer.
+ * opens it. Intermediate results (indices mappings, map outputs) stay in
+ * memory unless --cache is given: then they are written beside SRC's data
+ * files as `cache-<fingerprint>.arrow` and reused by the next run, as
+ * datasets does by default. A line on stdout says what was done; on a
+ * terminal, stderr shows progress (progress.h). Top layer.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -22,6 +27,7 @@
 #include "cli.h"
 #include "progress.h"
 #include "quiver/dataset.h"
+#include "quiver/expr.h"
 
 /* ------------------------------------------------------------------------ */
 /* Progress on a terminal (progress.h): one bar per phase of the library's
@@ -66,8 +72,17 @@ typedef enum ds_cmd {
   CMD_SHARD,
   CMD_SPLIT,
   CMD_CONCAT,
-  CMD_FLATTEN
+  CMD_FLATTEN,
+  CMD_MAP
 } ds_cmd;
+
+/* One --set NAME=EXPR of map: the name (owned), the expression text (in
+ * argv) and its parse (owned). */
+typedef struct set_arg {
+  char *name;
+  const char *text;
+  qv_expr *expr;
+} set_arg;
 
 typedef struct ds_args {
   const char *name;
@@ -76,6 +91,7 @@ typedef struct ds_args {
   const char *out;
   const char *split;
   qv_save_options save;
+  bool cache;
   /* per command */
   const char *indices_file;
   bool has_range;
@@ -90,7 +106,30 @@ typedef struct ds_args {
   const char *test_size, *train_size;
   bool no_shuffle;
   int axis;
+  set_arg *sets;
+  int n_sets;
+  char *remove_spec;     /* --remove-columns, split in place at ',' */
+  const char **remove;
+  int32_t n_remove;
+  int64_t batch_size;    /* qv_map_options.batch_size */
+  int num_proc;
 } ds_args;
+
+static void args_free(ds_args *a) {
+  for (int i = 0; i < a->n_sets; i++) {
+    free(a->sets[i].name);
+    qv_expr_free(a->sets[i].expr);
+  }
+  free(a->sets);
+  free(a->remove_spec);
+  free(a->remove);
+  free(a->srcs);
+  a->sets = NULL;
+  a->remove_spec = NULL;
+  a->remove = NULL;
+  a->srcs = NULL;
+  a->n_sets = 0;
+}
 
 static const char kCommonHelp[] =
     "\n"
@@ -98,11 +137,17 @@ static const char kCommonHelp[] =
     "directory (with --split NAME one split; without, every split, giving a\n"
     "DatasetDict). DST is written in the save_to_disk layout (datasets.load_from_disk\n"
     "opens it): the rows as selected (indices flattened), the features, and the new\n"
-    "fingerprint in state.json. Nothing is written beside SRC.\n"
+    "fingerprint in state.json. Intermediate results (indices mappings of select,\n"
+    "shuffle, sort, filter, split; map outputs) stay in memory and nothing is\n"
+    "written beside SRC, unless --cache is given: then they are written beside\n"
+    "SRC's data files as cache-<fingerprint>.arrow, as datasets does by default\n"
+    "(Dataset.from_file opens them), and the next run of the same operation on\n"
+    "the same SRC reuses them instead of computing them again.\n"
     "\n"
     "common options:\n"
     "  -o, --output DIR         output directory (required)\n"
     "  --split NAME             the split of a DatasetDict SRC to use\n"
+    "  --cache                  write and reuse cache-<fingerprint>.arrow files beside SRC\n"
     "  --max-shard-size SIZE    largest output shard (default 500MB; e.g. 100MB, 1GiB)\n"
     "  --output-shards N        exact number of output shards\n";
 
@@ -151,8 +196,45 @@ static const char *help_of(ds_cmd c) {
       return "usage: quiver flatten SRC -o DST\n"
              "\n"
              "Write SRC's rows as they are seen (datasets' flatten_indices + save_to_disk).\n";
+    case CMD_MAP:
+      return "usage: quiver map SRC --set NAME=EXPR [--set NAME=EXPR ...] [--remove-columns A,B]\n"
+             "                  [--batch-size N] [--num-proc N] -o DST\n"
+             "\n"
+             "datasets' batched Dataset.map with a function written as expressions\n"
+             "(docs/expressions.md): each --set evaluates EXPR over a batch of the input\n"
+             "columns and gives column NAME. A NAME the input has is replaced in place;\n"
+             "new columns are appended in --set order. Every EXPR sees the input columns\n"
+             "(not the ones other --set options compute), e.g.\n"
+             "  quiver map SRC --set n_chars='len(text)' --set score='score * 2' -o DST\n"
+             "\n"
+             "  --set NAME=EXPR          a column to compute (at least one)\n"
+             "  --remove-columns A,B     input columns to drop from the output (a column\n"
+             "                           both removed and set moves to the end, as in datasets)\n"
+             "  --batch-size N           rows per batch (default 1000; 0: the whole dataset\n"
+             "                           in one batch); changes the fingerprint, not the rows\n"
+             "  --num-proc N             N worker processes, each mapping a contiguous part\n"
+             "\n"
+             "Result types: comparisons, logic, 'is null', 'in' and the string predicates\n"
+             "give bool; integer arithmetic, len() and integer columns int64 (a bare uint64\n"
+             "column stays uint64); float arithmetic, '/' and float columns float64; string\n"
+             "and binary columns or literals string / binary (large_string becomes string);\n"
+             "the null literal null. Lists, structs, timestamps, decimals and other types\n"
+             "cannot be computed (only tested with 'is null', lists measured with len()).\n"
+             "A replaced column keeps its feature (ClassLabel, ...) when the result has its\n"
+             "Arrow type, else it takes the result type's feature (Value('int64'), ...).\n"
+             "The fingerprint depends on the expressions in canonical form (spacing and\n"
+             "redundant parentheses do not matter), the batch size and the removed columns.\n"
+             "A syntax error, an unknown column or a type error in EXPR is a usage error\n"
+             "(exit 2); an evaluation error (integer overflow, % 0) is exit 1.\n";
   }
   return "";
+}
+
+static char *qv_ds_cli_strdup(const char *s) {
+  size_t n = strlen(s);
+  char *d = malloc(n + 1);
+  if (d) memcpy(d, s, n + 1);
+  return d;
 }
 
 static bool parse_u64(const char *s, uint64_t *out) {
@@ -169,7 +251,8 @@ static int parse_args(ds_cmd cmd, const char *name, int argc, char **argv, ds_ar
   memset(a, 0, sizeof *a);
   a->name = name;
   a->srcs = calloc((size_t)argc + 1, sizeof *a->srcs);
-  if (a->srcs == NULL) return cli_usage(name, "out of memory");
+  a->sets = calloc((size_t)argc + 1, sizeof *a->sets);
+  if (a->srcs == NULL || a->sets == NULL) return cli_usage(name, "out of memory");
   for (int i = 1; i < argc; i++) {
     const char *s = argv[i], *v;
     bool m = false;
@@ -191,6 +274,8 @@ static int parse_args(ds_cmd cmd, const char *name, int argc, char **argv, ds_ar
           a->save.max_shard_size <= 0)
         return cli_usage(name, "--max-shard-size must be a size such as 500MB, found '%s'",
                          v ? v : "");
+    } else if (strcmp(s, "--cache") == 0) {
+      a->cache = true;
     } else if ((v = cli_opt_value(s, "--output-shards", argc, argv, &i, &m)) || m) {
       if (!v || !cli_parse_i64(v, &a->save.num_shards) || a->save.num_shards < 1)
         return cli_usage(name, "--output-shards must be a positive integer, found '%s'",
@@ -251,6 +336,59 @@ static int parse_args(ds_cmd cmd, const char *name, int argc, char **argv, ds_ar
       if (!v || (strcmp(v, "0") != 0 && strcmp(v, "1") != 0))
         return cli_usage(name, "--axis must be 0 or 1, found '%s'", v ? v : "");
       a->axis = v[0] - '0';
+    } else if (cmd == CMD_MAP && ((v = cli_opt_value(s, "--set", argc, argv, &i, &m)) || m)) {
+      const char *eq = v ? strchr(v, '=') : NULL;
+      if (eq == NULL || eq == v)
+        return cli_usage(name, "--set must be NAME=EXPR, found '%s'", v ? v : "");
+      /* NAME without the spaces around it ("n = len(t)"). */
+      const char *n0 = v, *n1 = eq;
+      while (n0 < n1 && (*n0 == ' ' || *n0 == '\t')) n0++;
+      while (n1 > n0 && (n1[-1] == ' ' || n1[-1] == '\t')) n1--;
+      if (n0 == n1) return cli_usage(name, "--set must be NAME=EXPR, found '%s'", v);
+      set_arg *sa = &a->sets[a->n_sets];
+      sa->name = malloc((size_t)(n1 - n0) + 1);
+      if (sa->name == NULL) return cli_usage(name, "out of memory");
+      memcpy(sa->name, n0, (size_t)(n1 - n0));
+      sa->name[n1 - n0] = '\0';
+      sa->text = eq + 1;
+      a->n_sets++;
+      for (int k = 0; k + 1 < a->n_sets; k++)
+        if (strcmp(a->sets[k].name, sa->name) == 0)
+          return cli_usage(name, "--set %s is given twice", sa->name);
+      qv_error err;
+      if (qv_expr_parse(sa->text, -1, &sa->expr, &err) != QV_OK)
+        return cli_usage(name, "--set %s: %s", sa->name, err.message);
+    } else if (cmd == CMD_MAP &&
+               ((v = cli_opt_value(s, "--remove-columns", argc, argv, &i, &m)) || m)) {
+      if (!v || !*v) return cli_usage(name, "--remove-columns needs column names");
+      if (a->remove_spec != NULL) return cli_usage(name, "--remove-columns is given twice");
+      int32_t n = 1;
+      for (const char *p = v; *p; p++) n += *p == ',';
+      a->remove_spec = qv_ds_cli_strdup(v);
+      a->remove = calloc((size_t)n, sizeof *a->remove);
+      if (a->remove_spec == NULL || a->remove == NULL) return cli_usage(name, "out of memory");
+      for (char *p = a->remove_spec, *tok = p;; p++) {
+        if (*p != ',' && *p != '\0') continue;
+        bool end = *p == '\0';
+        *p = '\0';
+        if (*tok == '\0') return cli_usage(name, "--remove-columns: empty column name in '%s'", v);
+        a->remove[a->n_remove++] = tok;
+        if (end) break;
+        tok = p + 1;
+      }
+    } else if (cmd == CMD_MAP &&
+               ((v = cli_opt_value(s, "--batch-size", argc, argv, &i, &m)) || m)) {
+      int64_t bs = 0;
+      if (!v || !cli_parse_i64(v, &bs))
+        return cli_usage(name, "--batch-size must be a non-negative integer, found '%s'",
+                         v ? v : "");
+      a->batch_size = bs == 0 ? -1 : bs;
+    } else if (cmd == CMD_MAP && ((v = cli_opt_value(s, "--num-proc", argc, argv, &i, &m)) || m)) {
+      int64_t np = 0;
+      if (!v || !cli_parse_i64(v, &np) || np < 1 || np > 1024)
+        return cli_usage(name, "--num-proc must be an integer in [1, 1024], found '%s'",
+                         v ? v : "");
+      a->num_proc = (int)np;
     } else if (s[0] == '-' && s[1] != '\0') {
       return cli_usage(name, "unknown option '%s'", s);
     } else {
@@ -266,6 +404,7 @@ static int parse_args(ds_cmd cmd, const char *name, int argc, char **argv, ds_ar
     return cli_usage(name, "give one of --indices=FILE or --range=START:STOP");
   if (cmd == CMD_SORT && a->by == NULL) return cli_usage(name, "missing --by=COLUMNS");
   if (cmd == CMD_FILTER && a->where == NULL) return cli_usage(name, "missing --where=EXPR");
+  if (cmd == CMD_MAP && a->n_sets == 0) return cli_usage(name, "missing --set NAME=EXPR");
   if (cmd == CMD_SHARD && (!a->has_num_shards || !a->has_index))
     return cli_usage(name, "give --num-shards=N and --index=I");
   if (cmd == CMD_SHARD && a->index >= a->num_shards)
@@ -281,13 +420,6 @@ static int parse_args(ds_cmd cmd, const char *name, int argc, char **argv, ds_ar
 
 /* ------------------------------------------------------------------------ */
 /* Inputs                                                                    */
-
-static char *qv_ds_cli_strdup(const char *s) {
-  size_t n = strlen(s);
-  char *d = malloc(n + 1);
-  if (d) memcpy(d, s, n + 1);
-  return d;
-}
 
 /* Read "one row number per line" (blank lines and surrounding spaces
  * allowed). */
@@ -366,6 +498,118 @@ static bool file_in(const char *dir, const char *name) {
   struct stat sb;
   if ((size_t)snprintf(p, sizeof p, "%s/%s", dir, name) >= sizeof p) return false;
   return stat(p, &sb) == 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* map: a batched map function made of --set expressions                     */
+
+typedef struct set_fn {
+  const ds_args *a;
+  qv_bound_expr **bound; /* [n_sets], bound to the input schema */
+} set_fn;
+
+/* qv_map_fn.call: one column per --set, evaluated over the batch. */
+static qv_status set_call(void *ctx, const qv_array *batch, int64_t first_row, int rank,
+                          qv_array **out, qv_error *err) {
+  (void)first_row;
+  (void)rank;
+  const set_fn *f = ctx;
+  int n = f->a->n_sets;
+  qv_array **cols = calloc((size_t)n, sizeof *cols);
+  qv_type *type = qv_type_new(QV_STRUCT);
+  qv_status st = cols && type ? QV_OK : qv_error_set(err, QV_ENOMEM, "out of memory");
+  for (int i = 0; i < n && st == QV_OK; i++) {
+    st = qv_bound_expr_eval(f->bound[i], batch, &cols[i], err);
+    if (st != QV_OK) {
+      st = qv_error_prefix(err, st, "--set %s: ", f->a->sets[i].name);
+      break;
+    }
+    st = qv_type_add_child(type, f->a->sets[i].name, true, qv_type_ref(cols[i]->type), NULL, err);
+    if (st != QV_OK) qv_type_unref(cols[i]->type);
+  }
+  qv_array *res = st == QV_OK ? qv_array_new(type, 1, n) : NULL;
+  if (st == QV_OK && res == NULL) st = qv_error_set(err, QV_ENOMEM, "out of memory");
+  if (st == QV_OK) {
+    res->length = batch->length;
+    res->null_count = 0;
+    for (int i = 0; i < n; i++) {
+      res->children[i] = cols[i];
+      cols[i] = NULL;
+    }
+    *out = res;
+  }
+  for (int i = 0; cols && i < n; i++) qv_array_unref(cols[i]);
+  free(cols);
+  qv_type_unref(type);
+  return st;
+}
+
+/* The map's parameters for the fingerprint: the --set list in order, each
+ * [NAME, canonical rendering of EXPR] (so spacing does not matter). */
+static qv_status set_params(const ds_args *a, qv_fingerprint_args **out, qv_error *err) {
+  qv_fingerprint_args *p = NULL;
+  QV_RETURN_NOT_OK(qv_fingerprint_args_new(&p, err));
+  qv_strbuf sb;
+  qv_strbuf_init(&sb);
+  qv_status st = qv_fingerprint_arg_begin_list(p, "set", err);
+  for (int i = 0; i < a->n_sets && st == QV_OK; i++) {
+    qv_strbuf_clear(&sb);
+    st = qv_expr_to_string(a->sets[i].expr, &sb, err);
+    if (st != QV_OK) break;
+    qv_fingerprint_arg_begin_list(p, NULL, err);
+    qv_fingerprint_arg_str(p, NULL, a->sets[i].name, err);
+    qv_fingerprint_arg_strn(p, NULL, qv_strbuf_cstr(&sb), (size_t)sb.len, err);
+    st = qv_fingerprint_arg_end(p, err);
+  }
+  if (st == QV_OK) st = qv_fingerprint_arg_end(p, err);
+  qv_strbuf_reset(&sb);
+  if (st != QV_OK) {
+    qv_fingerprint_args_free(p);
+    return st;
+  }
+  *out = p;
+  return QV_OK;
+}
+
+static qv_status apply_map(const ds_args *a, qv_dataset *ds, const qv_dataset_options *o,
+                           qv_dataset **out, qv_strbuf *what, qv_error *err) {
+  set_fn f = {a, calloc((size_t)a->n_sets, sizeof(qv_bound_expr *))};
+  qv_status st = f.bound ? QV_OK : qv_error_set(err, QV_ENOMEM, "out of memory");
+  for (int i = 0; i < a->n_sets && st == QV_OK; i++) {
+    st = qv_expr_bind(a->sets[i].expr, qv_dataset_schema(ds), &f.bound[i], err);
+    /* A column or type the expression gets wrong is the user's to fix. */
+    if (st == QV_EINVAL || st == QV_ETYPE)
+      st = qv_error_prefix(err, QV_EARG, "--set %s: ", a->sets[i].name);
+    else if (st != QV_OK)
+      st = qv_error_prefix(err, st, "--set %s: ", a->sets[i].name);
+  }
+  qv_fingerprint_args *params = NULL;
+  if (st == QV_OK) st = set_params(a, &params, err);
+  if (st == QV_OK) {
+    qv_map_fn fn = {"quiver.map_set", "1", set_call, &f, params};
+    qv_map_options mo;
+    memset(&mo, 0, sizeof mo);
+    mo.batched = true;
+    mo.batch_size = a->batch_size;
+    mo.remove_columns = a->remove;
+    mo.n_remove_columns = a->n_remove;
+    mo.num_proc = a->num_proc;
+    st = qv_dataset_map(ds, &fn, &mo, o, out, err);
+  }
+  if (st == QV_OK) {
+    qv_strbuf_printf(what, NULL, "%lld rows, set", (long long)qv_dataset_num_rows(ds));
+    for (int i = 0; i < a->n_sets; i++)
+      qv_strbuf_printf(what, NULL, "%s %s", i ? "," : "", a->sets[i].name);
+    if (a->n_remove > 0) {
+      qv_strbuf_printf(what, NULL, ", removed");
+      for (int32_t i = 0; i < a->n_remove; i++)
+        qv_strbuf_printf(what, NULL, "%s %s", i ? "," : "", a->remove[i]);
+    }
+  }
+  qv_fingerprint_args_free(params);
+  for (int i = 0; f.bound && i < a->n_sets; i++) qv_bound_expr_free(f.bound[i]);
+  free(f.bound);
+  return st;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -456,13 +700,18 @@ static qv_status apply(ds_cmd cmd, const ds_args *a, qv_dataset *ds, qv_dataset_
       if (!a->no_shuffle) qv_strbuf_printf(what, NULL, " (seed %llu)", (unsigned long long)a->seed);
       return QV_OK;
     }
+    case CMD_MAP:
+      return apply_map(a, ds, o, out, what, err);
     case CMD_FLATTEN: {
-      /* Saving flattens; the result carries flatten_indices' fingerprint. */
+      qv_strbuf_printf(what, NULL, "%lld rows%s", (long long)rows,
+                       qv_dataset_indices(ds) ? " (indices mapping flattened)" : "");
+      /* With --cache, datasets' flatten_indices writes (or reuses) its cache
+       * file; otherwise saving flattens, and the result carries
+       * flatten_indices' fingerprint. */
+      if (!o->keep_in_memory) return qv_dataset_flatten_indices(ds, o, out, err);
       char fp[QV_FINGERPRINT_SIZE];
       QV_RETURN_NOT_OK(qv_fingerprint_update(qv_dataset_fingerprint(ds), "quiver.flatten_indices",
                                              NULL, fp, err));
-      qv_strbuf_printf(what, NULL, "%lld rows%s", (long long)rows,
-                       qv_dataset_indices(ds) ? " (indices mapping flattened)" : "");
       return qv_dataset_with_fingerprint(ds, fp, out, err);
     }
     case CMD_CONCAT:
@@ -480,7 +729,7 @@ static int run(ds_cmd cmd, const char *name, int argc, char **argv) {
   ds_args a;
   int rc = parse_args(cmd, name, argc, argv, &a);
   if (rc >= 0) {
-    free(a.srcs);
+    args_free(&a);
     return rc;
   }
   progress_state ps;
@@ -489,7 +738,7 @@ static int run(ds_cmd cmd, const char *name, int argc, char **argv) {
   a.save.progress_ctx = &ps;
   qv_dataset_options o;
   memset(&o, 0, sizeof o);
-  o.keep_in_memory = true;
+  o.keep_in_memory = !a.cache;
   o.progress = progress_cb;
   o.progress_ctx = &ps;
   qv_error err;
@@ -499,7 +748,7 @@ static int run(ds_cmd cmd, const char *name, int argc, char **argv) {
   if (cmd == CMD_SELECT && a.indices_file != NULL) {
     rc = read_indices(name, a.indices_file, &idx, &n_idx);
     if (rc >= 0) {
-      free(a.srcs);
+      args_free(&a);
       return rc;
     }
   }
@@ -512,7 +761,7 @@ static int run(ds_cmd cmd, const char *name, int argc, char **argv) {
     if (cmd == CMD_SPLIT) {
       rc = cli_usage(name, "%s is a DatasetDict: choose the split to divide with --split",
                      a.srcs[0]);
-      free(a.srcs);
+      args_free(&a);
       free(idx);
       return rc;
     }
@@ -606,7 +855,7 @@ static int run(ds_cmd cmd, const char *name, int argc, char **argv) {
   qv_table_free_paths(splits, n_splits);
   qv_strbuf_reset(&what);
   free(idx);
-  free(a.srcs);
+  args_free(&a);
   return rc;
 }
 
@@ -618,3 +867,4 @@ int cmd_shard(int argc, char **argv) { return run(CMD_SHARD, "shard", argc, argv
 int cmd_split(int argc, char **argv) { return run(CMD_SPLIT, "split", argc, argv); }
 int cmd_concat(int argc, char **argv) { return run(CMD_CONCAT, "concat", argc, argv); }
 int cmd_flatten(int argc, char **argv) { return run(CMD_FLATTEN, "flatten", argc, argv); }
+int cmd_map(int argc, char **argv) { return run(CMD_MAP, "map", argc, argv); }

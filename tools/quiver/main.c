@@ -41,6 +41,10 @@ static const char kUsage[] =
     "                                train/test DatasetDict\n"
     "  concat SRC SRC... [--axis=0|1] -o DST\n"
     "  flatten SRC -o DST            rows as seen, indices flattened\n"
+    "  map SRC --set NAME=EXPR... [--remove-columns A,B] -o DST\n"
+    "                                batched map computing columns from expressions\n"
+    "  (every dataset command: --cache writes and reuses cache-<fingerprint>.arrow\n"
+    "   files beside SRC, as datasets does)\n"
     "\n"
     "options:\n"
     "  -h, --help                    show help (also 'quiver COMMAND --help')\n"
@@ -109,6 +113,7 @@ static const command kCommands[] = {
     {"split", cmd_split},
     {"concat", cmd_concat},
     {"flatten", cmd_flatten},
+    {"map", cmd_map},
 };
 
 int main(int argc, char **argv) {
