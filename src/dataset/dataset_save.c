@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "dataset/dataset_internal.h"
+#include "dataset/hf_internal.h"
 #include "quiver/print.h"
 #include "quiver/writer.h"
 
@@ -99,7 +100,8 @@ qv_status qv_ds_write_rows(qv_dataset *ds, const char *path, const qv_schema *sc
 }
 
 /* ------------------------------------------------------------------------ */
-/* Size estimate (pyarrow's nbytes: the bytes the values use)                */
+/* Size estimate (pyarrow's nbytes: the bytes the values use; offsets count
+ * one entry per element, as pyarrow does)                                   */
 
 static int64_t off_at(const qv_array *a, int64_t i, bool large) {
   const uint8_t *p = a->buffers[1]->data;
@@ -132,14 +134,14 @@ static int64_t nbytes(const qv_array *a, int64_t start, int64_t count) {
     case QV_LARGE_BINARY:
     case QV_LARGE_STRING: {
       bool large = id == QV_LARGE_BINARY || id == QV_LARGE_STRING;
-      n += (count + 1) * (large ? 8 : 4);
+      n += count * (large ? 8 : 4); /* pyarrow counts one offset per element */
       return n + off_at(a, start + count, large) - off_at(a, start, large);
     }
     case QV_LIST:
     case QV_LARGE_LIST:
     case QV_MAP: {
       bool large = id == QV_LARGE_LIST;
-      n += (count + 1) * (large ? 8 : 4);
+      n += count * (large ? 8 : 4);
       int64_t s = off_at(a, start, large), e = off_at(a, start + count, large);
       return n + nbytes(a->children[0], a->children[0]->offset + s, e - s);
     }
@@ -169,8 +171,145 @@ static int64_t nbytes(const qv_array *a, int64_t start, int64_t count) {
   return n;
 }
 
-/* datasets' _estimate_nbytes: the data table's nbytes, scaled by the
- * mapping's rows over the data's rows. */
+/* datasets' require_decoding: media and Json features (at the top level
+ * whatever their `decode`; nested ones only when they decode). */
+static bool needs_decoding(const qv_hf_feature *f, bool ignore_decode) {
+  switch (f->kind) {
+    case QV_HF_DICT:
+      for (int32_t i = 0; i < f->n_children; i++)
+        if (needs_decoding(f->children[i], false)) return true;
+      return false;
+    case QV_HF_LIST:
+    case QV_HF_LARGE_LIST:
+      return f->n_children == 1 && needs_decoding(f->children[0], false);
+    case QV_HF_MEDIA:
+    case QV_HF_JSON: {
+      if (ignore_decode) return true;
+      json_t *d = f->params_ ? json_object_get((json_t *)f->params_, "decode") : NULL;
+      return d == NULL || !json_is_false(d);
+    }
+    default:
+      return false;
+  }
+}
+
+static const qv_array *struct_field(const qv_array *a, const qv_type *t, const char *name) {
+  for (int32_t c = 0; c < t->n_children && c < a->n_children; c++)
+    if (strcmp(t->children[c].name, name) == 0) return a->children[c];
+  return NULL;
+}
+
+/* datasets' extra_nbytes_visitor over rows [start, start+count) of `a`
+ * (start counts a->offset) with feature `f`, walked as table_visitor walks:
+ * into the fields of dict features and the values of (32-bit) lists of
+ * List features. An Image / Audio / Video value stored by path only adds
+ * the size of that file (relative paths from the working directory; a file
+ * that cannot be stat()ed adds nothing); every such struct subtracts the
+ * nbytes of its path strings. */
+static void media_extra(const qv_array *a, int64_t start, int64_t count, const qv_hf_feature *f,
+                        int depth, int64_t *extra) {
+  if (count <= 0 || depth > QV_HF_MAX_DEPTH) return;
+  const qv_type *t = a->type;
+  if (f->kind == QV_HF_MEDIA && t->id == QV_STRUCT && f->type_name &&
+      (strcmp(f->type_name, "Image") == 0 || strcmp(f->type_name, "Audio") == 0 ||
+       strcmp(f->type_name, "Video") == 0)) {
+    const qv_array *bytes = struct_field(a, t, "bytes"), *path = struct_field(a, t, "path");
+    if (path == NULL) return;
+    bool large = path->type->id == QV_LARGE_STRING || path->type->id == QV_LARGE_BINARY;
+    bool is_str = large || path->type->id == QV_STRING || path->type->id == QV_BINARY;
+    for (int64_t i = start; is_str && i < start + count; i++) {
+      int64_t pi = path->offset + i, bi = bytes ? bytes->offset + i : 0;
+      if (!qv_array_is_valid(a, i - a->offset) || !qv_array_is_valid(path, pi - path->offset))
+        continue;
+      if (bytes != NULL && qv_array_is_valid(bytes, bi - bytes->offset)) continue;
+      int64_t b = off_at(path, pi, large), e = off_at(path, pi + 1, large);
+      char name[PATH_MAX];
+      struct stat sb;
+      if (e - b <= 0 || e - b >= (int64_t)sizeof name) continue;
+      memcpy(name, path->buffers[2]->data + b, (size_t)(e - b));
+      name[e - b] = '\0';
+      if (stat(name, &sb) == 0) *extra += (int64_t)sb.st_size;
+    }
+    *extra -= nbytes(path, path->offset + start, count);
+    return;
+  }
+  if (f->kind == QV_HF_DICT && t->id == QV_STRUCT) {
+    for (int32_t k = 0; k < f->n_children; k++) {
+      const qv_array *c = struct_field(a, t, f->keys[k]);
+      if (c != NULL) media_extra(c, c->offset + start, count, f->children[k], depth + 1, extra);
+    }
+  } else if ((f->kind == QV_HF_LIST || f->kind == QV_HF_LARGE_LIST) && f->n_children == 1 &&
+             t->id == QV_LIST) {
+    int64_t b = off_at(a, start, false), e = off_at(a, start + count, false);
+    const qv_array *v = a->children[0];
+    media_extra(v, v->offset + b, e - b, f->children[0], depth + 1, extra);
+  }
+}
+
+/* Rows of the sample datasets' _estimate_nbytes visits: the first 1000 as
+ * mapped (with_format("arrow")[:1000]). */
+#define EXTRA_SAMPLE_ROWS 1000
+
+/* datasets' extra_nbytes for datasets with columns that need decoding:
+ * visited over the first rows as mapped — slices of the data batches
+ * without a mapping, one-row slices of them through one (fast_gather) —
+ * and scaled by data rows over visited rows. */
+static qv_status estimate_media_extra(const qv_dataset *ds, int64_t *out, qv_error *err) {
+  *out = 0;
+  const qv_hf_feature *feats = ds->features;
+  bool any = false;
+  for (int32_t c = 0; feats && c < feats->n_children && !any; c++)
+    any = needs_decoding(feats->children[c], true);
+  int64_t rows = qv_dataset_num_rows(ds);
+  if (!any || rows == 0) return QV_OK;
+  qv_table *t = ds->data;
+  const qv_type *st = qv_table_schema(t)->type;
+  int64_t m = rows < EXTRA_SAMPLE_ROWS ? rows : EXTRA_SAMPLE_ROWS, extra = 0;
+  int64_t *data_rows = NULL;
+  if (ds->indices != NULL) {
+    if ((data_rows = malloc(sizeof(int64_t) * (size_t)m)) == NULL) return oom(err);
+    qv_status s = qv_dataset_data_rows(ds, 0, m, data_rows, err);
+    if (s != QV_OK) {
+      free(data_rows);
+      return s;
+    }
+  }
+  qv_status s = QV_OK;
+  int64_t done = 0, b = 0;
+  while (s == QV_OK && done < m) {
+    int64_t row = 0, count = 0;
+    if (data_rows != NULL) {
+      s = qv_table_locate(t, data_rows[done], &b, &row, err);
+      count = 1;
+    } else {
+      if (b >= qv_table_num_batches(t)) break;
+      count = qv_table_batch_rows(t, b);
+      if (count > m - done) count = m - done;
+    }
+    qv_array *batch = NULL;
+    if (s == QV_OK) s = qv_table_batch(t, b, &batch, err);
+    if (s != QV_OK) break;
+    for (int32_t c = 0; feats && c < feats->n_children; c++) {
+      const qv_array *col = struct_field(batch, st, feats->keys[c]);
+      if (col != NULL)
+        media_extra(col, col->offset + batch->offset + row, count, feats->children[c], 0, &extra);
+    }
+    qv_array_unref(batch);
+    done += count;
+    if (data_rows == NULL) b++;
+  }
+  free(data_rows);
+  if (s != QV_OK) return s;
+  /* Python's floor division of extra * len(data) by the visited rows. */
+  __int128 num = (__int128)extra * qv_table_num_rows(t);
+  int64_t q = (int64_t)(num / done);
+  if (num % done != 0 && num < 0) q--;
+  *out = q;
+  return QV_OK;
+}
+
+/* datasets' _estimate_nbytes: the data table's nbytes, plus the media
+ * adjustment above, scaled by the mapping's rows over the data's rows. */
 static qv_status estimate_nbytes(const qv_dataset *ds, int64_t *out, qv_error *err) {
   int64_t total = 0;
   qv_table *t = ds->data;
@@ -180,6 +319,9 @@ static qv_status estimate_nbytes(const qv_dataset *ds, int64_t *out, qv_error *e
     total += nbytes(batch, batch->offset, batch->length);
     qv_array_unref(batch);
   }
+  int64_t extra = 0;
+  QV_RETURN_NOT_OK(estimate_media_extra(ds, &extra, err));
+  total += extra;
   int64_t data_rows = qv_table_num_rows(t);
   if (ds->indices != NULL && data_rows > 0)
     total = (int64_t)((__int128)total * qv_table_num_rows(ds->indices) / data_rows);

@@ -22,7 +22,6 @@ DatasetDict train/test, sharded. Then:
 """
 import atexit
 import base64
-import datetime
 import json
 import os
 import shutil
@@ -42,6 +41,8 @@ import pyarrow as pa  # noqa: E402
 import pyarrow.ipc as ipc  # noqa: E402
 import pytest  # noqa: E402
 
+from hfdata import (N_MAIN, dtypes_dataset, main_dataset, media_dataset,  # noqa: E402
+                    translation_dataset)
 from qvpaths import CLI, require  # noqa: E402
 
 D = datasets
@@ -64,130 +65,22 @@ def quiver_rows(*args):
 
 
 # ---------------------------------------------------------------------------
-# The datasets under test
-
-MAIN_FEATURES = D.Features({
-    "i8": D.Value("int8"),
-    "u64": D.Value("uint64"),
-    "f32": D.Value("float32"),
-    "f64": D.Value("float64"),
-    "flag": D.Value("bool"),
-    "text": D.Value("string"),
-    "big_text": D.Value("large_string"),
-    "blob": D.Value("binary"),
-    "ts": D.Value("timestamp[ms, tz=UTC]"),
-    "day": D.Value("date32"),
-    "label": D.ClassLabel(names=["neg", "pos", "neutral"]),
-    "seq": D.Sequence(D.Value("int32")),
-    "pair": D.Sequence(D.Value("float64"), length=2),
-    "spans": D.Sequence({"start": D.Value("int32"), "tag": D.Value("string")}),
-    "ner": D.List(D.ClassLabel(names=["O", "B-PER", "I-PER"])),
-    "big": D.LargeList(D.Value("int64")),
-    "m2": D.Array2D(shape=(2, 3), dtype="int32"),
-    "m3": D.Array3D(shape=(None, 2, 2), dtype="float32"),
-    "meta": {"ok": D.Value("bool"), "words": [D.Value("string")],
-             "inner": {"score": D.Value("float64")}},
-})
-
-N_MAIN = 23
-
-
-def _main_rows():
-    rows = []
-    for i in range(N_MAIN):
-        rows.append({
-            "i8": (i * 37) % 256 - 128,
-            "u64": 2**63 - 1 - i,
-            "f32": i / 10,
-            "f64": i / 3,
-            "flag": i % 3 == 0,
-            "text": f"row {i} – café ✓ 🐍",
-            "big_text": "x" * i,
-            "blob": bytes(range(i % 7)),
-            "ts": datetime.datetime(2021, 3, 4, 5, 6, 7, 8000 * i, tzinfo=datetime.timezone.utc),
-            "day": datetime.date(2000, 1, 1) + datetime.timedelta(days=i * 40),
-            "label": (i % 4) - 1,  # -1 (no label), 0, 1, 2
-            "seq": list(range(i % 5)),
-            "pair": [i * 0.5, -i * 0.25],
-            "spans": {"start": list(range(i % 3)), "tag": ["t%d" % k for k in range(i % 3)]},
-            "ner": [k % 3 for k in range(i % 4)],
-            "big": [i] * (i % 3),
-            "m2": np.arange(6, dtype=np.int32).reshape(2, 3) * i,
-            "m3": np.full((i % 3 + 1, 2, 2), i, dtype=np.float32),
-            "meta": {"ok": i % 2 == 1, "words": ["w"] * (i % 2), "inner": {"score": i * 1.5}},
-        })
-    return rows
-
-
-def _media_dataset():
-    blob = {"bytes": D.Value("binary"), "path": D.Value("string")}
-    plain = D.Features({"img": blob, "aud": blob, "vid": blob,
-                        "label": D.ClassLabel(names=["cat", "dog"])})
-    rows = {"img": [{"bytes": b"\x89PNG" + bytes([i]), "path": None} for i in range(5)],
-            "aud": [{"bytes": b"RIFF" + bytes([i]), "path": None} for i in range(5)],
-            "vid": [{"bytes": b"\x00\x00\x00\x18ftyp" + bytes([i]), "path": f"v{i}.mp4"}
-                    for i in range(5)],
-            "label": [i % 2 for i in range(5)]}
-    ds = D.Dataset.from_dict(rows, features=plain)
-    # cast_column goes through cast_storage: no Pillow / torchcodec needed
-    return (ds.cast_column("img", D.Image())
-              .cast_column("aud", D.Audio(sampling_rate=16000))
-              .cast_column("vid", D.Video(decode=False)))
-
-
-def _translation_dataset():
-    f = D.Features({"tr": D.Translation(languages=["fr", "en", "de"]),
-                    "tvl": D.TranslationVariableLanguages(languages=["fr", "en"])})
-    return D.Dataset.from_dict(
-        {"tr": [{"fr": "chat", "en": "cat", "de": "Katze"}, {"fr": "chien", "en": "dog", "de": "Hund"}],
-         "tvl": [{"fr": ["le chat", "la chatte"], "en": "the cat"}, {"en": "a dog"}]},
-        features=f)
-
-
-DTYPES = ["null", "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
-          "uint64", "float16", "float32", "float64", "time32[s]", "time32[ms]", "time64[us]",
-          "time64[ns]", "timestamp[s]", "timestamp[us]", "timestamp[ns, tz=UTC]",
-          "timestamp[ms, tz=Europe/Paris]", "date32", "date64", "duration[s]", "duration[ns]",
-          "decimal128(10, 2)", "decimal256(40, 6)", "binary", "large_binary", "string",
-          "large_string", "fixed_size_binary[3]"]
-
-
-def _dtypes_dataset():
-    t = datetime.datetime(2022, 2, 3, 4, 5, 6)
-    sample = {
-        "null": None, "bool": True, "int8": -5, "int16": -300, "int32": 70000, "int64": -2**40,
-        "uint8": 250, "uint16": 65000, "uint32": 2**32 - 1, "uint64": 2**62 + 7,
-        "float16": 1.5, "float32": 0.1, "float64": 2.5e-300,
-        "time32[s]": datetime.time(1, 2, 3), "time32[ms]": datetime.time(1, 2, 3, 4000),
-        "time64[us]": datetime.time(23, 59, 59, 999999), "time64[ns]": datetime.time(0, 0, 1),
-        "timestamp[s]": t, "timestamp[us]": t, "timestamp[ns, tz=UTC]": t,
-        "timestamp[ms, tz=Europe/Paris]": t, "date32": t.date(), "date64": t.date(),
-        "duration[s]": datetime.timedelta(seconds=90), "duration[ns]": datetime.timedelta(microseconds=5),
-        "decimal128(10, 2)": __import__("decimal").Decimal("12345678.91"),
-        "decimal256(40, 6)": __import__("decimal").Decimal("-1.000001"),
-        "binary": b"\x00\xff", "large_binary": b"abc", "string": "s", "large_string": "L",
-        "fixed_size_binary[3]": b"xyz",
-    }
-    feats = D.Features({f"c{i}": D.Value(d) for i, d in enumerate(DTYPES)})
-    data = {f"c{i}": [sample[d], None if d != "null" else None, sample[d]]
-            for i, d in enumerate(DTYPES)}
-    return D.Dataset.from_dict(data, features=feats)
-
+# The datasets under test (built by hfdata.py)
 
 @pytest.fixture(scope="module")
 def saved(tmp_path_factory):
     root = tmp_path_factory.mktemp("hf")
-    main = D.Dataset.from_list(_main_rows(), features=MAIN_FEATURES)
+    main = main_dataset()
     out = {"main_ds": main, "root": root}
     out["main"] = root / "main"
     main.save_to_disk(str(out["main"]), max_shard_size=1500)  # several shards
-    out["media_ds"] = _media_dataset()
+    out["media_ds"] = media_dataset()
     out["media"] = root / "media"
     out["media_ds"].save_to_disk(str(out["media"]))
-    out["tr_ds"] = _translation_dataset()
+    out["tr_ds"] = translation_dataset()
     out["tr"] = root / "tr"
     out["tr_ds"].save_to_disk(str(out["tr"]))
-    out["dtypes_ds"] = _dtypes_dataset()
+    out["dtypes_ds"] = dtypes_dataset()
     out["dtypes"] = root / "dtypes"
     out["dtypes_ds"].save_to_disk(str(out["dtypes"]), num_shards=2)
     dd = D.DatasetDict({"train": main.select(range(15)), "test": main.select(range(15, N_MAIN))})

@@ -956,6 +956,99 @@ static void test_sort_and_unique(void) {
   qv_dataset_unref(ds);
 }
 
+/* A dataset of one Image column (struct<bytes: binary, path: string>). */
+static qv_dataset *image_dataset(int64_t n, const char *const *bytes, const int64_t *lens,
+                                 const char *const *paths) {
+  qv_type *img = tb_type(QV_STRUCT);
+  tb_child(img, "bytes", tb_type(QV_BINARY));
+  tb_child(img, "path", tb_type(QV_STRING));
+  qv_type *st = tb_child(tb_type(QV_STRUCT), "img", qv_type_ref(img));
+  qv_array *ch[2] = {tb_str(QV_BINARY, n, bytes, lens), tb_str(QV_STRING, n, paths, NULL)};
+  qv_array *col = tb_array_nc(img, n, 0, 1, (qv_buffer *[]){NULL}, 2, ch);
+  qv_array *batch = tb_array_nc(qv_type_ref(st), n, 0, 1, (qv_buffer *[]){NULL}, 1, &col);
+  qv_schema *s = qv_schema_new(st);
+  qv_table *t = NULL;
+  qv_dataset *plain = NULL, *ds = NULL;
+  qv_hf_feature *f = NULL;
+  const char *json = "{\"img\": {\"decode\": true, \"_type\": \"Image\"}}";
+  if (qv_table_from_batches(s, &batch, 1, &t, &E) != QV_OK ||
+      qv_dataset_from_table(t, NULL, &plain, &E) != QV_OK ||
+      qv_hf_features_parse(json, (int64_t)strlen(json), &f, &E) != QV_OK ||
+      qv_dataset_cast(plain, f, &ds, &E) != QV_OK) {
+    fprintf(stderr, "image_dataset: %s\n", E.message);
+    abort();
+  }
+  qv_hf_feature_free(f);
+  qv_dataset_unref(plain);
+  qv_table_unref(t);
+  qv_schema_unref(s);
+  qv_array_unref(batch);
+  return ds;
+}
+
+static void test_save_media_estimate(void) {
+  /* datasets' _estimate_nbytes with media columns: the path strings' bytes
+   * are subtracted, files referenced by path only are added. */
+  const char *dir = subdir("media");
+  char out[400];
+  snprintf(out, sizeof out, "%s/saved", dir);
+  qv_save_options so;
+  memset(&so, 0, sizeof so);
+  int64_t shards = 0;
+  /* 100 images of 100 bytes, no path: nbytes 10826 = bytes (13 validity +
+   * 400 offsets (pyarrow counts one per element) + 10000) + path (13 + 400);
+   * estimate 10826 - 413 = 10413. */
+  const char *b[100], *p[100];
+  int64_t lens[100];
+  static const char blob[100] = "0123456789";
+  for (int i = 0; i < 100; i++) {
+    b[i] = blob;
+    lens[i] = 100;
+    p[i] = NULL;
+  }
+  qv_dataset *ds = image_dataset(100, b, lens, p);
+  so.max_shard_size = 10414;
+  OK(qv_dataset_save_to_disk(ds, out, &so, &shards, &E));
+  QV_CHECK_EQ_INT(shards, 1);
+  so.max_shard_size = 10413;
+  OK(qv_dataset_save_to_disk(ds, out, &so, &shards, &E));
+  QV_CHECK_EQ_INT(shards, 2);
+  qv_dataset_unref(ds);
+  /* 10 images stored by path only, a file of 5000 bytes each: estimate
+   * 42 (bytes: 2 validity + 40 offsets) + 10 * 5000. */
+  char file[400];
+  snprintf(file, sizeof file, "%s/f.bin", dir);
+  FILE *fp = fopen(file, "wb");
+  QV_CHECK(fp != NULL);
+  for (int i = 0; fp && i < 5000; i++) fputc('x', fp);
+  if (fp) fclose(fp);
+  for (int i = 0; i < 10; i++) {
+    b[i] = NULL;
+    p[i] = file;
+  }
+  ds = image_dataset(10, b, NULL, p);
+  so.max_shard_size = 50043;
+  OK(qv_dataset_save_to_disk(ds, out, &so, &shards, &E));
+  QV_CHECK_EQ_INT(shards, 1);
+  so.max_shard_size = 50042;
+  OK(qv_dataset_save_to_disk(ds, out, &so, &shards, &E));
+  QV_CHECK_EQ_INT(shards, 2);
+  /* through a mapping, one-row slices are visited: 10 * (1 validity + 4
+   * offset + L) path bytes instead of 2 + 40 + 10 L */
+  qv_dataset *sh = NULL;
+  OK(qv_dataset_shuffle(ds, 3, NULL, &sh, &E));
+  size_t L = strlen(file);
+  int64_t est = 42 + 2 + 40 + 10 * (int64_t)L + 10 * 5000 - 10 * (5 + (int64_t)L);
+  so.max_shard_size = est + 1;
+  OK(qv_dataset_save_to_disk(sh, out, &so, &shards, &E));
+  QV_CHECK_EQ_INT(shards, 1);
+  so.max_shard_size = est;
+  OK(qv_dataset_save_to_disk(sh, out, &so, &shards, &E));
+  QV_CHECK_EQ_INT(shards, 2);
+  qv_dataset_unref(sh);
+  qv_dataset_unref(ds);
+}
+
 int main(void) {
   QV_RUN(test_open_and_fingerprints);
   QV_RUN(test_select);
@@ -970,6 +1063,7 @@ int main(void) {
   QV_RUN(test_iteration);
   QV_RUN(test_map);
   QV_RUN(test_sort_and_unique);
+  QV_RUN(test_save_media_estimate);
   cleanup();
   return QV_TEST_END();
 }
