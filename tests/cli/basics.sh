@@ -77,5 +77,22 @@ expect 1 "filter over a missing file" "$q" filter /nonexistent/x.arrow --where='
 contains "$tmp/err" "/nonexistent/x.arrow" "filter missing file message"
 expect 1 "filter unknown column" "$q" filter "$prim" --where='nope > 1' -o "$tmp/ds2"
 contains "$tmp/err" "nope" "filter unknown column message"
+expect 0 "map --help" "$q" map --help
+contains "$tmp/out" "usage: quiver map SRC --set NAME=EXPR" "map help text"
+expect 2 "map without --set" "$q" map "$prim" -o "$tmp/m"
+contains "$tmp/err" "missing --set NAME=EXPR" "map missing --set message"
+expect 2 "map without -o" "$q" map "$prim" --set 'x=1'
+contains "$tmp/err" "missing -o DST" "map missing -o message"
+expect 2 "map --set without =" "$q" map "$prim" --set 'x' -o "$tmp/m"
+contains "$tmp/err" "--set must be NAME=EXPR" "map --set form message"
+expect 2 "map bad expression" "$q" map "$prim" --set 'x=1 +' -o "$tmp/m"
+contains "$tmp/err" "expected an expression after '+'" "map syntax error message"
+contains "$tmp/err" "     ^" "map syntax error caret"
+expect 2 "map unknown column" "$q" map "$prim" --set 'x=nope * 2' -o "$tmp/m"
+contains "$tmp/err" "--set x: unknown column 'nope'" "map unknown column message"
+expect 2 "map bad --batch-size" "$q" map "$prim" --set 'x=1' --batch-size=-3 -o "$tmp/m"
+expect 2 "map bad --num-proc" "$q" map "$prim" --set 'x=1' --num-proc=0 -o "$tmp/m"
+expect 0 "map a golden file" "$q" map "$prim" --set 'x=1 + 1' -o "$tmp/m"
+contains "$tmp/out" "map: 37 rows, set x -> $tmp/m (1 shard, fingerprint " "map summary"
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -12,7 +12,9 @@ before importing `datasets`).
   media_dataset(n): Image / Audio / Video with bytes, and a ClassLabel;
   translation_dataset(n): Translation, TranslationVariableLanguages;
   DTYPES / dtypes_dataset(n): one Value column per pyarrow dtype datasets
-      names, with nulls.
+      names, with nulls;
+  all_features_dataset(n), translation_features_dataset(n): the above side
+      by side in two datasets (every feature type between them).
 The defaults give the sizes test_hf_interop.py checks.
 """
 import datetime
@@ -141,8 +143,18 @@ def dtypes_dataset(n=3):
 
 
 def all_features_dataset(n):
-    """One Dataset of n rows with every column above side by side (the media
-    dataset's ClassLabel renamed 'animal')."""
+    """One Dataset of n rows with the main, media and dtypes columns side by
+    side (the media dataset's ClassLabel renamed 'animal'). The Translation
+    columns are in translation_features_dataset: datasets 5.2.0 cannot save
+    a dataset holding both (save_to_disk's size estimate walks the table
+    when a media column is present, and fails on a Translation struct)."""
     parts = [main_dataset(n), media_dataset(n).rename_column("label", "animal"),
-             translation_dataset(n), dtypes_dataset(n)]
+             dtypes_dataset(n)]
     return D.concatenate_datasets(parts, axis=1)
+
+
+def translation_features_dataset(n):
+    """n rows: a few main columns (numbers, ClassLabel, text) beside
+    Translation and TranslationVariableLanguages."""
+    main = main_dataset(n).select_columns(["i8", "f64", "label", "text"])
+    return D.concatenate_datasets([main, translation_dataset(n)], axis=1)
