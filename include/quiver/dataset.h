@@ -136,16 +136,83 @@ qv_status qv_dataset_from_table(qv_table *data, const char *fingerprint, qv_data
  *  - an Arrow IPC file (stream or file format): Dataset.from_file — the
  *    file memory-mapped, fingerprint from its `huggingface` metadata or its
  *    identity (qv_fingerprint_of_file), features from its schema;
+ *  - an indices mapping `cache-<fp>.arrow` (one uint64 column "indices",
+ *    as shuffle / select / sort / filter / train_test_split write): the
+ *    rows it maps, composed with the one dataset of its directory it can
+ *    index (qv_dataset_open_indices_file). Dataset.from_file would show
+ *    the raw `indices` column instead; open the table with
+ *    qv_table_open_path + qv_dataset_from_table for that;
  *  - a save_to_disk Dataset directory: load_from_disk — the shards mapped
  *    and concatenated, fingerprint, split and format from state.json, info
  *    and features from dataset_info.json (the table is cast to the
  *    features' Arrow types when they differ, as datasets does);
  *  - a DatasetDict directory: the split named `split` (NULL: QV_EARG
- *    listing the splits).
- * `split` must be NULL for the other layouts. Errors name the path.
+ *    listing the splits);
+ *  - a load_dataset cache directory (qv_hf_dir_open): the builder split
+ *    named `split`, as DatasetBuilder.as_dataset gives it — its data files
+ *    concatenated in shard order, features and info from
+ *    dataset_info.json (cast as above), split name set, fingerprint as
+ *    datasets computes it (see qv_hf_dir_open). NULL `split` opens the only
+ *    split; with several (or none) QV_EARG lists the choices. In a cache or
+ *    Dataset directory `split` may also name any other dataset of the
+ *    directory (a qv_hf_source name: a data file's name, or a map worker
+ *    group "cache-<fp>_*_of_<N>.arrow").
+ * `split` must be NULL for a file. Errors name the path.
  */
 qv_status qv_dataset_open(const char *path, const char *split, qv_dataset **out,
                           qv_error *err);
+
+/**
+ * Open dataset `source` (an index into dir->sources) of a directory
+ * classified by qv_hf_dir_open: a builder split or the Dataset as
+ * qv_dataset_open does; a map worker group as its files concatenated in
+ * rank order with the group's fingerprint (datasets' map result); a file
+ * as Dataset.from_file (never composed with anything).
+ */
+qv_status qv_dataset_open_source(const qv_hf_dir *dir, int64_t source, qv_dataset **out,
+                                 qv_error *err);
+
+/* ------------------------------------------------------------------------ */
+/* Indices mapping files                                                     */
+
+/**
+ * `data` seen through the indices mapping in file `path` (datasets'
+ * Dataset(arrow_table, indices_table=...)): the file must hold one uint64
+ * column "indices" and every value must be a row of `data`, which must
+ * not have a mapping itself (indices files always index a data table:
+ * QV_EARG otherwise). Every value is checked (one pass over the mapped
+ * file): QV_EINVAL "PATH: row R holds index V, outside the data's N rows"
+ * for the first bad one, or naming a null row. The result keeps data's
+ * features, info, split and format; its fingerprint is the one in the
+ * file's `huggingface` metadata (what datasets gave the dataset that wrote
+ * it), else update(data's, "quiver.indices_file", {file: the file's
+ * identity fingerprint}).
+ */
+qv_status qv_dataset_with_indices_file(qv_dataset *data, const char *path, qv_dataset **out,
+                                       qv_error *err);
+
+/**
+ * The datasets of `dir` (dir->sources) that an indices mapping file could
+ * index: those with more rows than its largest value (all of them for an
+ * empty mapping). `*out_sources` (free with free()) gets their indices,
+ * `*out_n` their number and `*out_max` the largest value (-1 when empty;
+ * INT64_MAX when >= 2^63). QV_EINVAL when `indices_path` is not an indices
+ * mapping or holds a null.
+ */
+qv_status qv_dataset_indices_candidates(const qv_hf_dir *dir, const char *indices_path,
+                                        int64_t **out_sources, int64_t *out_n,
+                                        int64_t *out_max, qv_error *err);
+
+/**
+ * Open an indices mapping file with its data resolved automatically: the
+ * candidates (qv_dataset_indices_candidates) among the datasets of the
+ * file's directory; exactly one is opened and composed
+ * (qv_dataset_with_indices_file). None or several: QV_EINVAL listing the
+ * candidates with their row counts ("...: ambiguous: split 'train' (300
+ * rows), cache-ab12.arrow (300 rows); name the data it indexes (quiver:
+ * --data PATH)").
+ */
+qv_status qv_dataset_open_indices_file(const char *path, qv_dataset **out, qv_error *err);
 
 /** Add a reference. Returns ds. NULL-safe. */
 qv_dataset *qv_dataset_ref(qv_dataset *ds);
@@ -589,8 +656,10 @@ qv_status qv_dataset_dict_save_to_disk(qv_dataset *const *datasets, const char *
                                        int64_t n, const char *dir,
                                        const qv_save_options *opts, qv_error *err);
 
-/** Split names of a DatasetDict directory (dataset_dict.json order), or
- *  QV_EINVAL when `path` is not one. Free with qv_table_free_paths. */
+/** Split names of a DatasetDict directory (dataset_dict.json order) or the
+ *  builder splits of a load_dataset cache directory (dataset_info.json
+ *  order; possibly none), or QV_EINVAL when `path` is neither. Free with
+ *  qv_table_free_paths. */
 qv_status qv_dataset_dict_splits(const char *path, char ***out_names, int64_t *out_n,
                                  qv_error *err);
 

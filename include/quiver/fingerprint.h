@@ -184,6 +184,21 @@ qv_status qv_fingerprint_of_file(const char *path,
                                  const qv_file_identity *id,
                                  char out[QV_FINGERPRINT_SIZE], qv_error *err);
 
+/**
+ * The fingerprint `datasets` gives split `split` of a dataset loaded from a
+ * builder cache directory (load_dataset / DatasetBuilder.as_dataset:
+ * `_get_dataset_fingerprint`): a Hasher fed the builder's relative data
+ * directory ("json/default-6bfcf3862e515771/0.0.0/<hash>", posix) and then
+ * the split name, i.e.
+ *   hex16(xxh64(H || hex16(xxh64(pickle(dir))) || H || hex16(xxh64(pickle(split)))))
+ * with H = "==<class 'str'>==" and pickle = pickle.dumps(str, protocol 4)
+ * as dill writes it (one frame, no memo). This is the one digest quiver
+ * computes the way datasets does. QV_EARG for empty names or names longer
+ * than 60,000 bytes.
+ */
+qv_status qv_fingerprint_builder_split(const char *relative_data_dir, const char *split,
+                                       char out[QV_FINGERPRINT_SIZE], qv_error *err);
+
 #ifdef __cplusplus
 }
 #endif

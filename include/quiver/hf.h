@@ -386,35 +386,79 @@ typedef enum qv_hf_layout {
   QV_HF_LAYOUT_CACHE           /**< cache directory of *.arrow files */
 } qv_hf_layout;
 
-/** Role of one .arrow file in a cache directory. */
+/** Role of one .arrow file in a directory. */
 typedef enum qv_hf_file_role {
   QV_HF_FILE_DATA = 0, /**< a data table (shard, builder output, map output) */
-  QV_HF_FILE_INDICES   /**< an indices mapping: one uint64 column "indices" */
+  QV_HF_FILE_INDICES   /**< an indices mapping: a `cache-*.arrow` file whose
+                            schema is one uint64 column "indices" */
 } qv_hf_file_role;
 
 typedef struct qv_hf_file {
   char *name;          /**< path relative to the split/dataset directory */
   char *path;          /**< full path (directory joined with name) */
   qv_hf_file_role role;
+  int64_t rows;        /**< rows the file holds (from its metadata) */
+  int64_t source;      /**< qv_hf_dir.files only: index into
+                            qv_hf_dir.sources of the dataset the file
+                            belongs to, -1 for indices mappings */
 } qv_hf_file;
 
-/** One Dataset: a split of a DatasetDict, the Dataset directory itself,
- *  or (for a single file / cache directory) the files found. */
+/** One Dataset: a split of a DatasetDict, the Dataset directory itself, a
+ *  builder split of a cache directory, or (for a single file) the file. */
 typedef struct qv_hf_split {
-  char *name;          /**< split name (DatasetDict key), else NULL */
+  char *name;          /**< split name (DatasetDict key / builder split),
+                            else NULL */
   char *dir;           /**< directory of the files */
   qv_hf_state *state;  /**< state.json (Dataset layouts), else NULL */
   qv_hf_info *info;    /**< dataset_info.json when present, else NULL */
+  char *fingerprint;   /**< builder splits: the fingerprint datasets gives
+                            the loaded split (see qv_hf_dir_open), else
+                            NULL (Dataset layouts: state->fingerprint) */
   int64_t n_files;
-  qv_hf_file *files;   /**< data files in order (state.json order) */
+  qv_hf_file *files;   /**< data files in order (state.json order; builder
+                            splits: shard order) */
 } qv_hf_split;
+
+/** Kind of a dataset found in a directory (qv_hf_source). */
+typedef enum qv_hf_source_kind {
+  QV_HF_SOURCE_SPLIT = 0, /**< a builder split of a cache directory */
+  QV_HF_SOURCE_DATASET,   /**< the save_to_disk Dataset the directory is */
+  QV_HF_SOURCE_GROUP,     /**< the per-worker outputs of one map(num_proc=N):
+                               cache-<fp>_%05d_of_%05d.arrow, ranks 0..N-1 */
+  QV_HF_SOURCE_FILE       /**< any other data file (one map output
+                               `cache-<fp>.arrow`, a user's file...) */
+} qv_hf_source_kind;
+
+/** A dataset of a directory: what an indices mapping found there may
+ *  index (see qv_dataset_indices_candidates). */
+typedef struct qv_hf_source {
+  qv_hf_source_kind kind;
+  /** SPLIT: the split name; DATASET: "." ; GROUP: the pattern
+   *  "cache-<fp>_*_of_<N>.arrow"; FILE: the file name. Unique in a
+   *  directory; qv_dataset_open(dir, name) opens it. */
+  char *name;
+  int64_t split;       /**< SPLIT / DATASET: index into qv_hf_dir.splits, else -1 */
+  int64_t n_files;
+  int64_t *files;      /**< GROUP / FILE: indices into qv_hf_dir.files, in order */
+  int64_t rows;        /**< rows of the whole dataset */
+  char *fingerprint;   /**< GROUP: the <fp> of the names; else NULL */
+} qv_hf_source;
 
 typedef struct qv_hf_dir {
   qv_hf_layout layout;
   char *path;
   int64_t n_splits;
   qv_hf_split *splits; /**< DatasetDict: one per split in dataset_dict.json
-                            order; others: exactly one */
+                            order; Dataset and single file: exactly one;
+                            cache directory: its builder splits in
+                            dataset_info.json order (possibly none) */
+  int64_t n_files;
+  qv_hf_file *files;   /**< Dataset and cache directories: every *.arrow
+                            file directly in the directory, sorted by name */
+  int64_t n_sources;
+  qv_hf_source *sources; /**< Dataset and cache directories: the datasets
+                            the files make up: the Dataset / builder splits
+                            first, then groups and files in name order */
 } qv_hf_dir;
 
 /**
@@ -424,13 +468,36 @@ typedef struct qv_hf_dir {
  * state.json a Dataset (state.json and dataset_info.json parsed, every data
  * file must exist as a regular file inside the directory after resolving
  * symlinks); otherwise a directory holding *.arrow files is a cache
- * directory (files sorted by name; cache-*.arrow files whose schema is a
- * single uint64 column "indices" are QV_HF_FILE_INDICES). Anything else
- * fails with QV_EINVAL ("PATH: not a datasets directory: no state.json,
- * dataset_dict.json or *.arrow file"). Caller frees with qv_hf_dir_free.
+ * directory. Anything else fails with QV_EINVAL ("PATH: not a datasets
+ * directory: no state.json, dataset_dict.json or *.arrow file").
+ *
+ * Cache directories. When dataset_info.json has "splits" (a load_dataset
+ * builder directory, `<cache_dir>/<name>/<config>/<version>/<hash>`), each
+ * split's data files are those ArrowReader reads: `<prefix>-<split>.arrow`,
+ * or `<prefix>-<split>-%05d-of-%05d.arrow` when its "shard_lengths" has
+ * several entries, where <prefix> is the split's "dataset_name" (else the
+ * info's "dataset_name", else "builder_name") in snake case
+ * (camelcase_to_snakecase). A missing file, or a file whose rows differ
+ * from shard_lengths / num_examples, fails (QV_EINVAL naming both). The
+ * split's fingerprint is datasets' (qv_fingerprint_builder_split of the
+ * last four components of the resolved directory, or three when the
+ * directory itself is named after the version) when the directory's parent
+ * (or the directory) is named after info's version, else
+ * update("quiver-builder", "quiver.builder_split", {dir: resolved path,
+ * split}).
+ *
+ * Every *.arrow file is listed in `files` with its rows; files named
+ * cache-*.arrow whose schema is one uint64 column "indices" are
+ * QV_HF_FILE_INDICES, and the data files are grouped into `sources`.
+ * Caller frees with qv_hf_dir_free.
  */
 qv_status qv_hf_dir_open(const char *path, qv_hf_dir **out, qv_error *err);
 void qv_hf_dir_free(qv_hf_dir *dir);
+/** The source named `name` (qv_hf_source.name), or -1. */
+int64_t qv_hf_dir_find_source(const qv_hf_dir *dir, const char *name);
+/** Short name of a source kind ("split", "dataset", "map output group",
+ *  "file"). Static. */
+const char *qv_hf_source_kind_name(qv_hf_source_kind kind);
 /** Short name of a layout ("arrow file", "dataset", "dataset dict",
  *  "cache"). Static. */
 const char *qv_hf_layout_name(qv_hf_layout layout);

@@ -333,7 +333,8 @@ qv_status qv_dataset_from_table(qv_table *data, const char *fingerprint, qv_data
   return qv_ds_new(data, NULL, fp, features, NULL, out, err);
 }
 
-static qv_status open_file(const char *path, qv_dataset **out, qv_error *err) {
+/* Dataset.from_file: the file as it is. */
+static qv_status open_file_raw(const char *path, qv_dataset **out, qv_error *err) {
   qv_table *t = NULL;
   QV_RETURN_NOT_OK(qv_table_open_path(path, NULL, &t, err));
   char fp[QV_FINGERPRINT_SIZE];
@@ -344,6 +345,17 @@ static qv_status open_file(const char *path, qv_dataset **out, qv_error *err) {
   qv_table_unref(t);
   if (st != QV_OK) qv_error_prefix(err, st, "%s: ", path);
   return st;
+}
+
+/* A file: an indices mapping (cache-*.arrow, one uint64 column "indices")
+ * is composed with its data, anything else opened as it is. */
+static qv_status open_file(const char *path, qv_dataset **out, qv_error *err) {
+  qv_hf_dir *d = NULL;
+  QV_RETURN_NOT_OK(qv_hf_dir_open(path, &d, err));
+  bool indices = d->splits[0].files[0].role == QV_HF_FILE_INDICES;
+  qv_hf_dir_free(d);
+  if (indices) return qv_dataset_open_indices_file(path, out, err);
+  return open_file_raw(path, out, err);
 }
 
 /* The data table of a Dataset directory: its shards, concatenated. */
@@ -407,6 +419,7 @@ static qv_status align_to_features(qv_table **t, const qv_hf_feature *features, 
   return st;
 }
 
+/* A Dataset directory, a DatasetDict split or a builder split. */
 static qv_status open_split(const qv_hf_split *sp, qv_dataset **out, qv_error *err) {
   const qv_hf_feature *info_features = qv_hf_info_features(sp->info);
   qv_table *t = NULL;
@@ -428,17 +441,23 @@ static qv_status open_split(const qv_hf_split *sp, qv_dataset **out, qv_error *e
   if (st == QV_OK && sp->info != NULL) st = qv_hf_info_emit(sp->info, &sb, err);
   if (st == QV_OK) {
     const qv_hf_state *s = sp->state;
+    const char *fp = s ? s->fingerprint : sp->fingerprint;
     meta.info_json = sp->info ? (char *)qv_strbuf_cstr(&sb) : NULL;
-    meta.split = s->split;
-    meta.format_type = s->format_type;
-    meta.format_kwargs = s->format_kwargs;
-    meta.has_format_columns = s->has_format_columns;
-    meta.n_format_columns = (int32_t)s->n_format_columns;
-    meta.format_columns = s->format_columns;
-    meta.output_all_columns = s->output_all_columns;
-    st = qv_fingerprint_validate(s->fingerprint, err);
+    if (s != NULL) {
+      meta.split = s->split;
+      meta.format_type = s->format_type;
+      meta.format_kwargs = s->format_kwargs;
+      meta.has_format_columns = s->has_format_columns;
+      meta.n_format_columns = (int32_t)s->n_format_columns;
+      meta.format_columns = s->format_columns;
+      meta.output_all_columns = s->output_all_columns;
+    } else {
+      meta.split = sp->name; /* a builder split: Dataset(split=...) */
+    }
+    st = fp ? qv_fingerprint_validate(fp, err)
+            : qv_error_set(err, QV_EINVAL, "no fingerprint for the dataset");
     if (st == QV_OK) {
-      st = qv_ds_new(t, NULL, s->fingerprint, features, &meta, out, err);
+      st = qv_ds_new(t, NULL, fp, features, &meta, out, err);
       features = NULL;
     }
   }
@@ -449,14 +468,91 @@ static qv_status open_split(const qv_hf_split *sp, qv_dataset **out, qv_error *e
   return st;
 }
 
+/* A map worker group: its files concatenated in rank order. */
+static qv_status open_group(const qv_hf_dir *d, const qv_hf_source *src, qv_dataset **out,
+                            qv_error *err) {
+  qv_table **tables = calloc((size_t)src->n_files, sizeof *tables);
+  if (tables == NULL) return oom(err);
+  qv_status st = QV_OK;
+  int64_t opened = 0;
+  for (; opened < src->n_files && st == QV_OK; opened++) {
+    const char *p = d->files[src->files[opened]].path;
+    st = qv_table_open_path(p, NULL, &tables[opened], err);
+    if (st != QV_OK) qv_error_prefix(err, st, "%s: ", p);
+    if (st != QV_OK) break;
+  }
+  qv_table *t = NULL;
+  if (st == QV_OK) st = qv_table_concat(tables, src->n_files, 0, &t, err);
+  for (int64_t i = 0; i < opened; i++) qv_table_unref(tables[i]);
+  free(tables);
+  qv_hf_feature *features = NULL;
+  if (st == QV_OK) st = qv_fingerprint_validate(src->fingerprint, err);
+  if (st == QV_OK) st = qv_hf_features_resolve(qv_table_schema(t), &features, NULL, err);
+  if (st == QV_OK) st = qv_ds_new(t, NULL, src->fingerprint, features, NULL, out, err);
+  qv_table_unref(t);
+  if (st != QV_OK) qv_error_prefix(err, st, "%s/%s: ", d->path, src->name);
+  return st;
+}
+
+qv_status qv_dataset_open_source(const qv_hf_dir *dir, int64_t source, qv_dataset **out,
+                                 qv_error *err) {
+  if (source < 0 || source >= dir->n_sources)
+    return qv_error_set(err, QV_EARG, "%s: no dataset %lld (the directory has %lld)", dir->path,
+                        (long long)source, (long long)dir->n_sources);
+  const qv_hf_source *src = &dir->sources[source];
+  switch (src->kind) {
+    case QV_HF_SOURCE_SPLIT:
+    case QV_HF_SOURCE_DATASET: return open_split(&dir->splits[src->split], out, err);
+    case QV_HF_SOURCE_GROUP: return open_group(dir, src, out, err);
+    case QV_HF_SOURCE_FILE: return open_file_raw(dir->files[src->files[0]].path, out, err);
+  }
+  return qv_error_set(err, QV_EARG, "%s: unknown dataset kind", dir->path);
+}
+
+void qv_ds_list_sources(const qv_hf_dir *d, const int64_t *idx, int64_t n, qv_strbuf *sb) {
+  for (int64_t i = 0; i < n; i++) {
+    const qv_hf_source *s = &d->sources[idx ? idx[i] : i];
+    qv_strbuf_printf(sb, NULL, "%s%s '%s' (%lld rows)", i ? ", " : "",
+                     qv_hf_source_kind_name(s->kind), s->name, (long long)s->rows);
+  }
+}
+
+/* A builder split or another dataset of a cache or Dataset directory. */
+static qv_status open_in_cache(qv_hf_dir *d, const char *split, qv_dataset **out, qv_error *err) {
+  if (split == NULL && d->layout == QV_HF_LAYOUT_CACHE && d->n_splits == 1)
+    return open_split(&d->splits[0], out, err);
+  int64_t src = split ? qv_hf_dir_find_source(d, split) : -1;
+  if (src >= 0 && strcmp(split, ".") != 0) return qv_dataset_open_source(d, src, out, err);
+  qv_strbuf names;
+  qv_strbuf_init(&names);
+  for (int64_t i = 0; i < d->n_splits; i++)
+    qv_strbuf_printf(&names, NULL, "%s'%s'", i ? ", " : "", d->splits[i].name);
+  qv_strbuf others;
+  qv_strbuf_init(&others);
+  qv_ds_list_sources(d, NULL, d->n_sources, &others);
+  qv_status st;
+  if (d->layout == QV_HF_LAYOUT_DATASET)
+    st = qv_error_set(err, QV_EARG, "%s: a Dataset directory has no split '%s' (its datasets: %s)",
+                      d->path, split, qv_strbuf_cstr(&others));
+  else
+    st = qv_error_set(err, QV_EARG, "%s: a load_dataset cache directory: %s%s%s (splits: %s; "
+                      "datasets: %s)",
+                      d->path, split ? "no split or dataset '" : "choose a split",
+                      split ? split : "", split ? "'" : "",
+                      d->n_splits ? qv_strbuf_cstr(&names) : "none", qv_strbuf_cstr(&others));
+  qv_strbuf_reset(&names);
+  qv_strbuf_reset(&others);
+  return st;
+}
+
 qv_status qv_dataset_open(const char *path, const char *split, qv_dataset **out,
                           qv_error *err) {
   struct stat sb;
   if (stat(path, &sb) != 0) return qv_error_set(err, QV_EIO, "%s: %s", path, strerror(errno));
   if (!S_ISDIR(sb.st_mode)) {
     if (split != NULL)
-      return qv_error_set(err, QV_EARG, "%s: a split name applies to a DatasetDict directory",
-                          path);
+      return qv_error_set(err, QV_EARG,
+                          "%s: a split name applies to a DatasetDict or cache directory", path);
     return open_file(path, out, err);
   }
   qv_hf_dir *d = NULL;
@@ -464,8 +560,7 @@ qv_status qv_dataset_open(const char *path, const char *split, qv_dataset **out,
   qv_status st = QV_OK;
   if (d->layout == QV_HF_LAYOUT_DATASET) {
     if (split != NULL)
-      st = qv_error_set(err, QV_EARG, "%s: a Dataset directory has no splits (asked for '%s')",
-                        path, split);
+      st = open_in_cache(d, split, out, err);
     else
       st = open_split(&d->splits[0], out, err);
   } else if (d->layout == QV_HF_LAYOUT_DATASET_DICT) {
@@ -485,10 +580,7 @@ qv_status qv_dataset_open(const char *path, const char *split, qv_dataset **out,
       qv_strbuf_reset(&names);
     }
   } else {
-    st = qv_error_set(err, QV_EARG,
-                      "%s: a cache directory of %lld .arrow files, not a dataset; open one of "
-                      "its files",
-                      path, (long long)(d->n_splits > 0 ? d->splits[0].n_files : 0));
+    st = open_in_cache(d, split, out, err);
   }
   qv_hf_dir_free(d);
   return st;
@@ -499,8 +591,8 @@ qv_status qv_dataset_dict_splits(const char *path, char ***out_names, int64_t *o
   qv_hf_dir *d = NULL;
   QV_RETURN_NOT_OK(qv_hf_dir_open(path, &d, err));
   qv_status st = QV_OK;
-  if (d->layout != QV_HF_LAYOUT_DATASET_DICT) {
-    st = qv_error_set(err, QV_EINVAL, "%s: not a DatasetDict directory (a %s)", path,
+  if (d->layout != QV_HF_LAYOUT_DATASET_DICT && d->layout != QV_HF_LAYOUT_CACHE) {
+    st = qv_error_set(err, QV_EINVAL, "%s: not a DatasetDict or cache directory (a %s)", path,
                       qv_hf_layout_name(d->layout));
   } else {
     char **names = calloc((size_t)(d->n_splits > 0 ? d->n_splits : 1), sizeof *names);

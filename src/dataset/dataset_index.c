@@ -249,3 +249,148 @@ qv_status qv_ds_select_buf(qv_dataset *ds, qv_buffer *buf, int64_t offset, int64
   return select_impl(ds, (const int64_t *)buf->data + offset, n, buf, fp, path,
                      writer_batch_size, out, err);
 }
+
+/* ------------------------------------------------------------------------ */
+/* Indices mapping files                                                     */
+
+/* One pass over an indices table: nulls fail (naming the row); with
+ * bound >= 0 the first value >= bound fails; *out_max gets the largest
+ * value (-1 when empty, INT64_MAX when >= 2^63). */
+static qv_status scan_indices(qv_table *t, const char *path, int64_t bound, int64_t *out_max,
+                              qv_error *err) {
+  uint64_t max = 0;
+  bool any = false;
+  int64_t base = 0;
+  for (int64_t b = 0; b < qv_table_num_batches(t); b++) {
+    qv_array *batch = NULL;
+    QV_RETURN_NOT_OK(qv_table_batch(t, b, &batch, err));
+    const qv_array *col = batch->children[0];
+    qv_status st = QV_OK;
+    if (qv_array_null_count((qv_array *)col) > 0)
+      for (int64_t i = 0; i < col->length && st == QV_OK; i++)
+        if (!qv_array_is_valid(col, i))
+          st = qv_error_set(err, QV_EINVAL, "%s: indices mapping row %lld is null", path,
+                            (long long)(base + i));
+    const uint64_t *v =
+        col->length > 0 ? (const uint64_t *)col->buffers[1]->data + col->offset : NULL;
+    uint64_t bmax = 0;
+    for (int64_t i = 0; st == QV_OK && i < col->length; i++) bmax = v[i] > bmax ? v[i] : bmax;
+    if (st == QV_OK && col->length > 0) {
+      if (bound >= 0 && bmax >= (uint64_t)bound)
+        for (int64_t i = 0; i < col->length; i++)
+          if (v[i] >= (uint64_t)bound) {
+            st = qv_error_set(err, QV_EINVAL,
+                              "%s: row %lld holds index %llu, outside the data's %lld rows "
+                              "(indices must be < %lld)",
+                              path, (long long)(base + i), (unsigned long long)v[i],
+                              (long long)bound, (long long)bound);
+            break;
+          }
+      if (!any || bmax > max) max = bmax;
+      any = true;
+    }
+    base += col->length;
+    qv_array_unref(batch);
+    if (st != QV_OK) return st;
+  }
+  *out_max = !any ? -1 : max >> 63 ? INT64_MAX : (int64_t)max;
+  return QV_OK;
+}
+
+qv_status qv_dataset_with_indices_file(qv_dataset *data, const char *path, qv_dataset **out,
+                                       qv_error *err) {
+  if (data->indices != NULL)
+    return qv_error_set(err, QV_EARG,
+                        "%s: the data to map already has an indices mapping; an indices file "
+                        "indexes a data table: name the data it was derived from",
+                        path);
+  qv_table *t = NULL;
+  QV_RETURN_NOT_OK(qv_ds_indices_open(path, -1, &t, err));
+  int64_t max = 0;
+  qv_status st = scan_indices(t, path, qv_table_num_rows(data->data), &max, err);
+  char fp[QV_FINGERPRINT_SIZE];
+  bool found = false;
+  if (st == QV_OK) {
+    st = qv_fingerprint_from_metadata(&qv_table_schema(t)->metadata, fp, &found, err);
+    if (st != QV_OK) qv_error_prefix(err, st, "%s: ", path);
+  }
+  if (st == QV_OK && !found) {
+    char id[QV_FINGERPRINT_SIZE];
+    qv_fingerprint_args *args = NULL;
+    st = qv_fingerprint_of_file(path, NULL, NULL, id, err);
+    if (st == QV_OK) st = qv_fingerprint_args_new(&args, err);
+    if (st == QV_OK) st = qv_fingerprint_arg_str(args, "file", id, err);
+    if (st == QV_OK) st = qv_fingerprint_update(data->fingerprint, "quiver.indices_file", args, fp, err);
+    qv_fingerprint_args_free(args);
+  }
+  if (st == QV_OK) st = qv_ds_with_indices(data, t, fp, out, err);
+  qv_table_unref(t);
+  return st;
+}
+
+qv_status qv_dataset_indices_candidates(const qv_hf_dir *dir, const char *indices_path,
+                                        int64_t **out_sources, int64_t *out_n,
+                                        int64_t *out_max, qv_error *err) {
+  qv_table *t = NULL;
+  QV_RETURN_NOT_OK(qv_ds_indices_open(indices_path, -1, &t, err));
+  int64_t max = 0;
+  qv_status st = scan_indices(t, indices_path, -1, &max, err);
+  qv_table_unref(t);
+  if (st != QV_OK) return st;
+  int64_t *idx = calloc((size_t)(dir->n_sources > 0 ? dir->n_sources : 1), sizeof *idx);
+  if (idx == NULL) return oom(err);
+  int64_t n = 0;
+  for (int64_t i = 0; i < dir->n_sources; i++)
+    if (dir->sources[i].rows > max) idx[n++] = i;
+  *out_sources = idx;
+  *out_n = n;
+  *out_max = max;
+  return QV_OK;
+}
+
+static char *parent_dir(const char *path) {
+  const char *slash = strrchr(path, '/');
+  if (slash == NULL) return qv_ds_strdup(".");
+  if (slash == path) return qv_ds_strdup("/");
+  return strndup(path, (size_t)(slash - path));
+}
+
+qv_status qv_dataset_open_indices_file(const char *path, qv_dataset **out, qv_error *err) {
+  char *dir = parent_dir(path);
+  if (dir == NULL) return oom(err);
+  qv_hf_dir *d = NULL;
+  qv_status st = qv_hf_dir_open(dir, &d, err);
+  int64_t *idx = NULL, n = 0, max = -1;
+  if (st == QV_OK && d->layout == QV_HF_LAYOUT_DATASET_DICT)
+    st = qv_error_set(err, QV_EINVAL, "%s: beside a DatasetDict, not in a dataset's directory",
+                      path);
+  if (st == QV_OK) st = qv_dataset_indices_candidates(d, path, &idx, &n, &max, err);
+  if (st == QV_OK && n != 1) {
+    qv_strbuf sb;
+    qv_strbuf_init(&sb);
+    if (n == 0) {
+      qv_strbuf_printf(&sb, NULL, "no dataset in %s has more than %lld rows", dir,
+                       (long long)max);
+      if (d->n_sources > 0) qv_strbuf_printf(&sb, NULL, " (");
+      qv_ds_list_sources(d, NULL, d->n_sources, &sb);
+      if (d->n_sources > 0) qv_strbuf_printf(&sb, NULL, ")");
+    } else {
+      qv_strbuf_printf(&sb, NULL, "ambiguous: %lld datasets in %s have more than %lld rows: ",
+                       (long long)n, dir, (long long)max);
+      qv_ds_list_sources(d, idx, n, &sb);
+    }
+    st = qv_error_set(err, QV_EINVAL,
+                      "%s: cannot tell which data this indices mapping indexes: %s; name the "
+                      "data it indexes (quiver: --data PATH [--split NAME])",
+                      path, qv_strbuf_cstr(&sb));
+    qv_strbuf_reset(&sb);
+  }
+  qv_dataset *data = NULL;
+  if (st == QV_OK) st = qv_dataset_open_source(d, idx[0], &data, err);
+  if (st == QV_OK) st = qv_dataset_with_indices_file(data, path, out, err);
+  qv_dataset_unref(data);
+  free(idx);
+  qv_hf_dir_free(d);
+  free(dir);
+  return st;
+}

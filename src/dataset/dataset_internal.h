@@ -106,6 +106,9 @@ qv_status qv_ds_cache_dir(const qv_dataset *ds, char **out, qv_error *err);
 qv_status qv_ds_cache_path(const qv_dataset *ds, const qv_dataset_options *opts, const char *fp,
                            const char *suffix, char **out, qv_error *err);
 bool qv_ds_file_exists(const char *path);
+/* Append "split 'a' (3 rows), file 'b.arrow' (5 rows)" for the sources
+ * idx[0..n) of d (all of them in order when idx is NULL). */
+void qv_ds_list_sources(const qv_hf_dir *d, const int64_t *idx, int64_t n, qv_strbuf *sb);
 
 /* ------------------------------------------------------------- indices -- */
 

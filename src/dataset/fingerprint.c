@@ -608,3 +608,54 @@ qv_status qv_fingerprint_of_file(const char *path,
   free(abs);
   return s;
 }
+
+/* ------------------------------------------------------------------------ */
+/* datasets' Hasher on strings (builder split fingerprints)                  */
+
+/* Largest string hashed the way pickle frames it here: below pickle's frame
+ * target (64 KiB), so the whole pickle is one frame. */
+#define PY_PICKLE_STR_MAX 60000
+
+/* xxh64 hexdigest of pickle.dumps(s, protocol=4) for a str s of n UTF-8
+ * bytes, as dill writes it for datasets' Hasher.hash: PROTO 4, one FRAME,
+ * SHORT_BINUNICODE (n < 256) or BINUNICODE, STOP (no MEMOIZE). */
+static bool py_str_hash(const char *s, size_t n, char out[QV_FINGERPRINT_SIZE]) {
+  fp_buf b = {0};
+  size_t body = (n < 256 ? 2 : 5) + n + 1;
+  bool ok = put_u8(&b, 0x80) && put_u8(&b, 4);
+  if (ok && body >= 4) ok = put_u8(&b, 0x95) && put_u64(&b, (uint64_t)body);
+  if (ok && n < 256) {
+    ok = put_u8(&b, 0x8c) && put_u8(&b, (uint8_t)n);
+  } else if (ok) {
+    uint8_t len4[4] = {(uint8_t)n, (uint8_t)(n >> 8), (uint8_t)(n >> 16), (uint8_t)(n >> 24)};
+    ok = put_u8(&b, 'X') && put(&b, len4, 4);
+  }
+  ok = ok && put(&b, s, n) && put_u8(&b, '.');
+  if (ok) hex16((uint64_t)XXH64(b.data, b.len, 0), out);
+  free(b.data);
+  return ok;
+}
+
+qv_status qv_fingerprint_builder_split(const char *relative_data_dir, const char *split,
+                                       char out[QV_FINGERPRINT_SIZE], qv_error *err) {
+  static const char kHeader[] = "==<class 'str'>==";
+  size_t nd = strlen(relative_data_dir), ns = strlen(split);
+  if (nd == 0 || ns == 0)
+    return qv_error_set(err, QV_EARG, "builder fingerprint: empty %s",
+                        nd == 0 ? "directory" : "split name");
+  if (nd > PY_PICKLE_STR_MAX || ns > PY_PICKLE_STR_MAX)
+    return qv_error_set(err, QV_EARG, "builder fingerprint: names longer than %d bytes",
+                        PY_PICKLE_STR_MAX);
+  char hd[QV_FINGERPRINT_SIZE], hs[QV_FINGERPRINT_SIZE];
+  fp_buf b = {0};
+  bool ok = py_str_hash(relative_data_dir, nd, hd) && py_str_hash(split, ns, hs) &&
+            put(&b, kHeader, sizeof kHeader - 1) && put(&b, hd, 16) &&
+            put(&b, kHeader, sizeof kHeader - 1) && put(&b, hs, 16);
+  if (!ok) {
+    free(b.data);
+    return qv_error_set(err, QV_ENOMEM, "builder fingerprint: out of memory");
+  }
+  hex16((uint64_t)XXH64(b.data, b.len, 0), out);
+  free(b.data);
+  return QV_OK;
+}

@@ -572,33 +572,52 @@ static qv_status read_text(const char *path, char **out, int64_t *out_len, qv_er
   return QV_OK;
 }
 
-/* Is the file an indices mapping (one uint64 column "indices")? */
-static qv_status file_role(const char *path, qv_hf_file_role *role, qv_error *err) {
+static bool starts_with(const char *s, const char *prefix) {
+  return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+static const char *base_name(const char *path) {
+  const char *slash = strrchr(path, '/');
+  return slash ? slash + 1 : path;
+}
+
+/* Role and rows of a file: an indices mapping is a cache-*.arrow file whose
+ * schema is one uint64 column "indices" (what datasets writes). */
+static qv_status file_info(const char *path, qv_hf_file_role *role, int64_t *rows,
+                           qv_error *err) {
   qv_reader *r = NULL;
   qv_status st = qv_reader_open_path(path, NULL, &r, err);
   if (st != QV_OK) return qv_error_prefix(err, st, "%s: ", path);
   const qv_schema *s = qv_reader_schema(r);
-  *role = (qv_schema_num_fields(s) == 1 && strcmp(qv_schema_field(s, 0)->name, "indices") == 0 &&
+  *role = (starts_with(base_name(path), "cache-") && qv_schema_num_fields(s) == 1 &&
+           strcmp(qv_schema_field(s, 0)->name, "indices") == 0 &&
            qv_schema_field(s, 0)->type->id == QV_UINT64)
               ? QV_HF_FILE_INDICES
               : QV_HF_FILE_DATA;
+  *rows = qv_reader_num_rows(r);
   qv_reader_close(r);
+  if (*rows < 0) return qv_error_set(err, QV_EINVAL, "%s: row count unknown", path);
   return QV_OK;
+}
+
+static void files_free(qv_hf_file *files, int64_t n) {
+  for (int64_t i = 0; i < n; i++) {
+    free(files[i].name);
+    free(files[i].path);
+  }
+  free(files);
 }
 
 static void split_reset(qv_hf_split *sp) {
   free(sp->name);
   free(sp->dir);
+  free(sp->fingerprint);
   if (sp->state) {
     qv_hf_state_reset(sp->state);
     free(sp->state);
   }
   qv_hf_info_free(sp->info);
-  for (int64_t i = 0; i < sp->n_files; i++) {
-    free(sp->files[i].name);
-    free(sp->files[i].path);
-  }
-  free(sp->files);
+  files_free(sp->files, sp->n_files);
   memset(sp, 0, sizeof *sp);
 }
 
@@ -606,26 +625,44 @@ void qv_hf_dir_free(qv_hf_dir *dir) {
   if (dir == NULL) return;
   for (int64_t i = 0; i < dir->n_splits; i++) split_reset(&dir->splits[i]);
   free(dir->splits);
+  files_free(dir->files, dir->n_files);
+  for (int64_t i = 0; i < dir->n_sources; i++) {
+    free(dir->sources[i].name);
+    free(dir->sources[i].files);
+    free(dir->sources[i].fingerprint);
+  }
+  free(dir->sources);
   free(dir->path);
   free(dir);
 }
 
-static qv_status add_file(qv_hf_split *sp, const char *name, const char *path,
-                          qv_hf_file_role role, qv_error *err) {
-  qv_hf_file *g = realloc(sp->files, sizeof *g * (size_t)(sp->n_files + 1));
+static qv_status add_file(qv_hf_file **files, int64_t *n, const char *name, const char *path,
+                          qv_hf_file_role role, int64_t rows, qv_error *err) {
+  qv_hf_file *g = realloc(*files, sizeof *g * (size_t)(*n + 1));
   if (g == NULL) return qv_error_set(err, QV_ENOMEM, "out of memory");
-  sp->files = g;
-  qv_hf_file *f = &g[sp->n_files];
+  *files = g;
+  qv_hf_file *f = &g[*n];
   f->name = dup_str(name);
   f->path = dup_str(path);
   f->role = role;
+  f->rows = rows;
+  f->source = -1;
   if (f->name == NULL || f->path == NULL) {
     free(f->name);
     free(f->path);
     return qv_error_set(err, QV_ENOMEM, "out of memory");
   }
-  sp->n_files++;
+  (*n)++;
   return QV_OK;
+}
+
+/* Add the data file `path` to a split, with its rows. */
+static qv_status add_split_file(qv_hf_split *sp, const char *name, const char *path,
+                                qv_error *err) {
+  qv_hf_file_role role;
+  int64_t rows = 0;
+  QV_RETURN_NOT_OK(file_info(path, &role, &rows, err));
+  return add_file(&sp->files, &sp->n_files, name, path, QV_HF_FILE_DATA, rows, err);
 }
 
 /* The resolved file must lie inside the resolved directory. */
@@ -692,7 +729,7 @@ static qv_status open_dataset(const char *dir, qv_hf_split *sp, qv_error *err) {
     if (st == QV_OK) st = check_inside(dir_real, p, what, name, err);
     if (st == QV_OK && !is_regular(p))
       st = qv_error_set(err, QV_EINVAL, "%s '%s' is not a regular file", what, name);
-    if (st == QV_OK) st = add_file(sp, name, p, QV_HF_FILE_DATA, err);
+    if (st == QV_OK) st = add_split_file(sp, name, p, err);
     free(p);
   }
 done:
@@ -708,14 +745,17 @@ static bool has_arrow_suffix(const char *name) {
   return n > 6 && strcmp(name + n - 6, ".arrow") == 0;
 }
 
-static qv_status open_cache(const char *dir, qv_hf_split *sp, qv_error *err) {
-  DIR *d = opendir(dir);
-  if (d == NULL) return qv_error_set(err, QV_EIO, "%s: cannot open directory: %s", dir, strerror(errno));
+/* Every regular *.arrow file directly in `dir` (not hidden: temporaries of
+ * atomic writes start with '.'), sorted by name, into d->files. */
+static qv_status list_arrow_files(const char *dir, qv_hf_dir *d, qv_error *err) {
+  DIR *dp = opendir(dir);
+  if (dp == NULL)
+    return qv_error_set(err, QV_EIO, "%s: cannot open directory: %s", dir, strerror(errno));
   char **names = NULL;
   size_t n = 0, cap = 0;
   qv_status st = QV_OK;
   struct dirent *de;
-  while ((de = readdir(d)) != NULL) {
+  while ((de = readdir(dp)) != NULL) {
     if (de->d_name[0] == '.' || !has_arrow_suffix(de->d_name)) continue;
     if (n == cap) {
       size_t ncap = cap ? cap * 2 : 16;
@@ -732,37 +772,372 @@ static qv_status open_cache(const char *dir, qv_hf_split *sp, qv_error *err) {
     }
     n++;
   }
-  closedir(d);
+  closedir(dp);
   if (st == QV_OK && n > 1) qsort(names, n, sizeof *names, cmp_cstr);
-  if (st == QV_OK && (sp->dir = dup_str(dir)) == NULL) st = qv_error_set(err, QV_ENOMEM, "out of memory");
   for (size_t i = 0; i < n && st == QV_OK; i++) {
     char *p = join_path(dir, names[i]);
     if (p == NULL) st = qv_error_set(err, QV_ENOMEM, "out of memory");
     if (st == QV_OK && is_regular(p)) {
       qv_hf_file_role role = QV_HF_FILE_DATA;
-      st = file_role(p, &role, err);
-      if (st == QV_OK) st = add_file(sp, names[i], p, role, err);
+      int64_t rows = 0;
+      st = file_info(p, &role, &rows, err);
+      if (st == QV_OK) st = add_file(&d->files, &d->n_files, names[i], p, role, rows, err);
     }
     free(p);
   }
   free_strs(names, (int64_t)n);
-  if (st == QV_OK && sp->n_files == 0)
-    st = qv_error_set(err, QV_EINVAL,
-                      "%s: not a datasets directory: no state.json, dataset_dict.json or *.arrow "
-                      "file",
-                      dir);
-  if (st == QV_OK) {
-    /* A cache directory usually has the builder's dataset_info.json. */
-    char *info_path = join_path(dir, QV_HF_INFO_JSON);
-    if (info_path && is_regular(info_path)) {
-      char *text = NULL;
-      int64_t len;
-      st = read_text(info_path, &text, &len, err);
-      if (st == QV_OK) st = qv_hf_info_parse(text, len, &sp->info, err);
-      if (st != QV_OK) qv_error_prefix(err, st, "%s/", dir);
-      free(text);
+  return st;
+}
+
+/* datasets' camelcase_to_snakecase (naming.py) on ASCII: "_" before the
+ * last capital of a run followed by a lowercase letter, "_" between a
+ * lowercase letter or digit and a capital, then lowercase. */
+static char *snake_case(const char *name) {
+  size_t n = strlen(name);
+  char *a = malloc(2 * n + 1), *b = malloc(4 * n + 1);
+  if (a == NULL || b == NULL) {
+    free(a);
+    free(b);
+    return NULL;
+  }
+#define UP(c) ((c) >= 'A' && (c) <= 'Z')
+#define LO(c) ((c) >= 'a' && (c) <= 'z')
+#define DG(c) ((c) >= '0' && (c) <= '9')
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (i > 0 && UP(name[i - 1]) && UP(name[i]) && LO(name[i + 1])) a[k++] = '_';
+    a[k++] = name[i];
+  }
+  a[k] = '\0';
+  size_t m = 0;
+  for (size_t i = 0; i < k; i++) {
+    if (i > 0 && (LO(a[i - 1]) || DG(a[i - 1])) && UP(a[i])) b[m++] = '_';
+    b[m++] = UP(a[i]) ? (char)(a[i] - 'A' + 'a') : a[i];
+  }
+  b[m] = '\0';
+#undef UP
+#undef LO
+#undef DG
+  free(a);
+  return b;
+}
+
+static int64_t find_file(const qv_hf_dir *d, const char *name) {
+  for (int64_t i = 0; i < d->n_files; i++)
+    if (strcmp(d->files[i].name, name) == 0) return i;
+  return -1;
+}
+
+/* The relative data directory datasets hashes for a builder split
+ * (`dataset_name/config_id/version[/hash]`), or NULL when `dir_real` does
+ * not look like one. */
+static char *builder_relative_dir(const char *dir_real, const char *version) {
+  if (version == NULL) return NULL;
+  /* Components from the end: comp[0] = basename. */
+  const char *ends[5], *starts[5];
+  const char *end = dir_real + strlen(dir_real);
+  int nc = 0;
+  while (nc < 5 && end > dir_real) {
+    const char *s = end;
+    while (s > dir_real && s[-1] != '/') s--;
+    starts[nc] = s;
+    ends[nc] = end;
+    nc++;
+    end = s > dir_real ? s - 1 : s;
+  }
+  int want = 0;
+  size_t vl = strlen(version);
+  if (nc >= 4 && (size_t)(ends[1] - starts[1]) == vl && strncmp(starts[1], version, vl) == 0)
+    want = 4;
+  else if (nc >= 3 && (size_t)(ends[0] - starts[0]) == vl && strncmp(starts[0], version, vl) == 0)
+    want = 3;
+  if (want == 0 || starts[want - 1] == ends[want - 1]) return NULL;
+  return strndup(starts[want - 1], (size_t)(ends[0] - starts[want - 1]));
+}
+
+static json_t *json_get_string_member(json_t *o, const char *key) {
+  json_t *v = json_is_object(o) ? json_object_get(o, key) : NULL;
+  return json_is_string(v) ? v : NULL;
+}
+
+/* One builder split `name` (its SplitInfo `si`) of cache directory `dir`. */
+static qv_status open_builder_split(const char *dir, const char *dir_real, const qv_hf_dir *d,
+                                    const char *info_text, int64_t info_len, json_t *info,
+                                    const char *name, json_t *si, qv_hf_split *sp,
+                                    qv_error *err) {
+  char what[256];
+  snprintf(what, sizeof what, "%s/dataset_info.json: split", dir);
+  QV_RETURN_NOT_OK(qv_hf_check_relative_name(what, name, err));
+  if (strchr(name, '/') != NULL)
+    return qv_error_set(err, QV_EINVAL, "%s name '%s' is not a single file name component", what,
+                        name);
+  if ((sp->name = dup_str(name)) == NULL || (sp->dir = dup_str(dir)) == NULL)
+    return qv_error_set(err, QV_ENOMEM, "out of memory");
+  qv_status st = qv_hf_info_parse(info_text, info_len, &sp->info, err);
+  if (st != QV_OK) return qv_error_prefix(err, st, "%s/", dir);
+  json_t *dn = json_get_string_member(si, "dataset_name");
+  if (dn == NULL) dn = json_get_string_member(info, "dataset_name");
+  if (dn == NULL) dn = json_get_string_member(info, "builder_name");
+  if (dn == NULL)
+    return qv_error_set(err, QV_EINVAL,
+                        "%s '%s': no dataset_name or builder_name to name its files", what, name);
+  const char *dname = json_string_value(dn);
+  if (dname[0] == '\0' || strchr(dname, '/') != NULL || strcmp(dname, "..") == 0 ||
+      strcmp(dname, ".") == 0)
+    return qv_error_set(err, QV_EINVAL, "%s '%s': dataset name '%s' is not a file name", what,
+                        name, dname);
+  json_t *lens = json_is_object(si) ? json_object_get(si, "shard_lengths") : NULL;
+  if (lens != NULL && !json_is_null(lens) && !json_is_array(lens))
+    return qv_error_set(err, QV_EINVAL, "%s '%s': shard_lengths must be a list, found %s", what,
+                        name, qv_hf_json_kind(lens));
+  int64_t n_shards = json_is_array(lens) && json_array_size(lens) > 1
+                         ? (int64_t)json_array_size(lens)
+                         : 1;
+  char *prefix = snake_case(dname);
+  if (prefix == NULL) return qv_error_set(err, QV_ENOMEM, "out of memory");
+  int64_t total = 0;
+  for (int64_t i = 0; i < n_shards && st == QV_OK; i++) {
+    char fname[1024];
+    if (n_shards == 1)
+      snprintf(fname, sizeof fname, "%s-%s.arrow", prefix, name);
+    else
+      snprintf(fname, sizeof fname, "%s-%s-%05lld-of-%05lld.arrow", prefix, name, (long long)i,
+               (long long)n_shards);
+    int64_t fi = find_file(d, fname);
+    if (fi < 0) {
+      st = qv_error_set(err, QV_EINVAL, "%s '%s': its data file '%s' is missing", what, name,
+                        fname);
+      break;
     }
+    const qv_hf_file *f = &d->files[fi];
+    json_t *len_i = n_shards > 1 ? json_array_get(lens, (size_t)i) : NULL;
+    if (n_shards > 1 && (!json_is_integer(len_i) || json_integer_value(len_i) != f->rows))
+      st = qv_error_set(err, QV_EINVAL, "%s '%s': '%s' holds %lld rows, shard_lengths[%lld] says %s%lld",
+                        what, name, fname, (long long)f->rows, (long long)i,
+                        json_is_integer(len_i) ? "" : "(not an integer) ",
+                        json_is_integer(len_i) ? (long long)json_integer_value(len_i) : 0LL);
+    if (st == QV_OK && f->role != QV_HF_FILE_DATA)
+      st = qv_error_set(err, QV_EINVAL, "%s '%s': '%s' is not a data file", what, name, fname);
+    if (st == QV_OK) st = add_file(&sp->files, &sp->n_files, f->name, f->path, f->role, f->rows, err);
+    if (st == QV_OK && qv_add_overflow(total, f->rows, &total))
+      st = qv_error_set(err, QV_EINVAL, "%s '%s': row count overflows", what, name);
+  }
+  free(prefix);
+  json_t *ne = json_is_object(si) ? json_object_get(si, "num_examples") : NULL;
+  if (st == QV_OK && json_is_integer(ne) && json_integer_value(ne) != total)
+    st = qv_error_set(err, QV_EINVAL, "%s '%s': its files hold %lld rows, num_examples says %lld",
+                      what, name, (long long)total, (long long)json_integer_value(ne));
+  if (st != QV_OK) return st;
+  /* The fingerprint datasets gives the split (builder._get_dataset_fingerprint). */
+  json_t *ver = json_is_object(info) ? json_object_get(info, "version") : NULL;
+  json_t *vs = json_get_string_member(ver, "version_str");
+  if (vs == NULL && json_is_string(ver)) vs = ver;
+  char *rel = builder_relative_dir(dir_real, vs ? json_string_value(vs) : NULL);
+  char fp[QV_FINGERPRINT_SIZE];
+  if (rel != NULL) {
+    st = qv_fingerprint_builder_split(rel, name, fp, err);
+  } else {
+    qv_fingerprint_args *args = NULL;
+    st = qv_fingerprint_args_new(&args, err);
+    if (st == QV_OK) st = qv_fingerprint_arg_str(args, "dir", dir_real, err);
+    if (st == QV_OK) st = qv_fingerprint_arg_str(args, "split", name, err);
+    if (st == QV_OK) st = qv_fingerprint_update("quiver-builder", "quiver.builder_split", args, fp, err);
+    qv_fingerprint_args_free(args);
+  }
+  free(rel);
+  if (st == QV_OK && (sp->fingerprint = dup_str(fp)) == NULL)
+    st = qv_error_set(err, QV_ENOMEM, "out of memory");
+  return st;
+}
+
+/* The builder splits listed in dataset_info.json's "splits" (an object of
+ * SplitInfo, or a list of them: legacy) of cache directory `dir`. */
+static qv_status open_builder_splits(const char *dir, qv_hf_dir *d, qv_error *err) {
+  char *info_path = join_path(dir, QV_HF_INFO_JSON);
+  if (info_path == NULL) return qv_error_set(err, QV_ENOMEM, "out of memory");
+  if (!is_regular(info_path)) {
     free(info_path);
+    return QV_OK;
+  }
+  char *text = NULL, *dir_real = NULL;
+  int64_t len = 0;
+  json_t *info = NULL;
+  qv_status st = read_text(info_path, &text, &len, err);
+  free(info_path);
+  if (st == QV_OK) st = qv_hf_json_load("dataset_info.json", text, len, &info, err);
+  if (st != QV_OK) qv_error_prefix(err, st, "%s/", dir);
+  json_t *splits = json_is_object(info) ? json_object_get(info, "splits") : NULL;
+  size_t n = json_is_object(splits) ? json_object_size(splits)
+             : json_is_array(splits) ? json_array_size(splits)
+                                     : 0;
+  if (st == QV_OK && n > 0) {
+    if ((dir_real = realpath(dir, NULL)) == NULL)
+      st = qv_error_set(err, QV_EIO, "%s: %s", dir, strerror(errno));
+    else if ((d->splits = calloc(n, sizeof *d->splits)) == NULL)
+      st = qv_error_set(err, QV_ENOMEM, "out of memory");
+  }
+  if (st == QV_OK && n > 0) {
+    size_t i = 0;
+    const char *key;
+    json_t *si;
+    if (json_is_object(splits)) {
+      json_object_foreach(splits, key, si) {
+        if (st != QV_OK) break;
+        d->n_splits = (int64_t)i + 1;
+        st = open_builder_split(dir, dir_real, d, text, len, info, key, si, &d->splits[i++], err);
+      }
+    } else {
+      json_array_foreach(splits, i, si) {
+        if (st != QV_OK) break;
+        json_t *nm = json_get_string_member(si, "name");
+        d->n_splits = (int64_t)i + 1;
+        if (nm == NULL)
+          st = qv_error_set(err, QV_EINVAL, "%s/dataset_info.json: splits[%zu] has no name", dir,
+                            i);
+        else
+          st = open_builder_split(dir, dir_real, d, text, len, info, json_string_value(nm), si,
+                                  &d->splits[i], err);
+      }
+    }
+  }
+  json_decref(info);
+  free(text);
+  free(dir_real);
+  return st;
+}
+
+const char *qv_hf_source_kind_name(qv_hf_source_kind kind) {
+  switch (kind) {
+    case QV_HF_SOURCE_SPLIT: return "split";
+    case QV_HF_SOURCE_DATASET: return "dataset";
+    case QV_HF_SOURCE_GROUP: return "map output group";
+    case QV_HF_SOURCE_FILE: return "file";
+  }
+  return "unknown";
+}
+
+int64_t qv_hf_dir_find_source(const qv_hf_dir *dir, const char *name) {
+  for (int64_t i = 0; i < dir->n_sources; i++)
+    if (strcmp(dir->sources[i].name, name) == 0) return i;
+  return -1;
+}
+
+static qv_status add_source(qv_hf_dir *d, qv_hf_source_kind kind, const char *name,
+                            int64_t split, const char *fp, qv_hf_source **out, qv_error *err) {
+  qv_hf_source *g = realloc(d->sources, sizeof *g * (size_t)(d->n_sources + 1));
+  if (g == NULL) return qv_error_set(err, QV_ENOMEM, "out of memory");
+  d->sources = g;
+  qv_hf_source *s = &g[d->n_sources];
+  memset(s, 0, sizeof *s);
+  s->kind = kind;
+  s->split = split;
+  s->name = dup_str(name);
+  s->fingerprint = fp ? dup_str(fp) : NULL;
+  if (s->name == NULL || (fp && s->fingerprint == NULL)) {
+    free(s->name);
+    free(s->fingerprint);
+    return qv_error_set(err, QV_ENOMEM, "out of memory");
+  }
+  d->n_sources++;
+  *out = s;
+  return QV_OK;
+}
+
+static qv_status source_add_file(qv_hf_dir *d, int64_t src, int64_t file, qv_error *err) {
+  qv_hf_source *s = &d->sources[src];
+  int64_t *g = realloc(s->files, sizeof *g * (size_t)(s->n_files + 1));
+  if (g == NULL) return qv_error_set(err, QV_ENOMEM, "out of memory");
+  s->files = g;
+  s->files[s->n_files++] = file;
+  s->rows += d->files[file].rows;
+  d->files[file].source = src;
+  return QV_OK;
+}
+
+/* "cache-<fp>_RRRRR_of_NNNNN.arrow": the worker file of rank R of N of a
+ * map with num_proc N. Fills fp (validated) and returns true when it is. */
+static bool parse_worker_name(const char *name, char fp[QV_FINGERPRINT_SIZE], long *rank,
+                              long *count) {
+  size_t n = strlen(name);
+  if (!starts_with(name, "cache-") || n < 6 + 1 + 15 + 6) return false;
+  const char *end = name + n - 6; /* ".arrow" */
+  const char *of = NULL;
+  for (const char *p = end - 1; p > name; p--)
+    if (strncmp(p, "_of_", 4) == 0) {
+      of = p;
+      break;
+    }
+  if (of == NULL) return false;
+  const char *us = of - 1;
+  while (us > name && *us != '_') us--;
+  if (*us != '_' || us <= name + 6) return false;
+  char *e = NULL;
+  *rank = strtol(us + 1, &e, 10);
+  if (e != of || of - (us + 1) < 5) return false;
+  *count = strtol(of + 4, &e, 10);
+  if (e != end || end - (of + 4) < 5 || *count < 1 || *rank < 0 || *rank >= *count) return false;
+  size_t fl = (size_t)(us - (name + 6));
+  if (fl >= QV_FINGERPRINT_SIZE) return false;
+  memcpy(fp, name + 6, fl);
+  fp[fl] = '\0';
+  return qv_fingerprint_validate(fp, NULL) == QV_OK;
+}
+
+/* Group d->files into d->sources: the splits first (files matched by
+ * name), then complete map worker groups, then the other data files. */
+static qv_status build_sources(qv_hf_dir *d, qv_error *err) {
+  qv_status st = QV_OK;
+  for (int64_t i = 0; i < d->n_splits && st == QV_OK; i++) {
+    const qv_hf_split *sp = &d->splits[i];
+    qv_hf_source *s = NULL;
+    bool dataset = d->layout == QV_HF_LAYOUT_DATASET;
+    st = add_source(d, dataset ? QV_HF_SOURCE_DATASET : QV_HF_SOURCE_SPLIT,
+                    dataset ? "." : sp->name, i, NULL, &s, err);
+    for (int64_t k = 0; st == QV_OK && k < sp->n_files; k++) {
+      s->rows += sp->files[k].rows;
+      int64_t fi = find_file(d, sp->files[k].name);
+      if (fi >= 0) d->files[fi].source = d->n_sources - 1;
+    }
+  }
+  for (int64_t i = 0; i < d->n_files && st == QV_OK; i++) {
+    qv_hf_file *f = &d->files[i];
+    if (f->role != QV_HF_FILE_DATA || f->source >= 0) continue;
+    char fp[QV_FINGERPRINT_SIZE];
+    long rank, count;
+    if (!parse_worker_name(f->name, fp, &rank, &count) || rank != 0 || count > d->n_files)
+      continue;
+    /* Ranks 1..count-1 with the same fingerprint and count. */
+    int64_t *members = calloc((size_t)count, sizeof *members);
+    if (members == NULL) return qv_error_set(err, QV_ENOMEM, "out of memory");
+    for (long r = 0; r < count; r++) members[r] = -1;
+    members[0] = i;
+    long found = 1;
+    for (int64_t j = 0; j < d->n_files; j++) {
+      char fp2[QV_FINGERPRINT_SIZE];
+      long r2, c2;
+      if (j != i && d->files[j].role == QV_HF_FILE_DATA && d->files[j].source < 0 &&
+          parse_worker_name(d->files[j].name, fp2, &r2, &c2) && c2 == count && r2 > 0 &&
+          strcmp(fp, fp2) == 0 && members[r2] < 0) {
+        members[r2] = j;
+        found++;
+      }
+    }
+    if (found == count) {
+      char name[QV_FINGERPRINT_SIZE + 64];
+      snprintf(name, sizeof name, "cache-%s_*_of_%05ld.arrow", fp, count);
+      qv_hf_source *s = NULL;
+      st = add_source(d, QV_HF_SOURCE_GROUP, name, -1, fp, &s, err);
+      for (long r = 0; r < count && st == QV_OK; r++)
+        st = source_add_file(d, d->n_sources - 1, members[r], err);
+    }
+    free(members);
+  }
+  for (int64_t i = 0; i < d->n_files && st == QV_OK; i++) {
+    qv_hf_file *f = &d->files[i];
+    if (f->role != QV_HF_FILE_DATA || f->source >= 0) continue;
+    qv_hf_source *s = NULL;
+    st = add_source(d, QV_HF_SOURCE_FILE, f->name, -1, NULL, &s, err);
+    if (st == QV_OK) st = source_add_file(d, d->n_sources - 1, i, err);
   }
   return st;
 }
@@ -785,13 +1160,15 @@ qv_status qv_hf_dir_open(const char *path, qv_hf_dir **out, qv_error *err) {
     } else {
       d->n_splits = 1;
       const char *slash = strrchr(path, '/');
-      const char *base = slash ? slash + 1 : path;
       d->splits[0].dir = slash ? strndup(path, (size_t)(slash - path) + (slash == path))
                                : dup_str(".");
       qv_hf_file_role role = QV_HF_FILE_DATA;
+      int64_t rows = 0;
       if (d->splits[0].dir == NULL) st = qv_error_set(err, QV_ENOMEM, "out of memory");
-      if (st == QV_OK) st = file_role(path, &role, err);
-      if (st == QV_OK) st = add_file(&d->splits[0], base, path, role, err);
+      if (st == QV_OK) st = file_info(path, &role, &rows, err);
+      if (st == QV_OK)
+        st = add_file(&d->splits[0].files, &d->splits[0].n_files, base_name(path), path, role,
+                      rows, err);
     }
   } else if (!S_ISDIR(sb.st_mode)) {
     st = qv_error_set(err, QV_EINVAL, "%s: not a regular file or a directory", path);
@@ -835,14 +1212,18 @@ qv_status qv_hf_dir_open(const char *path, qv_hf_dir **out, qv_error *err) {
         d->n_splits = 1;
         st = open_dataset(path, &d->splits[0], err);
       }
+      if (st == QV_OK) st = list_arrow_files(path, d, err);
+      if (st == QV_OK) st = build_sources(d, err);
     } else {
       d->layout = QV_HF_LAYOUT_CACHE;
-      if ((d->splits = calloc(1, sizeof *d->splits)) == NULL) {
-        st = qv_error_set(err, QV_ENOMEM, "out of memory");
-      } else {
-        d->n_splits = 1;
-        st = open_cache(path, &d->splits[0], err);
-      }
+      st = list_arrow_files(path, d, err);
+      if (st == QV_OK && d->n_files == 0)
+        st = qv_error_set(err, QV_EINVAL,
+                          "%s: not a datasets directory: no state.json, dataset_dict.json or "
+                          "*.arrow file",
+                          path);
+      if (st == QV_OK) st = open_builder_splits(path, d, err);
+      if (st == QV_OK) st = build_sources(d, err);
     }
     free(dict_path);
     free(state_path);

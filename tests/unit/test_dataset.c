@@ -9,7 +9,8 @@
  * cache files (written beside the data, reused, ignored, kept in memory,
  * cleaned up), map (single process, worker processes, cache reuse, a
  * failing callback leaving no cache file, row-count changes) and
- * save_to_disk round trips.
+ * save_to_disk round trips, indices mapping files (composed with given
+ * data, resolved among their directory's datasets, errors).
  */
 #include <dirent.h>
 #include <signal.h>
@@ -1049,6 +1050,135 @@ static void test_save_media_estimate(void) {
   qv_dataset_unref(ds);
 }
 
+/* Write a bare indices file (no huggingface metadata) of `n` values. */
+static void write_indices(const char *path, const uint64_t *v, int64_t n,
+                          const uint8_t *validity, int64_t null_count) {
+  qv_type *st = tb_type(QV_STRUCT);
+  tb_child(st, "indices", tb_type(QV_UINT64));
+  qv_schema *s = qv_schema_new(st);
+  qv_array *ch = tb_prim_raw(QV_UINT64, n, null_count, validity, validity ? 1 : 0, v, n * 8);
+  qv_array *b = tb_array_nc(qv_type_ref(s->type), n, 0, 1, (qv_buffer *[]){NULL}, 1, &ch);
+  qv_table *t = NULL;
+  if (qv_table_from_batches(s, &b, 1, &t, &E) != QV_OK) abort();
+  qv_write_options wo;
+  memset(&wo, 0, sizeof wo);
+  wo.format = QV_FORMAT_STREAM;
+  if (qv_table_write_path(t, path, &wo, &E) != QV_OK) abort();
+  qv_table_unref(t);
+  qv_array_unref(b);
+  qv_schema_unref(s);
+}
+
+/* Indices mapping files: composed with given data, resolved among the
+ * datasets of their directory, and every error. */
+static void test_indices_file(void) {
+  const char *dir = subdir("indices");
+  qv_dataset *ds = file_dataset(dir, 100, 9), *s = NULL, *v = NULL, *o = NULL;
+  int64_t perm[100];
+  OK(qv_permutation(42, 100, perm, &E));
+  OK(qv_dataset_shuffle(ds, 42, NULL, &s, &E));
+  char path[400], want[1200];
+  snprintf(path, sizeof path, "%s/cache-%s.arrow", dir, qv_dataset_fingerprint(s));
+  /* given the data: the rows and the fingerprint of the shuffled dataset */
+  OK(qv_dataset_with_indices_file(ds, path, &v, &E));
+  QV_CHECK(same_a(v, perm, 100));
+  QV_CHECK_EQ_STR(qv_dataset_fingerprint(v), qv_dataset_fingerprint(s));
+  /* opened alone: the only dataset of the directory is its data */
+  OK(qv_dataset_open(path, NULL, &o, &E));
+  QV_CHECK(same_a(o, perm, 100));
+  QV_CHECK_EQ_STR(qv_dataset_fingerprint(o), qv_dataset_fingerprint(s));
+  qv_dataset_unref(o);
+  o = NULL;
+  qv_hf_dir *d = NULL;
+  int64_t *idx = NULL, n = 0, max = 0;
+  OK(qv_hf_dir_open(dir, &d, &E));
+  OK(qv_dataset_indices_candidates(d, path, &idx, &n, &max, &E));
+  QV_CHECK(n == 1 && max == 99 && d->n_sources == 1);
+  QV_CHECK_EQ_STR(d->sources[idx[0]].name, "data.arrow");
+  free(idx);
+  qv_hf_dir_free(d);
+  /* a second dataset of 100 rows makes it ambiguous */
+  char path2[400], cmd[1000];
+  snprintf(path2, sizeof path2, "%s/data.arrow", dir);
+  snprintf(cmd, sizeof cmd, "cp '%s' '%s/other.arrow'", path2, dir);
+  QV_REQUIRE(system(cmd) == 0);
+  QV_CHECK(qv_dataset_open(path, NULL, &o, &E) == QV_EINVAL);
+  snprintf(want, sizeof want,
+           "%s: cannot tell which data this indices mapping indexes: ambiguous: 2 datasets in "
+           "%s have more than 99 rows: file 'data.arrow' (100 rows), file 'other.arrow' (100 "
+           "rows); name the data it indexes (quiver: --data PATH [--split NAME])",
+           path, dir);
+  QV_CHECK_EQ_STR(E.message, want);
+  /* ... and a smaller one is no candidate */
+  snprintf(cmd, sizeof cmd, "rm '%s/other.arrow'", dir);
+  QV_REQUIRE(system(cmd) == 0);
+  qv_dataset *small = NULL;
+  OK(qv_dataset_select_range(ds, 0, 10, NULL, &small, &E));
+  snprintf(path2, sizeof path2, "%s/small", dir);
+  OK(qv_dataset_save_to_disk(small, path2, NULL, NULL, &E));
+  snprintf(cmd, sizeof cmd, "mv '%s/small/data-00000-of-00001.arrow' '%s/small.arrow'", dir, dir);
+  QV_REQUIRE(system(cmd) == 0);
+  OK(qv_dataset_open(path, NULL, &o, &E));
+  QV_CHECK(same_a(o, perm, 100));
+  qv_dataset_unref(o);
+  o = NULL;
+  /* out of range for the given data: file, row, value and bound */
+  qv_dataset *sm = NULL;
+  snprintf(path2, sizeof path2, "%s/small.arrow", dir);
+  OK(qv_dataset_open(path2, NULL, &sm, &E));
+  QV_CHECK(qv_dataset_with_indices_file(sm, path, &o, &E) == QV_EINVAL);
+  int64_t r = 0;
+  while (perm[r] < 10) r++;
+  snprintf(want, sizeof want,
+           "%s: row %lld holds index %lld, outside the data's 10 rows (indices must be < 10)",
+           path, (long long)r, (long long)perm[r]);
+  QV_CHECK_EQ_STR(E.message, want);
+  /* not an indices file; data that has a mapping already */
+  snprintf(path2, sizeof path2, "%s/data.arrow", dir);
+  QV_CHECK(qv_dataset_with_indices_file(ds, path2, &o, &E) == QV_EINVAL);
+  QV_CHECK(strstr(E.message, "not an indices mapping: expected one uint64 column 'indices'") !=
+           NULL);
+  QV_CHECK(qv_dataset_with_indices_file(s, path, &o, &E) == QV_EARG);
+  QV_CHECK(strstr(E.message, "already has an indices mapping") != NULL);
+  /* a mapping without metadata: fingerprint derived, deterministic */
+  uint64_t vals[4] = {3, 1, 99, 0};
+  snprintf(path2, sizeof path2, "%s/cache-bare.arrow", dir);
+  write_indices(path2, vals, 4, NULL, 0);
+  qv_dataset *b1 = NULL, *b2 = NULL;
+  OK(qv_dataset_with_indices_file(ds, path2, &b1, &E));
+  OK(qv_dataset_open(path2, NULL, &b2, &E));
+  int64_t wantv[4] = {3, 1, 99, 0};
+  QV_CHECK(same_a(b1, wantv, 4) && same_a(b2, wantv, 4));
+  QV_CHECK_EQ_STR(qv_dataset_fingerprint(b1), qv_dataset_fingerprint(b2));
+  QV_CHECK(strcmp(qv_dataset_fingerprint(b1), qv_dataset_fingerprint(ds)) != 0);
+  /* nulls are refused, naming the row */
+  uint8_t valid = 0x0d; /* rows 0, 2, 3 */
+  snprintf(path2, sizeof path2, "%s/cache-null.arrow", dir);
+  write_indices(path2, vals, 4, &valid, 1);
+  QV_CHECK(qv_dataset_with_indices_file(ds, path2, &o, &E) == QV_EINVAL);
+  snprintf(want, sizeof want, "%s: indices mapping row 1 is null", path2);
+  QV_CHECK_EQ_STR(E.message, want);
+  unlink(path2);
+  /* no dataset large enough */
+  uint64_t big[2] = {0, 1000};
+  snprintf(path2, sizeof path2, "%s/cache-big.arrow", dir);
+  write_indices(path2, big, 2, NULL, 0);
+  QV_CHECK(qv_dataset_open(path2, NULL, &o, &E) == QV_EINVAL);
+  snprintf(want, sizeof want,
+           "%s: cannot tell which data this indices mapping indexes: no dataset in %s has more "
+           "than 1000 rows (file 'data.arrow' (100 rows), file 'small.arrow' (10 rows)); name "
+           "the data it indexes (quiver: --data PATH [--split NAME])",
+           path2, dir);
+  QV_CHECK_EQ_STR(E.message, want);
+  qv_dataset_unref(b1);
+  qv_dataset_unref(b2);
+  qv_dataset_unref(sm);
+  qv_dataset_unref(small);
+  qv_dataset_unref(v);
+  qv_dataset_unref(s);
+  qv_dataset_unref(ds);
+}
+
 int main(void) {
   QV_RUN(test_open_and_fingerprints);
   QV_RUN(test_select);
@@ -1064,6 +1194,7 @@ int main(void) {
   QV_RUN(test_map);
   QV_RUN(test_sort_and_unique);
   QV_RUN(test_save_media_estimate);
+  QV_RUN(test_indices_file);
   cleanup();
   return QV_TEST_END();
 }

@@ -304,6 +304,22 @@ static void test_of_file(void) {
   rmdir(dir);
 }
 
+/* datasets' builder split fingerprint. The expected digest is the one
+ * datasets 5.2.0 gave load_dataset("json", ...)["train"] for that cache
+ * directory (tests/python/test_hf_cache.py checks it live); the pickle
+ * framing below is what dill writes for short strings. */
+static void test_builder_split(void) {
+  char fp[QV_FINGERPRINT_SIZE];
+  qv_error err;
+  QV_REQUIRE(qv_fingerprint_builder_split(
+                 "json/default-6bfcf3862e515771/0.0.0/"
+                 "d78d59350287f412d1b9bba3fc43382481557d01d4e6863b77495a979d96b0d2",
+                 "train", fp, &err) == QV_OK);
+  QV_CHECK_EQ_STR(fp, "a80258735a1d5318");
+  QV_CHECK(qv_fingerprint_builder_split("", "train", fp, &err) == QV_EARG);
+  QV_CHECK(qv_fingerprint_builder_split("a/b/c", "", fp, &err) == QV_EARG);
+}
+
 int main(void) {
   QV_RUN(test_documented_examples);
   QV_RUN(test_sensitivity);
@@ -311,5 +327,6 @@ int main(void) {
   QV_RUN(test_validate);
   QV_RUN(test_metadata);
   QV_RUN(test_of_file);
+  QV_RUN(test_builder_split);
   return QV_TEST_END();
 }

@@ -654,8 +654,11 @@ static void test_dir_open(void) {
   unlink(p);
   snprintf(p, sizeof p, "%s/ds", root);
   QV_REQUIRE(qv_hf_dir_open(p, &d, &err) == QV_OK);
-  QV_CHECK(d->layout == QV_HF_LAYOUT_CACHE && d->splits[0].n_files == 1);
-  QV_CHECK(d->splits[0].files[0].role == QV_HF_FILE_DATA);
+  /* (dataset_info.json without "splits": no builder split) */
+  QV_CHECK(d->layout == QV_HF_LAYOUT_CACHE && d->n_splits == 0 && d->n_files == 1);
+  QV_CHECK(d->files[0].role == QV_HF_FILE_DATA && d->files[0].source == 0);
+  QV_CHECK(d->n_sources == 1 && d->sources[0].kind == QV_HF_SOURCE_FILE);
+  QV_CHECK_EQ_STR(d->sources[0].name, "data-00000-of-00001.arrow");
   qv_hf_dir_free(d);
   /* clean up */
   snprintf(p, sizeof p, "%s/ds/data-00000-of-00001.arrow", root);

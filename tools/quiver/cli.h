@@ -28,13 +28,17 @@ const char *cli_opt_value(const char *arg, const char *name, int argc, char **ar
 bool cli_parse_i64(const char *s, int64_t *out);
 
 /* hfdir.c: Hugging Face `datasets` directories (save_to_disk Dataset /
- * DatasetDict, cache directories). */
+ * DatasetDict, load_dataset cache directories) and indices mapping files. */
 bool cli_is_directory(const char *path);
+/* A cache-*.arrow file holding an indices mapping (never "-"). */
+bool cli_is_indices_file(const char *path);
 int cli_info_dir(const char *path, bool as_json);
-/* head (rows == NULL: the first head_n rows) or get (the given rows) over a
- * Dataset directory's shards in order. */
-int cli_rows_dir(const char *cmd, const char *path, const char *split, bool decode_labels,
-                 int64_t head_n, const int64_t *rows, int64_t n_rows);
+/* head (rows == NULL: the first head_n rows) or get (the given rows) of
+ * PATH through the dataset layer: with `data`, PATH is an indices mapping
+ * file applied to qv_dataset_open(data, split); else
+ * qv_dataset_open(path, split). */
+int cli_rows_dataset(const char *path, const char *split, const char *data, bool decode_labels,
+                     int64_t head_n, const int64_t *rows, int64_t n_rows);
 
 /* quiver debug hf-emit / hf-features (hfdir.c) */
 int cli_debug_hf_emit(int argc, char **argv);

@@ -1,11 +1,11 @@
 /*
  * hfdir.c — the CLI's view of Hugging Face `datasets` directories:
  * `quiver info` on a save_to_disk Dataset / DatasetDict directory or a
- * cache directory, and `quiver head` / `quiver get` reading a Dataset's
- * shards in order as one dataset (optionally with ClassLabel names). Top
- * layer. Rows are read by opening each shard with qv_reader and walking
- * its batches; once the table layer lands (concatenation tables over
- * shards) this file shrinks to calls into it.
+ * load_dataset cache directory (builder splits, every .arrow file with its
+ * role, and for each indices mapping the dataset it maps), and `quiver
+ * head` / `quiver get` on anything the dataset layer opens (directories,
+ * indices mapping files, `--data` overrides), read through qv_dataset
+ * (optionally with ClassLabel names). Top layer.
  */
 #include <jansson.h>
 #include <stdio.h>
@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 
 #include "cli.h"
+#include "quiver/dataset.h"
 #include "quiver/hf.h"
 #include "quiver/ipc.h"
 #include "quiver/print.h"
@@ -146,6 +147,8 @@ static qv_status split_info(const qv_hf_split *sp, json_t **out_json, bool as_js
       json_t *stj = state_json(sp->state);
       json_object_set(o, "fingerprint", json_object_get(stj, "fingerprint"));
       json_object_set_new(o, "state", stj);
+    } else if (sp->fingerprint) {
+      json_object_set_new(o, "fingerprint", json_string(sp->fingerprint));
     }
     json_t *schema_fields = json_array();
     if (s.n > 0) {
@@ -173,6 +176,8 @@ static qv_status split_info(const qv_hf_split *sp, json_t **out_json, bool as_js
       printf("%*sfingerprint:  %s\n", ind, "", sp->state->fingerprint);
       if (sp->state->split) printf("%*ssplit:        %s\n", ind, "", sp->state->split);
       if (sp->state->format_type) printf("%*sformat:       %s\n", ind, "", sp->state->format_type);
+    } else if (sp->fingerprint) {
+      printf("%*sfingerprint:  %s\n", ind, "", sp->fingerprint);
     }
     if (s.n > 0) {
       printf("%*sschema:\n", ind, "");
@@ -192,8 +197,42 @@ static qv_status split_info(const qv_hf_split *sp, json_t **out_json, bool as_js
   return QV_OK;
 }
 
-/* One file of a cache directory. */
-static qv_status cache_file_info(const qv_hf_file *f, json_t *arr, qv_error *err) {
+/* What an indices mapping file of `d` maps: JSON members (arr != NULL)
+ * or a text line. */
+static qv_status indices_target(const qv_hf_dir *d, const qv_hf_file *f, json_t *o,
+                                qv_error *err) {
+  int64_t *idx = NULL, n = 0, max = -1;
+  QV_RETURN_NOT_OK(qv_dataset_indices_candidates(d, f->path, &idx, &n, &max, err));
+  if (o != NULL) {
+    json_object_set_new(o, "max_index", max >= 0 ? json_integer(max) : json_null());
+    json_object_set_new(o, "status", json_string(n == 1 ? "resolved" : n ? "ambiguous" : "none"));
+    json_object_set_new(o, "maps", n == 1 ? json_string(d->sources[idx[0]].name) : json_null());
+    json_t *cands = json_array();
+    for (int64_t i = 0; i < n; i++) {
+      const qv_hf_source *s = &d->sources[idx[i]];
+      json_array_append_new(cands, json_pack("{s:s,s:s,s:I}", "name", s->name, "kind",
+                                             qv_hf_source_kind_name(s->kind), "rows",
+                                             (json_int_t)s->rows));
+    }
+    json_object_set_new(o, "candidates", cands);
+  } else if (n == 0) {
+    printf("    maps: nothing found (no dataset here has more than %lld rows)\n", (long long)max);
+  } else {
+    printf("    %s", n == 1 ? "maps: " : "ambiguous: ");
+    for (int64_t i = 0; i < n; i++) {
+      const qv_hf_source *s = &d->sources[idx[i]];
+      printf("%s%s '%s' (%lld rows)", i ? ", " : "", qv_hf_source_kind_name(s->kind), s->name,
+             (long long)s->rows);
+    }
+    printf("\n");
+  }
+  free(idx);
+  return QV_OK;
+}
+
+/* One .arrow file of a cache (or Dataset) directory. */
+static qv_status dir_file_info(const qv_hf_dir *d, const qv_hf_file *f, json_t *arr,
+                               qv_error *err) {
   qv_reader *r = NULL;
   QV_RETURN_NOT_OK(qv_reader_open_path(f->path, NULL, &r, err));
   const qv_schema *sc = qv_reader_schema(r);
@@ -203,26 +242,50 @@ static qv_status cache_file_info(const qv_hf_file *f, json_t *arr, qv_error *err
   qv_hf_metadata md = {NULL, NULL};
   const qv_kv *kv = qv_metadata_find(&sc->metadata, QV_HF_METADATA_KEY);
   if (kv) (void)qv_hf_metadata_parse(kv->value, kv->value_len, &md, NULL);
+  const char *dataset = f->source >= 0 ? d->sources[f->source].name : NULL;
+  qv_status st = QV_OK;
   if (arr != NULL) {
     json_t *o = json_object();
     json_object_set_new(o, "name", json_string(f->name));
     json_object_set_new(o, "role", json_string(role_name(f->role)));
-    json_object_set_new(o, "rows", json_integer(qv_reader_num_rows(r)));
+    json_object_set_new(o, "rows", json_integer(f->rows));
     json_object_set_new(o, "fingerprint", str_or_null(md.fingerprint));
     json_object_set_new(o, "features", features_json(feats));
     if (fst != QV_OK) json_object_set_new(o, "features_error", json_string(ferr.message));
+    if (f->role == QV_HF_FILE_DATA) json_object_set_new(o, "dataset", str_or_null(dataset));
+    else st = indices_target(d, f, o, err);
     json_array_append_new(arr, o);
   } else {
-    printf("  %s  (%s, %lld rows%s%s)\n", f->name, role_name(f->role),
-           (long long)qv_reader_num_rows(r), md.fingerprint ? ", fingerprint " : "",
-           md.fingerprint ? md.fingerprint : "");
-    if (fst == QV_OK) print_features_text(feats, 4);
-    else printf("    features: %s\n", ferr.message);
+    printf("  %s  (%s, %lld rows%s%s)\n", f->name, role_name(f->role), (long long)f->rows,
+           md.fingerprint ? ", fingerprint " : "", md.fingerprint ? md.fingerprint : "");
+    if (f->role == QV_HF_FILE_INDICES) st = indices_target(d, f, NULL, err);
+    else if (dataset != NULL) printf("    dataset: %s\n", dataset);
+    if (f->role == QV_HF_FILE_DATA) {
+      if (fst == QV_OK) print_features_text(feats, 4);
+      else printf("    features: %s\n", ferr.message);
+    }
   }
   qv_hf_metadata_reset(&md);
   qv_hf_feature_free(feats);
   qv_reader_close(r);
-  return QV_OK;
+  return st;
+}
+
+/* The datasets of a cache / Dataset directory (what indices files map). */
+static json_t *sources_json(const qv_hf_dir *d) {
+  json_t *a = json_array();
+  for (int64_t i = 0; i < d->n_sources; i++) {
+    const qv_hf_source *s = &d->sources[i];
+    json_t *o = json_pack("{s:s,s:s,s:I}", "name", s->name, "kind",
+                          qv_hf_source_kind_name(s->kind), "rows", (json_int_t)s->rows);
+    const char *fp = s->fingerprint;
+    if (s->split >= 0)
+      fp = d->splits[s->split].state ? d->splits[s->split].state->fingerprint
+                                     : d->splits[s->split].fingerprint;
+    if (fp) json_object_set_new(o, "fingerprint", json_string(fp));
+    json_array_append_new(a, o);
+  }
+  return a;
 }
 
 int cli_info_dir(const char *path, bool as_json) {
@@ -238,30 +301,41 @@ int cli_info_dir(const char *path, bool as_json) {
     printf("path:         %s\n", path);
     printf("layout:       datasets %s\n", qv_hf_layout_name(d->layout));
   }
-  if (d->layout == QV_HF_LAYOUT_CACHE) {
-    json_t *files = as_json ? json_array() : NULL;
-    if (!as_json) printf("files:\n");
-    for (int64_t i = 0; st == QV_OK && i < d->splits[0].n_files; i++)
-      st = cache_file_info(&d->splits[0].files[i], files, &err);
-    if (as_json) json_object_set_new(o, "files", files);
+  json_t *splits = as_json ? json_array() : NULL;
+  for (int64_t i = 0; st == QV_OK && i < d->n_splits; i++) {
+    json_t *sj = NULL;
+    st = split_info(&d->splits[i], &sj, as_json, &err);
+    if (st == QV_OK && as_json) json_array_append_new(splits, sj);
+  }
+  if (as_json) {
+    /* A Dataset directory is one dataset: lift its summary to the top. */
+    if (st == QV_OK && d->layout == QV_HF_LAYOUT_DATASET) {
+      json_t *one = json_array_get(splits, 0);
+      const char *keys[] = {"rows", "num_shards", "fingerprint", "schema", "features", "state"};
+      for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++)
+        if (json_object_get(one, keys[k]))
+          json_object_set(o, keys[k], json_object_get(one, keys[k]));
+    }
+    json_object_set_new(o, "splits", splits);
+  }
+  /* Every .arrow file of a cache directory; the files of a Dataset
+   * directory beyond its shards (cache files of its transforms). */
+  bool listed = false;
+  json_t *files = as_json ? json_array() : NULL;
+  for (int64_t i = 0; st == QV_OK && i < d->n_files; i++) {
+    const qv_hf_file *f = &d->files[i];
+    if (d->layout == QV_HF_LAYOUT_DATASET && f->source >= 0 &&
+        d->sources[f->source].kind == QV_HF_SOURCE_DATASET)
+      continue;
+    if (!as_json && !listed) printf("files:\n");
+    listed = true;
+    st = dir_file_info(d, f, files, &err);
+  }
+  if (as_json && (d->layout == QV_HF_LAYOUT_CACHE || listed)) {
+    json_object_set_new(o, "files", files);
+    json_object_set_new(o, "datasets", sources_json(d));
   } else {
-    json_t *splits = as_json ? json_array() : NULL;
-    for (int64_t i = 0; st == QV_OK && i < d->n_splits; i++) {
-      json_t *sj = NULL;
-      st = split_info(&d->splits[i], &sj, as_json, &err);
-      if (st == QV_OK && as_json) json_array_append_new(splits, sj);
-    }
-    if (as_json) {
-      /* A Dataset directory is one dataset: lift its summary to the top. */
-      if (st == QV_OK && d->layout == QV_HF_LAYOUT_DATASET) {
-        json_t *one = json_array_get(splits, 0);
-        const char *keys[] = {"rows", "num_shards", "fingerprint", "schema", "features", "state"};
-        for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++)
-          if (json_object_get(one, keys[k]))
-            json_object_set(o, keys[k], json_object_get(one, keys[k]));
-      }
-      json_object_set_new(o, "splits", splits);
-    }
+    json_decref(files);
   }
   if (st == QV_OK && as_json) {
     json_dumpf(o, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
@@ -274,7 +348,16 @@ int cli_info_dir(const char *path, bool as_json) {
 }
 
 /* ------------------------------------------------------------------------ */
-/* head / get across shards                                                  */
+/* head / get through the dataset layer                                      */
+
+bool cli_is_indices_file(const char *path) {
+  if (strcmp(path, "-") == 0 || cli_is_directory(path)) return false;
+  qv_hf_dir *d = NULL;
+  if (qv_hf_dir_open(path, &d, NULL) != QV_OK) return false;
+  bool yes = d->splits[0].files[0].role == QV_HF_FILE_INDICES;
+  qv_hf_dir_free(d);
+  return yes;
+}
 
 static qv_status put_row(const qv_array *b, int64_t row, const qv_hf_feature *features,
                          qv_strbuf *sb, qv_error *err) {
@@ -287,94 +370,85 @@ static qv_status put_row(const qv_array *b, int64_t row, const qv_hf_feature *fe
   return QV_OK;
 }
 
-static qv_status pick_split(const char *cmd, const qv_hf_dir *d, const char *split,
-                            const qv_hf_split **out, qv_error *err) {
-  if (d->layout == QV_HF_LAYOUT_CACHE)
-    return qv_error_set(err, QV_EARG,
-                        "%s is a datasets cache directory of several tables: pass one of its "
-                        ".arrow files",
-                        d->path);
-  if (d->layout != QV_HF_LAYOUT_DATASET_DICT) {
-    if (split != NULL)
-      return qv_error_set(err, QV_EARG, "--split applies to DatasetDict directories only");
-    *out = &d->splits[0];
-    return QV_OK;
+/* Open what cli_rows_dataset reads, telling how to choose a split when a
+ * directory has several. */
+static qv_status open_dataset(const char *path, const char *split, const char *data,
+                             qv_dataset **out, qv_error *err) {
+  if (data != NULL) {
+    if (cli_is_directory(path))
+      return qv_error_set(err, QV_EARG, "--data applies to an indices mapping file, not to the "
+                          "directory %s", path);
+    qv_dataset *base = NULL;
+    QV_RETURN_NOT_OK(qv_dataset_open(data, split, &base, err));
+    qv_status st = qv_dataset_with_indices_file(base, path, out, err);
+    qv_dataset_unref(base);
+    return st;
   }
-  if (split == NULL) {
-    char names[512] = "";
-    for (int64_t i = 0; i < d->n_splits; i++) {
-      size_t n = strlen(names);
-      snprintf(names + n, sizeof names - n, "%s%s", i ? ", " : "", d->splits[i].name);
+  if (split == NULL && cli_is_directory(path)) {
+    /* Several splits: say how to choose one. */
+    char **names = NULL;
+    int64_t n = 0;
+    qv_hf_dir *d = NULL;
+    if (qv_hf_dir_open(path, &d, NULL) == QV_OK && d->n_splits > 1 &&
+        qv_dataset_dict_splits(path, &names, &n, NULL) == QV_OK) {
+      qv_strbuf sb;
+      qv_strbuf_init(&sb);
+      for (int64_t i = 0; i < n; i++) qv_strbuf_printf(&sb, NULL, "%s%s", i ? ", " : "", names[i]);
+      qv_status st = qv_error_set(err, QV_EARG, "%s is a %s with splits %s: choose one with "
+                                  "--split NAME",
+                                  path, d->layout == QV_HF_LAYOUT_DATASET_DICT
+                                            ? "DatasetDict"
+                                            : "load_dataset cache directory",
+                                  qv_strbuf_cstr(&sb));
+      qv_strbuf_reset(&sb);
+      qv_table_free_paths(names, n);
+      qv_hf_dir_free(d);
+      return st;
     }
-    return qv_error_set(err, QV_EARG,
-                        "%s is a DatasetDict with splits %s: choose one with --split NAME",
-                        d->path, names);
+    qv_hf_dir_free(d);
   }
-  for (int64_t i = 0; i < d->n_splits; i++)
-    if (strcmp(d->splits[i].name, split) == 0) {
-      *out = &d->splits[i];
-      return QV_OK;
-    }
-  (void)cmd;
-  return qv_error_set(err, QV_EARG, "%s has no split '%s'", d->path, split);
+  return qv_dataset_open(path, split, out, err);
 }
 
-int cli_rows_dir(const char *cmd, const char *path, const char *split, bool decode_labels,
-                 int64_t head_n, const int64_t *rows, int64_t n_rows) {
+int cli_rows_dataset(const char *path, const char *split, const char *data, bool decode_labels,
+                     int64_t head_n, const int64_t *rows, int64_t n_rows) {
   qv_error err;
-  qv_hf_dir *d = NULL;
-  qv_status st = qv_hf_dir_open(path, &d, &err);
+  qv_dataset *ds = NULL;
+  qv_status st = open_dataset(path, split, data, &ds, &err);
   if (st != QV_OK) return cli_fail(st, &err);
-  const qv_hf_split *sp = NULL;
-  shard_set s;
-  memset(&s, 0, sizeof s);
-  st = pick_split(cmd, d, split, &sp, &err);
-  if (st == QV_OK) st = shards_open(sp, &s, &err);
-  const qv_hf_feature *features = decode_labels ? s.features : NULL;
+  const qv_hf_feature *features = decode_labels ? qv_dataset_features(ds) : NULL;
   qv_strbuf sb;
   qv_strbuf_init(&sb);
-  qv_array *cur = NULL;
-  if (st == QV_OK && rows == NULL) {
-    int64_t done = 0;
-    for (int64_t f = 0; st == QV_OK && f < s.n && done < head_n; f++) {
-      for (int64_t b = 0; st == QV_OK && b < qv_reader_num_batches(s.readers[f]) && done < head_n;
-           b++) {
-        st = qv_reader_batch(s.readers[f], b, &cur, &err);
-        for (int64_t i = 0; st == QV_OK && i < cur->length && done < head_n; i++, done++)
-          st = put_row(cur, i, features, &sb, &err);
-        qv_array_unref(cur);
-        cur = NULL;
-      }
+  qv_array *b = NULL;
+  if (rows == NULL && head_n > 0) {
+    int64_t total = qv_dataset_num_rows(ds), n = head_n < total ? head_n : total;
+    qv_dataset_iter *it = NULL;
+    if (n > 0) st = qv_dataset_iter_new(ds, n < 1000 ? n : 1000, false, &it, &err);
+    for (int64_t done = 0; st == QV_OK && done < n;) {
+      st = qv_dataset_iter_next(it, &b, NULL, &err);
+      if (st != QV_OK || b == NULL) break;
+      for (int64_t i = 0; st == QV_OK && i < b->length && done < n; i++, done++)
+        st = put_row(b, i, features, &sb, &err);
+      qv_array_unref(b);
+      b = NULL;
     }
-  } else if (st == QV_OK) {
-    int64_t total = s.prefix[s.n];
-    for (int64_t k = 0; st == QV_OK && k < n_rows; k++) {
-      int64_t row = rows[k];
-      if (row >= total) {
-        st = qv_error_set(&err, QV_ERANGE, "%s: row %lld is out of range (the dataset has %lld rows)",
-                          path, (long long)row, (long long)total);
-        break;
-      }
-      int64_t f = 0;
-      while (f + 1 < s.n && s.prefix[f + 1] <= row) f++;
-      int64_t local = row - s.prefix[f];
-      qv_reader *r = s.readers[f];
-      int64_t b = 0, before = 0;
-      while (b + 1 < qv_reader_num_batches(r) && before + qv_reader_batch_rows(r, b) <= local)
-        before += qv_reader_batch_rows(r, b++);
-      st = qv_reader_batch(r, b, &cur, &err);
-      if (st == QV_OK) st = put_row(cur, local - before, features, &sb, &err);
-      qv_array_unref(cur);
-      cur = NULL;
-    }
+    qv_dataset_iter_free(it);
+  } else if (rows != NULL) {
+    int64_t total = qv_dataset_num_rows(ds);
+    for (int64_t k = 0; st == QV_OK && k < n_rows; k++)
+      if (rows[k] >= total)
+        st = qv_error_set(&err, QV_ERANGE,
+                          "%s: row %lld is out of range (the dataset has %lld rows)", path,
+                          (long long)rows[k], (long long)total);
+    if (st == QV_OK) st = qv_dataset_take(ds, rows, n_rows, &b, &err);
+    for (int64_t k = 0; st == QV_OK && k < n_rows; k++) st = put_row(b, k, features, &sb, &err);
+    qv_array_unref(b);
   }
   qv_strbuf_reset(&sb);
-  shards_close(&s);
-  qv_hf_dir_free(d);
+  qv_dataset_unref(ds);
   if (st != QV_OK) return cli_fail(st, &err);
   return fflush(stdout) == 0 ? QV_EXIT_OK : QV_EXIT_DATA;
 }
-
 /* ------------------------------------------------------------------------ */
 /* quiver debug hf-emit / hf-features                                        */
 

@@ -22,7 +22,8 @@ static const char kInfoHelp[] =
     "datasets features (from the 'huggingface' metadata, else derived from the\n"
     "Arrow types as datasets does). PATH may also be a datasets directory: a\n"
     "save_to_disk Dataset (its shards as one dataset), a DatasetDict (every\n"
-    "split) or a cache directory (every .arrow file).\n"
+    "split) or a load_dataset cache directory (its builder splits and every\n"
+    ".arrow file: data, or an indices mapping with the dataset it maps).\n"
     "Opening reads metadata only; column data is not touched.\n"
     "\n"
     "  --json    print one JSON object instead of text\n";

@@ -4,8 +4,10 @@
  * docs/json-rows.md). `head` reads batches in order and stops after N
  * rows, so it also works on a stream from stdin ("-"); `get` locates each
  * requested row's batch through the row-count index and decodes only that
- * batch. Hugging Face datasets directories go to hfdir.c; --decode-labels
- * prints ClassLabel names (qv_hf_format_row_json). Top layer.
+ * batch. Hugging Face datasets directories, indices mapping files
+ * (cache-*.arrow with one uint64 column "indices") and --data go through
+ * the dataset layer (hfdir.c); --decode-labels prints ClassLabel names
+ * (qv_hf_format_row_json). Top layer.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,23 +20,32 @@
 #include "quiver/print.h"
 
 static const char kHeadHelp[] =
-    "usage: quiver head PATH [-n N] [--decode-labels] [--split NAME]\n"
+    "usage: quiver head PATH [-n N] [--decode-labels] [--split NAME] [--data DATA]\n"
     "\n"
     "Print the first N rows (default 10) of an Arrow IPC file or stream as\n"
     "JSON lines. PATH may be '-' for a stream on standard input, or a Hugging\n"
     "Face datasets directory (save_to_disk Dataset: its shards in order;\n"
-    "DatasetDict: the split chosen with --split).\n"
+    "DatasetDict or load_dataset cache directory: the split chosen with\n"
+    "--split). An indices mapping (a cache-*.arrow file of shuffle, select,\n"
+    "sort, filter...) prints the rows it maps, from the one dataset of its\n"
+    "directory it can index.\n"
+    "  --split NAME     the split (or other dataset) of a directory\n"
+    "  --data DATA      PATH is an indices mapping of DATA (a file or directory;\n"
+    "                   --split then chooses DATA's split)\n"
     "  --decode-labels  print ClassLabel values as their label names\n"
     "Value mapping: strings as JSON strings, binary as base64, temporal values\n"
     "as ISO 8601, decimals as strings, lists as arrays, structs as objects\n"
     "(see docs/json-rows.md).\n";
 
 static const char kGetHelp[] =
-    "usage: quiver get PATH ROW... [--decode-labels] [--split NAME]\n"
+    "usage: quiver get PATH ROW... [--decode-labels] [--split NAME] [--data DATA]\n"
     "\n"
     "Print the given rows (0-based row numbers across the whole file, or the\n"
-    "whole datasets directory) as JSON lines, in the order given. Only the\n"
-    "batches holding those rows are read.\n"
+    "whole datasets directory, or as an indices mapping orders them) as JSON\n"
+    "lines, in the order given. Only the batches holding those rows are read.\n"
+    "PATH is what 'quiver head' accepts (except '-').\n"
+    "  --split NAME     the split (or other dataset) of a directory\n"
+    "  --data DATA      PATH is an indices mapping of DATA (see quiver head)\n"
     "  --decode-labels  print ClassLabel values as their label names\n";
 
 static qv_status open_input(const char *path, qv_reader **r, qv_error *err) {
@@ -62,7 +73,7 @@ static qv_status print_row(const qv_array *batch, int64_t row, const qv_hf_featu
 }
 
 int cmd_head(int argc, char **argv) {
-  const char *path = NULL, *split = NULL;
+  const char *path = NULL, *split = NULL, *data = NULL;
   bool decode = false;
   int64_t n = 10;
   for (int i = 1; i < argc; i++) {
@@ -82,6 +93,10 @@ int cmd_head(int argc, char **argv) {
                matched) {
       if (v == NULL) return cli_usage("head", "option --split needs a value");
       split = v;
+    } else if ((v = cli_opt_value(argv[i], "--data", argc, argv, &i, &matched)) != NULL ||
+               matched) {
+      if (v == NULL) return cli_usage("head", "option --data needs a value");
+      data = v;
     } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
       return cli_usage("head", "unknown option '%s'", argv[i]);
     } else if (path == NULL) {
@@ -91,8 +106,14 @@ int cmd_head(int argc, char **argv) {
     }
   }
   if (path == NULL) return cli_usage("head", "missing PATH");
-  if (cli_is_directory(path)) return cli_rows_dir("head", path, split, decode, n, NULL, 0);
-  if (split != NULL) return cli_usage("head", "--split applies to DatasetDict directories only");
+  if (data != NULL && strcmp(path, "-") == 0)
+    return cli_usage("head", "--data needs PATH to be an indices mapping file, not '-'");
+  if (data != NULL || cli_is_directory(path) || cli_is_indices_file(path)) {
+    if (split != NULL && data == NULL && !cli_is_directory(path))
+      return cli_usage("head", "--split applies to directories (or to --data)");
+    return cli_rows_dataset(path, split, data, decode, n, NULL, 0);
+  }
+  if (split != NULL) return cli_usage("head", "--split applies to directories (or to --data)");
   qv_error err;
   qv_reader *r = NULL;
   qv_status st = open_input(path, &r, &err);
@@ -118,7 +139,7 @@ int cmd_head(int argc, char **argv) {
 }
 
 int cmd_get(int argc, char **argv) {
-  const char *path = NULL, *split = NULL;
+  const char *path = NULL, *split = NULL, *data = NULL;
   bool decode = false;
   int64_t *rows = calloc((size_t)argc, sizeof *rows);
   int64_t n_rows = 0;
@@ -143,6 +164,14 @@ int cmd_get(int argc, char **argv) {
       split = v;
       continue;
     }
+    if ((v = cli_opt_value(argv[i], "--data", argc, argv, &i, &matched)) != NULL || matched) {
+      if (v == NULL) {
+        free(rows);
+        return cli_usage("get", "option --data needs a value");
+      }
+      data = v;
+      continue;
+    }
     if (argv[i][0] == '-' && argv[i][1] != '\0') {
       free(rows);
       return cli_usage("get", "unknown option '%s'", argv[i]);
@@ -162,14 +191,16 @@ int cmd_get(int argc, char **argv) {
     free(rows);
     return cli_usage("get", "get needs random access: PATH must be a file, not '-'");
   }
-  if (cli_is_directory(path)) {
-    int rc = cli_rows_dir("get", path, split, decode, 0, rows, n_rows);
+  if (data != NULL || cli_is_directory(path) || cli_is_indices_file(path)) {
+    int rc = split != NULL && data == NULL && !cli_is_directory(path)
+                 ? cli_usage("get", "--split applies to directories (or to --data)")
+                 : cli_rows_dataset(path, split, data, decode, 0, rows, n_rows);
     free(rows);
     return rc;
   }
   if (split != NULL) {
     free(rows);
-    return cli_usage("get", "--split applies to DatasetDict directories only");
+    return cli_usage("get", "--split applies to directories (or to --data)");
   }
   qv_error err;
   qv_reader *r = NULL;
