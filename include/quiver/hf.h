@@ -389,15 +389,22 @@ typedef enum qv_hf_layout {
 /** Role of one .arrow file in a directory. */
 typedef enum qv_hf_file_role {
   QV_HF_FILE_DATA = 0, /**< a data table (shard, builder output, map output) */
-  QV_HF_FILE_INDICES   /**< an indices mapping: a `cache-*.arrow` file whose
+  QV_HF_FILE_INDICES,  /**< an indices mapping: a `cache-*.arrow` file whose
                             schema is one uint64 column "indices" */
+  QV_HF_FILE_UNREADABLE /**< a .arrow file beside the dataset that does not
+                             open (torn, corrupt, not Arrow); `error` says
+                             why. Listed, never used: a dataset whose own
+                             data file is unreadable fails to open. */
 } qv_hf_file_role;
 
 typedef struct qv_hf_file {
   char *name;          /**< path relative to the split/dataset directory */
   char *path;          /**< full path (directory joined with name) */
   qv_hf_file_role role;
-  int64_t rows;        /**< rows the file holds (from its metadata) */
+  int64_t rows;        /**< rows the file holds (from its metadata); 0 when
+                            unreadable */
+  char *error;         /**< QV_HF_FILE_UNREADABLE: the reader's message,
+                            else NULL */
   int64_t source;      /**< qv_hf_dir.files only: index into
                             qv_hf_dir.sources of the dataset the file
                             belongs to, -1 for indices mappings */
@@ -417,6 +424,10 @@ typedef struct qv_hf_split {
   int64_t n_files;
   qv_hf_file *files;   /**< data files in order (state.json order; builder
                             splits: shard order) */
+  char *error;         /**< builder splits that cannot be opened (a data
+                            file missing, unreadable or disagreeing with
+                            dataset_info.json): why, with no files; else
+                            NULL. Opening such a split fails with it. */
 } qv_hf_split;
 
 /** Kind of a dataset found in a directory (qv_hf_source). */

@@ -421,6 +421,7 @@ static qv_status align_to_features(qv_table **t, const qv_hf_feature *features, 
 
 /* A Dataset directory, a DatasetDict split or a builder split. */
 static qv_status open_split(const qv_hf_split *sp, qv_dataset **out, qv_error *err) {
+  if (sp->error != NULL) return qv_error_set(err, QV_EINVAL, "%s", sp->error);
   const qv_hf_feature *info_features = qv_hf_info_features(sp->info);
   qv_table *t = NULL;
   QV_RETURN_NOT_OK(open_shards(sp, info_features, &t, err));
@@ -523,6 +524,9 @@ static qv_status open_in_cache(qv_hf_dir *d, const char *split, qv_dataset **out
     return open_split(&d->splits[0], out, err);
   int64_t src = split ? qv_hf_dir_find_source(d, split) : -1;
   if (src >= 0 && strcmp(split, ".") != 0) return qv_dataset_open_source(d, src, out, err);
+  for (int64_t i = 0; split != NULL && i < d->n_splits; i++) /* a split that cannot open */
+    if (d->splits[i].error != NULL && strcmp(d->splits[i].name, split) == 0)
+      return open_split(&d->splits[i], out, err);
   qv_strbuf names;
   qv_strbuf_init(&names);
   for (int64_t i = 0; i < d->n_splits; i++)

@@ -586,8 +586,7 @@ static const char *base_name(const char *path) {
 static qv_status file_info(const char *path, qv_hf_file_role *role, int64_t *rows,
                            qv_error *err) {
   qv_reader *r = NULL;
-  qv_status st = qv_reader_open_path(path, NULL, &r, err);
-  if (st != QV_OK) return qv_error_prefix(err, st, "%s: ", path);
+  QV_RETURN_NOT_OK(qv_reader_open_path(path, NULL, &r, err)); /* names the path */
   const qv_schema *s = qv_reader_schema(r);
   *role = (starts_with(base_name(path), "cache-") && qv_schema_num_fields(s) == 1 &&
            strcmp(qv_schema_field(s, 0)->name, "indices") == 0 &&
@@ -604,6 +603,7 @@ static void files_free(qv_hf_file *files, int64_t n) {
   for (int64_t i = 0; i < n; i++) {
     free(files[i].name);
     free(files[i].path);
+    free(files[i].error);
   }
   free(files);
 }
@@ -612,6 +612,7 @@ static void split_reset(qv_hf_split *sp) {
   free(sp->name);
   free(sp->dir);
   free(sp->fingerprint);
+  free(sp->error);
   if (sp->state) {
     qv_hf_state_reset(sp->state);
     free(sp->state);
@@ -646,6 +647,7 @@ static qv_status add_file(qv_hf_file **files, int64_t *n, const char *name, cons
   f->path = dup_str(path);
   f->role = role;
   f->rows = rows;
+  f->error = NULL;
   f->source = -1;
   if (f->name == NULL || f->path == NULL) {
     free(f->name);
@@ -780,8 +782,17 @@ static qv_status list_arrow_files(const char *dir, qv_hf_dir *d, qv_error *err) 
     if (st == QV_OK && is_regular(p)) {
       qv_hf_file_role role = QV_HF_FILE_DATA;
       int64_t rows = 0;
-      st = file_info(p, &role, &rows, err);
+      qv_error ferr = {{0}};
+      /* A file that does not open is listed as unreadable rather than
+       * failing the directory: a stray torn cache file must not hide the
+       * datasets beside it. A dataset that needs it fails when opened. */
+      qv_status fst = file_info(p, &role, &rows, &ferr);
+      if (fst == QV_ENOMEM) st = qv_error_set(err, QV_ENOMEM, "out of memory");
+      if (fst != QV_OK && fst != QV_ENOMEM) role = QV_HF_FILE_UNREADABLE, rows = 0;
       if (st == QV_OK) st = add_file(&d->files, &d->n_files, names[i], p, role, rows, err);
+      if (st == QV_OK && fst != QV_OK &&
+          (d->files[d->n_files - 1].error = dup_str(ferr.message)) == NULL)
+        st = qv_error_set(err, QV_ENOMEM, "out of memory");
     }
     free(p);
   }
@@ -916,7 +927,9 @@ static qv_status open_builder_split(const char *dir, const char *dir_real, const
                         what, name, fname, (long long)f->rows, (long long)i,
                         json_is_integer(len_i) ? "" : "(not an integer) ",
                         json_is_integer(len_i) ? (long long)json_integer_value(len_i) : 0LL);
-    if (st == QV_OK && f->role != QV_HF_FILE_DATA)
+    if (f->role == QV_HF_FILE_UNREADABLE)
+      st = qv_error_set(err, QV_EINVAL, "%s '%s': %s", what, name, f->error);
+    else if (st == QV_OK && f->role != QV_HF_FILE_DATA)
       st = qv_error_set(err, QV_EINVAL, "%s '%s': '%s' is not a data file", what, name, fname);
     if (st == QV_OK) st = add_file(&sp->files, &sp->n_files, f->name, f->path, f->role, f->rows, err);
     if (st == QV_OK && qv_add_overflow(total, f->rows, &total))
@@ -950,6 +963,25 @@ static qv_status open_builder_split(const char *dir, const char *dir_real, const
   return st;
 }
 
+/* A builder split that fails to open (a missing, torn or short data file)
+ * is kept with its error instead of failing the directory: the other
+ * splits and files stay usable, and opening this split reports why it
+ * cannot be. Errors before the split has a name (and out of memory) still
+ * fail the directory. */
+static qv_status keep_split_error(qv_status st, qv_hf_split *sp, const qv_error *serr,
+                                  qv_error *err) {
+  if (st == QV_OK) return QV_OK;
+  if (st == QV_ENOMEM || sp->name == NULL) return qv_error_set(err, st, "%s", serr->message);
+  files_free(sp->files, sp->n_files);
+  sp->files = NULL;
+  sp->n_files = 0;
+  free(sp->fingerprint);
+  sp->fingerprint = NULL;
+  if ((sp->error = dup_str(serr->message)) == NULL)
+    return qv_error_set(err, QV_ENOMEM, "out of memory");
+  return QV_OK;
+}
+
 /* The builder splits listed in dataset_info.json's "splits" (an object of
  * SplitInfo, or a list of them: legacy) of cache directory `dir`. */
 static qv_status open_builder_splits(const char *dir, qv_hf_dir *d, qv_error *err) {
@@ -962,6 +994,7 @@ static qv_status open_builder_splits(const char *dir, qv_hf_dir *d, qv_error *er
   char *text = NULL, *dir_real = NULL;
   int64_t len = 0;
   json_t *info = NULL;
+  qv_error serr = {{0}};
   qv_status st = read_text(info_path, &text, &len, err);
   free(info_path);
   if (st == QV_OK) st = qv_hf_json_load("dataset_info.json", text, len, &info, err);
@@ -984,7 +1017,10 @@ static qv_status open_builder_splits(const char *dir, qv_hf_dir *d, qv_error *er
       json_object_foreach(splits, key, si) {
         if (st != QV_OK) break;
         d->n_splits = (int64_t)i + 1;
-        st = open_builder_split(dir, dir_real, d, text, len, info, key, si, &d->splits[i++], err);
+        st = keep_split_error(
+            open_builder_split(dir, dir_real, d, text, len, info, key, si, &d->splits[i], &serr),
+            &d->splits[i], &serr, err);
+        i++;
       }
     } else {
       json_array_foreach(splits, i, si) {
@@ -995,8 +1031,10 @@ static qv_status open_builder_splits(const char *dir, qv_hf_dir *d, qv_error *er
           st = qv_error_set(err, QV_EINVAL, "%s/dataset_info.json: splits[%zu] has no name", dir,
                             i);
         else
-          st = open_builder_split(dir, dir_real, d, text, len, info, json_string_value(nm), si,
-                                  &d->splits[i], err);
+          st = keep_split_error(open_builder_split(dir, dir_real, d, text, len, info,
+                                                   json_string_value(nm), si, &d->splits[i],
+                                                   &serr),
+                                &d->splits[i], &serr, err);
       }
     }
   }
@@ -1089,6 +1127,7 @@ static qv_status build_sources(qv_hf_dir *d, qv_error *err) {
   qv_status st = QV_OK;
   for (int64_t i = 0; i < d->n_splits && st == QV_OK; i++) {
     const qv_hf_split *sp = &d->splits[i];
+    if (sp->error != NULL) continue; /* not a dataset anything can map */
     qv_hf_source *s = NULL;
     bool dataset = d->layout == QV_HF_LAYOUT_DATASET;
     st = add_source(d, dataset ? QV_HF_SOURCE_DATASET : QV_HF_SOURCE_SPLIT,
@@ -1199,7 +1238,11 @@ qv_status qv_hf_dir_open(const char *path, qv_hf_dir **out, qv_error *err) {
         if (sdir == NULL || (d->splits[i].name = dup_str(names[i])) == NULL)
           st = qv_error_set(err, QV_ENOMEM, "out of memory");
         if (st == QV_OK) st = check_inside(real, sdir, what, names[i], err);
-        if (st == QV_OK) st = open_dataset(sdir, &d->splits[i], err);
+        if (st == QV_OK) {
+          qv_error serr = {{0}};
+          st = keep_split_error(open_dataset(sdir, &d->splits[i], &serr), &d->splits[i], &serr,
+                                err);
+        }
         free(sdir);
       }
       free(real);

@@ -227,3 +227,49 @@ def test_dataset_command_on_cache_split(cache, tmp_path):
     quiver("select", cache["dir"], "--split", "train", "--range=10:20", "-o", out)
     got = D.load_from_disk(str(out))
     assert got.to_list() == cache["dd"]["train"].select(range(10, 20)).to_list()
+
+
+def test_unreadable_file_beside_the_data(cache, tmp_path):
+    # A torn or foreign .arrow file in the directory is listed as unreadable
+    # and does not hide the datasets beside it; a split whose own data file
+    # is unreadable fails to open with the reader's message (exit 1).
+    d = tmp_path / "c"
+    shutil.copytree(cache["dir"], d)
+    (d / "cache-torn.arrow").write_bytes(b"\xff\xff\xff\xff\x10\x00")
+    info = json.loads(quiver("info", "--json", d).stdout)
+    torn = [f for f in info["files"] if f["name"] == "cache-torn.arrow"]
+    assert len(torn) == 1 and torn[0]["role"] == "unreadable"
+    assert str(d / "cache-torn.arrow") in torn[0]["error"]
+    assert "unreadable" in quiver("info", d).stdout.decode()
+    assert quiver_rows("head", d, "--split", "test", "-n", 1000) == cache["dd"]["test"].to_list()
+    test_file = os.path.basename(cache["dd"]["test"].cache_files[0]["filename"])
+    (d / test_file).write_bytes(b"ARROW1\x00\x00garbage")
+    r = quiver("head", d, "--split", "test", check=False)
+    assert r.returncode == 1
+    err = r.stderr.decode()
+    assert "split 'test'" in err and test_file in err, err
+    info = json.loads(quiver("info", "--json", d).stdout)
+    assert [s["name"] for s in info["splits"]] == ["train", "test"]
+    assert test_file in info["splits"][1]["error"] and "rows" not in info["splits"][1]
+    # the other split still opens
+    assert quiver_rows("head", d, "--split", "train", "-n", 1000) == \
+        cache["dd"]["train"].to_list()
+
+
+def test_datasetdict_with_a_torn_split(tmp_path):
+    # save_to_disk DatasetDict whose test shard is torn: the train split
+    # still opens; the test split, and every-split commands, fail (exit 1).
+    dd = D.DatasetDict({"train": D.Dataset.from_dict({"a": list(range(30))}),
+                        "test": D.Dataset.from_dict({"a": [7, 8, 9]})})
+    dd.save_to_disk(str(tmp_path / "dd"))
+    shard = tmp_path / "dd" / "test" / "data-00000-of-00001.arrow"
+    shard.write_bytes(shard.read_bytes()[:100])
+    assert quiver_rows("head", tmp_path / "dd", "--split", "train", "-n", 100) == \
+        dd["train"].to_list()
+    r = quiver("head", tmp_path / "dd", "--split", "test", check=False)
+    assert r.returncode == 1 and str(shard) in r.stderr.decode()
+    r = quiver("shuffle", tmp_path / "dd", "--seed", "1", "-o", tmp_path / "out", check=False)
+    assert r.returncode == 1 and str(shard) in r.stderr.decode()
+    assert not (tmp_path / "out").exists()
+    info = json.loads(quiver("info", "--json", tmp_path / "dd").stdout)
+    assert info["splits"][0]["rows"] == 30 and str(shard) in info["splits"][1]["error"]

@@ -96,7 +96,7 @@ static qv_status shards_open(const qv_hf_split *sp, shard_set *s, qv_error *err)
 }
 
 static const char *role_name(qv_hf_file_role r) {
-  return r == QV_HF_FILE_INDICES ? "indices" : "data";
+  return r == QV_HF_FILE_INDICES ? "indices" : r == QV_HF_FILE_UNREADABLE ? "unreadable" : "data";
 }
 
 static json_t *state_json(const qv_hf_state *st) {
@@ -119,6 +119,19 @@ static json_t *state_json(const qv_hf_state *st) {
 
 /* Info of one Dataset split (a Dataset dir or one split of a dict). */
 static qv_status split_info(const qv_hf_split *sp, json_t **out_json, bool as_json, qv_error *err) {
+  if (sp->error != NULL) { /* a builder split that cannot be opened */
+    if (as_json)
+    {
+      json_t *o = json_object();
+      json_object_set_new(o, "name", str_or_null(sp->name));
+      json_object_set_new(o, "dir", str_or_null(sp->dir));
+      json_object_set_new(o, "error", json_string(sp->error));
+      *out_json = o;
+    }
+    else
+      printf("split %s:\n  error:        %s\n", sp->name, sp->error);
+    return QV_OK;
+  }
   shard_set s;
   qv_status st = shards_open(sp, &s, err);
   if (st != QV_OK) {
@@ -233,6 +246,18 @@ static qv_status indices_target(const qv_hf_dir *d, const qv_hf_file *f, json_t 
 /* One .arrow file of a cache (or Dataset) directory. */
 static qv_status dir_file_info(const qv_hf_dir *d, const qv_hf_file *f, json_t *arr,
                                qv_error *err) {
+  if (f->role == QV_HF_FILE_UNREADABLE) {
+    if (arr != NULL) {
+      json_t *o = json_object();
+      json_object_set_new(o, "name", json_string(f->name));
+      json_object_set_new(o, "role", json_string(role_name(f->role)));
+      json_object_set_new(o, "error", json_string(f->error));
+      json_array_append_new(arr, o);
+    } else {
+      printf("  %s  (unreadable: %s)\n", f->name, f->error);
+    }
+    return QV_OK;
+  }
   qv_reader *r = NULL;
   QV_RETURN_NOT_OK(qv_reader_open_path(f->path, NULL, &r, err));
   const qv_schema *sc = qv_reader_schema(r);
