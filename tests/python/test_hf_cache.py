@@ -227,6 +227,17 @@ def test_dataset_command_on_cache_split(cache, tmp_path):
     quiver("select", cache["dir"], "--split", "train", "--range=10:20", "-o", out)
     got = D.load_from_disk(str(out))
     assert got.to_list() == cache["dd"]["train"].select(range(10, 20)).to_list()
+    # an ambiguous indices file as SRC: named with --data (as head/get)
+    ds, data_args = cache["objs"]["train_shuffle"]
+    path = _indices_file(ds)
+    r = quiver("select", path, "--range=10:20", "-o", tmp_path / "amb", check=False)
+    assert r.returncode == 1 and "--data" in r.stderr.decode()
+    assert not (tmp_path / "amb").exists()
+    quiver("select", path, *data_args, "--range=10:20", "-o", tmp_path / "o2")
+    assert D.load_from_disk(str(tmp_path / "o2")).to_list() == \
+        ds.select(range(10, 20)).to_list()
+    r = quiver("concat", path, path, "--data", cache["dir"], "-o", tmp_path / "o3", check=False)
+    assert r.returncode == 2
 
 
 def test_unreadable_file_beside_the_data(cache, tmp_path):

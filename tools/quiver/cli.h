@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "quiver/core.h"
+#include "quiver/dataset.h"
 
 /* Exit codes: the conventional contract of the tool. */
 #define QV_EXIT_OK 0
@@ -33,6 +34,12 @@ bool cli_is_directory(const char *path);
 /* A cache-*.arrow file holding an indices mapping (never "-"). */
 bool cli_is_indices_file(const char *path);
 int cli_info_dir(const char *path, bool as_json);
+/* The dataset a command reads: with `data`, PATH is an indices mapping
+ * file applied to qv_dataset_open(data, split) (QV_EARG when PATH is a
+ * directory); else qv_dataset_open(path, split), saying how to choose
+ * when a directory has several splits. *out: a new reference. */
+qv_status cli_open_dataset(const char *path, const char *split, const char *data,
+                           qv_dataset **out, qv_error *err);
 /* head (rows == NULL: the first head_n rows) or get (the given rows) of
  * PATH through the dataset layer: with `data`, PATH is an indices mapping
  * file applied to qv_dataset_open(data, split); else

@@ -90,6 +90,7 @@ typedef struct ds_args {
   int n_srcs;
   const char *out;
   const char *split;
+  const char *data; /* --data: SRC is an indices mapping file of this */
   qv_save_options save;
   bool cache;
   /* per command */
@@ -146,7 +147,11 @@ static const char kCommonHelp[] =
     "\n"
     "common options:\n"
     "  -o, --output DIR         output directory (required)\n"
-    "  --split NAME             the split of a DatasetDict SRC to use\n"
+    "  --split NAME             the split of a DatasetDict SRC to use (with --data:\n"
+    "                           the split of DATA)\n"
+    "  --data DATA              SRC is an indices mapping file (cache-*.arrow) over\n"
+    "                           DATA (a file or directory); without it such a file's\n"
+    "                           data is found in its directory when unambiguous\n"
     "  --cache                  write and reuse cache-<fingerprint>.arrow files beside SRC\n"
     "  --max-shard-size SIZE    largest output shard (default 500MB; e.g. 100MB, 1GiB)\n"
     "  --output-shards N        exact number of output shards\n";
@@ -266,6 +271,10 @@ static int parse_args(ds_cmd cmd, const char *name, int argc, char **argv, ds_ar
         (v = cli_opt_value(s, "--output", argc, argv, &i, &m)) || m) {
       if (!v || !*v) return cli_usage(name, "-o needs a directory");
       a->out = v;
+    } else if ((v = cli_opt_value(s, "--data", argc, argv, &i, &m)) || m) {
+      if (!v || !*v) return cli_usage(name, "--data needs a file or directory");
+      if (cmd == CMD_CONCAT) return cli_usage(name, "--data does not apply to concat");
+      a->data = v;
     } else if ((v = cli_opt_value(s, "--split", argc, argv, &i, &m)) || m) {
       if (!v || !*v) return cli_usage(name, "--split needs a name");
       a->split = v;
@@ -757,7 +766,7 @@ static int run(ds_cmd cmd, const char *name, int argc, char **argv) {
   char **splits = NULL;
   int64_t n_splits = 0;
   bool as_dict = false;
-  if (cmd != CMD_CONCAT && a.split == NULL && cli_is_directory(a.srcs[0]) &&
+  if (cmd != CMD_CONCAT && a.split == NULL && a.data == NULL && cli_is_directory(a.srcs[0]) &&
       file_in(a.srcs[0], QV_HF_DICT_JSON)) {
     if (cmd == CMD_SPLIT) {
       rc = cli_usage(name, "%s is a DatasetDict: choose the split to divide with --split",
@@ -806,7 +815,7 @@ static int run(ds_cmd cmd, const char *name, int argc, char **argv) {
     for (int64_t j = 0; j < n_jobs && st == QV_OK; j++) {
       qv_dataset *ds = NULL;
       const char *sp = as_dict ? splits[j] : a.split;
-      st = qv_dataset_open(a.srcs[0], sp, &ds, &err);
+      st = cli_open_dataset(a.srcs[0], sp, a.data, &ds, &err);
       if (st != QV_OK) break;
       if (as_dict) qv_strbuf_printf(&what, NULL, "%s%s: ", j ? "; " : "", sp);
       qv_dataset *r1 = NULL, *r2 = NULL;

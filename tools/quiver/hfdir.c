@@ -395,10 +395,8 @@ static qv_status put_row(const qv_array *b, int64_t row, const qv_hf_feature *fe
   return QV_OK;
 }
 
-/* Open what cli_rows_dataset reads, telling how to choose a split when a
- * directory has several. */
-static qv_status open_dataset(const char *path, const char *split, const char *data,
-                             qv_dataset **out, qv_error *err) {
+qv_status cli_open_dataset(const char *path, const char *split, const char *data,
+                           qv_dataset **out, qv_error *err) {
   if (data != NULL) {
     if (cli_is_directory(path))
       return qv_error_set(err, QV_EARG, "--data applies to an indices mapping file, not to the "
@@ -439,7 +437,7 @@ int cli_rows_dataset(const char *path, const char *split, const char *data, bool
                      int64_t head_n, const int64_t *rows, int64_t n_rows) {
   qv_error err;
   qv_dataset *ds = NULL;
-  qv_status st = open_dataset(path, split, data, &ds, &err);
+  qv_status st = cli_open_dataset(path, split, data, &ds, &err);
   if (st != QV_OK) return cli_fail(st, &err);
   const qv_hf_feature *features = decode_labels ? qv_dataset_features(ds) : NULL;
   qv_strbuf sb;
