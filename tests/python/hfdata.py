@@ -3,8 +3,8 @@ feature type quiver models, shared by the interoperability tests
 (test_hf_interop.py: datasets -> quiver; test_hf_export.py: quiver ->
 datasets).
 
-Import it after setting up the private, offline HF_HOME (the tests do that
-before importing `datasets`).
+It imports qvhf first (private, offline HF_HOME) so `datasets` never sees
+the user's cache.
 
   MAIN_FEATURES / main_rows(n): Value of several dtypes, ClassLabel (with
       -1), Sequence (variable, fixed length, of a dict), List of ClassLabel,
@@ -20,8 +20,10 @@ The defaults give the sizes test_hf_interop.py checks.
 import datetime
 import decimal
 
-import datasets as D
-import numpy as np
+import qvhf  # noqa: F401  (private offline HF_HOME, before datasets)
+
+import datasets as D  # noqa: E402
+import numpy as np  # noqa: E402
 
 MAIN_FEATURES = D.Features({
     "i8": D.Value("int8"),

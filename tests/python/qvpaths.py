@@ -20,3 +20,21 @@ def require(path):
     """Return path, failing the test when it does not exist."""
     assert os.path.exists(path), f"{path} does not exist (build first; see QV_BUILD)"
     return path
+
+
+def quiver(*args, check=True, stdin=None):
+    """Run the quiver CLI with `args` (str()-converted); with check, a
+    non-zero exit fails the test showing stderr. Returns CompletedProcess
+    (stdout/stderr as bytes)."""
+    import subprocess
+    r = subprocess.run([require(CLI)] + [str(a) for a in args], capture_output=True,
+                       input=stdin)
+    if check:
+        assert r.returncode == 0, r.stderr.decode()
+    return r
+
+
+def quiver_rows(*args):
+    """The JSON lines `quiver head|get ...` prints, parsed."""
+    import json
+    return [json.loads(line) for line in quiver(*args).stdout.decode().splitlines()]

@@ -19,7 +19,6 @@ plus a DatasetDict. Then, on the same data:
 
 Environment: QV_BUILD (libquiver.so, the CLI).
 """
-import atexit
 import ctypes
 import json
 import math
@@ -30,17 +29,12 @@ import subprocess
 import sys
 import tempfile
 
-_HF_HOME = tempfile.mkdtemp(prefix="quiver-hf-home-")
-atexit.register(shutil.rmtree, _HF_HOME, True)
-os.environ["HF_HOME"] = _HF_HOME
-os.environ["HF_DATASETS_OFFLINE"] = "1"
-os.environ["HF_HUB_OFFLINE"] = "1"
-os.environ["HF_DATASETS_DISABLE_PROGRESS_BARS"] = "1"
+import qvhf  # noqa: F401  (private offline HF_HOME, before datasets)
 
 import datasets  # noqa: E402
 import pytest  # noqa: E402
 
-from qvpaths import CLI, LIB, require  # noqa: E402
+from qvpaths import CLI, LIB, quiver, require  # noqa: E402
 
 # datasets' sort passes null_placement the way pyarrow 25 deprecated.
 pytestmark = pytest.mark.filterwarnings("ignore:Specifying null_placement:FutureWarning")
@@ -97,12 +91,6 @@ def dict_src(work):
     dd.save_to_disk(path)
     return path
 
-
-def quiver(*args, check=True):
-    r = subprocess.run([require(CLI)] + [str(a) for a in args], capture_output=True)
-    if check:
-        assert r.returncode == 0, r.stderr.decode()
-    return r
 
 
 def norm(rows):

@@ -16,37 +16,20 @@ filter and train_test_split, including transforms of map outputs. Then:
     documented messages and exit codes;
   - dataset commands read a cache directory's split.
 """
-import atexit
 import json
 import os
 import shutil
-import subprocess
-import tempfile
 
-_HF_HOME = tempfile.mkdtemp(prefix="quiver-hf-home-")
-atexit.register(shutil.rmtree, _HF_HOME, True)
-os.environ["HF_HOME"] = _HF_HOME
-os.environ["HF_DATASETS_OFFLINE"] = "1"
-os.environ["HF_HUB_OFFLINE"] = "1"
-os.environ["HF_DATASETS_DISABLE_PROGRESS_BARS"] = "1"
+import qvhf  # noqa: F401  (private offline HF_HOME, before datasets)
 
 import datasets as D  # noqa: E402
 import pytest  # noqa: E402
 
-from qvpaths import CLI, require  # noqa: E402
+from qvpaths import quiver, quiver_rows  # noqa: E402
 
 N_TRAIN, N_TEST = 300, 50
 
 
-def quiver(*args, check=True):
-    r = subprocess.run([require(CLI)] + [str(a) for a in args], capture_output=True)
-    if check:
-        assert r.returncode == 0, r.stderr.decode()
-    return r
-
-
-def quiver_rows(*args):
-    return [json.loads(line) for line in quiver(*args).stdout.decode().splitlines()]
 
 
 def _indices_file(ds):

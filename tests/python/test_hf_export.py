@@ -29,27 +29,19 @@ run reuses every file (no new file, mtimes and inodes unchanged). Without
 
 Environment: QV_BUILD (the CLI).
 """
-import atexit
 import json
 import os
 import re
 import shutil
-import subprocess
-import tempfile
 
-_HF_HOME = tempfile.mkdtemp(prefix="quiver-hf-home-")
-atexit.register(shutil.rmtree, _HF_HOME, True)
-os.environ["HF_HOME"] = _HF_HOME
-os.environ["HF_DATASETS_OFFLINE"] = "1"
-os.environ["HF_HUB_OFFLINE"] = "1"
-os.environ["HF_DATASETS_DISABLE_PROGRESS_BARS"] = "1"
+import qvhf  # noqa: F401  (private offline HF_HOME, before datasets)
 
 import datasets  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 from hfdata import all_features_dataset, translation_features_dataset  # noqa: E402
-from qvpaths import CLI, require  # noqa: E402
+from qvpaths import CLI, quiver  # noqa: E402
 
 D = datasets
 N = 60
@@ -59,12 +51,6 @@ SEED = 42
 # datasets' sort passes null_placement the way pyarrow 25 deprecated.
 pytestmark = pytest.mark.filterwarnings("ignore:Specifying null_placement:FutureWarning")
 
-
-def quiver(*args, check=True):
-    r = subprocess.run([require(CLI)] + [str(a) for a in args], capture_output=True)
-    if check:
-        assert r.returncode == 0, r.stderr.decode()
-    return r
 
 
 def printed_fingerprints(r):

@@ -21,20 +21,12 @@ DatasetDict train/test, sharded. Then:
     test_hf_cache.py);
   - a state.json whose data file escapes the directory is rejected.
 """
-import atexit
 import base64
 import json
 import os
 import shutil
-import subprocess
-import tempfile
 
-_HF_HOME = tempfile.mkdtemp(prefix="quiver-hf-home-")
-atexit.register(shutil.rmtree, _HF_HOME, True)
-os.environ["HF_HOME"] = _HF_HOME
-os.environ["HF_DATASETS_OFFLINE"] = "1"
-os.environ["HF_HUB_OFFLINE"] = "1"
-os.environ["HF_DATASETS_DISABLE_PROGRESS_BARS"] = "1"
+import qvhf  # noqa: F401  (private offline HF_HOME, before datasets)
 
 import datasets  # noqa: E402
 import numpy as np  # noqa: E402
@@ -44,25 +36,15 @@ import pytest  # noqa: E402
 
 from hfdata import (N_MAIN, dtypes_dataset, main_dataset, media_dataset,  # noqa: E402
                     translation_dataset)
-from qvpaths import CLI, require  # noqa: E402
+from qvpaths import quiver, quiver_rows  # noqa: E402
 
 D = datasets
 
-
-def quiver(*args, check=True, stdin=None):
-    r = subprocess.run([require(CLI)] + [str(a) for a in args], capture_output=True,
-                       input=stdin)
-    if check:
-        assert r.returncode == 0, r.stderr.decode()
-    return r
 
 
 def quiver_json(*args):
     return json.loads(quiver(*args).stdout)
 
-
-def quiver_rows(*args):
-    return [json.loads(line) for line in quiver(*args).stdout.decode().splitlines()]
 
 
 # ---------------------------------------------------------------------------

@@ -23,22 +23,15 @@ which is the order quiver documents. For views pc.unique is taken on the
 string/binary cast too (pyarrow 26 turns a null into "" in unique of a
 string_view).
 """
-import atexit
 import ctypes
 import decimal
 import math
 import os
 import random
-import shutil
 import struct
 import tempfile
 
-_HF_HOME = tempfile.mkdtemp(prefix="quiver-sort-hf-home-")
-atexit.register(shutil.rmtree, _HF_HOME, True)
-os.environ["HF_HOME"] = _HF_HOME
-os.environ["HF_DATASETS_OFFLINE"] = "1"
-os.environ["HF_HUB_OFFLINE"] = "1"
-os.environ["HF_DATASETS_DISABLE_PROGRESS_BARS"] = "1"
+import qvhf  # noqa: F401  (private offline HF_HOME, before datasets)
 
 import pyarrow as pa  # noqa: E402
 import pyarrow.compute as pc  # noqa: E402
