@@ -1,5 +1,6 @@
 # quiver — root Makefile over CMake. Targets:
-#   make            build everything into build/ (CLI, libquiver.a, libquiver.so)
+#   make            build everything into build/ (CLI, libquiver.a, libquiver.so,
+#                   and the CPython extension in build/python/quiver/)
 #   make test       build, then run every test (C unit, conformance, Python oracle)
 #   make bench      run the benchmarks (never part of CI)
 #   make install    install library, headers, CLI, pkg-config and CMake files
@@ -9,9 +10,13 @@ BUILD ?= build
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE ?= cmake
 CMAKE_FLAGS ?=
-QV_CMAKE_DEFAULTS = -DQV_WERROR=ON
+QV_CMAKE_DEFAULTS = -DQV_WERROR=ON $(if $(PYTHON),-DPython3_EXECUTABLE=$(PYTHON))
 PREFIX ?= /usr/local
 VENV ?= $(CURDIR)/build/venv
+# The interpreter the CPython extension is built for: the venv's, else the
+# python3 that scripts/venv.sh creates the venv with (same ABI).
+PYTHON ?= $(shell if [ -x "$(VENV)/bin/python" ]; then echo "$(VENV)/bin/python"; \
+            else python3 -c 'import sys; print(sys.executable)' 2>/dev/null; fi)
 
 .PHONY: all test bench install asan fuzz clean venv demo
 

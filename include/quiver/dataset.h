@@ -350,6 +350,21 @@ qv_status qv_dataset_iter_next(qv_dataset_iter *it, qv_array **out, int64_t *out
 /** Free an iterator. NULL-safe. */
 void qv_dataset_iter_free(qv_dataset_iter *it);
 
+/**
+ * Export the rows as the dataset shows them as an Arrow C Stream (struct
+ * ArrowArrayStream, cdata.h; the schema is qv_dataset_schema). Without an
+ * indices mapping: the data table's record batches, zero copy
+ * (qv_table_export_stream). With one: batches of `batch_size` rows (0:
+ * QV_DATASET_READAHEAD_ROWS) gathered through a dataset iterator. The
+ * stream holds a dataset reference until its release; every exported
+ * array holds references on the buffers (and so the mappings) it uses and
+ * stays valid after the stream and the dataset are gone. `*out` is filled
+ * only on success; the consumer calls its release.
+ */
+struct ArrowArrayStream;
+qv_status qv_dataset_export_stream(qv_dataset *ds, int64_t batch_size,
+                                   struct ArrowArrayStream *out, qv_error *err);
+
 /* ------------------------------------------------------------------------ */
 /* Indices-mapping transforms                                                */
 
