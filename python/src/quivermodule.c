@@ -200,9 +200,9 @@ static PyObject *timestamp_of(int64_t v, const qv_type *t) {
     PyObject *cls = pandas_class(true);
     if (cls == NULL) return NULL;
     if (cls != Py_None) {
-      if (t->timezone == NULL) return PyObject_CallFunction(cls, "Ls", (long long)v, "ns");
       PyObject *args = Py_BuildValue("(L)", (long long)v);
-      PyObject *kw = Py_BuildValue("{s:s,s:s}", "unit", "ns", "tz", t->timezone);
+      PyObject *kw = t->timezone ? Py_BuildValue("{s:s,s:s}", "unit", "ns", "tz", t->timezone)
+                                 : Py_BuildValue("{s:s}", "unit", "ns");
       PyObject *r = args && kw ? PyObject_Call(cls, args, kw) : NULL;
       Py_XDECREF(args);
       Py_XDECREF(kw);

@@ -14,6 +14,9 @@ GOLDEN = os.path.join(SHARED, "testdata", "arrow-testing", "data",
                       "arrow-ipc-stream", "integration")
 CLI = os.path.join(BUILD, "quiver")
 LIB = os.path.join(BUILD, "libquiver.so")
+# The CPython extension's package directory (build/python/quiver holds
+# __init__.py and _quiver*.so); import it with import_quiver().
+PYDIR = os.path.join(BUILD, "python")
 
 
 def require(path):
@@ -38,3 +41,18 @@ def quiver_rows(*args):
     """The JSON lines `quiver head|get ...` prints, parsed."""
     import json
     return [json.loads(line) for line in quiver(*args).stdout.decode().splitlines()]
+
+
+def import_quiver():
+    """The `quiver` package of the build (QV_BUILD/python), failing the test
+    when the extension was not built (Python headers missing at configure
+    time: see CMakeLists.txt)."""
+    import glob
+    import importlib
+    import sys
+    pkg = require(os.path.join(PYDIR, "quiver", "__init__.py"))
+    assert glob.glob(os.path.join(os.path.dirname(pkg), "_quiver*.so")), \
+        f"the extension _quiver*.so is missing beside {pkg} (configure found no Python headers?)"
+    if PYDIR not in sys.path:
+        sys.path.insert(0, PYDIR)
+    return importlib.import_module("quiver")
