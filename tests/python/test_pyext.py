@@ -100,6 +100,8 @@ def many_types_table(n=37):
         "date64": pa.array(nul([(i * 400 - 8000) * 86400000 for i in r]), pa.date64()),
         "t32": pa.array(nul([i * 1000 for i in r]), pa.time32("s")),
         "t64": pa.array(nul([i * 10 ** 9 + 5 for i in r]), pa.time64("us")),
+        "t64ns": pa.array(nul([i * 10 ** 12 + 1999 for i in r]), pa.time64("ns")),
+        "dur_us": pa.array(nul([-i * 1999 for i in r]), pa.duration("us")),
         "dur": pa.array(nul([(-1) ** i * i * 10 ** 9 for i in r]), pa.duration("ms")),
         "dec": pa.array(nul([decimal.Decimal(f"{(-1) ** i * i}.{i:02d}") for i in r]),
                         pa.decimal128(12, 2)),
