@@ -144,6 +144,10 @@ qv_status qv_export_schema(const qv_schema *schema, struct ArrowSchema *out,
  *  references that keep mappings alive until its release. */
 qv_status qv_export_array(qv_array *array, struct ArrowArray *out,
                           qv_error *err);
+/** The errno-compatible code a C Stream callback returns for a status
+ *  (0 for QV_OK; EINVAL, ENOTSUP, ENOMEM, EIO, ERANGE), for every stream
+ *  quiver exports (readers, tables, datasets). */
+int qv_cdata_errno(qv_status st);
 /**
  * Export a reader as a C stream. Ownership of `r` passes to the stream
  * (closed by the stream's release), on success and on failure.

@@ -102,15 +102,6 @@ static bool read_int(const qv_array *a, int b, int64_t k, int width, bool is_sig
   }
 }
 
-static int int_width(qv_type_id id) {
-  switch (id) {
-    case QV_INT8: case QV_UINT8: return 1;
-    case QV_INT16: case QV_UINT16: return 2;
-    case QV_INT32: case QV_UINT32: return 4;
-    default: return 8;
-  }
-}
-
 /* Pointer to `width` bytes of element k of buffer b, or NULL. */
 static const uint8_t *elem(const qv_array *a, int b, int64_t k, int64_t width) {
   if (b >= a->n_buffers || a->buffers[b] == NULL || k < 0 ||
@@ -352,10 +343,10 @@ static PyObject *value_of(const qv_array *a, int64_t row, int depth) {
       if (elem(a, 1, k >> 3, 1) == NULL) return bad_array(a, "value", row);
       return PyBool_FromLong(qv_bit_get(a->buffers[1]->data, k));
     case QV_INT8: case QV_INT16: case QV_INT32: case QV_INT64:
-      if (!read_int(a, 1, k, int_width(id), true, &v)) return bad_array(a, "value", row);
+      if (!read_int(a, 1, k, qv_type_byte_width(t), true, &v)) return bad_array(a, "value", row);
       return PyLong_FromLongLong(v);
     case QV_UINT8: case QV_UINT16: case QV_UINT32: case QV_UINT64:
-      if (!read_int(a, 1, k, int_width(id), false, &v)) return bad_array(a, "value", row);
+      if (!read_int(a, 1, k, qv_type_byte_width(t), false, &v)) return bad_array(a, "value", row);
       return PyLong_FromUnsignedLongLong((unsigned long long)(uint64_t)v);
     case QV_HALF_FLOAT: {
       const uint8_t *p = elem(a, 1, k, 2);
@@ -490,7 +481,8 @@ static PyObject *value_of(const qv_array *a, int64_t row, int depth) {
     }
     case QV_DICTIONARY: {
       qv_type_id iid = t->index_type->id;
-      if (!read_int(a, 1, k, int_width(iid), qv_type_id_is_signed_integer(iid), &v))
+      if (!read_int(a, 1, k, qv_type_byte_width(t->index_type), qv_type_id_is_signed_integer(iid),
+                    &v))
         return bad_array(a, "index", row);
       if (a->dictionary == NULL || v < 0 || v >= a->dictionary->length)
         return bad_array(a, "dictionary index", row);
@@ -500,7 +492,7 @@ static PyObject *value_of(const qv_array *a, int64_t row, int depth) {
       if (a->n_children < 2 || a->children[0] == NULL || a->children[1] == NULL)
         return bad_array(a, "children", row);
       const qv_array *ends = a->children[0];
-      int w = int_width(ends->type->id);
+      int w = qv_type_byte_width(ends->type);
       int64_t lo = 0, hi = ends->length; /* first run whose end is > k */
       while (lo < hi) {
         int64_t mid = lo + (hi - lo) / 2;

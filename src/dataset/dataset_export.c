@@ -7,7 +7,6 @@
  * iterator (qv_dataset_iter) and each window is exported. Dataset layer;
  * the Python binding's __arrow_c_stream__ sits on it.
  */
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,19 +20,10 @@ typedef struct dstream {
   qv_error error;
 } dstream;
 
-static int ds_errno(qv_status st) {
-  switch (st) {
-    case QV_ENOMEM: return ENOMEM;
-    case QV_ENOTSUP: return ENOTSUP;
-    case QV_EIO: case QV_ECHANGED: return EIO;
-    default: return EINVAL;
-  }
-}
-
 static int ds_get_schema(struct ArrowArrayStream *s, struct ArrowSchema *out) {
   dstream *p = s->private_data;
   qv_status st = qv_export_schema(qv_dataset_schema(p->ds), out, &p->error);
-  return st == QV_OK ? 0 : ds_errno(st);
+  return st == QV_OK ? 0 : qv_cdata_errno(st);
 }
 
 static int ds_get_next(struct ArrowArrayStream *s, struct ArrowArray *out) {
@@ -46,7 +36,7 @@ static int ds_get_next(struct ArrowArrayStream *s, struct ArrowArray *out) {
   }
   if (st == QV_OK) st = qv_export_array(b, out, &p->error);
   qv_array_unref(b);
-  return st == QV_OK ? 0 : ds_errno(st);
+  return st == QV_OK ? 0 : qv_cdata_errno(st);
 }
 
 static const char *ds_last_error(struct ArrowArrayStream *s) {

@@ -483,7 +483,7 @@ typedef struct stream_private {
   qv_error error;
 } stream_private;
 
-static int status_to_errno(qv_status st) {
+int qv_cdata_errno(qv_status st) {
   switch (st) {
     case QV_OK: return 0;
     case QV_ENOTSUP: return ENOTSUP;
@@ -505,7 +505,7 @@ static int stream_get_schema(struct ArrowArrayStream *s,
   p->error.message[0] = '\0';
   const qv_schema *schema = qv_reader_schema(p->reader);
   qv_status st = qv_export_schema(schema, out, &p->error);
-  return status_to_errno(st);
+  return qv_cdata_errno(st);
 }
 
 static int stream_get_next(struct ArrowArrayStream *s, struct ArrowArray *out) {
@@ -513,7 +513,7 @@ static int stream_get_next(struct ArrowArrayStream *s, struct ArrowArray *out) {
   p->error.message[0] = '\0';
   qv_array *batch = NULL;
   qv_status st = qv_reader_next(p->reader, &batch, &p->error);
-  if (st != QV_OK) return status_to_errno(st);
+  if (st != QV_OK) return qv_cdata_errno(st);
   if (!batch) {
     memset(out, 0, sizeof *out);
     out->release = NULL; /* end of stream */
@@ -521,7 +521,7 @@ static int stream_get_next(struct ArrowArrayStream *s, struct ArrowArray *out) {
   }
   st = qv_export_array(batch, out, &p->error);
   qv_array_unref(batch);
-  return status_to_errno(st);
+  return qv_cdata_errno(st);
 }
 
 static const char *stream_get_last_error(struct ArrowArrayStream *s) {

@@ -12,7 +12,6 @@
  * Data Interface (export, then import assigns ids 0, 1, 2... depth first)
  * and each batch's array tree is re-typed to it (zero copy).
  */
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,19 +25,10 @@ typedef struct tstream {
   qv_error error;
 } tstream;
 
-static int errno_of(qv_status st) {
-  switch (st) {
-    case QV_ENOMEM: return ENOMEM;
-    case QV_ENOTSUP: return ENOTSUP;
-    case QV_EIO: case QV_ECHANGED: return EIO;
-    default: return EINVAL;
-  }
-}
-
 static int ts_get_schema(struct ArrowArrayStream *s, struct ArrowSchema *out) {
   tstream *p = s->private_data;
   qv_status st = qv_export_schema(p->table->schema, out, &p->error);
-  return st == QV_OK ? 0 : errno_of(st);
+  return st == QV_OK ? 0 : qv_cdata_errno(st);
 }
 
 static int ts_get_next(struct ArrowArrayStream *s, struct ArrowArray *out) {
@@ -50,7 +40,7 @@ static int ts_get_next(struct ArrowArrayStream *s, struct ArrowArray *out) {
   qv_array *b = NULL;
   qv_status st = qv_tbl_entry_array(p->table, p->next, &b, &p->error);
   if (st == QV_OK) st = qv_export_array(b, out, &p->error);
-  if (st != QV_OK) return errno_of(st);
+  if (st != QV_OK) return qv_cdata_errno(st);
   p->next++;
   return 0;
 }

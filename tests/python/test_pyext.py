@@ -320,6 +320,21 @@ def state_fingerprint(path):
         return json.load(f)["_fingerprint"]
 
 
+@pytest.mark.parametrize("make", ["dtypes_dataset", "main_dataset"])
+def test_every_feature_type_reads_as_datasets(make, tmp):
+    # hfdata: one Value column per dtype datasets names (with nulls), and
+    # ClassLabel, Sequence, List, LargeList, Array2D/3D, nested dicts.
+    import hfdata
+    path = os.path.join(tmp, make)
+    getattr(hfdata, make)().save_to_disk(path)
+    hf = D.load_from_disk(path)
+    ds = quiver.open(path)
+    assert list(ds) == list(hf)
+    assert ds[: len(ds)] == hf[: len(hf)]
+    # JSON has no tuples: Array shapes come back as lists, as from dataset_info.json
+    assert ds.features == json.loads(json.dumps(hf.features.to_dict()))
+
+
 def test_transforms_match_datasets(hf_dir):
     hf = D.load_from_disk(hf_dir)
     ds = quiver.open(hf_dir)
