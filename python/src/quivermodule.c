@@ -642,13 +642,12 @@ static bool arg_rows(PyObject *o, int64_t n_rows, bool negative_ok, int64_t **ou
   }
   bool ok = true;
   for (Py_ssize_t i = 0; ok && i < len; i++) {
-    ok = arg_int64(PySequence_Fast_GET_ITEM(seq, i), "an index", &rows[i]);
-    if (ok && negative_ok && rows[i] < 0) rows[i] += n_rows;
+    int64_t given = 0;
+    ok = arg_int64(PySequence_Fast_GET_ITEM(seq, i), "an index", &given);
+    rows[i] = negative_ok && given < 0 ? given + n_rows : given;
     if (ok && (rows[i] < 0 || rows[i] >= n_rows)) {
       PyErr_Format(PyExc_IndexError, "index %lld (position %zd) is out of range for a dataset "
-                   "of %lld rows", (long long)(negative_ok && rows[i] < n_rows ? rows[i] - n_rows
-                                                                                : rows[i]),
-                   i, (long long)n_rows);
+                   "of %lld rows", (long long)given, i, (long long)n_rows);
       ok = false;
     }
   }

@@ -457,8 +457,10 @@ def test_errors(hf_dir, tmp):
         ds["nope"]
     with pytest.raises(IndexError, match="out of range"):
         ds.select([0, N])
-    with pytest.raises(IndexError):
-        ds[[0, N]]
+    with pytest.raises(IndexError, match=f"index {-N - 1} \\(position 1\\) is out of range"):
+        ds[[0, -N - 1]]
+    with pytest.raises(IndexError, match="index -1 \\(position 0\\)"):
+        ds.select([-1])  # no negative positions (datasets refuses them too)
     with pytest.raises(TypeError, match="an index must be an int"):
         ds.select(["a"])
     with pytest.raises(quiver.QuiverError, match="score"):
