@@ -2,7 +2,7 @@
 # scripts/install-deps.sh — install the Debian packages quiver builds and
 # tests with (run as root on a fresh Debian 12 machine). Idempotent.
 set -eu
-pkgs="build-essential cmake pkg-config python3 python3-venv libzstd-dev liblz4-dev
+pkgs="build-essential cmake pkg-config python3 python3-venv python3-dev libzstd-dev liblz4-dev
       zlib1g-dev libjansson-dev libxxhash-dev clang-14 libclang-rt-14-dev clang"
 missing=""
 for p in $pkgs; do
