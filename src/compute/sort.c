@@ -45,8 +45,12 @@
 #define SMALL_SORT 16
 /* Pair arrays this small are insertion-sorted instead of radix-sorted. */
 #define RADIX_SMALL 48
-/* Pair arrays at least this large get a most-significant-byte split. */
+/* Pair arrays at least this large get a most-significant-digit split. */
 #define RADIX_MSD_MIN (1 << 16)
+/* Packed words: LSD digits of 8 to DIGIT_MAX bits. HIST_WORDS counters
+ * hold the counts of every pass (6 passes of 2^11, or 8 of 2^8). */
+#define DIGIT_MAX 11
+#define HIST_WORDS (6 << DIGIT_MAX)
 
 /* ------------------------------------------------------------------------ */
 /* Radix sort of (key, row) pairs                                            */
@@ -63,6 +67,19 @@ static void insertion_pairs(uint64_t *k, uint32_t *v, int64_t m) {
     }
     k[j] = kk;
     v[j] = vv;
+  }
+}
+
+/* Stable insertion sort of words by their bits from `lo` up. */
+static void insertion_words(uint64_t *w, int64_t m, int lo) {
+  for (int64_t i = 1; i < m; i++) {
+    uint64_t x = w[i];
+    int64_t j = i;
+    while (j > 0 && (w[j - 1] >> lo) > (x >> lo)) {
+      w[j] = w[j - 1];
+      j--;
+    }
+    w[j] = x;
   }
 }
 
@@ -90,19 +107,98 @@ static void histograms(const uint64_t *k, int64_t m, uint64_t mn, int nbytes,
 #undef QVS_HIST
 }
 
+/* Digit width of a packed sort of m words by `bits` bits: as few passes of
+ * at most DIGIT_MAX bits as the bits need, the bits shared evenly between
+ * them; smaller arrays get narrower digits (at most m/4 counters a pass,
+ * but 8 bits at least). */
+static int digit_bits(int64_t m, int bits) {
+  int lg = 63 - __builtin_clzll((uint64_t)m) - 2;
+  int maxw = lg > DIGIT_MAX ? DIGIT_MAX : lg < 8 ? 8 : lg;
+  int passes = (bits + maxw - 1) / maxw;
+  return (bits + passes - 1) / passes;
+}
+
+/* Stable LSD radix sort of words w[0..m) by their bits [lo, lo + bits)
+ * (bits above lo + bits are equal in all words; the bits below ride
+ * along). t: m words of scratch; hist: HIST_WORDS counters. The counts of
+ * every pass are taken in one read; a pass whose digit is the same in
+ * every word is skipped. Returns true when the result is in t. */
+static bool lsd_words(uint64_t *w, uint64_t *t, int64_t m, int lo, int bits, uint32_t *hist) {
+  int dw = digit_bits(m, bits);
+  int passes = (bits + dw - 1) / dw;
+  size_t nd = (size_t)1 << dw;
+  uint64_t dm = nd - 1;
+  memset(hist, 0, sizeof(uint32_t) * nd * (size_t)passes);
+#define QVS_WHIST(NP)                                                          \
+  for (int64_t i = 0; i < m; i++) {                                            \
+    uint64_t x = w[i] >> lo;                                                   \
+    for (int p = 0; p < (NP); p++) hist[(size_t)p * nd + ((x >> (p * dw)) & dm)]++; \
+  }                                                                            \
+  break;
+  switch (passes) {
+  case 1: QVS_WHIST(1)
+  case 2: QVS_WHIST(2)
+  case 3: QVS_WHIST(3)
+  case 4: QVS_WHIST(4)
+  case 5: QVS_WHIST(5)
+  case 6: QVS_WHIST(6)
+  default: QVS_WHIST(passes) /* narrower digits: up to 8 passes */
+  }
+#undef QVS_WHIST
+  uint64_t *src = w, *dst = t, x0 = w[0] >> lo;
+  for (int p = 0; p < passes; p++) {
+    uint32_t *h = hist + (size_t)p * nd;
+    int sh = lo + p * dw;
+    if (h[(x0 >> (p * dw)) & dm] == (uint64_t)m) continue; /* the digit never varies */
+    uint32_t at = 0;
+    for (size_t d = 0; d < nd; d++) {
+      uint32_t c = h[d];
+      h[d] = at;
+      at += c;
+    }
+    for (int64_t i = 0; i < m; i++) {
+      uint64_t x = src[i];
+      dst[h[(x >> sh) & dm]++] = x;
+    }
+    uint64_t *tmp = src;
+    src = dst;
+    dst = tmp;
+  }
+  return src != w;
+}
+
 /* Stable sort of pairs (k[i], v[i]) by k; kt/vt are m entries of scratch.
- * Returns false when the result is in k/v, true when it is in kt/vt. */
-static bool radix_sort(uint64_t *k, uint32_t *v, int64_t m, uint64_t *kt, uint32_t *vt) {
+ * Returns false when the result is in k/v, true when it is in kt/vt. When
+ * the spread of the keys (max - min) and the largest v fit in one 64-bit
+ * word together, the pairs are packed into k as (k - min) << vbits | v and
+ * sorted as words (half the memory traffic of separate arrays). */
+static bool radix_sort(uint64_t *k, uint32_t *v, int64_t m, uint64_t *kt, uint32_t *vt,
+                       uint32_t *hist) {
   if (m <= RADIX_SMALL) {
     insertion_pairs(k, v, m);
     return false;
   }
   uint64_t mn = k[0], mx = k[0];
-  for (int64_t i = 1; i < m; i++) {
+  uint32_t vor = 0;
+  for (int64_t i = 0; i < m; i++) {
     mn = k[i] < mn ? k[i] : mn;
     mx = k[i] > mx ? k[i] : mx;
+    vor |= v[i];
   }
   if (mn == mx) return false;
+  int kbits = 64 - __builtin_clzll(mx - mn);
+  int vbits = vor ? 32 - __builtin_clz(vor) : 0;
+  if (kbits + vbits <= 64) {
+    for (int64_t i = 0; i < m; i++) k[i] = ((k[i] - mn) << vbits) | v[i];
+    const uint64_t *res = lsd_words(k, kt, m, vbits, kbits, hist) ? kt : k;
+    uint64_t vmask = ((uint64_t)1 << vbits) - 1;
+    for (int64_t i = 0; i < m; i++) {
+      uint64_t x = res[i];
+      v[i] = (uint32_t)(x & vmask);
+      k[i] = (x >> vbits) + mn;
+    }
+    return false;
+  }
   int nbytes = (64 - __builtin_clzll(mx - mn) + 7) / 8;
   if (m >= RADIX_MSD_MIN && nbytes > 2) {
     /* Split on the top varying byte into kt/vt, then sort each bucket
@@ -125,7 +221,7 @@ static bool radix_sort(uint64_t *k, uint32_t *v, int64_t m, uint64_t *kt, uint32
     s = 0;
     for (int d = 0; d < 256; d++) {
       int64_t c = cnt[d];
-      if (c > 0 && !radix_sort(kt + s, vt + s, c, k + s, v + s)) {
+      if (c > 0 && !radix_sort(kt + s, vt + s, c, k + s, v + s, hist)) {
         memcpy(k + s, kt + s, sizeof(uint64_t) * (size_t)c);
         memcpy(v + s, vt + s, sizeof(uint32_t) * (size_t)c);
       }
@@ -134,18 +230,18 @@ static bool radix_sort(uint64_t *k, uint32_t *v, int64_t m, uint64_t *kt, uint32
     return false;
   }
   /* Least significant digit first, one counting pass per varying byte. */
-  int64_t hist[8][256];
-  histograms(k, m, mn, nbytes, hist);
+  int64_t bh[8][256];
+  histograms(k, m, mn, nbytes, bh);
   uint64_t *sk = k, *dk = kt;
   uint32_t *sv = v, *dv = vt;
   uint64_t x0 = k[0] - mn;
   for (int b = 0; b < nbytes; b++) {
     int sh = 8 * b;
-    if (hist[b][(x0 >> sh) & 0xff] == m) continue; /* the byte never varies */
+    if (bh[b][(x0 >> sh) & 0xff] == m) continue; /* the byte never varies */
     int64_t pos[256], s = 0;
     for (int d = 0; d < 256; d++) {
       pos[d] = s;
-      s += hist[b][d];
+      s += bh[b][d];
     }
     for (int64_t i = 0; i < m; i++) {
       int64_t p = pos[((sk[i] - mn) >> sh) & 0xff]++;
@@ -163,8 +259,9 @@ static bool radix_sort(uint64_t *k, uint32_t *v, int64_t m, uint64_t *kt, uint32
 }
 
 /* radix_sort with the result always in k/v. */
-static void radix_pairs(uint64_t *k, uint32_t *v, int64_t m, uint64_t *kt, uint32_t *vt) {
-  if (radix_sort(k, v, m, kt, vt)) {
+static void radix_pairs(uint64_t *k, uint32_t *v, int64_t m, uint64_t *kt, uint32_t *vt,
+                        uint32_t *hist) {
+  if (radix_sort(k, v, m, kt, vt, hist)) {
     memcpy(k, kt, sizeof(uint64_t) * (size_t)m);
     memcpy(v, vt, sizeof(uint32_t) * (size_t)m);
   }
@@ -241,6 +338,7 @@ typedef struct sorter {
   uint64_t *kbuf; /* gathered keys, by position */
   uint64_t *kt;   /* radix scratch */
   uint32_t *vt;
+  uint32_t *hist; /* HIST_WORDS radix counters */
   srange *stack;  /* pending string ranges */
   bool alias0;    /* key 0's uint64 array may be sorted in place */
   int64_t sp, scap;
@@ -279,7 +377,7 @@ static qv_status sort_u64(sorter *s, int64_t lo, int64_t hi, int32_t k, bool ali
     kb = s->kbuf;
     for (int64_t j = lo; j < hi; j++) kb[j] = K->u64[s->perm[j]];
   }
-  radix_pairs(kb + lo, s->perm + lo, m, s->kt + lo, s->vt + lo);
+  radix_pairs(kb + lo, s->perm + lo, m, s->kt + lo, s->vt + lo, s->hist);
   if (k + 1 < s->n_keys) {
     int64_t i_, j_;
     for (i_ = lo; i_ < hi; i_ = j_) {
@@ -295,7 +393,7 @@ static qv_status sort_wide(sorter *s, int64_t lo, int64_t hi, int32_t k) {
   int32_t nw = K->nwords;
   for (int32_t w = nw - 1; w >= 0; w--) {
     for (int64_t j = lo; j < hi; j++) s->kbuf[j] = K->words[(int64_t)s->perm[j] * nw + w];
-    radix_pairs(s->kbuf + lo, s->perm + lo, hi - lo, s->kt + lo, s->vt + lo);
+    radix_pairs(s->kbuf + lo, s->perm + lo, hi - lo, s->kt + lo, s->vt + lo, s->hist);
   }
   if (k + 1 < s->n_keys) {
     int64_t i_, j_;
@@ -382,7 +480,7 @@ static qv_status sort_bytes(sorter *s, int64_t lo, int64_t hi, int32_t k, bool a
     } else {
       for (int64_t j = r.lo; j < r.hi; j++) kb[j] = K->u64[p[j]] ^ flip;
     }
-    radix_pairs(kb + r.lo, p + r.lo, r.hi - r.lo, s->kt + r.lo, s->vt + r.lo);
+    radix_pairs(kb + r.lo, p + r.lo, r.hi - r.lo, s->kt + r.lo, s->vt + r.lo, s->hist);
     int64_t i_, j_;
     for (i_ = r.lo; i_ < r.hi; i_ = j_) {
       for (j_ = i_ + 1; j_ < r.hi && kb[j_] == kb[i_]; j_++) {}
@@ -496,17 +594,81 @@ qv_status qvs_sort(const qvs_key *keys, int32_t n_keys, int64_t n, uint32_t *per
   bool alias = clobber && keys[0].kind != QVS_WIDE;
   s.alias0 = alias;
   s.vt = qvs_alloc(sizeof(uint32_t) * (size_t)n, false);
+  s.hist = malloc(sizeof(uint32_t) * HIST_WORDS);
   bool own_kbuf = !alias;
   s.kbuf = alias ? keys[0].u64 : qvs_alloc(sizeof(uint64_t) * (size_t)n, false);
   qv_status st;
-  if (!s.vt || !s.kbuf)
+  if (!s.vt || !s.kbuf || !s.hist)
     st = qv_error_set(err, QV_ENOMEM, "sort: out of memory (%" PRId64 " rows)", n);
   else
     st = sort_range(&s, 0, n, 0, true);
-  free(s.vt);
-  if (own_kbuf) free(s.kbuf);
+  qvs_free(s.vt);
+  free(s.hist);
+  if (own_kbuf) qvs_free(s.kbuf);
   free(s.stack);
   return st;
+}
+
+/* ------------------------------------------------------------------------ */
+/* One uint64 key                                                            */
+
+/* Sort all n rows by one QVS_U64 key straight into `out`, when the spread
+ * of its values (max - min over value rows) and the row ids fit in one
+ * 64-bit word together: the words (key - min) << rbits | row of the value
+ * rows are built in place in K->u64 (clobbered), sorted by their key bits
+ * with `out` as scratch, and their rows written to out with the NaN and
+ * null rows (in row order: ties) around them as the key places them. No
+ * permutation array, no second key array. Returns false, with nothing
+ * touched, when the words would not fit; QV_ENOMEM through *st. */
+static bool sort_packed(const qvs_key *K, int64_t n, int64_t *out, qv_status *st,
+                        qv_error *err) {
+  uint64_t *k = K->u64;
+  const uint8_t *cls = K->n_nan + K->n_null > 0 ? K->cls : NULL;
+  uint64_t mn = UINT64_MAX, mx = 0;
+  if (cls == NULL) {
+    for (int64_t i = 0; i < n; i++) {
+      mn = k[i] < mn ? k[i] : mn;
+      mx = k[i] > mx ? k[i] : mx;
+    }
+  } else {
+    for (int64_t i = 0; i < n; i++)
+      if (cls[i] == QVS_VALUE) {
+        mn = k[i] < mn ? k[i] : mn;
+        mx = k[i] > mx ? k[i] : mx;
+      }
+  }
+  int64_t m = n - K->n_nan - K->n_null;
+  int kbits = m > 0 && mx > mn ? 64 - __builtin_clzll(mx - mn) : 0;
+  int rbits = 64 - __builtin_clzll((uint64_t)(n - 1)); /* n >= 2 */
+  if (kbits + rbits > 64) return false;
+  uint32_t *hist = NULL;
+  if (kbits > 0 && m > RADIX_SMALL && !(hist = malloc(sizeof(uint32_t) * HIST_WORDS))) {
+    *st = qv_error_set(err, QV_ENOMEM, "sort: out of memory");
+    return true;
+  }
+  int64_t j = 0; /* value rows packed in place: j <= i */
+  for (int64_t i = 0; i < n; i++)
+    if (cls == NULL || cls[i] == QVS_VALUE) k[j++] = ((k[i] - mn) << rbits) | (uint64_t)i;
+  const uint64_t *res = k;
+  if (kbits > 0 && m <= RADIX_SMALL) insertion_words(k, m, rbits);
+  else if (kbits > 0 && lsd_words(k, (uint64_t *)out, m, rbits, kbits, hist))
+    res = (const uint64_t *)out;
+  free(hist);
+  /* Segments: values, NaN, null at the end; the reverse at the start. */
+  int64_t vstart = K->nulls_first ? K->n_null + K->n_nan : 0;
+  int64_t nan_at = K->nulls_first ? K->n_null : m;
+  int64_t null_at = K->nulls_first ? 0 : m + K->n_nan;
+  uint64_t rmask = ((uint64_t)1 << rbits) - 1;
+  /* From the end: when res is out, each word is read before it is
+   * overwritten (vstart >= 0). */
+  for (int64_t i = m - 1; i >= 0; i--) out[vstart + i] = (int64_t)(res[i] & rmask);
+  if (cls != NULL)
+    for (int64_t i = 0; i < n; i++) {
+      if (cls[i] == QVS_NAN) out[nan_at++] = i;
+      else if (cls[i] == QVS_NULL) out[null_at++] = i;
+    }
+  *st = QV_OK;
+  return true;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -530,12 +692,9 @@ qv_status qv_sort_indices(const qv_sort_key *keys, int32_t n_keys, int64_t *out,
                         n, QV_SORT_MAX_ROWS);
   if (n > 0 && out == NULL) return qv_error_set(err, QV_EARG, "sort: out is NULL");
   qvs_key *nk = calloc((size_t)n_keys, sizeof *nk);
-  uint32_t *perm = qvs_alloc(sizeof(uint32_t) * (size_t)(n > 0 ? n : 1), false);
+  uint32_t *perm = NULL;
   qv_status st = QV_OK;
-  if (!nk || !perm) {
-    st = qv_error_set(err, QV_ENOMEM, "sort: out of memory (%" PRId64 " rows)", n);
-    goto done;
-  }
+  if (!nk) return qv_error_set(err, QV_ENOMEM, "sort: out of memory (%" PRId64 " rows)", n);
   for (int32_t k = 0; k < n_keys && st == QV_OK; k++) {
     const qv_chunked_column *c = &keys[k].column;
     char what[32];
@@ -543,14 +702,23 @@ qv_status qv_sort_indices(const qv_sort_key *keys, int32_t n_keys, int64_t *out,
     st = qvs_key_build(&nk[k], qvc_column_type(c), c->chunks, c->n_chunks, n, keys[k].descending,
                        keys[k].null_placement == QV_NULLS_AT_START, what, err);
   }
-  if (st == QV_OK) st = qvs_sort(nk, n_keys, n, perm, (uint64_t *)out, true, err);
+  if (st != QV_OK || n < 2) {
+    if (st == QV_OK && n == 1) out[0] = 0;
+    goto done;
+  }
+  if (n_keys == 1 && nk[0].kind == QVS_U64 && sort_packed(&nk[0], n, out, &st, err)) goto done;
+  perm = qvs_alloc(sizeof(uint32_t) * (size_t)n, false);
+  if (!perm) {
+    st = qv_error_set(err, QV_ENOMEM, "sort: out of memory (%" PRId64 " rows)", n);
+    goto done;
+  }
+  st = qvs_sort(nk, n_keys, n, perm, (uint64_t *)out, true, err);
   if (st == QV_OK)
     for (int64_t i = 0; i < n; i++) out[i] = perm[i];
 done:
-  if (nk)
-    for (int32_t k = 0; k < n_keys; k++) qvs_key_reset(&nk[k]);
+  for (int32_t k = 0; k < n_keys; k++) qvs_key_reset(&nk[k]);
   free(nk);
-  free(perm);
+  qvs_free(perm);
   return st;
 }
 
