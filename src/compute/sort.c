@@ -48,9 +48,9 @@
 /* Pair arrays at least this large get a most-significant-digit split. */
 #define RADIX_MSD_MIN (1 << 16)
 /* Packed words: LSD digits of 8 to DIGIT_MAX bits. HIST_WORDS counters
- * hold the counts of every pass (6 passes of 2^11, or 8 of 2^8). */
+ * hold two sets of the counts of every pass (6 passes of 2^11 at most). */
 #define DIGIT_MAX 11
-#define HIST_WORDS (6 << DIGIT_MAX)
+#define HIST_WORDS (2 * (6 << DIGIT_MAX))
 
 /* ------------------------------------------------------------------------ */
 /* Radix sort of (key, row) pairs                                            */
@@ -128,11 +128,18 @@ static bool lsd_words(uint64_t *w, uint64_t *t, int64_t m, int lo, int bits, uin
   int passes = (bits + dw - 1) / dw;
   size_t nd = (size_t)1 << dw;
   uint64_t dm = nd - 1;
-  memset(hist, 0, sizeof(uint32_t) * nd * (size_t)passes);
+  /* Two sets of counters, for even and odd words: a digit that repeats
+   * (a skewed top digit) would otherwise make each count wait for the
+   * previous one. */
+  uint32_t *h2 = hist + (size_t)passes * nd;
+  memset(hist, 0, sizeof(uint32_t) * 2 * nd * (size_t)passes);
 #define QVS_WHIST(NP)                                                          \
-  for (int64_t i = 0; i < m; i++) {                                            \
-    uint64_t x = w[i] >> lo;                                                   \
-    for (int p = 0; p < (NP); p++) hist[(size_t)p * nd + ((x >> (p * dw)) & dm)]++; \
+  for (int64_t i = 0; i + 1 < m; i += 2) {                                     \
+    uint64_t x = w[i] >> lo, y = w[i + 1] >> lo;                               \
+    for (int p = 0; p < (NP); p++) {                                           \
+      hist[(size_t)p * nd + ((x >> (p * dw)) & dm)]++;                         \
+      h2[(size_t)p * nd + ((y >> (p * dw)) & dm)]++;                           \
+    }                                                                          \
   }                                                                            \
   break;
   switch (passes) {
@@ -145,6 +152,11 @@ static bool lsd_words(uint64_t *w, uint64_t *t, int64_t m, int lo, int bits, uin
   default: QVS_WHIST(passes) /* narrower digits: up to 8 passes */
   }
 #undef QVS_WHIST
+  if (m & 1) {
+    uint64_t x = w[m - 1] >> lo;
+    for (int p = 0; p < passes; p++) hist[(size_t)p * nd + ((x >> (p * dw)) & dm)]++;
+  }
+  for (size_t d = 0; d < (size_t)passes * nd; d++) hist[d] += h2[d];
   uint64_t *src = w, *dst = t, x0 = w[0] >> lo;
   for (int p = 0; p < passes; p++) {
     uint32_t *h = hist + (size_t)p * nd;

@@ -177,6 +177,36 @@ static bool is_nan_bits(uint64_t x, int bits) {
   }
 }
 
+/* Keys of `len` integers of width w at v. Inlined for each constant
+ * width. */
+static inline __attribute__((always_inline)) void int_keys(uint64_t *out, const uint8_t *v,
+                                                           int64_t len, int w, bool sign,
+                                                           uint64_t flip) {
+  if (sign) {
+    for (int64_t i = 0; i < len; i++) out[i] = (sign_extend(load_le(v + i * w, w), w) ^ SIGN64) ^ flip;
+  } else {
+    for (int64_t i = 0; i < len; i++) out[i] = load_le(v + i * w, w) ^ flip;
+  }
+}
+
+/* Keys of `len` floats of width w at v (rows row.. of the column): valid
+ * NaN rows get class NaN (and key 0). Inlined for each constant width. */
+static inline __attribute__((always_inline)) qv_status
+float_keys(qvs_key *k, const uint8_t *v, const uint8_t *valid, int64_t voff, int64_t row,
+           int64_t len, int w, uint64_t flip, qv_error *err) {
+  uint64_t *out = k->u64 + row;
+  for (int64_t i = 0; i < len; i++) {
+    uint64_t x = load_le(v + i * w, w);
+    if (__builtin_expect(is_nan_bits(x, 8 * w), 0) && (!valid || qv_bit_get(valid, voff + i))) {
+      QV_RETURN_NOT_OK(set_class(k, row + i, QVS_NAN, err));
+      out[i] = 0;
+    } else {
+      out[i] = float_order(x, 8 * w) ^ flip;
+    }
+  }
+  return QV_OK;
+}
+
 static qv_status build_fixed(qvs_key *k, const qv_type *t, qv_array *const *chunks,
                              int64_t n_chunks, const char *what, qv_error *err) {
   fixed_kind fk;
@@ -192,12 +222,16 @@ static qv_status build_fixed(qvs_key *k, const qv_type *t, qv_array *const *chun
     uint64_t *out = k->u64 + row;
     switch (fk) {
     case FK_UNSIGNED:
-      for (int64_t i = 0; i < a->length; i++) out[i] = load_le(v + i * w, w) ^ flip;
+    case FK_SIGNED: {
+      bool sign = fk == FK_SIGNED;
+      switch (w) {
+      case 1: int_keys(out, v, a->length, 1, sign, flip); break;
+      case 2: int_keys(out, v, a->length, 2, sign, flip); break;
+      case 4: int_keys(out, v, a->length, 4, sign, flip); break;
+      default: int_keys(out, v, a->length, 8, sign, flip);
+      }
       break;
-    case FK_SIGNED:
-      for (int64_t i = 0; i < a->length; i++)
-        out[i] = (sign_extend(load_le(v + i * w, w), w) ^ SIGN64) ^ flip;
-      break;
+    }
     case FK_BYTES:
       for (int64_t i = 0; i < a->length; i++) {
         uint64_t x = 0;
@@ -205,18 +239,14 @@ static qv_status build_fixed(qvs_key *k, const qv_type *t, qv_array *const *chun
         out[i] = x ^ flip;
       }
       break;
-    default: { /* floats: NaN is a class of its own */
-      int bits = 8 * w;
-      for (int64_t i = 0; i < a->length; i++) {
-        uint64_t x = load_le(v + i * w, w);
-        if (is_nan_bits(x, bits) && (!valid || qv_bit_get(valid, a->offset + i))) {
-          QV_RETURN_NOT_OK(set_class(k, row + i, QVS_NAN, err));
-          out[i] = 0;
-        } else {
-          out[i] = float_order(x, bits) ^ flip;
-        }
-      }
-    }
+    case FK_HALF:
+      QV_RETURN_NOT_OK(float_keys(k, v, valid, a->offset, row, a->length, 2, flip, err));
+      break;
+    case FK_FLOAT:
+      QV_RETURN_NOT_OK(float_keys(k, v, valid, a->offset, row, a->length, 4, flip, err));
+      break;
+    default:
+      QV_RETURN_NOT_OK(float_keys(k, v, valid, a->offset, row, a->length, 8, flip, err));
     }
     if (valid) {
       for (int64_t i = 0; i < a->length; i++)
