@@ -7,8 +7,8 @@
  * prefixes), one key and several, ascending and descending, nulls at start
  * and at end; stability with many equal keys; inputs large enough for the
  * radix paths (packed words at sizes around their thresholds, float
- * specials, the 64-bit packing limit); pyarrow's documented results; table columns; errors with
- * exact messages. */
+ * specials, the 64-bit packing limit); pyarrow's documented results; table
+ * columns; errors with exact messages. */
 #include <math.h>
 
 #include "array_oracle.h"
