@@ -135,27 +135,34 @@ static void count_digits(const uint64_t *k, int64_t m, uint64_t sub, int lo, int
  * (bits above lo + bits are equal in all words; the bits below ride
  * along). t: m words of scratch; hist: HIST_WORDS counters. The counts of
  * every pass are taken in one read; a pass whose digit is the same in
- * every word is skipped. Returns true when the result is in t. */
-static bool lsd_words(uint64_t *w, uint64_t *t, int64_t m, int lo, int bits, uint32_t *hist) {
+ * every word is skipped. Returns true when the result is in t, its words
+ * then and-ed with t_mask (written by the last pass: no extra pass to
+ * unpack them); a result in w is left whole. */
+static bool lsd_words(uint64_t *w, uint64_t *t, int64_t m, int lo, int bits, uint32_t *hist,
+                      uint64_t t_mask) {
   int dw = digit_bits(m, bits);
   int passes = (bits + dw - 1) / dw;
   size_t nd = (size_t)1 << dw;
   uint64_t dm = nd - 1;
   count_digits(w, m, 0, lo, dw, passes, hist);
-  uint64_t *src = w, *dst = t, x0 = w[0] >> lo;
-  for (int p = 0; p < passes; p++) {
+  uint64_t x0 = w[0] >> lo;
+  int used[8], n_used = 0; /* the passes whose digit varies */
+  for (int p = 0; p < passes; p++)
+    if (hist[(size_t)p * nd + ((x0 >> (p * dw)) & dm)] != (uint64_t)m) used[n_used++] = p;
+  uint64_t *src = w, *dst = t;
+  for (int u = 0; u < n_used; u++) {
+    int p = used[u], sh = lo + p * dw;
     uint32_t *h = hist + (size_t)p * nd;
-    int sh = lo + p * dw;
-    if (h[(x0 >> (p * dw)) & dm] == (uint64_t)m) continue; /* the digit never varies */
     uint32_t at = 0;
     for (size_t d = 0; d < nd; d++) {
       uint32_t c = h[d];
       h[d] = at;
       at += c;
     }
+    uint64_t mask = u == n_used - 1 && dst == t ? t_mask : ~(uint64_t)0;
     for (int64_t i = 0; i < m; i++) {
       uint64_t x = src[i];
-      dst[h[(x >> sh) & dm]++] = x;
+      dst[h[(x >> sh) & dm]++] = x & mask;
     }
     uint64_t *tmp = src;
     src = dst;
@@ -187,7 +194,7 @@ static bool radix_sort(uint64_t *k, uint32_t *v, int64_t m, uint64_t *kt, uint32
   int vbits = vor ? 32 - __builtin_clz(vor) : 0;
   if (kbits + vbits <= 64) {
     for (int64_t i = 0; i < m; i++) k[i] = ((k[i] - mn) << vbits) | v[i];
-    const uint64_t *res = lsd_words(k, kt, m, vbits, kbits, hist) ? kt : k;
+    const uint64_t *res = lsd_words(k, kt, m, vbits, kbits, hist, ~(uint64_t)0) ? kt : k;
     uint64_t vmask = ((uint64_t)1 << vbits) - 1;
     for (int64_t i = 0; i < m; i++) {
       uint64_t x = res[i];
@@ -653,19 +660,20 @@ static bool sort_packed(const qvs_key *K, int64_t n, int64_t *out, qv_status *st
   int64_t j = 0; /* value rows packed in place: j <= i */
   for (int64_t i = 0; i < n; i++)
     if (cls == NULL || cls[i] == QVS_VALUE) k[j++] = ((k[i] - mn) << rbits) | (uint64_t)i;
-  const uint64_t *res = k;
-  if (kbits > 0 && m <= RADIX_SMALL) insertion_words(k, m, rbits);
-  else if (kbits > 0 && lsd_words(k, (uint64_t *)out, m, rbits, kbits, hist))
-    res = (const uint64_t *)out;
-  free(hist);
-  /* Segments: values, NaN, null at the end; the reverse at the start. */
+  /* Segments: values, NaN, null at the end; the reverse at the start. The
+   * value segment of out is the sort's scratch; when the result lands
+   * there, the last pass has already cut the words to their rows. */
   int64_t vstart = K->nulls_first ? K->n_null + K->n_nan : 0;
   int64_t nan_at = K->nulls_first ? K->n_null : m;
   int64_t null_at = K->nulls_first ? 0 : m + K->n_nan;
   uint64_t rmask = ((uint64_t)1 << rbits) - 1;
-  /* From the end: when res is out, each word is read before it is
-   * overwritten (vstart >= 0). */
-  for (int64_t i = m - 1; i >= 0; i--) out[vstart + i] = (int64_t)(res[i] & rmask);
+  uint64_t *seg = (uint64_t *)(out + vstart);
+  bool in_seg = false;
+  if (kbits > 0 && m <= RADIX_SMALL) insertion_words(k, m, rbits);
+  else if (kbits > 0) in_seg = lsd_words(k, seg, m, rbits, kbits, hist, rmask);
+  free(hist);
+  if (!in_seg)
+    for (int64_t i = 0; i < m; i++) seg[i] = k[i] & rmask;
   if (cls != NULL)
     for (int64_t i = 0; i < n; i++) {
       if (cls[i] == QVS_NAN) out[nan_at++] = i;
