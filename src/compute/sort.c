@@ -18,12 +18,24 @@
  * high-cardinality first key cheap.
  *
  * Radix sort of (uint64 key, uint32 row) pairs: keys are offset by their
- * minimum so only the bytes that vary are sorted; ranges of at least
+ * minimum so only the bits that vary are sorted. When that spread and the
+ * largest row id fit in 64 bits together (floats and integers up to 32
+ * bits always do, wider keys of a narrow range too), each pair becomes one
+ * word (key - min) << rbits | row, sorted by its key bits with
+ * least-significant-digit passes of 8 to 11 bits (wider for larger
+ * arrays): less memory traffic than separate key and row arrays, and
+ * fewer passes than one per byte. Otherwise ranges of at least
  * RADIX_MSD_MIN pairs are split on their most significant varying byte
- * first (one stable counting pass) and each bucket is sorted on its own,
- * so the least-significant-digit passes over a bucket stay in cache; a
- * byte that is equal in all keys of a bucket costs no pass. LSD counting
- * passes are stable, hence so is the whole sort.
+ * first (one stable counting pass) and each bucket is sorted on its own by
+ * LSD passes of at most 8 bits, so they stay in cache. Either way the
+ * counts of every pass are taken in one read, and a digit that is the same
+ * in all keys costs no pass. LSD counting passes are stable, hence so is
+ * the whole sort.
+ *
+ * A single uint64 key (the common `sort by one column`) skips the
+ * permutation machinery when it packs: the words are built in the key
+ * array itself, sorted with the output as scratch, and the last pass
+ * writes the row ids into place (sort_packed).
  *
  * Strings: the key of a string s at depth d is its bytes [d, d+7) read
  * big-endian into the top 7 bytes (zero-padded) and, in the low byte, the
