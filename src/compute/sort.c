@@ -669,9 +669,13 @@ static bool sort_packed(const qvs_key *K, int64_t n, int64_t *out, qv_status *st
     *st = qv_error_set(err, QV_ENOMEM, "sort: out of memory");
     return true;
   }
-  int64_t j = 0; /* value rows packed in place: j <= i */
-  for (int64_t i = 0; i < n; i++)
-    if (cls == NULL || cls[i] == QVS_VALUE) k[j++] = ((k[i] - mn) << rbits) | (uint64_t)i;
+  if (cls == NULL) {
+    for (int64_t i = 0; i < n; i++) k[i] = ((k[i] - mn) << rbits) | (uint64_t)i;
+  } else {
+    int64_t j = 0; /* value rows packed in place: j <= i */
+    for (int64_t i = 0; i < n; i++)
+      if (cls[i] == QVS_VALUE) k[j++] = ((k[i] - mn) << rbits) | (uint64_t)i;
+  }
   /* Segments: values, NaN, null at the end; the reverse at the start. The
    * value segment of out is the sort's scratch; when the result lands
    * there, the last pass has already cut the words to their rows. */
