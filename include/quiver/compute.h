@@ -89,11 +89,15 @@ typedef struct qv_sort_key {
  * key and type for a type that cannot be sorted, QV_EINVAL for an array
  * whose offsets, views or dictionary indices point outside its buffers,
  * QV_ENOTSUP beyond QV_SORT_MAX_ROWS rows, QV_ENOMEM when working memory
- * (about 9 bytes per row per key plus 8 per row; 8 more per word for
+ * (about 9 bytes per row per key plus 8 per row, the 8 not needed for a
+ * single key whose value range and row numbers fit in 64 bits together,
+ * e.g. any float32 or 32-bit integer key; 8 more per word for
  * decimal128/256 and wide fixed_size_binary keys) is not available.
  *
- * Single keys use a stable radix sort (least significant digit first,
- * after a most-significant-digit split for large inputs) of
+ * Single keys use a stable radix sort (least significant digit first; a
+ * key whose value range and row numbers fit in 64 bits is sorted as one
+ * word per row, others as (key, row) pairs after a most-significant-digit
+ * split for large inputs) of
  * order-preserving 64-bit transforms of the values: integers and temporal
  * values with the sign bit flipped, floats with their sign-magnitude bits
  * turned into an unsigned order, wide decimals and fixed-size binaries as

@@ -18,12 +18,24 @@
  * high-cardinality first key cheap.
  *
  * Radix sort of (uint64 key, uint32 row) pairs: keys are offset by their
- * minimum so only the bytes that vary are sorted; ranges of at least
+ * minimum so only the bits that vary are sorted. When that spread and the
+ * largest row id fit in 64 bits together (floats and integers up to 32
+ * bits always do, wider keys of a narrow range too), each pair becomes one
+ * word (key - min) << rbits | row, sorted by its key bits with
+ * least-significant-digit passes of 8 to 11 bits (wider for larger
+ * arrays): less memory traffic than separate key and row arrays, and
+ * fewer passes than one per byte. Otherwise ranges of at least
  * RADIX_MSD_MIN pairs are split on their most significant varying byte
- * first (one stable counting pass) and each bucket is sorted on its own,
- * so the least-significant-digit passes over a bucket stay in cache; a
- * byte that is equal in all keys of a bucket costs no pass. LSD counting
- * passes are stable, hence so is the whole sort.
+ * first (one stable counting pass) and each bucket is sorted on its own by
+ * LSD passes of at most 8 bits, so they stay in cache. Either way the
+ * counts of every pass are taken in one read, and a digit that is the same
+ * in all keys costs no pass. LSD counting passes are stable, hence so is
+ * the whole sort.
+ *
+ * A single uint64 key (the common `sort by one column`) skips the
+ * permutation machinery when it packs: the words are built in the key
+ * array itself, sorted with the output as scratch, and the last pass
+ * writes the row ids into place (sort_packed).
  *
  * Strings: the key of a string s at depth d is its bytes [d, d+7) read
  * big-endian into the top 7 bytes (zero-padded) and, in the low byte, the
@@ -45,8 +57,12 @@
 #define SMALL_SORT 16
 /* Pair arrays this small are insertion-sorted instead of radix-sorted. */
 #define RADIX_SMALL 48
-/* Pair arrays at least this large get a most-significant-byte split. */
+/* Pair arrays at least this large get a most-significant-digit split. */
 #define RADIX_MSD_MIN (1 << 16)
+/* Packed words: LSD digits of 8 to DIGIT_MAX bits. HIST_WORDS counters
+ * hold two sets of the counts of every pass (6 passes of 2^11 at most). */
+#define DIGIT_MAX 11
+#define HIST_WORDS (2 * (6 << DIGIT_MAX))
 
 /* ------------------------------------------------------------------------ */
 /* Radix sort of (key, row) pairs                                            */
@@ -66,43 +82,139 @@ static void insertion_pairs(uint64_t *k, uint32_t *v, int64_t m) {
   }
 }
 
-/* Histograms of the low `nbytes` bytes of (k[i] - mn), all in one pass
- * (the loop over bytes is unrolled for each width). */
-static void histograms(const uint64_t *k, int64_t m, uint64_t mn, int nbytes,
-                       int64_t hist[8][256]) {
-  memset(hist, 0, sizeof(hist[0]) * (size_t)nbytes);
-#define QVS_HIST(NB)                                                           \
-  for (int64_t i = 0; i < m; i++) {                                            \
-    uint64_t x = k[i] - mn;                                                    \
-    for (int b = 0; b < (NB); b++) hist[b][(x >> (8 * b)) & 0xff]++;           \
+/* Stable insertion sort of words by their bits from `lo` up. */
+static void insertion_words(uint64_t *w, int64_t m, int lo) {
+  for (int64_t i = 1; i < m; i++) {
+    uint64_t x = w[i];
+    int64_t j = i;
+    while (j > 0 && (w[j - 1] >> lo) > (x >> lo)) {
+      w[j] = w[j - 1];
+      j--;
+    }
+    w[j] = x;
+  }
+}
+
+/* Digit width of an LSD sort of m packed words by `bits` bits: as few passes of
+ * at most DIGIT_MAX bits as the bits need, the bits shared evenly between
+ * them; smaller arrays get narrower digits (at most m/4 counters a pass,
+ * but 8 bits at least). */
+static int digit_bits(int64_t m, int bits) {
+  int lg = 63 - __builtin_clzll((uint64_t)m) - 2;
+  int maxw = lg > DIGIT_MAX ? DIGIT_MAX : lg < 8 ? 8 : lg;
+  int passes = (bits + maxw - 1) / maxw;
+  return (bits + passes - 1) / passes;
+}
+
+/* Counts of every digit of every LSD pass over m keys, in one read: pass p
+ * counts digit ((k[i] - sub) >> lo >> p * dw) & (2^dw - 1) into
+ * hist[p << dw ...]. Two sets of counters, for even and odd keys, summed
+ * at the end: a digit that repeats (a skewed top digit) would otherwise
+ * make each count wait for the previous one. hist: HIST_WORDS counters. */
+static void count_digits(const uint64_t *k, int64_t m, uint64_t sub, int lo, int dw, int passes,
+                         uint32_t *hist) {
+  size_t nd = (size_t)1 << dw;
+  uint64_t dm = nd - 1;
+  uint32_t *h2 = hist + (size_t)passes * nd;
+  memset(hist, 0, sizeof(uint32_t) * 2 * nd * (size_t)passes);
+#define QVS_COUNT(NP)                                                          \
+  for (int64_t i = 0; i + 1 < m; i += 2) {                                     \
+    uint64_t x = (k[i] - sub) >> lo, y = (k[i + 1] - sub) >> lo;               \
+    for (int p = 0; p < (NP); p++) {                                           \
+      hist[(size_t)p * nd + ((x >> (p * dw)) & dm)]++;                         \
+      h2[(size_t)p * nd + ((y >> (p * dw)) & dm)]++;                           \
+    }                                                                          \
   }                                                                            \
   break;
-  switch (nbytes) {
-  case 1: QVS_HIST(1)
-  case 2: QVS_HIST(2)
-  case 3: QVS_HIST(3)
-  case 4: QVS_HIST(4)
-  case 5: QVS_HIST(5)
-  case 6: QVS_HIST(6)
-  case 7: QVS_HIST(7)
-  default: QVS_HIST(8)
+  switch (passes) {
+  case 1: QVS_COUNT(1)
+  case 2: QVS_COUNT(2)
+  case 3: QVS_COUNT(3)
+  case 4: QVS_COUNT(4)
+  case 5: QVS_COUNT(5)
+  case 6: QVS_COUNT(6)
+  default: QVS_COUNT(passes) /* narrower digits: up to 8 passes */
   }
-#undef QVS_HIST
+#undef QVS_COUNT
+  if (m & 1) {
+    uint64_t x = (k[m - 1] - sub) >> lo;
+    for (int p = 0; p < passes; p++) hist[(size_t)p * nd + ((x >> (p * dw)) & dm)]++;
+  }
+  for (size_t d = 0; d < (size_t)passes * nd; d++) hist[d] += h2[d];
+}
+
+/* Stable LSD radix sort of words w[0..m) by their bits [lo, lo + bits)
+ * (bits above lo + bits are equal in all words; the bits below ride
+ * along). t: m words of scratch; hist: HIST_WORDS counters. The counts of
+ * every pass are taken in one read; a pass whose digit is the same in
+ * every word is skipped. Returns true when the result is in t, its words
+ * then and-ed with t_mask (written by the last pass: no extra pass to
+ * unpack them); a result in w is left whole. */
+static bool lsd_words(uint64_t *w, uint64_t *t, int64_t m, int lo, int bits, uint32_t *hist,
+                      uint64_t t_mask) {
+  int dw = digit_bits(m, bits);
+  int passes = (bits + dw - 1) / dw;
+  size_t nd = (size_t)1 << dw;
+  uint64_t dm = nd - 1;
+  count_digits(w, m, 0, lo, dw, passes, hist);
+  uint64_t x0 = w[0] >> lo;
+  int used[8], n_used = 0; /* the passes whose digit varies */
+  for (int p = 0; p < passes; p++)
+    if (hist[(size_t)p * nd + ((x0 >> (p * dw)) & dm)] != (uint64_t)m) used[n_used++] = p;
+  uint64_t *src = w, *dst = t;
+  for (int u = 0; u < n_used; u++) {
+    int p = used[u], sh = lo + p * dw;
+    uint32_t *h = hist + (size_t)p * nd;
+    uint32_t at = 0;
+    for (size_t d = 0; d < nd; d++) {
+      uint32_t c = h[d];
+      h[d] = at;
+      at += c;
+    }
+    uint64_t mask = u == n_used - 1 && dst == t ? t_mask : ~(uint64_t)0;
+    for (int64_t i = 0; i < m; i++) {
+      uint64_t x = src[i];
+      dst[h[(x >> sh) & dm]++] = x & mask;
+    }
+    uint64_t *tmp = src;
+    src = dst;
+    dst = tmp;
+  }
+  return src != w;
 }
 
 /* Stable sort of pairs (k[i], v[i]) by k; kt/vt are m entries of scratch.
- * Returns false when the result is in k/v, true when it is in kt/vt. */
-static bool radix_sort(uint64_t *k, uint32_t *v, int64_t m, uint64_t *kt, uint32_t *vt) {
+ * Returns false when the result is in k/v, true when it is in kt/vt. When
+ * the spread of the keys (max - min) and the largest v fit in one 64-bit
+ * word together, the pairs are packed into k as (k - min) << vbits | v and
+ * sorted as words (8 bytes a pair moved per pass instead of 12). */
+static bool radix_sort(uint64_t *k, uint32_t *v, int64_t m, uint64_t *kt, uint32_t *vt,
+                       uint32_t *hist) {
   if (m <= RADIX_SMALL) {
     insertion_pairs(k, v, m);
     return false;
   }
   uint64_t mn = k[0], mx = k[0];
-  for (int64_t i = 1; i < m; i++) {
+  uint32_t vor = 0;
+  for (int64_t i = 0; i < m; i++) {
     mn = k[i] < mn ? k[i] : mn;
     mx = k[i] > mx ? k[i] : mx;
+    vor |= v[i];
   }
   if (mn == mx) return false;
+  int kbits = 64 - __builtin_clzll(mx - mn);
+  int vbits = vor ? 32 - __builtin_clz(vor) : 0;
+  if (kbits + vbits <= 64) {
+    for (int64_t i = 0; i < m; i++) k[i] = ((k[i] - mn) << vbits) | v[i];
+    const uint64_t *res = lsd_words(k, kt, m, vbits, kbits, hist, ~(uint64_t)0) ? kt : k;
+    uint64_t vmask = ((uint64_t)1 << vbits) - 1;
+    for (int64_t i = 0; i < m; i++) {
+      uint64_t x = res[i];
+      v[i] = (uint32_t)(x & vmask);
+      k[i] = (x >> vbits) + mn;
+    }
+    return false;
+  }
   int nbytes = (64 - __builtin_clzll(mx - mn) + 7) / 8;
   if (m >= RADIX_MSD_MIN && nbytes > 2) {
     /* Split on the top varying byte into kt/vt, then sort each bucket
@@ -125,7 +237,7 @@ static bool radix_sort(uint64_t *k, uint32_t *v, int64_t m, uint64_t *kt, uint32
     s = 0;
     for (int d = 0; d < 256; d++) {
       int64_t c = cnt[d];
-      if (c > 0 && !radix_sort(kt + s, vt + s, c, k + s, v + s)) {
+      if (c > 0 && !radix_sort(kt + s, vt + s, c, k + s, v + s, hist)) {
         memcpy(k + s, kt + s, sizeof(uint64_t) * (size_t)c);
         memcpy(v + s, vt + s, sizeof(uint32_t) * (size_t)c);
       }
@@ -133,24 +245,31 @@ static bool radix_sort(uint64_t *k, uint32_t *v, int64_t m, uint64_t *kt, uint32
     }
     return false;
   }
-  /* Least significant digit first, one counting pass per varying byte. */
-  int64_t hist[8][256];
-  histograms(k, m, mn, nbytes, hist);
+  /* Least significant digit first over the bits of k - mn, in digits of
+   * at most 8 bits (12-byte pairs: wider digits measured slower, even on
+   * the buckets of an MSD split that fit in cache). */
+  int bits = 64 - __builtin_clzll(mx - mn);
+  int passes = (bits + 7) / 8, dw = (bits + passes - 1) / passes;
+  size_t nd = (size_t)1 << dw;
+  uint64_t dm = nd - 1;
+  count_digits(k, m, mn, 0, dw, passes, hist);
   uint64_t *sk = k, *dk = kt;
   uint32_t *sv = v, *dv = vt;
   uint64_t x0 = k[0] - mn;
-  for (int b = 0; b < nbytes; b++) {
-    int sh = 8 * b;
-    if (hist[b][(x0 >> sh) & 0xff] == m) continue; /* the byte never varies */
-    int64_t pos[256], s = 0;
-    for (int d = 0; d < 256; d++) {
-      pos[d] = s;
-      s += hist[b][d];
+  for (int p = 0; p < passes; p++) {
+    uint32_t *h = hist + (size_t)p * nd;
+    int sh = p * dw;
+    if (h[(x0 >> sh) & dm] == (uint64_t)m) continue; /* the digit never varies */
+    uint32_t at = 0;
+    for (size_t d = 0; d < nd; d++) {
+      uint32_t c = h[d];
+      h[d] = at;
+      at += c;
     }
     for (int64_t i = 0; i < m; i++) {
-      int64_t p = pos[((sk[i] - mn) >> sh) & 0xff]++;
-      dk[p] = sk[i];
-      dv[p] = sv[i];
+      uint32_t q = h[((sk[i] - mn) >> sh) & dm]++;
+      dk[q] = sk[i];
+      dv[q] = sv[i];
     }
     uint64_t *tk = sk;
     sk = dk;
@@ -163,8 +282,9 @@ static bool radix_sort(uint64_t *k, uint32_t *v, int64_t m, uint64_t *kt, uint32
 }
 
 /* radix_sort with the result always in k/v. */
-static void radix_pairs(uint64_t *k, uint32_t *v, int64_t m, uint64_t *kt, uint32_t *vt) {
-  if (radix_sort(k, v, m, kt, vt)) {
+static void radix_pairs(uint64_t *k, uint32_t *v, int64_t m, uint64_t *kt, uint32_t *vt,
+                        uint32_t *hist) {
+  if (radix_sort(k, v, m, kt, vt, hist)) {
     memcpy(k, kt, sizeof(uint64_t) * (size_t)m);
     memcpy(v, vt, sizeof(uint32_t) * (size_t)m);
   }
@@ -241,6 +361,7 @@ typedef struct sorter {
   uint64_t *kbuf; /* gathered keys, by position */
   uint64_t *kt;   /* radix scratch */
   uint32_t *vt;
+  uint32_t *hist; /* HIST_WORDS radix counters */
   srange *stack;  /* pending string ranges */
   bool alias0;    /* key 0's uint64 array may be sorted in place */
   int64_t sp, scap;
@@ -279,7 +400,7 @@ static qv_status sort_u64(sorter *s, int64_t lo, int64_t hi, int32_t k, bool ali
     kb = s->kbuf;
     for (int64_t j = lo; j < hi; j++) kb[j] = K->u64[s->perm[j]];
   }
-  radix_pairs(kb + lo, s->perm + lo, m, s->kt + lo, s->vt + lo);
+  radix_pairs(kb + lo, s->perm + lo, m, s->kt + lo, s->vt + lo, s->hist);
   if (k + 1 < s->n_keys) {
     int64_t i_, j_;
     for (i_ = lo; i_ < hi; i_ = j_) {
@@ -295,7 +416,7 @@ static qv_status sort_wide(sorter *s, int64_t lo, int64_t hi, int32_t k) {
   int32_t nw = K->nwords;
   for (int32_t w = nw - 1; w >= 0; w--) {
     for (int64_t j = lo; j < hi; j++) s->kbuf[j] = K->words[(int64_t)s->perm[j] * nw + w];
-    radix_pairs(s->kbuf + lo, s->perm + lo, hi - lo, s->kt + lo, s->vt + lo);
+    radix_pairs(s->kbuf + lo, s->perm + lo, hi - lo, s->kt + lo, s->vt + lo, s->hist);
   }
   if (k + 1 < s->n_keys) {
     int64_t i_, j_;
@@ -382,7 +503,7 @@ static qv_status sort_bytes(sorter *s, int64_t lo, int64_t hi, int32_t k, bool a
     } else {
       for (int64_t j = r.lo; j < r.hi; j++) kb[j] = K->u64[p[j]] ^ flip;
     }
-    radix_pairs(kb + r.lo, p + r.lo, r.hi - r.lo, s->kt + r.lo, s->vt + r.lo);
+    radix_pairs(kb + r.lo, p + r.lo, r.hi - r.lo, s->kt + r.lo, s->vt + r.lo, s->hist);
     int64_t i_, j_;
     for (i_ = r.lo; i_ < r.hi; i_ = j_) {
       for (j_ = i_ + 1; j_ < r.hi && kb[j_] == kb[i_]; j_++) {}
@@ -496,17 +617,86 @@ qv_status qvs_sort(const qvs_key *keys, int32_t n_keys, int64_t n, uint32_t *per
   bool alias = clobber && keys[0].kind != QVS_WIDE;
   s.alias0 = alias;
   s.vt = qvs_alloc(sizeof(uint32_t) * (size_t)n, false);
+  s.hist = malloc(sizeof(uint32_t) * HIST_WORDS);
   bool own_kbuf = !alias;
   s.kbuf = alias ? keys[0].u64 : qvs_alloc(sizeof(uint64_t) * (size_t)n, false);
   qv_status st;
-  if (!s.vt || !s.kbuf)
+  if (!s.vt || !s.kbuf || !s.hist)
     st = qv_error_set(err, QV_ENOMEM, "sort: out of memory (%" PRId64 " rows)", n);
   else
     st = sort_range(&s, 0, n, 0, true);
-  free(s.vt);
-  if (own_kbuf) free(s.kbuf);
+  qvs_free(s.vt);
+  free(s.hist);
+  if (own_kbuf) qvs_free(s.kbuf);
   free(s.stack);
   return st;
+}
+
+/* ------------------------------------------------------------------------ */
+/* One uint64 key                                                            */
+
+/* Sort all n rows by one QVS_U64 key straight into `out`, when the spread
+ * of its values (max - min over value rows) and the row ids fit in one
+ * 64-bit word together: the words (key - min) << rbits | row of the value
+ * rows are built in place in K->u64 (clobbered), sorted by their key bits
+ * with `out` as scratch, and their rows written to out with the NaN and
+ * null rows (in row order: ties) around them as the key places them. No
+ * permutation array, no second key array. Returns false, with nothing
+ * touched, when the words would not fit; QV_ENOMEM through *st. */
+static bool sort_packed(const qvs_key *K, int64_t n, int64_t *out, qv_status *st,
+                        qv_error *err) {
+  uint64_t *k = K->u64;
+  const uint8_t *cls = K->n_nan + K->n_null > 0 ? K->cls : NULL;
+  uint64_t mn = UINT64_MAX, mx = 0;
+  if (cls == NULL) {
+    for (int64_t i = 0; i < n; i++) {
+      mn = k[i] < mn ? k[i] : mn;
+      mx = k[i] > mx ? k[i] : mx;
+    }
+  } else {
+    for (int64_t i = 0; i < n; i++)
+      if (cls[i] == QVS_VALUE) {
+        mn = k[i] < mn ? k[i] : mn;
+        mx = k[i] > mx ? k[i] : mx;
+      }
+  }
+  int64_t m = n - K->n_nan - K->n_null;
+  int kbits = m > 0 && mx > mn ? 64 - __builtin_clzll(mx - mn) : 0;
+  int rbits = 64 - __builtin_clzll((uint64_t)(n - 1)); /* n >= 2 */
+  if (kbits + rbits > 64) return false;
+  uint32_t *hist = NULL;
+  if (kbits > 0 && m > RADIX_SMALL && !(hist = malloc(sizeof(uint32_t) * HIST_WORDS))) {
+    *st = qv_error_set(err, QV_ENOMEM, "sort: out of memory");
+    return true;
+  }
+  if (cls == NULL) {
+    for (int64_t i = 0; i < n; i++) k[i] = ((k[i] - mn) << rbits) | (uint64_t)i;
+  } else {
+    int64_t j = 0; /* value rows packed in place: j <= i */
+    for (int64_t i = 0; i < n; i++)
+      if (cls[i] == QVS_VALUE) k[j++] = ((k[i] - mn) << rbits) | (uint64_t)i;
+  }
+  /* Segments: values, NaN, null at the end; the reverse at the start. The
+   * value segment of out is the sort's scratch; when the result lands
+   * there, the last pass has already cut the words to their rows. */
+  int64_t vstart = K->nulls_first ? K->n_null + K->n_nan : 0;
+  int64_t nan_at = K->nulls_first ? K->n_null : m;
+  int64_t null_at = K->nulls_first ? 0 : m + K->n_nan;
+  uint64_t rmask = ((uint64_t)1 << rbits) - 1;
+  uint64_t *seg = (uint64_t *)(out + vstart);
+  bool in_seg = false;
+  if (kbits > 0 && m <= RADIX_SMALL) insertion_words(k, m, rbits);
+  else if (kbits > 0) in_seg = lsd_words(k, seg, m, rbits, kbits, hist, rmask);
+  free(hist);
+  if (!in_seg)
+    for (int64_t i = 0; i < m; i++) seg[i] = k[i] & rmask;
+  if (cls != NULL)
+    for (int64_t i = 0; i < n; i++) {
+      if (cls[i] == QVS_NAN) out[nan_at++] = i;
+      else if (cls[i] == QVS_NULL) out[null_at++] = i;
+    }
+  *st = QV_OK;
+  return true;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -530,12 +720,9 @@ qv_status qv_sort_indices(const qv_sort_key *keys, int32_t n_keys, int64_t *out,
                         n, QV_SORT_MAX_ROWS);
   if (n > 0 && out == NULL) return qv_error_set(err, QV_EARG, "sort: out is NULL");
   qvs_key *nk = calloc((size_t)n_keys, sizeof *nk);
-  uint32_t *perm = qvs_alloc(sizeof(uint32_t) * (size_t)(n > 0 ? n : 1), false);
+  uint32_t *perm = NULL;
   qv_status st = QV_OK;
-  if (!nk || !perm) {
-    st = qv_error_set(err, QV_ENOMEM, "sort: out of memory (%" PRId64 " rows)", n);
-    goto done;
-  }
+  if (!nk) return qv_error_set(err, QV_ENOMEM, "sort: out of memory (%" PRId64 " rows)", n);
   for (int32_t k = 0; k < n_keys && st == QV_OK; k++) {
     const qv_chunked_column *c = &keys[k].column;
     char what[32];
@@ -543,14 +730,23 @@ qv_status qv_sort_indices(const qv_sort_key *keys, int32_t n_keys, int64_t *out,
     st = qvs_key_build(&nk[k], qvc_column_type(c), c->chunks, c->n_chunks, n, keys[k].descending,
                        keys[k].null_placement == QV_NULLS_AT_START, what, err);
   }
-  if (st == QV_OK) st = qvs_sort(nk, n_keys, n, perm, (uint64_t *)out, true, err);
+  if (st != QV_OK || n < 2) {
+    if (st == QV_OK && n == 1) out[0] = 0;
+    goto done;
+  }
+  if (n_keys == 1 && nk[0].kind == QVS_U64 && sort_packed(&nk[0], n, out, &st, err)) goto done;
+  perm = qvs_alloc(sizeof(uint32_t) * (size_t)n, false);
+  if (!perm) {
+    st = qv_error_set(err, QV_ENOMEM, "sort: out of memory (%" PRId64 " rows)", n);
+    goto done;
+  }
+  st = qvs_sort(nk, n_keys, n, perm, (uint64_t *)out, true, err);
   if (st == QV_OK)
     for (int64_t i = 0; i < n; i++) out[i] = perm[i];
 done:
-  if (nk)
-    for (int32_t k = 0; k < n_keys; k++) qvs_key_reset(&nk[k]);
+  for (int32_t k = 0; k < n_keys; k++) qvs_key_reset(&nk[k]);
   free(nk);
-  free(perm);
+  qvs_free(perm);
   return st;
 }
 

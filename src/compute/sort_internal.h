@@ -96,11 +96,15 @@ static inline void qvs_bytes(const qvs_key *k, int64_t row, const uint8_t **p, u
 
 /**
  * Working memory for per-row arrays: at least `bytes` bytes (uninitialised,
- * zeroed with `zero`), from malloc, on 2 MiB boundaries with transparent
- * huge pages requested when large (fewer page faults and TLB misses in the
- * scattering passes). Free with free(). NULL on failure.
+ * zeroed with `zero`), 16-byte aligned; from 2 MiB up, a mapping of its
+ * own on 2 MiB boundaries with transparent huge pages requested (fewer
+ * page faults and TLB misses in the scattering passes). Free with
+ * qvs_free, never free(). NULL on failure.
  */
 void *qvs_alloc(size_t bytes, bool zero);
+
+/** Free a qvs_alloc block. NULL-safe. */
+void qvs_free(void *p);
 
 /**
  * The sort key of byte string p[0..len) at `depth` (len >= depth): bytes

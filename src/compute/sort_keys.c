@@ -23,8 +23,9 @@
  * index outside its buffer is QV_EINVAL, never a read out of bounds.
  */
 #include <inttypes.h>
-#include <sys/mman.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <string.h>
 
 #include "compute/sort_internal.h"
@@ -33,31 +34,56 @@
 #define VIEW_SIZE 16
 #define VIEW_INLINE_MAX 12
 
-/* Arrays at least this large get huge-page-aligned memory. */
-#define HUGE_ALLOC_MIN ((size_t)4 << 20)
+/* Arrays at least this large get their own mapping, on huge pages. */
+#define HUGE_ALLOC_MIN ((size_t)2 << 20)
 #define HUGE_PAGE ((size_t)2 << 20)
+/* Bytes before every qvs_alloc block: how to free it. */
+#define ALLOC_HEADER 16
+
+typedef struct alloc_header {
+  void *base;    /* what malloc or mmap returned */
+  size_t mapped; /* bytes mapped at base; 0: from malloc */
+} alloc_header;
 
 void *qvs_alloc(size_t bytes, bool zero) {
   if (bytes == 0) bytes = 1;
-  void *p = NULL;
-  if (bytes >= HUGE_ALLOC_MIN) {
+  alloc_header h = {NULL, 0};
+  uint8_t *p;
+  if (bytes >= HUGE_ALLOC_MIN && bytes <= SIZE_MAX - 2 * HUGE_PAGE) {
+    /* A fresh mapping (zeroed by the kernel) with a huge-page-aligned
+     * block inside and the header just before it: faulting 2 MiB pages
+     * costs a fraction of faulting 4 KiB ones, and freed blocks go back
+     * to the system instead of leaving a heap to trim. */
     size_t rounded = (bytes + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
-    if (posix_memalign(&p, HUGE_PAGE, rounded) != 0) return NULL;
+    h.mapped = rounded + HUGE_PAGE;
+    h.base = mmap(NULL, h.mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (h.base == MAP_FAILED) return NULL;
+    p = (uint8_t *)(((uintptr_t)h.base + ALLOC_HEADER + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1));
 #ifdef MADV_HUGEPAGE
     madvise(p, rounded, MADV_HUGEPAGE);
 #endif
   } else {
-    p = malloc(bytes);
+    h.base = zero ? calloc(1, bytes + ALLOC_HEADER) : malloc(bytes + ALLOC_HEADER);
+    if (h.base == NULL) return NULL;
+    p = (uint8_t *)h.base + ALLOC_HEADER;
   }
-  if (p && zero) memset(p, 0, bytes);
+  memcpy(p - ALLOC_HEADER, &h, sizeof h);
   return p;
+}
+
+void qvs_free(void *p) {
+  if (p == NULL) return;
+  alloc_header h;
+  memcpy(&h, (uint8_t *)p - ALLOC_HEADER, sizeof h);
+  if (h.mapped) munmap(h.base, h.mapped);
+  else free(h.base);
 }
 
 void qvs_key_reset(qvs_key *k) {
   if (!k) return;
-  free(k->cls);
-  free(k->u64);
-  free(k->words);
+  qvs_free(k->cls);
+  qvs_free(k->u64);
+  qvs_free(k->words);
   free(k->chunks);
   memset(k, 0, sizeof *k);
 }
@@ -151,6 +177,36 @@ static bool is_nan_bits(uint64_t x, int bits) {
   }
 }
 
+/* Keys of `len` integers of width w at v. Inlined for each constant
+ * width. */
+static inline __attribute__((always_inline)) void int_keys(uint64_t *out, const uint8_t *v,
+                                                           int64_t len, int w, bool sign,
+                                                           uint64_t flip) {
+  if (sign) {
+    for (int64_t i = 0; i < len; i++) out[i] = (sign_extend(load_le(v + i * w, w), w) ^ SIGN64) ^ flip;
+  } else {
+    for (int64_t i = 0; i < len; i++) out[i] = load_le(v + i * w, w) ^ flip;
+  }
+}
+
+/* Keys of `len` floats of width w at v (rows row.. of the column): valid
+ * NaN rows get class NaN (and key 0). Inlined for each constant width. */
+static inline __attribute__((always_inline)) qv_status
+float_keys(qvs_key *k, const uint8_t *v, const uint8_t *valid, int64_t voff, int64_t row,
+           int64_t len, int w, uint64_t flip, qv_error *err) {
+  uint64_t *out = k->u64 + row;
+  for (int64_t i = 0; i < len; i++) {
+    uint64_t x = load_le(v + i * w, w);
+    if (__builtin_expect(is_nan_bits(x, 8 * w), 0) && (!valid || qv_bit_get(valid, voff + i))) {
+      QV_RETURN_NOT_OK(set_class(k, row + i, QVS_NAN, err));
+      out[i] = 0;
+    } else {
+      out[i] = float_order(x, 8 * w) ^ flip;
+    }
+  }
+  return QV_OK;
+}
+
 static qv_status build_fixed(qvs_key *k, const qv_type *t, qv_array *const *chunks,
                              int64_t n_chunks, const char *what, qv_error *err) {
   fixed_kind fk;
@@ -166,12 +222,16 @@ static qv_status build_fixed(qvs_key *k, const qv_type *t, qv_array *const *chun
     uint64_t *out = k->u64 + row;
     switch (fk) {
     case FK_UNSIGNED:
-      for (int64_t i = 0; i < a->length; i++) out[i] = load_le(v + i * w, w) ^ flip;
+    case FK_SIGNED: {
+      bool sign = fk == FK_SIGNED;
+      switch (w) {
+      case 1: int_keys(out, v, a->length, 1, sign, flip); break;
+      case 2: int_keys(out, v, a->length, 2, sign, flip); break;
+      case 4: int_keys(out, v, a->length, 4, sign, flip); break;
+      default: int_keys(out, v, a->length, 8, sign, flip);
+      }
       break;
-    case FK_SIGNED:
-      for (int64_t i = 0; i < a->length; i++)
-        out[i] = (sign_extend(load_le(v + i * w, w), w) ^ SIGN64) ^ flip;
-      break;
+    }
     case FK_BYTES:
       for (int64_t i = 0; i < a->length; i++) {
         uint64_t x = 0;
@@ -179,18 +239,14 @@ static qv_status build_fixed(qvs_key *k, const qv_type *t, qv_array *const *chun
         out[i] = x ^ flip;
       }
       break;
-    default: { /* floats: NaN is a class of its own */
-      int bits = 8 * w;
-      for (int64_t i = 0; i < a->length; i++) {
-        uint64_t x = load_le(v + i * w, w);
-        if (is_nan_bits(x, bits) && (!valid || qv_bit_get(valid, a->offset + i))) {
-          QV_RETURN_NOT_OK(set_class(k, row + i, QVS_NAN, err));
-          out[i] = 0;
-        } else {
-          out[i] = float_order(x, bits) ^ flip;
-        }
-      }
-    }
+    case FK_HALF:
+      QV_RETURN_NOT_OK(float_keys(k, v, valid, a->offset, row, a->length, 2, flip, err));
+      break;
+    case FK_FLOAT:
+      QV_RETURN_NOT_OK(float_keys(k, v, valid, a->offset, row, a->length, 4, flip, err));
+      break;
+    default:
+      QV_RETURN_NOT_OK(float_keys(k, v, valid, a->offset, row, a->length, 8, flip, err));
     }
     if (valid) {
       for (int64_t i = 0; i < a->length; i++)

@@ -12,6 +12,8 @@
  * are byte views, offsets are rebased to start at 0 (children / data cut
  * to the referenced range), run ends are re-based. Everything else is
  * written from the caller's memory with writev (no intermediate copy).
+ * Files the writer opens itself get their writeback started as they are
+ * written (sync_file_range, no wait) and one fsync at close.
  *
  * Framing of every message: [0xFFFFFFFF][int32 n][flatbuffer + padding to
  * the alignment][body]. File format: "ARROW1\0\0", the stream messages,
@@ -763,7 +765,13 @@ struct qv_writer {
   qv_ipc_block *dict_blocks, *batch_blocks;
   int64_t n_dict_blocks, cap_dict_blocks, n_batch_blocks, cap_batch_blocks;
   int64_t rows, batches; /* written so far */
+  int64_t flushed;        /* own file: bytes whose writeback was started */
 };
+
+/* Own files: writeback is started every this many bytes written
+ * (measured on a 4 MB indices file: the fsync at close took 4.2 ms without,
+ * 2-2.7 ms with writeback started every 0.5-1 MB). */
+#define QV_WRITER_FLUSH_AHEAD ((int64_t)512 << 10)
 
 /* writev all of iov[0..n), retrying partial writes and EINTR. */
 static qv_status writev_all(qv_writer *w, struct iovec *iov, int n, qv_error *err) {
@@ -777,6 +785,15 @@ static qv_status writev_all(qv_writer *w, struct iovec *iov, int n, qv_error *er
                           w->tmp ? w->tmp : "descriptor", strerror(errno));
     }
     w->pos += r;
+#ifdef SYNC_FILE_RANGE_WRITE
+    if (w->own_fd && w->pos - w->flushed >= QV_WRITER_FLUSH_AHEAD) {
+      /* Start writeback of what is written so far (no wait), so the disk
+       * works while the rest is written and the final fsync waits for
+       * less. Only a hint: the fsync in qv_writer_close still decides. */
+      (void)sync_file_range(w->fd, w->flushed, w->pos - w->flushed, SYNC_FILE_RANGE_WRITE);
+      w->flushed = w->pos;
+    }
+#endif
     size_t left = (size_t)r;
     while (i < n && left >= iov[i].iov_len) {
       left -= iov[i].iov_len;

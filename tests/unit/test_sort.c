@@ -6,8 +6,9 @@
  * chunks, chunks with different dictionaries, long common string
  * prefixes), one key and several, ascending and descending, nulls at start
  * and at end; stability with many equal keys; inputs large enough for the
- * radix paths; pyarrow's documented results; table columns; errors with
- * exact messages. */
+ * radix paths (packed words at sizes around their thresholds, float
+ * specials, the 64-bit packing limit); pyarrow's documented results; table
+ * columns; errors with exact messages. */
 #include <math.h>
 
 #include "array_oracle.h"
@@ -429,6 +430,130 @@ static void test_large(void) {
   }
 }
 
+/* A float32 (w 4) or float64 (w 8) column of n rows drawn from special
+ * values (NaN with several payloads and signs, -0.0, 0.0, +-inf, the
+ * smallest and largest denormals, the extremes) and random ones; `few`:
+ * only a handful of distinct values (long runs of ties); `nulls`: about
+ * one row in 8 null. */
+static qv_array *float_column(int w, int64_t n, bool few, bool nulls) {
+  static const double specials[] = {0.0, -0.0, INFINITY, -INFINITY, 1.0, -1.0, 0.5, 1e-3};
+  qv_type *t = orc_t(w == 4 ? QV_FLOAT : QV_DOUBLE);
+  qv_array *a = qv_array_new(t, 2, 0);
+  qv_type_unref(t);
+  a->length = n;
+  a->null_count = nulls ? -1 : 0;
+  a->buffers[1] = orc_buf(w * (n > 0 ? n : 1));
+  if (nulls) {
+    a->buffers[0] = orc_buf((n + 8) / 8);
+    memset(a->buffers[0]->data, 0, (size_t)(n + 8) / 8);
+  }
+  for (int64_t i = 0; i < n; i++) {
+    int r = (int)orc_int(few ? 12 : 40);
+    uint8_t *p = a->buffers[1]->data + w * i;
+    if (w == 4) {
+      static const uint32_t bits[] = {0x7fc00000u, 0xffc00000u, 0x7f800001u, 0x00000001u,
+                                      0x007fffffu, 0x80000001u, 0x7f7fffffu, 0xff7fffffu};
+      uint32_t u;
+      if (r < 8) {
+        u = bits[r];
+      } else if (r < 12) {
+        float f = (float)specials[r - 8];
+        memcpy(&u, &f, 4);
+      } else {
+        float f = (float)((double)(int64_t)orc_next() / 9.2e18 * (r % 2 ? 1e30 : 1.0));
+        memcpy(&u, &f, 4);
+      }
+      memcpy(p, &u, 4);
+    } else {
+      static const uint64_t bits[] = {0x7ff8000000000000ull, 0xfff8000000000001ull,
+                                      0x7ff0000000000001ull, 0x0000000000000001ull,
+                                      0x000fffffffffffffull, 0x8000000000000001ull,
+                                      0x7fefffffffffffffull, 0xffefffffffffffffull};
+      uint64_t u;
+      if (r < 8) {
+        u = bits[r];
+      } else if (r < 12) {
+        memcpy(&u, &specials[r - 8], 8);
+      } else {
+        double d = (double)(int64_t)orc_next() / 9.2e18 * (r % 2 ? 1e300 : 1.0);
+        memcpy(&u, &d, 8);
+      }
+      memcpy(p, &u, 8);
+    }
+    if (nulls && orc_int(8) != 0) qv_bit_set(a->buffers[0]->data, i);
+  }
+  return a;
+}
+
+/* The packed radix path ((key - min) << rbits | row words, LSD digits of
+ * 8 to 11 bits chosen by size) against the brute-force stable sort: float
+ * keys with NaN, -0.0, infinities and denormals, ascending and descending,
+ * nulls at either end, ties; sizes around the insertion-sort cut-off (48)
+ * and where the digit width changes (1024, 2048, 4096, 8192 words); and
+ * as the first of two keys (pairs packed inside the general sorter). */
+static void test_packed_floats(void) {
+  static const int64_t sizes[] = {0, 1, 2, 3, 47, 48, 49, 50, 1023, 1024, 1025, 2047, 2048,
+                                  4096, 4097, 8191, 8192, 20000, 70001};
+  for (size_t q = 0; q < sizeof sizes / sizeof sizes[0]; q++)
+    for (int w = 4; w <= 8; w += 4)
+      for (int variant = 0; variant < 8; variant++) {
+        bool few = variant & 1, nulls = variant & 2, desc = variant & 4;
+        qv_array *a = float_column(w, sizes[q], few, nulls);
+        for (int place = 0; place < 2; place++) {
+          qv_sort_key key = {{a->type, &a, 1}, desc, place ? QV_NULLS_AT_START : QV_NULLS_AT_END};
+          char label[96];
+          snprintf(label, sizeof label, "packed float%d n=%lld few=%d nulls=%d desc=%d start=%d",
+                   8 * w, (long long)sizes[q], few, nulls, desc, place);
+          check_sort(&key, 1, label);
+        }
+        if (sizes[q] >= 1000 && variant < 4) {
+          /* Float first key (few values: long runs) and an int32 second. */
+          qv_array *b = float_column(4, sizes[q], true, false);
+          qv_sort_key keys[2] = {{{a->type, &a, 1}, desc, QV_NULLS_AT_END},
+                                 {{b->type, &b, 1}, !desc, QV_NULLS_AT_START}};
+          check_sort(keys, 2, "packed float first of two keys");
+          qv_array_unref(b);
+        }
+        qv_array_unref(a);
+      }
+}
+
+/* Keys whose spread and row ids fill exactly 64 bits are packed; one more
+ * bit of spread takes the unpacked (key, row) pair path. Both must give
+ * the brute-force order, with and without nulls, either direction. */
+static void test_packed_width_limit(void) {
+  /* Row ids of 10 bits (8-bit digits: 7 passes) and 12 bits (9-bit
+   * digits: 6 passes). */
+  for (int rbits = 10; rbits <= 12; rbits += 2)
+  for (int extra = 0; extra < 2; extra++)
+    for (int variant = 0; variant < 4; variant++) {
+      int64_t n = rbits == 10 ? 1000 : 3000;
+      qv_type *t = orc_t(QV_UINT64);
+      qv_array *a = qv_array_new(t, 2, 0);
+      a->length = n;
+      a->null_count = variant & 1 ? -1 : 0;
+      a->buffers[1] = orc_buf(8 * n);
+      if (variant & 1) {
+        a->buffers[0] = orc_buf((n + 7) / 8);
+        memset(a->buffers[0]->data, 0, (size_t)(n + 7) / 8);
+      }
+      uint64_t base = 12345, spread = (~0ull >> rbits) + (uint64_t)extra; /* max - min */
+      for (int64_t i = 0; i < n; i++) {
+        uint64_t x = base + (i == 0 ? 0 : i == 1 ? spread : orc_next() % spread);
+        if (i % 7 == 3) x = base + 42; /* ties */
+        memcpy(a->buffers[1]->data + 8 * i, &x, 8);
+        if ((variant & 1) && (i < 2 || orc_int(9) != 0)) qv_bit_set(a->buffers[0]->data, i);
+      }
+      qv_sort_key key = {{t, &a, 1}, variant & 2, QV_NULLS_AT_END};
+      char label[64];
+      snprintf(label, sizeof label, "spread 2^%d%s variant %d", 64 - rbits,
+               extra ? " (+1, unpacked)" : " - 1 (packed)", variant);
+      check_sort(&key, 1, label);
+      qv_array_unref(a);
+      qv_type_unref(t);
+    }
+}
+
 /* Stability: many rows with few distinct keys keep their input order. */
 static void test_stability(void) {
   int64_t n = 100000;
@@ -644,6 +769,8 @@ int main(void) {
   QV_RUN(test_multi_key);
   QV_RUN(test_stability);
   QV_RUN(test_large);
+  QV_RUN(test_packed_floats);
+  QV_RUN(test_packed_width_limit);
   QV_RUN(test_dictionary_chunks);
   QV_RUN(test_edges);
   QV_RUN(test_table);
