@@ -7,8 +7,8 @@ processes: its __qualname__, its code objects (bytecode, constants, names,
 argument layout; nested code objects recursively; not file names or line
 numbers), its defaults, and the values it reaches through closure cells and
 globals when they are plain data (None, bool, int, float, str, bytes and
-tuples / lists / dicts / sets of those), modules (by name), builtins (by
-name) and other Python functions (hashed the same way). Anything else
+tuples / lists / dicts / sets of those), modules, classes and builtins (by
+module and name) and other Python functions (hashed the same way). Anything else
 (an object, a class, a partial...) cannot be hashed: function_hash returns
 None and the caller uses a random fingerprint, as datasets does when
 hashing fails. Binding glue only: the dataset logic is in C.
@@ -72,6 +72,8 @@ def _value(v, out, seen):
     """A value the function reaches (closure cell, global)."""
     if isinstance(v, types.ModuleType):
         out.append(b"module:" + v.__name__.encode() + b";")
+    elif isinstance(v, type):  # a class: by name, as a module
+        out.append(b"class:%s.%s;" % (str(v.__module__).encode(), v.__qualname__.encode()))
     elif isinstance(v, types.BuiltinFunctionType):
         out.append(b"builtin:%s.%s;" % (str(getattr(v, "__module__", "")).encode(),
                                         v.__qualname__.encode()))
