@@ -636,6 +636,35 @@ typedef struct qv_map_options {
 qv_status qv_dataset_map(qv_dataset *ds, const qv_map_fn *fn, const qv_map_options *map_opts,
                          const qv_dataset_options *opts, qv_dataset **out, qv_error *err);
 
+/**
+ * datasets' batched map with a function written as expressions (expr.h,
+ * docs/expressions.md): column `names[i]` gets the value of `exprs[i]`
+ * evaluated over each batch (qv_bound_expr_eval). n >= 1; names must be
+ * non-empty and distinct (QV_EARG "map: column 'x' is set twice"). Every
+ * expression sees the input columns (not the ones other expressions
+ * compute). A name of an input column replaces it in place (keeping its
+ * feature when the result has the same Arrow type, as qv_dataset_map);
+ * other names are appended in the order given. The strings are read
+ * during the call only (borrowed). `map_opts` (may be NULL) gives
+ * batch_size, drop_last_batch, input_columns, remove_columns and num_proc
+ * (its `batched` is ignored: always batched); `opts` as every transform.
+ * Errors: syntax, unknown columns and type errors in an expression are
+ * QV_EARG prefixed "set NAME: " (with the expression's caret message);
+ * evaluation errors keep their status (integer overflow: QV_ERANGE),
+ * leaving no cache file. An empty dataset is checked (expressions bound)
+ * and then returned as qv_dataset_map returns it (datasets: unchanged,
+ * remove_columns removed, no new columns). The result is a new reference
+ * in *out. Fingerprint: that of qv_dataset_map with the function
+ * "quiver.map_set@1" and params {set: [[NAME, canonical EXPR
+ * (qv_expr_to_string)], ...]} in order, so spacing and redundant
+ * parentheses do not change it (the CLI's `quiver map --set` and Python's
+ * Dataset.map(set=...) are this call).
+ */
+qv_status qv_dataset_map_exprs(qv_dataset *ds, const char *const *names,
+                               const char *const *exprs, int32_t n,
+                               const qv_map_options *map_opts, const qv_dataset_options *opts,
+                               qv_dataset **out, qv_error *err);
+
 /* ------------------------------------------------------------------------ */
 /* Saving                                                                     */
 

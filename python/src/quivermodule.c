@@ -32,6 +32,7 @@
 #include <string.h>
 
 #include "core/numeric_internal.h"
+#include "quiver/builder.h"
 #include "quiver/cdata.h"
 #include "quiver/dataset.h"
 #include "quiver/hf.h"
@@ -1192,25 +1193,766 @@ done:
   return NULL;
 }
 
-static PyObject *Dataset_filter(DatasetObject *self, PyObject *args, PyObject *kwargs) {
-  static char *kw[] = {"where", "cache", NULL};
-  PyObject *where_obj;
-  int cache = 0;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|$p:filter", kw, &where_obj, &cache))
+/* ------------------------------------------------------------------------ */
+/* Python values -> Arrow arrays (what map functions return)                 */
+
+/* Kinds of Python values a column may hold, inferred as pyarrow does. */
+enum { K_NONE, K_BOOL, K_INT, K_FLOAT, K_STR, K_BYTES, K_LIST, K_STRUCT };
+static const char *const kind_names[] = {"None", "bool", "int", "float", "str", "bytes", "list",
+                                         "dict"};
+
+/* The inferred type of a column (or of list items, struct fields). */
+typedef struct inferred {
+  int kind;
+  struct inferred *item;    /* K_LIST */
+  PyObject *names;          /* K_STRUCT: list of the keys, in order of first appearance */
+  struct inferred **fields; /* K_STRUCT: one per name */
+} inferred;
+
+static void inf_free(inferred *t) {
+  if (t == NULL) return;
+  inf_free(t->item);
+  Py_ssize_t n = t->names ? PyList_GET_SIZE(t->names) : 0;
+  for (Py_ssize_t i = 0; i < n; i++) inf_free(t->fields[i]);
+  PyMem_Free(t->fields);
+  Py_XDECREF(t->names);
+  PyMem_Free(t);
+}
+
+static inferred *inf_new(void) {
+  inferred *t = PyMem_Calloc(1, sizeof *t);
+  if (t == NULL) PyErr_NoMemory();
+  return t;
+}
+
+static int kind_of(PyObject *v) {
+  if (v == Py_None) return K_NONE;
+  if (PyBool_Check(v)) return K_BOOL;
+  if (PyLong_Check(v)) return K_INT;
+  if (PyFloat_Check(v)) return K_FLOAT;
+  if (PyUnicode_Check(v)) return K_STR;
+  if (PyBytes_Check(v)) return K_BYTES;
+  if (PyList_Check(v) || PyTuple_Check(v)) return K_LIST;
+  if (PyDict_Check(v)) return K_STRUCT;
+  return -1;
+}
+
+/* Where a value sits, for messages: function `what`, column, dataset row. */
+typedef struct val_where {
+  const char *what;
+  const char *col;
+  int64_t row;
+} val_where;
+
+static bool infer(inferred *t, PyObject *v, const val_where *w, int depth) {
+  if (depth > QVPY_MAX_DEPTH) {
+    PyErr_Format(PyExc_TypeError, "%s: column '%s', row %lld: values nested deeper than %d",
+                 w->what, w->col, (long long)w->row, QVPY_MAX_DEPTH);
+    return false;
+  }
+  int k = kind_of(v);
+  if (k < 0) {
+    PyErr_Format(PyExc_TypeError, "%s: column '%s', row %lld: cannot convert a value of type "
+                 "%.100s to Arrow (expected None, bool, int, float, str, bytes, list, dict, or "
+                 "an array with __arrow_c_array__ for the whole column)", w->what, w->col,
+                 (long long)w->row, Py_TYPE(v)->tp_name);
+    return false;
+  }
+  if (k == K_NONE) return true;
+  if (t->kind == K_NONE) {
+    t->kind = k;
+  } else if (t->kind != k) {
+    if (t->kind == K_INT && k == K_FLOAT) {
+      t->kind = K_FLOAT;
+    } else if (!(t->kind == K_FLOAT && k == K_INT)) {
+      PyErr_Format(PyExc_TypeError, "%s: column '%s', row %lld: a %s value among %s values (a "
+                   "column holds one type; only int and float mix, as float)", w->what, w->col,
+                   (long long)w->row, kind_names[k], kind_names[t->kind]);
+      return false;
+    }
+  }
+  if (k == K_LIST) {
+    if (t->item == NULL && (t->item = inf_new()) == NULL) return false;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(v);
+    for (Py_ssize_t i = 0; i < n; i++)
+      if (!infer(t->item, PySequence_Fast_GET_ITEM(v, i), w, depth + 1)) return false;
+  } else if (k == K_STRUCT) {
+    if (t->names == NULL && (t->names = PyList_New(0)) == NULL) return false;
+    PyObject *key, *val;
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(v, &pos, &key, &val)) {
+      if (!PyUnicode_Check(key)) {
+        PyErr_Format(PyExc_TypeError, "%s: column '%s', row %lld: dict keys must be str, found "
+                     "%.100s", w->what, w->col, (long long)w->row, Py_TYPE(key)->tp_name);
+        return false;
+      }
+      Py_ssize_t n = PyList_GET_SIZE(t->names), j = 0;
+      for (; j < n; j++) {
+        int c = PyUnicode_Compare(PyList_GET_ITEM(t->names, j), key);
+        if (c == -1 && PyErr_Occurred()) return false;
+        if (c == 0) break;
+      }
+      if (j == n) {
+        inferred **f = PyMem_Realloc(t->fields, sizeof *f * (size_t)(n + 1));
+        if (f == NULL) {
+          PyErr_NoMemory();
+          return false;
+        }
+        t->fields = f;
+        if ((f[n] = inf_new()) == NULL) return false;
+        if (PyList_Append(t->names, key) < 0) {
+          inf_free(f[n]);
+          return false;
+        }
+      }
+      if (!infer(t->fields[j], val, w, depth + 1)) return false;
+    }
+  }
+  return true;
+}
+
+/* The Arrow type of an inferred kind (new reference), or NULL with an error. */
+static qv_type *type_of(const inferred *t) {
+  static const qv_type_id ids[] = {QV_NA, QV_BOOL, QV_INT64, QV_DOUBLE, QV_STRING, QV_BINARY,
+                                   QV_LIST, QV_STRUCT};
+  qv_type *ty = qv_type_new(ids[t->kind]);
+  if (ty == NULL) {
+    PyErr_NoMemory();
     return NULL;
-  if (!PyUnicode_Check(where_obj))
-    return PyErr_Format(PyExc_TypeError, "filter takes an expression string (see "
-                        "docs/expressions.md), not %.100s", Py_TYPE(where_obj)->tp_name);
-  const char *where = PyUnicode_AsUTF8(where_obj);
-  if (where == NULL) return NULL;
+  }
+  Py_ssize_t n = t->kind == K_LIST ? 1 : t->kind == K_STRUCT ? PyList_GET_SIZE(t->names) : 0;
+  for (Py_ssize_t i = 0; i < n; i++) {
+    static const inferred none = {K_NONE, NULL, NULL, NULL};
+    const inferred *c = t->kind == K_LIST ? (t->item ? t->item : &none) : t->fields[i];
+    const char *name = t->kind == K_LIST ? "item" : PyUnicode_AsUTF8(PyList_GET_ITEM(t->names, i));
+    qv_type *ct = name ? type_of(c) : NULL;
+    qv_error err;
+    qv_status st = ct ? qv_type_add_child(ty, name, true, ct, NULL, &err) : QV_OK;
+    if (ct != NULL && st != QV_OK) {
+      qv_type_unref(ct);
+      raise_qv(st, &err);
+    }
+    if (ct == NULL || st != QV_OK) {
+      qv_type_unref(ty);
+      return NULL;
+    }
+  }
+  return ty;
+}
+
+static bool append_value(qv_builder *b, const inferred *t, PyObject *v, const val_where *w) {
+  qv_error err;
+  qv_status st = QV_OK;
+  if (v == Py_None) {
+    st = qv_builder_append_null(b, &err);
+  } else {
+    switch (t->kind) {
+      case K_BOOL:
+        st = qv_builder_append_bool(b, v == Py_True, &err);
+        break;
+      case K_INT: {
+        int overflow = 0;
+        long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+        if (x == -1 && PyErr_Occurred()) return false;
+        if (overflow) {
+          PyErr_Format(PyExc_OverflowError, "%s: column '%s', row %lld: int %R does not fit in "
+                       "int64", w->what, w->col, (long long)w->row, v);
+          return false;
+        }
+        st = qv_builder_append_int(b, x, &err);
+        break;
+      }
+      case K_FLOAT: {
+        double d = PyFloat_Check(v) ? PyFloat_AS_DOUBLE(v) : PyLong_AsDouble(v);
+        if (d == -1.0 && PyErr_Occurred()) return false;
+        st = qv_builder_append_double(b, d, &err);
+        break;
+      }
+      case K_STR: {
+        Py_ssize_t n = 0;
+        const char *s = PyUnicode_AsUTF8AndSize(v, &n);
+        if (s == NULL) return false;
+        st = qv_builder_append_bytes(b, s, (int64_t)n, &err);
+        break;
+      }
+      case K_BYTES:
+        st = qv_builder_append_bytes(b, PyBytes_AS_STRING(v), (int64_t)PyBytes_GET_SIZE(v), &err);
+        break;
+      case K_LIST: {
+        st = qv_builder_begin_list(b, &err);
+        Py_ssize_t n = PySequence_Fast_GET_SIZE(v);
+        for (Py_ssize_t i = 0; st == QV_OK && i < n; i++)
+          if (!append_value(qv_builder_child(b, 0), t->item, PySequence_Fast_GET_ITEM(v, i), w))
+            return false;
+        if (st == QV_OK) st = qv_builder_end_list(b, &err);
+        break;
+      }
+      case K_STRUCT: {
+        st = qv_builder_begin_struct(b, &err);
+        Py_ssize_t n = PyList_GET_SIZE(t->names);
+        for (Py_ssize_t i = 0; st == QV_OK && i < n; i++) {
+          PyObject *x = PyDict_GetItemWithError(v, PyList_GET_ITEM(t->names, i));
+          if (x == NULL && PyErr_Occurred()) return false;
+          if (!append_value(qv_builder_child(b, (int32_t)i), t->fields[i], x ? x : Py_None, w))
+            return false;
+        }
+        if (st == QV_OK) st = qv_builder_end_struct(b, &err);
+        break;
+      }
+      default:
+        break;
+    }
+  }
+  if (st != QV_OK) {
+    raise_qv(st, &err);
+    return false;
+  }
+  return true;
+}
+
+/* An object with __arrow_c_array__ (pyarrow arrays, record batches...)
+ * imported through the C Data Interface (zero copy). */
+static bool import_arrow(PyObject *obj, const char *what, qv_array **out) {
+  PyObject *pair = PyObject_CallMethod(obj, "__arrow_c_array__", NULL);
+  if (pair == NULL) return false;
+  struct ArrowSchema *s = NULL;
+  struct ArrowArray *a = NULL;
+  if (PyTuple_Check(pair) && PyTuple_GET_SIZE(pair) == 2) {
+    s = PyCapsule_GetPointer(PyTuple_GET_ITEM(pair, 0), "arrow_schema");
+    a = s ? PyCapsule_GetPointer(PyTuple_GET_ITEM(pair, 1), "arrow_array") : NULL;
+  }
+  if (s == NULL || a == NULL) {
+    Py_DECREF(pair);
+    if (!PyErr_Occurred())
+      PyErr_Format(PyExc_TypeError, "%s: __arrow_c_array__ of %.100s did not return a pair of "
+                   "capsules", what, Py_TYPE(obj)->tp_name);
+    return false;
+  }
+  qv_field f;
+  memset(&f, 0, sizeof f);
+  qv_error err;
+  qv_status st = qv_import_field(s, &f, &err);
+  if (st == QV_OK) st = qv_import_array(a, f.type, out, &err);
+  else if (a->release != NULL) a->release(a);
+  qv_import_field_reset(&f);
+  Py_DECREF(pair);
+  if (st != QV_OK) {
+    raise_qv(st, &err);
+    return false;
+  }
+  return true;
+}
+
+/* One column returned by a function: an Arrow array or a list of values. */
+static bool column_of(PyObject *obj, const char *what, const char *col, int64_t first_row,
+                      qv_array **out) {
+  if (PyObject_HasAttrString(obj, "__arrow_c_array__")) return import_arrow(obj, what, out);
+  if (!PyList_Check(obj) && !PyTuple_Check(obj)) {
+    PyErr_Format(PyExc_TypeError, "%s: column '%s': expected a list of values or an Arrow array "
+                 "(__arrow_c_array__), not %.100s", what, col, Py_TYPE(obj)->tp_name);
+    return false;
+  }
+  PyObject *seq = PySequence_Fast(obj, "");
+  if (seq == NULL) return false;
+  Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+  inferred *t = inf_new();
+  bool ok = t != NULL;
+  for (Py_ssize_t i = 0; ok && i < n; i++) {
+    val_where w = {what, col, first_row + (int64_t)i};
+    ok = infer(t, PySequence_Fast_GET_ITEM(seq, i), &w, 0);
+  }
+  qv_type *ty = ok ? type_of(t) : NULL;
+  qv_builder *b = NULL;
+  qv_error err;
+  qv_status st = QV_OK;
+  if (ty != NULL && (st = qv_builder_new(ty, &b, &err)) != QV_OK) raise_qv(st, &err);
+  ok = b != NULL;
+  for (Py_ssize_t i = 0; ok && i < n; i++) {
+    val_where w = {what, col, first_row + (int64_t)i};
+    ok = append_value(b, t, PySequence_Fast_GET_ITEM(seq, i), &w);
+  }
+  if (ok && (st = qv_builder_finish(b, out, &err)) != QV_OK) ok = raise_qv(st, &err) != NULL;
+  qv_builder_free(b);
+  qv_type_unref(ty);
+  inf_free(t);
+  Py_DECREF(seq);
+  return ok;
+}
+
+/* A STRUCT array (offset 0, no nulls) over `cols` (taken over, each `len`
+ * rows) named by the str objects of `names`. */
+static bool struct_of_columns(PyObject *names, qv_array **cols, int32_t n, int64_t len,
+                              qv_array **out) {
+  qv_type *ty = qv_type_new(QV_STRUCT);
+  qv_error err;
+  qv_status st = ty ? QV_OK : qv_error_set(&err, QV_ENOMEM, "out of memory");
+  for (int32_t i = 0; st == QV_OK && i < n; i++) {
+    const char *name = PyUnicode_AsUTF8(PyList_GET_ITEM(names, i));
+    if (name == NULL) break;
+    st = qv_type_add_child(ty, name, true, qv_type_ref(cols[i]->type), NULL, &err);
+    if (st != QV_OK) qv_type_unref(cols[i]->type);
+  }
+  qv_array *res = st == QV_OK && !PyErr_Occurred() ? qv_array_new(ty, 1, n) : NULL;
+  if (res != NULL) {
+    res->length = len;
+    res->null_count = 0;
+    for (int32_t i = 0; i < n; i++) {
+      res->children[i] = cols[i];
+      cols[i] = NULL;
+    }
+    *out = res;
+  } else if (!PyErr_Occurred()) {
+    if (st == QV_OK) st = qv_error_set(&err, QV_ENOMEM, "out of memory");
+    raise_qv(st, &err);
+  }
+  for (int32_t i = 0; i < n; i++) qv_array_unref(cols[i]);
+  qv_type_unref(ty);
+  return res != NULL;
+}
+
+/* A function's result: a dict {column: list or Arrow array} or an Arrow
+ * struct array / record batch, as a STRUCT array (new reference). */
+static bool result_struct(PyObject *r, const char *what, int64_t first_row, qv_array **out) {
+  if (!PyDict_Check(r) && PyObject_HasAttrString(r, "__arrow_c_array__")) {
+    if (!import_arrow(r, what, out)) return false;
+    if ((*out)->type->id == QV_STRUCT && (*out)->null_count == 0) return true;
+    qv_array_unref(*out);
+    *out = NULL;
+    PyErr_Format(PyExc_TypeError, "%s: the function returned a %.100s that is not a record "
+                 "batch (a struct array without nulls); return a dict of columns", what,
+                 Py_TYPE(r)->tp_name);
+    return false;
+  }
+  if (!PyDict_Check(r)) {
+    PyErr_Format(PyExc_TypeError, "%s: the function must return a dict of columns (or None to "
+                 "leave the dataset unchanged), not %.100s", what, Py_TYPE(r)->tp_name);
+    return false;
+  }
+  Py_ssize_t n = PyDict_GET_SIZE(r);
+  PyObject *names = PyList_New(0);
+  qv_array **cols = PyMem_Calloc((size_t)(n > 0 ? n : 1), sizeof *cols);
+  bool ok = names != NULL && cols != NULL;
+  if (cols == NULL) PyErr_NoMemory();
+  PyObject *key, *val;
+  Py_ssize_t pos = 0;
+  int32_t k = 0;
+  while (ok && PyDict_Next(r, &pos, &key, &val)) {
+    if (!PyUnicode_Check(key)) {
+      PyErr_Format(PyExc_TypeError, "%s: column names must be str, found %.100s", what,
+                   Py_TYPE(key)->tp_name);
+      ok = false;
+      break;
+    }
+    const char *col = PyUnicode_AsUTF8(key);
+    ok = col != NULL && PyList_Append(names, key) == 0 &&
+         column_of(val, what, col, first_row, &cols[k]);
+    if (ok) k++;
+  }
+  for (int32_t i = 1; ok && i < k; i++)
+    if (cols[i]->length != cols[0]->length) {
+      PyErr_Format(PyExc_ValueError, "%s: the function returned columns of different lengths: "
+                   "'%U' has %lld values, '%U' %lld", what, PyList_GET_ITEM(names, 0),
+                   (long long)cols[0]->length, PyList_GET_ITEM(names, i),
+                   (long long)cols[i]->length);
+      ok = false;
+    }
+  if (ok) {
+    ok = struct_of_columns(names, cols, k, k > 0 ? cols[0]->length : 0, out);
+    k = 0;
+  }
+  for (int32_t i = 0; cols && i < k; i++) qv_array_unref(cols[i]);
+  PyMem_Free(cols);
+  Py_XDECREF(names);
+  return ok;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Python functions as qv_map_fn / qv_filter_fn                              */
+
+/* The context of a Python function run by the dataset layer. The first
+ * Python exception is kept (type, value, traceback) and re-raised after
+ * the C call returns, unchanged. */
+typedef struct pyfn {
+  PyObject *fn;
+  bool batched;
+  const char *what; /* "map" or "filter" */
+  PyObject *et, *ev, *etb;
+} pyfn;
+
+static qv_status py_failed(pyfn *p, qv_error *err) {
+  if (p->et == NULL) PyErr_Fetch(&p->et, &p->ev, &p->etb);
+  else PyErr_Clear();
+  return qv_error_set(err, QV_EARG, "%s: the Python function raised an exception", p->what);
+}
+
+/* After the C call: the function's exception, else the result. */
+static PyObject *py_result(pyfn *p, qv_status st, qv_dataset *out, const qv_error *err) {
+  if (p->et != NULL) {
+    if (st == QV_OK) qv_dataset_unref(out);
+    PyErr_Restore(p->et, p->ev, p->etb);
+    p->et = p->ev = p->etb = NULL;
+    return NULL;
+  }
+  return result(st, out, err);
+}
+
+/* Unbatched map: the function once per row, its dicts gathered into
+ * columns (every row must return the same columns, or every row None). */
+static bool map_rows(pyfn *p, const qv_array *batch, int64_t first_row, qv_array **out) {
+  PyObject *names = NULL, *lists = NULL; /* lists: {name: [values]} */
+  bool ok = true, none = false;
+  for (int64_t i = 0; ok && i < batch->length; i++) {
+    PyObject *row = row_dict(batch, i);
+    PyObject *r = row ? PyObject_CallOneArg(p->fn, row) : NULL;
+    Py_XDECREF(row);
+    if (r == NULL) {
+      ok = false;
+      break;
+    }
+    if (i == 0) none = r == Py_None;
+    if (none != (r == Py_None) || (r != Py_None && !PyDict_Check(r))) {
+      if (r != Py_None && !PyDict_Check(r))
+        PyErr_Format(PyExc_TypeError, "map: row %lld: the function must return a dict of "
+                     "columns (or None to leave the dataset unchanged), not %.100s",
+                     (long long)(first_row + i), Py_TYPE(r)->tp_name);
+      else
+        PyErr_Format(PyExc_TypeError, "map: row %lld: the function returned %s, while for "
+                     "earlier rows it returned %s", (long long)(first_row + i),
+                     none ? "a dict" : "None", none ? "None" : "a dict");
+      Py_DECREF(r);
+      ok = false;
+      break;
+    }
+    if (r != Py_None) {
+      if (names == NULL) {
+        names = PyDict_Keys(r);
+        lists = PyDict_New();
+        for (Py_ssize_t j = 0; names && lists && j < PyList_GET_SIZE(names); j++) {
+          PyObject *l = PyList_New(0);
+          if (l == NULL || PyDict_SetItem(lists, PyList_GET_ITEM(names, j), l) < 0) ok = false;
+          Py_XDECREF(l);
+        }
+        if (names == NULL || lists == NULL) ok = false;
+      }
+      if (ok && PyDict_GET_SIZE(r) != PyList_GET_SIZE(names)) {
+        PyObject *got = PyDict_Keys(r);
+        PyErr_Format(PyExc_TypeError, "map: row %lld: the function returned columns %R, while "
+                     "for row %lld it returned %R", (long long)(first_row + i), got,
+                     (long long)first_row, names);
+        Py_XDECREF(got);
+        ok = false;
+      }
+      PyObject *key, *val;
+      Py_ssize_t pos = 0;
+      while (ok && PyDict_Next(r, &pos, &key, &val)) {
+        PyObject *l = PyDict_GetItemWithError(lists, key);
+        if (l == NULL) {
+          if (!PyErr_Occurred())
+            PyErr_Format(PyExc_TypeError, "map: row %lld: the function returned column %R, "
+                         "which it did not return for row %lld (columns %R)",
+                         (long long)(first_row + i), key, (long long)first_row, names);
+          ok = false;
+        } else {
+          ok = PyList_Append(l, val) == 0;
+        }
+      }
+    }
+    Py_DECREF(r);
+  }
+  if (ok && !none) ok = result_struct(lists, "map", first_row, out);
+  Py_XDECREF(names);
+  Py_XDECREF(lists);
+  return ok;
+}
+
+/* qv_map_fn.call for a Python function (this process only: the GIL is
+ * taken for the call and released after). */
+static qv_status pymap_call(void *ctx, const qv_array *batch, int64_t first_row, int rank,
+                            qv_array **out, qv_error *err) {
+  (void)rank;
+  pyfn *p = ctx;
+  PyGILState_STATE g = PyGILState_Ensure();
+  bool ok;
+  *out = NULL;
+  if (p->batched) {
+    PyObject *cols = columns_dict(batch);
+    PyObject *r = cols ? PyObject_CallOneArg(p->fn, cols) : NULL;
+    Py_XDECREF(cols);
+    ok = r != NULL && (r == Py_None || result_struct(r, "map", first_row, out));
+    Py_XDECREF(r);
+  } else {
+    ok = map_rows(p, batch, first_row, out);
+  }
+  qv_status st = ok ? QV_OK : py_failed(p, err);
+  PyGILState_Release(g);
+  return st;
+}
+
+/* qv_filter_fn.call for a Python predicate: a truth value per row, or
+ * (batched) a sequence of them per batch. */
+static qv_status pyfilter_call(void *ctx, const qv_array *batch, int64_t first_row,
+                               uint8_t *keep, qv_error *err) {
+  pyfn *p = ctx;
+  PyGILState_STATE g = PyGILState_Ensure();
+  bool ok = true;
+  if (p->batched) {
+    PyObject *cols = columns_dict(batch);
+    PyObject *r = cols ? PyObject_CallOneArg(p->fn, cols) : NULL;
+    Py_XDECREF(cols);
+    PyObject *seq = r ? PySequence_Fast(r, "") : NULL;
+    if (r != NULL && seq == NULL) {
+      PyErr_Format(PyExc_TypeError, "filter: a batched function must return a list of bools, "
+                   "not %.100s", Py_TYPE(r)->tp_name);
+    } else if (seq != NULL && PySequence_Fast_GET_SIZE(seq) != batch->length) {
+      PyErr_Format(PyExc_ValueError, "filter: the function returned %zd values for a batch of "
+                   "%lld rows (rows %lld..%lld)", PySequence_Fast_GET_SIZE(seq),
+                   (long long)batch->length, (long long)first_row,
+                   (long long)(first_row + batch->length - 1));
+      Py_CLEAR(seq);
+    }
+    ok = seq != NULL;
+    for (int64_t i = 0; ok && i < batch->length; i++) {
+      int t = PyObject_IsTrue(PySequence_Fast_GET_ITEM(seq, i));
+      if (t > 0) keep[i >> 3] |= (uint8_t)(1u << (i & 7));
+      ok = t >= 0;
+    }
+    Py_XDECREF(seq);
+    Py_XDECREF(r);
+  } else {
+    for (int64_t i = 0; ok && i < batch->length; i++) {
+      PyObject *row = row_dict(batch, i);
+      PyObject *r = row ? PyObject_CallOneArg(p->fn, row) : NULL;
+      Py_XDECREF(row);
+      int t = r ? PyObject_IsTrue(r) : -1;
+      Py_XDECREF(r);
+      if (t > 0) keep[i >> 3] |= (uint8_t)(1u << (i & 7));
+      ok = t >= 0;
+    }
+  }
+  qv_status st = ok ? QV_OK : py_failed(p, err);
+  PyGILState_Release(g);
+  return st;
+}
+
+/* The fingerprint of a transform with a Python function: `new_fingerprint`
+ * when given (checked by the library); else params {function: hash of
+ * the function (quiver/_fnhash.py), batched}; a function that cannot be
+ * hashed gets a random fingerprint in `random_fp` (as datasets), with a
+ * warning when the result is to be cached. *new_fp points at the
+ * fingerprint to impose, or NULL. */
+static bool function_fingerprint(PyObject *fn, bool batched, PyObject *nfp, int cache,
+                                 const char *what, qv_fingerprint_args **params,
+                                 char random_fp[QV_FINGERPRINT_SIZE], const char **new_fp) {
+  *params = NULL;
+  *new_fp = NULL;
+  if (nfp != Py_None) {
+    if (!PyUnicode_Check(nfp)) {
+      PyErr_Format(PyExc_TypeError, "new_fingerprint must be a str or None, not %.100s",
+                   Py_TYPE(nfp)->tp_name);
+      return false;
+    }
+    *new_fp = PyUnicode_AsUTF8(nfp);
+    return *new_fp != NULL;
+  }
+  PyObject *mod = PyImport_ImportModule("quiver._fnhash");
+  PyObject *h = mod ? PyObject_CallMethod(mod, "function_hash", "O", fn) : NULL;
+  Py_XDECREF(mod);
+  if (h == NULL) return false;
+  if (h == Py_None) {
+    Py_DECREF(h);
+    PyObject *os = PyImport_ImportModule("os");
+    PyObject *b = os ? PyObject_CallMethod(os, "urandom", "i", 8) : NULL;
+    Py_XDECREF(os);
+    if (b == NULL) return false;
+    const unsigned char *r = (const unsigned char *)PyBytes_AS_STRING(b);
+    for (int i = 0; i < 8; i++) snprintf(random_fp + 2 * i, 3, "%02x", r[i]);
+    Py_DECREF(b);
+    *new_fp = random_fp;
+    if (cache && PyErr_WarnFormat(PyExc_UserWarning, 1,
+                                  "%s: the function %R could not be hashed deterministically (it "
+                                  "refers to values that are not plain data); a random "
+                                  "fingerprint %s was used, so its cache file cannot be reused "
+                                  "by a later run (pass new_fingerprint= to name the result)",
+                                  what, fn, random_fp) < 0)
+      return false;
+    return true;
+  }
+  const char *hs = PyUnicode_AsUTF8(h);
+  qv_error err;
+  qv_status st = hs ? qv_fingerprint_args_new(params, &err) : QV_OK;
+  if (hs != NULL && st == QV_OK) {
+    qv_fingerprint_arg_str(*params, "function", hs, &err);
+    st = qv_fingerprint_arg_bool(*params, "batched", batched, &err);
+  }
+  Py_DECREF(h);
+  if (hs == NULL || st != QV_OK) {
+    qv_fingerprint_args_free(*params);
+    *params = NULL;
+    if (hs != NULL) raise_qv(st, &err);
+    return false;
+  }
+  return true;
+}
+
+/* batch_size: None or <= 0 means the whole dataset in one batch (-1). */
+static bool arg_batch_size(PyObject *o, int64_t *out) {
+  if (o == NULL) {
+    *out = QV_DATASET_MAP_BATCH_SIZE;
+    return true;
+  }
+  if (o == Py_None) {
+    *out = -1;
+    return true;
+  }
+  if (!arg_int64(o, "batch_size", out)) return false;
+  if (*out <= 0) *out = -1;
+  return true;
+}
+
+static PyObject *Dataset_map(DatasetObject *self, PyObject *args, PyObject *kwargs) {
+  static char *kw[] = {"function", "set", "batched", "batch_size", "remove_columns",
+                       "num_proc", "new_fingerprint", "cache", NULL};
+  PyObject *fn = Py_None, *set = Py_None, *bs_obj = NULL, *rm_obj = Py_None, *np_obj = Py_None,
+           *nfp = Py_None;
+  int batched = 0, cache = 0;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|O$OpOOOOp:map", kw, &fn, &set, &batched,
+                                   &bs_obj, &rm_obj, &np_obj, &nfp, &cache))
+    return NULL;
+  if ((fn == Py_None) == (set == Py_None))
+    return PyErr_Format(PyExc_TypeError, "map takes a function or set={name: expression}, %s",
+                        fn == Py_None ? "got neither" : "not both");
+  if (fn != Py_None && !PyCallable_Check(fn))
+    return PyErr_Format(PyExc_TypeError, "map: function must be callable, not %.100s",
+                        Py_TYPE(fn)->tp_name);
+  qv_map_options mo;
+  memset(&mo, 0, sizeof mo);
+  if (!arg_batch_size(bs_obj, &mo.batch_size)) return NULL;
+  if (np_obj != Py_None) {
+    int64_t np = 0;
+    if (!arg_int64(np_obj, "num_proc", &np)) return NULL;
+    if (np < 1 || np > 4096)
+      return PyErr_Format(PyExc_ValueError, "num_proc must be an int between 1 and 4096, found "
+                          "%lld", (long long)np);
+    if (fn != Py_None && np > 1)
+      return PyErr_Format(PyExc_ValueError, "map: num_proc=%lld with a Python function: quiver's "
+                          "workers are forked processes, which cannot safely run the Python "
+                          "interpreter; run it in this process (num_proc=None) or use set= "
+                          "expressions, which run in C", (long long)np);
+    mo.num_proc = (int)np;
+  }
+  PyObject *rm_keep = NULL;
+  if (rm_obj != Py_None &&
+      !arg_names(rm_obj, "remove_columns", &rm_keep, (const char ***)&mo.remove_columns,
+                 &mo.n_remove_columns))
+    return NULL;
+  qv_dataset_options o = options(cache);
+  qv_dataset *out = NULL;
+  qv_error err;
+  qv_status st = QV_OK;
+  PyObject *ret = NULL;
+  if (set != Py_None) {
+    Py_ssize_t n = PyDict_Check(set) ? PyDict_GET_SIZE(set) : -1;
+    const char **names = n > 0 ? PyMem_Calloc((size_t)n, sizeof *names) : NULL;
+    const char **exprs = n > 0 ? PyMem_Calloc((size_t)n, sizeof *exprs) : NULL;
+    if (n < 1 || n > INT32_MAX) {
+      PyErr_SetString(n < 0 ? PyExc_TypeError : PyExc_ValueError,
+                      "map: set must be a non-empty dict {column name: expression}");
+    } else if (names == NULL || exprs == NULL) {
+      PyErr_NoMemory();
+    } else {
+      PyObject *key, *val;
+      Py_ssize_t pos = 0, i = 0;
+      while (PyDict_Next(set, &pos, &key, &val)) {
+        if (!PyUnicode_Check(key) || !PyUnicode_Check(val)) {
+          PyErr_Format(PyExc_TypeError, "map: set maps str column names to str expressions, "
+                       "found %.100s: %.100s", Py_TYPE(key)->tp_name, Py_TYPE(val)->tp_name);
+          break;
+        }
+        if ((names[i] = PyUnicode_AsUTF8(key)) == NULL || (exprs[i] = PyUnicode_AsUTF8(val)) == NULL)
+          break;
+        i++;
+      }
+      if (nfp != Py_None && !PyUnicode_Check(nfp))
+        PyErr_Format(PyExc_TypeError, "new_fingerprint must be a str or None, not %.100s",
+                     Py_TYPE(nfp)->tp_name);
+      else if (nfp != Py_None)
+        o.new_fingerprint = PyUnicode_AsUTF8(nfp);
+      if (!PyErr_Occurred()) {
+        Py_BEGIN_ALLOW_THREADS
+        st = qv_dataset_map_exprs(self->ds, names, exprs, (int32_t)n, &mo, &o, &out, &err);
+        Py_END_ALLOW_THREADS
+        ret = result(st, out, &err);
+      }
+    }
+    PyMem_Free(names);
+    PyMem_Free(exprs);
+  } else {
+    char random_fp[QV_FINGERPRINT_SIZE];
+    qv_fingerprint_args *params = NULL;
+    if (function_fingerprint(fn, batched != 0, nfp, cache, "map", &params, random_fp,
+                             &o.new_fingerprint)) {
+      pyfn p = {fn, batched != 0, "map", NULL, NULL, NULL};
+      qv_map_fn mf = {"quiver.python", "1", pymap_call, &p, params};
+      /* Unbatched functions are called row by row inside batches of the
+       * default size; batched ones get batch_size rows. */
+      mo.batched = true;
+      if (!batched) mo.batch_size = QV_DATASET_MAP_BATCH_SIZE;
+      Py_BEGIN_ALLOW_THREADS
+      st = qv_dataset_map(self->ds, &mf, &mo, &o, &out, &err);
+      Py_END_ALLOW_THREADS
+      ret = py_result(&p, st, out, &err);
+    }
+    qv_fingerprint_args_free(params);
+  }
+  PyMem_Free((void *)mo.remove_columns);
+  Py_XDECREF(rm_keep);
+  return ret;
+}
+
+static PyObject *Dataset_filter(DatasetObject *self, PyObject *args, PyObject *kwargs) {
+  static char *kw[] = {"function", "batched", "batch_size", "new_fingerprint", "cache", NULL};
+  PyObject *fn, *bs_obj = NULL, *nfp = Py_None;
+  int batched = 0, cache = 0;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|$pOOp:filter", kw, &fn, &batched, &bs_obj,
+                                   &nfp, &cache))
+    return NULL;
   qv_dataset_options o = options(cache);
   qv_dataset *out = NULL;
   qv_error err;
   qv_status st;
+  if (PyUnicode_Check(fn)) {
+    const char *where = PyUnicode_AsUTF8(fn);
+    if (where == NULL) return NULL;
+    if (nfp != Py_None) {
+      if (!PyUnicode_Check(nfp))
+        return PyErr_Format(PyExc_TypeError, "new_fingerprint must be a str or None, not %.100s",
+                            Py_TYPE(nfp)->tp_name);
+      if ((o.new_fingerprint = PyUnicode_AsUTF8(nfp)) == NULL) return NULL;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    st = qv_dataset_filter(self->ds, where, &o, &out, &err);
+    Py_END_ALLOW_THREADS
+    return result(st, out, &err);
+  }
+  if (!PyCallable_Check(fn))
+    return PyErr_Format(PyExc_TypeError, "filter takes an expression string (see "
+                        "docs/expressions.md) or a callable, not %.100s", Py_TYPE(fn)->tp_name);
+  int64_t bs = 0;
+  if (!arg_batch_size(bs_obj, &bs)) return NULL;
+  if (bs < 0) bs = qv_dataset_num_rows(self->ds) > 0 ? qv_dataset_num_rows(self->ds) : 1;
+  if (!batched) bs = 0; /* rows one by one, in batches of the default size */
+  char random_fp[QV_FINGERPRINT_SIZE];
+  qv_fingerprint_args *params = NULL;
+  if (!function_fingerprint(fn, batched != 0, nfp, cache, "filter", &params, random_fp,
+                            &o.new_fingerprint))
+    return NULL;
+  pyfn p = {fn, batched != 0, "filter", NULL, NULL, NULL};
+  qv_filter_fn ff = {"quiver.python", "1", pyfilter_call, &p, params};
   Py_BEGIN_ALLOW_THREADS
-  st = qv_dataset_filter(self->ds, where, &o, &out, &err);
+  st = qv_dataset_filter_fn(self->ds, &ff, bs, &o, &out, &err);
   Py_END_ALLOW_THREADS
-  return result(st, out, &err);
+  qv_fingerprint_args_free(params);
+  return py_result(&p, st, out, &err);
 }
 
 static PyObject *Dataset_shard(DatasetObject *self, PyObject *args, PyObject *kwargs) {
@@ -1543,8 +2285,14 @@ static PyMethodDef Dataset_methods[] = {
      "sort(column_names, reverse=False, null_placement='at_end', *, cache=False): stable "
      "sort by one column or a list of columns."},
     {"filter", (PyCFunction)(void (*)(void))Dataset_filter, METH_VARARGS | METH_KEYWORDS,
-     "filter(where, *, cache=False): the rows where the expression (docs/expressions.md) "
-     "is true."},
+     "filter(function, *, batched=False, batch_size=1000, new_fingerprint=None, cache=False): "
+     "the rows where the expression string (docs/expressions.md) is true, or for which the "
+     "callable returns a true value (batched: a list of them per batch of columns)."},
+    {"map", (PyCFunction)(void (*)(void))Dataset_map, METH_VARARGS | METH_KEYWORDS,
+     "map(function=None, *, set=None, batched=False, batch_size=1000, remove_columns=None, "
+     "num_proc=None, new_fingerprint=None, cache=False): datasets' map with a Python callable "
+     "(row dict -> dict of columns, or batched: dict of column lists -> dict of column lists "
+     "or Arrow arrays), or with set={name: expression} evaluated in C (docs/python.md)."},
     {"shard", (PyCFunction)(void (*)(void))Dataset_shard, METH_VARARGS | METH_KEYWORDS,
      "shard(num_shards, index, contiguous=True): one shard, as datasets' shard."},
     {"train_test_split", (PyCFunction)(void (*)(void))Dataset_train_test_split,

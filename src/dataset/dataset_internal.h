@@ -10,6 +10,7 @@
  *                    concatenate and the column transforms
  *   dataset_sort.c   sort (and unique) over the rows as mapped
  *   dataset_map.c    map, single process and worker processes
+ *   dataset_map_exprs.c  map with expressions (quiver.map_set@1)
  *   dataset_save.c   save_to_disk (Dataset and DatasetDict layouts)
  */
 #ifndef QUIVER_DATASET_INTERNAL_H

@@ -276,7 +276,7 @@ def test_map_errors(src, tmp_path):
     assert "  i8 *\n      ^" in r.stderr.decode()
     r = quiver("map", src["tr"], "--set", "y=nope + 1", "-o", out, check=False)
     assert r.returncode == 2
-    assert "--set y: unknown column 'nope'" in r.stderr.decode()
+    assert "set y: unknown column 'nope'" in r.stderr.decode()
     r = quiver("map", src["tr"], "--set", "y=text + 1", "-o", out, check=False)
     assert r.returncode == 2 and "cannot apply '+'" in r.stderr.decode()
     r = quiver("map", src["tr"], "--set", "y=i8", "--remove-columns=zz", "-o", out, check=False)

@@ -9,8 +9,10 @@
  * cache files (written beside the data, reused, ignored, kept in memory,
  * cleaned up), map (single process, worker processes, cache reuse, a
  * failing callback leaving no cache file, row-count changes) and
- * save_to_disk round trips, indices mapping files (composed with given
- * data, resolved among their directory's datasets, errors).
+ * save_to_disk round trips, map with expressions (qv_dataset_map_exprs:
+ * values, fingerprint, errors, empty datasets), indices mapping files
+ * (composed with given data, resolved among their directory's datasets,
+ * errors).
  */
 #include <dirent.h>
 #include <signal.h>
@@ -20,6 +22,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "dataset/dataset_internal.h" /* qv_ds_args_digest */
 #include "qv_build.h"
 #include "qv_test.h"
 #include "quiver/dataset.h"
@@ -899,6 +902,119 @@ static void test_map(void) {
   qv_dataset_unref(ds);
 }
 
+/* qv_dataset_map_exprs against values computed here, its fingerprint
+ * against the one qv_dataset_map gives "quiver.map_set@1" with the params
+ * built by hand (what `quiver map --set` computed before the function
+ * moved into the library), and its errors. */
+static void test_map_exprs(void) {
+  const char *dir = subdir("map_exprs");
+  qv_dataset *ds = file_dataset(dir, 50, 6), *m = NULL, *m2 = NULL, *mp = NULL, *r = NULL;
+  const char *names[] = {"label", "b", "n"};
+  const char *exprs[] = {"label * 10", "a * 2 + 1", "len(t)"};
+  qv_map_options mo;
+  memset(&mo, 0, sizeof mo);
+  mo.batch_size = 8;
+  OK(qv_dataset_map_exprs(ds, names, exprs, 3, &mo, NULL, &m, &E));
+  QV_CHECK_EQ_INT(qv_dataset_num_columns(m), 5);
+  const char *order[] = {"a", "t", "label", "b", "n"};
+  for (int32_t c = 0; c < 5; c++)
+    QV_CHECK_EQ_STR(qv_schema_field(qv_dataset_schema(m), c)->name, order[c]);
+  int64_t id[50], lab[50], b[50], n[50];
+  for (int i = 0; i < 50; i++) {
+    char tx[16];
+    id[i] = i;
+    lab[i] = 10 * (i % 3);
+    b[i] = 2 * i + 1;
+    n[i] = snprintf(tx, sizeof tx, "r%d", i);
+  }
+  QV_CHECK(same_a(m, id, 50));
+  QV_CHECK(column_equals(m, "label", lab, 50));
+  QV_CHECK(column_equals(m, "b", b, 50));
+  QV_CHECK(column_equals(m, "n", n, 50));
+  /* the fingerprint: map_set@1 with params {set: [[NAME, canonical]...]} */
+  {
+    qv_fingerprint_args *p = NULL, *a = NULL;
+    const char *canon[] = {"(label * 10)", "((a * 2) + 1)", "len(t)"};
+    OK(qv_fingerprint_args_new(&p, &E));
+    qv_fingerprint_arg_begin_list(p, "set", &E);
+    for (int i = 0; i < 3; i++) {
+      qv_fingerprint_arg_begin_list(p, NULL, &E);
+      qv_fingerprint_arg_str(p, NULL, names[i], &E);
+      qv_fingerprint_arg_str(p, NULL, canon[i], &E);
+      qv_fingerprint_arg_end(p, &E);
+    }
+    OK(qv_fingerprint_arg_end(p, &E));
+    char digest[QV_FINGERPRINT_SIZE], want[QV_FINGERPRINT_SIZE];
+    OK(qv_ds_args_digest(p, digest, &E));
+    OK(qv_fingerprint_args_new(&a, &E));
+    qv_fingerprint_arg_bool(a, "batched", true, &E);
+    qv_fingerprint_arg_int(a, "batch_size", 8, &E);
+    qv_fingerprint_arg_str(a, "params", digest, &E);
+    OK(qv_fingerprint_update(qv_dataset_fingerprint(ds), "quiver.map_set@1", a, want, &E));
+    QV_CHECK_EQ_STR(qv_dataset_fingerprint(m), want);
+    qv_fingerprint_args_free(p);
+    qv_fingerprint_args_free(a);
+  }
+  /* spacing and parentheses do not matter; the cache file is reused */
+  const char *exprs2[] = {"(label)*10", " a*2 + (1)", "len( t )"};
+  OK(qv_dataset_map_exprs(ds, names, exprs2, 3, &mo, NULL, &m2, &E));
+  QV_CHECK_EQ_STR(qv_dataset_fingerprint(m2), qv_dataset_fingerprint(m));
+  /* worker processes and remove_columns */
+  const char *rm[] = {"t"};
+  mo.num_proc = 2;
+  mo.remove_columns = rm;
+  mo.n_remove_columns = 1;
+  qv_dataset_options mem;
+  memset(&mem, 0, sizeof mem);
+  mem.keep_in_memory = true;
+  OK(qv_dataset_map_exprs(ds, names, exprs, 3, &mo, &mem, &mp, &E));
+  QV_CHECK_EQ_INT(qv_dataset_num_columns(mp), 4);
+  QV_CHECK(qv_dataset_column_index(mp, "t") < 0);
+  QV_CHECK(column_equals(mp, "b", b, 50));
+  QV_CHECK(column_equals(mp, "label", lab, 50));
+  QV_CHECK(strcmp(qv_dataset_fingerprint(mp), qv_dataset_fingerprint(m)) != 0);
+  mo.num_proc = 0;
+  mo.n_remove_columns = 0;
+  /* errors */
+  const char *bad_col[] = {"label", "a", "zz + 1"};
+  QV_CHECK(qv_dataset_map_exprs(ds, names, bad_col, 3, &mo, NULL, &r, &E) == QV_EARG);
+  QV_CHECK(strstr(E.message, "set n: ") == E.message);
+  QV_CHECK(strstr(E.message, "unknown column 'zz'") != NULL);
+  const char *bad_type[] = {"t + 1"};
+  QV_CHECK(qv_dataset_map_exprs(ds, names, bad_type, 1, &mo, NULL, &r, &E) == QV_EARG);
+  QV_CHECK(strstr(E.message, "set label: ") == E.message);
+  QV_CHECK(strstr(E.message, "cannot apply '+'") != NULL);
+  const char *bad_syntax[] = {"a *"};
+  QV_CHECK(qv_dataset_map_exprs(ds, names, bad_syntax, 1, &mo, NULL, &r, &E) == QV_EARG);
+  QV_CHECK(strstr(E.message, "expected an expression after '*'") != NULL);
+  const char *twice[] = {"b", "b"};
+  QV_CHECK(qv_dataset_map_exprs(ds, twice, exprs, 2, &mo, NULL, &r, &E) == QV_EARG);
+  QV_CHECK_EQ_STR(E.message, "map: column 'b' is set twice");
+  QV_CHECK(qv_dataset_map_exprs(ds, names, exprs, 0, &mo, NULL, &r, &E) == QV_EARG);
+  /* an evaluation error (overflow) keeps its status and leaves no file */
+  int before = count_files(dir, "cache-");
+  const char *ovf[] = {"a * 9223372036854775807"};
+  QV_CHECK(qv_dataset_map_exprs(ds, names, ovf, 1, &mo, NULL, &r, &E) == QV_ERANGE);
+  QV_CHECK(strstr(E.message, "set label: ") != NULL);
+  QV_CHECK(strstr(E.message, "integer overflow") != NULL);
+  QV_CHECK_EQ_INT(count_files(dir, "cache-"), before);
+  QV_CHECK_EQ_INT(count_files(dir, ".cache-"), 0);
+  /* an empty dataset: expressions still checked; returned as map does */
+  qv_dataset *empty = memory_dataset(0, 4), *e = NULL;
+  QV_CHECK(qv_dataset_map_exprs(empty, names, bad_col, 3, &mo, NULL, &r, &E) == QV_EARG);
+  mo.remove_columns = rm;
+  mo.n_remove_columns = 1;
+  OK(qv_dataset_map_exprs(empty, names, exprs, 3, &mo, NULL, &e, &E));
+  QV_CHECK_EQ_INT(qv_dataset_num_rows(e), 0);
+  QV_CHECK_EQ_INT(qv_dataset_num_columns(e), 2);
+  qv_dataset_unref(e);
+  qv_dataset_unref(empty);
+  qv_dataset_unref(mp);
+  qv_dataset_unref(m2);
+  qv_dataset_unref(m);
+  qv_dataset_unref(ds);
+}
+
 static void test_sort_and_unique(void) {
   const char *dir = subdir("sort");
   qv_dataset *ds = file_dataset(dir, 30, 4), *s = NULL, *sorted = NULL, *again = NULL;
@@ -1192,6 +1308,7 @@ int main(void) {
   QV_RUN(test_columns);
   QV_RUN(test_iteration);
   QV_RUN(test_map);
+  QV_RUN(test_map_exprs);
   QV_RUN(test_sort_and_unique);
   QV_RUN(test_save_media_estimate);
   QV_RUN(test_indices_file);

@@ -3,7 +3,8 @@
  * shuffle | sort | filter | shard | split | concat | flatten SRC... -o DST`.
  * `quiver map SRC --set NAME=EXPR ... -o DST` is datasets' batched map
  * with a function made of expressions (quiver/expr.h): each --set
- * evaluates one over the batch and adds or replaces column NAME.
+ * evaluates one over the batch and adds or replaces column NAME
+ * (qv_dataset_map_exprs).
  * Each opens SRC (an Arrow IPC file, a save_to_disk Dataset directory, or
  * a DatasetDict directory: one split with --split, else every split),
  * applies the transform through the dataset layer (quiver/dataset.h) and
@@ -77,7 +78,8 @@ typedef enum ds_cmd {
 } ds_cmd;
 
 /* One --set NAME=EXPR of map: the name (owned), the expression text (in
- * argv) and its parse (owned). */
+ * argv) and its parse (owned; parsed while reading the options so that a
+ * syntax error is a usage error before SRC is opened). */
 typedef struct set_arg {
   char *name;
   const char *text;
@@ -511,100 +513,25 @@ static bool file_in(const char *dir, const char *name) {
 }
 
 /* ------------------------------------------------------------------------ */
-/* map: a batched map function made of --set expressions                     */
-
-typedef struct set_fn {
-  const ds_args *a;
-  qv_bound_expr **bound; /* [n_sets], bound to the input schema */
-} set_fn;
-
-/* qv_map_fn.call: one column per --set, evaluated over the batch. */
-static qv_status set_call(void *ctx, const qv_array *batch, int64_t first_row, int rank,
-                          qv_array **out, qv_error *err) {
-  (void)first_row;
-  (void)rank;
-  const set_fn *f = ctx;
-  int n = f->a->n_sets;
-  qv_array **cols = calloc((size_t)n, sizeof *cols);
-  qv_type *type = qv_type_new(QV_STRUCT);
-  qv_status st = cols && type ? QV_OK : qv_error_set(err, QV_ENOMEM, "out of memory");
-  for (int i = 0; i < n && st == QV_OK; i++) {
-    st = qv_bound_expr_eval(f->bound[i], batch, &cols[i], err);
-    if (st != QV_OK) {
-      st = qv_error_prefix(err, st, "--set %s: ", f->a->sets[i].name);
-      break;
-    }
-    st = qv_type_add_child(type, f->a->sets[i].name, true, qv_type_ref(cols[i]->type), NULL, err);
-    if (st != QV_OK) qv_type_unref(cols[i]->type);
-  }
-  qv_array *res = st == QV_OK ? qv_array_new(type, 1, n) : NULL;
-  if (st == QV_OK && res == NULL) st = qv_error_set(err, QV_ENOMEM, "out of memory");
-  if (st == QV_OK) {
-    res->length = batch->length;
-    res->null_count = 0;
-    for (int i = 0; i < n; i++) {
-      res->children[i] = cols[i];
-      cols[i] = NULL;
-    }
-    *out = res;
-  }
-  for (int i = 0; cols && i < n; i++) qv_array_unref(cols[i]);
-  free(cols);
-  qv_type_unref(type);
-  return st;
-}
-
-/* The map's parameters for the fingerprint: the --set list in order, each
- * [NAME, canonical rendering of EXPR] (so spacing does not matter). */
-static qv_status set_params(const ds_args *a, qv_fingerprint_args **out, qv_error *err) {
-  qv_fingerprint_args *p = NULL;
-  QV_RETURN_NOT_OK(qv_fingerprint_args_new(&p, err));
-  qv_strbuf sb;
-  qv_strbuf_init(&sb);
-  qv_status st = qv_fingerprint_arg_begin_list(p, "set", err);
-  for (int i = 0; i < a->n_sets && st == QV_OK; i++) {
-    qv_strbuf_clear(&sb);
-    st = qv_expr_to_string(a->sets[i].expr, &sb, err);
-    if (st != QV_OK) break;
-    qv_fingerprint_arg_begin_list(p, NULL, err);
-    qv_fingerprint_arg_str(p, NULL, a->sets[i].name, err);
-    qv_fingerprint_arg_strn(p, NULL, qv_strbuf_cstr(&sb), (size_t)sb.len, err);
-    st = qv_fingerprint_arg_end(p, err);
-  }
-  if (st == QV_OK) st = qv_fingerprint_arg_end(p, err);
-  qv_strbuf_reset(&sb);
-  if (st != QV_OK) {
-    qv_fingerprint_args_free(p);
-    return st;
-  }
-  *out = p;
-  return QV_OK;
-}
+/* map: --set expressions, through qv_dataset_map_exprs                      */
 
 static qv_status apply_map(const ds_args *a, qv_dataset *ds, const qv_dataset_options *o,
                            qv_dataset **out, qv_strbuf *what, qv_error *err) {
-  set_fn f = {a, calloc((size_t)a->n_sets, sizeof(qv_bound_expr *))};
-  qv_status st = f.bound ? QV_OK : qv_error_set(err, QV_ENOMEM, "out of memory");
+  const char **names = calloc((size_t)a->n_sets + 1, sizeof *names);
+  const char **exprs = calloc((size_t)a->n_sets + 1, sizeof *exprs);
+  qv_status st = names && exprs ? QV_OK : qv_error_set(err, QV_ENOMEM, "out of memory");
   for (int i = 0; i < a->n_sets && st == QV_OK; i++) {
-    st = qv_expr_bind(a->sets[i].expr, qv_dataset_schema(ds), &f.bound[i], err);
-    /* A column or type the expression gets wrong is the user's to fix. */
-    if (st == QV_EINVAL || st == QV_ETYPE)
-      st = qv_error_prefix(err, QV_EARG, "--set %s: ", a->sets[i].name);
-    else if (st != QV_OK)
-      st = qv_error_prefix(err, st, "--set %s: ", a->sets[i].name);
+    names[i] = a->sets[i].name;
+    exprs[i] = a->sets[i].text;
   }
-  qv_fingerprint_args *params = NULL;
-  if (st == QV_OK) st = set_params(a, &params, err);
   if (st == QV_OK) {
-    qv_map_fn fn = {"quiver.map_set", "1", set_call, &f, params};
     qv_map_options mo;
     memset(&mo, 0, sizeof mo);
-    mo.batched = true;
     mo.batch_size = a->batch_size;
     mo.remove_columns = a->remove;
     mo.n_remove_columns = a->n_remove;
     mo.num_proc = a->num_proc;
-    st = qv_dataset_map(ds, &fn, &mo, o, out, err);
+    st = qv_dataset_map_exprs(ds, names, exprs, a->n_sets, &mo, o, out, err);
   }
   if (st == QV_OK) {
     qv_strbuf_printf(what, NULL, "%lld rows, set", (long long)qv_dataset_num_rows(ds));
@@ -616,9 +543,8 @@ static qv_status apply_map(const ds_args *a, qv_dataset *ds, const qv_dataset_op
         qv_strbuf_printf(what, NULL, "%s %s", i ? "," : "", a->remove[i]);
     }
   }
-  qv_fingerprint_args_free(params);
-  for (int i = 0; f.bound && i < a->n_sets; i++) qv_bound_expr_free(f.bound[i]);
-  free(f.bound);
+  free(names);
+  free(exprs);
   return st;
 }
 
