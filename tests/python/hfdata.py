@@ -160,3 +160,34 @@ def translation_features_dataset(n):
     Translation and TranslationVariableLanguages."""
     main = main_dataset(n).select_columns(["i8", "f64", "label", "text"])
     return D.concatenate_datasets([main, translation_dataset(n)], axis=1)
+
+
+# ---------------------------------------------------------------------------
+# A small dataset for the operation oracles (test_dataset_oracle.py,
+# test_pyext.py, test_pyext_map.py): ids, unicode text, a ClassLabel, a
+# float with nulls (and NaN unless nan=False), a Sequence of int32.
+
+SMALL_FEATURES = D.Features({
+    "id": D.Value("int64"),
+    "text": D.Value("string"),
+    "label": D.ClassLabel(names=["neg", "pos", "neutral"]),
+    "score": D.Value("float64"),
+    "tags": D.Sequence(D.Value("int32")),
+})
+
+
+def small_rows(n, seed=7, nan=True):
+    """Columns of SMALL_FEATURES for n rows, deterministic in seed."""
+    import random
+    rng = random.Random(seed)
+    words = ["alpha", "beta", "gamma", "déjà", "日本語", "x", "longer words here", "émoji 🙂"]
+    rows = {"id": [], "text": [], "label": [], "score": [], "tags": []}
+    for i in range(n):
+        rows["id"].append(i)
+        rows["text"].append(" ".join(rng.choice(words) for _ in range(rng.randint(0, 12))))
+        rows["label"].append(rng.randint(0, 2))
+        r = rng.random()
+        score = None if r < 0.1 else round(rng.uniform(-5, 5), 2)
+        rows["score"].append(float("nan") if nan and 0.1 <= r < 0.15 else score)
+        rows["tags"].append([rng.randint(0, 9) for _ in range(rng.randint(0, 4))])
+    return rows

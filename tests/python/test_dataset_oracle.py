@@ -34,6 +34,7 @@ import qvhf  # noqa: F401  (private offline HF_HOME, before datasets)
 import datasets  # noqa: E402
 import pytest  # noqa: E402
 
+from hfdata import SMALL_FEATURES, small_rows  # noqa: E402
 from qvpaths import CLI, LIB, quiver, require  # noqa: E402
 
 # datasets' sort passes null_placement the way pyarrow 25 deprecated.
@@ -41,28 +42,10 @@ pytestmark = pytest.mark.filterwarnings("ignore:Specifying null_placement:Future
 
 D = datasets
 N = 3000
-FEATURES = D.Features({
-    "id": D.Value("int64"),
-    "text": D.Value("string"),
-    "label": D.ClassLabel(names=["neg", "pos", "neutral"]),
-    "score": D.Value("float64"),
-    "tags": D.Sequence(D.Value("int32")),
-})
+FEATURES = SMALL_FEATURES
 
 
-def make_rows(n, seed=7):
-    import random
-    rng = random.Random(seed)
-    words = ["alpha", "beta", "gamma", "déjà", "日本語", "x", "longer words here", "émoji 🙂"]
-    rows = {"id": [], "text": [], "label": [], "score": [], "tags": []}
-    for i in range(n):
-        rows["id"].append(i)
-        rows["text"].append(" ".join(rng.choice(words) for _ in range(rng.randint(0, 12))))
-        rows["label"].append(rng.randint(0, 2))
-        r = rng.random()
-        rows["score"].append(None if r < 0.1 else (float("nan") if r < 0.15 else round(rng.uniform(-5, 5), 2)))
-        rows["tags"].append([rng.randint(0, 9) for _ in range(rng.randint(0, 4))])
-    return rows
+make_rows = small_rows
 
 
 @pytest.fixture(scope="module")

@@ -41,6 +41,7 @@ import pyarrow as pa  # noqa: E402
 import pyarrow.feather  # noqa: E402,F401
 import pytest  # noqa: E402
 
+from hfdata import SMALL_FEATURES, small_rows  # noqa: E402
 from qvpaths import import_quiver, quiver as run_cli  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore:Specifying null_placement:FutureWarning")
@@ -266,26 +267,11 @@ def test_capsule_names_and_consume_once(tmp):
 # --------------------------------------------------------------- datasets --
 
 N = 500
-FEATURES = D.Features({
-    "id": D.Value("int64"),
-    "text": D.Value("string"),
-    "label": D.ClassLabel(names=["neg", "pos", "neutral"]),
-    "score": D.Value("float64"),
-    "tags": D.Sequence(D.Value("int32")),
-})
+FEATURES = SMALL_FEATURES
 
 
 def hf_rows(n=N):
-    import random
-    rng = random.Random(11)
-    words = ["alpha", "beta", "déjà", "日本語", "x"]
-    return {
-        "id": list(range(n)),
-        "text": [" ".join(rng.choice(words) for _ in range(rng.randint(0, 5))) for _ in range(n)],
-        "label": [rng.randint(0, 2) for _ in range(n)],
-        "score": [None if i % 17 == 0 else round(rng.uniform(-1, 1), 3) for i in range(n)],
-        "tags": [[rng.randint(0, 9) for _ in range(rng.randint(0, 3))] for _ in range(n)],
-    }
+    return small_rows(n, seed=11, nan=False)
 
 
 @pytest.fixture(scope="module")
