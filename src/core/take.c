@@ -47,18 +47,22 @@
 #include <string.h>
 
 #include "core/kernels_internal.h"
+#include "core/take_internal.h"
 
 /* Rows to gather: row i comes from chunks[chunk ? chunk[i] : 0], logical
- * row row[i] (that chunk's offset not applied). */
+ * row row[i] (that chunk's offset not applied), and goes to output row
+ * dest ? dest[i] : i (dest: a permutation of 0..n-1). */
 typedef struct gsrc {
   qv_array *const *chunks;
   int64_t n_chunks;
   const int64_t *chunk;
   const int64_t *row;
   int64_t n;
+  const int64_t *dest;
 } gsrc;
 
 #define SRC_CHUNK(s, i) ((s)->chunk ? (s)->chunk[i] : 0)
+#define DEST(s, i) ((s)->dest ? (s)->dest[i] : (i))
 
 static qv_status gather(const gsrc *s, qv_array **out, qv_error *err);
 
@@ -78,12 +82,14 @@ static qv_array **child_chunks(const gsrc *s, int32_t k) {
   return c;
 }
 
-/* Gather a child (children[k] of every chunk) at the given rows. */
+/* Gather a child (children[k] of every chunk) at the given rows, to the
+ * given output rows (dest may be NULL). */
 static qv_status gather_child(const gsrc *s, int32_t k, const int64_t *chunk,
-                              const int64_t *row, int64_t n, qv_array **out, qv_error *err) {
+                              const int64_t *row, int64_t n, const int64_t *dest,
+                              qv_array **out, qv_error *err) {
   qv_array **cc = child_chunks(s, k);
   if (cc == NULL) return oom(err, "child list");
-  gsrc cs = {cc, s->n_chunks, s->n_chunks > 1 ? chunk : NULL, row, n};
+  gsrc cs = {cc, s->n_chunks, s->n_chunks > 1 ? chunk : NULL, row, n, dest};
   qv_status st = gather(&cs, out, err);
   free(cc);
   return st;
@@ -108,7 +114,8 @@ static qv_status gather_validity(const gsrc *s, qv_array *out, qv_error *err) {
     int64_t off = a->offset;
     for (int64_t i = 0; i < s->n; i++) {
       uint8_t b = (uint8_t)qv_bit_get(v, off + row[i]);
-      d[i >> 3] |= (uint8_t)(b << (i & 7));
+      int64_t j = DEST(s, i);
+      d[j >> 3] |= (uint8_t)(b << (j & 7));
       valid += b;
     }
   } else {
@@ -128,7 +135,8 @@ static qv_status gather_validity(const gsrc *s, qv_array *out, qv_error *err) {
     for (int64_t i = 0; i < s->n; i++) {
       int64_t c = s->chunk[i];
       uint8_t b = vb[c] == NULL ? 1 : (uint8_t)qv_bit_get(vb[c], vo[c] + s->row[i]);
-      d[i >> 3] |= (uint8_t)(b << (i & 7));
+      int64_t j = DEST(s, i);
+      d[j >> 3] |= (uint8_t)(b << (j & 7));
       valid += b;
     }
     free(vb);
@@ -146,15 +154,32 @@ static const uint8_t *slot_base(const qv_array *a, int32_t slot, int32_t width) 
   return a->buffers[slot]->data + a->offset * width;
 }
 
-/* Inner loops with a compile-time width so the copies become plain moves. */
+/* Inner loops with a compile-time width so the copies become plain moves.
+ * With output rows (dest), the source rows come sorted (the table layer's
+ * large gathers): the value PREFETCH_AHEAD rows on is prefetched, its
+ * address now being a good guess of what the loop reads next. */
+#define PREFETCH_AHEAD 16
 #define GATHER_WIDTH(W)                                                        \
   do {                                                                         \
-    if (bases == NULL)                                                         \
+    if (dest != NULL && bases != NULL) {                                       \
+      int64_t m = n > PREFETCH_AHEAD ? n - PREFETCH_AHEAD : 0;                 \
+      for (int64_t i = 0; i < m; i++) {                                        \
+        int64_t a = i + PREFETCH_AHEAD;                                        \
+        __builtin_prefetch(bases[chunk[a]] + row[a] * (W));                    \
+        memcpy(dst + dest[i] * (W), bases[chunk[i]] + row[i] * (W), (W));      \
+      }                                                                        \
+      for (int64_t i = m; i < n; i++)                                          \
+        memcpy(dst + dest[i] * (W), bases[chunk[i]] + row[i] * (W), (W));      \
+    } else if (dest != NULL) {                                                 \
+      for (int64_t i = 0; i < n; i++)                                          \
+        memcpy(dst + dest[i] * (W), base0 + row[i] * (W), (W));                \
+    } else if (bases == NULL) {                                                \
       for (int64_t i = 0; i < n; i++)                                          \
         memcpy(dst + i * (W), base0 + row[i] * (W), (W));                      \
-    else                                                                       \
+    } else {                                                                   \
       for (int64_t i = 0; i < n; i++)                                          \
         memcpy(dst + i * (W), bases[chunk[i]] + row[i] * (W), (W));            \
+    }                                                                          \
   } while (0)
 
 /* Gather buffer `slot` (values of `width` bytes at the chunk's offset)
@@ -167,7 +192,7 @@ static qv_status gather_slot(const gsrc *s, int32_t width, int32_t slot, qv_buff
   QV_RETURN_NOT_OK(qv_buffer_alloc(bytes, &buf, err));
   const uint8_t **bases = NULL;
   const uint8_t *base0 = NULL;
-  const int64_t *row = s->row, *chunk = s->chunk;
+  const int64_t *row = s->row, *chunk = s->chunk, *dest = s->dest;
   if (chunk == NULL || s->n_chunks == 1) {
     base0 = slot_base(s->chunks[0], slot, width);
   } else {
@@ -188,8 +213,8 @@ static qv_status gather_slot(const gsrc *s, int32_t width, int32_t slot, qv_buff
     case 32: GATHER_WIDTH(32); break;
     default:
       for (int64_t i = 0; i < n; i++)
-        memcpy(dst + i * width, (bases ? bases[chunk[i]] : base0) + row[i] * width,
-               (size_t)width);
+        memcpy(dst + DEST(s, i) * width,
+               (bases ? bases[chunk[i]] : base0) + row[i] * width, (size_t)width);
   }
   free(bases);
   *out = buf;
@@ -205,13 +230,16 @@ static qv_status gather_bool(const gsrc *s, qv_array *out, qv_error *err) {
     const uint8_t *v = s->n > 0 ? a->buffers[1]->data : NULL;
     const int64_t *row = s->row;
     int64_t off = a->offset;
-    for (int64_t i = 0; i < s->n; i++)
-      d[i >> 3] |= (uint8_t)(qv_bit_get(v, off + row[i]) << (i & 7));
+    for (int64_t i = 0; i < s->n; i++) {
+      int64_t j = DEST(s, i);
+      d[j >> 3] |= (uint8_t)(qv_bit_get(v, off + row[i]) << (j & 7));
+    }
   } else {
     for (int64_t i = 0; i < s->n; i++) {
       const qv_array *a = s->chunks[s->chunk[i]];
       uint8_t b = (uint8_t)qv_bit_get(a->buffers[1]->data, a->offset + s->row[i]);
-      d[i >> 3] |= (uint8_t)(b << (i & 7));
+      int64_t j = DEST(s, i);
+      d[j >> 3] |= (uint8_t)(b << (j & 7));
     }
   }
   out->buffers[1] = buf;
@@ -287,9 +315,69 @@ static qv_status build_offsets(const gsrc *s, bool large, bool child_limit,
   return QV_OK;
 }
 
+/* With output rows (dest): the sizes are stored at their output rows
+ * (source rows read in the given, sorted, order), summed into offsets in
+ * output order, then the bytes are copied in source order again, each to
+ * its output offset. Same offsets and bytes as in output order, the same
+ * overflow error (the first output offset beyond the limit). */
+static qv_status gather_binary_to(const gsrc *s, bool large, qv_array *out, qv_error *err) {
+  int32_t w = large ? 8 : 4;
+  int64_t n = s->n;
+  int64_t *starts = xcalloc(n, sizeof *starts);
+  const uint8_t **srcs = s->chunk ? xcalloc(n, sizeof *srcs) : NULL;
+  qv_buffer *offs = NULL, *data = NULL;
+  qv_status st = starts && (srcs || !s->chunk) ? QV_OK : oom(err, "string starts");
+  if (st == QV_OK) st = qv_buffer_alloc((n + 1) * w, &offs, err);
+  for (int64_t i = 0; st == QV_OK && i < n; i++) {
+    if (i + PREFETCH_AHEAD < n) {
+      const qv_array *a = s->chunks[SRC_CHUNK(s, i + PREFETCH_AHEAD)];
+      __builtin_prefetch(a->buffers[1]->data + (a->offset + s->row[i + PREFETCH_AHEAD]) * w);
+    }
+    int64_t c = SRC_CHUNK(s, i);
+    const qv_array *a = s->chunks[c];
+    int64_t start, end;
+    range_of(a, large, s->row[i], &start, &end);
+    if (start < 0 || end < start || end > a->buffers[2]->size)
+      st = qv_error_set(err, QV_EINVAL,
+                        "take: row %lld of chunk %lld has offsets [%lld, %lld) outside "
+                        "[0, %lld)",
+                        (long long)s->row[i], (long long)c, (long long)start, (long long)end,
+                        (long long)a->buffers[2]->size);
+    starts[i] = start;
+    if (srcs) srcs[i] = a->buffers[2]->data;
+    qvk_store_int(offs->data, w, s->dest[i] + 1, end - start);
+  }
+  int64_t sum = 0;
+  for (int64_t j = 1; st == QV_OK && j <= n; j++) {
+    sum += qvk_load_int(offs->data, w, false, j);
+    if (!large && sum > INT32_MAX) st = offset_overflow(err, s->chunks[0]->type, sum);
+    else qvk_store_int(offs->data, w, j, sum);
+  }
+  if (st == QV_OK) st = qv_buffer_alloc(sum, &data, err);
+  if (st == QV_OK) {
+    const uint8_t *o = offs->data, *src0 = s->chunk ? NULL : s->chunks[0]->buffers[2]->data;
+    uint8_t *d = data->data;
+    for (int64_t i = 0; i < n; i++) {
+      if (i + PREFETCH_AHEAD < n)
+        __builtin_prefetch((srcs ? srcs[i + PREFETCH_AHEAD] : src0) + starts[i + PREFETCH_AHEAD]);
+      int64_t j = s->dest[i];
+      int64_t b = qvk_load_int(o, w, false, j), e = qvk_load_int(o, w, false, j + 1);
+      if (e > b) memcpy(d + b, (srcs ? srcs[i] : src0) + starts[i], (size_t)(e - b));
+    }
+    out->buffers[1] = offs;
+    out->buffers[2] = data;
+  } else {
+    qv_buffer_unref(offs);
+  }
+  free(starts);
+  free(srcs);
+  return st;
+}
+
 /* Two passes: sizes (building the offsets and remembering each source
  * start, so the copy pass reads the source offsets only once), then bytes. */
 static qv_status gather_binary(const gsrc *s, bool large, qv_array *out, qv_error *err) {
+  if (s->dest != NULL) return gather_binary_to(s, large, out, err);
   int64_t total = 0;
   int64_t *starts = xcalloc(s->n, sizeof *starts);
   if (starts == NULL) return oom(err, "string starts");
@@ -351,8 +439,8 @@ static qv_status gather_views(const gsrc *s, qv_array *out, qv_error *err) {
     }
     out->n_buffers = next;
     if (s->chunk != NULL) {
-      uint8_t *v = out->buffers[1]->data;
-      for (int64_t i = 0; i < s->n; i++, v += QVK_VIEW_SIZE) {
+      for (int64_t i = 0; i < s->n; i++) {
+        uint8_t *v = out->buffers[1]->data + DEST(s, i) * QVK_VIEW_SIZE;
         int32_t len, idx, shift = base[s->chunk[i]];
         memcpy(&len, v, 4);
         if (len <= QVK_VIEW_INLINE_MAX || shift == 0) continue;
@@ -491,7 +579,7 @@ static qv_status gather_list(const gsrc *s, bool large, bool is_view, qv_array *
       if (chunks) chunks[k] = c;
     }
   }
-  qv_status st = gather_child(s, 0, chunks, rows, total, &out->children[0], err);
+  qv_status st = gather_child(s, 0, chunks, rows, total, NULL, &out->children[0], err);
   free(rows);
   free(chunks);
   return st;
@@ -525,7 +613,8 @@ static qv_status gather_struct_like(const gsrc *s, qv_array *out, qv_error *err)
   QV_RETURN_NOT_OK(shifted_rows(s, &rows, err));
   qv_status st = QV_OK;
   for (int32_t k = 0; k < out->n_children && st == QV_OK; k++)
-    st = gather_child(s, k, s->chunk, rows ? rows : s->row, s->n, &out->children[k], err);
+    st = gather_child(s, k, s->chunk, rows ? rows : s->row, s->n, s->dest, &out->children[k],
+                      err);
   free(rows);
   return st;
 }
@@ -549,7 +638,7 @@ static qv_status gather_fsl(const gsrc *s, qv_array *out, qv_error *err) {
       if (chunks) chunks[k] = c;
     }
   }
-  qv_status st = gather_child(s, 0, chunks, rows, total, &out->children[0], err);
+  qv_status st = gather_child(s, 0, chunks, rows, total, NULL, &out->children[0], err);
   free(rows);
   free(chunks);
   return st;
@@ -605,7 +694,7 @@ static qv_status gather_dense_union(const gsrc *s, qv_array *out, qv_error *err)
   }
   for (int32_t k = 0; k < nk && st == QV_OK; k++)
     st = gather_child(s, k, chunks ? chunks + count[k] : NULL, rows + count[k],
-                      count[k + 1] - count[k], &out->children[k], err);
+                      count[k + 1] - count[k], NULL, &out->children[k], err);
 done:
   free(count);
   free(rows);
@@ -704,7 +793,7 @@ static qv_status gather_ree(const gsrc *s, qv_array *out, qv_error *err) {
   re->null_count = 0;
   out->children[0] = re;
   re = NULL;
-  st = gather_child(s, 1, chunks, phys, runs, &out->children[1], err);
+  st = gather_child(s, 1, chunks, phys, runs, NULL, &out->children[1], err);
 done:
   qv_array_unref(re);
   free(phys);
@@ -714,8 +803,40 @@ done:
 
 /* ------------------------------------------------------------------------ */
 
+/* Layouts whose kernels write to output rows (gsrc.dest) themselves. */
+static bool scatters(qv_type_id id) {
+  switch (id) {
+    case QV_LIST: case QV_MAP: case QV_LARGE_LIST: case QV_LIST_VIEW:
+    case QV_LARGE_LIST_VIEW: case QV_FIXED_SIZE_LIST: case QV_DENSE_UNION:
+    case QV_DICTIONARY: case QV_RUN_END_ENCODED:
+      return false;
+    default:
+      return true;
+  }
+}
+
+/* Any other layout with output rows: gathered in source order, then
+ * permuted to output order (output row dest[i] is gathered row i). */
+static qv_status gather_permuted(const gsrc *s, qv_array **out, qv_error *err) {
+  gsrc in_order = *s;
+  in_order.dest = NULL;
+  qv_array *tmp = NULL;
+  QV_RETURN_NOT_OK(gather(&in_order, &tmp, err));
+  int64_t *inv = xcalloc(s->n, sizeof *inv);
+  qv_status st = inv ? QV_OK : oom(err, "permutation");
+  if (st == QV_OK) {
+    for (int64_t i = 0; i < s->n; i++) inv[s->dest[i]] = i;
+    gsrc p = {&tmp, 1, NULL, inv, s->n, NULL};
+    st = gather(&p, out, err);
+  }
+  free(inv);
+  qv_array_unref(tmp);
+  return st;
+}
+
 static qv_status gather(const gsrc *s, qv_array **out, qv_error *err) {
   qv_type *t = s->chunks[0]->type;
+  if (s->dest != NULL && !scatters(t->id)) return gather_permuted(s, out, err);
   qv_array *a = qv_array_new(t, qv_type_num_buffers(t->id), t->n_children);
   if (a == NULL) return oom(err, "array");
   a->length = s->n;
@@ -796,7 +917,14 @@ qv_status qv_array_take(qv_array *a, const int64_t *indices, int64_t n, qv_array
                           "take: index %lld (position %lld) is out of range for an array of "
                           "length %lld",
                           (long long)indices[i], (long long)i, (long long)a->length);
-  gsrc s = {&a, 1, NULL, indices, n};
+  gsrc s = {&a, 1, NULL, indices, n, NULL};
+  return gather(&s, out, err);
+}
+
+qv_status qv_take_chunked_to(qv_array *const *chunks, int64_t n_chunks, const int64_t *chunk_index,
+                             const int64_t *row_index, const int64_t *dest, int64_t n,
+                             qv_array **out, qv_error *err) {
+  gsrc s = {chunks, n_chunks, n_chunks > 1 ? chunk_index : NULL, row_index, n, dest};
   return gather(&s, out, err);
 }
 
@@ -832,6 +960,6 @@ qv_status qv_array_take_chunked(qv_array *const *chunks, int64_t n_chunks,
                           (long long)row_index[i], (long long)i, (long long)c,
                           (long long)chunks[c]->length);
   }
-  gsrc s = {chunks, n_chunks, n_chunks > 1 ? chunk_index : NULL, row_index, n};
+  gsrc s = {chunks, n_chunks, n_chunks > 1 ? chunk_index : NULL, row_index, n, NULL};
   return gather(&s, out, err);
 }

@@ -1,0 +1,28 @@
+/*
+ * take_internal.h — the gather engine of take.c with output rows given:
+ * for the table layer's large gathers, which read the source rows in
+ * sorted order and write each to its place in the output. Core layer;
+ * internal, not installed.
+ */
+#ifndef QUIVER_CORE_TAKE_INTERNAL_H
+#define QUIVER_CORE_TAKE_INTERNAL_H
+
+#include "quiver/array.h"
+
+/**
+ * As qv_array_take_chunked, except that source row i (chunks[chunk_index[i]],
+ * row row_index[i]) becomes output row dest[i]: the result equals
+ * qv_array_take_chunked over the pairs reordered so that pair i is at
+ * position dest[i]. Nothing is checked: the chunks must share one type,
+ * every (chunk, row) pair must be in range and dest must be a permutation
+ * of 0..n-1 (the caller builds all three). Fixed-width, bool, binary and
+ * string (+large), view and struct layouts are written in place, in the
+ * given order (prefetching ahead, so sorted rows read the mapping in file
+ * order); other layouts are gathered in the given order and then permuted.
+ * *out is a new array the caller owns; the chunks are unchanged.
+ */
+qv_status qv_take_chunked_to(qv_array *const *chunks, int64_t n_chunks, const int64_t *chunk_index,
+                             const int64_t *row_index, const int64_t *dest, int64_t n,
+                             qv_array **out, qv_error *err);
+
+#endif
