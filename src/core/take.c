@@ -815,28 +815,30 @@ static bool scatters(qv_type_id id) {
   }
 }
 
-/* Any other layout with output rows: gathered in source order, then
- * permuted to output order (output row dest[i] is gathered row i). */
-static qv_status gather_permuted(const gsrc *s, qv_array **out, qv_error *err) {
-  gsrc in_order = *s;
-  in_order.dest = NULL;
-  qv_array *tmp = NULL;
-  QV_RETURN_NOT_OK(gather(&in_order, &tmp, err));
-  int64_t *inv = xcalloc(s->n, sizeof *inv);
-  qv_status st = inv ? QV_OK : oom(err, "permutation");
+/* Any other layout with output rows: the rows are put in output order
+ * and gathered as without them (the same bits by construction; these
+ * layouts gather child row lists, merge runs or share children in ways
+ * that depend on the order). */
+static qv_status gather_in_output_order(const gsrc *s, qv_array **out, qv_error *err) {
+  int64_t *chunk = s->chunk ? xcalloc(s->n, sizeof *chunk) : NULL;
+  int64_t *row = xcalloc(s->n, sizeof *row);
+  qv_status st = row && (chunk || !s->chunk) ? QV_OK : oom(err, "output order");
   if (st == QV_OK) {
-    for (int64_t i = 0; i < s->n; i++) inv[s->dest[i]] = i;
-    gsrc p = {&tmp, 1, NULL, inv, s->n, NULL};
-    st = gather(&p, out, err);
+    for (int64_t i = 0; i < s->n; i++) {
+      row[s->dest[i]] = s->row[i];
+      if (chunk) chunk[s->dest[i]] = s->chunk[i];
+    }
+    gsrc o = {s->chunks, s->n_chunks, chunk, row, s->n, NULL};
+    st = gather(&o, out, err);
   }
-  free(inv);
-  qv_array_unref(tmp);
+  free(chunk);
+  free(row);
   return st;
 }
 
 static qv_status gather(const gsrc *s, qv_array **out, qv_error *err) {
   qv_type *t = s->chunks[0]->type;
-  if (s->dest != NULL && !scatters(t->id)) return gather_permuted(s, out, err);
+  if (s->dest != NULL && !scatters(t->id)) return gather_in_output_order(s, out, err);
   qv_array *a = qv_array_new(t, qv_type_num_buffers(t->id), t->n_children);
   if (a == NULL) return oom(err, "array");
   a->length = s->n;

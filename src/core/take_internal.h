@@ -18,7 +18,8 @@
  * of 0..n-1 (the caller builds all three). Fixed-width, bool, binary and
  * string (+large), view and struct layouts are written in place, in the
  * given order (prefetching ahead, so sorted rows read the mapping in file
- * order); other layouts are gathered in the given order and then permuted.
+ * order); for the other layouts the pairs are put in output order first.
+ * dest NULL: row i goes to output row i.
  * *out is a new array the caller owns; the chunks are unchanged.
  */
 qv_status qv_take_chunked_to(qv_array *const *chunks, int64_t n_chunks, const int64_t *chunk_index,

@@ -4,6 +4,7 @@
  * several chunks with distinct or shared dictionaries; zero-copy sharing
  * where the contract promises it; error cases with exact messages. */
 #include "array_oracle.h"
+#include "core/take_internal.h"
 #include "qv_test.h"
 
 static int64_t compared; /* elements checked against the oracle */
@@ -129,6 +130,70 @@ static void test_take_chunked_random(void) {
       }
       for (int c = 0; c < nc; c++) qv_array_unref(chunks[c]);
       qv_array_unref(base);
+    }
+    qv_type_unref(t);
+  }
+}
+
+/* qv_take_chunked_to (source row i to output row dest[i]) gives the same
+ * bits as qv_array_take_chunked over the pairs put in output order, for
+ * every type: the layouts written in place and those permuted after. The
+ * source rows come sorted (as the table gather sends them), in random
+ * order, or with dest the identity; repeats, descending runs, empty
+ * chunks. */
+static void test_take_chunked_to(void) {
+  for (int ti = 0; ti < ORC_N_TYPES; ti++) {
+    qv_type *t = orc_type(ti);
+    for (int trial = 0; trial < 60; trial++) {
+      qv_array *chunks[4];
+      int nc = 1 + (int)orc_int(4);
+      int64_t lens[4];
+      for (int c = 0; c < nc; c++) {
+        lens[c] = orc_int(4) == 0 ? 0 : 1 + orc_int(trial % 8 == 7 ? 90 : 9);
+        chunks[c] = orc_gen_sliced(t, lens[c]);
+      }
+      int64_t n = orc_int(trial % 8 == 7 ? 300 : 30), ci[300], ri[300], k = 0;
+      for (int64_t i = 0; i < n; i++) {
+        int c = (int)orc_int(nc);
+        if (lens[c] == 0) continue;
+        ci[k] = c;
+        ri[k] = trial % 5 == 4 ? 0 : orc_int(lens[c]); /* all-equal rows now and then */
+        k++;
+      }
+      int mode = trial % 3; /* 0: sorted source, 1: random, 2: identity */
+      if (mode == 0)
+        for (int64_t i = 1; i < k; i++)
+          for (int64_t j = i; j > 0 && (ci[j - 1] > ci[j] || (ci[j - 1] == ci[j] &&
+                                                              ri[j - 1] > ri[j])); j--) {
+            int64_t x = ci[j]; ci[j] = ci[j - 1]; ci[j - 1] = x;
+            x = ri[j]; ri[j] = ri[j - 1]; ri[j - 1] = x;
+          }
+      int64_t dest[300], oc[300], orow[300];
+      for (int64_t i = 0; i < k; i++) dest[i] = i;
+      for (int64_t i = k - 1; mode != 2 && i > 0; i--) { /* random permutation */
+        int64_t j = orc_int(i + 1), x = dest[i];
+        dest[i] = dest[j];
+        dest[j] = x;
+      }
+      for (int64_t i = 0; i < k; i++) {
+        oc[dest[i]] = ci[i];
+        orow[dest[i]] = ri[i];
+      }
+      qv_array *want = NULL, *got = NULL;
+      qv_error err;
+      QV_CHECK(qv_array_take_chunked(chunks, nc, oc, orow, k, &want, &err) == QV_OK);
+      qv_status st = qv_take_chunked_to(chunks, nc, ci, ri, dest, k, &got, &err);
+      if (st != QV_OK) fprintf(stderr, "type %d: take_chunked_to failed: %s\n", ti, err.message);
+      QV_CHECK(st == QV_OK);
+      if (st == QV_OK && want != NULL) {
+        check_gather(got, chunks, oc, orow, k, ti);
+        const char *diff = orc_same_bits(want, got);
+        if (diff != NULL) fprintf(stderr, "type %d trial %d: %s differ\n", ti, trial, diff);
+        QV_CHECK(diff == NULL);
+      }
+      qv_array_unref(want);
+      qv_array_unref(got);
+      for (int c = 0; c < nc; c++) qv_array_unref(chunks[c]);
     }
     qv_type_unref(t);
   }
@@ -299,6 +364,7 @@ static void test_take_empty_without_buffers(void) {
 int main(void) {
   QV_RUN(test_take_random);
   QV_RUN(test_take_chunked_random);
+  QV_RUN(test_take_chunked_to);
   QV_RUN(test_take_zero_copy_parts);
   QV_RUN(test_take_empty_without_buffers);
   QV_RUN(test_take_errors);
