@@ -628,8 +628,8 @@ qv_status qv_table_locate(const qv_table *t, int64_t row, int64_t *out_batch,
 /* ------------------------------------------------------------------------ */
 /* Gather                                                                    */
 
-int64_t qv_tbl_gather_sort_min_n = 1 << 16;
-int64_t qv_tbl_gather_sort_min_rows = 1 << 22;
+int64_t qv_tbl_gather_sort_min_n = 1 << 10;
+int64_t qv_tbl_gather_sort_min_rows = 1 << 20;
 
 /* Bucket lookup table for resolving many rows: lut[k] is the batch holding
  * row k << shift; a row's batch lies in [lut[k], lut[k+1]]. Buckets are
