@@ -59,6 +59,7 @@ typedef struct gsrc {
   const int64_t *row;
   int64_t n;
   const int64_t *dest;
+  qv_pool *pool; /* optional: threads for the loops over output rows */
 } gsrc;
 
 #define SRC_CHUNK(s, i) ((s)->chunk ? (s)->chunk[i] : 0)
@@ -89,7 +90,7 @@ static qv_status gather_child(const gsrc *s, int32_t k, const int64_t *chunk,
                               qv_array **out, qv_error *err) {
   qv_array **cc = child_chunks(s, k);
   if (cc == NULL) return oom(err, "child list");
-  gsrc cs = {cc, s->n_chunks, s->n_chunks > 1 ? chunk : NULL, row, n, dest};
+  gsrc cs = {cc, s->n_chunks, s->n_chunks > 1 ? chunk : NULL, row, n, dest, s->pool};
   qv_status st = gather(&cs, out, err);
   free(cc);
   return st;
@@ -154,6 +155,35 @@ static const uint8_t *slot_base(const qv_array *a, int32_t slot, int32_t width) 
   return a->buffers[slot]->data + a->offset * width;
 }
 
+/* A loop over rows [0, n) of a gather with output rows (dest), split
+ * into one part per thread of s->pool when there is one and at least
+ * qv_take_parallel_min_n rows: the parts write disjoint output bytes. */
+int64_t qv_take_parallel_min_n = (int64_t)1 << 16;
+
+typedef void (*rows_fn)(void *ctx, int64_t lo, int64_t hi);
+typedef struct rows_job {
+  rows_fn fn;
+  void *ctx;
+  int64_t n;
+  int parts;
+} rows_job;
+
+static void rows_task(void *ctx, int64_t p, int worker) {
+  (void)worker;
+  const rows_job *j = ctx;
+  j->fn(j->ctx, j->n * p / j->parts, j->n * (p + 1) / j->parts);
+}
+
+static void run_rows(const gsrc *s, rows_fn fn, void *ctx) {
+  int parts = s->pool != NULL && s->dest != NULL && s->n >= qv_take_parallel_min_n ? qv_pool_size(s->pool) : 1;
+  if (parts <= 1) {
+    fn(ctx, 0, s->n);
+    return;
+  }
+  rows_job j = {fn, ctx, s->n, parts};
+  qv_pool_run(s->pool, parts, rows_task, &j);
+}
+
 /* Inner loops with a compile-time width so the copies become plain moves.
  * With output rows (dest), the source rows come sorted (the table layer's
  * large gathers): the value PREFETCH_AHEAD rows on is prefetched, its
@@ -162,25 +192,54 @@ static const uint8_t *slot_base(const qv_array *a, int32_t slot, int32_t width) 
 #define GATHER_WIDTH(W)                                                        \
   do {                                                                         \
     if (dest != NULL && bases != NULL) {                                       \
-      int64_t m = n > PREFETCH_AHEAD ? n - PREFETCH_AHEAD : 0;                 \
-      for (int64_t i = 0; i < m; i++) {                                        \
+      int64_t m = hi - lo > PREFETCH_AHEAD ? hi - PREFETCH_AHEAD : lo;         \
+      for (int64_t i = lo; i < m; i++) {                                       \
         int64_t a = i + PREFETCH_AHEAD;                                        \
         __builtin_prefetch(bases[chunk[a]] + row[a] * (W));                    \
         memcpy(dst + dest[i] * (W), bases[chunk[i]] + row[i] * (W), (W));      \
       }                                                                        \
-      for (int64_t i = m; i < n; i++)                                          \
+      for (int64_t i = m; i < hi; i++)                                         \
         memcpy(dst + dest[i] * (W), bases[chunk[i]] + row[i] * (W), (W));      \
     } else if (dest != NULL) {                                                 \
-      for (int64_t i = 0; i < n; i++)                                          \
+      for (int64_t i = lo; i < hi; i++)                                        \
         memcpy(dst + dest[i] * (W), base0 + row[i] * (W), (W));                \
     } else if (bases == NULL) {                                                \
-      for (int64_t i = 0; i < n; i++)                                          \
+      for (int64_t i = lo; i < hi; i++)                                        \
         memcpy(dst + i * (W), base0 + row[i] * (W), (W));                      \
     } else {                                                                   \
-      for (int64_t i = 0; i < n; i++)                                          \
+      for (int64_t i = lo; i < hi; i++)                                        \
         memcpy(dst + i * (W), bases[chunk[i]] + row[i] * (W), (W));            \
     }                                                                          \
   } while (0)
+
+typedef struct slot_rows_ctx {
+  const gsrc *s;
+  int32_t width;
+  const uint8_t *base0;        /* one chunk */
+  const uint8_t *const *bases; /* several */
+  uint8_t *dst;
+} slot_rows_ctx;
+
+static void slot_rows(void *ctx, int64_t lo, int64_t hi) {
+  const slot_rows_ctx *x = ctx;
+  const gsrc *s = x->s;
+  const int64_t *row = s->row, *chunk = s->chunk, *dest = s->dest;
+  const uint8_t *base0 = x->base0, *const *bases = x->bases;
+  uint8_t *dst = x->dst;
+  int32_t width = x->width;
+  switch (width) {
+    case 1: GATHER_WIDTH(1); break;
+    case 2: GATHER_WIDTH(2); break;
+    case 4: GATHER_WIDTH(4); break;
+    case 8: GATHER_WIDTH(8); break;
+    case 16: GATHER_WIDTH(16); break;
+    case 32: GATHER_WIDTH(32); break;
+    default:
+      for (int64_t i = lo; i < hi; i++)
+        memcpy(dst + DEST(s, i) * width,
+               (bases ? bases[chunk[i]] : base0) + row[i] * width, (size_t)width);
+  }
+}
 
 /* Gather buffer `slot` (values of `width` bytes at the chunk's offset)
  * into a new buffer. */
@@ -192,8 +251,7 @@ static qv_status gather_slot(const gsrc *s, int32_t width, int32_t slot, qv_buff
   QV_RETURN_NOT_OK(qv_buffer_alloc(bytes, &buf, err));
   const uint8_t **bases = NULL;
   const uint8_t *base0 = NULL;
-  const int64_t *row = s->row, *chunk = s->chunk, *dest = s->dest;
-  if (chunk == NULL || s->n_chunks == 1) {
+  if (s->chunk == NULL || s->n_chunks == 1) {
     base0 = slot_base(s->chunks[0], slot, width);
   } else {
     bases = xcalloc(s->n_chunks, sizeof *bases);
@@ -203,19 +261,8 @@ static qv_status gather_slot(const gsrc *s, int32_t width, int32_t slot, qv_buff
     }
     for (int64_t c = 0; c < s->n_chunks; c++) bases[c] = slot_base(s->chunks[c], slot, width);
   }
-  uint8_t *dst = buf->data;
-  switch (width) {
-    case 1: GATHER_WIDTH(1); break;
-    case 2: GATHER_WIDTH(2); break;
-    case 4: GATHER_WIDTH(4); break;
-    case 8: GATHER_WIDTH(8); break;
-    case 16: GATHER_WIDTH(16); break;
-    case 32: GATHER_WIDTH(32); break;
-    default:
-      for (int64_t i = 0; i < n; i++)
-        memcpy(dst + DEST(s, i) * width,
-               (bases ? bases[chunk[i]] : base0) + row[i] * width, (size_t)width);
-  }
+  slot_rows_ctx x = {s, width, base0, bases, buf->data};
+  run_rows(s, slot_rows, &x);
   free(bases);
   *out = buf;
   return QV_OK;
@@ -319,58 +366,98 @@ static qv_status build_offsets(const gsrc *s, bool large, bool child_limit,
  * (source rows read in the given, sorted, order), summed into offsets in
  * output order, then the bytes are copied in source order again, each to
  * its output offset. Same offsets and bytes as in output order, the same
- * overflow error (the first output offset beyond the limit). */
-static qv_status gather_binary_to(const gsrc *s, bool large, qv_array *out, qv_error *err) {
-  int32_t w = large ? 8 : 4;
-  int64_t n = s->n;
-  int64_t *starts = xcalloc(n, sizeof *starts);
-  const uint8_t **srcs = s->chunk ? xcalloc(n, sizeof *srcs) : NULL;
-  qv_buffer *offs = NULL, *data = NULL;
-  qv_status st = starts && (srcs || !s->chunk) ? QV_OK : oom(err, "string starts");
-  if (st == QV_OK) st = qv_buffer_alloc((n + 1) * w, &offs, err);
-  for (int64_t i = 0; st == QV_OK && i < n; i++) {
-    if (i + PREFETCH_AHEAD < n) {
+ * overflow error (the first output offset beyond the limit). Both passes
+ * over the rows run in parts on the pool's threads (run_rows). */
+typedef struct bin_rows_ctx {
+  const gsrc *s;
+  int32_t w;                 /* offset width */
+  int64_t *starts;           /* source start of row i */
+  const uint8_t **srcs;      /* source data of row i (several chunks) */
+  const uint8_t *src0;       /* one chunk */
+  uint8_t *offs, *data;      /* output */
+  int64_t bad;               /* first row with offsets outside its data (n: none) */
+} bin_rows_ctx;
+
+static void bin_size_rows(void *ctx, int64_t lo, int64_t hi) {
+  bin_rows_ctx *x = ctx;
+  const gsrc *s = x->s;
+  int32_t w = x->w;
+  for (int64_t i = lo; i < hi; i++) {
+    if (i + PREFETCH_AHEAD < hi) {
       const qv_array *a = s->chunks[SRC_CHUNK(s, i + PREFETCH_AHEAD)];
       __builtin_prefetch(a->buffers[1]->data + (a->offset + s->row[i + PREFETCH_AHEAD]) * w);
     }
-    int64_t c = SRC_CHUNK(s, i);
-    const qv_array *a = s->chunks[c];
+    const qv_array *a = s->chunks[SRC_CHUNK(s, i)];
     int64_t start, end;
-    range_of(a, large, s->row[i], &start, &end);
-    if (start < 0 || end < start || end > a->buffers[2]->size)
+    range_of(a, w == 8, s->row[i], &start, &end);
+    if (start < 0 || end < start || end > a->buffers[2]->size) {
+      int64_t seen = __atomic_load_n(&x->bad, __ATOMIC_RELAXED);
+      while (i < seen && !__atomic_compare_exchange_n(&x->bad, &seen, i, false,
+                                                      __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+      }
+      return;
+    }
+    x->starts[i] = start;
+    if (x->srcs) x->srcs[i] = a->buffers[2]->data;
+    qvk_store_int(x->offs, w, s->dest[i] + 1, end - start);
+  }
+}
+
+static void bin_copy_rows(void *ctx, int64_t lo, int64_t hi) {
+  const bin_rows_ctx *x = ctx;
+  const int64_t *dest = x->s->dest, *starts = x->starts;
+  const uint8_t *const *srcs = x->srcs;
+  const uint8_t *o = x->offs, *src0 = x->src0;
+  int32_t w = x->w;
+  for (int64_t i = lo; i < hi; i++) {
+    if (i + PREFETCH_AHEAD < hi)
+      __builtin_prefetch((srcs ? srcs[i + PREFETCH_AHEAD] : src0) + starts[i + PREFETCH_AHEAD]);
+    int64_t j = dest[i];
+    int64_t b = qvk_load_int(o, w, false, j), e = qvk_load_int(o, w, false, j + 1);
+    if (e > b) memcpy(x->data + b, (srcs ? srcs[i] : src0) + starts[i], (size_t)(e - b));
+  }
+}
+
+static qv_status gather_binary_to(const gsrc *s, bool large, qv_array *out, qv_error *err) {
+  int32_t w = large ? 8 : 4;
+  int64_t n = s->n;
+  bin_rows_ctx x = {s, w, xcalloc(n, sizeof(int64_t)), s->chunk ? xcalloc(n, sizeof(void *)) : NULL,
+                    s->chunk == NULL && n > 0 ? s->chunks[0]->buffers[2]->data : NULL, NULL, NULL,
+                    n};
+  qv_buffer *offs = NULL, *data = NULL;
+  qv_status st = x.starts && (x.srcs || !s->chunk) ? QV_OK : oom(err, "string starts");
+  if (st == QV_OK) st = qv_buffer_alloc((n + 1) * w, &offs, err);
+  if (st == QV_OK) {
+    x.offs = offs->data;
+    run_rows(s, bin_size_rows, &x);
+    if (x.bad < n) {
+      int64_t i = x.bad, c = SRC_CHUNK(s, i), start, end;
+      const qv_array *a = s->chunks[c];
+      range_of(a, large, s->row[i], &start, &end);
       st = qv_error_set(err, QV_EINVAL,
                         "take: row %lld of chunk %lld has offsets [%lld, %lld) outside "
                         "[0, %lld)",
                         (long long)s->row[i], (long long)c, (long long)start, (long long)end,
                         (long long)a->buffers[2]->size);
-    starts[i] = start;
-    if (srcs) srcs[i] = a->buffers[2]->data;
-    qvk_store_int(offs->data, w, s->dest[i] + 1, end - start);
+    }
   }
   int64_t sum = 0;
   for (int64_t j = 1; st == QV_OK && j <= n; j++) {
-    sum += qvk_load_int(offs->data, w, false, j);
+    sum += qvk_load_int(x.offs, w, false, j);
     if (!large && sum > INT32_MAX) st = offset_overflow(err, s->chunks[0]->type, sum);
-    else qvk_store_int(offs->data, w, j, sum);
+    else qvk_store_int(x.offs, w, j, sum);
   }
   if (st == QV_OK) st = qv_buffer_alloc(sum, &data, err);
   if (st == QV_OK) {
-    const uint8_t *o = offs->data, *src0 = s->chunk ? NULL : s->chunks[0]->buffers[2]->data;
-    uint8_t *d = data->data;
-    for (int64_t i = 0; i < n; i++) {
-      if (i + PREFETCH_AHEAD < n)
-        __builtin_prefetch((srcs ? srcs[i + PREFETCH_AHEAD] : src0) + starts[i + PREFETCH_AHEAD]);
-      int64_t j = s->dest[i];
-      int64_t b = qvk_load_int(o, w, false, j), e = qvk_load_int(o, w, false, j + 1);
-      if (e > b) memcpy(d + b, (srcs ? srcs[i] : src0) + starts[i], (size_t)(e - b));
-    }
+    x.data = data->data;
+    run_rows(s, bin_copy_rows, &x);
     out->buffers[1] = offs;
     out->buffers[2] = data;
   } else {
     qv_buffer_unref(offs);
   }
-  free(starts);
-  free(srcs);
+  free(x.starts);
+  free(x.srcs);
   return st;
 }
 
@@ -828,7 +915,7 @@ static qv_status gather_in_output_order(const gsrc *s, qv_array **out, qv_error 
       row[s->dest[i]] = s->row[i];
       if (chunk) chunk[s->dest[i]] = s->chunk[i];
     }
-    gsrc o = {s->chunks, s->n_chunks, chunk, row, s->n, NULL};
+    gsrc o = {s->chunks, s->n_chunks, chunk, row, s->n, NULL, NULL};
     st = gather(&o, out, err);
   }
   free(chunk);
@@ -919,14 +1006,14 @@ qv_status qv_array_take(qv_array *a, const int64_t *indices, int64_t n, qv_array
                           "take: index %lld (position %lld) is out of range for an array of "
                           "length %lld",
                           (long long)indices[i], (long long)i, (long long)a->length);
-  gsrc s = {&a, 1, NULL, indices, n, NULL};
+  gsrc s = {&a, 1, NULL, indices, n, NULL, NULL};
   return gather(&s, out, err);
 }
 
 qv_status qv_take_chunked_to(qv_array *const *chunks, int64_t n_chunks, const int64_t *chunk_index,
                              const int64_t *row_index, const int64_t *dest, int64_t n,
-                             qv_array **out, qv_error *err) {
-  gsrc s = {chunks, n_chunks, n_chunks > 1 ? chunk_index : NULL, row_index, n, dest};
+                             qv_pool *pool, qv_array **out, qv_error *err) {
+  gsrc s = {chunks, n_chunks, n_chunks > 1 ? chunk_index : NULL, row_index, n, dest, pool};
   return gather(&s, out, err);
 }
 
@@ -962,6 +1049,6 @@ qv_status qv_array_take_chunked(qv_array *const *chunks, int64_t n_chunks,
                           (long long)row_index[i], (long long)i, (long long)c,
                           (long long)chunks[c]->length);
   }
-  gsrc s = {chunks, n_chunks, n_chunks > 1 ? chunk_index : NULL, row_index, n, NULL};
+  gsrc s = {chunks, n_chunks, n_chunks > 1 ? chunk_index : NULL, row_index, n, NULL, NULL};
   return gather(&s, out, err);
 }

@@ -7,6 +7,7 @@
 #ifndef QUIVER_CORE_TAKE_INTERNAL_H
 #define QUIVER_CORE_TAKE_INTERNAL_H
 
+#include "core/parallel_internal.h"
 #include "quiver/array.h"
 
 /**
@@ -19,11 +20,18 @@
  * string (+large), view and struct layouts are written in place, in the
  * given order (prefetching ahead, so sorted rows read the mapping in file
  * order); for the other layouts the pairs are put in output order first.
- * dest NULL: row i goes to output row i.
+ * dest NULL: row i goes to output row i. With a pool (may be NULL), dest
+ * and at least qv_take_parallel_min_n rows, the loops over the rows of
+ * those layouts run in parts on the pool's threads; the result is the
+ * same.
  * *out is a new array the caller owns; the chunks are unchanged.
  */
 qv_status qv_take_chunked_to(qv_array *const *chunks, int64_t n_chunks, const int64_t *chunk_index,
                              const int64_t *row_index, const int64_t *dest, int64_t n,
-                             qv_array **out, qv_error *err);
+                             qv_pool *pool, qv_array **out, qv_error *err);
+
+/* Rows from which qv_take_chunked_to splits its loops over a pool's
+ * threads: 64 Ki (a variable so that tests can lower it). */
+extern int64_t qv_take_parallel_min_n;
 
 #endif

@@ -631,7 +631,6 @@ qv_status qv_table_locate(const qv_table *t, int64_t row, int64_t *out_batch,
 
 int64_t qv_tbl_gather_sort_min_n = 1 << 10;
 int64_t qv_tbl_gather_sort_min_rows = 1 << 20;
-int64_t qv_tbl_gather_parallel_min_n = 1 << 16;
 
 /* Bucket lookup table for resolving many rows: lut[k] is the batch holding
  * row k << shift; a row's batch lies in [lut[k], lut[k+1]]. Buckets are
@@ -683,78 +682,21 @@ static void resolve_rows(const qv_table *t, const row_lut *l, const int64_t *idx
   }
 }
 
-/* One column of a gather (a pool task). */
-typedef struct col_job {
-  qv_table *t;
-  qv_array **used; /* the batches touched */
-  int64_t k;
-  const int64_t *batch, *row, *dest;
-  int64_t n;
-  qv_array **cols;
-  qv_status *st;   /* per column */
-  qv_error *errs;  /* per column */
-  int32_t *order;  /* task i gathers column order[i] */
-} col_job;
-
-static qv_status gather_column(const col_job *J, int32_t c, qv_error *err) {
-  qv_array **chunks = malloc(sizeof *chunks * (size_t)(J->k > 0 ? J->k : 1));
-  if (chunks == NULL) return oom(err, "gather");
-  for (int64_t j = 0; j < J->k; j++) chunks[j] = J->used[j]->children[c];
-  qv_status st = qv_take_chunked_to(chunks, J->k, J->batch, J->row, J->dest, J->n, &J->cols[c], err);
-  free(chunks);
-  if (st != QV_OK)
-    qv_error_prefix(err, st, "gather: column '%s': ", J->t->schema->type->children[c].name);
-  return st;
-}
-
-static void column_task(void *ctx, int64_t i, int worker) {
-  (void)worker;
-  col_job *J = ctx;
-  int32_t c = J->order[i];
-  J->st[c] = gather_column(J, c, &J->errs[c]);
-}
-
-/* Columns gathered on two threads at once (measured: the random reads of
- * one thread leave memory bandwidth unused), variable-width columns (the
- * slow ones) first; the first failing column's error is reported, as in
- * the serial loop. */
-static qv_status gather_columns_parallel(col_job *J, int32_t nc, qv_error *err) {
-  qv_pool *pool = NULL;
-  J->st = calloc((size_t)nc, sizeof *J->st);
-  J->errs = calloc((size_t)nc, sizeof *J->errs);
-  J->order = calloc((size_t)nc, sizeof *J->order);
-  qv_status st = J->st && J->errs && J->order ? qv_pool_new(2, &pool, err) : oom(err, "gather");
-  if (st == QV_OK) {
-    const qv_type *type = J->t->schema->type;
-    int32_t k = 0;
-    for (int pass = 0; pass < 2; pass++)
-      for (int32_t c = 0; c < nc; c++)
-        if ((qv_type_byte_width(type->children[c].type) > 0) == (pass == 1)) J->order[k++] = c;
-    qv_pool_run(pool, nc, column_task, J);
-    qv_pool_free(pool);
-    for (int32_t c = 0; c < nc && st == QV_OK; c++)
-      if (J->st[c] != QV_OK) {
-        st = J->st[c];
-        *err = J->errs[c];
-      }
-  }
-  free(J->st);
-  free(J->errs);
-  free(J->order);
-  return st;
-}
-
 /* Gather columns for rows (batch[i], row[i]), row i to output row dest[i]
  * (dest NULL: to row i). Only the batches touched are decoded and handed
  * to the kernel (batch[] is rewritten to indexes into that list). cols[]
- * receives one array per column. */
+ * receives one array per column. Large gathers with output rows run the
+ * kernels' loops on two threads (measured: one thread's random reads
+ * leave memory bandwidth unused). */
 static qv_status gather_columns(qv_table *t, int64_t *batch, const int64_t *row,
                                 const int64_t *dest, int64_t n, qv_array **cols, qv_error *err) {
-  int32_t nc = t->schema->type->n_children;
+  qv_type *type = t->schema->type;
+  int32_t nc = type->n_children;
   int64_t nb = t->n_batches;
   int64_t *remap = malloc(sizeof *remap * (size_t)nb);
   qv_array **used = malloc(sizeof *used * (size_t)nb);
-  qv_status st = remap && used ? QV_OK : oom(err, "gather");
+  qv_array **chunks = malloc(sizeof *chunks * (size_t)nb);
+  qv_status st = remap && used && chunks ? QV_OK : oom(err, "gather");
   int64_t k = 0;
   if (st == QV_OK) {
     for (int64_t b = 0; b < nb; b++) remap[b] = -1;
@@ -766,14 +708,18 @@ static qv_status gather_columns(qv_table *t, int64_t *batch, const int64_t *row,
     }
     for (int64_t i = 0; st == QV_OK && i < n; i++) batch[i] = remap[batch[i]];
   }
-  col_job J = {t, used, k, batch, row, dest, n, cols, NULL, NULL, NULL};
-  if (st == QV_OK && nc >= 2 && n >= qv_tbl_gather_parallel_min_n && qv_cpu_count() >= 2) {
-    st = gather_columns_parallel(&J, nc, err);
-  } else {
-    for (int32_t c = 0; c < nc && st == QV_OK; c++) st = gather_column(&J, c, err);
+  qv_pool *pool = NULL;
+  if (st == QV_OK && dest != NULL && n >= qv_take_parallel_min_n && qv_cpu_count() >= 2)
+    st = qv_pool_new(2, &pool, err);
+  for (int32_t c = 0; c < nc && st == QV_OK; c++) {
+    for (int64_t j = 0; j < k; j++) chunks[j] = used[j]->children[c];
+    st = qv_take_chunked_to(chunks, k, batch, row, dest, n, pool, &cols[c], err);
+    if (st != QV_OK) qv_error_prefix(err, st, "gather: column '%s': ", type->children[c].name);
   }
+  qv_pool_free(pool);
   free(remap);
   free(used);
+  free(chunks);
   return st;
 }
 

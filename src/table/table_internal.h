@@ -190,9 +190,6 @@ qv_status qv_schema_from_fields(const qv_field *fields, int32_t n, const qv_meta
  * change them. */
 extern int64_t qv_tbl_gather_sort_min_n;
 extern int64_t qv_tbl_gather_sort_min_rows;
-/* Gathers of at least this many rows (64 Ki) gather two columns at a
- * time, on two threads (table.c: gather_columns). */
-extern int64_t qv_tbl_gather_parallel_min_n;
 
 /* Batch containing `row` (0 <= row < num_rows) by interpolation search. */
 int64_t qv_tbl_find_batch(const qv_table *t, int64_t row);

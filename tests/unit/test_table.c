@@ -8,6 +8,7 @@
  * (0 rows, 0 batches, 0 columns) through every operation; argument errors
  * with their exact text. */
 #include "quiver/cdata.h"
+#include "core/take_internal.h"
 #include "table/table_internal.h"
 #include "table_test_util.h"
 
@@ -232,25 +233,25 @@ static void test_every_type(void) {
   }
 }
 
-/* Gather `idx` with the sorted path (thresholds lowered, columns gathered
- * on two threads) and with the direct path (thresholds raised, one column
- * at a time): the same bits (or the same error), and the grid's cells. */
+/* Gather `idx` with the sorted path (thresholds lowered, the kernels'
+ * loops on two threads) and with the direct path (thresholds raised, one
+ * thread): the same bits (or the same error), and the grid's cells. */
 static void check_gather_paths(qv_table *t, const grid *g, const int64_t *idx, int64_t n,
                                const char *what) {
   int64_t save_n = qv_tbl_gather_sort_min_n, save_rows = qv_tbl_gather_sort_min_rows;
-  int64_t save_par = qv_tbl_gather_parallel_min_n;
+  int64_t save_par = qv_take_parallel_min_n;
   qv_array *sorted = NULL, *direct = NULL;
   qv_error e1, e2;
   qv_tbl_gather_sort_min_n = 1; /* sorted, columns on two threads */
   qv_tbl_gather_sort_min_rows = 1;
-  qv_tbl_gather_parallel_min_n = 1;
+  qv_take_parallel_min_n = 1;
   qv_status s1 = qv_table_gather(t, idx, n, &sorted, &e1);
   qv_tbl_gather_sort_min_n = INT64_MAX; /* direct, one column after the other */
-  qv_tbl_gather_parallel_min_n = INT64_MAX;
+  qv_take_parallel_min_n = INT64_MAX;
   qv_status s2 = qv_table_gather(t, idx, n, &direct, &e2);
   qv_tbl_gather_sort_min_n = save_n;
   qv_tbl_gather_sort_min_rows = save_rows;
-  qv_tbl_gather_parallel_min_n = save_par;
+  qv_take_parallel_min_n = save_par;
   if (s1 != QV_OK || s2 != QV_OK) {
     /* The same error either way (an int8 dictionary index that overflows
      * once the batches' dictionaries are merged). */

@@ -140,8 +140,12 @@ static void test_take_chunked_random(void) {
  * every type: the layouts written in place and those permuted after. The
  * source rows come sorted (as the table gather sends them), in random
  * order, or with dest the identity; repeats, descending runs, empty
- * chunks. */
+ * chunks; with and without a pool of two threads. */
 static void test_take_chunked_to(void) {
+  qv_pool *pool = NULL;
+  QV_REQUIRE(qv_pool_new(2, &pool, NULL) == QV_OK);
+  int64_t save_par = qv_take_parallel_min_n;
+  qv_take_parallel_min_n = 2; /* odd trials: loops in parts on two threads */
   for (int ti = 0; ti < ORC_N_TYPES; ti++) {
     qv_type *t = orc_type(ti);
     for (int trial = 0; trial < 60; trial++) {
@@ -182,7 +186,8 @@ static void test_take_chunked_to(void) {
       qv_array *want = NULL, *got = NULL;
       qv_error err;
       QV_CHECK(qv_array_take_chunked(chunks, nc, oc, orow, k, &want, &err) == QV_OK);
-      qv_status st = qv_take_chunked_to(chunks, nc, ci, ri, dest, k, &got, &err);
+      qv_status st = qv_take_chunked_to(chunks, nc, ci, ri, dest, k, trial % 2 ? pool : NULL,
+                                        &got, &err);
       if (st != QV_OK) fprintf(stderr, "type %d: take_chunked_to failed: %s\n", ti, err.message);
       QV_CHECK(st == QV_OK);
       if (st == QV_OK && want != NULL) {
@@ -197,6 +202,8 @@ static void test_take_chunked_to(void) {
     }
     qv_type_unref(t);
   }
+  qv_take_parallel_min_n = save_par;
+  qv_pool_free(pool);
 }
 
 static void test_take_zero_copy_parts(void) {
