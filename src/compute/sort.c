@@ -24,7 +24,8 @@
  * word (key - min) << rbits | row, sorted by its key bits with
  * least-significant-digit passes of 8 to 11 bits (wider for larger
  * arrays): less memory traffic than separate key and row arrays, and
- * fewer passes than one per byte. Otherwise ranges of at least
+ * fewer passes than one per byte (the packed-word LSD sort is
+ * core/radix.c, shared with the table gather). Otherwise ranges of at least
  * RADIX_MSD_MIN pairs are split on their most significant varying byte
  * first (one stable counting pass) and each bucket is sorted on its own by
  * LSD passes of at most 8 bits, so they stay in cache. Either way the

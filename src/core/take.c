@@ -41,6 +41,13 @@
  *    gathered per output run;
  *  - null type: a length.
  * A validity bitmap is produced only when a source chunk has nulls.
+ *
+ * Output rows (qv_take_chunked_to, core/take_internal.h): source row i
+ * may go to output row dest[i], so that the table layer can read rows in
+ * file order. Fixed widths, bits, strings (sizes scattered, summed in
+ * output order, bytes copied to their output offsets), views and struct
+ * children write in place, their loops optionally split over a pool's
+ * threads; the other layouts put the rows in output order first.
  * Inputs are assumed structurally valid (qv_array_validate).
  */
 #include <stdlib.h>
