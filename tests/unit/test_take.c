@@ -5,6 +5,7 @@
  * where the contract promises it; error cases with exact messages. */
 #include "array_oracle.h"
 #include "core/take_internal.h"
+#include "qv_build.h"
 #include "qv_test.h"
 
 static int64_t compared; /* elements checked against the oracle */
@@ -206,6 +207,58 @@ static void test_take_chunked_to(void) {
   qv_pool_free(pool);
 }
 
+/* Strings of every length from 0 to 80 bytes (the copy pass moves 16 to
+ * 64 bytes as two overlapping fixed-size moves) and nulls, both offset
+ * widths, gathered to output rows on two threads: the same bits as in
+ * output order. */
+static void test_take_chunked_to_lengths(void) {
+  qv_pool *pool = NULL;
+  QV_REQUIRE(qv_pool_new(2, &pool, NULL) == QV_OK);
+  int64_t save_par = qv_take_parallel_min_n;
+  qv_take_parallel_min_n = 2;
+  static char text[3][100][81];
+  for (int large = 0; large < 2; large++) {
+    qv_array *chunks[3];
+    for (int c = 0; c < 3; c++) {
+      const char *strs[100];
+      int64_t lens[100];
+      for (int i = 0; i < 100; i++) {
+        lens[i] = (i * 7 + c) % 81;
+        for (int64_t k = 0; k < lens[i]; k++) text[c][i][k] = (char)('a' + orc_int(26));
+        strs[i] = i % 13 == 5 ? NULL : text[c][i];
+      }
+      chunks[c] = tb_str(large ? QV_LARGE_STRING : QV_STRING, 100, strs, lens);
+    }
+    int64_t n = 600, ci[600], ri[600], dest[600], oc[600], orow[600];
+    for (int64_t i = 0; i < n; i++) {
+      ci[i] = orc_int(3);
+      ri[i] = orc_int(100);
+      dest[i] = i;
+    }
+    for (int64_t i = n - 1; i > 0; i--) {
+      int64_t j = orc_int(i + 1), x = dest[i];
+      dest[i] = dest[j];
+      dest[j] = x;
+    }
+    for (int64_t i = 0; i < n; i++) {
+      oc[dest[i]] = ci[i];
+      orow[dest[i]] = ri[i];
+    }
+    qv_array *want = NULL, *got = NULL;
+    QV_CHECK(qv_array_take_chunked(chunks, 3, oc, orow, n, &want, NULL) == QV_OK);
+    QV_CHECK(qv_take_chunked_to(chunks, 3, ci, ri, dest, n, pool, &got, NULL) == QV_OK);
+    if (want != NULL && got != NULL) {
+      check_gather(got, chunks, oc, orow, n, large ? 17 : 15);
+      QV_CHECK(orc_same_bits(want, got) == NULL);
+    }
+    qv_array_unref(want);
+    qv_array_unref(got);
+    for (int c = 0; c < 3; c++) qv_array_unref(chunks[c]);
+  }
+  qv_take_parallel_min_n = save_par;
+  qv_pool_free(pool);
+}
+
 static void test_take_zero_copy_parts(void) {
   int64_t idx[] = {3, 0, 3, 5};
   qv_array *out = NULL;
@@ -372,6 +425,7 @@ int main(void) {
   QV_RUN(test_take_random);
   QV_RUN(test_take_chunked_random);
   QV_RUN(test_take_chunked_to);
+  QV_RUN(test_take_chunked_to_lengths);
   QV_RUN(test_take_zero_copy_parts);
   QV_RUN(test_take_empty_without_buffers);
   QV_RUN(test_take_errors);
