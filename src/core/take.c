@@ -378,9 +378,7 @@ static qv_status build_offsets(const gsrc *s, bool large, bool child_limit,
 typedef struct bin_rows_ctx {
   const gsrc *s;
   int32_t w;                 /* offset width */
-  int64_t *starts;           /* source start of row i */
-  const uint8_t **srcs;      /* source data of row i (several chunks) */
-  const uint8_t *src0;       /* one chunk */
+  const uint8_t **from;      /* where the bytes of row i start */
   uint8_t *offs, *data;      /* output */
   int64_t bad;               /* first row with offsets outside its data (n: none) */
 } bin_rows_ctx;
@@ -404,8 +402,7 @@ static void bin_size_rows(void *ctx, int64_t lo, int64_t hi) {
       }
       return;
     }
-    x->starts[i] = start;
-    if (x->srcs) x->srcs[i] = a->buffers[2]->data;
+    x->from[i] = a->buffers[2]->data + start;
     qvk_store_int(x->offs, w, s->dest[i] + 1, end - start);
   }
 }
@@ -417,21 +414,21 @@ static void bin_size_rows(void *ctx, int64_t lo, int64_t hi) {
  * no library call), each byte of [b, e) written, nothing outside it. */
 static void bin_copy_rows(void *ctx, int64_t lo, int64_t hi) {
   const bin_rows_ctx *x = ctx;
-  const int64_t *dest = x->s->dest, *starts = x->starts;
-  const uint8_t *const *srcs = x->srcs;
-  const uint8_t *o = x->offs, *src0 = x->src0;
+  const int64_t *dest = x->s->dest;
+  const uint8_t *const *from = x->from;
+  const uint8_t *o = x->offs;
   int32_t w = x->w;
   for (int64_t i = lo; i < hi; i++) {
     if (i + 2 * PREFETCH_AHEAD < hi) __builtin_prefetch(o + dest[i + 2 * PREFETCH_AHEAD] * w);
     if (i + PREFETCH_AHEAD < hi) {
       int64_t a = i + PREFETCH_AHEAD;
-      __builtin_prefetch((srcs ? srcs[a] : src0) + starts[a]);
+      __builtin_prefetch(from[a]);
       __builtin_prefetch(x->data + qvk_load_int(o, w, false, dest[a]), 1);
     }
     int64_t j = dest[i];
     int64_t b = qvk_load_int(o, w, false, j), e = qvk_load_int(o, w, false, j + 1);
     uint8_t *d = x->data + b;
-    const uint8_t *src = (srcs ? srcs[i] : src0) + starts[i];
+    const uint8_t *src = from[i];
     size_t len = (size_t)(e - b);
     if (len >= 32 && len <= 64) {
       memcpy(d, src, 32);
@@ -448,11 +445,9 @@ static void bin_copy_rows(void *ctx, int64_t lo, int64_t hi) {
 static qv_status gather_binary_to(const gsrc *s, bool large, qv_array *out, qv_error *err) {
   int32_t w = large ? 8 : 4;
   int64_t n = s->n;
-  bin_rows_ctx x = {s, w, xcalloc(n, sizeof(int64_t)), s->chunk ? xcalloc(n, sizeof(void *)) : NULL,
-                    s->chunk == NULL && n > 0 ? s->chunks[0]->buffers[2]->data : NULL, NULL, NULL,
-                    n};
+  bin_rows_ctx x = {s, w, xcalloc(n, sizeof(const uint8_t *)), NULL, NULL, n};
   qv_buffer *offs = NULL, *data = NULL;
-  qv_status st = x.starts && (x.srcs || !s->chunk) ? QV_OK : oom(err, "string starts");
+  qv_status st = x.from ? QV_OK : oom(err, "string starts");
   if (st == QV_OK) st = qv_buffer_alloc((n + 1) * w, &offs, err);
   if (st == QV_OK) {
     x.offs = offs->data;
@@ -483,8 +478,7 @@ static qv_status gather_binary_to(const gsrc *s, bool large, qv_array *out, qv_e
   } else {
     qv_buffer_unref(offs);
   }
-  free(x.starts);
-  free(x.srcs);
+  free(x.from);
   return st;
 }
 
