@@ -28,8 +28,10 @@
  * Row access: fast_slice finds the first and last batch of a range by
  * interpolation search over the batch row offsets and slices only those
  * two; gather resolves every index to (batch, row) in one pass and gathers
- * each column with qv_array_take_chunked, never one slice per row and
- * never concatenating a column first.
+ * each column with the qv_array_take_chunked engine, never one slice per
+ * row and never concatenating a column first. Large gathers in no order
+ * from large tables read the rows in file order (indices radix-sorted) and
+ * write each value to its output row, on two threads (docs/design.md).
  *
  * Invariants: batches hold no zero-length entries (an empty table has 0
  * batches); every batch has offset 0, no validity, and the table schema's

@@ -24,7 +24,8 @@
  * word (key - min) << rbits | row, sorted by its key bits with
  * least-significant-digit passes of 8 to 11 bits (wider for larger
  * arrays): less memory traffic than separate key and row arrays, and
- * fewer passes than one per byte. Otherwise ranges of at least
+ * fewer passes than one per byte (the packed-word LSD sort is
+ * core/radix.c, shared with the table gather). Otherwise ranges of at least
  * RADIX_MSD_MIN pairs are split on their most significant varying byte
  * first (one stable counting pass) and each bucket is sorted on its own by
  * LSD passes of at most 8 bits, so they stay in cache. Either way the
@@ -51,6 +52,7 @@
 #include <string.h>
 
 #include "compute/compute_internal.h"
+#include "core/radix_internal.h"
 #include "compute/sort_internal.h"
 
 /* Ranges this small are finished by insertion sort over all keys. */
@@ -59,10 +61,8 @@
 #define RADIX_SMALL 48
 /* Pair arrays at least this large get a most-significant-digit split. */
 #define RADIX_MSD_MIN (1 << 16)
-/* Packed words: LSD digits of 8 to DIGIT_MAX bits. HIST_WORDS counters
- * hold two sets of the counts of every pass (6 passes of 2^11 at most). */
-#define DIGIT_MAX 11
-#define HIST_WORDS (2 * (6 << DIGIT_MAX))
+/* Radix counters (core/radix_internal.h). */
+#define HIST_WORDS QV_RADIX_HIST_WORDS
 
 /* ------------------------------------------------------------------------ */
 /* Radix sort of (key, row) pairs                                            */
@@ -80,107 +80,6 @@ static void insertion_pairs(uint64_t *k, uint32_t *v, int64_t m) {
     k[j] = kk;
     v[j] = vv;
   }
-}
-
-/* Stable insertion sort of words by their bits from `lo` up. */
-static void insertion_words(uint64_t *w, int64_t m, int lo) {
-  for (int64_t i = 1; i < m; i++) {
-    uint64_t x = w[i];
-    int64_t j = i;
-    while (j > 0 && (w[j - 1] >> lo) > (x >> lo)) {
-      w[j] = w[j - 1];
-      j--;
-    }
-    w[j] = x;
-  }
-}
-
-/* Digit width of an LSD sort of m packed words by `bits` bits: as few passes of
- * at most DIGIT_MAX bits as the bits need, the bits shared evenly between
- * them; smaller arrays get narrower digits (at most m/4 counters a pass,
- * but 8 bits at least). */
-static int digit_bits(int64_t m, int bits) {
-  int lg = 63 - __builtin_clzll((uint64_t)m) - 2;
-  int maxw = lg > DIGIT_MAX ? DIGIT_MAX : lg < 8 ? 8 : lg;
-  int passes = (bits + maxw - 1) / maxw;
-  return (bits + passes - 1) / passes;
-}
-
-/* Counts of every digit of every LSD pass over m keys, in one read: pass p
- * counts digit ((k[i] - sub) >> lo >> p * dw) & (2^dw - 1) into
- * hist[p << dw ...]. Two sets of counters, for even and odd keys, summed
- * at the end: a digit that repeats (a skewed top digit) would otherwise
- * make each count wait for the previous one. hist: HIST_WORDS counters. */
-static void count_digits(const uint64_t *k, int64_t m, uint64_t sub, int lo, int dw, int passes,
-                         uint32_t *hist) {
-  size_t nd = (size_t)1 << dw;
-  uint64_t dm = nd - 1;
-  uint32_t *h2 = hist + (size_t)passes * nd;
-  memset(hist, 0, sizeof(uint32_t) * 2 * nd * (size_t)passes);
-#define QVS_COUNT(NP)                                                          \
-  for (int64_t i = 0; i + 1 < m; i += 2) {                                     \
-    uint64_t x = (k[i] - sub) >> lo, y = (k[i + 1] - sub) >> lo;               \
-    for (int p = 0; p < (NP); p++) {                                           \
-      hist[(size_t)p * nd + ((x >> (p * dw)) & dm)]++;                         \
-      h2[(size_t)p * nd + ((y >> (p * dw)) & dm)]++;                           \
-    }                                                                          \
-  }                                                                            \
-  break;
-  switch (passes) {
-  case 1: QVS_COUNT(1)
-  case 2: QVS_COUNT(2)
-  case 3: QVS_COUNT(3)
-  case 4: QVS_COUNT(4)
-  case 5: QVS_COUNT(5)
-  case 6: QVS_COUNT(6)
-  default: QVS_COUNT(passes) /* narrower digits: up to 8 passes */
-  }
-#undef QVS_COUNT
-  if (m & 1) {
-    uint64_t x = (k[m - 1] - sub) >> lo;
-    for (int p = 0; p < passes; p++) hist[(size_t)p * nd + ((x >> (p * dw)) & dm)]++;
-  }
-  for (size_t d = 0; d < (size_t)passes * nd; d++) hist[d] += h2[d];
-}
-
-/* Stable LSD radix sort of words w[0..m) by their bits [lo, lo + bits)
- * (bits above lo + bits are equal in all words; the bits below ride
- * along). t: m words of scratch; hist: HIST_WORDS counters. The counts of
- * every pass are taken in one read; a pass whose digit is the same in
- * every word is skipped. Returns true when the result is in t, its words
- * then and-ed with t_mask (written by the last pass: no extra pass to
- * unpack them); a result in w is left whole. */
-static bool lsd_words(uint64_t *w, uint64_t *t, int64_t m, int lo, int bits, uint32_t *hist,
-                      uint64_t t_mask) {
-  int dw = digit_bits(m, bits);
-  int passes = (bits + dw - 1) / dw;
-  size_t nd = (size_t)1 << dw;
-  uint64_t dm = nd - 1;
-  count_digits(w, m, 0, lo, dw, passes, hist);
-  uint64_t x0 = w[0] >> lo;
-  int used[8], n_used = 0; /* the passes whose digit varies */
-  for (int p = 0; p < passes; p++)
-    if (hist[(size_t)p * nd + ((x0 >> (p * dw)) & dm)] != (uint64_t)m) used[n_used++] = p;
-  uint64_t *src = w, *dst = t;
-  for (int u = 0; u < n_used; u++) {
-    int p = used[u], sh = lo + p * dw;
-    uint32_t *h = hist + (size_t)p * nd;
-    uint32_t at = 0;
-    for (size_t d = 0; d < nd; d++) {
-      uint32_t c = h[d];
-      h[d] = at;
-      at += c;
-    }
-    uint64_t mask = u == n_used - 1 && dst == t ? t_mask : ~(uint64_t)0;
-    for (int64_t i = 0; i < m; i++) {
-      uint64_t x = src[i];
-      dst[h[(x >> sh) & dm]++] = x & mask;
-    }
-    uint64_t *tmp = src;
-    src = dst;
-    dst = tmp;
-  }
-  return src != w;
 }
 
 /* Stable sort of pairs (k[i], v[i]) by k; kt/vt are m entries of scratch.
@@ -206,7 +105,7 @@ static bool radix_sort(uint64_t *k, uint32_t *v, int64_t m, uint64_t *kt, uint32
   int vbits = vor ? 32 - __builtin_clz(vor) : 0;
   if (kbits + vbits <= 64) {
     for (int64_t i = 0; i < m; i++) k[i] = ((k[i] - mn) << vbits) | v[i];
-    const uint64_t *res = lsd_words(k, kt, m, vbits, kbits, hist, ~(uint64_t)0) ? kt : k;
+    const uint64_t *res = qv_radix_sort_words(k, kt, m, vbits, kbits, hist, ~(uint64_t)0) ? kt : k;
     uint64_t vmask = ((uint64_t)1 << vbits) - 1;
     for (int64_t i = 0; i < m; i++) {
       uint64_t x = res[i];
@@ -252,7 +151,7 @@ static bool radix_sort(uint64_t *k, uint32_t *v, int64_t m, uint64_t *kt, uint32
   int passes = (bits + 7) / 8, dw = (bits + passes - 1) / passes;
   size_t nd = (size_t)1 << dw;
   uint64_t dm = nd - 1;
-  count_digits(k, m, mn, 0, dw, passes, hist);
+  qv_radix_count(k, m, mn, 0, dw, passes, hist);
   uint64_t *sk = k, *dk = kt;
   uint32_t *sv = v, *dv = vt;
   uint64_t x0 = k[0] - mn;
@@ -685,8 +584,8 @@ static bool sort_packed(const qvs_key *K, int64_t n, int64_t *out, qv_status *st
   uint64_t rmask = ((uint64_t)1 << rbits) - 1;
   uint64_t *seg = (uint64_t *)(out + vstart);
   bool in_seg = false;
-  if (kbits > 0 && m <= RADIX_SMALL) insertion_words(k, m, rbits);
-  else if (kbits > 0) in_seg = lsd_words(k, seg, m, rbits, kbits, hist, rmask);
+  if (kbits > 0 && m <= RADIX_SMALL) qv_radix_insertion_words(k, m, rbits);
+  else if (kbits > 0) in_seg = qv_radix_sort_words(k, seg, m, rbits, kbits, hist, rmask);
   free(hist);
   if (!in_seg)
     for (int64_t i = 0; i < m; i++) seg[i] = k[i] & rmask;

@@ -14,23 +14,66 @@
 
 #include "quiver/core.h"
 
-static void heap_release(void *ctx, void *data, int64_t size) {
-  (void)ctx;
-  (void)size;
-  free(data);
-}
-
 static void munmap_release(void *ctx, void *data, int64_t size) {
   (void)ctx;
   if (data != NULL && size > 0) munmap(data, (size_t)size);
 }
 
-static void *aligned_zalloc(int64_t capacity) {
+/*
+ * Heap buffers: capacity + padding, rounded to the alignment, zeroed.
+ * Those of at least HEAP_MAP_MIN bytes are private anonymous mappings
+ * advised for transparent huge pages. glibc maps allocations that large
+ * afresh every time anyway (32 MiB is its largest mmap threshold), so
+ * their pages always fault in; in 2 MiB pages that is several times
+ * faster than 4 KiB pages that are then cleared (42 MB: 5 ms against
+ * 37 ms on the benchmark VM), and random writes into them (gathers that
+ * scatter to output rows) miss the TLB far less. Smaller buffers come
+ * from aligned_alloc, which reuses freed memory without faults. Under
+ * AddressSanitizer every buffer comes from aligned_alloc, so overflows
+ * stay detected. Which kind a buffer is follows from its capacity.
+ */
+#if defined(__SANITIZE_ADDRESS__)
+#define HEAP_MAPS 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define HEAP_MAPS 0
+#endif
+#endif
+#ifndef HEAP_MAPS
+#define HEAP_MAPS 1
+#endif
+#define HEAP_MAP_MIN ((size_t)32 << 20)
+
+static size_t heap_bytes(int64_t capacity) {
   size_t bytes = (size_t)capacity + QV_BUFFER_PADDING;
-  bytes = (bytes + QV_BUFFER_ALIGNMENT - 1) & ~(size_t)(QV_BUFFER_ALIGNMENT - 1);
+  return (bytes + QV_BUFFER_ALIGNMENT - 1) & ~(size_t)(QV_BUFFER_ALIGNMENT - 1);
+}
+
+static void *heap_zalloc(int64_t capacity) {
+  size_t bytes = heap_bytes(capacity);
+  if (HEAP_MAPS && bytes >= HEAP_MAP_MIN) {
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return NULL;
+#ifdef MADV_HUGEPAGE
+    madvise(p, bytes, MADV_HUGEPAGE); /* advice only: failure changes nothing */
+#endif
+    return p;
+  }
   void *p = aligned_alloc(QV_BUFFER_ALIGNMENT, bytes);
   if (p != NULL) memset(p, 0, bytes);
   return p;
+}
+
+static void heap_free(void *data, int64_t capacity) {
+  if (data == NULL) return;
+  size_t bytes = heap_bytes(capacity);
+  if (HEAP_MAPS && bytes >= HEAP_MAP_MIN) munmap(data, bytes);
+  else free(data);
+}
+
+static void heap_release(void *ctx, void *data, int64_t capacity) {
+  (void)ctx;
+  heap_free(data, capacity);
 }
 
 qv_status qv_buffer_alloc(int64_t size, qv_buffer **out, qv_error *err) {
@@ -38,7 +81,7 @@ qv_status qv_buffer_alloc(int64_t size, qv_buffer **out, qv_error *err) {
     return qv_error_set(err, QV_ENOMEM, "cannot allocate a buffer of %lld bytes",
                         (long long)size);
   qv_buffer *b = calloc(1, sizeof *b);
-  void *data = b ? aligned_zalloc(size) : NULL;
+  void *data = b ? heap_zalloc(size) : NULL;
   if (data == NULL) {
     free(b);
     return qv_error_set(err, QV_ENOMEM, "out of memory allocating %lld bytes",
@@ -64,12 +107,12 @@ qv_status qv_buffer_resize(qv_buffer *buf, int64_t new_size, qv_error *err) {
   if (new_size > buf->capacity_) {
     int64_t cap = buf->capacity_ < 64 ? 64 : buf->capacity_;
     while (cap < new_size) cap *= 2;
-    void *data = aligned_zalloc(cap);
+    void *data = heap_zalloc(cap);
     if (data == NULL)
       return qv_error_set(err, QV_ENOMEM, "out of memory growing a buffer to %lld bytes",
                           (long long)cap);
     if (buf->size > 0) memcpy(data, buf->data, (size_t)buf->size);
-    free(buf->data);
+    heap_free(buf->data, buf->capacity_);
     buf->data = data;
     buf->capacity_ = cap;
   } else if (new_size < buf->size) {

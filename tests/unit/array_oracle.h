@@ -610,6 +610,29 @@ static const char *orc_check(const qv_array *a) {
 
 /* ---------------------------------------------------- the type catalog -- */
 
+/* NULL when a and b are the same bits: type, length, offset, null count,
+ * every buffer (size and bytes), children and dictionary, recursively;
+ * else what differs first. For results that must be identical, not only
+ * equal in value. */
+static const char *orc_same_bits(const qv_array *a, const qv_array *b) {
+  if (!qv_type_equals(a->type, b->type, true)) return "type";
+  if (a->length != b->length || a->offset != b->offset) return "length or offset";
+  if (qv_array_null_count((qv_array *)a) != qv_array_null_count((qv_array *)b)) return "null count";
+  if (a->n_buffers != b->n_buffers || a->n_children != b->n_children) return "layout";
+  for (int32_t i = 0; i < a->n_buffers; i++) {
+    const qv_buffer *x = a->buffers[i], *y = b->buffers[i];
+    if ((x == NULL) != (y == NULL)) return "a buffer is missing";
+    if (x != NULL && (x->size != y->size || memcmp(x->data, y->data, (size_t)x->size) != 0))
+      return "buffer bytes";
+  }
+  for (int32_t i = 0; i < a->n_children; i++) {
+    const char *d = orc_same_bits(a->children[i], b->children[i]);
+    if (d != NULL) return d;
+  }
+  if ((a->dictionary == NULL) != (b->dictionary == NULL)) return "dictionary";
+  return a->dictionary ? orc_same_bits(a->dictionary, b->dictionary) : NULL;
+}
+
 #define ORC_N_TYPES 44
 /* The i-th test type (a new reference). Covers every type id, nested
  * combinations, and every fixed width the kernels specialise. */

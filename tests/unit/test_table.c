@@ -8,6 +8,7 @@
  * (0 rows, 0 batches, 0 columns) through every operation; argument errors
  * with their exact text. */
 #include "quiver/cdata.h"
+#include "core/take_internal.h"
 #include "table/table_internal.h"
 #include "table_test_util.h"
 
@@ -232,47 +233,145 @@ static void test_every_type(void) {
   }
 }
 
-/* Large gathers from large tables run in row order and are permuted back
- * (thresholds lowered here): same results, for several layouts, in memory
- * and mapped. */
-static void test_gather_sorted(void) {
+/* Gather `idx` with the sorted path (thresholds lowered, the kernels'
+ * loops on two threads) and with the direct path (thresholds raised, one
+ * thread): the same bits (or the same error), and the grid's cells. */
+static void check_gather_paths(qv_table *t, const grid *g, const int64_t *idx, int64_t n,
+                               const char *what) {
   int64_t save_n = qv_tbl_gather_sort_min_n, save_rows = qv_tbl_gather_sort_min_rows;
-  qv_tbl_gather_sort_min_n = 5000;
-  qv_tbl_gather_sort_min_rows = 1000;
-  static const int kinds[] = {5, 15, 1, 17, 20, 27, 31, 18, 32, 29, 13, 0};
-  for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
-    int types[2] = {kinds[k], 4};
-    qv_schema *s = rt_schema(types, 2);
-    qv_table *t = rt_table(s, 3000, 40);
-    qv_table *x = k % 3 == 0 ? rt_mapped(t) : qv_table_ref(t);
-    grid g = grid_of(t);
-    int64_t n = 7011;
-    int64_t *idx = malloc(sizeof *idx * (size_t)n);
-    for (int64_t i = 0; i < n; i++) idx[i] = i > 0 && i % 7 == 0 ? idx[i / 2] : orc_int(3000);
-    qv_array *out = NULL;
-    RT_OK(qv_table_gather(x, idx, n, &out, &E));
-    if (out != NULL) {
-      qv_error verr;
-      QV_CHECK(qv_array_validate(out, QV_VALIDATE_FULL, "gather", &verr) == QV_OK);
-      for (int64_t i = 0; i < n; i++) {
-        for (int32_t c = 0; c < 2; c++) {
-          char *got = orc_str(out->children[c], i);
-          if (strcmp(got, g.cell[idx[i]][c]) != 0) {
-            fprintf(stderr, "type %d row %lld column %d\n", kinds[k], (long long)i, c);
-            QV_CHECK_EQ_STR(got, g.cell[idx[i]][c]);
-            i = n;
-          }
-          free(got);
-        }
+  int64_t save_par = qv_take_parallel_min_n;
+  qv_array *sorted = NULL, *direct = NULL;
+  qv_error e1, e2;
+  qv_tbl_gather_sort_min_n = 1; /* sorted, columns on two threads */
+  qv_tbl_gather_sort_min_rows = 1;
+  qv_take_parallel_min_n = 1;
+  qv_status s1 = qv_table_gather(t, idx, n, &sorted, &e1);
+  qv_tbl_gather_sort_min_n = INT64_MAX; /* direct, one column after the other */
+  qv_take_parallel_min_n = INT64_MAX;
+  qv_status s2 = qv_table_gather(t, idx, n, &direct, &e2);
+  qv_tbl_gather_sort_min_n = save_n;
+  qv_tbl_gather_sort_min_rows = save_rows;
+  qv_take_parallel_min_n = save_par;
+  if (s1 != QV_OK || s2 != QV_OK) {
+    /* The same error either way (an int8 dictionary index that overflows
+     * once the batches' dictionaries are merged). */
+    QV_CHECK_EQ_INT(s1, s2);
+    QV_CHECK_EQ_INT(s2, QV_ERANGE);
+    if (s1 != QV_OK && s2 != QV_OK) QV_CHECK_EQ_STR(e1.message, e2.message);
+    qv_array_unref(sorted);
+    qv_array_unref(direct);
+    return;
+  }
+  const char *diff = orc_same_bits(direct, sorted);
+  if (diff != NULL) fprintf(stderr, "%s: %s differ\n", what, diff);
+  QV_CHECK(diff == NULL);
+  qv_error verr;
+  QV_CHECK(qv_array_validate(sorted, QV_VALIDATE_FULL, "gather", &verr) == QV_OK);
+  QV_CHECK_EQ_INT(sorted->length, n);
+  for (int64_t i = 0; i < n && i < sorted->length; i++) {
+    for (int32_t c = 0; c < g->cols; c++) {
+      char *got = orc_str(sorted->children[c], i);
+      if (strcmp(got, g->cell[idx[i]][c]) != 0) {
+        fprintf(stderr, "%s: row %lld column %d\n", what, (long long)i, c);
+        QV_CHECK_EQ_STR(got, g->cell[idx[i]][c]);
+        i = n;
       }
+      free(got);
     }
-    qv_array_unref(out);
+  }
+  qv_array_unref(sorted);
+  qv_array_unref(direct);
+}
+
+/* Large gathers from large tables run in row order, each value written to
+ * its output row: the same bits as the gather in output order, for every
+ * type (those written in place and those put in output order first), in
+ * memory (batches of uneven sizes, empty batches given) and mapped; around
+ * the size threshold; with repeats, all-equal, ascending and descending
+ * indices, and rows at every batch boundary. */
+static void test_gather_sorted(void) {
+  for (int k = 0; k < ORC_N_TYPES; k++) {
+    int types[2] = {k, (k + 15) % ORC_N_TYPES};
+    qv_schema *s = rt_schema(types, 2);
+    qv_table *t = rt_table(s, 700, 40);
+    /* The same rows with empty batches in between. */
+    int64_t nb = qv_table_num_batches(t);
+    qv_array **bs = calloc((size_t)(2 * nb), sizeof *bs);
+    for (int64_t b = 0; b < nb; b++) {
+      qv_array *full = NULL;
+      RT_OK(qv_table_batch(t, b, &full, &E));
+      bs[2 * b] = full;
+      RT_OK(qv_array_slice(full, 0, 0, &bs[2 * b + 1], &E));
+    }
+    qv_table *with_empty = NULL;
+    RT_OK(qv_table_from_batches(s, bs, 2 * nb, &with_empty, &E));
+    for (int64_t b = 0; b < 2 * nb; b++) qv_array_unref(bs[b]);
+    free(bs);
+    qv_table *x = k % 3 == 0 ? rt_mapped(t) : k % 3 == 1 ? qv_table_ref(t) : with_empty;
+    if (x == with_empty) with_empty = NULL;
+    grid g = grid_of(t);
+    int64_t rows = g.rows, n = 900;
+    int64_t *idx = malloc(sizeof *idx * (size_t)(n + 2 * nb));
+    char what[64];
+    for (int mode = 0; mode < 5; mode++) {
+      for (int64_t i = 0; i < n; i++) {
+        if (mode == 0) idx[i] = i > 0 && i % 7 == 0 ? idx[i / 2] : orc_int(rows); /* repeats */
+        else if (mode == 1) idx[i] = 37 % rows;                             /* all equal */
+        else if (mode == 2) idx[i] = i * rows / n;                          /* ascending */
+        else if (mode == 3) idx[i] = rows - 1 - i * rows / n;               /* descending */
+        else idx[i] = orc_int(2) ? orc_int(rows) : rows - 1 - orc_int(3);   /* near the end */
+      }
+      snprintf(what, sizeof what, "type %d mode %d", k, mode);
+      check_gather_paths(x, &g, idx, n, what);
+    }
+    /* Every batch's first and last row, in reverse. */
+    int64_t m = 0;
+    for (int64_t b = qv_table_num_batches(x) - 1; b >= 0; b--) {
+      int64_t first = 0, len = 0;
+      for (int64_t j = 0; j < b; j++) first += qv_table_batch_rows(x, j);
+      len = qv_table_batch_rows(x, b);
+      idx[m++] = first + len - 1;
+      idx[m++] = first;
+    }
+    snprintf(what, sizeof what, "type %d boundaries", k);
+    check_gather_paths(x, &g, idx, m, what);
     free(idx);
     grid_free(&g);
     qv_table_unref(x);
+    qv_table_unref(with_empty);
     qv_table_unref(t);
     qv_schema_unref(s);
   }
+}
+
+/* The size threshold of the sorted path: just below, at and above it the
+ * results are the cells (the sorted path itself is compared with the
+ * direct one above). */
+static void test_gather_threshold(void) {
+  int64_t save_n = qv_tbl_gather_sort_min_n, save_rows = qv_tbl_gather_sort_min_rows;
+  qv_tbl_gather_sort_min_n = 500;
+  qv_tbl_gather_sort_min_rows = 1000;
+  int types[3] = {5, 15, 1};
+  qv_schema *s = rt_schema(types, 3);
+  qv_table *t = rt_table(s, 1000, 64);
+  grid g = grid_of(t);
+  for (int64_t n = 499; n <= 501; n++) {
+    int64_t *idx = malloc(sizeof *idx * (size_t)n);
+    for (int64_t i = 0; i < n; i++) idx[i] = orc_int(1000);
+    qv_array *out = NULL;
+    RT_OK(qv_table_gather(t, idx, n, &out, &E));
+    for (int64_t i = 0; out != NULL && i < n; i++)
+      for (int32_t c = 0; c < 3; c++) {
+        char *got = orc_str(out->children[c], i);
+        QV_CHECK_EQ_STR(got, g.cell[idx[i]][c]);
+        free(got);
+      }
+    qv_array_unref(out);
+    free(idx);
+  }
+  grid_free(&g);
+  qv_table_unref(t);
+  qv_schema_unref(s);
   qv_tbl_gather_sort_min_n = save_n;
   qv_tbl_gather_sort_min_rows = save_rows;
 }
@@ -693,6 +792,7 @@ int main(void) {
   QV_RUN(test_transforms_random);
   QV_RUN(test_every_type);
   QV_RUN(test_gather_sorted);
+  QV_RUN(test_gather_threshold);
   QV_RUN(test_interpolation_search);
   QV_RUN(test_mapped_lazy);
   QV_RUN(test_columns);

@@ -4,6 +4,8 @@
  * several chunks with distinct or shared dictionaries; zero-copy sharing
  * where the contract promises it; error cases with exact messages. */
 #include "array_oracle.h"
+#include "core/take_internal.h"
+#include "qv_build.h"
 #include "qv_test.h"
 
 static int64_t compared; /* elements checked against the oracle */
@@ -132,6 +134,129 @@ static void test_take_chunked_random(void) {
     }
     qv_type_unref(t);
   }
+}
+
+/* qv_take_chunked_to (source row i to output row dest[i]) gives the same
+ * bits as qv_array_take_chunked over the pairs put in output order, for
+ * every type: the layouts written in place and those permuted after. The
+ * source rows come sorted (as the table gather sends them), in random
+ * order, or with dest the identity; repeats, descending runs, empty
+ * chunks; with and without a pool of two threads. */
+static void test_take_chunked_to(void) {
+  qv_pool *pool = NULL;
+  QV_REQUIRE(qv_pool_new(2, &pool, NULL) == QV_OK);
+  int64_t save_par = qv_take_parallel_min_n;
+  qv_take_parallel_min_n = 2; /* odd trials: loops in parts on two threads */
+  for (int ti = 0; ti < ORC_N_TYPES; ti++) {
+    qv_type *t = orc_type(ti);
+    for (int trial = 0; trial < 60; trial++) {
+      qv_array *chunks[4];
+      int nc = 1 + (int)orc_int(4);
+      int64_t lens[4];
+      for (int c = 0; c < nc; c++) {
+        lens[c] = orc_int(4) == 0 ? 0 : 1 + orc_int(trial % 8 == 7 ? 90 : 9);
+        chunks[c] = orc_gen_sliced(t, lens[c]);
+      }
+      int64_t n = orc_int(trial % 8 == 7 ? 300 : 30), ci[300], ri[300], k = 0;
+      for (int64_t i = 0; i < n; i++) {
+        int c = (int)orc_int(nc);
+        if (lens[c] == 0) continue;
+        ci[k] = c;
+        ri[k] = trial % 5 == 4 ? 0 : orc_int(lens[c]); /* all-equal rows now and then */
+        k++;
+      }
+      int mode = trial % 3; /* 0: sorted source, 1: random, 2: identity */
+      if (mode == 0)
+        for (int64_t i = 1; i < k; i++)
+          for (int64_t j = i; j > 0 && (ci[j - 1] > ci[j] || (ci[j - 1] == ci[j] &&
+                                                              ri[j - 1] > ri[j])); j--) {
+            int64_t x = ci[j]; ci[j] = ci[j - 1]; ci[j - 1] = x;
+            x = ri[j]; ri[j] = ri[j - 1]; ri[j - 1] = x;
+          }
+      int64_t dest[300], oc[300], orow[300];
+      for (int64_t i = 0; i < k; i++) dest[i] = i;
+      for (int64_t i = k - 1; mode != 2 && i > 0; i--) { /* random permutation */
+        int64_t j = orc_int(i + 1), x = dest[i];
+        dest[i] = dest[j];
+        dest[j] = x;
+      }
+      for (int64_t i = 0; i < k; i++) {
+        oc[dest[i]] = ci[i];
+        orow[dest[i]] = ri[i];
+      }
+      qv_array *want = NULL, *got = NULL;
+      qv_error err;
+      QV_CHECK(qv_array_take_chunked(chunks, nc, oc, orow, k, &want, &err) == QV_OK);
+      qv_status st = qv_take_chunked_to(chunks, nc, ci, ri, dest, k, trial % 2 ? pool : NULL,
+                                        &got, &err);
+      if (st != QV_OK) fprintf(stderr, "type %d: take_chunked_to failed: %s\n", ti, err.message);
+      QV_CHECK(st == QV_OK);
+      if (st == QV_OK && want != NULL) {
+        check_gather(got, chunks, oc, orow, k, ti);
+        const char *diff = orc_same_bits(want, got);
+        if (diff != NULL) fprintf(stderr, "type %d trial %d: %s differ\n", ti, trial, diff);
+        QV_CHECK(diff == NULL);
+      }
+      qv_array_unref(want);
+      qv_array_unref(got);
+      for (int c = 0; c < nc; c++) qv_array_unref(chunks[c]);
+    }
+    qv_type_unref(t);
+  }
+  qv_take_parallel_min_n = save_par;
+  qv_pool_free(pool);
+}
+
+/* Strings of every length from 0 to 80 bytes (the copy pass moves 16 to
+ * 64 bytes as two overlapping fixed-size moves) and nulls, both offset
+ * widths, gathered to output rows on two threads: the same bits as in
+ * output order. */
+static void test_take_chunked_to_lengths(void) {
+  qv_pool *pool = NULL;
+  QV_REQUIRE(qv_pool_new(2, &pool, NULL) == QV_OK);
+  int64_t save_par = qv_take_parallel_min_n;
+  qv_take_parallel_min_n = 2;
+  static char text[3][100][81];
+  for (int large = 0; large < 2; large++) {
+    qv_array *chunks[3];
+    for (int c = 0; c < 3; c++) {
+      const char *strs[100];
+      int64_t lens[100];
+      for (int i = 0; i < 100; i++) {
+        lens[i] = (i * 7 + c) % 81;
+        for (int64_t k = 0; k < lens[i]; k++) text[c][i][k] = (char)('a' + orc_int(26));
+        strs[i] = i % 13 == 5 ? NULL : text[c][i];
+      }
+      chunks[c] = tb_str(large ? QV_LARGE_STRING : QV_STRING, 100, strs, lens);
+    }
+    int64_t n = 600, ci[600], ri[600], dest[600], oc[600], orow[600];
+    for (int64_t i = 0; i < n; i++) {
+      ci[i] = orc_int(3);
+      ri[i] = orc_int(100);
+      dest[i] = i;
+    }
+    for (int64_t i = n - 1; i > 0; i--) {
+      int64_t j = orc_int(i + 1), x = dest[i];
+      dest[i] = dest[j];
+      dest[j] = x;
+    }
+    for (int64_t i = 0; i < n; i++) {
+      oc[dest[i]] = ci[i];
+      orow[dest[i]] = ri[i];
+    }
+    qv_array *want = NULL, *got = NULL;
+    QV_CHECK(qv_array_take_chunked(chunks, 3, oc, orow, n, &want, NULL) == QV_OK);
+    QV_CHECK(qv_take_chunked_to(chunks, 3, ci, ri, dest, n, pool, &got, NULL) == QV_OK);
+    if (want != NULL && got != NULL) {
+      check_gather(got, chunks, oc, orow, n, large ? 17 : 15);
+      QV_CHECK(orc_same_bits(want, got) == NULL);
+    }
+    qv_array_unref(want);
+    qv_array_unref(got);
+    for (int c = 0; c < 3; c++) qv_array_unref(chunks[c]);
+  }
+  qv_take_parallel_min_n = save_par;
+  qv_pool_free(pool);
 }
 
 static void test_take_zero_copy_parts(void) {
@@ -299,6 +424,8 @@ static void test_take_empty_without_buffers(void) {
 int main(void) {
   QV_RUN(test_take_random);
   QV_RUN(test_take_chunked_random);
+  QV_RUN(test_take_chunked_to);
+  QV_RUN(test_take_chunked_to_lengths);
   QV_RUN(test_take_zero_copy_parts);
   QV_RUN(test_take_empty_without_buffers);
   QV_RUN(test_take_errors);
