@@ -99,3 +99,16 @@ corpus=$top/build-fuzz/corpus-$t
 mkdir -p "$corpus"
 cp -f "$recipe_seeds"/* "$corpus/"
 run fuzz_recipe "$corpus"
+
+# Whole datasets directories (fuzz_hf_dir.c): byte 0 picks the layout, then
+# one or two JSON texts split at a NUL byte. Seeds: valid directories of
+# each layout (the data files are written by the target itself).
+t=fuzz_hf_dir
+corpus=$top/build-fuzz/corpus-$t
+mkdir -p "$corpus"
+st='{"_data_files": [{"filename": "data-00000-of-00001.arrow"}], "_fingerprint": "f0ed07064a142514", "_format_columns": null, "_format_kwargs": {}, "_format_type": null, "_output_all_columns": false, "_split": "train"}'
+info='{"features": {"x": {"dtype": "int64", "_type": "Value"}}, "dataset_name": "json", "splits": {"train": {"name": "train", "num_examples": 3}, "test": {"name": "test", "num_examples": 3, "shard_lengths": [2, 1]}}}'
+{ printf '\000%s\000%s' "$st" '{"features": {"x": {"dtype": "int64", "_type": "Value"}}}'; } >"$corpus/seed-dataset"
+{ printf '\001%s' "$info"; } >"$corpus/seed-cache"
+{ printf '\002%s\000%s' '{"splits": ["train", "test"]}' "$st"; } >"$corpus/seed-dict"
+run fuzz_hf_dir "$corpus" -max_len=4096

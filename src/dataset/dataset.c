@@ -399,10 +399,12 @@ static qv_status align_to_features(qv_table **t, const qv_hf_feature *features, 
   for (int32_t c = 0; c < qv_schema_num_fields(have); c++) {
     const qv_field *a = qv_schema_field(have, c), *b = qv_schema_field(want, c);
     if (strcmp(a->name, b->name) != 0) {
+      /* the message first: b belongs to want */
+      qv_status st = qv_error_set(
+          err, QV_EINVAL, "features list column '%s' where the data has column '%s' (position %d)",
+          b->name, a->name, c);
       qv_schema_unref(want);
-      return qv_error_set(err, QV_EINVAL,
-                          "features list column '%s' where the data has column '%s' (position %d)",
-                          b->name, a->name, c);
+      return st;
     }
     if (!qv_type_equals(a->type, b->type, false)) same = false;
   }
@@ -522,11 +524,12 @@ void qv_ds_list_sources(const qv_hf_dir *d, const int64_t *idx, int64_t n, qv_st
 static qv_status open_in_cache(qv_hf_dir *d, const char *split, qv_dataset **out, qv_error *err) {
   if (split == NULL && d->layout == QV_HF_LAYOUT_CACHE && d->n_splits == 1)
     return open_split(&d->splits[0], out, err);
+  /* A builder split by its name first (also one that cannot open: its
+   * error), then any other dataset of the directory by its name. */
+  for (int64_t i = 0; split != NULL && d->layout == QV_HF_LAYOUT_CACHE && i < d->n_splits; i++)
+    if (strcmp(d->splits[i].name, split) == 0) return open_split(&d->splits[i], out, err);
   int64_t src = split ? qv_hf_dir_find_source(d, split) : -1;
   if (src >= 0 && strcmp(split, ".") != 0) return qv_dataset_open_source(d, src, out, err);
-  for (int64_t i = 0; split != NULL && i < d->n_splits; i++) /* a split that cannot open */
-    if (d->splits[i].error != NULL && strcmp(d->splits[i].name, split) == 0)
-      return open_split(&d->splits[i], out, err);
   qv_strbuf names;
   qv_strbuf_init(&names);
   for (int64_t i = 0; i < d->n_splits; i++)

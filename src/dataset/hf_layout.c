@@ -1038,6 +1038,14 @@ static qv_status open_builder_splits(const char *dir, qv_hf_dir *d, qv_error *er
       }
     }
   }
+  for (int64_t i = 1; st == QV_OK && i < d->n_splits; i++)
+    for (int64_t j = 0; j < i; j++)
+      if (d->splits[i].name && d->splits[j].name &&
+          strcmp(d->splits[i].name, d->splits[j].name) == 0) {
+        st = qv_error_set(err, QV_EINVAL, "%s/dataset_info.json: split '%s' is listed twice", dir,
+                          d->splits[i].name);
+        break;
+      }
   json_decref(info);
   free(text);
   free(dir_real);

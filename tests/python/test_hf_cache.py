@@ -267,3 +267,17 @@ def test_datasetdict_with_a_torn_split(tmp_path):
     assert not (tmp_path / "out").exists()
     info = json.loads(quiver("info", "--json", tmp_path / "dd").stdout)
     assert info["splits"][0]["rows"] == 30 and str(shard) in info["splits"][1]["error"]
+
+
+def test_split_listed_twice(cache, tmp_path):
+    # dataset_info.json's legacy list form can name a split twice: refused,
+    # since the two entries could disagree about its files.
+    d = tmp_path / "c"
+    shutil.copytree(cache["dir"], d)
+    info = json.loads((d / "dataset_info.json").read_text())
+    test = info["splits"]["test"]
+    info["splits"] = [test, dict(test)]
+    (d / "dataset_info.json").write_text(json.dumps(info))
+    r = quiver("info", d, check=False)
+    assert r.returncode == 1
+    assert "split 'test' is listed twice" in r.stderr.decode()

@@ -551,6 +551,24 @@ static void test_flatten_and_save(void) {
   /* a dataset cannot overwrite its own directory */
   QV_CHECK(qv_dataset_save_to_disk(back2, out, NULL, NULL, &E) == QV_EARG);
   QV_CHECK(strstr(E.message, "can't overwrite itself") != NULL);
+  {
+    /* dataset_info.json whose features name other columns than the data's
+     * (found by fuzz_hf_dir: the message used a freed schema) */
+    char info[1024];
+    snprintf(info, sizeof info, "%s/dataset_info.json", out);
+    FILE *fi = fopen(info, "w");
+    QV_CHECK(fi != NULL);
+    fputs("{\"features\": {\"a\": {\"dtype\": \"int64\", \"_type\": \"Value\"}, "
+          "\"zz\": {\"dtype\": \"string\", \"_type\": \"Value\"}, "
+          "\"label\": {\"dtype\": \"int64\", \"_type\": \"Value\"}}}",
+          fi);
+    fclose(fi);
+    qv_dataset *bad = NULL;
+    QV_CHECK(qv_dataset_open(out, NULL, &bad, &E) == QV_EINVAL);
+    QV_CHECK(strstr(E.message, "features list column 'zz' where the data has column 't' "
+                               "(position 1)") != NULL);
+    QV_CHECK(bad == NULL);
+  }
   qv_dataset_unref(back2);
   qv_dataset_unref(back);
   qv_dataset_unref(f);
