@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "dataset/dataset_internal.h"
+#include "dataset/hf_internal.h"
 #include "quiver/print.h"
 
 static qv_status oom(qv_error *err) {
@@ -236,24 +237,7 @@ qv_status qv_ds_features_for_schema(const qv_schema *schema, const qv_hf_feature
 
 qv_status qv_ds_file_schema(const qv_schema *data_schema, const qv_hf_feature *features,
                             const char *fp, qv_schema **out, qv_error *err) {
-  qv_strbuf sb;
-  qv_strbuf_init(&sb);
-  qv_status st = qv_hf_metadata_emit(features, fp, &sb, err);
-  qv_schema *s = NULL;
-  if (st == QV_OK) {
-    s = qv_schema_new(qv_type_ref(data_schema->type));
-    if (s == NULL) st = oom(err);
-  }
-  if (st == QV_OK)
-    st = qv_metadata_append(&s->metadata, QV_HF_METADATA_KEY, (int64_t)strlen(QV_HF_METADATA_KEY),
-                            qv_strbuf_cstr(&sb), sb.len, err);
-  qv_strbuf_reset(&sb);
-  if (st != QV_OK) {
-    qv_schema_unref(s);
-    return st;
-  }
-  *out = s;
-  return QV_OK;
+  return qv_hf_schema_with_features(qv_type_ref(data_schema->type), features, fp, out, err);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -903,21 +887,32 @@ qv_status qv_dataset_slice(qv_dataset *ds, int64_t offset, int64_t length, qv_ta
   return st;
 }
 
-qv_status qv_dataset_column(qv_dataset *ds, const char *name, qv_table **out, qv_error *err) {
-  int32_t c = qv_dataset_column_index(ds, name);
-  if (c < 0) return qv_error_set(err, QV_EARG, "dataset: no column '%s'", name);
-  qv_table *col = NULL;
-  QV_RETURN_NOT_OK(qv_table_select(ds->data, &c, 1, &col, err));
+qv_status qv_ds_mapped_columns(qv_dataset *ds, const int32_t *cols, int32_t n, qv_table **out,
+                               qv_error *err) {
+  qv_table *sel = NULL;
+  QV_RETURN_NOT_OK(qv_table_select(ds->data, cols, n, &sel, err));
   if (ds->indices == NULL) {
-    *out = col;
+    *out = sel;
     return QV_OK;
   }
   qv_dataset tmp = *ds;
-  tmp.data = col;
-  qv_status st = qv_ds_write_rows(&tmp, NULL, qv_table_schema(col), 0, NULL, NULL, NULL, out,
+  tmp.data = sel;
+  qv_status st = qv_ds_write_rows(&tmp, NULL, qv_table_schema(sel), 0, NULL, NULL, NULL, out,
                                   err);
-  qv_table_unref(col);
+  qv_table_unref(sel);
   return st;
+}
+
+void qv_ds_column_list(const qv_dataset *ds, qv_strbuf *sb) {
+  for (int32_t c = 0; c < qv_dataset_num_columns(ds); c++)
+    qv_strbuf_printf(sb, NULL, "%s'%s'", c ? ", " : "",
+                     qv_schema_field(qv_dataset_schema(ds), c)->name);
+}
+
+qv_status qv_dataset_column(qv_dataset *ds, const char *name, qv_table **out, qv_error *err) {
+  int32_t c = qv_dataset_column_index(ds, name);
+  if (c < 0) return qv_error_set(err, QV_EARG, "dataset: no column '%s'", name);
+  return qv_ds_mapped_columns(ds, &c, 1, out, err);
 }
 
 /* ------------------------------------------------------------------------ */

@@ -150,6 +150,14 @@ qv_status qv_ds_select_buf(qv_dataset *ds, qv_buffer *buf, int64_t offset, int64
 qv_status qv_ds_select_contiguous(qv_dataset *ds, int64_t start, int64_t length,
                                   const char *fp, qv_dataset **out, qv_error *err);
 
+/* The columns cols[0..n) of ds's data over the rows as mapped: zero copy
+ * without a mapping, gathered into memory with one. *out: new reference. */
+qv_status qv_ds_mapped_columns(qv_dataset *ds, const int32_t *cols, int32_t n, qv_table **out,
+                               qv_error *err);
+/* Append "'a', 'b', ..." (the dataset's column names, as datasets' error
+ * messages list them) to sb. */
+void qv_ds_column_list(const qv_dataset *ds, qv_strbuf *sb);
+
 /* ------------------------------------------------------------ flatten -- */
 
 /* Write the rows of `ds` (as mapped) to `path` (NULL: an in-memory table)

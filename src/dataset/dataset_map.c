@@ -721,9 +721,7 @@ static qv_status find_names(const qv_dataset *ds, const char *what, const char *
     if (idx[i] < 0) {
       qv_strbuf cols;
       qv_strbuf_init(&cols);
-      for (int32_t c = 0; c < qv_dataset_num_columns(ds); c++)
-        qv_strbuf_printf(&cols, NULL, "%s'%s'", c ? ", " : "",
-                         qv_schema_field(qv_dataset_schema(ds), c)->name);
+      qv_ds_column_list(ds, &cols);
       qv_status st = qv_error_set(err, QV_EARG,
                                   "%s ['%s'] not in the dataset. Current columns in the "
                                   "dataset: [%s]",

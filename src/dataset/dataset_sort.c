@@ -23,32 +23,12 @@ static qv_status oom(qv_error *err) {
 static qv_status unknown_column(const qv_dataset *ds, const char *name, qv_error *err) {
   qv_strbuf cols;
   qv_strbuf_init(&cols);
-  for (int32_t c = 0; c < qv_dataset_num_columns(ds); c++)
-    qv_strbuf_printf(&cols, NULL, "%s'%s'", c ? ", " : "",
-                     qv_schema_field(qv_dataset_schema(ds), c)->name);
+  qv_ds_column_list(ds, &cols);
   qv_status st = qv_error_set(err, QV_EARG,
                               "Column '%s' not found in the dataset. Please provide a column "
                               "selected in: [%s]",
                               name ? name : "(null)", qv_strbuf_cstr(&cols));
   qv_strbuf_reset(&cols);
-  return st;
-}
-
-/* The columns `cols[0..n)` of ds's data, over the rows as mapped: zero copy
- * without a mapping, gathered into memory with one. */
-static qv_status mapped_columns(qv_dataset *ds, const int32_t *cols, int32_t n, qv_table **out,
-                                qv_error *err) {
-  qv_table *sel = NULL;
-  QV_RETURN_NOT_OK(qv_table_select(ds->data, cols, n, &sel, err));
-  if (ds->indices == NULL) {
-    *out = sel;
-    return QV_OK;
-  }
-  qv_dataset tmp = *ds;
-  tmp.data = sel;
-  qv_status st = qv_ds_write_rows(&tmp, NULL, qv_table_schema(sel), 0, NULL, NULL, NULL, out,
-                                  err);
-  qv_table_unref(sel);
   return st;
 }
 
@@ -111,7 +91,7 @@ qv_status qv_dataset_sort(qv_dataset *ds, const char *const *columns, int32_t n,
   } else if (st == QV_OK) {
     qv_table *keys = NULL;
     qv_buffer *order = NULL;
-    st = mapped_columns(ds, idx, nk, &keys, err);
+    st = qv_ds_mapped_columns(ds, idx, nk, &keys, err);
     if (st == QV_OK) st = qv_buffer_alloc(rows * 8, &order, err);
     if (st == QV_OK) st = qv_table_sort_indices(keys, specs, n, (int64_t *)order->data, err);
     if (st == QV_OK) {
@@ -138,7 +118,7 @@ qv_status qv_dataset_unique(qv_dataset *ds, const char *column, qv_array **out, 
   if (ds->indices == NULL || qv_table_num_rows(ds->indices) == qv_table_num_rows(ds->data))
     return qv_table_unique(ds->data, column, out, err);
   qv_table *col = NULL;
-  QV_RETURN_NOT_OK(mapped_columns(ds, &c, 1, &col, err));
+  QV_RETURN_NOT_OK(qv_ds_mapped_columns(ds, &c, 1, &col, err));
   qv_status st = qv_table_unique(col, column, out, err);
   qv_table_unref(col);
   return st;

@@ -1246,20 +1246,16 @@ qv_status qv_hf_feature_arrow_type(const qv_hf_feature *f, qv_type **out, qv_met
   return st;
 }
 
-qv_status qv_hf_features_arrow_schema(const qv_hf_feature *features, qv_schema **out,
-                                      qv_error *err) {
-  if (features == NULL || features->kind != QV_HF_DICT)
-    return qv_error_set(err, QV_EARG, "features must be a dict of columns");
-  qv_type *t = NULL;
-  QV_RETURN_NOT_OK(implied(features, 0, &t, NULL, err));
-  qv_schema *s = qv_schema_new(t);
+qv_status qv_hf_schema_with_features(qv_type *struct_type, const qv_hf_feature *features,
+                                     const char *fp, qv_schema **out, qv_error *err) {
+  qv_schema *s = qv_schema_new(struct_type);
   if (s == NULL) {
-    qv_type_unref(t);
+    qv_type_unref(struct_type);
     return qv_error_set(err, QV_ENOMEM, "out of memory (schema)");
   }
   qv_strbuf sb;
   qv_strbuf_init(&sb);
-  qv_status st = qv_hf_metadata_emit(features, NULL, &sb, err);
+  qv_status st = qv_hf_metadata_emit(features, fp, &sb, err);
   if (st == QV_OK)
     st = qv_metadata_append(&s->metadata, QV_HF_METADATA_KEY, (int64_t)strlen(QV_HF_METADATA_KEY),
                             qv_strbuf_cstr(&sb), sb.len, err);
@@ -1270,6 +1266,15 @@ qv_status qv_hf_features_arrow_schema(const qv_hf_feature *features, qv_schema *
   }
   *out = s;
   return QV_OK;
+}
+
+qv_status qv_hf_features_arrow_schema(const qv_hf_feature *features, qv_schema **out,
+                                      qv_error *err) {
+  if (features == NULL || features->kind != QV_HF_DICT)
+    return qv_error_set(err, QV_EARG, "features must be a dict of columns");
+  qv_type *t = NULL;
+  QV_RETURN_NOT_OK(implied(features, 0, &t, NULL, err));
+  return qv_hf_schema_with_features(t, features, NULL, out, err);
 }
 
 /* ------------------------------------------------------------------------ */

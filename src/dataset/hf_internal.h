@@ -43,4 +43,10 @@ qv_status qv_hf_features_from_json(const json_t *obj, const char *where,
 /** The to_dict() JSON of a feature tree (new reference), NULL on OOM. */
 json_t *qv_hf_feature_to_json(const qv_hf_feature *f);
 
+/** A schema over `struct_type` (reference taken over, also on failure)
+ *  whose metadata holds the `huggingface` key for `features` and
+ *  fingerprint `fp` (NULL: none). */
+qv_status qv_hf_schema_with_features(qv_type *struct_type, const qv_hf_feature *features,
+                                     const char *fp, qv_schema **out, qv_error *err);
+
 #endif /* QUIVER_HF_INTERNAL_H */
