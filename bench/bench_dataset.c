@@ -31,12 +31,7 @@
 
 #include "quiver/dataset.h"
 #include "quiver/random.h"
-
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
+#include "bench_util.h"
 
 static void die(const char *what, const qv_error *err) {
   fprintf(stderr, "bench_dataset: %s: %s\n", what, err->message);

@@ -32,18 +32,7 @@
 #include "quiver/compute.h"
 #include "quiver/row.h"
 #include "row/row_internal.h"
-
-static double wall_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static double cpu_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
+#include "bench_util.h"
 
 static void die(const char *what, const qv_error *err) {
   fprintf(stderr, "bench_sort: %s: %s\n", what, err->message);
@@ -186,12 +175,12 @@ int main(int argc, char **argv) {
     double w[3], s[3];
     uint64_t sum = 0;
     for (int r = 0; r < 3; r++) {
-      double w0 = wall_now();
+      double w0 = now();
       t0 = cpu_now();
       if (qv_table_sort_indices(t, cases[c].specs, cases[c].nk, idx, &err) != QV_OK)
         die(cases[c].name, &err);
       s[r] = cpu_now() - t0;
-      w[r] = wall_now() - w0;
+      w[r] = now() - w0;
       uint64_t cs = checksum(idx, n);
       if (r > 0 && cs != sum) {
         fprintf(stderr, "bench_sort: %s: repeated sorts differ\n", cases[c].name);

@@ -21,37 +21,7 @@
 #include <time.h>
 
 #include "quiver/table.h"
-
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-/* CPU time of this thread: less disturbed than wall time when the
- * machine is shared. */
-static double cpu_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static long anon_kb(void) {
-  FILE *f = fopen("/proc/self/status", "r");
-  char line[256];
-  long kb = 0;
-  while (f && fgets(line, sizeof line, f))
-    if (strncmp(line, "RssAnon:", 8) == 0) kb = strtol(line + 8, NULL, 10);
-  if (f) fclose(f);
-  return kb;
-}
-
-static uint64_t splitmix(uint64_t *x) {
-  uint64_t z = (*x += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
+#include "bench_util.h"
 
 static void die(const char *what, const qv_error *err) {
   fprintf(stderr, "bench_table: %s: %s\n", what, err->message);

@@ -29,17 +29,12 @@
 
 #include "quiver/builder.h"
 #include "quiver/writer.h"
+#include "bench_util.h"
 
 #define N_WORDS 4096
 #define WORD_LEN 42
 
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static uint64_t splitmix(uint64_t x) {
+static uint64_t mix64(uint64_t x) {
   uint64_t z = x + 0x9E3779B97F4A7C15ull;
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
@@ -47,7 +42,7 @@ static uint64_t splitmix(uint64_t x) {
 }
 
 /* CPU seconds (user + system, all threads) of this process so far. */
-static double cpu_now(void) {
+static double process_cpu_now(void) {
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
   return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6 +
@@ -115,7 +110,7 @@ int main(int argc, char **argv) {
     for (int64_t i = 0; i < n; i++) {
       int64_t r = first + i;
       ids[i] = r;
-      xs[i] = (double)(splitmix((uint64_t)r) >> 11) * 0x1.0p-53;
+      xs[i] = (double)(mix64((uint64_t)r) >> 11) * 0x1.0p-53;
       uint64_t bits;
       memcpy(&bits, &xs[i], 8);
       id_sum += (uint64_t)r;
@@ -126,7 +121,7 @@ int main(int argc, char **argv) {
       return die("append", &err);
     qv_builder_reserve(bs, n, &err);
     for (int64_t i = 0; i < n; i++) {
-      const char *w = words[splitmix((uint64_t)(first + i) ^ 0xabcdefull) % N_WORDS];
+      const char *w = words[mix64((uint64_t)(first + i) ^ 0xabcdefull) % N_WORDS];
       if (qv_builder_append_bytes(bs, w, WORD_LEN, &err) != QV_OK) return die("append", &err);
       s_bytes += WORD_LEN;
     }
@@ -150,7 +145,7 @@ int main(int argc, char **argv) {
     for (int rep = 0; rep < reps; rep++) {
       unlink(path);
       sync();
-      double w0 = now(), c0 = cpu_now();
+      double w0 = now(), c0 = process_cpu_now();
       int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
       if (fd < 0) {
         perror(path);
@@ -167,7 +162,7 @@ int main(int argc, char **argv) {
       double t = now() - w0;
       if (t < secs[c]) {
         secs[c] = t;
-        cpu[c] = cpu_now() - c0;
+        cpu[c] = process_cpu_now() - c0;
       }
     }
     struct stat sb;
