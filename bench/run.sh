@@ -9,9 +9,11 @@
 # multi-key strategy comparison, default 2M, 0 to skip.
 # dataset: datasets' own benchmarks (getitem, indices mapping on 500k rows,
 # iterating 50k rows before/after shuffle, map/filter) vs the C API.
-# QV_BENCH_SECTIONS picks sections (default "read row table write sort dataset").
+# python: the extension (import quiver) vs datasets on QV_PYEXT_ROWS rows
+# (default 500k): random ds[i], a batched Python map, to a pyarrow Table.
+# QV_BENCH_SECTIONS picks sections (default "read row table write sort dataset python").
 set -eu
-sections=${QV_BENCH_SECTIONS:-read row table write sort dataset}
+sections=${QV_BENCH_SECTIONS:-read row table write sort dataset python}
 has() { case " $sections " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 build=${1:-build}
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -210,4 +212,8 @@ print("datasets: after shuffle vs in order:")
 for k in ("read_rows", "read_batch_10", "read_batch_100", "read_batch_1000"):
     print(f"  {k:<18} {t(p[k]):>10} -> {t(p['shuffled_' + k]):>10}  = {p['shuffled_' + k] / p[k]:.2f}x")
 PY
+fi
+if has python; then
+echo "== Python extension vs datasets (import quiver)"
+PYTHONPATH="$top/$build/python" "$py" -W ignore "$top/bench/bench_pyext.py" "$data" "${QV_PYEXT_ROWS:-500000}"
 fi
