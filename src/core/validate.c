@@ -722,12 +722,16 @@ static qv_status validate_array(vstate *V, const qv_array *a, const char *path,
         const qv_array *entries = a->children[0];
         if (entries->type->id != QV_STRUCT || entries->n_children != 2)
           return fail(V, path, "map entries must be a struct of key and value");
+        /* Children first (as for run-end encoded arrays): their validity
+         * bitmaps are only known to be long enough once validated. */
+        QV_RETURN_NOT_OK(validate_children(V, a, path, depth));
         if (V->level >= QV_VALIDATE_DEFAULT) {
           if (count_nulls(entries) != 0)
             return fail(V, path, "map entries contain nulls");
           if (count_nulls(entries->children[0]) != 0)
             return fail(V, path, "map keys contain nulls");
         }
+        return QV_OK;
       }
       return validate_children(V, a, path, depth);
     }
