@@ -188,14 +188,14 @@ static PyObject *Batch_repr(BatchObject *self) {
 
 static PyMethodDef Batch_methods[] = {
     {"to_pylist", (PyCFunction)Batch_to_pylist, METH_NOARGS,
-     "The rows as a list of {column: value} dicts."},
+     "to_pylist($self, /)\n--\n\nThe rows as a list of {column: value} dicts."},
     {"to_pydict", (PyCFunction)Batch_to_pydict, METH_NOARGS,
-     "The columns as a {column: [values]} dict."},
+     "to_pydict($self, /)\n--\n\nThe columns as a {column: [values]} dict."},
     {"__arrow_c_schema__", (PyCFunction)Batch_arrow_c_schema, METH_NOARGS,
-     "The schema as an 'arrow_schema' PyCapsule (struct ArrowSchema)."},
+     "__arrow_c_schema__($self, /)\n--\n\nThe schema as an 'arrow_schema' PyCapsule (struct ArrowSchema)."},
     {"__arrow_c_array__", (PyCFunction)(void (*)(void))Batch_arrow_c_array,
      METH_VARARGS | METH_KEYWORDS,
-     "__arrow_c_array__(requested_schema=None): the batch as a pair of PyCapsules "
+     "__arrow_c_array__($self, /, requested_schema=None)\n--\n\nThe batch as a pair of PyCapsules "
      "('arrow_schema', 'arrow_array'): a struct array of the columns, zero copy."},
     {NULL, NULL, 0, NULL}};
 

@@ -630,50 +630,50 @@ static PyObject *Dataset_iter(DatasetObject *self, PyObject *args, PyObject *kwa
 
 static PyMethodDef Dataset_methods[] = {
     {"select", (PyCFunction)(void (*)(void))Dataset_select, METH_VARARGS | METH_KEYWORDS,
-     "select(indices, *, cache=False): the rows at these positions (an iterable of ints)."},
+     "select($self, /, indices, *, cache=False)\n--\n\nThe rows at these positions (an iterable of ints)."},
     {"shuffle", (PyCFunction)(void (*)(void))Dataset_shuffle, METH_VARARGS | METH_KEYWORDS,
-     "shuffle(seed=None, *, cache=False): rows in numpy default_rng(seed).permutation order, "
+     "shuffle($self, /, seed=None, *, cache=False)\n--\n\nRows in numpy default_rng(seed).permutation order, "
      "as datasets' shuffle."},
     {"sort", (PyCFunction)(void (*)(void))Dataset_sort, METH_VARARGS | METH_KEYWORDS,
-     "sort(column_names, reverse=False, null_placement='at_end', *, cache=False): stable "
-     "sort by one column or a list of columns."},
+     "sort($self, /, column_names, reverse=False, null_placement='at_end', *, cache=False)"
+     "\n--\n\nStable sort by one column or a list of columns."},
     {"filter", (PyCFunction)(void (*)(void))qvpy_Dataset_filter, METH_VARARGS | METH_KEYWORDS,
-     "filter(function, *, batched=False, batch_size=1000, new_fingerprint=None, cache=False): "
-     "the rows where the expression string (docs/expressions.md) is true, or for which the "
+     "filter($self, /, function, *, batched=False, batch_size=1000, new_fingerprint=None, "
+     "cache=False)\n--\n\nThe rows where the expression string (docs/expressions.md) is true, or for which the "
      "callable returns a true value (batched: a list of them per batch of columns)."},
     {"map", (PyCFunction)(void (*)(void))qvpy_Dataset_map, METH_VARARGS | METH_KEYWORDS,
-     "map(function=None, *, set=None, batched=False, batch_size=1000, remove_columns=None, "
-     "num_proc=None, new_fingerprint=None, cache=False): datasets' map with a Python callable "
+     "map($self, /, function=None, *, set=None, batched=False, batch_size=1000, "
+     "remove_columns=None, num_proc=None, new_fingerprint=None, cache=False)\n--\n\ndatasets' map with a Python callable "
      "(row dict -> dict of columns, or batched: dict of column lists -> dict of column lists "
      "or Arrow arrays), or with set={name: expression} evaluated in C (docs/python.md)."},
     {"shard", (PyCFunction)(void (*)(void))Dataset_shard, METH_VARARGS | METH_KEYWORDS,
-     "shard(num_shards, index, contiguous=True): one shard, as datasets' shard."},
+     "shard($self, /, num_shards, index, contiguous=True)\n--\n\nOne shard, as datasets' shard."},
     {"train_test_split", (PyCFunction)(void (*)(void))Dataset_train_test_split,
      METH_VARARGS | METH_KEYWORDS,
-     "train_test_split(test_size=None, train_size=None, shuffle=True, seed=None, *, "
-     "cache=False): {'train': Dataset, 'test': Dataset}."},
+     "train_test_split($self, /, test_size=None, train_size=None, shuffle=True, seed=None, *, "
+     "cache=False)\n--\n\n{'train': Dataset, 'test': Dataset}."},
     {"flatten_indices", (PyCFunction)(void (*)(void))Dataset_flatten_indices,
      METH_VARARGS | METH_KEYWORDS,
-     "flatten_indices(*, cache=False): the rows as mapped, materialised without a mapping."},
+     "flatten_indices($self, /, *, cache=False)\n--\n\nThe rows as mapped, materialised without a mapping."},
     {"select_columns", (PyCFunction)Dataset_select_columns, METH_O,
-     "select_columns(column_names): only these columns, in this order."},
+     "select_columns($self, column_names, /)\n--\n\nOnly these columns, in this order."},
     {"remove_columns", (PyCFunction)Dataset_remove_columns, METH_O,
-     "remove_columns(column_names): without these columns."},
+     "remove_columns($self, column_names, /)\n--\n\nWithout these columns."},
     {"rename_column", (PyCFunction)Dataset_rename_column, METH_VARARGS,
-     "rename_column(original_column_name, new_column_name)."},
+     "rename_column($self, original_column_name, new_column_name, /)\n--\n\nOne column renamed."},
     {"rename_columns", (PyCFunction)Dataset_rename_columns, METH_O,
-     "rename_columns({old: new, ...})."},
+     "rename_columns($self, column_mapping, /)\n--\n\nColumns renamed by a dict {old: new, ...}."},
     {"save_to_disk", (PyCFunction)(void (*)(void))Dataset_save_to_disk,
      METH_VARARGS | METH_KEYWORDS,
-     "save_to_disk(dataset_path, max_shard_size=None, num_shards=None): write the "
+     "save_to_disk($self, /, dataset_path, max_shard_size=None, num_shards=None)\n--\n\nWrite the "
      "save_to_disk layout datasets.load_from_disk reads."},
     {"iter", (PyCFunction)(void (*)(void))Dataset_iter, METH_VARARGS | METH_KEYWORDS,
-     "iter(batch_size, drop_last_batch=False): quiver.Batch objects of batch_size rows."},
+     "iter($self, /, batch_size, drop_last_batch=False)\n--\n\nquiver.Batch objects of batch_size rows."},
     {"__arrow_c_schema__", (PyCFunction)Dataset_arrow_c_schema, METH_NOARGS,
-     "The schema as an 'arrow_schema' PyCapsule."},
+     "__arrow_c_schema__($self, /)\n--\n\nThe schema as an 'arrow_schema' PyCapsule."},
     {"__arrow_c_stream__", (PyCFunction)(void (*)(void))Dataset_arrow_c_stream,
      METH_VARARGS | METH_KEYWORDS,
-     "__arrow_c_stream__(requested_schema=None): the rows as an 'arrow_array_stream' "
+     "__arrow_c_stream__($self, /, requested_schema=None)\n--\n\nThe rows as an 'arrow_array_stream' "
      "PyCapsule (zero copy without an indices mapping)."},
     {NULL, NULL, 0, NULL}};
 

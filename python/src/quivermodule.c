@@ -264,14 +264,14 @@ static PyObject *mod_version(PyObject *mod, PyObject *unused) {
 
 static PyMethodDef module_methods[] = {
     {"open", (PyCFunction)(void (*)(void))mod_open, METH_VARARGS | METH_KEYWORDS,
-     "open(path, split=None, data=None) -> Dataset: an Arrow file, a save_to_disk "
+     "open($module, /, path, split=None, data=None)\n--\n\nA Dataset over an Arrow file, a save_to_disk "
      "directory (Dataset or DatasetDict split), a load_dataset cache directory, or an "
      "indices mapping file (cache-*.arrow; with data=, the dataset it indexes)."},
     {"concatenate_datasets", (PyCFunction)(void (*)(void))mod_concatenate,
      METH_VARARGS | METH_KEYWORDS,
-     "concatenate_datasets(dsets, axis=0) -> Dataset, as datasets' concatenate_datasets."},
+     "concatenate_datasets($module, /, dsets, axis=0)\n--\n\nOne Dataset of the datasets, as datasets' concatenate_datasets."},
     {"version", (PyCFunction)mod_version, METH_NOARGS,
-     "The C library's version (qv_version())."},
+     "version($module, /)\n--\n\nThe C library's version (qv_version())."},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef quiver_module = {
