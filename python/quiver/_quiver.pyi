@@ -10,8 +10,14 @@ _Names = Union[str, Sequence[str]]
 _Size = Union[int, float, None]
 
 class QuiverError(Exception):
-    status: str
-    code: int
+    status: Optional[str]
+    code: Optional[int]
+
+class QuiverValueError(QuiverError, ValueError): ...
+class QuiverIndexError(QuiverError, IndexError): ...
+class QuiverKeyError(QuiverError, KeyError, ValueError): ...
+class QuiverTypeError(QuiverError, TypeError): ...
+class QuiverFileNotFoundError(QuiverError, FileNotFoundError): ...
 
 class Batch:
     @property

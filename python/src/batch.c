@@ -75,18 +75,18 @@ PyObject *qvpy_schema_capsule(const qv_schema *schema) {
 bool qvpy_check_requested(PyObject *req, const qv_schema *schema) {
   if (req == NULL || req == Py_None) return true;
   if (!PyCapsule_IsValid(req, "arrow_schema")) {
-    PyErr_SetString(PyExc_TypeError, "requested_schema must be None or an 'arrow_schema' "
+    PyErr_SetString(qvpy_TypeError, "requested_schema must be None or an 'arrow_schema' "
                     "PyCapsule");
     return false;
   }
   const struct ArrowSchema *s = PyCapsule_GetPointer(req, "arrow_schema");
   if (s == NULL) return false;
   if (s->release == NULL) {
-    PyErr_SetString(PyExc_ValueError, "requested_schema: the ArrowSchema was released");
+    PyErr_SetString(qvpy_ValueError, "requested_schema: the ArrowSchema was released");
     return false;
   }
   if (s->n_children != qv_schema_num_fields(schema)) {
-    PyErr_Format(PyExc_ValueError, "requested_schema has %lld fields, the data has %d",
+    PyErr_Format(qvpy_ValueError, "requested_schema has %lld fields, the data has %d",
                  (long long)s->n_children, (int)qv_schema_num_fields(schema));
     return false;
   }

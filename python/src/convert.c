@@ -58,13 +58,13 @@ typedef struct val_where {
 
 static bool infer(inferred *t, PyObject *v, const val_where *w, int depth) {
   if (depth > QVPY_MAX_DEPTH) {
-    PyErr_Format(PyExc_TypeError, "%s: column '%s', row %lld: values nested deeper than %d",
+    PyErr_Format(qvpy_TypeError, "%s: column '%s', row %lld: values nested deeper than %d",
                  w->what, w->col, (long long)w->row, QVPY_MAX_DEPTH);
     return false;
   }
   int k = kind_of(v);
   if (k < 0) {
-    PyErr_Format(PyExc_TypeError, "%s: column '%s', row %lld: cannot convert a value of type "
+    PyErr_Format(qvpy_TypeError, "%s: column '%s', row %lld: cannot convert a value of type "
                  "%.100s to Arrow (expected None, bool, int, float, str, bytes, list, dict, or "
                  "an array with __arrow_c_array__ for the whole column)", w->what, w->col,
                  (long long)w->row, Py_TYPE(v)->tp_name);
@@ -77,7 +77,7 @@ static bool infer(inferred *t, PyObject *v, const val_where *w, int depth) {
     if (t->kind == K_INT && k == K_FLOAT) {
       t->kind = K_FLOAT;
     } else if (!(t->kind == K_FLOAT && k == K_INT)) {
-      PyErr_Format(PyExc_TypeError, "%s: column '%s', row %lld: a %s value among %s values (a "
+      PyErr_Format(qvpy_TypeError, "%s: column '%s', row %lld: a %s value among %s values (a "
                    "column holds one type; only int and float mix, as float)", w->what, w->col,
                    (long long)w->row, kind_names[k], kind_names[t->kind]);
       return false;
@@ -94,7 +94,7 @@ static bool infer(inferred *t, PyObject *v, const val_where *w, int depth) {
     Py_ssize_t pos = 0;
     while (PyDict_Next(v, &pos, &key, &val)) {
       if (!PyUnicode_Check(key)) {
-        PyErr_Format(PyExc_TypeError, "%s: column '%s', row %lld: dict keys must be str, found "
+        PyErr_Format(qvpy_TypeError, "%s: column '%s', row %lld: dict keys must be str, found "
                      "%.100s", w->what, w->col, (long long)w->row, Py_TYPE(key)->tp_name);
         return false;
       }
@@ -236,7 +236,7 @@ static bool import_arrow(PyObject *obj, const char *what, qv_array **out) {
   if (s == NULL || a == NULL) {
     Py_DECREF(pair);
     if (!PyErr_Occurred())
-      PyErr_Format(PyExc_TypeError, "%s: __arrow_c_array__ of %.100s did not return a pair of "
+      PyErr_Format(qvpy_TypeError, "%s: __arrow_c_array__ of %.100s did not return a pair of "
                    "capsules", what, Py_TYPE(obj)->tp_name);
     return false;
   }
@@ -260,7 +260,7 @@ static bool column_of(PyObject *obj, const char *what, const char *col, int64_t 
                       qv_array **out) {
   if (PyObject_HasAttrString(obj, "__arrow_c_array__")) return import_arrow(obj, what, out);
   if (!PyList_Check(obj) && !PyTuple_Check(obj)) {
-    PyErr_Format(PyExc_TypeError, "%s: column '%s': expected a list of values or an Arrow array "
+    PyErr_Format(qvpy_TypeError, "%s: column '%s': expected a list of values or an Arrow array "
                  "(__arrow_c_array__), not %.100s", what, col, Py_TYPE(obj)->tp_name);
     return false;
   }
@@ -330,13 +330,13 @@ bool qvpy_result_struct(PyObject *r, const char *what, int64_t first_row, qv_arr
     if ((*out)->type->id == QV_STRUCT && (*out)->null_count == 0) return true;
     qv_array_unref(*out);
     *out = NULL;
-    PyErr_Format(PyExc_TypeError, "%s: the function returned a %.100s that is not a record "
+    PyErr_Format(qvpy_TypeError, "%s: the function returned a %.100s that is not a record "
                  "batch (a struct array without nulls); return a dict of columns", what,
                  Py_TYPE(r)->tp_name);
     return false;
   }
   if (!PyDict_Check(r)) {
-    PyErr_Format(PyExc_TypeError, "%s: the function must return a dict of columns (or None to "
+    PyErr_Format(qvpy_TypeError, "%s: the function must return a dict of columns (or None to "
                  "leave the dataset unchanged), not %.100s", what, Py_TYPE(r)->tp_name);
     return false;
   }
@@ -350,7 +350,7 @@ bool qvpy_result_struct(PyObject *r, const char *what, int64_t first_row, qv_arr
   int32_t k = 0;
   while (ok && PyDict_Next(r, &pos, &key, &val)) {
     if (!PyUnicode_Check(key)) {
-      PyErr_Format(PyExc_TypeError, "%s: column names must be str, found %.100s", what,
+      PyErr_Format(qvpy_TypeError, "%s: column names must be str, found %.100s", what,
                    Py_TYPE(key)->tp_name);
       ok = false;
       break;
@@ -362,7 +362,7 @@ bool qvpy_result_struct(PyObject *r, const char *what, int64_t first_row, qv_arr
   }
   for (int32_t i = 1; ok && i < k; i++)
     if (cols[i]->length != cols[0]->length) {
-      PyErr_Format(PyExc_ValueError, "%s: the function returned columns of different lengths: "
+      PyErr_Format(qvpy_ValueError, "%s: the function returned columns of different lengths: "
                    "'%U' has %lld values, '%U' %lld", what, PyList_GET_ITEM(names, 0),
                    (long long)cols[0]->length, PyList_GET_ITEM(names, i),
                    (long long)cols[i]->length);

@@ -32,7 +32,7 @@ static void Dataset_dealloc(DatasetObject *self) {
 }
 
 static PyObject *Dataset_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
-  PyErr_SetString(PyExc_TypeError, "quiver.Dataset cannot be created directly: use "
+  PyErr_SetString(qvpy_TypeError, "quiver.Dataset cannot be created directly: use "
                   "quiver.open(path)");
   return NULL;
 }
@@ -157,7 +157,7 @@ static PyObject *Dataset_getitem(DatasetObject *self, PyObject *key) {
     if (name == NULL) return NULL;
     if (qv_dataset_column_index(self->ds, name) < 0) {
       PyObject *names = qvpy_column_names_of(qv_dataset_schema(self->ds));
-      if (names != NULL) PyErr_Format(PyExc_KeyError, "Column %R not in the dataset. Current "
+      if (names != NULL) PyErr_Format(qvpy_KeyError, "Column %R not in the dataset. Current "
                                       "columns in the dataset: %R", key, names);
       Py_XDECREF(names);
       return NULL;
@@ -179,7 +179,7 @@ static PyObject *Dataset_getitem(DatasetObject *self, PyObject *key) {
     int64_t i;
     if (!qvpy_arg_int64(key, "index", &i)) return NULL;
     if (i < -n || i >= n) {
-      PyErr_Format(PyExc_IndexError, "index %lld is out of range for a dataset of %lld rows",
+      PyErr_Format(qvpy_IndexError, "index %lld is out of range for a dataset of %lld rows",
                    (long long)i, (long long)n);
       return NULL;
     }
@@ -199,7 +199,7 @@ static PyObject *Dataset_getitem(DatasetObject *self, PyObject *key) {
     PyMem_Free(rows);
     return r;
   }
-  PyErr_Format(PyExc_TypeError, "dataset indices must be an int, a slice, a list of ints or a "
+  PyErr_Format(qvpy_TypeError, "dataset indices must be an int, a slice, a list of ints or a "
                "column name, not %.100s", Py_TYPE(key)->tp_name);
   return NULL;
 }
@@ -253,7 +253,7 @@ static PyObject *Dataset_sort(DatasetObject *self, PyObject *args, PyObject *kwa
   else if (strcmp(placement, "at_start") == 0 || strcmp(placement, "first") == 0)
     nulls = QV_NULLS_AT_START;
   else
-    return PyErr_Format(PyExc_ValueError, "null_placement must be 'at_end' or 'at_start', "
+    return PyErr_Format(qvpy_ValueError, "null_placement must be 'at_end' or 'at_start', "
                         "found '%s'", placement);
   PyObject *keep = NULL;
   const char **cols = NULL;
@@ -268,26 +268,26 @@ static PyObject *Dataset_sort(DatasetObject *self, PyObject *args, PyObject *kwa
     for (int32_t i = 0; i < n; i++) desc[i] = rev_obj == Py_True;
   } else if (PyList_Check(rev_obj) || PyTuple_Check(rev_obj)) {
     if (PySequence_Size(rev_obj) != n) {
-      PyErr_Format(PyExc_ValueError, "reverse has %zd values for %d columns",
+      PyErr_Format(qvpy_ValueError, "reverse has %zd values for %d columns",
                    PySequence_Size(rev_obj), (int)n);
       goto done;
     }
     for (int32_t i = 0; i < n; i++) {
       PyObject *b = PySequence_Fast_GET_ITEM(rev_obj, i);
       if (!PyBool_Check(b)) {
-        PyErr_Format(PyExc_TypeError, "reverse must hold bools, found %.100s",
+        PyErr_Format(qvpy_TypeError, "reverse must hold bools, found %.100s",
                      Py_TYPE(b)->tp_name);
         goto done;
       }
       desc[i] = b == Py_True;
     }
   } else {
-    PyErr_Format(PyExc_TypeError, "reverse must be a bool or a list of bools, not %.100s",
+    PyErr_Format(qvpy_TypeError, "reverse must be a bool or a list of bools, not %.100s",
                  Py_TYPE(rev_obj)->tp_name);
     goto done;
   }
   if (n == 0) {
-    PyErr_SetString(PyExc_ValueError, "sort needs at least one column");
+    PyErr_SetString(qvpy_ValueError, "sort needs at least one column");
     goto done;
   }
   qv_dataset_options o = qvpy_options(cache);
@@ -317,10 +317,10 @@ static PyObject *Dataset_shard(DatasetObject *self, PyObject *args, PyObject *kw
     return NULL;
   int64_t ns, ix;
   if (!qvpy_arg_int64(ns_obj, "num_shards", &ns) || !qvpy_arg_int64(ix_obj, "index", &ix)) return NULL;
-  if (ns < 1) return PyErr_Format(PyExc_ValueError, "num_shards must be >= 1, found %lld",
+  if (ns < 1) return PyErr_Format(qvpy_ValueError, "num_shards must be >= 1, found %lld",
                                   (long long)ns);
   if (ix < 0 || ix >= ns)
-    return PyErr_Format(PyExc_IndexError, "index %lld is out of range for %lld shards",
+    return PyErr_Format(qvpy_ValueError, "index %lld is out of range for %lld shards",
                         (long long)ix, (long long)ns);
   qv_dataset_options o = qvpy_options(0);
   qv_dataset *out = NULL;
@@ -345,7 +345,7 @@ static bool arg_split_size(PyObject *o, const char *what, qv_split_size *out) {
     out->kind = QV_SIZE_COUNT;
     return qvpy_arg_int64(o, what, &out->count);
   }
-  PyErr_Format(PyExc_TypeError, "%s must be a float, an int or None, not %.100s", what,
+  PyErr_Format(qvpy_TypeError, "%s must be a float, an int or None, not %.100s", what,
                Py_TYPE(o)->tp_name);
   return false;
 }
@@ -435,7 +435,7 @@ static PyObject *Dataset_rename_column(DatasetObject *self, PyObject *args) {
 
 static PyObject *Dataset_rename_columns(DatasetObject *self, PyObject *mapping) {
   if (!PyDict_Check(mapping))
-    return PyErr_Format(PyExc_TypeError, "rename_columns takes a dict {old: new}, not %.100s",
+    return PyErr_Format(qvpy_TypeError, "rename_columns takes a dict {old: new}, not %.100s",
                         Py_TYPE(mapping)->tp_name);
   Py_ssize_t n = PyDict_Size(mapping), pos = 0, i = 0;
   const char **from = PyMem_Calloc((size_t)(n > 0 ? n : 1), sizeof *from);
@@ -447,7 +447,7 @@ static PyObject *Dataset_rename_columns(DatasetObject *self, PyObject *mapping) 
   }
   while (PyDict_Next(mapping, &pos, &k, &v)) {
     if (!PyUnicode_Check(k) || !PyUnicode_Check(v)) {
-      PyErr_SetString(PyExc_TypeError, "rename_columns: names must be str");
+      PyErr_SetString(qvpy_TypeError, "rename_columns: names must be str");
       goto done;
     }
     if ((from[i] = PyUnicode_AsUTF8(k)) == NULL || (to[i] = PyUnicode_AsUTF8(v)) == NULL)
@@ -477,21 +477,21 @@ static PyObject *Dataset_save_to_disk(DatasetObject *self, PyObject *args, PyObj
       if (text == NULL) goto done;
       qv_status st = qv_hf_parse_size(text, &so.max_shard_size, &err);
       if (st != QV_OK) {
-        PyErr_Format(PyExc_ValueError, "max_shard_size: %s", err.message);
+        PyErr_Format(qvpy_ValueError, "max_shard_size: %s", err.message);
         goto done;
       }
     } else if (!qvpy_arg_int64(size_obj, "max_shard_size", &so.max_shard_size)) {
       goto done;
     }
     if (so.max_shard_size <= 0) {
-      PyErr_SetString(PyExc_ValueError, "max_shard_size must be positive");
+      PyErr_SetString(qvpy_ValueError, "max_shard_size must be positive");
       goto done;
     }
   }
   if (shards_obj != Py_None) {
     if (!qvpy_arg_int64(shards_obj, "num_shards", &so.num_shards)) goto done;
     if (so.num_shards <= 0) {
-      PyErr_SetString(PyExc_ValueError, "num_shards must be positive");
+      PyErr_SetString(qvpy_ValueError, "num_shards must be positive");
       goto done;
     }
   }
@@ -624,7 +624,7 @@ static PyObject *Dataset_iter(DatasetObject *self, PyObject *args, PyObject *kwa
   int64_t bs;
   if (!qvpy_arg_int64(bs_obj, "batch_size", &bs)) return NULL;
   if (bs < 1)
-    return PyErr_Format(PyExc_ValueError, "batch_size must be >= 1, found %lld", (long long)bs);
+    return PyErr_Format(qvpy_ValueError, "batch_size must be >= 1, found %lld", (long long)bs);
   return new_iter(&qvpy_BatchIterType, self->ds, bs, drop_last != 0);
 }
 

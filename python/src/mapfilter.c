@@ -51,11 +51,11 @@ static bool map_rows(pyfn *p, const qv_array *batch, int64_t first_row, qv_array
     if (i == 0) none = r == Py_None;
     if (none != (r == Py_None) || (r != Py_None && !PyDict_Check(r))) {
       if (r != Py_None && !PyDict_Check(r))
-        PyErr_Format(PyExc_TypeError, "map: row %lld: the function must return a dict of "
+        PyErr_Format(qvpy_TypeError, "map: row %lld: the function must return a dict of "
                      "columns (or None to leave the dataset unchanged), not %.100s",
                      (long long)(first_row + i), Py_TYPE(r)->tp_name);
       else
-        PyErr_Format(PyExc_TypeError, "map: row %lld: the function returned %s, while for "
+        PyErr_Format(qvpy_TypeError, "map: row %lld: the function returned %s, while for "
                      "earlier rows it returned %s", (long long)(first_row + i),
                      none ? "a dict" : "None", none ? "None" : "a dict");
       Py_DECREF(r);
@@ -75,7 +75,7 @@ static bool map_rows(pyfn *p, const qv_array *batch, int64_t first_row, qv_array
       }
       if (ok && PyDict_GET_SIZE(r) != PyList_GET_SIZE(names)) {
         PyObject *got = PyDict_Keys(r);
-        PyErr_Format(PyExc_TypeError, "map: row %lld: the function returned columns %R, while "
+        PyErr_Format(qvpy_TypeError, "map: row %lld: the function returned columns %R, while "
                      "for row %lld it returned %R", (long long)(first_row + i), got,
                      (long long)first_row, names);
         Py_XDECREF(got);
@@ -87,7 +87,7 @@ static bool map_rows(pyfn *p, const qv_array *batch, int64_t first_row, qv_array
         PyObject *l = PyDict_GetItemWithError(lists, key);
         if (l == NULL) {
           if (!PyErr_Occurred())
-            PyErr_Format(PyExc_TypeError, "map: row %lld: the function returned column %R, "
+            PyErr_Format(qvpy_TypeError, "map: row %lld: the function returned column %R, "
                          "which it did not return for row %lld (columns %R)",
                          (long long)(first_row + i), key, (long long)first_row, names);
           ok = false;
@@ -140,10 +140,10 @@ static qv_status pyfilter_call(void *ctx, const qv_array *batch, int64_t first_r
     Py_XDECREF(cols);
     PyObject *seq = r ? PySequence_Fast(r, "") : NULL;
     if (r != NULL && seq == NULL) {
-      PyErr_Format(PyExc_TypeError, "filter: a batched function must return a list of bools, "
+      PyErr_Format(qvpy_TypeError, "filter: a batched function must return a list of bools, "
                    "not %.100s", Py_TYPE(r)->tp_name);
     } else if (seq != NULL && PySequence_Fast_GET_SIZE(seq) != batch->length) {
-      PyErr_Format(PyExc_ValueError, "filter: the function returned %zd values for a batch of "
+      PyErr_Format(qvpy_ValueError, "filter: the function returned %zd values for a batch of "
                    "%lld rows (rows %lld..%lld)", PySequence_Fast_GET_SIZE(seq),
                    (long long)batch->length, (long long)first_row,
                    (long long)(first_row + batch->length - 1));
@@ -186,7 +186,7 @@ static bool function_fingerprint(PyObject *fn, bool batched, PyObject *nfp, int 
   *new_fp = NULL;
   if (nfp != Py_None) {
     if (!PyUnicode_Check(nfp)) {
-      PyErr_Format(PyExc_TypeError, "new_fingerprint must be a str or None, not %.100s",
+      PyErr_Format(qvpy_TypeError, "new_fingerprint must be a str or None, not %.100s",
                    Py_TYPE(nfp)->tp_name);
       return false;
     }
@@ -258,10 +258,10 @@ PyObject *qvpy_Dataset_map(DatasetObject *self, PyObject *args, PyObject *kwargs
                                    &bs_obj, &rm_obj, &np_obj, &nfp, &cache))
     return NULL;
   if ((fn == Py_None) == (set == Py_None))
-    return PyErr_Format(PyExc_TypeError, "map takes a function or set={name: expression}, %s",
+    return PyErr_Format(qvpy_TypeError, "map takes a function or set={name: expression}, %s",
                         fn == Py_None ? "got neither" : "not both");
   if (fn != Py_None && !PyCallable_Check(fn))
-    return PyErr_Format(PyExc_TypeError, "map: function must be callable, not %.100s",
+    return PyErr_Format(qvpy_TypeError, "map: function must be callable, not %.100s",
                         Py_TYPE(fn)->tp_name);
   qv_map_options mo;
   memset(&mo, 0, sizeof mo);
@@ -270,10 +270,10 @@ PyObject *qvpy_Dataset_map(DatasetObject *self, PyObject *args, PyObject *kwargs
     int64_t np = 0;
     if (!qvpy_arg_int64(np_obj, "num_proc", &np)) return NULL;
     if (np < 1 || np > 4096)
-      return PyErr_Format(PyExc_ValueError, "num_proc must be an int between 1 and 4096, found "
+      return PyErr_Format(qvpy_ValueError, "num_proc must be an int between 1 and 4096, found "
                           "%lld", (long long)np);
     if (fn != Py_None && np > 1)
-      return PyErr_Format(PyExc_ValueError, "map: num_proc=%lld with a Python function: quiver's "
+      return PyErr_Format(qvpy_ValueError, "map: num_proc=%lld with a Python function: quiver's "
                           "workers are forked processes, which cannot safely run the Python "
                           "interpreter; run it in this process (num_proc=None) or use set= "
                           "expressions, which run in C", (long long)np);
@@ -294,7 +294,7 @@ PyObject *qvpy_Dataset_map(DatasetObject *self, PyObject *args, PyObject *kwargs
     const char **names = n > 0 ? PyMem_Calloc((size_t)n, sizeof *names) : NULL;
     const char **exprs = n > 0 ? PyMem_Calloc((size_t)n, sizeof *exprs) : NULL;
     if (n < 1 || n > INT32_MAX) {
-      PyErr_SetString(n < 0 ? PyExc_TypeError : PyExc_ValueError,
+      PyErr_SetString(n < 0 ? qvpy_TypeError : qvpy_ValueError,
                       "map: set must be a non-empty dict {column name: expression}");
     } else if (names == NULL || exprs == NULL) {
       PyErr_NoMemory();
@@ -303,7 +303,7 @@ PyObject *qvpy_Dataset_map(DatasetObject *self, PyObject *args, PyObject *kwargs
       Py_ssize_t pos = 0, i = 0;
       while (PyDict_Next(set, &pos, &key, &val)) {
         if (!PyUnicode_Check(key) || !PyUnicode_Check(val)) {
-          PyErr_Format(PyExc_TypeError, "map: set maps str column names to str expressions, "
+          PyErr_Format(qvpy_TypeError, "map: set maps str column names to str expressions, "
                        "found %.100s: %.100s", Py_TYPE(key)->tp_name, Py_TYPE(val)->tp_name);
           break;
         }
@@ -312,7 +312,7 @@ PyObject *qvpy_Dataset_map(DatasetObject *self, PyObject *args, PyObject *kwargs
         i++;
       }
       if (nfp != Py_None && !PyUnicode_Check(nfp))
-        PyErr_Format(PyExc_TypeError, "new_fingerprint must be a str or None, not %.100s",
+        PyErr_Format(qvpy_TypeError, "new_fingerprint must be a str or None, not %.100s",
                      Py_TYPE(nfp)->tp_name);
       else if (nfp != Py_None)
         o.new_fingerprint = PyUnicode_AsUTF8(nfp);
@@ -364,7 +364,7 @@ PyObject *qvpy_Dataset_filter(DatasetObject *self, PyObject *args, PyObject *kwa
     if (where == NULL) return NULL;
     if (nfp != Py_None) {
       if (!PyUnicode_Check(nfp))
-        return PyErr_Format(PyExc_TypeError, "new_fingerprint must be a str or None, not %.100s",
+        return PyErr_Format(qvpy_TypeError, "new_fingerprint must be a str or None, not %.100s",
                             Py_TYPE(nfp)->tp_name);
       if ((o.new_fingerprint = PyUnicode_AsUTF8(nfp)) == NULL) return NULL;
     }
@@ -374,7 +374,7 @@ PyObject *qvpy_Dataset_filter(DatasetObject *self, PyObject *args, PyObject *kwa
     return qvpy_result(st, out, &err);
   }
   if (!PyCallable_Check(fn))
-    return PyErr_Format(PyExc_TypeError, "filter takes an expression string (see "
+    return PyErr_Format(qvpy_TypeError, "filter takes an expression string (see "
                         "docs/expressions.md) or a callable, not %.100s", Py_TYPE(fn)->tp_name);
   int64_t bs = 0;
   if (!arg_batch_size(bs_obj, &bs)) return NULL;

@@ -21,27 +21,42 @@
  */
 #include "qvpy.h"
 
+#include <sys/stat.h>
+
 PyObject *qvpy_QuiverError;   /* quiver.QuiverError */
+PyObject *qvpy_ValueError;    /* quiver.QuiverValueError(QuiverError, ValueError) */
+PyObject *qvpy_IndexError;    /* quiver.QuiverIndexError(QuiverError, IndexError) */
+PyObject *qvpy_KeyError;      /* quiver.QuiverKeyError(QuiverError, KeyError, ValueError) */
+PyObject *qvpy_TypeError;     /* quiver.QuiverTypeError(QuiverError, TypeError) */
+PyObject *qvpy_FileNotFoundError; /* quiver.QuiverFileNotFoundError(QuiverError, FileNotFoundError) */
 PyObject *qvpy_json_loads;    /* json.loads */
 PyObject *qvpy_decimal_cls;   /* decimal.Decimal */
 
 /* ------------------------------------------------------------------------ */
 /* Errors                                                                    */
 
-/* Raise quiver.QuiverError carrying the C message; `status` and `code`
- * attributes name the qv_status. Returns NULL. */
 PyObject *qvpy_raise_qv(qv_status st, const qv_error *err) {
+  /* The Python class datasets raises for the same kind of misuse: bad
+   * arguments (unknown columns, bad sizes, ...) are ValueErrors there. */
+  PyObject *cls = st == QV_EARG     ? qvpy_ValueError
+                  : st == QV_ERANGE ? qvpy_IndexError
+                  : st == QV_ETYPE  ? qvpy_TypeError
+                                    : qvpy_QuiverError;
+  return qvpy_raise_qv_as(cls, st, err);
+}
+
+PyObject *qvpy_raise_qv_as(PyObject *cls, qv_status st, const qv_error *err) {
   const char *msg = err->message[0] ? err->message : qv_status_name(st);
   PyObject *text = PyUnicode_DecodeUTF8(msg, (Py_ssize_t)strlen(msg), "replace");
   if (text == NULL) return NULL;
-  PyObject *exc = PyObject_CallOneArg(qvpy_QuiverError, text);
+  PyObject *exc = PyObject_CallOneArg(cls, text);
   Py_DECREF(text);
   if (exc == NULL) return NULL;
   PyObject *name = PyUnicode_FromString(qv_status_name(st));
   PyObject *code = PyLong_FromLong((long)st);
   if (name != NULL && code != NULL && PyObject_SetAttrString(exc, "status", name) == 0 &&
       PyObject_SetAttrString(exc, "code", code) == 0)
-    PyErr_SetObject(qvpy_QuiverError, exc);
+    PyErr_SetObject(cls, exc);
   Py_XDECREF(name);
   Py_XDECREF(code);
   Py_DECREF(exc);
@@ -54,7 +69,7 @@ PyObject *qvpy_raise_qv(qv_status st, const qv_error *err) {
 /* A Python int (not bool) as int64 into *out; `what` names it in errors. */
 bool qvpy_arg_int64(PyObject *o, const char *what, int64_t *out) {
   if (PyBool_Check(o) || !PyIndex_Check(o)) {
-    PyErr_Format(PyExc_TypeError, "%s must be an int, not %.100s", what, Py_TYPE(o)->tp_name);
+    PyErr_Format(qvpy_TypeError, "%s must be an int, not %.100s", what, Py_TYPE(o)->tp_name);
     return false;
   }
   PyObject *i = PyNumber_Index(o);
@@ -83,7 +98,7 @@ bool qvpy_arg_seed(PyObject *o, uint64_t *out) {
     return true;
   }
   if (PyBool_Check(o) || !PyIndex_Check(o)) {
-    PyErr_Format(PyExc_TypeError, "seed must be an int or None, not %.100s", Py_TYPE(o)->tp_name);
+    PyErr_Format(qvpy_TypeError, "seed must be an int or None, not %.100s", Py_TYPE(o)->tp_name);
     return false;
   }
   PyObject *i = PyNumber_Index(o);
@@ -92,7 +107,7 @@ bool qvpy_arg_seed(PyObject *o, uint64_t *out) {
   Py_DECREF(i);
   if (v == (unsigned long long)-1 && PyErr_Occurred()) {
     PyErr_Clear();
-    PyErr_SetString(PyExc_ValueError, "seed must be between 0 and 2**64 - 1");
+    PyErr_SetString(qvpy_ValueError, "seed must be between 0 and 2**64 - 1");
     return false;
   }
   *out = v;
@@ -107,14 +122,14 @@ bool qvpy_arg_names(PyObject *o, const char *what, PyObject **keep, const char *
   PyObject *seq = PyUnicode_Check(o) ? PyTuple_Pack(1, o)
                                      : PySequence_Fast(o, "");
   if (seq == NULL) {
-    PyErr_Format(PyExc_TypeError, "%s must be a str or a list of str, not %.100s", what,
+    PyErr_Format(qvpy_TypeError, "%s must be a str or a list of str, not %.100s", what,
                  Py_TYPE(o)->tp_name);
     return false;
   }
   Py_ssize_t len = PySequence_Fast_GET_SIZE(seq);
   if (len > INT32_MAX) {
     Py_DECREF(seq);
-    PyErr_Format(PyExc_ValueError, "%s: too many names", what);
+    PyErr_Format(qvpy_ValueError, "%s: too many names", what);
     return false;
   }
   const char **names = PyMem_Calloc((size_t)(len > 0 ? len : 1), sizeof *names);
@@ -126,7 +141,7 @@ bool qvpy_arg_names(PyObject *o, const char *what, PyObject **keep, const char *
   for (Py_ssize_t i = 0; i < len; i++) {
     PyObject *it = PySequence_Fast_GET_ITEM(seq, i);
     if (!PyUnicode_Check(it)) {
-      PyErr_Format(PyExc_TypeError, "%s must hold str, found %.100s at position %zd", what,
+      PyErr_Format(qvpy_TypeError, "%s must hold str, found %.100s at position %zd", what,
                    Py_TYPE(it)->tp_name, i);
       break;
     }
@@ -162,7 +177,7 @@ bool qvpy_arg_rows(PyObject *o, int64_t n_rows, bool negative_ok, int64_t **out,
     ok = qvpy_arg_int64(PySequence_Fast_GET_ITEM(seq, i), "an index", &given);
     rows[i] = negative_ok && given < 0 ? given + n_rows : given;
     if (ok && (rows[i] < 0 || rows[i] >= n_rows)) {
-      PyErr_Format(PyExc_IndexError, "index %lld (position %zd) is out of range for a dataset "
+      PyErr_Format(qvpy_IndexError, "index %lld (position %zd) is out of range for a dataset "
                    "of %lld rows", (long long)given, i, (long long)n_rows);
       ok = false;
     }
@@ -209,8 +224,20 @@ static PyObject *mod_open(PyObject *mod, PyObject *args, PyObject *kwargs) {
     st = qv_dataset_open(p, split, &ds, &err);
   }
   Py_END_ALLOW_THREADS
+  PyObject *cls = NULL;
+  if (st == QV_EIO || st == QV_EINVAL) {
+    /* A path that does not exist: FileNotFoundError, as datasets'
+     * load_from_disk and Dataset.from_file raise. */
+    struct stat sb;
+    if (stat(p, &sb) != 0 || (d != NULL && stat(d, &sb) != 0)) cls = qvpy_FileNotFoundError;
+  } else if (st == QV_EARG && split != NULL) {
+    /* An unknown split: a KeyError as DatasetDict[split], a ValueError as
+     * load_dataset(split=) (QuiverKeyError is both). */
+    cls = qvpy_KeyError;
+  }
   Py_DECREF(path);
   Py_XDECREF(data);
+  if (cls != NULL) return qvpy_raise_qv_as(cls, st, &err);
   return qvpy_result(st, ds, &err);
 }
 
@@ -221,13 +248,13 @@ static PyObject *mod_concatenate(PyObject *mod, PyObject *args, PyObject *kwargs
   if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|i:concatenate_datasets", kw, &list, &axis))
     return NULL;
   if (axis != 0 && axis != 1)
-    return PyErr_Format(PyExc_ValueError, "axis must be 0 or 1, found %d", axis);
+    return PyErr_Format(qvpy_ValueError, "axis must be 0 or 1, found %d", axis);
   PyObject *seq = PySequence_Fast(list, "concatenate_datasets takes a list of quiver.Dataset");
   if (seq == NULL) return NULL;
   Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
   if (n == 0) {
     Py_DECREF(seq);
-    PyErr_SetString(PyExc_ValueError, "Unable to concatenate an empty list of datasets.");
+    PyErr_SetString(qvpy_ValueError, "Unable to concatenate an empty list of datasets.");
     return NULL;
   }
   qv_dataset **ds = PyMem_Calloc((size_t)n, sizeof *ds);
@@ -238,7 +265,7 @@ static PyObject *mod_concatenate(PyObject *mod, PyObject *args, PyObject *kwargs
   for (Py_ssize_t i = 0; i < n; i++) {
     PyObject *o = PySequence_Fast_GET_ITEM(seq, i);
     if (!PyObject_TypeCheck(o, &qvpy_DatasetType)) {
-      PyErr_Format(PyExc_TypeError, "concatenate_datasets: item %zd is a %.100s, not a "
+      PyErr_Format(qvpy_TypeError, "concatenate_datasets: item %zd is a %.100s, not a "
                    "quiver.Dataset", i, Py_TYPE(o)->tp_name);
       PyMem_Free(ds);
       Py_DECREF(seq);
@@ -279,6 +306,60 @@ static struct PyModuleDef quiver_module = {
     .m_doc = "quiver's C extension: datasets over memory-mapped Arrow files (see docs/python.md).",
     .m_size = -1, .m_methods = module_methods};
 
+/* The exception classes: QuiverError and one subclass per Python
+ * exception datasets raises, each also a subclass of that exception. */
+static bool add_errors(PyObject *m) {
+  PyObject *dict = Py_BuildValue("{s:O,s:O}", "status", Py_None, "code", Py_None);
+  if (dict == NULL) return false;
+  qvpy_QuiverError = PyErr_NewExceptionWithDoc(
+      "quiver.QuiverError",
+      "Base of every error quiver raises. From the C library: str() is its message, "
+      "`status` its kind ('invalid data', 'invalid argument', ...) and `code` the qv_status "
+      "number; both are None for errors found in the arguments before any C call.",
+      NULL, dict);
+  Py_DECREF(dict);
+  if (qvpy_QuiverError == NULL || PyModule_AddObjectRef(m, "QuiverError", qvpy_QuiverError) < 0)
+    return false;
+  static const struct {
+    const char *name, *doc;
+    PyObject **slot;
+  } errs[] = {
+      {"quiver.QuiverValueError", "A bad argument value (datasets raises ValueError).",
+       &qvpy_ValueError},
+      {"quiver.QuiverIndexError", "A row out of range (datasets raises IndexError).",
+       &qvpy_IndexError},
+      {"quiver.QuiverKeyError",
+       "An unknown column (ds['x']) or split: a KeyError, and a ValueError as datasets 5 "
+       "raises for an unknown column and load_dataset for an unknown split. str() is the "
+       "message itself (not its repr, as KeyError's would be).",
+       &qvpy_KeyError},
+      {"quiver.QuiverTypeError", "An argument of the wrong type (datasets raises TypeError).",
+       &qvpy_TypeError},
+      {"quiver.QuiverFileNotFoundError",
+       "A path that does not exist (datasets raises FileNotFoundError).",
+       &qvpy_FileNotFoundError},
+  };
+  PyObject *bases[] = {PyExc_ValueError, PyExc_IndexError, PyExc_KeyError, PyExc_TypeError,
+                       PyExc_FileNotFoundError};
+  for (size_t i = 0; i < sizeof errs / sizeof errs[0]; i++) {
+    PyObject *b = i == 2 ? PyTuple_Pack(3, qvpy_QuiverError, bases[i], PyExc_ValueError)
+                         : PyTuple_Pack(2, qvpy_QuiverError, bases[i]);
+    PyObject *cd = NULL;
+    if (b != NULL && i == 2) {
+      PyObject *s = PyObject_GetAttrString(PyExc_Exception, "__str__");
+      cd = s ? Py_BuildValue("{s:N}", "__str__", s) : NULL;
+      if (cd == NULL) Py_CLEAR(b);
+    }
+    *errs[i].slot = b ? PyErr_NewExceptionWithDoc(errs[i].name, errs[i].doc, b, cd) : NULL;
+    Py_XDECREF(b);
+    Py_XDECREF(cd);
+    const char *short_name = strchr(errs[i].name, '.') + 1;
+    if (*errs[i].slot == NULL || PyModule_AddObjectRef(m, short_name, *errs[i].slot) < 0)
+      return false;
+  }
+  return true;
+}
+
 PyMODINIT_FUNC PyInit__quiver(void);
 
 PyMODINIT_FUNC PyInit__quiver(void) {
@@ -297,13 +378,7 @@ PyMODINIT_FUNC PyInit__quiver(void) {
   if (qvpy_json_loads == NULL || qvpy_decimal_cls == NULL) return NULL;
   PyObject *m = PyModule_Create(&quiver_module);
   if (m == NULL) return NULL;
-  qvpy_QuiverError = PyErr_NewExceptionWithDoc(
-      "quiver.QuiverError",
-      "An error reported by the quiver C library; str() is its message, `status` its "
-      "kind ('invalid data', 'bad argument', ...) and `code` the qv_status number.",
-      NULL, NULL);
-  if (qvpy_QuiverError == NULL || PyModule_AddObjectRef(m, "QuiverError", qvpy_QuiverError) < 0 ||
-      PyModule_AddObjectRef(m, "Dataset", (PyObject *)&qvpy_DatasetType) < 0 ||
+  if (!add_errors(m) || PyModule_AddObjectRef(m, "Dataset", (PyObject *)&qvpy_DatasetType) < 0 ||
       PyModule_AddObjectRef(m, "Batch", (PyObject *)&qvpy_BatchType) < 0) {
     Py_DECREF(m);
     return NULL;

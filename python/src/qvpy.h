@@ -38,7 +38,11 @@
 #define QVPY_ROW_BATCH 1000
 
 /* ---- module state (quivermodule.c; set by module init, never freed) ---- */
-extern PyObject *qvpy_QuiverError; /* quiver.QuiverError */
+/* quiver.QuiverError and its subclasses, each also the Python exception
+ * datasets raises for the same misuse (docs/python.md, "Errors"). */
+extern PyObject *qvpy_QuiverError;
+extern PyObject *qvpy_ValueError, *qvpy_IndexError, *qvpy_KeyError, *qvpy_TypeError,
+    *qvpy_FileNotFoundError;
 extern PyObject *qvpy_json_loads;  /* json.loads */
 extern PyObject *qvpy_decimal_cls; /* decimal.Decimal */
 
@@ -57,9 +61,14 @@ typedef struct {
 extern PyTypeObject qvpy_DatasetType, qvpy_BatchType, qvpy_RowIterType, qvpy_BatchIterType;
 
 /* ---- errors and arguments (quivermodule.c) ----------------------------- */
-/** Raise quiver.QuiverError carrying err's message; `status` and `code`
- * attributes name the qv_status. Returns NULL. */
+/** Raise err's message as the QuiverError subclass for `st` (QV_EARG:
+ * QuiverValueError, QV_ERANGE: QuiverIndexError, QV_ETYPE:
+ * QuiverTypeError, others QuiverError); `status` and `code` attributes
+ * name the qv_status. Returns NULL. */
 PyObject *qvpy_raise_qv(qv_status st, const qv_error *err);
+/** The same with the class chosen by the caller (a QuiverError subclass),
+ * for errors whose Python class depends on the situation. Returns NULL. */
+PyObject *qvpy_raise_qv_as(PyObject *cls, qv_status st, const qv_error *err);
 /** A Python int (not bool) as int64 into *out; `what` names it in errors. */
 bool qvpy_arg_int64(PyObject *o, const char *what, int64_t *out);
 /** A seed: None (random, from os.urandom) or an int in [0, 2**64). */

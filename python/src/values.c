@@ -141,7 +141,7 @@ static PyObject *timestamp_of(int64_t v, const qv_type *t) {
       return r;
     }
     if (v % 1000 != 0) {
-      PyErr_Format(PyExc_ValueError, "timestamp %lld ns has nanoseconds, which "
+      PyErr_Format(qvpy_ValueError, "timestamp %lld ns has nanoseconds, which "
                    "datetime.datetime cannot hold (install pandas for pandas.Timestamp)",
                    (long long)v);
       return NULL;
@@ -174,7 +174,7 @@ static PyObject *duration_of(int64_t v, qv_time_unit unit) {
     if (cls == NULL) return NULL;
     if (cls != Py_None) return PyObject_CallFunction(cls, "Ls", (long long)v, "ns");
     if (v % 1000 != 0) {
-      PyErr_Format(PyExc_ValueError, "duration %lld ns has nanoseconds, which "
+      PyErr_Format(qvpy_ValueError, "duration %lld ns has nanoseconds, which "
                    "datetime.timedelta cannot hold (install pandas for pandas.Timedelta)",
                    (long long)v);
       return NULL;
@@ -197,7 +197,7 @@ static PyObject *duration_of(int64_t v, qv_time_unit unit) {
 static PyObject *time_of(int64_t v, qv_time_unit unit) {
   int64_t ps = per_second[unit];
   if (v < 0 || v >= 86400 * ps) {
-    PyErr_Format(PyExc_ValueError, "time of day %lld (%s) is outside one day", (long long)v,
+    PyErr_Format(qvpy_ValueError, "time of day %lld (%s) is outside one day", (long long)v,
                  unit == QV_SECOND ? "s" : unit == QV_MILLI ? "ms" : unit == QV_MICRO ? "us" : "ns");
     return NULL;
   }
