@@ -17,6 +17,7 @@ static PyObject *wrap(qv_dataset *ds) {
     return NULL;
   }
   o->ds = ds;
+  o->origin = NULL;
   return (PyObject *)o;
 }
 
@@ -28,6 +29,7 @@ PyObject *qvpy_result(qv_status st, qv_dataset *out, const qv_error *err) {
 
 static void Dataset_dealloc(DatasetObject *self) {
   qv_dataset_unref(self->ds);
+  Py_XDECREF(self->origin);
   PyObject_Free(self);
 }
 
@@ -219,7 +221,7 @@ static PyObject *Dataset_select(DatasetObject *self, PyObject *args, PyObject *k
   st = qv_dataset_select(self->ds, rows, n, &o, &out, &err);
   Py_END_ALLOW_THREADS
   PyMem_Free(rows);
-  return qvpy_result(st, out, &err);
+  return qvpy_derive(self, qvpy_result(st, out, &err), "select", args, kwargs);
 }
 
 static PyObject *Dataset_shuffle(DatasetObject *self, PyObject *args, PyObject *kwargs) {
@@ -237,7 +239,15 @@ static PyObject *Dataset_shuffle(DatasetObject *self, PyObject *args, PyObject *
   Py_BEGIN_ALLOW_THREADS
   st = qv_dataset_shuffle(self->ds, seed, &o, &out, &err);
   Py_END_ALLOW_THREADS
-  return qvpy_result(st, out, &err);
+  /* the origin holds the seed used (drawn when seed=None) */
+  PyObject *r = qvpy_result(st, out, &err);
+  PyObject *a = r ? Py_BuildValue("(K)", (unsigned long long)seed) : NULL;
+  PyObject *k = a ? Py_BuildValue("{s:O}", "cache", cache ? Py_True : Py_False) : NULL;
+  if (r != NULL && k == NULL) Py_CLEAR(r);
+  else r = qvpy_derive(self, r, "shuffle", a, k);
+  Py_XDECREF(a);
+  Py_XDECREF(k);
+  return r;
 }
 
 static PyObject *Dataset_sort(DatasetObject *self, PyObject *args, PyObject *kwargs) {
@@ -300,7 +310,7 @@ static PyObject *Dataset_sort(DatasetObject *self, PyObject *args, PyObject *kwa
   PyMem_Free(desc);
   PyMem_Free(cols);
   Py_DECREF(keep);
-  return qvpy_result(st, out, &err);
+  return qvpy_derive(self, qvpy_result(st, out, &err), "sort", args, kwargs);
 done:
   PyMem_Free(desc);
   PyMem_Free(cols);
@@ -329,7 +339,7 @@ static PyObject *Dataset_shard(DatasetObject *self, PyObject *args, PyObject *kw
   Py_BEGIN_ALLOW_THREADS
   st = qv_dataset_shard(self->ds, ns, ix, contiguous != 0, &o, &out, &err);
   Py_END_ALLOW_THREADS
-  return qvpy_result(st, out, &err);
+  return qvpy_derive(self, qvpy_result(st, out, &err), "shard", args, kwargs);
 }
 
 /* test_size / train_size: None, a float fraction or an int count. */
@@ -374,6 +384,14 @@ static PyObject *Dataset_train_test_split(DatasetObject *self, PyObject *args,
   if (st != QV_OK) return qvpy_raise_qv(st, &err);
   PyObject *a = wrap(tr);
   PyObject *b = wrap(te);
+  /* the origins hold the seed used (drawn when seed=None) */
+  PyObject *kw2 = Py_BuildValue("{s:O,s:O,s:O,s:K,s:O}", "test_size", test_obj, "train_size",
+                                train_obj, "shuffle", shuffle ? Py_True : Py_False, "seed",
+                                (unsigned long long)seed, "cache", cache ? Py_True : Py_False);
+  if (kw2 == NULL) Py_CLEAR(a);
+  a = qvpy_derive(self, a, "train_test_split:train", NULL, kw2);
+  b = qvpy_derive(self, b, "train_test_split:test", NULL, kw2);
+  Py_XDECREF(kw2);
   PyObject *d = a && b ? Py_BuildValue("{s:O,s:O}", "train", a, "test", b) : NULL;
   Py_XDECREF(a);
   Py_XDECREF(b);
@@ -391,14 +409,14 @@ static PyObject *Dataset_flatten_indices(DatasetObject *self, PyObject *args, Py
   Py_BEGIN_ALLOW_THREADS
   st = qv_dataset_flatten_indices(self->ds, &o, &out, &err);
   Py_END_ALLOW_THREADS
-  return qvpy_result(st, out, &err);
+  return qvpy_derive(self, qvpy_result(st, out, &err), "flatten_indices", args, kwargs);
 }
 
 typedef qv_status (*names_fn)(qv_dataset *, const char *const *, int32_t, qv_dataset **,
                               qv_error *);
 
 static PyObject *names_transform(DatasetObject *self, PyObject *arg, const char *what,
-                                 names_fn fn) {
+                                 const char *op, names_fn fn) {
   PyObject *keep = NULL;
   const char **names = NULL;
   int32_t n = 0;
@@ -408,29 +426,36 @@ static PyObject *names_transform(DatasetObject *self, PyObject *arg, const char 
   qv_status st = fn(self->ds, names, n, &out, &err);
   PyMem_Free(names);
   Py_DECREF(keep);
-  return qvpy_result(st, out, &err);
+  PyObject *a = PyTuple_Pack(1, arg);
+  PyObject *r = qvpy_derive(self, qvpy_result(st, out, &err), op, a, NULL);
+  if (a == NULL) Py_CLEAR(r);
+  Py_XDECREF(a);
+  return r;
 }
 
 static PyObject *Dataset_select_columns(DatasetObject *self, PyObject *arg) {
-  return names_transform(self, arg, "column_names", qv_dataset_select_columns);
+  return names_transform(self, arg, "column_names", "select_columns",
+                         qv_dataset_select_columns);
 }
 
 static PyObject *Dataset_remove_columns(DatasetObject *self, PyObject *arg) {
-  return names_transform(self, arg, "column_names", qv_dataset_remove_columns);
+  return names_transform(self, arg, "column_names", "remove_columns",
+                         qv_dataset_remove_columns);
 }
 
+/* Rename; `op` and `args` (the method's) for the result's origin. */
 static PyObject *do_rename(DatasetObject *self, const char *const *from, const char *const *to,
-                        int32_t n) {
+                           int32_t n, const char *op, PyObject *args) {
   qv_dataset *out = NULL;
   qv_error err;
   qv_status st = qv_dataset_rename_columns(self->ds, from, to, n, &out, &err);
-  return qvpy_result(st, out, &err);
+  return qvpy_derive(self, qvpy_result(st, out, &err), op, args, NULL);
 }
 
 static PyObject *Dataset_rename_column(DatasetObject *self, PyObject *args) {
   const char *from, *to;
   if (!PyArg_ParseTuple(args, "ss:rename_column", &from, &to)) return NULL;
-  return do_rename(self, &from, &to, 1);
+  return do_rename(self, &from, &to, 1, "rename_column", args);
 }
 
 static PyObject *Dataset_rename_columns(DatasetObject *self, PyObject *mapping) {
@@ -454,7 +479,9 @@ static PyObject *Dataset_rename_columns(DatasetObject *self, PyObject *mapping) 
       goto done;
     i++;
   }
-  r = do_rename(self, from, to, (int32_t)n);
+  PyObject *a = PyTuple_Pack(1, mapping);
+  r = a ? do_rename(self, from, to, (int32_t)n, "rename_columns", a) : NULL;
+  Py_XDECREF(a);
 done:
   PyMem_Free(from);
   PyMem_Free(to);
@@ -669,6 +696,12 @@ static PyMethodDef Dataset_methods[] = {
      "save_to_disk layout datasets.load_from_disk reads."},
     {"iter", (PyCFunction)(void (*)(void))Dataset_iter, METH_VARARGS | METH_KEYWORDS,
      "iter($self, /, batch_size, drop_last_batch=False)\n--\n\nquiver.Batch objects of batch_size rows."},
+    {"_recipes", (PyCFunction)qvpy_Dataset_recipes, METH_NOARGS,
+     "_recipes($self, /)\n--\n\n(data table recipe, indices mapping recipe or None) as bytes "
+     "(qv_table_recipe; used by pickling)."},
+    {"__reduce__", (PyCFunction)qvpy_Dataset_reduce, METH_NOARGS,
+     "__reduce__($self, /)\n--\n\nPickle as the dataset's recipe (docs/python.md, "
+     "\"Pickling\")."},
     {"__arrow_c_schema__", (PyCFunction)Dataset_arrow_c_schema, METH_NOARGS,
      "__arrow_c_schema__($self, /)\n--\n\nThe schema as an 'arrow_schema' PyCapsule."},
     {"__arrow_c_stream__", (PyCFunction)(void (*)(void))Dataset_arrow_c_stream,
@@ -685,6 +718,8 @@ static PyGetSetDef Dataset_getset[] = {
     {"features", (getter)Dataset_features, NULL,
      "The features as datasets' Features.to_dict() gives them.", NULL},
     {"split", (getter)Dataset_split, NULL, "The split name, or None.", NULL},
+    {"_origin", (getter)qvpy_Dataset_origin, NULL,
+     "How the dataset was made (plain data replayed when unpickling), or None.", NULL},
     {"cache_files", (getter)Dataset_cache_files, NULL,
      "The files mapped behind the dataset, as [{'filename': path}, ...].", NULL},
     {NULL, NULL, NULL, NULL, NULL}};

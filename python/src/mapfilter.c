@@ -320,7 +320,7 @@ PyObject *qvpy_Dataset_map(DatasetObject *self, PyObject *args, PyObject *kwargs
         Py_BEGIN_ALLOW_THREADS
         st = qv_dataset_map_exprs(self->ds, names, exprs, (int32_t)n, &mo, &o, &out, &err);
         Py_END_ALLOW_THREADS
-        ret = qvpy_result(st, out, &err);
+        ret = qvpy_derive(self, qvpy_result(st, out, &err), "map", args, kwargs);
       }
     }
     PyMem_Free(names);
@@ -340,6 +340,7 @@ PyObject *qvpy_Dataset_map(DatasetObject *self, PyObject *args, PyObject *kwargs
       st = qv_dataset_map(self->ds, &mf, &mo, &o, &out, &err);
       Py_END_ALLOW_THREADS
       ret = py_result(&p, st, out, &err);
+      if (cache) ret = qvpy_tables_origin(ret);
     }
     qv_fingerprint_args_free(params);
   }
@@ -371,7 +372,7 @@ PyObject *qvpy_Dataset_filter(DatasetObject *self, PyObject *args, PyObject *kwa
     Py_BEGIN_ALLOW_THREADS
     st = qv_dataset_filter(self->ds, where, &o, &out, &err);
     Py_END_ALLOW_THREADS
-    return qvpy_result(st, out, &err);
+    return qvpy_derive(self, qvpy_result(st, out, &err), "filter", args, kwargs);
   }
   if (!PyCallable_Check(fn))
     return PyErr_Format(qvpy_TypeError, "filter takes an expression string (see "
@@ -391,5 +392,6 @@ PyObject *qvpy_Dataset_filter(DatasetObject *self, PyObject *args, PyObject *kwa
   st = qv_dataset_filter_fn(self->ds, &ff, bs, &o, &out, &err);
   Py_END_ALLOW_THREADS
   qv_fingerprint_args_free(params);
-  return py_result(&p, st, out, &err);
+  PyObject *ret = py_result(&p, st, out, &err);
+  return cache ? qvpy_tables_origin(ret) : ret;
 }

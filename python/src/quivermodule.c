@@ -204,11 +204,15 @@ qv_dataset_options qvpy_options(int cache) {
 
 static PyObject *mod_open(PyObject *mod, PyObject *args, PyObject *kwargs) {
   static char *kw[] = {"path", "split", "data", NULL};
-  PyObject *path = NULL, *data = NULL;
+  PyObject *path = NULL, *data = NULL, *data_obj = Py_None;
   const char *split = NULL;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O&|zO&:open", kw, PyUnicode_FSConverter, &path,
-                                   &split, PyUnicode_FSConverter, &data))
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O&|zO:open", kw, PyUnicode_FSConverter, &path,
+                                   &split, &data_obj))
     return NULL;
+  if (data_obj != Py_None && !PyUnicode_FSConverter(data_obj, &data)) {
+    Py_DECREF(path);
+    return NULL;
+  }
   const char *p = PyBytes_AS_STRING(path), *d = data ? PyBytes_AS_STRING(data) : NULL;
   qv_dataset *ds = NULL, *base = NULL;
   qv_error err;
@@ -235,10 +239,25 @@ static PyObject *mod_open(PyObject *mod, PyObject *args, PyObject *kwargs) {
      * load_dataset(split=) (QuiverKeyError is both). */
     cls = qvpy_KeyError;
   }
+  PyObject *r = cls != NULL ? qvpy_raise_qv_as(cls, st, &err) : qvpy_result(st, ds, &err);
+  if (r != NULL) {
+    /* The origin (pickle.c): the absolute paths, as a later process may
+     * run elsewhere. */
+    char *rp = realpath(p, NULL), *rd = d ? realpath(d, NULL) : NULL;
+    PyObject *origin = Py_BuildValue("(sO&zO&)", "open", PyUnicode_DecodeFSDefault, rp ? rp : p,
+                                     split, PyUnicode_DecodeFSDefault, rd ? rd : (d ? d : ""));
+    free(rp);
+    free(rd);
+    if (origin != NULL && d == NULL) {
+      Py_INCREF(Py_None);
+      if (PyTuple_SetItem(origin, 3, Py_None) < 0) Py_CLEAR(origin);
+    }
+    if (origin == NULL) Py_CLEAR(r);
+    else ((DatasetObject *)r)->origin = origin;
+  }
   Py_DECREF(path);
   Py_XDECREF(data);
-  if (cls != NULL) return qvpy_raise_qv_as(cls, st, &err);
-  return qvpy_result(st, ds, &err);
+  return r;
 }
 
 static PyObject *mod_concatenate(PyObject *mod, PyObject *args, PyObject *kwargs) {
@@ -281,8 +300,21 @@ static PyObject *mod_concatenate(PyObject *mod, PyObject *args, PyObject *kwargs
   st = qv_dataset_concatenate(ds, (int64_t)n, axis, &o, &out, &err);
   Py_END_ALLOW_THREADS
   PyMem_Free(ds);
+  PyObject *r = qvpy_result(st, out, &err);
+  /* The origin (pickle.c) when every part has one. */
+  PyObject *origins = r ? PyTuple_New(n) : NULL;
+  for (Py_ssize_t i = 0; origins != NULL && i < n; i++) {
+    PyObject *oi = ((DatasetObject *)PySequence_Fast_GET_ITEM(seq, i))->origin;
+    if (oi == NULL) Py_CLEAR(origins);
+    else PyTuple_SET_ITEM(origins, i, Py_NewRef(oi));
+  }
+  if (origins != NULL) {
+    ((DatasetObject *)r)->origin = Py_BuildValue("(sNi)", "concatenate", origins, axis);
+    if (((DatasetObject *)r)->origin == NULL) Py_CLEAR(r);
+  }
+  if (r != NULL && PyErr_Occurred()) Py_CLEAR(r);
   Py_DECREF(seq); /* the datasets stayed referenced by the list until here */
-  return qvpy_result(st, out, &err);
+  return r;
 }
 
 static PyObject *mod_version(PyObject *mod, PyObject *unused) {
@@ -297,6 +329,9 @@ static PyMethodDef module_methods[] = {
     {"concatenate_datasets", (PyCFunction)(void (*)(void))mod_concatenate,
      METH_VARARGS | METH_KEYWORDS,
      "concatenate_datasets($module, /, dsets, axis=0)\n--\n\nOne Dataset of the datasets, as datasets' concatenate_datasets."},
+    {"_from_recipes", (PyCFunction)qvpy_mod_from_recipes, METH_VARARGS,
+     "_from_recipes($module, data, indices, fingerprint, /)\n--\n\nA Dataset rebuilt from "
+     "table recipes (Dataset._recipes(); used by unpickling)."},
     {"version", (PyCFunction)mod_version, METH_NOARGS,
      "version($module, /)\n--\n\nThe C library's version (qv_version())."},
     {NULL, NULL, 0, NULL}};

@@ -49,7 +49,8 @@ extern PyObject *qvpy_decimal_cls; /* decimal.Decimal */
 /* ---- types ------------------------------------------------------------- */
 typedef struct {
   PyObject_HEAD
-  qv_dataset *ds; /* reference */
+  qv_dataset *ds;   /* reference */
+  PyObject *origin; /* how it was made, as plain data (pickle.c), or NULL */
 } DatasetObject;
 
 typedef struct {
@@ -120,6 +121,26 @@ PyObject *qvpy_result(qv_status st, qv_dataset *out, const qv_error *err);
 /** A map function's result (a dict {column: list or Arrow array} or an
  * Arrow record batch) as a STRUCT array in *out (a new reference). */
 bool qvpy_result_struct(PyObject *r, const char *what, int64_t first_row, qv_array **out);
+
+/* ---- pickling (pickle.c) ----------------------------------------------- */
+/** `result` (a reference taken over; NULL passes through) given the origin
+ * (parent's origin, op, args, kwargs) when the parent has one and the
+ * arguments are plain data (copied); returns result, or NULL on failure. */
+PyObject *qvpy_derive(DatasetObject *parent, PyObject *result, const char *op, PyObject *args,
+                      PyObject *kwargs);
+/** `result` (a Dataset written to cache files; reference taken over, NULL
+ * passes through) given the origin ("tables", data recipe, indices recipe
+ * or None, fingerprint), so that its transforms have origins too; returns
+ * result, or NULL on failure. */
+PyObject *qvpy_tables_origin(PyObject *result);
+/** Dataset._origin: the origin, or None. */
+PyObject *qvpy_Dataset_origin(DatasetObject *self, void *c);
+/** Dataset._recipes(): (data table recipe, indices recipe or None), bytes. */
+PyObject *qvpy_Dataset_recipes(DatasetObject *self, PyObject *unused);
+/** Dataset.__reduce__: quiver._pickle.reduce(self). */
+PyObject *qvpy_Dataset_reduce(DatasetObject *self, PyObject *unused);
+/** _quiver._from_recipes(data, indices, fingerprint) -> Dataset. */
+PyObject *qvpy_mod_from_recipes(PyObject *mod, PyObject *args);
 
 /* ---- map / filter (mapfilter.c) ---------------------------------------- */
 PyObject *qvpy_Dataset_map(DatasetObject *self, PyObject *args, PyObject *kwargs);
