@@ -35,6 +35,7 @@
 #include "quiver/builder.h"
 #include "quiver/cdata.h"
 #include "quiver/dataset.h"
+#include "quiver/guard.h"
 #include "quiver/hf.h"
 #include "quiver/ipc.h"
 #include "quiver/print.h"
@@ -515,13 +516,25 @@ static PyObject *value_of(const qv_array *a, int64_t row, int depth) {
   return NULL;
 }
 
+/* Values are read from the (possibly mapped) buffers outside quiver's
+ * guard: a file that shrank since it was mapped raises QuiverError
+ * (QV_ECHANGED) here instead of a SIGBUS (quiver/guard.h). */
+static bool mapped_bytes_there(const qv_array *a) {
+  qv_error err;
+  qv_status st = qv_guard_check_array(a, &err);
+  if (st != QV_OK) raise_qv(st, &err);
+  return st == QV_OK;
+}
+
 /* Row `row` of a record batch (STRUCT array) as {column: value}. */
 static PyObject *row_dict(const qv_array *batch, int64_t row) {
+  if (!mapped_bytes_there(batch)) return NULL;
   return struct_of(batch, batch->offset + row, 0);
 }
 
 /* Rows of a record batch as {column: [values]} (datasets' batch format). */
 static PyObject *columns_dict(const qv_array *batch) {
+  if (!mapped_bytes_there(batch)) return NULL;
   PyObject *dict = PyDict_New();
   for (int32_t c = 0; dict != NULL && c < batch->type->n_children; c++) {
     const qv_array *col = batch->children[c];
@@ -1019,7 +1032,8 @@ static PyObject *column_list(qv_dataset *ds, const char *name) {
       break;
     }
     const qv_array *col = b->children[0];
-    for (int64_t j = 0; j < b->length; j++) {
+    if (!mapped_bytes_there(b)) Py_CLEAR(list);
+    for (int64_t j = 0; list != NULL && j < b->length; j++) {
       PyObject *v = value_of(col, b->offset + j, 0);
       if (v == NULL) {
         Py_CLEAR(list);
