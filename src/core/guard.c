@@ -245,6 +245,11 @@ qv_status qv_guard_run(qv_guard_fn fn, void *ctx, qv_error *err) {
   return st;
 }
 
+qv_status qv_guard_run_leaf(qv_guard_fn fn, void *ctx, qv_error *err) {
+  if (tls_top != NULL) return fn(ctx, err);
+  return qv_guard_run(fn, ctx, err);
+}
+
 /* ------------------------------------------------------------------------ */
 /* Checks                                                                    */
 

@@ -26,6 +26,12 @@ void qv_guard_region_remove(qv_guard_region *r);
  * without formatting an error. */
 qv_status qv_guard_run_at(qv_guard_fn fn, void *ctx, qv_error *err, const void **fault);
 
+/* qv_guard_run for a body that allocates nothing and takes no lock (row
+ * formatting, validation): inside another guard of this thread it is
+ * called directly, that guard recovering for it (saves the sigsetjmp of
+ * nested per-value calls). */
+qv_status qv_guard_run_leaf(qv_guard_fn fn, void *ctx, qv_error *err);
+
 /* The error for a recovered fault at `addr` (a registered mapping): names
  * the file and its size at mapping time and now (stat of its path). */
 qv_status qv_guard_fault_error(const void *addr, qv_error *err);

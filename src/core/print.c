@@ -10,7 +10,7 @@
  * format calls run under the mapped-read guard (quiver/guard.h).
  */
 #include "quiver/print.h"
-#include "quiver/guard.h"
+#include "core/guard_internal.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -882,7 +882,7 @@ qv_status qv_format_value_json(const qv_array *array, int64_t row,
   if (!array || !out)
     return qv_error_set(err, QV_EARG, "qv_format_value_json: NULL argument");
   format_call c = {array, row, out, false};
-  return qv_guard_run(format_body, &c, err);
+  return qv_guard_run_leaf(format_body, &c, err);
 }
 
 qv_status qv_format_row_json(const qv_array *batch, int64_t row,
@@ -898,5 +898,5 @@ qv_status qv_format_row_json(const qv_array *batch, int64_t row,
     return qv_error_set(err, QV_ERANGE, "row %lld is outside [0, %lld)",
                         (long long)row, (long long)batch->length);
   format_call c = {batch, batch->offset + row, out, true};
-  return qv_guard_run(format_body, &c, err);
+  return qv_guard_run_leaf(format_body, &c, err);
 }

@@ -807,7 +807,7 @@ qv_status qv_array_validate_ex(const qv_array *a, qv_validate_level level,
   if (a == NULL) return qv_error_set(err, QV_EARG, "qv_array_validate: NULL array");
   if (level <= QV_VALIDATE_NONE) return QV_OK;
   validate_call c = {a, level, path && path[0] ? path : "array", flags};
-  return qv_guard_run(validate_body, &c, err);
+  return qv_guard_run_leaf(validate_body, &c, err);
 }
 
 qv_status qv_array_validate(const qv_array *a, qv_validate_level level,

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "dataset/hf_internal.h"
-#include "quiver/guard.h"
+#include "core/guard_internal.h"
 
 /* Does any ClassLabel live under f? */
 static bool has_label(const qv_hf_feature *f, int depth) {
@@ -154,5 +154,5 @@ qv_status qv_hf_format_row_json(const qv_array *batch, int64_t row, const qv_hf_
     return qv_error_set(err, QV_ERANGE, "row %lld is outside [0, %lld)", (long long)row,
                         (long long)batch->length);
   hf_format_call c = {batch, batch->offset + row, features, out};
-  return qv_guard_run(hf_format_body, &c, err);
+  return qv_guard_run_leaf(hf_format_body, &c, err);
 }

@@ -8,8 +8,9 @@ message reader finds in the file. Checked:
 
   - rows of the batches before the cut still read (ds[i], ds[a:b], iter)
     and equal pyarrow's;
-  - rows at or past the cut raise QuiverError (code 8, "file changed")
-    whose message names the file and its size before and after:
+  - rows at or past the cut (ds[i], iteration, ds["col"], sort, filter,
+    map, save_to_disk) raise QuiverError (code 8, "file changed") whose
+    message names the file and its size before and after:
     "'PATH' shrank from N to M bytes while open"; the process survives
     (no SIGBUS) and another open dataset still reads in full;
   - the CLI (`quiver head`) printing a file that is cut under it exits 1
@@ -111,6 +112,16 @@ def check_cut(ds, path, want, intact_rows, other, other_want):
     with pytest.raises(quiver.QuiverError) as e:
         ds["s"]
     assert shrank(path, before, after) in str(e.value)
+    # Operations over every row: sort keys, filter expressions, map
+    # (Python function and expressions), save_to_disk.
+    ops = [lambda: ds.sort("s"), lambda: ds.filter("id >= 0"),
+           lambda: ds.map(lambda r: {"n": len(r["s"])}),
+           lambda: ds.save_to_disk(os.path.join(os.path.dirname(path), "copy"))]
+    for op in ops:
+        with pytest.raises(quiver.QuiverError) as e:
+            op()
+        assert shrank(path, before, after) in str(e.value)
+    assert not os.path.exists(os.path.join(os.path.dirname(path), "copy", "state.json"))
     # The rows before the cut still read after all those errors, and so
     # does another dataset, in full.
     assert ds[intact_rows - 1] == rows[intact_rows - 1]
