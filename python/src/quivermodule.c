@@ -526,9 +526,9 @@ static bool mapped_bytes_there(const qv_array *a) {
   return st == QV_OK;
 }
 
-/* Row `row` of a record batch (STRUCT array) as {column: value}. */
+/* Row `row` of a record batch (STRUCT array) as {column: value}; callers
+ * check the batch with mapped_bytes_there once first. */
 static PyObject *row_dict(const qv_array *batch, int64_t row) {
-  if (!mapped_bytes_there(batch)) return NULL;
   return struct_of(batch, batch->offset + row, 0);
 }
 
@@ -814,7 +814,7 @@ static PyObject *Batch_num_rows(BatchObject *self, void *closure) {
 }
 
 static PyObject *Batch_to_pylist(BatchObject *self, PyObject *unused) {
-  PyObject *list = PyList_New((Py_ssize_t)self->array->length);
+  PyObject *list = mapped_bytes_there(self->array) ? PyList_New((Py_ssize_t)self->array->length) : NULL;
   for (int64_t i = 0; list != NULL && i < self->array->length; i++) {
     PyObject *row = row_dict(self->array, i);
     if (row == NULL) Py_CLEAR(list);
@@ -1087,7 +1087,7 @@ static PyObject *Dataset_getitem(DatasetObject *self, PyObject *key) {
     qv_error err;
     qv_status st = qv_dataset_row(self->ds, i, &b, &err);
     if (st != QV_OK) return raise_qv(st, &err);
-    PyObject *r = row_dict(b, 0);
+    PyObject *r = mapped_bytes_there(b) ? row_dict(b, 0) : NULL;
     qv_array_unref(b);
     return r;
   }
@@ -1614,7 +1614,7 @@ static PyObject *py_result(pyfn *p, qv_status st, qv_dataset *out, const qv_erro
  * columns (every row must return the same columns, or every row None). */
 static bool map_rows(pyfn *p, const qv_array *batch, int64_t first_row, qv_array **out) {
   PyObject *names = NULL, *lists = NULL; /* lists: {name: [values]} */
-  bool ok = true, none = false;
+  bool ok = mapped_bytes_there(batch), none = false;
   for (int64_t i = 0; ok && i < batch->length; i++) {
     PyObject *row = row_dict(batch, i);
     PyObject *r = row ? PyObject_CallOneArg(p->fn, row) : NULL;
@@ -1733,6 +1733,7 @@ static qv_status pyfilter_call(void *ctx, const qv_array *batch, int64_t first_r
     Py_XDECREF(seq);
     Py_XDECREF(r);
   } else {
+    ok = mapped_bytes_there(batch);
     for (int64_t i = 0; ok && i < batch->length; i++) {
       PyObject *row = row_dict(batch, i);
       PyObject *r = row ? PyObject_CallOneArg(p->fn, row) : NULL;
@@ -2235,6 +2236,11 @@ static PyObject *RowIter_next(IterObject *self) {
       qv_dataset_iter_free(self->it);
       self->it = NULL;
       return NULL; /* StopIteration */
+    }
+    if (!mapped_bytes_there(self->batch)) {
+      qv_array_unref(self->batch);
+      self->batch = NULL;
+      return NULL;
     }
   }
   return row_dict(self->batch, self->pos++);
