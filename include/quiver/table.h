@@ -120,7 +120,8 @@ int64_t qv_table_batch_rows(const qv_table *t, int64_t i);
 /**
  * Record batch i as a STRUCT array (a new reference the caller drops).
  * For a mapped table this may decode and validate the batch (the result is
- * cached; thread-safe), hence the status.
+ * cached; thread-safe), hence the status. QV_ECHANGED when the file
+ * shrank below the batch's bytes since it was mapped (quiver/guard.h).
  */
 qv_status qv_table_batch(qv_table *t, int64_t i, qv_array **out, qv_error *err);
 

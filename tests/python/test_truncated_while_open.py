@@ -186,3 +186,20 @@ def test_cli_exits_1_when_the_file_is_cut(tmp):
     lines = (first + out).decode().splitlines()
     assert len(lines) == k * ROWS_PER_BATCH
     assert [int(line.split(",")[0].split(":")[1]) for line in lines] == list(range(k * ROWS_PER_BATCH))
+
+
+def test_save_to_disk_of_decoded_batches_cut_while_open(tmp):
+    """Every batch decoded (and cached) before the cut: save_to_disk's own
+    reads of the cached arrays (size estimate, writer) fail cleanly."""
+    path = os.path.join(tmp, "data.stream")
+    t = table(5000)
+    write(path, t, "stream")
+    ends = batch_ends(path)
+    ds = quiver.open(path)
+    assert list(ds) == t.to_pylist()  # decodes every batch
+    size = os.path.getsize(path)
+    cut(path, ends[3] + 100)  # inside the last batch
+    with pytest.raises(quiver.QuiverError) as e:
+        ds.save_to_disk(os.path.join(tmp, "copy"))
+    assert shrank(path, size, ends[3] + 100) in str(e.value)
+    assert ds[3999] == t.slice(3999, 1).to_pylist()[0]
