@@ -13,6 +13,8 @@ message reader finds in the file. Checked:
     message names the file and its size before and after:
     "'PATH' shrank from N to M bytes while open"; the process survives
     (no SIGBUS) and another open dataset still reads in full;
+  - with every batch decoded (cached) before the cut, save_to_disk still
+    fails with that error, not SIGBUS;
   - the CLI (`quiver head`) printing a file that is cut under it exits 1
     with that message on stderr, after printing the rows before the cut.
 
@@ -173,9 +175,8 @@ def test_cli_exits_1_when_the_file_is_cut(tmp):
     size = os.path.getsize(path)
     p = subprocess.Popen([require(CLI), "head", "-n", str(len(t)), path],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    # One chunk read: the CLI runs and blocks once the pipe is full, long
-    # before batch 100 (its output is a few hundred bytes a row... per
-    # 64 KiB of pipe, about a batch).
+    # One chunk read: the CLI runs, and blocks once the pipe is full (64 KiB,
+    # about a thousand rows of output), long before batch 100.
     first = os.read(p.stdout.fileno(), 4096)
     assert first.startswith(b'{"id":0,')
     k = 100
