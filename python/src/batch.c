@@ -134,7 +134,7 @@ static PyObject *Batch_num_rows(BatchObject *self, void *closure) {
 }
 
 static PyObject *Batch_to_pylist(BatchObject *self, PyObject *unused) {
-  PyObject *list = PyList_New((Py_ssize_t)self->array->length);
+  PyObject *list = qvpy_mapped_bytes_there(self->array) ? PyList_New((Py_ssize_t)self->array->length) : NULL;
   for (int64_t i = 0; list != NULL && i < self->array->length; i++) {
     PyObject *row = qvpy_row_dict(self->array, i);
     if (row == NULL) Py_CLEAR(list);

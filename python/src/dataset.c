@@ -136,7 +136,8 @@ static PyObject *column_list(qv_dataset *ds, const char *name) {
       break;
     }
     const qv_array *col = b->children[0];
-    for (int64_t j = 0; j < b->length; j++) {
+    if (!qvpy_mapped_bytes_there(b)) Py_CLEAR(list);
+    for (int64_t j = 0; list != NULL && j < b->length; j++) {
       PyObject *v = qvpy_value_of(col, b->offset + j, 0);
       if (v == NULL) {
         Py_CLEAR(list);
@@ -190,7 +191,7 @@ static PyObject *Dataset_getitem(DatasetObject *self, PyObject *key) {
     qv_error err;
     qv_status st = qv_dataset_row(self->ds, i, &b, &err);
     if (st != QV_OK) return qvpy_raise_qv(st, &err);
-    PyObject *r = qvpy_row_dict(b, 0);
+    PyObject *r = qvpy_mapped_bytes_there(b) ? qvpy_row_dict(b, 0) : NULL;
     qv_array_unref(b);
     return r;
   }
@@ -601,6 +602,11 @@ static PyObject *RowIter_next(IterObject *self) {
       qv_dataset_iter_free(self->it);
       self->it = NULL;
       return NULL; /* StopIteration */
+    }
+    if (!qvpy_mapped_bytes_there(self->batch)) {
+      qv_array_unref(self->batch);
+      self->batch = NULL;
+      return NULL;
     }
   }
   return qvpy_row_dict(self->batch, self->pos++);

@@ -39,7 +39,7 @@ static PyObject *py_result(pyfn *p, qv_status st, qv_dataset *out, const qv_erro
  * columns (every row must return the same columns, or every row None). */
 static bool map_rows(pyfn *p, const qv_array *batch, int64_t first_row, qv_array **out) {
   PyObject *names = NULL, *lists = NULL; /* lists: {name: [values]} */
-  bool ok = true, none = false;
+  bool ok = qvpy_mapped_bytes_there(batch), none = false;
   for (int64_t i = 0; ok && i < batch->length; i++) {
     PyObject *row = qvpy_row_dict(batch, i);
     PyObject *r = row ? PyObject_CallOneArg(p->fn, row) : NULL;
@@ -158,6 +158,7 @@ static qv_status pyfilter_call(void *ctx, const qv_array *batch, int64_t first_r
     Py_XDECREF(seq);
     Py_XDECREF(r);
   } else {
+    ok = qvpy_mapped_bytes_there(batch);
     for (int64_t i = 0; ok && i < batch->length; i++) {
       PyObject *row = qvpy_row_dict(batch, i);
       PyObject *r = row ? PyObject_CallOneArg(p->fn, row) : NULL;

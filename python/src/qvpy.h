@@ -28,6 +28,7 @@
 #include "quiver/builder.h"
 #include "quiver/cdata.h"
 #include "quiver/dataset.h"
+#include "quiver/guard.h"
 #include "quiver/hf.h"
 #include "quiver/ipc.h"
 #include "quiver/print.h"
@@ -91,7 +92,13 @@ qv_dataset_options qvpy_options(int cache);
 bool qvpy_values_init(void);
 /** Element `row` (logical, offset applied inside) of `a` as a Python value. */
 PyObject *qvpy_value_of(const qv_array *a, int64_t row, int depth);
-/** Row `row` of a STRUCT batch as {column: value}. */
+/** Whether the (possibly mapped) buffers of `a` are all still there: values
+ * are read outside quiver's guard, so a file that shrank since it was mapped
+ * raises QuiverError (QV_ECHANGED) here instead of a SIGBUS (quiver/guard.h).
+ * False with the exception set. */
+bool qvpy_mapped_bytes_there(const qv_array *a);
+/** Row `row` of a STRUCT batch as {column: value}; callers check the batch
+ * with qvpy_mapped_bytes_there once first. */
 PyObject *qvpy_row_dict(const qv_array *batch, int64_t row);
 /** A STRUCT batch as {column: [values]}. */
 PyObject *qvpy_columns_dict(const qv_array *batch);

@@ -455,6 +455,13 @@ PyObject *qvpy_value_of(const qv_array *a, int64_t row, int depth) {
   return NULL;
 }
 
+bool qvpy_mapped_bytes_there(const qv_array *a) {
+  qv_error err;
+  qv_status st = qv_guard_check_array(a, &err);
+  if (st != QV_OK) qvpy_raise_qv(st, &err);
+  return st == QV_OK;
+}
+
 /* Row `row` of a record batch (STRUCT array) as {column: value}. */
 PyObject *qvpy_row_dict(const qv_array *batch, int64_t row) {
   return struct_of(batch, batch->offset + row, 0);
@@ -462,6 +469,7 @@ PyObject *qvpy_row_dict(const qv_array *batch, int64_t row) {
 
 /* Rows of a record batch as {column: [values]} (datasets' batch format). */
 PyObject *qvpy_columns_dict(const qv_array *batch) {
+  if (!qvpy_mapped_bytes_there(batch)) return NULL;
   PyObject *dict = PyDict_New();
   for (int32_t c = 0; dict != NULL && c < batch->type->n_children; c++) {
     const qv_array *col = batch->children[c];
