@@ -347,7 +347,10 @@ def fmt_time(t):
 
 
 def fmt_ratio(other, mine):
-    return "-" if other is None else f"{other / mine:.1f}x"
+    if other is None:
+        return "-"
+    r = other / mine
+    return f"{r:.1f}x" if r >= 1 else f"{r:.2f}x"
 
 
 def du(path):
