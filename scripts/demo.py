@@ -321,7 +321,7 @@ def step_sort(c):
         return t
     tp, t = timed(pyarrow_way)
     compare_saved(c, "sort", "sorted", t)
-    return "sort them by text + save", tq, td, tp
+    return "sort kept rows by text + save", tq, td, tp
 
 
 def step_save(c):
