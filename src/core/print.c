@@ -271,7 +271,17 @@ static qv_status format_float(qv_strbuf *out, double v, float_bits bits,
   if (v == 0) { APPEND("0.0"); return QV_OK; }
   char text[40];
   int max_digits = bits == FLOAT_BITS_64 ? 17 : bits == FLOAT_BITS_32 ? 9 : 5;
-  for (int p = 1; p <= max_digits; p++) {
+  /* Where to start the search. A normal value's rounding interval is at
+   * most half an ulp wide on either side (2^-53, 2^-24, 2^-11 of v), less
+   * than half the spacing of decimals with `first` significant digits
+   * (>= 0.5 * 10^-first of v, at the top of a decade). So when any decimal of k <= first digits
+   * round-trips, v correctly rounded to `first` digits is that decimal
+   * padded with zeros, which the trimming below removes: starting at
+   * `first` prints exactly what starting at 1 would, with 1-3 tries instead
+   * of up to 17. Subnormals have wider intervals and search from 1. */
+  double min_normal = bits == FLOAT_BITS_64 ? 0x1p-1022 : bits == FLOAT_BITS_32 ? 0x1p-126 : 0x1p-14;
+  int first = v < min_normal ? 1 : bits == FLOAT_BITS_64 ? 15 : bits == FLOAT_BITS_32 ? 6 : 3;
+  for (int p = first; p <= max_digits; p++) {
     snprintf(text, sizeof text, "%.*e", p - 1, v);
     if (round_trips(text, v, bits)) break;
   }

@@ -6,6 +6,7 @@
  */
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "quiver/print.h"
 #include "qv_build.h"
@@ -127,6 +128,109 @@ static void test_floats(void) {
   qv_format_double(&sb, NAN, NULL);
   QV_CHECK_EQ_STR(qv_strbuf_cstr(&sb), "NaN");
   qv_strbuf_reset(&sb);
+}
+
+/* The float printer against brute force: for every half, and for random
+ * float and double bit patterns (normals, subnormals, powers of two, short
+ * decimals), the text reads back to the same value at its width and has as
+ * few significant digits as the smallest %.*e precision that round-trips
+ * (searched from 1 digit up, independently of print.c's shortcut). */
+static uint64_t fl_rng = 0x9e3779b97f4a7c15u;
+static uint64_t fl_next(void) {
+  uint64_t z = (fl_rng += 0x9e3779b97f4a7c15u);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+  return z ^ (z >> 31);
+}
+
+static double fl_half(uint16_t h) { /* exact half -> double */
+  int e = (h >> 10) & 31, m = h & 1023;
+  double v = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(m | 1024, e - 25);
+  return (h & 0x8000) ? -v : v;
+}
+
+/* width 16/32/64: does text read back as v at that width? */
+static bool fl_back(const char *text, double v, int width) {
+  if (width == 64) return strtod(text, NULL) == v;
+  if (width == 32) return strtof(text, NULL) == (float)v;
+  double b = fabs(strtod(text, NULL)); /* nearest half of b equals v? */
+  if (b >= 65520.0) return false;        /* rounds to infinity */
+  uint32_t lo = 0, hi = 0x7bff;          /* positive finite halves ascend */
+  while (lo < hi) {                      /* first half >= b */
+    uint32_t mid = (lo + hi) / 2;
+    if (fl_half((uint16_t)mid) < b) lo = mid + 1; else hi = mid;
+  }
+  uint32_t best = lo;
+  if (lo > 0) {
+    double dl = b - fl_half((uint16_t)(lo - 1)), dh = fl_half((uint16_t)lo) - b;
+    if (dl < dh || (dl == dh && ((lo - 1) & 1) == 0)) best = lo - 1;
+  }
+  return fl_half(best) == fabs(v);
+}
+
+static int fl_sig_digits(const char *s) { /* significant digits of a repr */
+  int n = 0, lead = 1, trailing = 0;
+  for (; *s && *s != 'e'; s++) {
+    if (*s < '0' || *s > '9') continue;
+    if (lead && *s == '0') continue;
+    lead = 0;
+    n++;
+    trailing = *s == '0' ? trailing + 1 : 0;
+  }
+  n -= trailing;
+  return n < 1 ? 1 : n;
+}
+
+static void fl_check(qv_array *a, int width) {
+  qv_strbuf sb;
+  qv_strbuf_init(&sb);
+  for (int64_t i = 0; i < a->length; i++) {
+    double v = width == 64 ? ((const double *)a->buffers[1]->data)[i]
+             : width == 32 ? ((const float *)a->buffers[1]->data)[i]
+                           : fl_half(((const uint16_t *)a->buffers[1]->data)[i]);
+    if (!isfinite(v) || v == 0) continue;
+    qv_strbuf_clear(&sb);
+    QV_REQUIRE(qv_format_value_json(a, i, &sb, NULL) == QV_OK);
+    const char *text = qv_strbuf_cstr(&sb);
+    int want = 0;
+    char buf[40];
+    for (int p = 1; p <= 17; p++) {
+      snprintf(buf, sizeof buf, "%.*e", p - 1, fabs(v));
+      if (fl_back(buf, fabs(v), width)) { want = p; break; }
+    }
+    bool ok = fl_back(text, v, width) && fl_sig_digits(text) == want;
+    if (!ok) {
+      fprintf(stderr, "width %d value %.17g printed %s (want %d digits)\n", width, v, text, want);
+      qv_test_failed_checks_++;
+      break;
+    }
+  }
+  qv_strbuf_reset(&sb);
+  qv_array_unref(a);
+}
+
+static void test_floats_brute_force(void) {
+  enum { N = 20000 };
+  uint16_t *h = malloc(65536 * sizeof *h);
+  for (uint32_t i = 0; i < 65536; i++) h[i] = (uint16_t)i;
+  fl_check(tb_prim(tb_type(QV_HALF_FLOAT), 65536, NULL, h, 65536 * sizeof *h), 16);
+  free(h);
+  float *f = malloc(N * sizeof *f);
+  double *d = malloc(N * sizeof *d);
+  for (int i = 0; i < N; i++) {
+    uint64_t r = fl_next();
+    switch (i % 4) {
+      case 0: { uint32_t b = (uint32_t)r; memcpy(&f[i], &b, 4); memcpy(&d[i], &r, 8); break; }
+      case 1: { uint32_t b = (uint32_t)r & 0x807fffffu; memcpy(&f[i], &b, 4); /* subnormal */
+                uint64_t c = r & 0x800fffffffffffffu; memcpy(&d[i], &c, 8); break; }
+      case 2: f[i] = ldexpf(1.0f, (int)(r % 250) - 125); d[i] = ldexp(1.0, (int)(r % 2000) - 1000); break;
+      default: f[i] = (float)((double)(r % 100000) / 1000.0); d[i] = (double)(r % 10000000) / 1e4; break;
+    }
+  }
+  fl_check(tb_prim(tb_type(QV_FLOAT), N, NULL, f, N * sizeof *f), 32);
+  fl_check(tb_prim(tb_type(QV_DOUBLE), N, NULL, d, N * sizeof *d), 64);
+  free(f);
+  free(d);
 }
 
 static void test_decimals(void) {
@@ -459,6 +563,7 @@ int main(void) {
   QV_RUN(test_strbuf);
   QV_RUN(test_null_bool_ints);
   QV_RUN(test_floats);
+  QV_RUN(test_floats_brute_force);
   QV_RUN(test_decimals);
   QV_RUN(test_dates);
   QV_RUN(test_timestamps);
