@@ -49,13 +49,13 @@ typedef struct qv_array {
  * fills the slots (transferring references) before sharing it.
  * Returns NULL on allocation failure.
  */
-qv_array *qv_array_new(qv_type *type, int32_t n_buffers, int32_t n_children);
-qv_array *qv_array_ref(qv_array *a);
-void qv_array_unref(qv_array *a);
+QV_API qv_array *qv_array_new(qv_type *type, int32_t n_buffers, int32_t n_children);
+QV_API qv_array *qv_array_ref(qv_array *a);
+QV_API void qv_array_unref(qv_array *a);
 
 /** Null count, computing and caching it when it is -1. Union and
  *  run-end-encoded arrays report 0 (their nulls live in the children). */
-int64_t qv_array_null_count(qv_array *a);
+QV_API int64_t qv_array_null_count(qv_array *a);
 
 /** True when element i (0-based, before `offset`) is valid. Does not look
  *  into dictionary values or union/REE children. */
@@ -70,8 +70,8 @@ static inline bool qv_array_is_valid(const qv_array *a, int64_t i) {
  * Zero-copy slice [offset, offset+length) sharing all buffers. Fails with
  * QV_ERANGE when the range is outside the array.
  */
-qv_status qv_array_slice(qv_array *a, int64_t offset, int64_t length,
-                         qv_array **out, qv_error *err);
+QV_API qv_status qv_array_slice(qv_array *a, int64_t offset, int64_t length,
+                                qv_array **out, qv_error *err) QV_NODISCARD;
 
 /**
  * Concatenate arrays of equal type (qv_type_equals) into one new array with
@@ -82,8 +82,8 @@ qv_status qv_array_slice(qv_array *a, int64_t offset, int64_t length,
  * when types differ (metadata ignored) and QV_ERANGE when a 32-bit offset,
  * a run end or a shifted dictionary index overflows its type.
  */
-qv_status qv_array_concat(qv_array *const *arrays, int64_t n, qv_array **out,
-                          qv_error *err);
+QV_API qv_status qv_array_concat(qv_array *const *arrays, int64_t n, qv_array **out,
+                                 qv_error *err) QV_NODISCARD;
 
 /**
  * Gather: a new array whose element i is element indices[i] of `a`
@@ -92,8 +92,8 @@ qv_status qv_array_concat(qv_array *const *arrays, int64_t n, qv_array **out,
  * and dictionary shared; views: view structs gathered, data buffers shared;
  * run-end encoded: re-encoded). Repeats and any order allowed.
  */
-qv_status qv_array_take(qv_array *a, const int64_t *indices, int64_t n,
-                        qv_array **out, qv_error *err);
+QV_API qv_status qv_array_take(qv_array *a, const int64_t *indices, int64_t n,
+                               qv_array **out, qv_error *err) QV_NODISCARD;
 
 /**
  * Gather across chunks: a new array whose element i is element
@@ -105,9 +105,9 @@ qv_status qv_array_take(qv_array *a, const int64_t *indices, int64_t n,
  * different dictionary arrays get one concatenated dictionary (QV_ERANGE
  * when a shifted index no longer fits the index type).
  */
-qv_status qv_array_take_chunked(qv_array *const *chunks, int64_t n_chunks,
-                                const int64_t *chunk_index, const int64_t *row_index,
-                                int64_t n, qv_array **out, qv_error *err);
+QV_API qv_status qv_array_take_chunked(qv_array *const *chunks, int64_t n_chunks,
+                                       const int64_t *chunk_index, const int64_t *row_index,
+                                       int64_t n, qv_array **out, qv_error *err) QV_NODISCARD;
 
 /**
  * Convert `a` to type `to` (a reference on `to` is taken by the result),
@@ -125,7 +125,8 @@ qv_status qv_array_take_chunked(qv_array *const *chunks, int64_t n_chunks,
  * QV_ENOTSUP. Buffers are shared wherever the layout allows. Null slots
  * are never checked.
  */
-qv_status qv_array_cast(qv_array *a, qv_type *to, qv_array **out, qv_error *err);
+QV_API qv_status qv_array_cast(qv_array *a, qv_type *to, qv_array **out, qv_error *err)
+    QV_NODISCARD;
 
 /**
  * An array of `length` nulls of any type (a reference on `type` is
@@ -134,7 +135,8 @@ qv_status qv_array_cast(qv_array *a, qv_type *to, qv_array **out, qv_error *err)
  * values; dictionaries get an empty dictionary. length 0 gives an empty
  * array of the type.
  */
-qv_status qv_array_nulls(qv_type *type, int64_t length, qv_array **out, qv_error *err);
+QV_API qv_status qv_array_nulls(qv_type *type, int64_t length, qv_array **out, qv_error *err)
+    QV_NODISCARD;
 
 /** Validation depth, as nanoarrow's levels. */
 typedef enum qv_validate_level {
@@ -151,8 +153,8 @@ typedef enum qv_validate_level {
  * names the field path (`path` is the prefix to use, e.g. "column 'a'"),
  * the buffer, and expected vs found.
  */
-qv_status qv_array_validate(const qv_array *a, qv_validate_level level,
-                            const char *path, qv_error *err);
+QV_API qv_status qv_array_validate(const qv_array *a, qv_validate_level level,
+                                   const char *path, qv_error *err) QV_NODISCARD;
 
 /**
  * Compare two arrays value by value (logical values: offsets, slicing and
@@ -161,8 +163,8 @@ qv_status qv_array_validate(const qv_array *a, qv_validate_level level,
  * is not NULL, a description of the first difference ("row 3: expected 5,
  * found 7" with the field path) is written into diff->message.
  */
-bool qv_array_equals(const qv_array *expected, const qv_array *actual,
-                     qv_error *diff);
+QV_API bool qv_array_equals(const qv_array *expected, const qv_array *actual,
+                            qv_error *diff);
 
 #ifdef __cplusplus
 }

@@ -153,11 +153,11 @@ static int build_samples(qv_array **s, const char **expect_format) {
   qv_array *ek[2] = {tb_str(QV_STRING, 2, strs + 2, NULL), i32s(2, i32v, "01")};
   ek[0]->buffers[0] = (qv_buffer_unref(ek[0]->buffers[0]), NULL); /* keys non-null */
   qv_type *et = tb_type(QV_STRUCT);
-  qv_type_add_child(et, "key", false, tb_type(QV_STRING), NULL, NULL);
+  QV_CHECK(qv_type_add_child(et, "key", false, tb_type(QV_STRING), NULL, NULL) == QV_OK);
   tb_child(et, "value", tb_type(QV_INT32));
   qv_array *entries = tb_array(et, 2, 1, (qv_buffer *[]){NULL}, 2, ek);
   qv_type *mt = tb_type(QV_MAP);
-  qv_type_add_child(mt, "entries", false, qv_type_ref(entries->type), NULL, NULL);
+  QV_CHECK(qv_type_add_child(mt, "entries", false, qv_type_ref(entries->type), NULL, NULL) == QV_OK);
   mt->keys_sorted = true;
   int32_t mo[] = {0, 2, 2};
   qv_buffer *mb[2] = {tb_bits("10"), tb_buf(mo, 12)};
@@ -185,7 +185,7 @@ static int build_samples(qv_array **s, const char **expect_format) {
   int32_t ends[] = {2, 5};
   qv_array *rk[2] = {i32s(2, ends, NULL), tb_str(QV_STRING, 2, strs, NULL)};
   qv_type *rt = tb_type(QV_RUN_END_ENCODED);
-  qv_type_add_child(rt, "run_ends", false, tb_type(QV_INT32), NULL, NULL);
+  QV_CHECK(qv_type_add_child(rt, "run_ends", false, tb_type(QV_INT32), NULL, NULL) == QV_OK);
   tb_child(rt, "values", tb_type(QV_STRING));
   ADD(tb_array(rt, 5, 0, NULL, 2, rk), "+r");
 #undef ADD
@@ -270,8 +270,8 @@ static void test_format_strings(void) {
 
 static void test_metadata_bytes(void) {
   qv_field f = {(char *)"m", false, qv_type_new(QV_INT32), {0, NULL}};
-  qv_metadata_append(&f.metadata, "key1", 4, "value1", 6, NULL);
-  qv_metadata_append(&f.metadata, "k\0b", 3, "", 0, NULL);
+  QV_CHECK(qv_metadata_append(&f.metadata, "key1", 4, "value1", 6, NULL) == QV_OK);
+  QV_CHECK(qv_metadata_append(&f.metadata, "k\0b", 3, "", 0, NULL) == QV_OK);
   struct ArrowSchema sch;
   QV_REQUIRE(qv_export_field(&f, &sch, NULL) == QV_OK);
   static const char want[] = "\x02\x00\x00\x00"
@@ -293,7 +293,7 @@ static void test_metadata_bytes(void) {
   /* schema: "+s", name "", schema metadata at the top */
   qv_type *st = tb_child(tb_type(QV_STRUCT), "a", tb_type(QV_INT64));
   qv_schema *schema = qv_schema_new(st);
-  qv_metadata_append(&schema->metadata, "huggingface", 11, "{}", 2, NULL);
+  QV_CHECK(qv_metadata_append(&schema->metadata, "huggingface", 11, "{}", 2, NULL) == QV_OK);
   QV_REQUIRE(qv_export_schema(schema, &sch, NULL) == QV_OK);
   QV_CHECK_EQ_STR(sch.format, "+s");
   QV_CHECK_EQ_STR(sch.name, "");
@@ -529,7 +529,7 @@ static void test_import_errors(void) {
   qv_type_unref(f.type);
   sch.format = "q";
   qv_field back;
-  qv_import_field(&sch, &back, &err);
+  QV_CHECK(qv_import_field(&sch, &back, &err) == QV_EINVAL);
   QV_CHECK_EQ_STR(err.message, "unknown or malformed format string 'q'");
   /* schema import wants a struct */
   QV_REQUIRE(qv_export_field(&(qv_field){(char *)"x", true, str = tb_type(QV_INT32), {0, NULL}}, &sch, NULL) == QV_OK);
@@ -580,7 +580,7 @@ static void make_stream(struct ArrowArrayStream *s, int fail_at) {
   qv_type *st = tb_child(tb_child(tb_type(QV_STRUCT), "n", tb_type(QV_INT32)),
                          "s", tb_type(QV_STRING));
   t->schema = qv_schema_new(st);
-  qv_metadata_append(&t->schema->metadata, "origin", 6, "test", 4, NULL);
+  QV_CHECK(qv_metadata_append(&t->schema->metadata, "origin", 6, "test", 4, NULL) == QV_OK);
   t->n = 3;
   t->fail_at = fail_at;
   for (int b = 0; b < 3; b++) {
@@ -611,7 +611,7 @@ static void test_stream_import(void) {
   qv_strbuf sb = {0};
   for (int64_t i = 0; i < n; i++)
     for (int64_t r = 0; r < batches[i]->length; r++) {
-      qv_format_row_json(batches[i], r, &sb, NULL);
+      QV_CHECK(qv_format_row_json(batches[i], r, &sb, NULL) == QV_OK);
       qv_strbuf_append_char(&sb, '\n', NULL);
     }
   QV_CHECK_EQ_STR(qv_strbuf_cstr(&sb),
