@@ -1,7 +1,9 @@
 /*
- * compare.c — logical equality of arrays and schemas, with a description
- * of the first difference. Core layer; used by tests and by
- * `quiver integration --mode=VALIDATE` (a JSON file against an IPC file).
+ * compare.c — logical equality of arrays (qv_array_equals) and the type and
+ * field comparison behind it (compare_internal.h, which the ipc layer's
+ * schema diffs in ipc/schema_diff.c share), with a description of the first
+ * difference. Core layer; used by tests and by `quiver integration
+ * --mode=VALIDATE` (a JSON file against an IPC file).
  *
  * Arrays are compared by logical value: offsets and slices are applied,
  * the contents of null slots are ignored, floats are equal when bitwise
@@ -37,9 +39,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/compare_internal.h"
 #include "core/numeric_internal.h"
 #include "quiver/array.h"
-#include "quiver/integration.h"
 #include "quiver/type.h"
 
 /* ------------------------------------------------------------------------ */
@@ -624,13 +626,20 @@ static bool cmp_range(cmp_ctx *c, const qv_array *e, int64_t ei, const qv_array 
 }
 
 /* ------------------------------------------------------------------------ */
-/* Type, field and schema differences                                        */
+/* Type and field differences (compare_internal.h)                           */
 
 static void render_metadata(sbuf *s, const qv_metadata *md) {
   sb_put(s, "[");
   for (int64_t k = 0; k < md->n && !sb_full(s); k++)
     sb_put(s, "%s%s='%s'", k ? ", " : "", md->kv[k].key, md->kv[k].value);
   sb_put(s, "]");
+}
+
+void qv_metadata_render(const qv_metadata *md, char *buf, size_t cap) {
+  if (cap == 0) return;
+  sbuf s = {buf, cap, 0};
+  buf[0] = '\0';
+  render_metadata(&s, md);
 }
 
 static int bytes_cmp(const char *a, int64_t na, const char *b, int64_t nb) {
@@ -645,10 +654,8 @@ static int kv_cmp(const void *x, const void *y) {
   return c != 0 ? c : bytes_cmp(p->value, p->value_len, q->value, q->value_len);
 }
 
-/* Metadata equality ignores the order of the pairs, as Arrow C++'s
- * KeyValueMetadata::Equals does (writers reorder the extension keys):
- * both sides are compared as sorted multisets of (key, value). */
-static bool metadata_eq(const qv_metadata *x, const qv_metadata *y) {
+/* Both sides are compared as sorted multisets of (key, value). */
+bool qv_metadata_equal_unordered(const qv_metadata *x, const qv_metadata *y) {
   if (x->n != y->n) return false;
   if (x->n == 0) return true;
   const qv_kv **px = malloc(sizeof *px * (size_t)x->n), **py = malloc(sizeof *py * (size_t)y->n);
@@ -703,17 +710,14 @@ static bool type_params_equal(const qv_type *x, const qv_type *y) {
   }
 }
 
-static bool type_diff(const qv_type *e, const qv_type *a, char *path, size_t path_len,
-                      bool check_md, qv_error *diff);
-
-static bool field_diff_at(const qv_field *e, const qv_field *a, char *path, size_t path_len,
-                          bool check_md, qv_error *diff) {
+bool qv_field_diff_at(const qv_field *e, const qv_field *a, char *path, size_t path_len,
+                      bool check_md, qv_error *diff) {
   if (strcmp(e->name, a->name) != 0)
     return diff_fail(diff, path, "name: expected '%s', found '%s'", e->name, a->name);
   if (e->nullable != a->nullable)
     return diff_fail(diff, path, "nullable: expected %s, found %s",
                      e->nullable ? "true" : "false", a->nullable ? "true" : "false");
-  if (check_md && !metadata_eq(&e->metadata, &a->metadata)) {
+  if (check_md && !qv_metadata_equal_unordered(&e->metadata, &a->metadata)) {
     if (diff == NULL) return false;
     char me[384], ma[384];
     sbuf s1 = {me, sizeof me, 0}, s2 = {ma, sizeof ma, 0};
@@ -722,11 +726,11 @@ static bool field_diff_at(const qv_field *e, const qv_field *a, char *path, size
     render_metadata(&s2, &a->metadata);
     return diff_fail(diff, path, "metadata: expected %s, found %s", me, ma);
   }
-  return type_diff(e->type, a->type, path, path_len, check_md, diff);
+  return qv_type_diff_at(e->type, a->type, path, path_len, check_md, diff);
 }
 
-static bool type_diff(const qv_type *e, const qv_type *a, char *path, size_t path_len,
-                      bool check_md, qv_error *diff) {
+bool qv_type_diff_at(const qv_type *e, const qv_type *a, char *path, size_t path_len,
+                     bool check_md, qv_error *diff) {
   if (e->id != a->id || !type_params_equal(e, a)) {
     if (diff == NULL) return false;
     char te[256], ta[256];
@@ -741,51 +745,18 @@ static bool type_diff(const qv_type *e, const qv_type *a, char *path, size_t pat
     if (e->ordered != a->ordered)
       return diff_fail(diff, path, "dictionary ordered: expected %s, found %s",
                        e->ordered ? "true" : "false", a->ordered ? "true" : "false");
-    return type_diff(e->value_type, a->value_type, path, path_len, check_md, diff);
+    return qv_type_diff_at(e->value_type, a->value_type, path, path_len, check_md, diff);
   }
   if (e->n_children != a->n_children)
     return diff_fail(diff, path, "expected %d children, found %d", (int)e->n_children,
                      (int)a->n_children);
   for (int32_t k = 0; k < e->n_children; k++) {
-    size_t room = PATH_CAP - path_len;
+    size_t room = QV_DIFF_PATH_CAP - path_len;
     int n = snprintf(path + path_len, room, "%s%s", path_len ? "." : "", e->children[k].name);
     size_t child_len = path_len + (n < 0 ? 0 : ((size_t)n < room ? (size_t)n : room - 1));
-    bool ok = field_diff_at(&e->children[k], &a->children[k], path, child_len, check_md, diff);
+    bool ok = qv_field_diff_at(&e->children[k], &a->children[k], path, child_len, check_md, diff);
     path[path_len] = '\0';
     if (!ok) return false;
-  }
-  return true;
-}
-
-bool qv_field_diff(const qv_field *expected, const qv_field *actual, const char *path,
-                   bool check_metadata, qv_error *diff) {
-  char buf[PATH_CAP];
-  snprintf(buf, sizeof buf, "%s", path ? path : "");
-  return field_diff_at(expected, actual, buf, strlen(buf), check_metadata, diff);
-}
-
-bool qv_schema_diff(const qv_schema *expected, const qv_schema *actual, qv_error *diff) {
-  if (expected == actual) return true;
-  int32_t ne = qv_schema_num_fields(expected), na = qv_schema_num_fields(actual);
-  if (ne != na) {
-    if (diff) snprintf(diff->message, sizeof diff->message,
-                       "schema: expected %d fields, found %d", (int)ne, (int)na);
-    return false;
-  }
-  char path[PATH_CAP];
-  path[0] = '\0';
-  if (!type_diff(expected->type, actual->type, path, 0, true, diff)) return false;
-  if (!metadata_eq(&expected->metadata, &actual->metadata)) {
-    if (diff == NULL) return false;
-    char me[480], ma[480];
-    sbuf s1 = {me, sizeof me, 0}, s2 = {ma, sizeof ma, 0};
-    me[0] = ma[0] = '\0';
-    render_metadata(&s1, &expected->metadata);
-    render_metadata(&s2, &actual->metadata);
-    sbuf s = {diff->message, sizeof diff->message, 0};
-    diff->message[0] = '\0';
-    sb_put(&s, "schema metadata: expected %s, found %s", me, ma);
-    return false;
   }
   return true;
 }
@@ -799,9 +770,9 @@ bool qv_array_equals(const qv_array *expected, const qv_array *actual, qv_error 
                        expected ? "an" : "no", actual ? "one" : "none");
     return false;
   }
-  char path[PATH_CAP];
+  char path[QV_DIFF_PATH_CAP];
   path[0] = '\0';
-  if (!type_diff(expected->type, actual->type, path, 0, false, diff)) return false;
+  if (!qv_type_diff_at(expected->type, actual->type, path, 0, false, diff)) return false;
   if (expected->length != actual->length) {
     if (diff) snprintf(diff->message, sizeof diff->message,
                        "length: expected %" PRId64 ", found %" PRId64, expected->length,
