@@ -514,6 +514,9 @@ static void test_lists(void) {
     qv_builder *item = qv_builder_child(b, 0);
     QV_REQUIRE(item != NULL);
     QV_CHECK(qv_builder_child(b, 1) == NULL);
+    /* qv_builder_type: the type given (the list) and its child's type */
+    QV_CHECK(qv_type_equals(qv_builder_type(b), c.type, true));
+    QV_CHECK(qv_type_equals(qv_builder_type(item), c.type->children[0].type, true));
     OK(qv_builder_begin_list(b, E));
     OK(qv_builder_append_int(item, 1, E));
     OK(qv_builder_append_int(item, 2, E));

@@ -302,6 +302,7 @@ static void test_dictionary_delta_and_replacement(void) {
   QV_CHECK(qv_writer_write_batch(w, b1, &err) == QV_OK); /* same: nothing */
   QV_CHECK(qv_writer_write_batch(w, b2, &err) == QV_OK);
   QV_CHECK(qv_writer_write_batch(w, b3, &err) == QV_OK);
+  QV_CHECK_EQ_INT(qv_writer_batches_written(w), 4); /* as the reader counts below */
   QV_CHECK(qv_writer_close(w, &err) == QV_OK);
   qv_reader *r = NULL;
   QV_REQUIRE(qv_reader_open_path(path, NULL, &r, &err) == QV_OK);
@@ -407,8 +408,10 @@ static void test_atomic(void) {
 
   /* Success replaces the target. */
   QV_REQUIRE(qv_writer_open_path(path, schema, NULL, &w, &err) == QV_OK);
+  QV_CHECK_EQ_INT(qv_writer_batches_written(w), 0);
   QV_CHECK(qv_writer_write_batch(w, batch, &err) == QV_OK);
   QV_CHECK_EQ_INT(qv_writer_rows_written(w), NROWS);
+  QV_CHECK_EQ_INT(qv_writer_batches_written(w), 1);
   QV_CHECK(qv_writer_close(w, &err) == QV_OK);
   QV_CHECK(!file_is(path, "old"));
   qv_reader *r = NULL;
