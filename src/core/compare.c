@@ -74,35 +74,6 @@ static bool sb_full(const sbuf *s) { return s->len + 1 >= s->cap; }
 /* ------------------------------------------------------------------------ */
 /* Element access helpers (indices are logical: before array->offset)        */
 
-static int64_t read_int(const uint8_t *p, qv_type_id id) {
-  switch (id) {
-    case QV_INT8: return *(const int8_t *)p;
-    case QV_UINT8: return *p;
-    case QV_INT16: { int16_t v; memcpy(&v, p, 2); return v; }
-    case QV_UINT16: { uint16_t v; memcpy(&v, p, 2); return v; }
-    case QV_INT32: { int32_t v; memcpy(&v, p, 4); return v; }
-    case QV_UINT32: { uint32_t v; memcpy(&v, p, 4); return v; }
-    default: { int64_t v; memcpy(&v, p, 8); return v; }
-  }
-}
-
-static int int_width(qv_type_id id) {
-  switch (id) {
-    case QV_INT8: case QV_UINT8: return 1;
-    case QV_INT16: case QV_UINT16: return 2;
-    case QV_INT32: case QV_UINT32: return 4;
-    default: return 8;
-  }
-}
-
-/* Integer value of element i of an integer (or dictionary: index) array,
- * without a validity check. */
-static int64_t int_at(const qv_array *arr, int64_t i) {
-  qv_type_id id = arr->type->id == QV_DICTIONARY ? arr->type->index_type->id : arr->type->id;
-  int w = int_width(id);
-  return read_int(arr->buffers[1]->data + (arr->offset + i) * w, id);
-}
-
 /* Byte width of the values of a fixed-width type other than bool, or 0. */
 static int64_t fixed_width(const qv_type *t) { return qv_type_byte_width(t); }
 
@@ -117,7 +88,7 @@ static int64_t ree_run(const qv_array *arr, int64_t i) {
   int64_t pos = arr->offset + i, lo = 0, hi = re->length;
   while (lo < hi) { /* first run whose end is > pos */
     int64_t mid = lo + (hi - lo) / 2;
-    if (int_at(re, mid) > pos) hi = mid;
+    if (qv_array_int_at(re, mid) > pos) hi = mid;
     else lo = mid + 1;
   }
   return lo < re->length ? lo : re->length - 1;
@@ -153,7 +124,7 @@ static bool lvalid(const qv_array *arr, int64_t i) {
       return lvalid(arr->children[1], ree_run(arr, i));
     case QV_DICTIONARY:
       if (!bitmap_valid(arr, i)) return false;
-      return arr->dictionary != NULL && lvalid(arr->dictionary, int_at(arr, i));
+      return arr->dictionary != NULL && lvalid(arr->dictionary, qv_array_int_at(arr, i));
     default: return bitmap_valid(arr, i);
   }
 }
@@ -215,21 +186,9 @@ static bool bytes_at(const qv_array *arr, int64_t i, const uint8_t **data, int64
       return true;
     }
     case QV_BINARY_VIEW: case QV_STRING_VIEW: {
-      const uint8_t *v = arr->buffers[1]->data + p * 16;
-      int32_t size, bi, off;
-      memcpy(&size, v, 4);
-      if (size < 0) return false;
+      int32_t size;
+      if (!qv_array_view_bytes(arr, i, data, &size)) return false;
       *len = size;
-      if (size <= 12) {
-        *data = v + 4;
-        return true;
-      }
-      memcpy(&bi, v + 8, 4);
-      memcpy(&off, v + 12, 4);
-      if (bi < 0 || bi >= arr->n_buffers - 2 || off < 0 || arr->buffers[2 + bi] == NULL ||
-          (int64_t)off + size > arr->buffers[2 + bi]->size)
-        return false;
-      *data = arr->buffers[2 + bi]->data + off;
       return true;
     }
     default: /* FIXED_SIZE_BINARY */
@@ -303,19 +262,12 @@ static void render(sbuf *s, const qv_array *arr, int64_t i, int depth) {
     case QV_INT8: case QV_INT16: case QV_INT32: case QV_INT64:
     case QV_DATE32: case QV_DATE64: case QV_TIME32: case QV_TIME64:
     case QV_TIMESTAMP: case QV_DURATION: case QV_INTERVAL_MONTHS: {
-      int64_t x;
-      int64_t w = fixed_width(t);
-      if (w == 4) { int32_t y; memcpy(&y, v + p * 4, 4); x = y; }
-      else if (w == 8) memcpy(&x, v + p * 8, 8);
-      else x = read_int(v + p * w, t->id);
+      int64_t x = qv_load_int(v, (int32_t)fixed_width(t), false, p);
       sb_put(s, "%" PRId64, x);
       return;
     }
     case QV_UINT8: case QV_UINT16: case QV_UINT32: case QV_UINT64: {
-      uint64_t x;
-      if (t->id == QV_UINT64) memcpy(&x, v + p * 8, 8);
-      else x = (uint64_t)int_at(arr, i);
-      sb_put(s, "%" PRIu64, x);
+      sb_put(s, "%" PRIu64, qv_array_uint_at(arr, i));
       return;
     }
     case QV_HALF_FLOAT: case QV_FLOAT: case QV_DOUBLE: {
@@ -323,7 +275,7 @@ static void render(sbuf *s, const qv_array *arr, int64_t i, int depth) {
       if (t->id == QV_HALF_FLOAT) {
         uint16_t h;
         memcpy(&h, v + p * 2, 2);
-        qv_num_format_double(qv_num_half_to_double(h), false, buf);
+        qv_num_format_double(qv_half_to_double(h), false, buf);
       } else if (t->id == QV_FLOAT) {
         float f;
         memcpy(&f, v + p * 4, 4);
@@ -339,7 +291,7 @@ static void render(sbuf *s, const qv_array *arr, int64_t i, int depth) {
     case QV_DECIMAL32: case QV_DECIMAL64: case QV_DECIMAL128: case QV_DECIMAL256: {
       char buf[QV_DECIMAL_STRING_MAX];
       int64_t w = fixed_width(t);
-      qv_num_decimal_format(v + p * w, (int)w, t->scale, buf);
+      qv_decimal_to_string(v + p * w, (int)w, t->scale, buf);
       sb_put(s, "%s", buf);
       return;
     }
@@ -395,7 +347,7 @@ static void render(sbuf *s, const qv_array *arr, int64_t i, int depth) {
       return;
     }
     case QV_DICTIONARY:
-      render(s, arr->dictionary, int_at(arr, i), depth);
+      render(s, arr->dictionary, qv_array_int_at(arr, i), depth);
       return;
     case QV_RUN_END_ENCODED:
       render(s, arr->children[1], ree_run(arr, i), depth);
@@ -557,7 +509,8 @@ static bool cmp_value(cmp_ctx *c, const qv_array *e, int64_t i, const qv_array *
     }
     case QV_DICTIONARY: {
       int64_t k;
-      return cmp_range(c, e->dictionary, int_at(e, i), a->dictionary, int_at(a, j), 1, &k);
+      return cmp_range(c, e->dictionary, qv_array_int_at(e, i), a->dictionary,
+                       qv_array_int_at(a, j), 1, &k);
     }
     case QV_RUN_END_ENCODED: {
       int64_t k;

@@ -52,9 +52,9 @@ static void test_integers(void) {
   QV_CHECK(qv_array_slice(a, 0, 4, &s, NULL) == QV_OK);
   out = cast_to(s, i8, QV_OK);
   if (out) {
-    QV_CHECK_EQ_INT(qvk_int_at(out, 0), 1);
-    QV_CHECK_EQ_INT(qvk_int_at(out, 1), -2);
-    QV_CHECK_EQ_INT(qvk_int_at(out, 3), 127);
+    QV_CHECK_EQ_INT(qv_array_int_at(out, 0), 1);
+    QV_CHECK_EQ_INT(qv_array_int_at(out, 1), -2);
+    QV_CHECK_EQ_INT(qv_array_int_at(out, 3), 127);
     QV_CHECK(!qv_array_is_valid(out, 2) && qv_array_null_count(out) == 1);
   }
   qv_array_unref(out);
@@ -65,8 +65,8 @@ static void test_integers(void) {
   QV_CHECK(qv_array_slice(a, 1, 4, &s2, NULL) == QV_OK);
   out = cast_to(s2, i32, QV_OK);
   if (out) {
-    QV_CHECK_EQ_INT(qvk_int_at(out, 0), -2);
-    QV_CHECK_EQ_INT(qvk_int_at(out, 3), 99999);
+    QV_CHECK_EQ_INT(qv_array_int_at(out, 0), -2);
+    QV_CHECK_EQ_INT(qv_array_int_at(out, 3), 99999);
     QV_CHECK(!qv_array_is_valid(out, 1));
   }
   qv_array_unref(out);
@@ -103,7 +103,7 @@ static void test_floats(void) {
   qv_array *ds = NULL;
   QV_CHECK(qv_array_slice(da, 3, 2, &ds, NULL) == QV_OK);
   out = cast_to(ds, i32, QV_OK);
-  if (out) QV_CHECK(qvk_int_at(out, 0) == -7 && qvk_int_at(out, 1) == 0);
+  if (out) QV_CHECK(qv_array_int_at(out, 0) == -7 && qv_array_int_at(out, 1) == 0);
   qv_array_unref(out);
   double frac[1] = {2.25};
   qv_array *fa = doubles(frac, 1, NULL);
@@ -124,7 +124,7 @@ static void test_floats(void) {
     QV_CHECK(qv_bit_get(out->buffers[1]->data, 0) && !qv_bit_get(out->buffers[1]->data, 4));
     QV_CHECK(!qv_array_is_valid(out, 1));
     qv_array *again = cast_to(out, i32, QV_OK);
-    if (again) QV_CHECK(qvk_int_at(again, 0) == 1 && qvk_int_at(again, 4) == 0);
+    if (again) QV_CHECK(qv_array_int_at(again, 0) == 1 && qv_array_int_at(again, 4) == 0);
     qv_array_unref(again);
   }
   qv_array_unref(out);
@@ -238,10 +238,10 @@ static void test_temporal(void) {
   qv_array *tail = NULL;
   if (ts) QV_CHECK(qv_array_slice(ts, 1, 2, &tail, NULL) == QV_OK);
   out = tail ? cast_to(tail, ts_s, QV_OK) : NULL;
-  if (out) QV_CHECK(qvk_int_at(out, 0) == 2 && qvk_int_at(out, 1) == -3);
+  if (out) QV_CHECK(qv_array_int_at(out, 0) == 2 && qv_array_int_at(out, 1) == -3);
   qv_array_unref(out);
   out = ts ? cast_to(ts, tns, QV_OK) : NULL;
-  if (out) QV_CHECK(qvk_int_at(out, 2) == -3000000000LL);
+  if (out) QV_CHECK(qv_array_int_at(out, 2) == -3000000000LL);
   qv_array_unref(out);
   int64_t huge[1] = {INT64_MAX / 10};
   qv_array *hs = ints(QV_INT64, huge, 1, NULL), *hts = cast_to(hs, ts_s, QV_OK);
@@ -253,7 +253,7 @@ static void test_temporal(void) {
   qv_array *d32 = ints(QV_DATE32, days, 2, NULL);
   qv_type *t64 = qv_type_new(QV_DATE64), *t32 = qv_type_new(QV_DATE32);
   out = cast_to(d32, t64, QV_OK);
-  if (out) QV_CHECK(qvk_int_at(out, 1) == -2 * 86400000LL);
+  if (out) QV_CHECK(qv_array_int_at(out, 1) == -2 * 86400000LL);
   qv_array *back = out ? cast_to(out, t32, QV_OK) : NULL;
   if (back) QV_CHECK(qv_array_equals(d32, back, &E));
   qv_array_unref(back);
@@ -265,7 +265,7 @@ static void test_temporal(void) {
   int64_t secs[1] = {59};
   qv_array *tsec = ints(QV_INT32, secs, 1, NULL), *tt = cast_to(tsec, t32s, QV_OK);
   out = tt ? cast_to(tt, t64us, QV_OK) : NULL;
-  if (out) QV_CHECK(qvk_int_at(out, 0) == 59000000);
+  if (out) QV_CHECK(qv_array_int_at(out, 0) == 59000000);
   qv_array_unref(out);
   qv_array_unref(tt);
   qv_array_unref(tsec);
