@@ -155,6 +155,34 @@ QV_API int qv_cdata_errno(qv_status st);
 QV_API qv_status qv_export_reader_stream(qv_reader *r, struct ArrowArrayStream *out,
                                          qv_error *err) QV_NODISCARD;
 
+/**
+ * Anything that yields record batches, for qv_export_batch_stream (the one
+ * C Stream adapter behind readers, tables and datasets):
+ *  - schema(ctx): the batches' schema, borrowed, valid until release;
+ *  - next(ctx, &batch, err): the next record batch (a STRUCT array, a new
+ *    reference the stream drops once exported) or *batch = NULL at the end;
+ *  - release(ctx): frees ctx; called exactly once.
+ */
+typedef struct qv_batch_source {
+  void *ctx;
+  const qv_schema *(*schema)(void *ctx);
+  qv_status (*next)(void *ctx, qv_array **batch, qv_error *err);
+  void (*release)(void *ctx);
+} qv_batch_source;
+
+/**
+ * Export a batch source as a struct ArrowArrayStream: get_schema exports
+ * schema(ctx), get_next exports each batch (buffers shared, no copy) and a
+ * released ArrowArray at the end, get_last_error gives the message of the
+ * last failed call (NULL when there is none), callbacks return
+ * qv_cdata_errno codes. The source (its ctx) passes to the stream, which
+ * calls src->release from its own release; on failure src->release runs
+ * before this returns.
+ */
+QV_API qv_status qv_export_batch_stream(const qv_batch_source *src,
+                                        struct ArrowArrayStream *out, qv_error *err)
+    QV_NODISCARD;
+
 #ifdef __cplusplus
 }
 #endif

@@ -631,6 +631,78 @@ static void test_stream_import(void) {
   QV_CHECK(s.release == NULL);
 }
 
+/* qv_export_batch_stream over a source of its own: n batches of one int32
+ * column (values k*10 + row), then an error when fail_at is reached. */
+typedef struct src_ctx {
+  qv_schema *schema;
+  int next, n, fail_at, released;
+} src_ctx;
+
+static const qv_schema *src_schema(void *ctx) { return ((src_ctx *)ctx)->schema; }
+
+static qv_status src_next(void *ctx, qv_array **batch, qv_error *err) {
+  src_ctx *c = ctx;
+  *batch = NULL;
+  if (c->next == c->fail_at) return qv_error_set(err, QV_EIO, "source broke at %d", c->next);
+  if (c->next == c->n) return QV_OK;
+  int32_t v[3];
+  for (int i = 0; i < 3; i++) v[i] = c->next * 10 + i;
+  qv_array *col = tb_int32(v, 3);
+  qv_array *b = qv_array_new(c->schema->type, 1, 1); /* no validity */
+  b->length = 3;
+  b->null_count = 0;
+  b->children[0] = col;
+  *batch = b;
+  c->next++;
+  return QV_OK;
+}
+
+static void src_release(void *ctx) { ((src_ctx *)ctx)->released++; }
+
+static void test_batch_source_stream(void) {
+  qv_error err;
+  for (int fail = 0; fail < 2; fail++) {
+    src_ctx c = {qv_schema_new(tb_child(tb_type(QV_STRUCT), "x", tb_type(QV_INT32))), 0, 3,
+                 fail ? 2 : -1, 0};
+    qv_batch_source src = {&c, src_schema, src_next, src_release};
+    struct ArrowArrayStream s;
+    QV_REQUIRE(qv_export_batch_stream(&src, &s, &err) == QV_OK);
+    QV_CHECK(s.get_last_error(&s) == NULL);
+    qv_stream_import *imp = NULL;
+    QV_REQUIRE(qv_stream_import_open(&s, &imp, &err) == QV_OK);
+    int64_t rows = 0, batches = 0;
+    qv_status st;
+    for (;;) {
+      qv_array *b = NULL;
+      st = qv_stream_import_next(imp, &b, &err);
+      if (st != QV_OK || b == NULL) break;
+      for (int64_t i = 0; i < b->length; i++)
+        QV_CHECK_EQ_INT(qv_array_int_at(b->children[0], i), batches * 10 + i);
+      rows += b->length;
+      batches++;
+      qv_array_unref(b);
+    }
+    QV_CHECK_EQ_INT(batches, (fail ? 2 : 3));
+    QV_CHECK_EQ_INT(rows, 3 * batches);
+    if (fail) {
+      QV_CHECK_EQ_INT(st, QV_EIO);
+      QV_CHECK(strstr(err.message, "source broke at 2") != NULL);
+    } else {
+      QV_CHECK_EQ_INT(st, QV_OK);
+    }
+    QV_CHECK_EQ_INT(c.released, 0);
+    qv_stream_import_close(imp);
+    QV_CHECK_EQ_INT(c.released, 1); /* the stream's release frees the source once */
+    qv_schema_unref(c.schema);
+  }
+  /* A bad argument still releases the source. */
+  src_ctx c = {NULL, 0, 0, -1, 0};
+  qv_batch_source nonext = {&c, src_schema, NULL, src_release};
+  struct ArrowArrayStream s;
+  QV_CHECK_EQ_INT(qv_export_batch_stream(&nonext, &s, &err), QV_EARG);
+  QV_CHECK_EQ_INT(c.released, 1);
+}
+
 static void test_reader_stream_export_errors(void) {
   struct ArrowArrayStream s;
   qv_error err;
@@ -686,6 +758,7 @@ int main(void) {
   QV_RUN(test_foreign_producer_lifetime);
   QV_RUN(test_import_errors);
   QV_RUN(test_stream_import);
+  QV_RUN(test_batch_source_stream);
   QV_RUN(test_reader_stream_export_errors);
   QV_RUN(test_reader_stream_export);
   return QV_TEST_END();
