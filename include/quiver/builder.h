@@ -124,8 +124,15 @@ QV_API qv_status qv_builder_reserve(qv_builder *b, int64_t n, qv_error *err) QV_
 
 /* ---- scalars ----------------------------------------------------------- */
 
+/** Append one null / `n` nulls (any type; see the table at the top of
+ *  this file for unions and run-end encoded types). */
 QV_API qv_status qv_builder_append_null(qv_builder *b, qv_error *err) QV_NODISCARD;
 QV_API qv_status qv_builder_append_nulls(qv_builder *b, int64_t n, qv_error *err) QV_NODISCARD;
+/** Append one value to a builder of a type that takes it (see the table at
+ *  the top of this file): bool; a signed or unsigned integer (checked
+ *  against the type's range: QV_ERANGE) for integer and temporal types; a
+ *  double for half/float/double. A call the type does not take is
+ *  QV_ETYPE, naming the calls it does take. */
 QV_API qv_status qv_builder_append_bool(qv_builder *b, bool v, qv_error *err) QV_NODISCARD;
 QV_API qv_status qv_builder_append_int(qv_builder *b, int64_t v, qv_error *err) QV_NODISCARD;
 QV_API qv_status qv_builder_append_uint(qv_builder *b, uint64_t v, qv_error *err) QV_NODISCARD;

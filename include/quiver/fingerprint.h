@@ -104,6 +104,8 @@ QV_API qv_status qv_fingerprint_args_new(qv_fingerprint_args **out, qv_error *er
 /** Free an argument set. NULL-safe. */
 QV_API void qv_fingerprint_args_free(qv_fingerprint_args *args);
 
+/** Add a value under `key` (NULL inside a list): None, a bool, a signed or
+ *  unsigned integer, a float64 (every NaN encodes alike). The key is copied. */
 QV_API qv_status qv_fingerprint_arg_none(qv_fingerprint_args *args, const char *key,
                                          qv_error *err);
 QV_API qv_status qv_fingerprint_arg_bool(qv_fingerprint_args *args, const char *key,

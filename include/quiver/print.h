@@ -29,6 +29,7 @@ typedef struct qv_strbuf {
   int64_t cap;
 } qv_strbuf;
 
+/** Set `sb` to the empty state (same as zero-initialising it). */
 QV_API void qv_strbuf_init(qv_strbuf *sb);
 /** Free the memory and return to the empty state. NULL-safe. */
 QV_API void qv_strbuf_reset(qv_strbuf *sb);

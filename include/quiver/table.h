@@ -105,6 +105,7 @@ QV_API void qv_table_unref(qv_table *t);
 /* ------------------------------------------------------------------------ */
 /* Inspection                                                                */
 
+/** Which of the table kinds `t` is (in-memory, memory-mapped, concatenation). */
 QV_API qv_table_kind qv_table_get_kind(const qv_table *t);
 /** The schema (borrowed; lives as long as the table). */
 QV_API const qv_schema *qv_table_schema(const qv_table *t);
