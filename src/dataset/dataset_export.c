@@ -4,8 +4,9 @@
  * indices mapping this is the data table's stream (zero copy: every
  * exported array shares the mapped buffers and keeps the mapping alive);
  * with one, the rows are gathered a window at a time through a dataset
- * iterator (qv_dataset_iter) and each window is exported. Dataset layer;
- * the Python binding's __arrow_c_stream__ sits on it.
+ * iterator (qv_dataset_iter), a batch source for the ipc layer's stream
+ * adapter (qv_export_batch_stream). Dataset layer; the Python binding's
+ * __arrow_c_stream__ sits on it.
  */
 #include <stdlib.h>
 #include <string.h>

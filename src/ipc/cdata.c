@@ -13,7 +13,10 @@
  *     reference on its qv_array, which holds the qv_buffers, which hold the
  *     file mapping; release() drops it. View arrays get the extra trailing
  *     int64 buffer of variadic data sizes;
- *   - a qv_reader becomes a struct ArrowArrayStream of STRUCT arrays.
+ *   - any qv_batch_source becomes a struct ArrowArrayStream of STRUCT
+ *     arrays (qv_export_batch_stream: the one stream adapter; readers here,
+ *     tables in table/table_export.c and datasets in
+ *     dataset/dataset_export.c are sources).
  * Import (declared in quiver/cdata.h): the inverse, taking ownership of the
  * producer's structs; buffers wrap the producer's memory and the producer's
  * release runs when the last of them goes.

@@ -1,7 +1,8 @@
 /*
  * table_export.c — tables out of quiver: as an Arrow C Stream (struct
  * ArrowArrayStream: the schema, then one ArrowArray per batch, sharing
- * buffers; the exported arrays keep their mappings alive) and as Arrow IPC
+ * buffers; the exported arrays keep their mappings alive; a batch source
+ * for qv_export_batch_stream) and as Arrow IPC
  * (a file, or the inline bytes of a recipe). Table layer; the Python
  * binding and the oracle tests hand tables to pyarrow through the stream.
  *
