@@ -385,18 +385,14 @@ static int64_t arr_off(const qv_array *a, int width, int64_t i) {
   return load_off(a->buffers[1], width, a->offset + i);
 }
 
+/* The integer at p of an integer or temporal type (date32, time32 and
+ * interval[months] are int32; the other temporal types int64). */
 static int64_t int_value(const qv_type *t, const uint8_t *p) {
-  switch (t->id) {
-    case QV_INT8: return *(const int8_t *)p;
-    case QV_UINT8: return *p;
-    case QV_INT16: { int16_t v; memcpy(&v, p, 2); return v; }
-    case QV_UINT16: { uint16_t v; memcpy(&v, p, 2); return v; }
-    case QV_INT32: case QV_DATE32: case QV_TIME32: case QV_INTERVAL_MONTHS: {
-      int32_t v; memcpy(&v, p, 4); return v;
-    }
-    case QV_UINT32: { uint32_t v; memcpy(&v, p, 4); return v; }
-    default: { int64_t v; memcpy(&v, p, 8); return v; }
-  }
+  int32_t bytes = qv_int_type_bytes(t->id);
+  bool is_unsigned = t->id == QV_UINT8 || t->id == QV_UINT16 || t->id == QV_UINT32;
+  if (bytes == 0)
+    bytes = t->id == QV_DATE32 || t->id == QV_TIME32 || t->id == QV_INTERVAL_MONTHS ? 4 : 8;
+  return qv_load_int(p, bytes, is_unsigned, 0);
 }
 
 static void w_fixed_value(writer *w, const qv_type *t, const uint8_t *p) {
