@@ -118,14 +118,7 @@ static qv_status check_values(const qv_array *a, int64_t w, const char *what, in
   return QV_OK;
 }
 
-static uint64_t load_le(const uint8_t *p, int w) {
-  switch (w) {
-  case 1: return p[0];
-  case 2: { uint16_t v; memcpy(&v, p, 2); return v; }
-  case 4: { uint32_t v; memcpy(&v, p, 4); return v; }
-  default: { uint64_t v; memcpy(&v, p, 8); return v; }
-  }
-}
+static uint64_t load_le(const uint8_t *p, int w) { return (uint64_t)qv_load_int(p, w, true, 0); }
 
 static uint64_t sign_extend(uint64_t x, int w) {
   int sh = 64 - 8 * w;
