@@ -74,6 +74,13 @@ typedef struct keyset {
   qv_array *cols[4];
 } keyset;
 
+/* A benchmark step that fails ends the run with its message. */
+static void ok(qv_status st, const qv_error *err) {
+  if (st == QV_OK) return;
+  fprintf(stderr, "bench_row: %s\n", err->message);
+  exit(1);
+}
+
 static double best_of(double t[3]) {
   double b = t[0];
   for (int i = 1; i < 3; i++)
@@ -99,7 +106,7 @@ static void bench(keyset *ks, int64_t n) {
     exit(1);
   }
   qv_row_table t;
-  qv_row_table_init(&t, &md, &err);
+  ok(qv_row_table_init(&t, &md, &err), &err);
   if (qv_row_encode(&t, ks->cols, NULL, n, &err) != QV_OK) {
     fprintf(stderr, "%s\n", err.message);
     exit(1);
@@ -133,33 +140,33 @@ static void bench(keyset *ks, int64_t n) {
     const char *lv = l ? "avx2" : "scalar";
     for (int r = 0; r < 3; r++) {
       double t0 = now();
-      qv_row_encode(&t, ks->cols, NULL, n, &err);
+      ok(qv_row_encode(&t, ks->cols, NULL, n, &err), &err);
       ts[r] = now() - t0;
     }
     report(ks->name, n, lv, "encode", best_of(ts), bytes, memcpy_gbs);
     for (int r = 0; r < 3; r++) {
       qv_array *out[4];
       double t0 = now();
-      qv_row_decode(&t, 0, n, types, NULL, out, &err);
+      ok(qv_row_decode(&t, 0, n, types, NULL, out, &err), &err);
       ts[r] = now() - t0;
       for (int i = 0; i < ks->nc; i++) qv_array_unref(out[i]);
     }
     report(ks->name, n, lv, "decode", best_of(ts), bytes, memcpy_gbs);
     for (int r = 0; r < 3; r++) {
       double t0 = now();
-      qv_row_compare_columns(&t, ks->cols, NULL, ids, n, true, match, NULL, NULL, &err);
+      ok(qv_row_compare_columns(&t, ks->cols, NULL, ids, n, true, match, NULL, NULL, &err), &err);
       ts[r] = now() - t0;
     }
     report(ks->name, n, lv, "compare", best_of(ts), bytes, memcpy_gbs);
     for (int r = 0; r < 3; r++) {
       double t0 = now();
-      qv_row_hash_rows64(&t, NULL, n, h, &err);
+      ok(qv_row_hash_rows64(&t, NULL, n, h, &err), &err);
       ts[r] = now() - t0;
     }
     report(ks->name, n, lv, "hash rows", best_of(ts), bytes, memcpy_gbs);
     for (int r = 0; r < 3; r++) {
       double t0 = now();
-      qv_row_hash_columns64(&md, ks->cols, NULL, n, h, &err);
+      ok(qv_row_hash_columns64(&md, ks->cols, NULL, n, h, &err), &err);
       ts[r] = now() - t0;
     }
     report(ks->name, n, lv, "hash columns", best_of(ts), bytes, memcpy_gbs);

@@ -88,9 +88,10 @@ int main(int argc, char **argv) {
 
   qv_error err;
   qv_type *st = qv_type_new(QV_STRUCT);
-  qv_type_add_child(st, "id", true, qv_type_new(QV_INT64), NULL, &err);
-  qv_type_add_child(st, "x", true, qv_type_new(QV_DOUBLE), NULL, &err);
-  qv_type_add_child(st, "s", true, qv_type_new(QV_STRING), NULL, &err);
+  if (qv_type_add_child(st, "id", true, qv_type_new(QV_INT64), NULL, &err) != QV_OK ||
+      qv_type_add_child(st, "x", true, qv_type_new(QV_DOUBLE), NULL, &err) != QV_OK ||
+      qv_type_add_child(st, "s", true, qv_type_new(QV_STRING), NULL, &err) != QV_OK)
+    return die("schema", &err);
   qv_schema *schema = qv_schema_new(st);
   qv_builder *b = NULL;
   if (qv_builder_new(schema->type, &b, &err) != QV_OK) return die("builder", &err);
@@ -119,7 +120,7 @@ int main(int argc, char **argv) {
     if (qv_builder_append_values(bid, ids, n, &err) != QV_OK ||
         qv_builder_append_values(bx, xs, n, &err) != QV_OK)
       return die("append", &err);
-    qv_builder_reserve(bs, n, &err);
+    if (qv_builder_reserve(bs, n, &err) != QV_OK) return die("reserve", &err);
     for (int64_t i = 0; i < n; i++) {
       const char *w = words[mix64((uint64_t)(first + i) ^ 0xabcdefull) % N_WORDS];
       if (qv_builder_append_bytes(bs, w, WORD_LEN, &err) != QV_OK) return die("append", &err);

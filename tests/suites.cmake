@@ -15,6 +15,22 @@ add_test(NAME cli.basics
 set_tests_properties(cli.basics PROPERTIES
   ENVIRONMENT "QV_SHARED=${PROJECT_SOURCE_DIR}/../shared")
 
+# The public library: every public header compiles alone as strict C11
+# (gcc, and clang when installed) and the umbrella header includes them all;
+# libquiver.so exports exactly the functions the headers declare.
+set(QV_HEADER_COMPILERS ${CMAKE_C_COMPILER})
+find_program(QV_CLANG clang)
+if(QV_CLANG)
+  list(APPEND QV_HEADER_COMPILERS ${QV_CLANG})
+endif()
+add_test(NAME headers.compile_alone
+         COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/headers/compile_alone.sh
+                 ${PROJECT_SOURCE_DIR}/include ${QV_HEADER_COMPILERS})
+find_package(Python3 COMPONENTS Interpreter REQUIRED)
+add_test(NAME headers.exports
+         COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/headers/public_api.py check
+                 ${PROJECT_SOURCE_DIR}/include/quiver $<TARGET_FILE:quiver_shared>)
+
 # Python oracle tests (pyarrow): need the venv from scripts/venv.sh and the
 # shared library; labelled so sanitizer builds can skip them.
 add_test(NAME python.oracle

@@ -89,19 +89,19 @@ typedef struct qv_builder qv_builder;
  * Arrow type is accepted, including nested and dictionary types (whose
  * value type may itself be nested). Free with qv_builder_free.
  */
-qv_status qv_builder_new(const qv_type *type, qv_builder **out, qv_error *err);
+QV_API qv_status qv_builder_new(const qv_type *type, qv_builder **out, qv_error *err) QV_NODISCARD;
 
 /** Free a builder made by qv_builder_new, with its children and whatever
  *  it holds (arrays already finished stay valid). NULL-safe. Child
  *  builders are freed with their parent; passing one here is a no-op. */
-void qv_builder_free(qv_builder *b);
+QV_API void qv_builder_free(qv_builder *b);
 
 /** Type of the arrays built (borrowed). */
-const qv_type *qv_builder_type(const qv_builder *b);
+QV_API const qv_type *qv_builder_type(const qv_builder *b);
 /** Elements appended since the builder was made or last finished. */
-int64_t qv_builder_length(const qv_builder *b);
+QV_API int64_t qv_builder_length(const qv_builder *b);
 /** Of which null (top-level validity; unions and run-end encoded: 0). */
-int64_t qv_builder_null_count(const qv_builder *b);
+QV_API int64_t qv_builder_null_count(const qv_builder *b);
 
 /**
  * Child builder i (borrowed; lives as long as the parent) of a list-like
@@ -109,81 +109,90 @@ int64_t qv_builder_null_count(const qv_builder *b);
  * NULL when the type has no child i. Dictionary and run-end-encoded
  * builders have no children here: see qv_builder_values.
  */
-qv_builder *qv_builder_child(qv_builder *b, int32_t i);
+QV_API qv_builder *qv_builder_child(qv_builder *b, int32_t i);
 
 /**
  * Builder of the values of a dictionary builder (the dictionary itself:
  * append to it when appending by index) or of a run-end-encoded builder
  * (one value per run, for begin_run/end_run). NULL for other types.
  */
-qv_builder *qv_builder_values(qv_builder *b);
+QV_API qv_builder *qv_builder_values(qv_builder *b);
 
 /** Make room for `n` more elements (buffers of fixed size per element;
  *  a hint, never required). */
-qv_status qv_builder_reserve(qv_builder *b, int64_t n, qv_error *err);
+QV_API qv_status qv_builder_reserve(qv_builder *b, int64_t n, qv_error *err) QV_NODISCARD;
 
 /* ---- scalars ----------------------------------------------------------- */
 
-qv_status qv_builder_append_null(qv_builder *b, qv_error *err);
-qv_status qv_builder_append_nulls(qv_builder *b, int64_t n, qv_error *err);
-qv_status qv_builder_append_bool(qv_builder *b, bool v, qv_error *err);
-qv_status qv_builder_append_int(qv_builder *b, int64_t v, qv_error *err);
-qv_status qv_builder_append_uint(qv_builder *b, uint64_t v, qv_error *err);
-qv_status qv_builder_append_double(qv_builder *b, double v, qv_error *err);
+/** Append one null / `n` nulls (any type; see the table at the top of
+ *  this file for unions and run-end encoded types). */
+QV_API qv_status qv_builder_append_null(qv_builder *b, qv_error *err) QV_NODISCARD;
+QV_API qv_status qv_builder_append_nulls(qv_builder *b, int64_t n, qv_error *err) QV_NODISCARD;
+/** Append one value to a builder of a type that takes it (see the table at
+ *  the top of this file): bool; a signed or unsigned integer (checked
+ *  against the type's range: QV_ERANGE) for integer and temporal types; a
+ *  double for half/float/double. A call the type does not take is
+ *  QV_ETYPE, naming the calls it does take. */
+QV_API qv_status qv_builder_append_bool(qv_builder *b, bool v, qv_error *err) QV_NODISCARD;
+QV_API qv_status qv_builder_append_int(qv_builder *b, int64_t v, qv_error *err) QV_NODISCARD;
+QV_API qv_status qv_builder_append_uint(qv_builder *b, uint64_t v, qv_error *err) QV_NODISCARD;
+QV_API qv_status qv_builder_append_double(qv_builder *b, double v, qv_error *err) QV_NODISCARD;
 /** `len` bytes at `data` (copied; data may be NULL when len is 0). */
-qv_status qv_builder_append_bytes(qv_builder *b, const void *data, int64_t len,
-                                  qv_error *err);
+QV_API qv_status qv_builder_append_bytes(qv_builder *b, const void *data, int64_t len,
+                                         qv_error *err) QV_NODISCARD;
 /** A NUL-terminated string (append_bytes of strlen(s) bytes). */
-qv_status qv_builder_append_string(qv_builder *b, const char *s, qv_error *err);
+QV_API qv_status qv_builder_append_string(qv_builder *b, const char *s, qv_error *err) QV_NODISCARD;
 /** A decimal written in base 10 ("12.5", "-0.001", "7"): optional sign,
  *  digits, optional '.' and digits. Scaled to the type's scale without
  *  rounding: more fractional digits than the scale is QV_ERANGE unless the
  *  extra digits are zeros. */
-qv_status qv_builder_append_decimal(qv_builder *b, const char *text, qv_error *err);
-qv_status qv_builder_append_day_time(qv_builder *b, int32_t days, int32_t millis,
-                                     qv_error *err);
-qv_status qv_builder_append_month_day_nano(qv_builder *b, int32_t months,
-                                           int32_t days, int64_t nanos,
-                                           qv_error *err);
+QV_API qv_status qv_builder_append_decimal(qv_builder *b, const char *text, qv_error *err)
+    QV_NODISCARD;
+QV_API qv_status qv_builder_append_day_time(qv_builder *b, int32_t days, int32_t millis,
+                                            qv_error *err) QV_NODISCARD;
+QV_API qv_status qv_builder_append_month_day_nano(qv_builder *b, int32_t months,
+                                                  int32_t days, int64_t nanos,
+                                                  qv_error *err) QV_NODISCARD;
 /**
  * Bulk append of `n` valid values of a fixed-width type other than bool
  * (integers, floats, decimals, temporal, intervals, fixed_size_binary):
  * n * byte_width raw little-endian bytes copied from `values`. Not for
  * dictionary or run-end-encoded builders.
  */
-qv_status qv_builder_append_values(qv_builder *b, const void *values, int64_t n,
-                                   qv_error *err);
+QV_API qv_status qv_builder_append_values(qv_builder *b, const void *values, int64_t n,
+                                          qv_error *err) QV_NODISCARD;
 
 /* ---- nested ------------------------------------------------------------ */
 
 /** Open / close one element of a list, large list, list view, large list
  *  view, map or fixed-size list builder (see the file comment). */
-qv_status qv_builder_begin_list(qv_builder *b, qv_error *err);
-qv_status qv_builder_end_list(qv_builder *b, qv_error *err);
+QV_API qv_status qv_builder_begin_list(qv_builder *b, qv_error *err) QV_NODISCARD;
+QV_API qv_status qv_builder_end_list(qv_builder *b, qv_error *err) QV_NODISCARD;
 
 /** Open / close one element of a struct builder. */
-qv_status qv_builder_begin_struct(qv_builder *b, qv_error *err);
-qv_status qv_builder_end_struct(qv_builder *b, qv_error *err);
+QV_API qv_status qv_builder_begin_struct(qv_builder *b, qv_error *err) QV_NODISCARD;
+QV_API qv_status qv_builder_end_struct(qv_builder *b, qv_error *err) QV_NODISCARD;
 /** `n` valid struct elements whose child values were appended already:
  *  every child must hold exactly length + n values (the columnar way to
  *  build a record batch). */
-qv_status qv_builder_append_structs(qv_builder *b, int64_t n, qv_error *err);
+QV_API qv_status qv_builder_append_structs(qv_builder *b, int64_t n, qv_error *err) QV_NODISCARD;
 
 /** Open an element of a union builder holding the child with `type_code`
  *  (QV_EARG when the type has no such code); close it after appending
  *  exactly one value to that child. */
-qv_status qv_builder_begin_union(qv_builder *b, int8_t type_code, qv_error *err);
-qv_status qv_builder_end_union(qv_builder *b, qv_error *err);
+QV_API qv_status qv_builder_begin_union(qv_builder *b, int8_t type_code, qv_error *err)
+    QV_NODISCARD;
+QV_API qv_status qv_builder_end_union(qv_builder *b, qv_error *err) QV_NODISCARD;
 
 /** Dictionary builders: append an index into the dictionary (values
  *  appended to qv_builder_values(b)). Checked against the index type at
  *  once and against the dictionary's length at finish (QV_ERANGE). */
-qv_status qv_builder_append_index(qv_builder *b, int64_t index, qv_error *err);
+QV_API qv_status qv_builder_append_index(qv_builder *b, int64_t index, qv_error *err) QV_NODISCARD;
 
 /** Run-end-encoded builders: open a run of `n` >= 1 elements whose value
  *  is the one value appended to qv_builder_values(b) before end_run. */
-qv_status qv_builder_begin_run(qv_builder *b, int64_t n, qv_error *err);
-qv_status qv_builder_end_run(qv_builder *b, qv_error *err);
+QV_API qv_status qv_builder_begin_run(qv_builder *b, int64_t n, qv_error *err) QV_NODISCARD;
+QV_API qv_status qv_builder_end_run(qv_builder *b, qv_error *err) QV_NODISCARD;
 
 /* ---- finish ------------------------------------------------------------ */
 
@@ -197,7 +206,7 @@ qv_status qv_builder_end_run(qv_builder *b, qv_error *err);
  * appended so far, so earlier dictionaries are prefixes of later ones (the
  * IPC writer then sends deltas). Only the top builder may be finished.
  */
-qv_status qv_builder_finish(qv_builder *b, qv_array **out, qv_error *err);
+QV_API qv_status qv_builder_finish(qv_builder *b, qv_array **out, qv_error *err) QV_NODISCARD;
 
 #ifdef __cplusplus
 }

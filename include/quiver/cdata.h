@@ -121,11 +121,11 @@ struct ArrowArrayStream {
  * metadata. Consumes `in` (see the file comment). On success the caller
  * owns the contents of *out and frees them with qv_import_field_reset.
  */
-qv_status qv_import_field(struct ArrowSchema *in, qv_field *out, qv_error *err);
+QV_API qv_status qv_import_field(struct ArrowSchema *in, qv_field *out, qv_error *err) QV_NODISCARD;
 
 /** Free what qv_import_field put into a field (name, type reference,
  *  metadata) and zero it. NULL-safe. */
-void qv_import_field_reset(qv_field *f);
+QV_API void qv_import_field_reset(qv_field *f);
 
 /**
  * Import a record-batch schema: `in` must have format "+s"; its children
@@ -133,8 +133,8 @@ void qv_import_field_reset(qv_field *f);
  * Dictionary ids are assigned 0, 1, 2... depth-first over the columns.
  * Consumes `in`. Caller owns one reference on *out.
  */
-qv_status qv_import_schema(struct ArrowSchema *in, qv_schema **out,
-                           qv_error *err);
+QV_API qv_status qv_import_schema(struct ArrowSchema *in, qv_schema **out,
+                                  qv_error *err) QV_NODISCARD;
 
 /**
  * Import an array of the given type (e.g. from qv_import_field, or a
@@ -149,8 +149,8 @@ qv_status qv_import_schema(struct ArrowSchema *in, qv_schema **out,
  * trailing variadic-sizes buffer of view arrays. The result is validated at
  * QV_VALIDATE_MINIMAL. Caller owns one reference on *out.
  */
-qv_status qv_import_array(struct ArrowArray *in, const qv_type *type,
-                          qv_array **out, qv_error *err);
+QV_API qv_status qv_import_array(struct ArrowArray *in, const qv_type *type,
+                                 qv_array **out, qv_error *err) QV_NODISCARD;
 
 /** Incremental import of a C stream (see qv_stream_import_open). */
 typedef struct qv_stream_import qv_stream_import;
@@ -160,11 +160,11 @@ typedef struct qv_stream_import qv_stream_import;
  * fetch and import its schema. On failure the stream has been released.
  * Close with qv_stream_import_close, which releases the stream.
  */
-qv_status qv_stream_import_open(struct ArrowArrayStream *stream,
-                                qv_stream_import **out, qv_error *err);
+QV_API qv_status qv_stream_import_open(struct ArrowArrayStream *stream,
+                                       qv_stream_import **out, qv_error *err) QV_NODISCARD;
 
 /** The stream's schema (borrowed; valid until close). */
-const qv_schema *qv_stream_import_schema(const qv_stream_import *s);
+QV_API const qv_schema *qv_stream_import_schema(const qv_stream_import *s);
 
 /**
  * Next record batch as a STRUCT array of the schema's type (validated at
@@ -172,12 +172,12 @@ const qv_schema *qv_stream_import_schema(const qv_stream_import *s);
  * reported as QV_EIO (or the matching status for EINVAL/ENOMEM/ENOTSUP)
  * with the producer's get_last_error text.
  */
-qv_status qv_stream_import_next(qv_stream_import *s, qv_array **out,
-                                qv_error *err);
+QV_API qv_status qv_stream_import_next(qv_stream_import *s, qv_array **out,
+                                       qv_error *err) QV_NODISCARD;
 
 /** Release the stream and free the importer (NULL-safe). Batches already
  *  returned stay valid. */
-void qv_stream_import_close(qv_stream_import *s);
+QV_API void qv_stream_import_close(qv_stream_import *s);
 
 /**
  * Import a whole stream: schema plus every batch. Consumes `stream`.
@@ -185,15 +185,15 @@ void qv_stream_import_close(qv_stream_import *s);
  * (free each with qv_array_unref, then free() the array) and *out_schema
  * one schema reference.
  */
-qv_status qv_import_stream(struct ArrowArrayStream *stream,
-                           qv_schema **out_schema, qv_array ***out_batches,
-                           int64_t *out_n, qv_error *err);
+QV_API qv_status qv_import_stream(struct ArrowArrayStream *stream,
+                                  qv_schema **out_schema, qv_array ***out_batches,
+                                  int64_t *out_n, qv_error *err) QV_NODISCARD;
 
 /** Format string of a type as the C Data Interface spells it ("i",
  *  "tsu:UTC", "d:10,2", "+w:4", "+ud:0,1"...). For a dictionary type this
  *  is the index type's format. Writes at most `cap` bytes (NUL-terminated);
  *  returns the length needed, or -1 for a type with no format. */
-int64_t qv_cdata_format(const qv_type *t, char *out, int64_t cap);
+QV_API int64_t qv_cdata_format(const qv_type *t, char *out, int64_t cap);
 
 #ifdef __cplusplus
 }

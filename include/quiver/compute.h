@@ -109,13 +109,13 @@ typedef struct qv_sort_key {
  * remaining keys); docs/design.md has the measurements behind the choice.
  * Single-threaded; concurrent calls on shared arrays are safe.
  */
-qv_status qv_sort_indices(const qv_sort_key *keys, int32_t n_keys, int64_t *out,
-                          qv_error *err);
+QV_API qv_status qv_sort_indices(const qv_sort_key *keys, int32_t n_keys, int64_t *out,
+                                 qv_error *err) QV_NODISCARD;
 
 /** qv_sort_indices over one array: out receives a->length entries. */
-qv_status qv_sort_indices_array(qv_array *a, bool descending,
-                                qv_null_placement null_placement, int64_t *out,
-                                qv_error *err);
+QV_API qv_status qv_sort_indices_array(qv_array *a, bool descending,
+                                       qv_null_placement null_placement, int64_t *out,
+                                       qv_error *err) QV_NODISCARD;
 
 /** A sort key naming a table column. */
 typedef struct qv_sort_spec {
@@ -130,8 +130,8 @@ typedef struct qv_sort_spec {
  * An unknown column is QV_EARG naming it. Decodes every batch (errors of a
  * mapped table's batches surface here).
  */
-qv_status qv_table_sort_indices(qv_table *t, const qv_sort_spec *specs, int32_t n_specs,
-                                int64_t *out, qv_error *err);
+QV_API qv_status qv_table_sort_indices(qv_table *t, const qv_sort_spec *specs, int32_t n_specs,
+                                       int64_t *out, qv_error *err) QV_NODISCARD;
 
 /**
  * Distinct values of a column in order of first appearance (pyarrow
@@ -140,10 +140,12 @@ qv_status qv_table_sort_indices(qv_table *t, const qv_sort_spec *specs, int32_t 
  * value, when present, is a null slot at its place). Caller owns *out.
  * Same type rules as qv_grouper_new.
  */
-qv_status qv_unique(const qv_chunked_column *column, qv_array **out, qv_error *err);
+QV_API qv_status qv_unique(const qv_chunked_column *column, qv_array **out, qv_error *err)
+    QV_NODISCARD;
 
 /** qv_unique over a table column named `column` (QV_EARG if unknown). */
-qv_status qv_table_unique(qv_table *t, const char *column, qv_array **out, qv_error *err);
+QV_API qv_status qv_table_unique(qv_table *t, const char *column, qv_array **out, qv_error *err)
+    QV_NODISCARD;
 
 /* ------------------------------------------------------------------------ */
 /* Grouper                                                                   */
@@ -162,11 +164,11 @@ typedef struct qv_grouper qv_grouper;
  * types as above). Other types are QV_ETYPE. Free with qv_grouper_free.
  * Not thread-safe.
  */
-qv_status qv_grouper_new(qv_type *const *key_types, int32_t n_keys, qv_grouper **out,
-                         qv_error *err);
+QV_API qv_status qv_grouper_new(qv_type *const *key_types, int32_t n_keys, qv_grouper **out,
+                                qv_error *err) QV_NODISCARD;
 
 /** Free a grouper. NULL-safe. */
-void qv_grouper_free(qv_grouper *g);
+QV_API void qv_grouper_free(qv_grouper *g);
 
 /**
  * Assign group ids to the rows of one batch of keys: n_keys arrays of the
@@ -181,16 +183,16 @@ void qv_grouper_free(qv_grouper *g);
  * QV_GROUP_NONE. After a failure the grouper may hold part of the batch's
  * groups; free it rather than use it further.
  */
-qv_status qv_grouper_consume(qv_grouper *g, qv_array *const *keys, uint32_t *out_ids,
-                             qv_error *err);
+QV_API qv_status qv_grouper_consume(qv_grouper *g, qv_array *const *keys, uint32_t *out_ids,
+                                    qv_error *err) QV_NODISCARD;
 
 /** Like qv_grouper_consume without adding groups: keys never seen get
  *  QV_GROUP_NONE. */
-qv_status qv_grouper_lookup(qv_grouper *g, qv_array *const *keys, uint32_t *out_ids,
-                            qv_error *err);
+QV_API qv_status qv_grouper_lookup(qv_grouper *g, qv_array *const *keys, uint32_t *out_ids,
+                                   qv_error *err) QV_NODISCARD;
 
 /** Number of groups so far. */
-int64_t qv_grouper_num_groups(const qv_grouper *g);
+QV_API int64_t qv_grouper_num_groups(const qv_grouper *g);
 
 /**
  * The key of every group, in group-id order: out[j] (n_keys entries)
@@ -198,7 +200,7 @@ int64_t qv_grouper_num_groups(const qv_grouper *g);
  * Dictionary keys come back as dictionary<values=V, indices=int32> over the
  * distinct values seen. Caller owns the arrays; on failure out[] is NULL.
  */
-qv_status qv_grouper_uniques(qv_grouper *g, qv_array **out, qv_error *err);
+QV_API qv_status qv_grouper_uniques(qv_grouper *g, qv_array **out, qv_error *err) QV_NODISCARD;
 
 #ifdef __cplusplus
 }

@@ -128,8 +128,8 @@ typedef struct qv_dataset_options {
  * update("quiver-table", "quiver.from_table", {recipe: bytes of
  * qv_table_recipe}) — deterministic, O(size) for in-memory data.
  */
-qv_status qv_dataset_from_table(qv_table *data, const char *fingerprint, qv_dataset **out,
-                                qv_error *err);
+QV_API qv_status qv_dataset_from_table(qv_table *data, const char *fingerprint, qv_dataset **out,
+                                       qv_error *err) QV_NODISCARD;
 
 /**
  * Open a dataset from `path`, as `datasets` would:
@@ -159,8 +159,8 @@ qv_status qv_dataset_from_table(qv_table *data, const char *fingerprint, qv_data
  *    group "cache-<fp>_*_of_<N>.arrow").
  * `split` must be NULL for a file. Errors name the path.
  */
-qv_status qv_dataset_open(const char *path, const char *split, qv_dataset **out,
-                          qv_error *err);
+QV_API qv_status qv_dataset_open(const char *path, const char *split, qv_dataset **out,
+                                 qv_error *err) QV_NODISCARD;
 
 /**
  * Open dataset `source` (an index into dir->sources) of a directory
@@ -169,8 +169,8 @@ qv_status qv_dataset_open(const char *path, const char *split, qv_dataset **out,
  * rank order with the group's fingerprint (datasets' map result); a file
  * as Dataset.from_file (never composed with anything).
  */
-qv_status qv_dataset_open_source(const qv_hf_dir *dir, int64_t source, qv_dataset **out,
-                                 qv_error *err);
+QV_API qv_status qv_dataset_open_source(const qv_hf_dir *dir, int64_t source, qv_dataset **out,
+                                        qv_error *err) QV_NODISCARD;
 
 /* ------------------------------------------------------------------------ */
 /* Indices mapping files                                                     */
@@ -188,8 +188,8 @@ qv_status qv_dataset_open_source(const qv_hf_dir *dir, int64_t source, qv_datase
  * it), else update(data's, "quiver.indices_file", {file: the file's
  * identity fingerprint}).
  */
-qv_status qv_dataset_with_indices_file(qv_dataset *data, const char *path, qv_dataset **out,
-                                       qv_error *err);
+QV_API qv_status qv_dataset_with_indices_file(qv_dataset *data, const char *path, qv_dataset **out,
+                                              qv_error *err) QV_NODISCARD;
 
 /**
  * The datasets of `dir` (dir->sources) that an indices mapping file could
@@ -199,9 +199,9 @@ qv_status qv_dataset_with_indices_file(qv_dataset *data, const char *path, qv_da
  * INT64_MAX when >= 2^63). QV_EINVAL when `indices_path` is not an indices
  * mapping or holds a null.
  */
-qv_status qv_dataset_indices_candidates(const qv_hf_dir *dir, const char *indices_path,
-                                        int64_t **out_sources, int64_t *out_n,
-                                        int64_t *out_max, qv_error *err);
+QV_API qv_status qv_dataset_indices_candidates(const qv_hf_dir *dir, const char *indices_path,
+                                               int64_t **out_sources, int64_t *out_n,
+                                               int64_t *out_max, qv_error *err) QV_NODISCARD;
 
 /**
  * Open an indices mapping file with its data resolved automatically: the
@@ -212,33 +212,34 @@ qv_status qv_dataset_indices_candidates(const qv_hf_dir *dir, const char *indice
  * rows), cache-ab12.arrow (300 rows); name the data it indexes (quiver:
  * --data PATH)").
  */
-qv_status qv_dataset_open_indices_file(const char *path, qv_dataset **out, qv_error *err);
+QV_API qv_status qv_dataset_open_indices_file(const char *path, qv_dataset **out, qv_error *err)
+    QV_NODISCARD;
 
 /** Add a reference. Returns ds. NULL-safe. */
-qv_dataset *qv_dataset_ref(qv_dataset *ds);
+QV_API qv_dataset *qv_dataset_ref(qv_dataset *ds);
 /** Drop a reference; frees on the last. NULL-safe. */
-void qv_dataset_unref(qv_dataset *ds);
+QV_API void qv_dataset_unref(qv_dataset *ds);
 
 /* ------------------------------------------------------------------------ */
 /* Inspection (all borrowed results live as long as the dataset)            */
 
 /** Rows as seen through the mapping (the mapping's rows when there is one). */
-int64_t qv_dataset_num_rows(const qv_dataset *ds);
-int32_t qv_dataset_num_columns(const qv_dataset *ds);
+QV_API int64_t qv_dataset_num_rows(const qv_dataset *ds);
+QV_API int32_t qv_dataset_num_columns(const qv_dataset *ds);
 /** Schema of the data table (columns of the dataset). */
-const qv_schema *qv_dataset_schema(const qv_dataset *ds);
+QV_API const qv_schema *qv_dataset_schema(const qv_dataset *ds);
 /** Index of a column by name, or -1. */
-int32_t qv_dataset_column_index(const qv_dataset *ds, const char *name);
+QV_API int32_t qv_dataset_column_index(const qv_dataset *ds, const char *name);
 /** The fingerprint (NUL-terminated). */
-const char *qv_dataset_fingerprint(const qv_dataset *ds);
+QV_API const char *qv_dataset_fingerprint(const qv_dataset *ds);
 /** The data table. */
-qv_table *qv_dataset_data(const qv_dataset *ds);
+QV_API qv_table *qv_dataset_data(const qv_dataset *ds);
 /** The indices mapping (one uint64 column "indices"), or NULL. */
-qv_table *qv_dataset_indices(const qv_dataset *ds);
+QV_API qv_table *qv_dataset_indices(const qv_dataset *ds);
 /** Features: a QV_HF_DICT with one key per column, in column order. */
-const qv_hf_feature *qv_dataset_features(const qv_dataset *ds);
+QV_API const qv_hf_feature *qv_dataset_features(const qv_dataset *ds);
 /** Split name (state.json's _split), or NULL. */
-const char *qv_dataset_split(const qv_dataset *ds);
+QV_API const char *qv_dataset_split(const qv_dataset *ds);
 
 /** Output format as kept in state.json (datasets' set_format). */
 typedef struct qv_dataset_format {
@@ -252,11 +253,11 @@ typedef struct qv_dataset_format {
 
 /** A copy of ds (same tables, shared) with fingerprint `fingerprint`
  *  (validated), as `datasets`' new_fingerprint arguments give. */
-qv_status qv_dataset_with_fingerprint(qv_dataset *ds, const char *fingerprint, qv_dataset **out,
-                                      qv_error *err);
+QV_API qv_status qv_dataset_with_fingerprint(qv_dataset *ds, const char *fingerprint, qv_dataset **out,
+                                             qv_error *err) QV_NODISCARD;
 
 /** The dataset's format (borrowed strings). */
-qv_dataset_format qv_dataset_get_format(const qv_dataset *ds);
+QV_API qv_dataset_format qv_dataset_get_format(const qv_dataset *ds);
 
 /**
  * A copy of ds with another output format (datasets' with_format /
@@ -265,17 +266,18 @@ qv_dataset_format qv_dataset_get_format(const qv_dataset *ds);
  * QV_EARG otherwise). Fingerprint: update(prev, "quiver.set_format",
  * {type, columns, output_all_columns, format_kwargs}).
  */
-qv_status qv_dataset_with_format(qv_dataset *ds, const char *type, const char *kwargs_json,
-                                 const char *const *columns, int32_t n_columns,
-                                 bool output_all_columns, qv_dataset **out, qv_error *err);
+QV_API qv_status qv_dataset_with_format(qv_dataset *ds, const char *type, const char *kwargs_json,
+                                        const char *const *columns, int32_t n_columns,
+                                        bool output_all_columns, qv_dataset **out, qv_error *err)
+    QV_NODISCARD;
 
 /**
  * Every file mapped behind the dataset (data table, then indices mapping)
  * as qv_table_cache_files, de-duplicated, in order (datasets'
  * cache_files). Free with qv_table_free_paths.
  */
-qv_status qv_dataset_cache_files(const qv_dataset *ds, char ***out_paths, int64_t *out_n,
-                                 qv_error *err);
+QV_API qv_status qv_dataset_cache_files(const qv_dataset *ds, char ***out_paths, int64_t *out_n,
+                                        qv_error *err) QV_NODISCARD;
 
 /**
  * Remove every `cache-*.arrow` file in the cache directory that is not one
@@ -285,8 +287,8 @@ qv_status qv_dataset_cache_files(const qv_dataset *ds, char ***out_paths, int64_
  * known: as in datasets, callers must not clean up under them. Files being
  * written (hidden temporaries) are never matched.
  */
-qv_status qv_dataset_cleanup_cache_files(const qv_dataset *ds, int64_t *out_removed,
-                                         qv_error *err);
+QV_API qv_status qv_dataset_cleanup_cache_files(const qv_dataset *ds, int64_t *out_removed,
+                                                qv_error *err) QV_NODISCARD;
 
 /* ------------------------------------------------------------------------ */
 /* Row access (through the mapping)                                          */
@@ -296,34 +298,36 @@ qv_status qv_dataset_cleanup_cache_files(const qv_dataset *ds, int64_t *out_remo
  * STRUCT array (offset 0) of the schema's type, gathered from the data
  * table. QV_ERANGE for a row outside [0, num_rows).
  */
-qv_status qv_dataset_take(qv_dataset *ds, const int64_t *rows, int64_t n, qv_array **out,
-                          qv_error *err);
+QV_API qv_status qv_dataset_take(qv_dataset *ds, const int64_t *rows, int64_t n, qv_array **out,
+                                 qv_error *err) QV_NODISCARD;
 
 /** Row `row` as a one-row STRUCT array (zero copy without a mapping). */
-qv_status qv_dataset_row(qv_dataset *ds, int64_t row, qv_array **out, qv_error *err);
+QV_API qv_status qv_dataset_row(qv_dataset *ds, int64_t row, qv_array **out, qv_error *err)
+    QV_NODISCARD;
 
 /**
  * Rows [offset, offset+length) as a table: a zero-copy slice of the data
  * without a mapping, else the rows gathered into an in-memory table.
  * QV_ERANGE outside the dataset.
  */
-qv_status qv_dataset_slice(qv_dataset *ds, int64_t offset, int64_t length, qv_table **out,
-                           qv_error *err);
+QV_API qv_status qv_dataset_slice(qv_dataset *ds, int64_t offset, int64_t length, qv_table **out,
+                                  qv_error *err) QV_NODISCARD;
 
 /**
  * Column `name` over every row of the dataset, as a one-column table
  * (zero copy without a mapping; gathered into memory otherwise). QV_EARG
  * for an unknown column.
  */
-qv_status qv_dataset_column(qv_dataset *ds, const char *name, qv_table **out, qv_error *err);
+QV_API qv_status qv_dataset_column(qv_dataset *ds, const char *name, qv_table **out, qv_error *err)
+    QV_NODISCARD;
 
 /**
  * Data row behind rows [offset, offset+n) of the dataset, written to
  * out[0..n) (offset + i without a mapping). QV_EINVAL for a mapping value
  * that is null or >= 2^63.
  */
-qv_status qv_dataset_data_rows(const qv_dataset *ds, int64_t offset, int64_t n, int64_t *out,
-                               qv_error *err);
+QV_API qv_status qv_dataset_data_rows(const qv_dataset *ds, int64_t offset, int64_t n, int64_t *out,
+                                      qv_error *err) QV_NODISCARD;
 
 /* ------------------------------------------------------------------------ */
 /* Iteration                                                                  */
@@ -339,16 +343,16 @@ typedef struct qv_dataset_iter qv_dataset_iter;
  * two data batches); with a mapping, zero-copy slices of a window of
  * max(batch_size, QV_DATASET_READAHEAD_ROWS) rows gathered at once.
  */
-qv_status qv_dataset_iter_new(qv_dataset *ds, int64_t batch_size, bool drop_last_batch,
-                              qv_dataset_iter **out, qv_error *err);
+QV_API qv_status qv_dataset_iter_new(qv_dataset *ds, int64_t batch_size, bool drop_last_batch,
+                                     qv_dataset_iter **out, qv_error *err) QV_NODISCARD;
 
 /** The next batch (a new reference the caller drops), or *out = NULL at
  *  the end. `*out_first_row` (may be NULL) gets its first dataset row. */
-qv_status qv_dataset_iter_next(qv_dataset_iter *it, qv_array **out, int64_t *out_first_row,
-                               qv_error *err);
+QV_API qv_status qv_dataset_iter_next(qv_dataset_iter *it, qv_array **out, int64_t *out_first_row,
+                                      qv_error *err) QV_NODISCARD;
 
 /** Free an iterator. NULL-safe. */
-void qv_dataset_iter_free(qv_dataset_iter *it);
+QV_API void qv_dataset_iter_free(qv_dataset_iter *it);
 
 /**
  * Export the rows as the dataset shows them as an Arrow C Stream (struct
@@ -362,8 +366,8 @@ void qv_dataset_iter_free(qv_dataset_iter *it);
  * only on success; the consumer calls its release.
  */
 struct ArrowArrayStream;
-qv_status qv_dataset_export_stream(qv_dataset *ds, int64_t batch_size,
-                                   struct ArrowArrayStream *out, qv_error *err);
+QV_API qv_status qv_dataset_export_stream(qv_dataset *ds, int64_t batch_size,
+                                          struct ArrowArrayStream *out, qv_error *err) QV_NODISCARD;
 
 /* ------------------------------------------------------------------------ */
 /* Indices-mapping transforms                                                */
@@ -378,13 +382,14 @@ qv_status qv_dataset_export_stream(qv_dataset *ds, int64_t batch_size,
  * An empty input dataset is returned as is. Fingerprint: "quiver.select",
  * {indices: int array}.
  */
-qv_status qv_dataset_select(qv_dataset *ds, const int64_t *indices, int64_t n,
-                            const qv_dataset_options *opts, qv_dataset **out, qv_error *err);
+QV_API qv_status qv_dataset_select(qv_dataset *ds, const int64_t *indices, int64_t n,
+                                   const qv_dataset_options *opts, qv_dataset **out, qv_error *err)
+    QV_NODISCARD;
 
 /** qv_dataset_select of rows [start, start+length) (a slice). */
-qv_status qv_dataset_select_range(qv_dataset *ds, int64_t start, int64_t length,
-                                  const qv_dataset_options *opts, qv_dataset **out,
-                                  qv_error *err);
+QV_API qv_status qv_dataset_select_range(qv_dataset *ds, int64_t start, int64_t length,
+                                         const qv_dataset_options *opts, qv_dataset **out,
+                                         qv_error *err) QV_NODISCARD;
 
 /**
  * Shuffle with `np.random.default_rng(seed).permutation(num_rows)`
@@ -392,8 +397,8 @@ qv_status qv_dataset_select_range(qv_dataset *ds, int64_t start, int64_t length,
  * composed with the existing mapping; a file-backed dataset writes it to
  * (or reuses) its cache file. Fingerprint: "quiver.shuffle", {seed}.
  */
-qv_status qv_dataset_shuffle(qv_dataset *ds, uint64_t seed, const qv_dataset_options *opts,
-                             qv_dataset **out, qv_error *err);
+QV_API qv_status qv_dataset_shuffle(qv_dataset *ds, uint64_t seed, const qv_dataset_options *opts,
+                                    qv_dataset **out, qv_error *err) QV_NODISCARD;
 
 /**
  * Stable sort by `columns[0..n)` (n >= 1; repeats allowed), each
@@ -406,9 +411,10 @@ qv_status qv_dataset_shuffle(qv_dataset *ds, uint64_t seed, const qv_dataset_opt
  * "at_start"}. QV_EARG for an unknown column (datasets' message),
  * QV_ETYPE for a key type that cannot be ordered.
  */
-qv_status qv_dataset_sort(qv_dataset *ds, const char *const *columns, int32_t n,
-                          const bool *descending, qv_null_placement nulls,
-                          const qv_dataset_options *opts, qv_dataset **out, qv_error *err);
+QV_API qv_status qv_dataset_sort(qv_dataset *ds, const char *const *columns, int32_t n,
+                                 const bool *descending, qv_null_placement nulls,
+                                 const qv_dataset_options *opts, qv_dataset **out, qv_error *err)
+    QV_NODISCARD;
 
 /**
  * Distinct values of a column, in order of first appearance (datasets'
@@ -416,7 +422,8 @@ qv_status qv_dataset_sort(qv_dataset *ds, const char *const *columns, int32_t n,
  * every data row, else over the rows as mapped). *out is a new array of
  * the column's type. QV_EARG for an unknown column.
  */
-qv_status qv_dataset_unique(qv_dataset *ds, const char *column, qv_array **out, qv_error *err);
+QV_API qv_status qv_dataset_unique(qv_dataset *ds, const char *column, qv_array **out, qv_error *err)
+    QV_NODISCARD;
 
 /**
  * Keep the rows where the expression `where` (expr.h, docs/expressions.md)
@@ -428,8 +435,8 @@ qv_status qv_dataset_unique(qv_dataset *ds, const char *column, qv_array **out, 
  * {where: canonical rendering of the expression (qv_expr_to_string)}, so
  * spacing and redundant parentheses do not matter.
  */
-qv_status qv_dataset_filter(qv_dataset *ds, const char *where, const qv_dataset_options *opts,
-                            qv_dataset **out, qv_error *err);
+QV_API qv_status qv_dataset_filter(qv_dataset *ds, const char *where, const qv_dataset_options *opts,
+                                   qv_dataset **out, qv_error *err) QV_NODISCARD;
 
 /**
  * A filter predicate implemented in C: sets bit i of `keep` (LSB first,
@@ -452,9 +459,9 @@ typedef struct qv_filter_fn {
  *  QV_DATASET_MAP_BATCH_SIZE). Fingerprint: "quiver.filter", {function:
  *  "name@version", params: digest of params (when given), batch_size (when
  *  not the default)}. */
-qv_status qv_dataset_filter_fn(qv_dataset *ds, const qv_filter_fn *fn, int64_t batch_size,
-                               const qv_dataset_options *opts, qv_dataset **out,
-                               qv_error *err);
+QV_API qv_status qv_dataset_filter_fn(qv_dataset *ds, const qv_filter_fn *fn, int64_t batch_size,
+                                      const qv_dataset_options *opts, qv_dataset **out,
+                                      qv_error *err) QV_NODISCARD;
 
 /**
  * Shard `index` of `num_shards` (datasets' shard): contiguous blocks (the
@@ -463,13 +470,14 @@ qv_status qv_dataset_filter_fn(qv_dataset *ds, const qv_filter_fn *fn, int64_t b
  * unless 0 <= index < num_shards. Fingerprint: "quiver.shard",
  * {num_shards, index, contiguous (when false)}.
  */
-qv_status qv_dataset_shard(qv_dataset *ds, int64_t num_shards, int64_t index, bool contiguous,
-                           const qv_dataset_options *opts, qv_dataset **out, qv_error *err);
+QV_API qv_status qv_dataset_shard(qv_dataset *ds, int64_t num_shards, int64_t index, bool contiguous,
+                                  const qv_dataset_options *opts, qv_dataset **out, qv_error *err)
+    QV_NODISCARD;
 
 /** The part of rank `rank` of `world_size` nodes (datasets'
  *  split_dataset_by_node for map-style datasets: a contiguous shard). */
-qv_status qv_dataset_split_by_node(qv_dataset *ds, int64_t rank, int64_t world_size,
-                                   qv_dataset **out, qv_error *err);
+QV_API qv_status qv_dataset_split_by_node(qv_dataset *ds, int64_t rank, int64_t world_size,
+                                          qv_dataset **out, qv_error *err) QV_NODISCARD;
 
 /** A train/test size: none, a fraction in (0, 1) or an absolute count. */
 typedef struct qv_split_size {
@@ -491,10 +499,10 @@ typedef struct qv_split_size {
  * shuffling), fingerprint_name: "train_new_fingerprint" /
  * "test_new_fingerprint"}.
  */
-qv_status qv_dataset_train_test_split(qv_dataset *ds, qv_split_size test_size,
-                                      qv_split_size train_size, bool shuffle, uint64_t seed,
-                                      const qv_dataset_options *opts, qv_dataset **out_train,
-                                      qv_dataset **out_test, qv_error *err);
+QV_API qv_status qv_dataset_train_test_split(qv_dataset *ds, qv_split_size test_size,
+                                             qv_split_size train_size, bool shuffle, uint64_t seed,
+                                             const qv_dataset_options *opts, qv_dataset **out_train,
+                                             qv_dataset **out_test, qv_error *err) QV_NODISCARD;
 
 /**
  * Materialise the rows as mapped into a new data table without mapping
@@ -503,8 +511,8 @@ qv_status qv_dataset_train_test_split(qv_dataset *ds, qv_split_size test_size,
  * kept in memory. A dataset without mapping is flattened too (a copy).
  * Fingerprint: "quiver.flatten_indices".
  */
-qv_status qv_dataset_flatten_indices(qv_dataset *ds, const qv_dataset_options *opts,
-                                     qv_dataset **out, qv_error *err);
+QV_API qv_status qv_dataset_flatten_indices(qv_dataset *ds, const qv_dataset_options *opts,
+                                            qv_dataset **out, qv_error *err) QV_NODISCARD;
 
 /**
  * Concatenate `n` >= 1 datasets (datasets' concatenate_datasets). Datasets
@@ -518,9 +526,9 @@ qv_status qv_dataset_flatten_indices(qv_dataset *ds, const qv_dataset_options *o
  * they differ). Fingerprint: update(first, "quiver.concatenate",
  * {fingerprints: list of every input's, axis}).
  */
-qv_status qv_dataset_concatenate(qv_dataset *const *datasets, int64_t n, int axis,
-                                 const qv_dataset_options *opts, qv_dataset **out,
-                                 qv_error *err);
+QV_API qv_status qv_dataset_concatenate(qv_dataset *const *datasets, int64_t n, int axis,
+                                        const qv_dataset_options *opts, qv_dataset **out,
+                                        qv_error *err) QV_NODISCARD;
 
 /* ------------------------------------------------------------------------ */
 /* Column transforms (zero copy; the mapping is kept)                        */
@@ -528,33 +536,33 @@ qv_status qv_dataset_concatenate(qv_dataset *const *datasets, int64_t n, int axi
 /** Rename columns: `from[i]` becomes `to[i]` (datasets' rename_columns;
  *  QV_EARG for an unknown or duplicate name). Fingerprint:
  *  "quiver.rename_columns", {column_mapping: {from: to, ...}}. */
-qv_status qv_dataset_rename_columns(qv_dataset *ds, const char *const *from,
-                                    const char *const *to, int32_t n, qv_dataset **out,
-                                    qv_error *err);
+QV_API qv_status qv_dataset_rename_columns(qv_dataset *ds, const char *const *from,
+                                           const char *const *to, int32_t n, qv_dataset **out,
+                                           qv_error *err) QV_NODISCARD;
 
 /** Drop columns (datasets' remove_columns). Fingerprint:
  *  "quiver.remove_columns", {column_names: list}. */
-qv_status qv_dataset_remove_columns(qv_dataset *ds, const char *const *names, int32_t n,
-                                    qv_dataset **out, qv_error *err);
+QV_API qv_status qv_dataset_remove_columns(qv_dataset *ds, const char *const *names, int32_t n,
+                                           qv_dataset **out, qv_error *err) QV_NODISCARD;
 
 /** Keep only these columns, in this order (datasets' select_columns).
  *  Fingerprint: "quiver.select_columns", {column_names: list}. */
-qv_status qv_dataset_select_columns(qv_dataset *ds, const char *const *names, int32_t n,
-                                    qv_dataset **out, qv_error *err);
+QV_API qv_status qv_dataset_select_columns(qv_dataset *ds, const char *const *names, int32_t n,
+                                           qv_dataset **out, qv_error *err) QV_NODISCARD;
 
 /**
  * Cast to `features` (a QV_HF_DICT with the dataset's column names, in any
  * order; datasets' cast): the table is cast to the features' Arrow types
  * (qv_table_cast, safe). Fingerprint: "quiver.cast", {features: JSON}.
  */
-qv_status qv_dataset_cast(qv_dataset *ds, const qv_hf_feature *features, qv_dataset **out,
-                          qv_error *err);
+QV_API qv_status qv_dataset_cast(qv_dataset *ds, const qv_hf_feature *features, qv_dataset **out,
+                                 qv_error *err) QV_NODISCARD;
 
 /** Cast one column to `feature` (datasets' cast_column). Fingerprint:
  *  "quiver.cast_column", {column, feature: JSON}. */
-qv_status qv_dataset_cast_column(qv_dataset *ds, const char *column,
-                                 const qv_hf_feature *feature, qv_dataset **out,
-                                 qv_error *err);
+QV_API qv_status qv_dataset_cast_column(qv_dataset *ds, const char *column,
+                                        const qv_hf_feature *feature, qv_dataset **out,
+                                        qv_error *err) QV_NODISCARD;
 
 /**
  * Append a column (datasets' add_column): `chunks[0..n_chunks)` of the
@@ -564,10 +572,10 @@ qv_status qv_dataset_cast_column(qv_dataset *ds, const char *column,
  * "quiver.add_column", {name, column: digest of the values, feature: JSON
  * when given}.
  */
-qv_status qv_dataset_add_column(qv_dataset *ds, const char *name, qv_array *const *chunks,
-                                int64_t n_chunks, const qv_hf_feature *feature,
-                                const qv_dataset_options *opts, qv_dataset **out,
-                                qv_error *err);
+QV_API qv_status qv_dataset_add_column(qv_dataset *ds, const char *name, qv_array *const *chunks,
+                                       int64_t n_chunks, const qv_hf_feature *feature,
+                                       const qv_dataset_options *opts, qv_dataset **out,
+                                       qv_error *err) QV_NODISCARD;
 
 /* ------------------------------------------------------------------------ */
 /* map                                                                        */
@@ -633,8 +641,9 @@ typedef struct qv_map_options {
  * input_columns, remove_columns (lists, when given), params (digest, when
  * given)}; worker files carry fingerprint + "_{rank:05d}_of_{n:05d}".
  */
-qv_status qv_dataset_map(qv_dataset *ds, const qv_map_fn *fn, const qv_map_options *map_opts,
-                         const qv_dataset_options *opts, qv_dataset **out, qv_error *err);
+QV_API qv_status qv_dataset_map(qv_dataset *ds, const qv_map_fn *fn, const qv_map_options *map_opts,
+                                const qv_dataset_options *opts, qv_dataset **out, qv_error *err)
+    QV_NODISCARD;
 
 /**
  * datasets' batched map with a function written as expressions (expr.h,
@@ -660,10 +669,10 @@ qv_status qv_dataset_map(qv_dataset *ds, const qv_map_fn *fn, const qv_map_optio
  * parentheses do not change it (the CLI's `quiver map --set` and Python's
  * Dataset.map(set=...) are this call).
  */
-qv_status qv_dataset_map_exprs(qv_dataset *ds, const char *const *names,
-                               const char *const *exprs, int32_t n,
-                               const qv_map_options *map_opts, const qv_dataset_options *opts,
-                               qv_dataset **out, qv_error *err);
+QV_API qv_status qv_dataset_map_exprs(qv_dataset *ds, const char *const *names,
+                                      const char *const *exprs, int32_t n,
+                                      const qv_map_options *map_opts, const qv_dataset_options *opts,
+                                      qv_dataset **out, qv_error *err) QV_NODISCARD;
 
 /* ------------------------------------------------------------------------ */
 /* Saving                                                                     */
@@ -688,24 +697,25 @@ typedef struct qv_save_options {
  * dataset's own files (a dataset cannot overwrite itself). `opts` may be
  * NULL. `out_num_shards` (may be NULL) receives the shard count.
  */
-qv_status qv_dataset_save_to_disk(qv_dataset *ds, const char *dir, const qv_save_options *opts,
-                                  int64_t *out_num_shards, qv_error *err);
+QV_API qv_status qv_dataset_save_to_disk(qv_dataset *ds, const char *dir, const qv_save_options *opts,
+                                         int64_t *out_num_shards, qv_error *err) QV_NODISCARD;
 
 /**
  * Write a DatasetDict (datasets' DatasetDict.save_to_disk): each dataset
  * in `dir/<name>` (qv_dataset_save_to_disk), then `dir/dataset_dict.json`
  * listing the names in order. Names must be single path components.
  */
-qv_status qv_dataset_dict_save_to_disk(qv_dataset *const *datasets, const char *const *names,
-                                       int64_t n, const char *dir,
-                                       const qv_save_options *opts, qv_error *err);
+QV_API qv_status qv_dataset_dict_save_to_disk(qv_dataset *const *datasets, const char *const *names,
+                                              int64_t n, const char *dir,
+                                              const qv_save_options *opts, qv_error *err)
+    QV_NODISCARD;
 
 /** Split names of a DatasetDict directory (dataset_dict.json order) or the
  *  builder splits of a load_dataset cache directory (dataset_info.json
  *  order; possibly none), or QV_EINVAL when `path` is neither. Free with
  *  qv_table_free_paths. */
-qv_status qv_dataset_dict_splits(const char *path, char ***out_names, int64_t *out_n,
-                                 qv_error *err);
+QV_API qv_status qv_dataset_dict_splits(const char *path, char ***out_names, int64_t *out_n,
+                                        qv_error *err) QV_NODISCARD;
 
 #ifdef __cplusplus
 }

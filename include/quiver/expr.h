@@ -52,11 +52,11 @@ typedef struct qv_expr qv_expr;
  * Texts longer than QV_EXPR_MAX_LENGTH or nested deeper than
  * QV_EXPR_MAX_DEPTH are refused (QV_EINVAL) the same way.
  */
-qv_status qv_expr_parse(const char *text, int64_t len, qv_expr **out,
-                        qv_error *err);
+QV_API qv_status qv_expr_parse(const char *text, int64_t len, qv_expr **out,
+                               qv_error *err) QV_NODISCARD;
 
 /** Free a parsed expression. NULL-safe. */
-void qv_expr_free(qv_expr *e);
+QV_API void qv_expr_free(qv_expr *e);
 
 /**
  * Append the canonical rendering of the expression to `out`: every
@@ -65,7 +65,7 @@ void qv_expr_free(qv_expr *e);
  * "((label == 1) and (len(text) > 100))". Parsing the rendering gives the
  * same tree again.
  */
-qv_status qv_expr_to_string(const qv_expr *e, qv_strbuf *out, qv_error *err);
+QV_API qv_status qv_expr_to_string(const qv_expr *e, qv_strbuf *out, qv_error *err) QV_NODISCARD;
 
 /** An expression bound to a schema, ready to evaluate. */
 typedef struct qv_bound_expr qv_bound_expr;
@@ -79,25 +79,25 @@ typedef struct qv_bound_expr qv_bound_expr;
  * expression must be used by one thread at a time (bind once per thread).
  * Free with qv_bound_expr_free.
  */
-qv_status qv_expr_bind(const qv_expr *e, const qv_schema *schema,
-                       qv_bound_expr **out, qv_error *err);
+QV_API qv_status qv_expr_bind(const qv_expr *e, const qv_schema *schema,
+                              qv_bound_expr **out, qv_error *err) QV_NODISCARD;
 
 /**
  * Parse and bind in one step, and check that the result is boolean (what
  * a filter needs). Non-boolean results give QV_ETYPE.
  */
-qv_status qv_predicate_compile(const char *text, const qv_schema *schema,
-                               qv_bound_expr **out, qv_error *err);
+QV_API qv_status qv_predicate_compile(const char *text, const qv_schema *schema,
+                                      qv_bound_expr **out, qv_error *err) QV_NODISCARD;
 
 /** Free a bound expression. NULL-safe. */
-void qv_bound_expr_free(qv_bound_expr *b);
+QV_API void qv_bound_expr_free(qv_bound_expr *b);
 
 /**
  * Type id of the expression's result: QV_BOOL, QV_INT64, QV_UINT64 (a bare
  * uint64 column), QV_DOUBLE, QV_STRING, QV_BINARY (a bare string or binary
  * column or literal) or QV_NA (the null literal).
  */
-qv_type_id qv_bound_expr_result_type(const qv_bound_expr *b);
+QV_API qv_type_id qv_bound_expr_result_type(const qv_bound_expr *b);
 
 /**
  * Evaluate over one record batch (a STRUCT array whose schema matches the
@@ -111,8 +111,8 @@ qv_type_id qv_bound_expr_result_type(const qv_bound_expr *b);
  * naming the sub-expression and the row (only rows whose value decides the
  * result count: `x != 0 and 10 % x > 1` does not fail where x is 0).
  */
-qv_status qv_bound_expr_eval(qv_bound_expr *b, const qv_array *batch,
-                             qv_array **out, qv_error *err);
+QV_API qv_status qv_bound_expr_eval(qv_bound_expr *b, const qv_array *batch,
+                                    qv_array **out, qv_error *err) QV_NODISCARD;
 
 /**
  * Evaluate a boolean expression over one batch as a filter: bit i of
@@ -122,9 +122,9 @@ qv_status qv_bound_expr_eval(qv_bound_expr *b, const qv_array *batch,
  * `out_count` (may be NULL) receives the number of set bits. QV_ETYPE when
  * the result type is not QV_BOOL; other errors as qv_bound_expr_eval.
  */
-qv_status qv_bound_expr_select(qv_bound_expr *b, const qv_array *batch,
-                               uint8_t *out_bits, int64_t *out_count,
-                               qv_error *err);
+QV_API qv_status qv_bound_expr_select(qv_bound_expr *b, const qv_array *batch,
+                                      uint8_t *out_bits, int64_t *out_count,
+                                      qv_error *err) QV_NODISCARD;
 
 #ifdef __cplusplus
 }

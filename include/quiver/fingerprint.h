@@ -82,7 +82,7 @@ extern "C" {
  * quiver also refuses control characters (bytes below 0x20 and 0x7f).
  * Fingerprints need not be hex. QV_EARG with the reason when invalid.
  */
-qv_status qv_fingerprint_validate(const char *fingerprint, qv_error *err);
+QV_API qv_status qv_fingerprint_validate(const char *fingerprint, qv_error *err) QV_NODISCARD;
 
 /**
  * The arguments of one transform, built by a sequence of calls. The top
@@ -93,51 +93,55 @@ qv_status qv_fingerprint_validate(const char *fingerprint, qv_error *err);
  *
  * Errors are sticky: after the first failed call every later call returns
  * the same status and message and qv_fingerprint_update refuses the args,
- * so callers may add a series of arguments and check once.
+ * so callers may add a series of arguments and check once (which is why the
+ * qv_fingerprint_arg_* functions, unlike the rest of the API, are not
+ * QV_NODISCARD).
  */
 typedef struct qv_fingerprint_args qv_fingerprint_args;
 
 /** New empty argument set; free with qv_fingerprint_args_free. */
-qv_status qv_fingerprint_args_new(qv_fingerprint_args **out, qv_error *err);
+QV_API qv_status qv_fingerprint_args_new(qv_fingerprint_args **out, qv_error *err) QV_NODISCARD;
 /** Free an argument set. NULL-safe. */
-void qv_fingerprint_args_free(qv_fingerprint_args *args);
+QV_API void qv_fingerprint_args_free(qv_fingerprint_args *args);
 
-qv_status qv_fingerprint_arg_none(qv_fingerprint_args *args, const char *key,
-                                  qv_error *err);
-qv_status qv_fingerprint_arg_bool(qv_fingerprint_args *args, const char *key,
-                                  bool value, qv_error *err);
-qv_status qv_fingerprint_arg_int(qv_fingerprint_args *args, const char *key,
-                                 int64_t value, qv_error *err);
-qv_status qv_fingerprint_arg_uint(qv_fingerprint_args *args, const char *key,
-                                  uint64_t value, qv_error *err);
-qv_status qv_fingerprint_arg_float(qv_fingerprint_args *args, const char *key,
-                                   double value, qv_error *err);
+/** Add a value under `key` (NULL inside a list): None, a bool, a signed or
+ *  unsigned integer, a float64 (every NaN encodes alike). The key is copied. */
+QV_API qv_status qv_fingerprint_arg_none(qv_fingerprint_args *args, const char *key,
+                                         qv_error *err);
+QV_API qv_status qv_fingerprint_arg_bool(qv_fingerprint_args *args, const char *key,
+                                         bool value, qv_error *err);
+QV_API qv_status qv_fingerprint_arg_int(qv_fingerprint_args *args, const char *key,
+                                        int64_t value, qv_error *err);
+QV_API qv_status qv_fingerprint_arg_uint(qv_fingerprint_args *args, const char *key,
+                                         uint64_t value, qv_error *err);
+QV_API qv_status qv_fingerprint_arg_float(qv_fingerprint_args *args, const char *key,
+                                          double value, qv_error *err);
 /** A NUL-terminated string (value must not be NULL; use _none). */
-qv_status qv_fingerprint_arg_str(qv_fingerprint_args *args, const char *key,
-                                 const char *value, qv_error *err);
+QV_API qv_status qv_fingerprint_arg_str(qv_fingerprint_args *args, const char *key,
+                                        const char *value, qv_error *err);
 /** A string of `len` bytes (may contain NUL bytes). */
-qv_status qv_fingerprint_arg_strn(qv_fingerprint_args *args, const char *key,
-                                  const char *value, size_t len,
-                                  qv_error *err);
-qv_status qv_fingerprint_arg_bytes(qv_fingerprint_args *args, const char *key,
-                                   const void *value, size_t len,
-                                   qv_error *err);
+QV_API qv_status qv_fingerprint_arg_strn(qv_fingerprint_args *args, const char *key,
+                                         const char *value, size_t len,
+                                         qv_error *err);
+QV_API qv_status qv_fingerprint_arg_bytes(qv_fingerprint_args *args, const char *key,
+                                          const void *value, size_t len,
+                                          qv_error *err);
 /** Integer arrays are hashed when added (not copied), so a selection of
  *  10^8 row numbers costs one pass over them and no memory. */
-qv_status qv_fingerprint_arg_int_array(qv_fingerprint_args *args,
-                                       const char *key, const int64_t *values,
-                                       int64_t n, qv_error *err);
-qv_status qv_fingerprint_arg_uint_array(qv_fingerprint_args *args,
-                                        const char *key,
-                                        const uint64_t *values, int64_t n,
-                                        qv_error *err);
+QV_API qv_status qv_fingerprint_arg_int_array(qv_fingerprint_args *args,
+                                              const char *key, const int64_t *values,
+                                              int64_t n, qv_error *err);
+QV_API qv_status qv_fingerprint_arg_uint_array(qv_fingerprint_args *args,
+                                               const char *key,
+                                               const uint64_t *values, int64_t n,
+                                               qv_error *err);
 /** Open a list / a dictionary as the value of `key`; close it with
  *  qv_fingerprint_arg_end. Nesting is limited to QV_FINGERPRINT_MAX_DEPTH. */
-qv_status qv_fingerprint_arg_begin_list(qv_fingerprint_args *args,
-                                        const char *key, qv_error *err);
-qv_status qv_fingerprint_arg_begin_dict(qv_fingerprint_args *args,
-                                        const char *key, qv_error *err);
-qv_status qv_fingerprint_arg_end(qv_fingerprint_args *args, qv_error *err);
+QV_API qv_status qv_fingerprint_arg_begin_list(qv_fingerprint_args *args,
+                                               const char *key, qv_error *err);
+QV_API qv_status qv_fingerprint_arg_begin_dict(qv_fingerprint_args *args,
+                                               const char *key, qv_error *err);
+QV_API qv_status qv_fingerprint_arg_end(qv_fingerprint_args *args, qv_error *err);
 
 /**
  * The fingerprint of `transform` applied with `args` (NULL: no arguments)
@@ -147,9 +151,9 @@ qv_status qv_fingerprint_arg_end(qv_fingerprint_args *args, qv_error *err);
  * closed. Writes 16 hex digits and a NUL to out. args is not modified and
  * may be reused.
  */
-qv_status qv_fingerprint_update(const char *previous, const char *transform,
-                                const qv_fingerprint_args *args,
-                                char out[QV_FINGERPRINT_SIZE], qv_error *err);
+QV_API qv_status qv_fingerprint_update(const char *previous, const char *transform,
+                                       const qv_fingerprint_args *args,
+                                       char out[QV_FINGERPRINT_SIZE], qv_error *err) QV_NODISCARD;
 
 /**
  * The fingerprint stored in schema metadata by `datasets` (and by quiver's
@@ -160,16 +164,16 @@ qv_status qv_fingerprint_update(const char *previous, const char *transform,
  * qv_fingerprint_validate (a fingerprint becomes part of a file name, so a
  * file cannot inject one with '/' in it). `md` may be NULL.
  */
-qv_status qv_fingerprint_from_metadata(const qv_metadata *md,
-                                       char out[QV_FINGERPRINT_SIZE],
-                                       bool *found, qv_error *err);
+QV_API qv_status qv_fingerprint_from_metadata(const qv_metadata *md,
+                                              char out[QV_FINGERPRINT_SIZE],
+                                              bool *found, qv_error *err) QV_NODISCARD;
 
 /** identity(path, size, mtime_ns) as defined above; `path` is used as given
  *  (qv_fingerprint_of_file passes the resolved absolute path). */
-qv_status qv_fingerprint_from_identity(const char *path, int64_t size,
-                                       int64_t mtime_ns,
-                                       char out[QV_FINGERPRINT_SIZE],
-                                       qv_error *err);
+QV_API qv_status qv_fingerprint_from_identity(const char *path, int64_t size,
+                                              int64_t mtime_ns,
+                                              char out[QV_FINGERPRINT_SIZE],
+                                              qv_error *err) QV_NODISCARD;
 
 /**
  * The fingerprint of a freshly opened file: from `schema_metadata` (may be
@@ -179,10 +183,10 @@ qv_status qv_fingerprint_from_identity(const char *path, int64_t size,
  * when the file was mapped) and from stat() otherwise. QV_EIO when the path
  * cannot be resolved or stat()ed; errors of qv_fingerprint_from_metadata.
  */
-qv_status qv_fingerprint_of_file(const char *path,
-                                 const qv_metadata *schema_metadata,
-                                 const qv_file_identity *id,
-                                 char out[QV_FINGERPRINT_SIZE], qv_error *err);
+QV_API qv_status qv_fingerprint_of_file(const char *path,
+                                        const qv_metadata *schema_metadata,
+                                        const qv_file_identity *id,
+                                        char out[QV_FINGERPRINT_SIZE], qv_error *err) QV_NODISCARD;
 
 /**
  * The fingerprint `datasets` gives split `split` of a dataset loaded from a
@@ -196,8 +200,9 @@ qv_status qv_fingerprint_of_file(const char *path,
  * computes the way datasets does. QV_EARG for empty names or names longer
  * than 60,000 bytes.
  */
-qv_status qv_fingerprint_builder_split(const char *relative_data_dir, const char *split,
-                                       char out[QV_FINGERPRINT_SIZE], qv_error *err);
+QV_API qv_status qv_fingerprint_builder_split(const char *relative_data_dir, const char *split,
+                                              char out[QV_FINGERPRINT_SIZE], qv_error *err)
+    QV_NODISCARD;
 
 #ifdef __cplusplus
 }

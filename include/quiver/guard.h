@@ -63,7 +63,7 @@ typedef qv_status (*qv_guard_fn)(void *ctx, qv_error *err);
  * lock across reads of mapped memory. A call on a thread without a guard
  * is not affected by guards on other threads. Thread-safe.
  */
-qv_status qv_guard_run(qv_guard_fn fn, void *ctx, qv_error *err);
+QV_API qv_status qv_guard_run(qv_guard_fn fn, void *ctx, qv_error *err) QV_NODISCARD;
 
 /**
  * Check that every byte of `buf` is still backed by its file when buf is
@@ -73,16 +73,16 @@ qv_status qv_guard_run(qv_guard_fn fn, void *ctx, qv_error *err);
  * argument; nothing to release. A file may of course still shrink after
  * the check returns.
  */
-qv_status qv_guard_check_buffer(const qv_buffer *buf, qv_error *err);
+QV_API qv_status qv_guard_check_buffer(const qv_buffer *buf, qv_error *err) QV_NODISCARD;
 
 /** qv_guard_check_buffer over every buffer of `a`, its children and its
  *  dictionary (recursively). One load per mapped buffer. Borrowed. */
-qv_status qv_guard_check_array(const qv_array *a, qv_error *err);
+QV_API qv_status qv_guard_check_array(const qv_array *a, qv_error *err) QV_NODISCARD;
 
 /** Install the SIGBUS handler now (idempotent, thread-safe). quiver calls
  *  it when it maps its first file; call it yourself only to fix the order
  *  against another handler installed later. */
-void qv_guard_install(void);
+QV_API void qv_guard_install(void);
 
 #ifdef __cplusplus
 }

@@ -97,10 +97,10 @@ struct qv_hf_feature {
 };
 
 /** Free a features tree (NULL-safe). */
-void qv_hf_feature_free(qv_hf_feature *f);
+QV_API void qv_hf_feature_free(qv_hf_feature *f);
 
 /** Deep copy. NULL on allocation failure. */
-qv_hf_feature *qv_hf_feature_copy(const qv_hf_feature *f);
+QV_API qv_hf_feature *qv_hf_feature_copy(const qv_hf_feature *f);
 
 /**
  * Parse a Features JSON object ({"column": FEATURE, ...}) from `len` bytes
@@ -109,8 +109,8 @@ qv_hf_feature *qv_hf_feature_copy(const qv_hf_feature *f);
  * name the path: "features['a'].feature: Value: 'dtype' must be a string,
  * found integer". Unknown "_type" names fail with QV_ENOTSUP.
  */
-qv_status qv_hf_features_parse(const char *json, int64_t len,
-                               qv_hf_feature **out, qv_error *err);
+QV_API qv_status qv_hf_features_parse(const char *json, int64_t len,
+                                      qv_hf_feature **out, qv_error *err) QV_NODISCARD;
 
 /** How emitted JSON is laid out: json.dumps() (", " and ": "
  *  separators, one line) or json.dump(indent=2). Both escape every
@@ -125,22 +125,22 @@ typedef enum qv_hf_json_style {
  * field order, defaults omitted) to `out`. For a QV_HF_DICT this is the
  * features object; for any other node the single feature.
  */
-qv_status qv_hf_feature_emit(const qv_hf_feature *f, qv_hf_json_style style,
-                             qv_strbuf *out, qv_error *err);
+QV_API qv_status qv_hf_feature_emit(const qv_hf_feature *f, qv_hf_json_style style,
+                                    qv_strbuf *out, qv_error *err) QV_NODISCARD;
 
 /**
  * Append a Python-style rendering as `repr(features)` shows it, e.g.
  * {'label': ClassLabel(names=['neg', 'pos']), 'ids': List(Value('int32'))}.
  */
-qv_status qv_hf_feature_repr(const qv_hf_feature *f, qv_strbuf *out,
-                             qv_error *err);
+QV_API qv_status qv_hf_feature_repr(const qv_hf_feature *f, qv_strbuf *out,
+                                    qv_error *err) QV_NODISCARD;
 
 /** Structural equality as `==` on datasets features (ids compared too). */
-bool qv_hf_feature_equals(const qv_hf_feature *a, const qv_hf_feature *b);
+QV_API bool qv_hf_feature_equals(const qv_hf_feature *a, const qv_hf_feature *b);
 
 /** The feature of column/key `name` of a QV_HF_DICT, or NULL. */
-const qv_hf_feature *qv_hf_feature_get(const qv_hf_feature *dict,
-                                       const char *name);
+QV_API const qv_hf_feature *qv_hf_feature_get(const qv_hf_feature *dict,
+                                              const char *name);
 
 /**
  * The Arrow storage type a feature implies (`get_nested_type`): Value ->
@@ -155,8 +155,8 @@ const qv_hf_feature *qv_hf_feature_get(const qv_hf_feature *dict,
  * `*out` gets one reference; `out_metadata` (may be NULL) is filled with
  * owned pairs the caller frees with qv_metadata_reset.
  */
-qv_status qv_hf_feature_arrow_type(const qv_hf_feature *f, qv_type **out,
-                                   qv_metadata *out_metadata, qv_error *err);
+QV_API qv_status qv_hf_feature_arrow_type(const qv_hf_feature *f, qv_type **out,
+                                          qv_metadata *out_metadata, qv_error *err) QV_NODISCARD;
 
 /**
  * The Arrow schema a QV_HF_DICT implies (`Features.arrow_schema`): one
@@ -164,8 +164,8 @@ qv_status qv_hf_feature_arrow_type(const qv_hf_feature *f, qv_type **out,
  * {"info": {"features": ...}} as datasets writes it. One reference to the
  * caller.
  */
-qv_status qv_hf_features_arrow_schema(const qv_hf_feature *features,
-                                      qv_schema **out, qv_error *err);
+QV_API qv_status qv_hf_features_arrow_schema(const qv_hf_feature *features,
+                                             qv_schema **out, qv_error *err) QV_NODISCARD;
 
 /**
  * The feature `datasets` derives from an Arrow field when there is no
@@ -177,8 +177,8 @@ qv_status qv_hf_features_arrow_schema(const qv_hf_feature *features,
  * encoded, canonical extensions such as arrow.uuid) fail with QV_ENOTSUP
  * naming the field, as datasets fails to load them.
  */
-qv_status qv_hf_feature_from_arrow(const qv_field *field, qv_hf_feature **out,
-                                   qv_error *err);
+QV_API qv_status qv_hf_feature_from_arrow(const qv_field *field, qv_hf_feature **out,
+                                          qv_error *err) QV_NODISCARD;
 
 /**
  * Resolve the features of a schema exactly as
@@ -192,8 +192,8 @@ qv_status qv_hf_feature_from_arrow(const qv_field *field, qv_hf_feature **out,
  * feature came from the metadata; the caller frees it with free().
  * Malformed metadata fails (QV_EINVAL) rather than being ignored.
  */
-qv_status qv_hf_features_resolve(const qv_schema *schema, qv_hf_feature **out,
-                                 bool **out_from_metadata, qv_error *err);
+QV_API qv_status qv_hf_features_resolve(const qv_schema *schema, qv_hf_feature **out,
+                                        bool **out_from_metadata, qv_error *err) QV_NODISCARD;
 
 /**
  * Strict check: `features` (a QV_HF_DICT) describes exactly the columns of
@@ -202,8 +202,8 @@ qv_status qv_hf_features_resolve(const qv_schema *schema, qv_hf_feature **out,
  * first difference, e.g. "column 'x': features imply int32 but the file has
  * int64".
  */
-qv_status qv_hf_features_check(const qv_hf_feature *features,
-                               const qv_schema *schema, qv_error *err);
+QV_API qv_status qv_hf_features_check(const qv_hf_feature *features,
+                                      const qv_schema *schema, qv_error *err) QV_NODISCARD;
 
 /* ------------------------------------------------------------------------ */
 /* The "huggingface" schema metadata                                         */
@@ -220,18 +220,18 @@ typedef struct qv_hf_metadata {
  * malformed JSON or features fail with QV_EINVAL naming the problem.
  * Caller frees with qv_hf_metadata_reset.
  */
-qv_status qv_hf_metadata_parse(const char *json, int64_t len,
-                               qv_hf_metadata *out, qv_error *err);
-void qv_hf_metadata_reset(qv_hf_metadata *md);
+QV_API qv_status qv_hf_metadata_parse(const char *json, int64_t len,
+                                      qv_hf_metadata *out, qv_error *err) QV_NODISCARD;
+QV_API void qv_hf_metadata_reset(qv_hf_metadata *md);
 
 /**
  * Append the metadata value ArrowWriter writes:
  * {"info": {"features": FEATURES}, "fingerprint": "FP"} (the fingerprint
  * member only when not NULL; "features": null when features is NULL).
  */
-qv_status qv_hf_metadata_emit(const qv_hf_feature *features,
-                              const char *fingerprint, qv_strbuf *out,
-                              qv_error *err);
+QV_API qv_status qv_hf_metadata_emit(const qv_hf_feature *features,
+                                     const char *fingerprint, qv_strbuf *out,
+                                     qv_error *err) QV_NODISCARD;
 
 /* ------------------------------------------------------------------------ */
 /* Rendering rows with ClassLabel names                                      */
@@ -244,9 +244,9 @@ qv_status qv_hf_metadata_emit(const qv_hf_feature *features,
  * print as the integer; nulls print as null. Columns without a feature
  * (features NULL or key missing) print as usual.
  */
-qv_status qv_hf_format_row_json(const qv_array *batch, int64_t row,
-                                const qv_hf_feature *features,
-                                qv_strbuf *out, qv_error *err);
+QV_API qv_status qv_hf_format_row_json(const qv_array *batch, int64_t row,
+                                       const qv_hf_feature *features,
+                                       qv_strbuf *out, qv_error *err) QV_NODISCARD;
 
 /* ------------------------------------------------------------------------ */
 /* Directory layouts                                                         */
@@ -293,24 +293,24 @@ typedef struct qv_hf_state {
  * directory is opened (qv_hf_dir_open). Caller frees with
  * qv_hf_state_reset.
  */
-qv_status qv_hf_state_parse(const char *json, int64_t len, qv_hf_state *out,
-                            qv_error *err);
-void qv_hf_state_reset(qv_hf_state *st);
+QV_API qv_status qv_hf_state_parse(const char *json, int64_t len, qv_hf_state *out,
+                                   qv_error *err) QV_NODISCARD;
+QV_API void qv_hf_state_reset(qv_hf_state *st);
 
 /**
  * Append state.json as save_to_disk writes it (json.dump(indent=2,
  * sort_keys=True), no trailing newline). `state->format_kwargs` NULL means
  * "{}".
  */
-qv_status qv_hf_state_emit(const qv_hf_state *state, qv_strbuf *out,
-                           qv_error *err);
+QV_API qv_status qv_hf_state_emit(const qv_hf_state *state, qv_strbuf *out,
+                                  qv_error *err) QV_NODISCARD;
 
 /** Validate a name that must stay inside its directory: not empty, not
  *  absolute, no ".." component ("." components and subdirectories are
  *  fine). `what` prefixes the message: "WHAT 'NAME' escapes the dataset
  *  directory (absolute path)" / "(contains '..')" / "WHAT is empty". */
-qv_status qv_hf_check_relative_name(const char *what, const char *name,
-                                    qv_error *err);
+QV_API qv_status qv_hf_check_relative_name(const char *what, const char *name,
+                                           qv_error *err) QV_NODISCARD;
 
 /**
  * dataset_info.json. quiver keeps the whole object and interprets the parts
@@ -320,40 +320,40 @@ qv_status qv_hf_check_relative_name(const char *what, const char *name,
 typedef struct qv_hf_info qv_hf_info;
 
 /** Parse dataset_info.json (an object; "features" may be absent/null). */
-qv_status qv_hf_info_parse(const char *json, int64_t len, qv_hf_info **out,
-                           qv_error *err);
+QV_API qv_status qv_hf_info_parse(const char *json, int64_t len, qv_hf_info **out,
+                                  qv_error *err) QV_NODISCARD;
 /** The info a fresh Dataset carries: citation, description, homepage,
  *  license "" and the given features (copied; may be NULL). */
-qv_status qv_hf_info_new(const qv_hf_feature *features, qv_hf_info **out,
-                         qv_error *err);
-void qv_hf_info_free(qv_hf_info *info);
+QV_API qv_status qv_hf_info_new(const qv_hf_feature *features, qv_hf_info **out,
+                                qv_error *err) QV_NODISCARD;
+QV_API void qv_hf_info_free(qv_hf_info *info);
 /** Features (borrowed) or NULL. */
-const qv_hf_feature *qv_hf_info_features(const qv_hf_info *info);
+QV_API const qv_hf_feature *qv_hf_info_features(const qv_hf_info *info);
 /** A top-level string member ("description", "builder_name", ...) or NULL
  *  when absent or not a string. Borrowed. */
-const char *qv_hf_info_string(const qv_hf_info *info, const char *key);
+QV_API const char *qv_hf_info_string(const qv_hf_info *info, const char *key);
 /** Replace the features (copied; NULL removes them). */
-qv_status qv_hf_info_set_features(qv_hf_info *info,
-                                  const qv_hf_feature *features,
-                                  qv_error *err);
+QV_API qv_status qv_hf_info_set_features(qv_hf_info *info,
+                                         const qv_hf_feature *features,
+                                         qv_error *err) QV_NODISCARD;
 /** Append dataset_info.json as save_to_disk writes it (top-level keys
  *  sorted, indent 2, no trailing newline). */
-qv_status qv_hf_info_emit(const qv_hf_info *info, qv_strbuf *out,
-                          qv_error *err);
+QV_API qv_status qv_hf_info_emit(const qv_hf_info *info, qv_strbuf *out,
+                                 qv_error *err) QV_NODISCARD;
 
 /** Parse dataset_dict.json ({"splits": [NAME, ...]}). Split names become
  *  directory names, so each must pass qv_hf_check_relative_name and be a
  *  single component. Caller frees names[i] and names with free(). */
-qv_status qv_hf_dict_parse(const char *json, int64_t len, char ***out_names,
-                           int64_t *out_n, qv_error *err);
+QV_API qv_status qv_hf_dict_parse(const char *json, int64_t len, char ***out_names,
+                                  int64_t *out_n, qv_error *err) QV_NODISCARD;
 /** Append dataset_dict.json as DatasetDict.save_to_disk writes it:
  *  {"splits": ["train", "test"]}. */
-qv_status qv_hf_dict_emit(char *const *names, int64_t n, qv_strbuf *out,
-                          qv_error *err);
+QV_API qv_status qv_hf_dict_emit(char *const *names, int64_t n, qv_strbuf *out,
+                                 qv_error *err) QV_NODISCARD;
 
 /** Name of shard `index` of `count`: "data-00000-of-00004.arrow" (at least
  *  five digits each). Writes at most `cap` bytes; returns the length. */
-int qv_hf_shard_name(int64_t index, int64_t count, char *out, size_t cap);
+QV_API int qv_hf_shard_name(int64_t index, int64_t count, char *out, size_t cap);
 
 /**
  * Number of shards save_to_disk writes (Dataset.save_to_disk):
@@ -362,13 +362,13 @@ int qv_hf_shard_name(int64_t index, int64_t count, char *out, size_t cap);
  * mapping, as datasets uses len(self.data)). max_shard_size <= 0 means the
  * default 500MB. Returns 0 for an empty table (datasets writes no shard).
  */
-int64_t qv_hf_plan_num_shards(int64_t nbytes, int64_t max_shard_size,
-                              int64_t num_proc, int64_t table_rows);
+QV_API int64_t qv_hf_plan_num_shards(int64_t nbytes, int64_t max_shard_size,
+                                     int64_t num_proc, int64_t table_rows);
 
 /** Rows [*start, *end) of contiguous shard `index` of `num_shards` over
  *  `num_rows` rows (Dataset.shard(contiguous=True)). */
-void qv_hf_shard_range(int64_t num_rows, int64_t num_shards, int64_t index,
-                       int64_t *start, int64_t *end);
+QV_API void qv_hf_shard_range(int64_t num_rows, int64_t num_shards, int64_t index,
+                              int64_t *start, int64_t *end);
 
 /**
  * Parse a size as datasets' convert_file_size_to_int: digits followed by a
@@ -376,7 +376,7 @@ void qv_hf_shard_range(int64_t num_rows, int64_t num_shards, int64_t index,
  * /8) or KiB..PiB (powers of 1024), or plain digits (bytes). Units are
  * case-insensitive. QV_EARG on anything else or on overflow.
  */
-qv_status qv_hf_parse_size(const char *text, int64_t *out, qv_error *err);
+QV_API qv_status qv_hf_parse_size(const char *text, int64_t *out, qv_error *err) QV_NODISCARD;
 
 /** What a path holds, as far as `datasets` layouts go. */
 typedef enum qv_hf_layout {
@@ -502,16 +502,16 @@ typedef struct qv_hf_dir {
  * QV_HF_FILE_INDICES, and the data files are grouped into `sources`.
  * Caller frees with qv_hf_dir_free.
  */
-qv_status qv_hf_dir_open(const char *path, qv_hf_dir **out, qv_error *err);
-void qv_hf_dir_free(qv_hf_dir *dir);
+QV_API qv_status qv_hf_dir_open(const char *path, qv_hf_dir **out, qv_error *err) QV_NODISCARD;
+QV_API void qv_hf_dir_free(qv_hf_dir *dir);
 /** The source named `name` (qv_hf_source.name), or -1. */
-int64_t qv_hf_dir_find_source(const qv_hf_dir *dir, const char *name);
+QV_API int64_t qv_hf_dir_find_source(const qv_hf_dir *dir, const char *name);
 /** Short name of a source kind ("split", "dataset", "map output group",
  *  "file"). Static. */
-const char *qv_hf_source_kind_name(qv_hf_source_kind kind);
+QV_API const char *qv_hf_source_kind_name(qv_hf_source_kind kind);
 /** Short name of a layout ("arrow file", "dataset", "dataset dict",
  *  "cache"). Static. */
-const char *qv_hf_layout_name(qv_hf_layout layout);
+QV_API const char *qv_hf_layout_name(qv_hf_layout layout);
 
 #ifdef __cplusplus
 }

@@ -64,17 +64,17 @@ typedef struct qv_json_read_options {
  * "batch 2: column 'a.b': DATA has 3 values, expected count 4".
  * `options` may be NULL.
  */
-qv_status qv_json_read(const char *path, const qv_json_read_options *options,
-                       qv_json_data *out, qv_error *err);
+QV_API qv_status qv_json_read(const char *path, const qv_json_read_options *options,
+                              qv_json_data *out, qv_error *err) QV_NODISCARD;
 
 /** As qv_json_read, from bytes in memory (plain or gzip). The bytes are
  *  not referenced after the call. */
-qv_status qv_json_read_bytes(const void *data, int64_t size,
-                             const qv_json_read_options *options,
-                             qv_json_data *out, qv_error *err);
+QV_API qv_status qv_json_read_bytes(const void *data, int64_t size,
+                                    const qv_json_read_options *options,
+                                    qv_json_data *out, qv_error *err) QV_NODISCARD;
 
 /** Release everything in `d` and zero it. NULL-safe. */
-void qv_json_data_reset(qv_json_data *d);
+QV_API void qv_json_data_reset(qv_json_data *d);
 
 typedef struct qv_json_write_options {
   bool gzip; /**< compress the output with gzip */
@@ -86,17 +86,17 @@ typedef struct qv_json_write_options {
  * buffer (*out, caller owns one reference). Dictionaries come from the
  * arrays themselves (see the file comment). Nothing is compressed here.
  */
-qv_status qv_json_write_buffer(const qv_schema *schema,
-                               qv_array *const *batches, int64_t n_batches,
-                               qv_buffer **out, qv_error *err);
+QV_API qv_status qv_json_write_buffer(const qv_schema *schema,
+                                      qv_array *const *batches, int64_t n_batches,
+                                      qv_buffer **out, qv_error *err) QV_NODISCARD;
 
 /**
  * Write the JSON integration file to `path` atomically (a temporary file
  * beside it, fsync, rename). `options` may be NULL (plain JSON).
  */
-qv_status qv_json_write(const char *path, const qv_schema *schema,
-                        qv_array *const *batches, int64_t n_batches,
-                        const qv_json_write_options *options, qv_error *err);
+QV_API qv_status qv_json_write(const char *path, const qv_schema *schema,
+                               qv_array *const *batches, int64_t n_batches,
+                               const qv_json_write_options *options, qv_error *err) QV_NODISCARD;
 
 /**
  * Describe the first difference between two schemas. Returns true when
@@ -109,16 +109,16 @@ qv_status qv_json_write(const char *path, const qv_schema *schema,
  * "field 'a.item': type: expected int32, found int64" or
  * "schema metadata: expected [k='v'], found []".
  */
-bool qv_schema_diff(const qv_schema *expected, const qv_schema *actual,
-                    qv_error *diff);
+QV_API bool qv_schema_diff(const qv_schema *expected, const qv_schema *actual,
+                           qv_error *diff);
 
 /**
  * As qv_schema_diff for two fields, with `path` naming the field in the
  * message ("field 'path': ..."). Compares name, nullability, type and,
  * with check_metadata, metadata (recursively).
  */
-bool qv_field_diff(const qv_field *expected, const qv_field *actual,
-                   const char *path, bool check_metadata, qv_error *diff);
+QV_API bool qv_field_diff(const qv_field *expected, const qv_field *actual,
+                          const char *path, bool check_metadata, qv_error *diff);
 
 #ifdef __cplusplus
 }

@@ -63,15 +63,15 @@ typedef struct qv_batch_location {
  * The reader owns the mapping; arrays it returns keep the mapping alive
  * on their own after qv_reader_close.
  */
-qv_status qv_reader_open_path(const char *path, const qv_read_options *options,
-                              qv_reader **out, qv_error *err);
+QV_API qv_status qv_reader_open_path(const char *path, const qv_read_options *options,
+                                     qv_reader **out, qv_error *err) QV_NODISCARD;
 
 /**
  * Open in-memory bytes (a reference on `buf` is taken). Same as
  * qv_reader_open_path otherwise; used by fuzzers and tests.
  */
-qv_status qv_reader_open_buffer(qv_buffer *buf, const qv_read_options *options,
-                                qv_reader **out, qv_error *err);
+QV_API qv_status qv_reader_open_buffer(qv_buffer *buf, const qv_read_options *options,
+                                       qv_reader **out, qv_error *err) QV_NODISCARD;
 
 /**
  * Open a stream-format reader on a file descriptor that cannot be mapped
@@ -79,53 +79,53 @@ qv_status qv_reader_open_buffer(qv_buffer *buf, const qv_read_options *options,
  * access (qv_reader_batch) is not available and fails with QV_EARG.
  * The descriptor is not closed by the reader.
  */
-qv_status qv_reader_open_fd(int fd, const qv_read_options *options,
-                            qv_reader **out, qv_error *err);
+QV_API qv_status qv_reader_open_fd(int fd, const qv_read_options *options,
+                                   qv_reader **out, qv_error *err) QV_NODISCARD;
 
 /** Close and free (NULL-safe). Arrays already returned stay valid. */
-void qv_reader_close(qv_reader *r);
+QV_API void qv_reader_close(qv_reader *r);
 
 /** Schema (borrowed; valid until qv_reader_close; qv_schema_ref to keep). */
-const qv_schema *qv_reader_schema(const qv_reader *r);
-qv_ipc_format qv_reader_format(const qv_reader *r);
+QV_API const qv_schema *qv_reader_schema(const qv_reader *r);
+QV_API qv_ipc_format qv_reader_format(const qv_reader *r);
 /** Body compression found in the batches seen so far (NONE if none). */
-qv_compression qv_reader_compression(const qv_reader *r);
+QV_API qv_compression qv_reader_compression(const qv_reader *r);
 /** Total bytes of the mapped input (0 for descriptors). */
-int64_t qv_reader_size(const qv_reader *r);
+QV_API int64_t qv_reader_size(const qv_reader *r);
 /** True when the file declared big-endian data (converted on decode). */
-bool qv_reader_big_endian(const qv_reader *r);
+QV_API bool qv_reader_big_endian(const qv_reader *r);
 /** Metadata version of the schema message (4 = V4, 5 = V5). */
-int qv_reader_metadata_version(const qv_reader *r);
+QV_API int qv_reader_metadata_version(const qv_reader *r);
 
 /** Number of record batches (random-access readers only; -1 otherwise). */
-int64_t qv_reader_num_batches(const qv_reader *r);
+QV_API int64_t qv_reader_num_batches(const qv_reader *r);
 /** Total rows over all record batches (-1 when not known up front). */
-int64_t qv_reader_num_rows(const qv_reader *r);
+QV_API int64_t qv_reader_num_rows(const qv_reader *r);
 /** Rows of batch i (random access only). */
-int64_t qv_reader_batch_rows(const qv_reader *r, int64_t i);
+QV_API int64_t qv_reader_batch_rows(const qv_reader *r, int64_t i);
 /** Location of record batch i (random access only), or NULL. */
-const qv_batch_location *qv_reader_batch_location(const qv_reader *r,
-                                                  int64_t i);
+QV_API const qv_batch_location *qv_reader_batch_location(const qv_reader *r,
+                                                         int64_t i);
 /** Number of dictionary batches and their locations (random access). */
-int64_t qv_reader_num_dictionary_batches(const qv_reader *r);
-const qv_batch_location *qv_reader_dictionary_location(const qv_reader *r,
-                                                       int64_t i);
+QV_API int64_t qv_reader_num_dictionary_batches(const qv_reader *r);
+QV_API const qv_batch_location *qv_reader_dictionary_location(const qv_reader *r,
+                                                              int64_t i);
 /** Custom metadata of the file footer (file format), or NULL. */
-const qv_metadata *qv_reader_footer_metadata(const qv_reader *r);
+QV_API const qv_metadata *qv_reader_footer_metadata(const qv_reader *r);
 
 /**
  * Decode record batch i (random access) into a STRUCT array whose children
  * are the columns, with the dictionaries in force at that batch. Validated
  * at the reader's level. Caller owns the returned reference.
  */
-qv_status qv_reader_batch(qv_reader *r, int64_t i, qv_array **out,
-                          qv_error *err);
+QV_API qv_status qv_reader_batch(qv_reader *r, int64_t i, qv_array **out,
+                                 qv_error *err) QV_NODISCARD;
 
 /**
  * Sequential access: the next record batch, or *out = NULL at the end.
  * Works for every reader kind.
  */
-qv_status qv_reader_next(qv_reader *r, qv_array **out, qv_error *err);
+QV_API qv_status qv_reader_next(qv_reader *r, qv_array **out, qv_error *err) QV_NODISCARD;
 
 /* ------------------------------------------------------------------------ */
 /* Arrow C Data / C Stream Interface                                         */
@@ -135,25 +135,53 @@ struct ArrowArray;
 struct ArrowArrayStream;
 
 /** Export a field as an ArrowSchema (caller releases it via ->release). */
-qv_status qv_export_field(const qv_field *field, struct ArrowSchema *out,
-                          qv_error *err);
+QV_API qv_status qv_export_field(const qv_field *field, struct ArrowSchema *out,
+                                 qv_error *err) QV_NODISCARD;
 /** Export a schema as a struct ArrowSchema. */
-qv_status qv_export_schema(const qv_schema *schema, struct ArrowSchema *out,
-                           qv_error *err);
+QV_API qv_status qv_export_schema(const qv_schema *schema, struct ArrowSchema *out,
+                                  qv_error *err) QV_NODISCARD;
 /** Export an array. Buffers are shared (no copy): the ArrowArray holds
  *  references that keep mappings alive until its release. */
-qv_status qv_export_array(qv_array *array, struct ArrowArray *out,
-                          qv_error *err);
+QV_API qv_status qv_export_array(qv_array *array, struct ArrowArray *out,
+                                 qv_error *err) QV_NODISCARD;
 /** The errno-compatible code a C Stream callback returns for a status
  *  (0 for QV_OK; EINVAL, ENOTSUP, ENOMEM, EIO, ERANGE), for every stream
  *  quiver exports (readers, tables, datasets). */
-int qv_cdata_errno(qv_status st);
+QV_API int qv_cdata_errno(qv_status st);
 /**
  * Export a reader as a C stream. Ownership of `r` passes to the stream
  * (closed by the stream's release), on success and on failure.
  */
-qv_status qv_export_reader_stream(qv_reader *r, struct ArrowArrayStream *out,
-                                  qv_error *err);
+QV_API qv_status qv_export_reader_stream(qv_reader *r, struct ArrowArrayStream *out,
+                                         qv_error *err) QV_NODISCARD;
+
+/**
+ * Anything that yields record batches, for qv_export_batch_stream (the one
+ * C Stream adapter behind readers, tables and datasets):
+ *  - schema(ctx): the batches' schema, borrowed, valid until release;
+ *  - next(ctx, &batch, err): the next record batch (a STRUCT array, a new
+ *    reference the stream drops once exported) or *batch = NULL at the end;
+ *  - release(ctx): frees ctx; called exactly once.
+ */
+typedef struct qv_batch_source {
+  void *ctx;
+  const qv_schema *(*schema)(void *ctx);
+  qv_status (*next)(void *ctx, qv_array **batch, qv_error *err);
+  void (*release)(void *ctx);
+} qv_batch_source;
+
+/**
+ * Export a batch source as a struct ArrowArrayStream: get_schema exports
+ * schema(ctx), get_next exports each batch (buffers shared, no copy) and a
+ * released ArrowArray at the end, get_last_error gives the message of the
+ * last failed call (NULL when there is none), callbacks return
+ * qv_cdata_errno codes. The source (its ctx) passes to the stream, which
+ * calls src->release from its own release; on failure src->release runs
+ * before this returns.
+ */
+QV_API qv_status qv_export_batch_stream(const qv_batch_source *src,
+                                        struct ArrowArrayStream *out, qv_error *err)
+    QV_NODISCARD;
 
 #ifdef __cplusplus
 }

@@ -1,12 +1,15 @@
 /*
  * quiver/quiver.h — umbrella header: include this to get the whole public
- * API. Layers, bottom up: core (status, buffers, types, arrays, builders), ipc
- * (reading Arrow IPC files and streams, C Data Interface), row printing,
- * tables (in-memory, memory-mapped, concatenation; recipes),
- * dataset building blocks (numpy-exact shuffles, fingerprints, Hugging
- * Face datasets features and directory layouts), the expression language
- * over columns, compute kernels (sort indices, grouper, unique), and the
- * Dataset object (indices mappings, transforms, cache files, save_to_disk).
+ * API (every header of include/quiver/; tests/headers/compile_alone.sh
+ * checks that none is missing). Layers, bottom up: core (status, buffers,
+ * types, arrays, builders, JSON rendering of values), ipc (reading and
+ * writing Arrow IPC files and streams, C Data Interface, the integration
+ * JSON format), tables (in-memory, memory-mapped, concatenation; recipes),
+ * the row table (row-oriented key encoding, compare, hash), dataset
+ * building blocks (numpy-exact shuffles, fingerprints, Hugging Face
+ * datasets features and directory layouts), the expression language over
+ * columns, compute kernels (sort indices, grouper, unique), and the Dataset
+ * object (indices mappings, transforms, cache files, save_to_disk).
  */
 #ifndef QUIVER_QUIVER_H
 #define QUIVER_QUIVER_H
@@ -18,9 +21,11 @@
 #include "quiver/builder.h"
 #include "quiver/ipc.h"
 #include "quiver/cdata.h"
+#include "quiver/integration.h"
 #include "quiver/print.h"
 #include "quiver/writer.h"
 #include "quiver/table.h"
+#include "quiver/row.h"
 #include "quiver/random.h"
 #include "quiver/fingerprint.h"
 #include "quiver/hf.h"

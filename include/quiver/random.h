@@ -57,27 +57,27 @@ typedef struct qv_rng {
  * holds `n_entropy` 32-bit words (may be NULL when n_entropy is 0; an empty
  * entropy is what `SeedSequence([])` uses). Writes `n_out` words to out.
  */
-void qv_seed_sequence_generate(const uint32_t *entropy, size_t n_entropy,
-                               uint32_t *out, size_t n_out);
+QV_API void qv_seed_sequence_generate(const uint32_t *entropy, size_t n_entropy,
+                                      uint32_t *out, size_t n_out);
 
 /** `np.random.default_rng(seed)` for an integer seed 0 <= seed < 2**64. */
-void qv_rng_init(qv_rng *rng, uint64_t seed);
+QV_API void qv_rng_init(qv_rng *rng, uint64_t seed);
 
 /**
  * `np.random.default_rng(entropy)` where the seed's SeedSequence entropy
  * is given as 32-bit words (see "Seeds" above). n_words may be 0.
  */
-void qv_rng_init_entropy(qv_rng *rng, const uint32_t *words, size_t n_words);
+QV_API void qv_rng_init_entropy(qv_rng *rng, const uint32_t *words, size_t n_words);
 
 /** Next raw 64-bit output (`bit_generator.random_raw()`). */
-uint64_t qv_rng_next_u64(qv_rng *rng);
+QV_API uint64_t qv_rng_next_u64(qv_rng *rng);
 
 /** Next 32-bit output: the buffered upper half if there is one, otherwise
  *  the low half of a fresh 64-bit output (whose upper half is buffered). */
-uint32_t qv_rng_next_u32(qv_rng *rng);
+QV_API uint32_t qv_rng_next_u32(qv_rng *rng);
 
 /** numpy's random_interval(max): uniform integer in [0, max]. */
-uint64_t qv_rng_interval(qv_rng *rng, uint64_t max);
+QV_API uint64_t qv_rng_interval(qv_rng *rng, uint64_t max);
 
 /**
  * `Generator.shuffle(x)` for a 1-D array of `n` 8-byte elements (int64;
@@ -87,23 +87,23 @@ uint64_t qv_rng_interval(qv_rng *rng, uint64_t max);
  * will swap: on arrays much larger than the CPU caches it takes about a
  * quarter of numpy's time (10^8 elements: ~1.3 s vs ~6 s).
  */
-qv_status qv_rng_shuffle_i64(qv_rng *rng, int64_t *data, int64_t n,
-                             qv_error *err);
+QV_API qv_status qv_rng_shuffle_i64(qv_rng *rng, int64_t *data, int64_t n,
+                                    qv_error *err) QV_NODISCARD;
 
 /**
  * `Generator.permutation(n)`: writes a permutation of 0..n-1 to out[0..n),
  * advancing rng. QV_EARG when n < 0 (numpy would return an empty array) or
  * when out is NULL while n > 0.
  */
-qv_status qv_rng_permutation(qv_rng *rng, int64_t n, int64_t *out,
-                             qv_error *err);
+QV_API qv_status qv_rng_permutation(qv_rng *rng, int64_t n, int64_t *out,
+                                    qv_error *err) QV_NODISCARD;
 
 /**
  * `np.random.default_rng(seed).permutation(n)`, written to out[0..n).
  * The caller owns `out` (n elements). Errors as qv_rng_permutation.
  */
-qv_status qv_permutation(uint64_t seed, int64_t n, int64_t *out,
-                         qv_error *err);
+QV_API qv_status qv_permutation(uint64_t seed, int64_t n, int64_t *out,
+                                qv_error *err) QV_NODISCARD;
 
 #ifdef __cplusplus
 }

@@ -95,8 +95,8 @@ typedef struct qv_row_column_meta {
  * naming the type, e.g. "type list<item: int32> is nested; row keys must be
  * non-nested".
  */
-qv_status qv_row_column_meta_from_type(const qv_type *t, qv_row_column_meta *out,
-                                       qv_error *err);
+QV_API qv_status qv_row_column_meta_from_type(const qv_type *t, qv_row_column_meta *out,
+                                              qv_error *err) QV_NODISCARD;
 
 /* ------------------------------------------------------------------------ */
 /* Row metadata                                                              */
@@ -136,25 +136,25 @@ static inline int64_t qv_row_padding(int64_t offset, int64_t alignment) {
  * (QV_EARG otherwise). `md` is overwritten; release with
  * qv_row_metadata_reset.
  */
-qv_status qv_row_metadata_init(qv_row_metadata *md, const qv_row_column_meta *cols,
-                               int32_t num_cols, int32_t row_alignment,
-                               int32_t string_alignment, qv_error *err);
+QV_API qv_status qv_row_metadata_init(qv_row_metadata *md, const qv_row_column_meta *cols,
+                                      int32_t num_cols, int32_t row_alignment,
+                                      int32_t string_alignment, qv_error *err) QV_NODISCARD;
 
 /** Same, deriving the column metadata from key types. */
-qv_status qv_row_metadata_from_types(qv_row_metadata *md, qv_type *const *types,
-                                     int32_t num_cols, int32_t row_alignment,
-                                     int32_t string_alignment, qv_error *err);
+QV_API qv_status qv_row_metadata_from_types(qv_row_metadata *md, qv_type *const *types,
+                                            int32_t num_cols, int32_t row_alignment,
+                                            int32_t string_alignment, qv_error *err) QV_NODISCARD;
 
 /** Deep copy (dst is overwritten). */
-qv_status qv_row_metadata_copy(qv_row_metadata *dst, const qv_row_metadata *src,
-                               qv_error *err);
+QV_API qv_status qv_row_metadata_copy(qv_row_metadata *dst, const qv_row_metadata *src,
+                                      qv_error *err) QV_NODISCARD;
 
 /** Free the arrays inside md and zero it. NULL-safe. */
-void qv_row_metadata_reset(qv_row_metadata *md);
+QV_API void qv_row_metadata_reset(qv_row_metadata *md);
 
 /** True when rows of `a` and `b` may be mixed: same alignments and, column
  *  by column, same fixed/var kind and width. */
-bool qv_row_metadata_compatible(const qv_row_metadata *a, const qv_row_metadata *b);
+QV_API bool qv_row_metadata_compatible(const qv_row_metadata *a, const qv_row_metadata *b);
 
 /* ------------------------------------------------------------------------ */
 /* Row table                                                                 */
@@ -204,38 +204,38 @@ static inline const uint8_t *qv_row_table_null_mask(const qv_row_table *t,
  * empty (64 padding bytes each) and grow on append. Release with
  * qv_row_table_reset.
  */
-qv_status qv_row_table_init(qv_row_table *t, const qv_row_metadata *md,
-                            qv_error *err);
+QV_API qv_status qv_row_table_init(qv_row_table *t, const qv_row_metadata *md,
+                                   qv_error *err) QV_NODISCARD;
 
 /** Free the table's memory and zero it. NULL-safe. */
-void qv_row_table_reset(qv_row_table *t);
+QV_API void qv_row_table_reset(qv_row_table *t);
 
 /** Remove all rows; capacity is kept (buffers never shrink). */
-void qv_row_table_clean(qv_row_table *t);
+QV_API void qv_row_table_clean(qv_row_table *t);
 
 /**
  * Allocated size in bytes of buffer i (0 null masks, 1 fixed rows or row
  * offsets, 2 var rows), padding included; 0 for an absent buffer.
  */
-int64_t qv_row_table_buffer_size(const qv_row_table *t, int buffer_index);
+QV_API int64_t qv_row_table_buffer_size(const qv_row_table *t, int buffer_index);
 
 /**
  * Append `num_rows` rows whose null masks and fixed bytes are zero. For
  * var-length tables each new row is empty (length 0) and the var buffer is
  * grown so that at least `num_extra_bytes` more bytes fit.
  */
-qv_status qv_row_table_append_empty(qv_row_table *t, int64_t num_rows,
-                                    int64_t num_extra_bytes, qv_error *err);
+QV_API qv_status qv_row_table_append_empty(qv_row_table *t, int64_t num_rows,
+                                           int64_t num_extra_bytes, qv_error *err) QV_NODISCARD;
 
 /**
  * Append `n` rows of `from` (row ids `ids`, or rows 0..n-1 when ids is NULL)
  * to `t`. The metadata must be compatible (QV_EARG otherwise); ids must be
  * inside `from` (QV_ERANGE). `from` may not be `t`.
  */
-qv_status qv_row_table_append_selection_from(qv_row_table *t,
-                                             const qv_row_table *from,
-                                             const int64_t *ids, int64_t n,
-                                             qv_error *err);
+QV_API qv_status qv_row_table_append_selection_from(qv_row_table *t,
+                                                    const qv_row_table *from,
+                                                    const int64_t *ids, int64_t n,
+                                                    qv_error *err) QV_NODISCARD;
 
 /* ------------------------------------------------------------------------ */
 /* Encode / decode                                                           */
@@ -252,12 +252,12 @@ qv_status qv_row_table_append_selection_from(qv_row_table *t,
  * (in-row end offsets are 32-bit), QV_ENOMEM on allocation failure.
  * The arrays are read, not retained.
  */
-qv_status qv_row_encode(qv_row_table *t, qv_array *const *cols, const int64_t *sel,
-                        int64_t n, qv_error *err);
+QV_API qv_status qv_row_encode(qv_row_table *t, qv_array *const *cols, const int64_t *sel,
+                               int64_t n, qv_error *err) QV_NODISCARD;
 
 /** Like qv_row_encode but appends after the existing rows. */
-qv_status qv_row_encode_append(qv_row_table *t, qv_array *const *cols,
-                               const int64_t *sel, int64_t n, qv_error *err);
+QV_API qv_status qv_row_encode_append(qv_row_table *t, qv_array *const *cols,
+                                      const int64_t *sel, int64_t n, qv_error *err) QV_NODISCARD;
 
 /**
  * Decode rows [start, start + n) of `t` into new arrays, one per key column
@@ -273,9 +273,9 @@ qv_status qv_row_encode_append(qv_row_table *t, qv_array *const *cols,
  * Fails with QV_ERANGE if [start, start+n) is outside the table, or a
  * string column's data would exceed int32 offsets.
  */
-qv_status qv_row_decode(const qv_row_table *t, int64_t start, int64_t n,
-                        qv_type *const *types, qv_array *const *dictionaries,
-                        qv_array **out, qv_error *err);
+QV_API qv_status qv_row_decode(const qv_row_table *t, int64_t start, int64_t n,
+                               qv_type *const *types, qv_array *const *dictionaries,
+                               qv_array **out, qv_error *err) QV_NODISCARD;
 
 /* ------------------------------------------------------------------------ */
 /* Compare                                                                   */
@@ -290,44 +290,44 @@ qv_status qv_row_decode(const qv_row_table *t, int64_t start, int64_t n,
  *  - out_mismatch: the left row ids (sel[i], or i) that differ, in order,
  *    their count in *out_num_mismatch.
  */
-qv_status qv_row_compare_columns(const qv_row_table *t, qv_array *const *cols,
-                                 const int64_t *sel, const int64_t *row_ids,
-                                 int64_t n, bool null_equals_null,
-                                 uint8_t *out_match, int64_t *out_mismatch,
-                                 int64_t *out_num_mismatch, qv_error *err);
+QV_API qv_status qv_row_compare_columns(const qv_row_table *t, qv_array *const *cols,
+                                        const int64_t *sel, const int64_t *row_ids,
+                                        int64_t n, bool null_equals_null,
+                                        uint8_t *out_match, int64_t *out_mismatch,
+                                        int64_t *out_num_mismatch, qv_error *err) QV_NODISCARD;
 
 /**
  * Compare row a_ids[i] of `a` (i when a_ids is NULL) with row b_ids[i] of
  * `b` (i when NULL) for i in [0, n). Tables must have compatible metadata.
  * Outputs as qv_row_compare_columns; out_mismatch receives the `a` ids.
  */
-qv_status qv_row_compare_rows(const qv_row_table *a, const int64_t *a_ids,
-                              const qv_row_table *b, const int64_t *b_ids,
-                              int64_t n, bool null_equals_null, uint8_t *out_match,
-                              int64_t *out_mismatch, int64_t *out_num_mismatch,
-                              qv_error *err);
+QV_API qv_status qv_row_compare_rows(const qv_row_table *a, const int64_t *a_ids,
+                                     const qv_row_table *b, const int64_t *b_ids,
+                                     int64_t n, bool null_equals_null, uint8_t *out_match,
+                                     int64_t *out_mismatch, int64_t *out_num_mismatch,
+                                     qv_error *err) QV_NODISCARD;
 
 /* ------------------------------------------------------------------------ */
 /* Hash                                                                      */
 
 /** 64-bit hashes of rows ids[0..n) of `t` (rows 0..n-1 when ids is NULL). */
-qv_status qv_row_hash_rows64(const qv_row_table *t, const int64_t *ids, int64_t n,
-                             uint64_t *out, qv_error *err);
+QV_API qv_status qv_row_hash_rows64(const qv_row_table *t, const int64_t *ids, int64_t n,
+                                    uint64_t *out, qv_error *err) QV_NODISCARD;
 /** 32-bit hashes of rows (see qv_row_hash_rows64). */
-qv_status qv_row_hash_rows32(const qv_row_table *t, const int64_t *ids, int64_t n,
-                             uint32_t *out, qv_error *err);
+QV_API qv_status qv_row_hash_rows32(const qv_row_table *t, const int64_t *ids, int64_t n,
+                                    uint32_t *out, qv_error *err) QV_NODISCARD;
 
 /**
  * 64-bit hashes of column-format keys: rows sel[0..n) (0..n-1 when sel is
  * NULL) of `cols`, laid out per `md`. Equal to qv_row_hash_rows64 of the
  * same keys encoded with `md`.
  */
-qv_status qv_row_hash_columns64(const qv_row_metadata *md, qv_array *const *cols,
-                                const int64_t *sel, int64_t n, uint64_t *out,
-                                qv_error *err);
-qv_status qv_row_hash_columns32(const qv_row_metadata *md, qv_array *const *cols,
-                                const int64_t *sel, int64_t n, uint32_t *out,
-                                qv_error *err);
+QV_API qv_status qv_row_hash_columns64(const qv_row_metadata *md, qv_array *const *cols,
+                                       const int64_t *sel, int64_t n, uint64_t *out,
+                                       qv_error *err) QV_NODISCARD;
+QV_API qv_status qv_row_hash_columns32(const qv_row_metadata *md, qv_array *const *cols,
+                                       const int64_t *sel, int64_t n, uint32_t *out,
+                                       qv_error *err) QV_NODISCARD;
 
 /* ------------------------------------------------------------------------ */
 /* SIMD dispatch                                                             */
@@ -344,9 +344,9 @@ typedef enum qv_row_simd {
  * is AUTO, or SCALAR when the environment variable QV_ROW_SIMD is "scalar".
  * Not to be changed while other threads run row kernels.
  */
-qv_row_simd qv_row_set_simd_level(qv_row_simd level);
+QV_API qv_row_simd qv_row_set_simd_level(qv_row_simd level);
 /** The level in effect. */
-qv_row_simd qv_row_simd_level(void);
+QV_API qv_row_simd qv_row_simd_level(void);
 
 /* ------------------------------------------------------------------------ */
 /* Inspection                                                                */
@@ -367,9 +367,10 @@ qv_row_simd qv_row_simd_level(void);
  * mask bytes in hex. *out is a NUL-terminated string the caller frees with
  * free(). Fails with QV_ERANGE when the range is outside the keys.
  */
-qv_status qv_row_layout_json(qv_array *const *keys, int32_t num_keys,
-                             int32_t row_alignment, int32_t string_alignment,
-                             int64_t start, int64_t end, char **out, qv_error *err);
+QV_API qv_status qv_row_layout_json(qv_array *const *keys, int32_t num_keys,
+                                    int32_t row_alignment, int32_t string_alignment,
+                                    int64_t start, int64_t end, char **out, qv_error *err)
+    QV_NODISCARD;
 
 #ifdef __cplusplus
 }

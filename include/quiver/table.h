@@ -69,8 +69,8 @@ typedef enum qv_table_kind {
  * QV_ETYPE otherwise) without nulls at the top level (QV_EARG). Sliced
  * batches are accepted; zero-length batches are dropped.
  */
-qv_status qv_table_from_batches(const qv_schema *schema, qv_array *const *batches, int64_t n,
-                                qv_table **out, qv_error *err);
+QV_API qv_status qv_table_from_batches(const qv_schema *schema, qv_array *const *batches, int64_t n,
+                                       qv_table **out, qv_error *err) QV_NODISCARD;
 
 /**
  * Memory-map an Arrow IPC file (stream or file format) as a mapped table.
@@ -80,8 +80,8 @@ qv_status qv_table_from_batches(const qv_schema *schema, qv_array *const *batche
  * file's absolute path (realpath) and identity (size, mtime, device,
  * inode) are recorded for recipes and qv_table_cache_files.
  */
-qv_status qv_table_open_path(const char *path, const qv_read_options *options,
-                             qv_table **out, qv_error *err);
+QV_API qv_status qv_table_open_path(const char *path, const qv_read_options *options,
+                                    qv_table **out, qv_error *err) QV_NODISCARD;
 
 /**
  * Concatenate tables. axis 0 appends rows: all tables need the same column
@@ -93,29 +93,30 @@ qv_status qv_table_open_path(const char *path, const qv_read_options *options,
  * (concatenation tables are flattened, never nested). With n == 1 the
  * input itself is returned (one more reference).
  */
-qv_status qv_table_concat(qv_table *const *tables, int64_t n, int axis, qv_table **out,
-                          qv_error *err);
+QV_API qv_status qv_table_concat(qv_table *const *tables, int64_t n, int axis, qv_table **out,
+                                 qv_error *err) QV_NODISCARD;
 
 /** Add a reference. Returns t. NULL-safe. */
-qv_table *qv_table_ref(qv_table *t);
+QV_API qv_table *qv_table_ref(qv_table *t);
 /** Drop a reference; frees on the last (mappings are unmapped when no
  *  array still uses them). NULL-safe. */
-void qv_table_unref(qv_table *t);
+QV_API void qv_table_unref(qv_table *t);
 
 /* ------------------------------------------------------------------------ */
 /* Inspection                                                                */
 
-qv_table_kind qv_table_get_kind(const qv_table *t);
+/** Which of the table kinds `t` is (in-memory, memory-mapped, concatenation). */
+QV_API qv_table_kind qv_table_get_kind(const qv_table *t);
 /** The schema (borrowed; lives as long as the table). */
-const qv_schema *qv_table_schema(const qv_table *t);
-int64_t qv_table_num_rows(const qv_table *t);
-int32_t qv_table_num_columns(const qv_table *t);
-int64_t qv_table_num_batches(const qv_table *t);
+QV_API const qv_schema *qv_table_schema(const qv_table *t);
+QV_API int64_t qv_table_num_rows(const qv_table *t);
+QV_API int32_t qv_table_num_columns(const qv_table *t);
+QV_API int64_t qv_table_num_batches(const qv_table *t);
 /** First row of batch i (0 <= i <= num_batches; i == num_batches gives
  *  num_rows). */
-int64_t qv_table_batch_offset(const qv_table *t, int64_t i);
+QV_API int64_t qv_table_batch_offset(const qv_table *t, int64_t i);
 /** Rows of batch i. */
-int64_t qv_table_batch_rows(const qv_table *t, int64_t i);
+QV_API int64_t qv_table_batch_rows(const qv_table *t, int64_t i);
 
 /**
  * Record batch i as a STRUCT array (a new reference the caller drops).
@@ -123,14 +124,14 @@ int64_t qv_table_batch_rows(const qv_table *t, int64_t i);
  * cached; thread-safe), hence the status. QV_ECHANGED when the file
  * shrank below the batch's bytes since it was mapped (quiver/guard.h).
  */
-qv_status qv_table_batch(qv_table *t, int64_t i, qv_array **out, qv_error *err);
+QV_API qv_status qv_table_batch(qv_table *t, int64_t i, qv_array **out, qv_error *err) QV_NODISCARD;
 
 /** Batch and row-in-batch of a row (QV_ERANGE outside [0, num_rows)). */
-qv_status qv_table_locate(const qv_table *t, int64_t row, int64_t *out_batch,
-                          int64_t *out_row, qv_error *err);
+QV_API qv_status qv_table_locate(const qv_table *t, int64_t row, int64_t *out_batch,
+                                 int64_t *out_row, qv_error *err) QV_NODISCARD;
 
 /** Number of replay steps recorded on a mapped table (0 for the others). */
-int64_t qv_table_num_replays(const qv_table *t);
+QV_API int64_t qv_table_num_replays(const qv_table *t);
 
 /**
  * Every file mapped behind the table (a mapped table's path; the mapped
@@ -138,16 +139,16 @@ int64_t qv_table_num_replays(const qv_table *t);
  * *out_paths is a malloc'ed array of *out_n malloc'ed strings; free them
  * with qv_table_free_paths.
  */
-qv_status qv_table_cache_files(const qv_table *t, char ***out_paths, int64_t *out_n,
-                               qv_error *err);
-void qv_table_free_paths(char **paths, int64_t n);
+QV_API qv_status qv_table_cache_files(const qv_table *t, char ***out_paths, int64_t *out_n,
+                                      qv_error *err) QV_NODISCARD;
+QV_API void qv_table_free_paths(char **paths, int64_t n);
 
 /** For a concatenation table: rows of blocks, blocks in row r, and block
  *  (r, j) (borrowed). Non-concatenation tables are one row of one block:
  *  themselves. */
-int64_t qv_table_num_block_rows(const qv_table *t);
-int64_t qv_table_num_blocks_in_row(const qv_table *t, int64_t r);
-qv_table *qv_table_block(const qv_table *t, int64_t r, int64_t j);
+QV_API int64_t qv_table_num_block_rows(const qv_table *t);
+QV_API int64_t qv_table_num_blocks_in_row(const qv_table *t, int64_t r);
+QV_API qv_table *qv_table_block(const qv_table *t, int64_t r, int64_t j);
 
 /**
  * Compare the logical contents: column names and types (metadata ignored)
@@ -155,7 +156,7 @@ qv_table *qv_table_block(const qv_table *t, int64_t r, int64_t j);
  * otherwise false with the first difference in diff->message (may be NULL).
  * Batches that fail to decode compare unequal.
  */
-bool qv_table_equals(qv_table *expected, qv_table *actual, qv_error *diff);
+QV_API bool qv_table_equals(qv_table *expected, qv_table *actual, qv_error *diff);
 
 /* ------------------------------------------------------------------------ */
 /* Row access                                                                */
@@ -166,16 +167,16 @@ bool qv_table_equals(qv_table *expected, qv_table *actual, qv_error *diff);
  * (QV_ERANGE). Only the batches touched are decoded. This is the kernel
  * behind qv_table_take; it records nothing.
  */
-qv_status qv_table_gather(qv_table *t, const int64_t *indices, int64_t n, qv_array **out,
-                          qv_error *err);
+QV_API qv_status qv_table_gather(qv_table *t, const int64_t *indices, int64_t n, qv_array **out,
+                                 qv_error *err) QV_NODISCARD;
 
 /* ------------------------------------------------------------------------ */
 /* Transforms (each returns a new table; see the file comment for kinds)     */
 
 /** Rows [offset, offset+length) by fast_slice: zero copy, only the first
  *  and last batch are sliced (QV_ERANGE outside the table). */
-qv_status qv_table_slice(qv_table *t, int64_t offset, int64_t length, qv_table **out,
-                         qv_error *err);
+QV_API qv_status qv_table_slice(qv_table *t, int64_t offset, int64_t length, qv_table **out,
+                                qv_error *err) QV_NODISCARD;
 
 /**
  * Rows by index (any order, repeats), gathered into one new batch.
@@ -183,26 +184,27 @@ qv_status qv_table_slice(qv_table *t, int64_t offset, int64_t length, qv_table *
  * block (the result stays a concatenation); other orders give an
  * in-memory table.
  */
-qv_status qv_table_take(qv_table *t, const int64_t *indices, int64_t n, qv_table **out,
-                        qv_error *err);
+QV_API qv_status qv_table_take(qv_table *t, const int64_t *indices, int64_t n, qv_table **out,
+                               qv_error *err) QV_NODISCARD;
 
 /**
  * Rows where `mask` (a BOOL array of num_rows values) is true; null mask
  * values drop the row (pyarrow's default). Batches whose mask is all true
  * are kept as they are (zero copy); batch boundaries are preserved.
  */
-qv_status qv_table_filter(qv_table *t, qv_array *mask, qv_table **out, qv_error *err);
+QV_API qv_status qv_table_filter(qv_table *t, qv_array *mask, qv_table **out, qv_error *err)
+    QV_NODISCARD;
 
 /** Columns by index, in the given order (a reorder), repeats allowed; n may
  *  be 0. Zero copy. */
-qv_status qv_table_select(qv_table *t, const int32_t *columns, int32_t n, qv_table **out,
-                          qv_error *err);
+QV_API qv_status qv_table_select(qv_table *t, const int32_t *columns, int32_t n, qv_table **out,
+                                 qv_error *err) QV_NODISCARD;
 /** Every column except the listed ones (QV_ERANGE for a bad index). */
-qv_status qv_table_drop(qv_table *t, const int32_t *columns, int32_t n, qv_table **out,
-                        qv_error *err);
+QV_API qv_status qv_table_drop(qv_table *t, const int32_t *columns, int32_t n, qv_table **out,
+                               qv_error *err) QV_NODISCARD;
 /** New names for all columns (n == num_columns). Zero copy. */
-qv_status qv_table_rename(qv_table *t, const char *const *names, int32_t n, qv_table **out,
-                          qv_error *err);
+QV_API qv_status qv_table_rename(qv_table *t, const char *const *names, int32_t n, qv_table **out,
+                                 qv_error *err) QV_NODISCARD;
 
 /**
  * Insert a column at position `pos` (0..num_columns). `field` gives name,
@@ -210,16 +212,17 @@ qv_status qv_table_rename(qv_table *t, const char *const *names, int32_t n, qv_t
  * arrays of the field's type whose lengths add up to num_rows; they are
  * re-sliced to the table's batch boundaries (zero copy).
  */
-qv_status qv_table_add_column(qv_table *t, int32_t pos, const qv_field *field,
-                              qv_array *const *chunks, int64_t n_chunks, qv_table **out,
-                              qv_error *err);
+QV_API qv_status qv_table_add_column(qv_table *t, int32_t pos, const qv_field *field,
+                                     qv_array *const *chunks, int64_t n_chunks, qv_table **out,
+                                     qv_error *err) QV_NODISCARD;
 /** qv_table_add_column at the end. */
-qv_status qv_table_append_column(qv_table *t, const qv_field *field, qv_array *const *chunks,
-                                 int64_t n_chunks, qv_table **out, qv_error *err);
+QV_API qv_status qv_table_append_column(qv_table *t, const qv_field *field, qv_array *const *chunks,
+                                        int64_t n_chunks, qv_table **out, qv_error *err)
+    QV_NODISCARD;
 /** Replace column `pos` (0..num_columns-1) by a new one (see add). */
-qv_status qv_table_set_column(qv_table *t, int32_t pos, const qv_field *field,
-                              qv_array *const *chunks, int64_t n_chunks, qv_table **out,
-                              qv_error *err);
+QV_API qv_status qv_table_set_column(qv_table *t, int32_t pos, const qv_field *field,
+                                     qv_array *const *chunks, int64_t n_chunks, qv_table **out,
+                                     qv_error *err) QV_NODISCARD;
 
 /**
  * Cast every column to the type of the same-position field of `target`
@@ -228,11 +231,12 @@ qv_status qv_table_set_column(qv_table *t, int32_t pos, const qv_field *field,
  * takes target's field nullability/metadata and schema metadata. Columns
  * whose type does not change are not touched.
  */
-qv_status qv_table_cast(qv_table *t, const qv_schema *target, qv_table **out, qv_error *err);
+QV_API qv_status qv_table_cast(qv_table *t, const qv_schema *target, qv_table **out, qv_error *err)
+    QV_NODISCARD;
 
 /** One batch per table (per block of a concatenation), each column
  *  concatenated (qv_array_concat). An empty table keeps 0 batches. */
-qv_status qv_table_combine_batches(qv_table *t, qv_table **out, qv_error *err);
+QV_API qv_status qv_table_combine_batches(qv_table *t, qv_table **out, qv_error *err) QV_NODISCARD;
 
 /* ------------------------------------------------------------------------ */
 /* Recipes                                                                   */
@@ -245,7 +249,8 @@ qv_status qv_table_combine_batches(qv_table *t, qv_table **out, qv_error *err);
  * replays, such as added columns) as Arrow IPC stream bytes. *out is
  * malloc'ed (free()).
  */
-qv_status qv_table_recipe(qv_table *t, uint8_t **out, int64_t *out_len, qv_error *err);
+QV_API qv_status qv_table_recipe(qv_table *t, uint8_t **out, int64_t *out_len, qv_error *err)
+    QV_NODISCARD;
 
 /**
  * Rebuild a table from a recipe. The input is untrusted: every count and
@@ -254,8 +259,8 @@ qv_status qv_table_recipe(qv_table *t, uint8_t **out, int64_t *out_len, qv_error
  * mtime, device or inode differ from the recipe's is QV_ECHANGED, naming
  * the file and what changed. Replays are re-applied in order.
  */
-qv_status qv_table_from_recipe(const uint8_t *data, int64_t len, qv_table **out,
-                               qv_error *err);
+QV_API qv_status qv_table_from_recipe(const uint8_t *data, int64_t len, qv_table **out,
+                                      qv_error *err) QV_NODISCARD;
 
 /* ------------------------------------------------------------------------ */
 /* Export                                                                    */
@@ -270,8 +275,9 @@ struct qv_write_options;
  * file format cannot hold a dictionary that changes between batches
  * (QV_ENOTSUP; write a stream).
  */
-qv_status qv_table_write_path(qv_table *t, const char *path,
-                              const struct qv_write_options *options, qv_error *err);
+QV_API qv_status qv_table_write_path(qv_table *t, const char *path,
+                                     const struct qv_write_options *options, qv_error *err)
+    QV_NODISCARD;
 
 /**
  * Export the table as an ArrowArrayStream of its record batches (schema
@@ -287,7 +293,8 @@ qv_status qv_table_write_path(qv_table *t, const char *path,
  * memory), or replace files by rename instead of truncating or rewriting
  * them in place.
  */
-qv_status qv_table_export_stream(qv_table *t, struct ArrowArrayStream *out, qv_error *err);
+QV_API qv_status qv_table_export_stream(qv_table *t, struct ArrowArrayStream *out, qv_error *err)
+    QV_NODISCARD;
 
 #ifdef __cplusplus
 }

@@ -133,25 +133,25 @@ struct qv_type {
 /** New type with all parameters zero and no children; one reference.
  *  Returns NULL on allocation failure. Callers fill parameters and add
  *  children (qv_type_add_child) before sharing it. */
-qv_type *qv_type_new(qv_type_id id);
-qv_type *qv_type_ref(qv_type *t);
-void qv_type_unref(qv_type *t);
+QV_API qv_type *qv_type_new(qv_type_id id);
+QV_API qv_type *qv_type_ref(qv_type *t);
+QV_API void qv_type_unref(qv_type *t);
 
 /** Append a child field (name copied; `type` reference taken over on
  *  success; metadata copied when not NULL). */
-qv_status qv_type_add_child(qv_type *t, const char *name, bool nullable,
-                            qv_type *type, const qv_metadata *metadata,
-                            qv_error *err);
+QV_API qv_status qv_type_add_child(qv_type *t, const char *name, bool nullable,
+                                   qv_type *type, const qv_metadata *metadata,
+                                   qv_error *err) QV_NODISCARD;
 
 /** Convenience constructors (one reference, NULL on allocation failure). */
-qv_type *qv_type_timestamp(qv_time_unit unit, const char *timezone);
-qv_type *qv_type_list_of(qv_type_id list_id, qv_type *item /* taken */);
+QV_API qv_type *qv_type_timestamp(qv_time_unit unit, const char *timezone);
+QV_API qv_type *qv_type_list_of(qv_type_id list_id, qv_type *item /* taken */);
 
 /** Deep structural equality. With check_metadata, field metadata too. */
-bool qv_type_equals(const qv_type *a, const qv_type *b, bool check_metadata);
+QV_API bool qv_type_equals(const qv_type *a, const qv_type *b, bool check_metadata);
 
 /** Short name of a type id ("int32", "large_string", ...). Static. */
-const char *qv_type_id_name(qv_type_id id);
+QV_API const char *qv_type_id_name(qv_type_id id);
 
 /**
  * Human-readable rendering in pyarrow's style, e.g. "int32",
@@ -159,43 +159,43 @@ const char *qv_type_id_name(qv_type_id id);
  * "dictionary<values=string, indices=int8, ordered=0>". Writes at most
  * `cap` bytes (always NUL-terminated); returns the length it needed.
  */
-int64_t qv_type_to_string(const qv_type *t, char *out, int64_t cap);
+QV_API int64_t qv_type_to_string(const qv_type *t, char *out, int64_t cap);
 
 /** Bit width of one value for fixed-width types (bool: 1; decimals:
  *  32..256; interval month_day_nano: 128; fixed_size_binary: 8*byte_width),
  *  0 for anything else. */
-int32_t qv_type_bit_width(const qv_type *t);
+QV_API int32_t qv_type_bit_width(const qv_type *t);
 
 /** Bytes per value of fixed-width types other than bool (fixed_size_binary:
  *  byte_width; decimals and intervals included), 0 for anything else. */
-int32_t qv_type_byte_width(const qv_type *t);
+QV_API int32_t qv_type_byte_width(const qv_type *t);
 
 /** True for integer ids (signed or unsigned). */
-bool qv_type_id_is_integer(qv_type_id id);
-bool qv_type_id_is_signed_integer(qv_type_id id);
+QV_API bool qv_type_id_is_integer(qv_type_id id);
+QV_API bool qv_type_id_is_signed_integer(qv_type_id id);
 
 /** Number of buffers an array of this type carries in quiver's layout
  *  (see array.h), not counting variadic view data buffers. */
-int32_t qv_type_num_buffers(qv_type_id id);
+QV_API int32_t qv_type_num_buffers(qv_type_id id);
 
 /* ------------------------------------------------------------------------ */
 /* Metadata                                                                  */
 
 /** Deep copy of src into *dst (dst's previous content is not freed). */
-qv_status qv_metadata_copy(qv_metadata *dst, const qv_metadata *src,
-                           qv_error *err);
+QV_API qv_status qv_metadata_copy(qv_metadata *dst, const qv_metadata *src,
+                                  qv_error *err) QV_NODISCARD;
 /** Append a pair (copied). */
-qv_status qv_metadata_append(qv_metadata *md, const char *key, int64_t key_len,
-                             const char *value, int64_t value_len,
-                             qv_error *err);
+QV_API qv_status qv_metadata_append(qv_metadata *md, const char *key, int64_t key_len,
+                                    const char *value, int64_t value_len,
+                                    qv_error *err) QV_NODISCARD;
 /** Free contents and reset to empty. */
-void qv_metadata_reset(qv_metadata *md);
+QV_API void qv_metadata_reset(qv_metadata *md);
 /** Value of the last pair with this key, or NULL. Points into md. */
-const qv_kv *qv_metadata_find(const qv_metadata *md, const char *key);
-bool qv_metadata_equals(const qv_metadata *a, const qv_metadata *b);
+QV_API const qv_kv *qv_metadata_find(const qv_metadata *md, const char *key);
+QV_API bool qv_metadata_equals(const qv_metadata *a, const qv_metadata *b);
 
 /** Extension name from a field's metadata, or NULL. Points into field. */
-const char *qv_field_extension_name(const qv_field *f);
+QV_API const char *qv_field_extension_name(const qv_field *f);
 
 /* ------------------------------------------------------------------------ */
 /* Schemas                                                                   */
@@ -211,9 +211,9 @@ typedef struct qv_schema {
 } qv_schema;
 
 /** New schema over `struct_type` (reference taken over). */
-qv_schema *qv_schema_new(qv_type *struct_type);
-qv_schema *qv_schema_ref(qv_schema *s);
-void qv_schema_unref(qv_schema *s);
+QV_API qv_schema *qv_schema_new(qv_type *struct_type);
+QV_API qv_schema *qv_schema_ref(qv_schema *s);
+QV_API void qv_schema_unref(qv_schema *s);
 static inline int32_t qv_schema_num_fields(const qv_schema *s) {
   return s->type->n_children;
 }
@@ -221,9 +221,9 @@ static inline const qv_field *qv_schema_field(const qv_schema *s, int32_t i) {
   return &s->type->children[i];
 }
 /** Index of the first column with this name, or -1. */
-int32_t qv_schema_find(const qv_schema *s, const char *name);
-bool qv_schema_equals(const qv_schema *a, const qv_schema *b,
-                      bool check_metadata);
+QV_API int32_t qv_schema_find(const qv_schema *s, const char *name);
+QV_API bool qv_schema_equals(const qv_schema *a, const qv_schema *b,
+                             bool check_metadata);
 
 #ifdef __cplusplus
 }

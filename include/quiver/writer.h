@@ -64,18 +64,18 @@ typedef struct qv_writer qv_writer;
  * The schema message is written immediately. Fails with QV_EARG for bad
  * options, QV_EIO when the temporary cannot be created.
  */
-qv_status qv_writer_open_path(const char *path, const qv_schema *schema,
-                              const qv_write_options *options, qv_writer **out,
-                              qv_error *err);
+QV_API qv_status qv_writer_open_path(const char *path, const qv_schema *schema,
+                                     const qv_write_options *options, qv_writer **out,
+                                     qv_error *err) QV_NODISCARD;
 
 /**
  * Start writing to an open descriptor (stdout, a pipe, a socket). The
  * descriptor is not closed by the writer. No atomicity: on error the bytes
  * already written stay written.
  */
-qv_status qv_writer_open_fd(int fd, const qv_schema *schema,
-                            const qv_write_options *options, qv_writer **out,
-                            qv_error *err);
+QV_API qv_status qv_writer_open_fd(int fd, const qv_schema *schema,
+                                   const qv_write_options *options, qv_writer **out,
+                                   qv_error *err) QV_NODISCARD;
 
 /**
  * Write one record batch: a STRUCT array whose children are the columns
@@ -88,23 +88,23 @@ qv_status qv_writer_open_fd(int fd, const qv_schema *schema,
  * writer is failed: later writes return an error, close aborts.
  * The batch is not retained after the call returns.
  */
-qv_status qv_writer_write_batch(qv_writer *w, qv_array *batch, qv_error *err);
+QV_API qv_status qv_writer_write_batch(qv_writer *w, qv_array *batch, qv_error *err) QV_NODISCARD;
 
 /** Rows and record batches written to the output so far (batches still
  *  being compressed count once written). */
-int64_t qv_writer_rows_written(const qv_writer *w);
-int64_t qv_writer_batches_written(const qv_writer *w);
+QV_API int64_t qv_writer_rows_written(const qv_writer *w);
+QV_API int64_t qv_writer_batches_written(const qv_writer *w);
 
 /**
  * Finish: end-of-stream marker (streams) or footer (files), fsync, and for
  * paths rename over the target and fsync the directory. Frees the writer
  * in every case (on failure the temporary is removed). NULL-safe.
  */
-qv_status qv_writer_close(qv_writer *w, qv_error *err);
+QV_API qv_status qv_writer_close(qv_writer *w, qv_error *err) QV_NODISCARD;
 
 /** Abandon the write: remove the temporary (the target is untouched) and
  *  free the writer. For descriptors, stops writing. NULL-safe. */
-void qv_writer_abort(qv_writer *w);
+QV_API void qv_writer_abort(qv_writer *w);
 
 /* ------------------------------------------------------------------------ */
 /* Writing a C stream (Arrow C Stream Interface)                             */
@@ -132,17 +132,17 @@ struct ArrowArrayStream;
  * get_last_error text. `out_rows` (may be NULL) receives the number of
  * rows written.
  */
-qv_status qv_write_arrow_stream_path(struct ArrowArrayStream *in, const char *path,
-                                     const qv_write_options *options,
-                                     int64_t *out_rows, qv_error *err);
+QV_API qv_status qv_write_arrow_stream_path(struct ArrowArrayStream *in, const char *path,
+                                            const qv_write_options *options,
+                                            int64_t *out_rows, qv_error *err) QV_NODISCARD;
 
 /**
  * As qv_write_arrow_stream_path, to an open descriptor (not closed; no
  * atomicity: on failure the bytes already written stay written).
  */
-qv_status qv_write_arrow_stream_fd(struct ArrowArrayStream *in, int fd,
-                                   const qv_write_options *options,
-                                   int64_t *out_rows, qv_error *err);
+QV_API qv_status qv_write_arrow_stream_fd(struct ArrowArrayStream *in, int fd,
+                                          const qv_write_options *options,
+                                          int64_t *out_rows, qv_error *err) QV_NODISCARD;
 
 #ifdef __cplusplus
 }

@@ -24,7 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/numeric_internal.h"
+#include "quiver/array.h"
 #include "quiver/builder.h"
 #include "quiver/cdata.h"
 #include "quiver/dataset.h"

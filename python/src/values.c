@@ -211,7 +211,7 @@ static PyObject *decimal_of(const qv_array *a, int64_t k, int64_t row) {
   const uint8_t *p = elem(a, 1, k, width);
   if (p == NULL) return bad_array(a, "value", row);
   char text[QV_DECIMAL_STRING_MAX];
-  qv_num_decimal_format(p, width, a->type->scale, text);
+  qv_decimal_to_string(p, width, a->type->scale, text);
   return PyObject_CallFunction(qvpy_decimal_cls, "s", text);
 }
 
@@ -294,7 +294,7 @@ PyObject *qvpy_value_of(const qv_array *a, int64_t row, int depth) {
       if (p == NULL) return bad_array(a, "value", row);
       uint16_t h;
       memcpy(&h, p, 2);
-      return PyFloat_FromDouble(qv_num_half_to_double(h));
+      return PyFloat_FromDouble(qv_half_to_double(h));
     }
     case QV_FLOAT: {
       const uint8_t *p = elem(a, 1, k, 4);

@@ -31,10 +31,6 @@
 #include "core/guard_internal.h"
 #include "core/numeric_internal.h"
 
-/* A binary/string view: int32 length, then 12 inline bytes, or a 4-byte
- * prefix, an int32 buffer index and an int32 offset. */
-#define VIEW_SIZE 16
-#define VIEW_INLINE_MAX 12
 
 /* A column resolved in the current batch. */
 typedef struct colref {
@@ -186,11 +182,11 @@ static inline bool str_at(const qvx_str *s, int64_t i, const uint8_t **p, int64_
     *len = e - b;
     return true;
   }
-  const uint8_t *v = s->offsets + VIEW_SIZE * j;
+  const uint8_t *v = s->offsets + QV_VIEW_SIZE * j;
   int32_t n;
   memcpy(&n, v, 4);
   if (n < 0) return false;
-  if (n <= VIEW_INLINE_MAX) {
+  if (n <= QV_VIEW_INLINE_MAX) {
     *p = v + 4;
     *len = n;
     return true;
@@ -338,7 +334,7 @@ static qv_status load_numbers(ctx *c, int32_t col, const qv_array *a, int64_t ba
       for (int64_t i = 0; i < n; i++) {
         uint16_t h;
         memcpy(&h, p + 2 * i, 2);
-        of[i] = qv_num_half_to_double(h);
+        of[i] = qv_half_to_double(h);
       }
       break;
     default: return col_err(c, col, QV_ETYPE, "not a numeric column");
@@ -353,7 +349,7 @@ static qv_status load_str(ctx *c, int32_t col, const qv_array *a, int64_t base, 
   s->base = base;
   qv_type_id id = a->type->id;
   if (id == QV_STRING_VIEW || id == QV_BINARY_VIEW) {
-    if (a->n_buffers < 2 || !a->buffers[1] || a->buffers[1]->size < (base + n) * VIEW_SIZE)
+    if (a->n_buffers < 2 || !a->buffers[1] || a->buffers[1]->size < (base + n) * QV_VIEW_SIZE)
       return col_err(c, col, QV_EINVAL, "views buffer is too short");
     s->mode = QVX_S_VIEW;
     s->offsets = a->buffers[1]->data;

@@ -191,17 +191,15 @@ static inline uint32_t probe(const qv_grouper *g, uint64_t h, int64_t i, int64_t
 /* ------------------------------------------------------------------------ */
 /* Key normalisation                                                         */
 
-#define VIEW_SIZE 16
-#define VIEW_INLINE_MAX 12
 
 /* Bytes of view element p (offset applied) with bounds checks. */
 static qv_status view_bytes(const qv_array *a, int64_t p, const uint8_t **out, int64_t *len,
                             qv_error *err) {
-  const uint8_t *v = a->buffers[1]->data + p * VIEW_SIZE;
+  const uint8_t *v = a->buffers[1]->data + p * QV_VIEW_SIZE;
   int32_t n, bi, off;
   memcpy(&n, v, 4);
   if (n < 0) return qv_error_set(err, QV_EINVAL, "grouper: view %" PRId64 " has negative length", p);
-  if (n <= VIEW_INLINE_MAX) {
+  if (n <= QV_VIEW_INLINE_MAX) {
     *out = v + 4;
     *len = n;
     return QV_OK;
@@ -225,7 +223,7 @@ static qv_status views_to_large(const qv_array *a, qv_type *large_type, qv_array
                                 qv_error *err) {
   int64_t n = a->length, total = 0;
   if (n > 0 && (a->n_buffers < 2 || !a->buffers[1] ||
-                a->buffers[1]->size < (a->offset + n) * VIEW_SIZE))
+                a->buffers[1]->size < (a->offset + n) * QV_VIEW_SIZE))
     return qv_error_set(err, QV_EINVAL, "grouper: views buffer too small");
   bool has_valid = a->buffers[0] != NULL;
   for (int64_t i = 0; i < n; i++) {
@@ -560,17 +558,17 @@ static qv_status large_to_views(const qv_array *src, qv_type *t, qv_array **out,
     r->buffers[0] = qv_buffer_ref(src->buffers[0]);
     r->offset = 0;
   }
-  if (st == QV_OK) st = new_buf(n * VIEW_SIZE, &r->buffers[1], err);
+  if (st == QV_OK) st = new_buf(n * QV_VIEW_SIZE, &r->buffers[1], err);
   if (st == QV_OK) r->buffers[2] = qv_buffer_ref(src->buffers[2]);
   if (st != QV_OK) {
     qv_array_unref(r);
     return st;
   }
   for (int64_t i = 0; i < n; i++) {
-    uint8_t *v = r->buffers[1]->data + i * VIEW_SIZE;
+    uint8_t *v = r->buffers[1]->data + i * QV_VIEW_SIZE;
     int32_t len = (int32_t)(offs[i + 1] - offs[i]), off = (int32_t)offs[i], zero = 0;
     memcpy(v, &len, 4);
-    if (len <= VIEW_INLINE_MAX) {
+    if (len <= QV_VIEW_INLINE_MAX) {
       memcpy(v + 4, src->buffers[2]->data + off, (size_t)len);
     } else {
       memcpy(v + 4, src->buffers[2]->data + off, 4);

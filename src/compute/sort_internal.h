@@ -80,11 +80,11 @@ static inline void qvs_bytes(const qvs_key *k, int64_t row, const uint8_t **p, u
     *p = c->data + b;
     *len = (uint32_t)(e - b);
   } else {
-    const uint8_t *v = c->values + 16 * i;
+    const uint8_t *v = c->values + QV_VIEW_SIZE * i;
     int32_t n, bi, off;
     memcpy(&n, v, 4);
     *len = (uint32_t)n;
-    if (n <= 12) {
+    if (n <= QV_VIEW_INLINE_MAX) {
       *p = v + 4;
     } else {
       memcpy(&bi, v + 8, 4);

@@ -31,8 +31,6 @@
 #include "compute/sort_internal.h"
 
 #define SIGN64 0x8000000000000000ull
-#define VIEW_SIZE 16
-#define VIEW_INLINE_MAX 12
 
 /* Arrays at least this large get their own mapping, on huge pages. */
 #define HUGE_ALLOC_MIN ((size_t)2 << 20)
@@ -120,14 +118,7 @@ static qv_status check_values(const qv_array *a, int64_t w, const char *what, in
   return QV_OK;
 }
 
-static uint64_t load_le(const uint8_t *p, int w) {
-  switch (w) {
-  case 1: return p[0];
-  case 2: { uint16_t v; memcpy(&v, p, 2); return v; }
-  case 4: { uint32_t v; memcpy(&v, p, 4); return v; }
-  default: { uint64_t v; memcpy(&v, p, 8); return v; }
-  }
-}
+static uint64_t load_le(const uint8_t *p, int w) { return (uint64_t)qv_load_int(p, w, true, 0); }
 
 static uint64_t sign_extend(uint64_t x, int w) {
   int sh = 64 - 8 * w;
@@ -336,7 +327,7 @@ static qv_status build_bytes(qvs_key *k, const qv_type *t, qv_array *const *chun
     if (a->length == 0) continue;
     if (view) {
       if (a->n_buffers < 2 || !a->buffers[1] ||
-          a->buffers[1]->size < (a->offset + a->length) * VIEW_SIZE)
+          a->buffers[1]->size < (a->offset + a->length) * QV_VIEW_SIZE)
         return qv_error_set(err, QV_EINVAL, "%s: chunk %" PRId64 ": views buffer too small",
                             what, c);
     } else {
@@ -352,7 +343,7 @@ static qv_status build_bytes(qvs_key *k, const qv_type *t, qv_array *const *chun
     qvs_chunk *ch = &k->chunks[k->n_chunks++];
     ch->start = row;
     ch->offset = a->offset;
-    ch->layout = view ? VIEW_SIZE : large ? 8 : 4;
+    ch->layout = view ? QV_VIEW_SIZE : large ? 8 : 4;
     ch->values = a->buffers[1]->data;
     ch->data = data;
     ch->array = a;
@@ -367,13 +358,13 @@ static qv_status build_bytes(qvs_key *k, const qv_type *t, qv_array *const *chun
       const uint8_t *base;
       bool room; /* 8 bytes can be read at base + b whatever the length */
       if (view) {
-        const uint8_t *v = a->buffers[1]->data + p * VIEW_SIZE;
+        const uint8_t *v = a->buffers[1]->data + p * QV_VIEW_SIZE;
         int32_t len, bi, off;
         memcpy(&len, v, 4);
         if (len < 0)
           return qv_error_set(err, QV_EINVAL, "%s: chunk %" PRId64 ": view %" PRId64
                               " has negative length %d", what, c, i, len);
-        if (len <= VIEW_INLINE_MAX) {
+        if (len <= QV_VIEW_INLINE_MAX) {
           base = v + 4; /* 12 inline bytes */
           b = 0;
           e = len;

@@ -37,10 +37,6 @@
 
 /* Deepest type nesting a builder accepts (as the C data importer). */
 #define QV_BUILDER_MAX_DEPTH 64
-/* Values of at most this many bytes are stored inside a binary view. */
-#define QV_VIEW_INLINE_MAX 12
-/* Bytes of one binary view (length, prefix/inline, buffer index, offset). */
-#define QV_VIEW_SIZE 16
 
 /* ------------------------------------------------------------------------ */
 /* Dictionary memo: value bytes -> index, open addressing                    */
@@ -299,14 +295,7 @@ static qv_status put_validity(qv_builder *b, int64_t n, bool valid, qv_error *er
   return QV_OK;
 }
 
-static int64_t load_int(const uint8_t *p, int64_t i, int w) {
-  switch (w) {
-    case 1: return (int8_t)p[i];
-    case 2: { int16_t v; memcpy(&v, p + 2 * i, 2); return v; }
-    case 4: { int32_t v; memcpy(&v, p + 4 * i, 4); return v; }
-    default: { int64_t v; memcpy(&v, p + 8 * i, 8); return v; }
-  }
-}
+static int64_t load_int(const uint8_t *p, int64_t i, int w) { return qv_load_int(p, w, false, i); }
 
 static void store_int(uint8_t *p, int64_t i, int w, int64_t v) {
   switch (w) {
@@ -875,7 +864,7 @@ static qv_status encode(qv_builder *b, const qv_type *t, scalar *s, const char *
     }
     case K_DOUBLE:
       if (id == QV_HALF_FLOAT) {
-        uint16_t h = qv_num_double_to_half(s->d);
+        uint16_t h = qv_double_to_half(s->d);
         memcpy(s->fixed, &h, 2);
       } else if (id == QV_FLOAT) {
         float f = (float)s->d;

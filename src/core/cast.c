@@ -138,7 +138,7 @@ qv_status qv_array_nulls(qv_type *type, int64_t length, qv_array **out, qv_error
       break;
     }
     case QV_BINARY_VIEW: case QV_STRING_VIEW:
-      if (st == QV_OK) st = alloc_zero(n * QVK_VIEW_SIZE, &a->buffers[1], err);
+      if (st == QV_OK) st = alloc_zero(n * QV_VIEW_SIZE, &a->buffers[1], err);
       break;
     case QV_LIST: case QV_LARGE_LIST: case QV_MAP: {
       int64_t w = qvk_is_large(id) ? 8 : 4;
@@ -271,7 +271,7 @@ static i128 load_int(const uint8_t *p, qv_type_id id, int64_t i) {
     memcpy(&v, p + 8 * i, 8);
     return (i128)v;
   }
-  return qvk_load_int(p, qv_type_bit_width(&(qv_type){.id = id}) / 8,
+  return qv_load_int(p, qv_type_bit_width(&(qv_type){.id = id}) / 8,
                       !qv_type_id_is_signed_integer(id), i);
 }
 
@@ -288,7 +288,7 @@ static double load_float(const uint8_t *p, qv_type_id id, int64_t i) {
   }
   uint16_t h;
   memcpy(&h, p + 2 * i, 2);
-  return qv_num_half_to_double(h);
+  return qv_half_to_double(h);
 }
 
 static void store_float(uint8_t *p, qv_type_id id, int64_t i, double v) {
@@ -298,7 +298,7 @@ static void store_float(uint8_t *p, qv_type_id id, int64_t i, double v) {
     float f = (float)v;
     memcpy(p + 4 * i, &f, 4);
   } else {
-    uint16_t h = qv_num_double_to_half(v);
+    uint16_t h = qv_double_to_half(v);
     memcpy(p + 2 * i, &h, 2);
   }
 }
@@ -453,7 +453,7 @@ static qv_status cast_scaled(qv_array *a, qv_type *to, int64_t mul, int64_t div,
   cast_names nm;
   for (int64_t i = 0; i < n; i++) {
     if (!valid_at(a, i)) continue;
-    int64_t v = qvk_load_int(src, wf, false, a->offset + i), x;
+    int64_t v = qv_load_int(src, wf, false, a->offset + i), x;
     if (div > 1) {
       if (v % div != 0) {
         names_of(a->type, to, &nm);
@@ -524,8 +524,8 @@ static qv_status rebase_offsets(qv_array *a, int32_t wt, qv_buffer **out, int64_
   int32_t wf = qvk_is_large(a->type->id) ? 8 : 4;
   int64_t n = a->length;
   const uint8_t *p = a->buffers[1]->data;
-  *first = n == 0 && a->buffers[1]->size < wf ? 0 : qvk_load_int(p, wf, false, a->offset);
-  *last = n == 0 ? *first : qvk_load_int(p, wf, false, a->offset + n);
+  *first = n == 0 && a->buffers[1]->size < wf ? 0 : qv_load_int(p, wf, false, a->offset);
+  *last = n == 0 ? *first : qv_load_int(p, wf, false, a->offset + n);
   if (wt == 4 && *last - *first > INT32_MAX)
     return qv_error_set(err, QV_ERANGE,
                         "cast from %s to %s: %lld bytes/values do not fit 32-bit offsets",
@@ -536,7 +536,7 @@ static qv_status rebase_offsets(qv_array *a, int32_t wt, qv_buffer **out, int64_
   }
   QV_RETURN_NOT_OK(qv_buffer_alloc((n + 1) * wt, out, err));
   for (int64_t i = 0; i <= n; i++) {
-    int64_t v = n == 0 ? *first : qvk_load_int(p, wf, false, a->offset + i);
+    int64_t v = n == 0 ? *first : qv_load_int(p, wf, false, a->offset + i);
     qvk_store_int((*out)->data, wt, i, v - *first);
   }
   return QV_OK;
@@ -655,7 +655,7 @@ static qv_status dict_decode(qv_array *a, qv_array **out, qv_error *err) {
   int32_t w = qv_type_bit_width(it) / 8;
   bool is_unsigned = !qv_type_id_is_signed_integer(it->id);
   for (int64_t i = 0; i < n; i++)
-    idx[i] = valid_at(a, i) ? qvk_load_int(a->buffers[1]->data, w, is_unsigned, a->offset + i) : 0;
+    idx[i] = valid_at(a, i) ? qv_load_int(a->buffers[1]->data, w, is_unsigned, a->offset + i) : 0;
   qv_array *taken = NULL;
   qv_status st = qv_array_take(a->dictionary, idx, n, &taken, err);
   free(idx);

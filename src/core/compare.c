@@ -1,7 +1,9 @@
 /*
- * compare.c — logical equality of arrays and schemas, with a description
- * of the first difference. Core layer; used by tests and by
- * `quiver integration --mode=VALIDATE` (a JSON file against an IPC file).
+ * compare.c — logical equality of arrays (qv_array_equals) and the type and
+ * field comparison behind it (compare_internal.h, which the ipc layer's
+ * schema diffs in ipc/schema_diff.c share), with a description of the first
+ * difference. Core layer; used by tests and by `quiver integration
+ * --mode=VALIDATE` (a JSON file against an IPC file).
  *
  * Arrays are compared by logical value: offsets and slices are applied,
  * the contents of null slots are ignored, floats are equal when bitwise
@@ -37,9 +39,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/compare_internal.h"
 #include "core/numeric_internal.h"
 #include "quiver/array.h"
-#include "quiver/integration.h"
 #include "quiver/type.h"
 
 /* ------------------------------------------------------------------------ */
@@ -72,35 +74,6 @@ static bool sb_full(const sbuf *s) { return s->len + 1 >= s->cap; }
 /* ------------------------------------------------------------------------ */
 /* Element access helpers (indices are logical: before array->offset)        */
 
-static int64_t read_int(const uint8_t *p, qv_type_id id) {
-  switch (id) {
-    case QV_INT8: return *(const int8_t *)p;
-    case QV_UINT8: return *p;
-    case QV_INT16: { int16_t v; memcpy(&v, p, 2); return v; }
-    case QV_UINT16: { uint16_t v; memcpy(&v, p, 2); return v; }
-    case QV_INT32: { int32_t v; memcpy(&v, p, 4); return v; }
-    case QV_UINT32: { uint32_t v; memcpy(&v, p, 4); return v; }
-    default: { int64_t v; memcpy(&v, p, 8); return v; }
-  }
-}
-
-static int int_width(qv_type_id id) {
-  switch (id) {
-    case QV_INT8: case QV_UINT8: return 1;
-    case QV_INT16: case QV_UINT16: return 2;
-    case QV_INT32: case QV_UINT32: return 4;
-    default: return 8;
-  }
-}
-
-/* Integer value of element i of an integer (or dictionary: index) array,
- * without a validity check. */
-static int64_t int_at(const qv_array *arr, int64_t i) {
-  qv_type_id id = arr->type->id == QV_DICTIONARY ? arr->type->index_type->id : arr->type->id;
-  int w = int_width(id);
-  return read_int(arr->buffers[1]->data + (arr->offset + i) * w, id);
-}
-
 /* Byte width of the values of a fixed-width type other than bool, or 0. */
 static int64_t fixed_width(const qv_type *t) { return qv_type_byte_width(t); }
 
@@ -115,7 +88,7 @@ static int64_t ree_run(const qv_array *arr, int64_t i) {
   int64_t pos = arr->offset + i, lo = 0, hi = re->length;
   while (lo < hi) { /* first run whose end is > pos */
     int64_t mid = lo + (hi - lo) / 2;
-    if (int_at(re, mid) > pos) hi = mid;
+    if (qv_array_int_at(re, mid) > pos) hi = mid;
     else lo = mid + 1;
   }
   return lo < re->length ? lo : re->length - 1;
@@ -151,7 +124,7 @@ static bool lvalid(const qv_array *arr, int64_t i) {
       return lvalid(arr->children[1], ree_run(arr, i));
     case QV_DICTIONARY:
       if (!bitmap_valid(arr, i)) return false;
-      return arr->dictionary != NULL && lvalid(arr->dictionary, int_at(arr, i));
+      return arr->dictionary != NULL && lvalid(arr->dictionary, qv_array_int_at(arr, i));
     default: return bitmap_valid(arr, i);
   }
 }
@@ -213,21 +186,9 @@ static bool bytes_at(const qv_array *arr, int64_t i, const uint8_t **data, int64
       return true;
     }
     case QV_BINARY_VIEW: case QV_STRING_VIEW: {
-      const uint8_t *v = arr->buffers[1]->data + p * 16;
-      int32_t size, bi, off;
-      memcpy(&size, v, 4);
-      if (size < 0) return false;
+      int32_t size;
+      if (!qv_array_view_bytes(arr, i, data, &size)) return false;
       *len = size;
-      if (size <= 12) {
-        *data = v + 4;
-        return true;
-      }
-      memcpy(&bi, v + 8, 4);
-      memcpy(&off, v + 12, 4);
-      if (bi < 0 || bi >= arr->n_buffers - 2 || off < 0 || arr->buffers[2 + bi] == NULL ||
-          (int64_t)off + size > arr->buffers[2 + bi]->size)
-        return false;
-      *data = arr->buffers[2 + bi]->data + off;
       return true;
     }
     default: /* FIXED_SIZE_BINARY */
@@ -301,19 +262,12 @@ static void render(sbuf *s, const qv_array *arr, int64_t i, int depth) {
     case QV_INT8: case QV_INT16: case QV_INT32: case QV_INT64:
     case QV_DATE32: case QV_DATE64: case QV_TIME32: case QV_TIME64:
     case QV_TIMESTAMP: case QV_DURATION: case QV_INTERVAL_MONTHS: {
-      int64_t x;
-      int64_t w = fixed_width(t);
-      if (w == 4) { int32_t y; memcpy(&y, v + p * 4, 4); x = y; }
-      else if (w == 8) memcpy(&x, v + p * 8, 8);
-      else x = read_int(v + p * w, t->id);
+      int64_t x = qv_load_int(v, (int32_t)fixed_width(t), false, p);
       sb_put(s, "%" PRId64, x);
       return;
     }
     case QV_UINT8: case QV_UINT16: case QV_UINT32: case QV_UINT64: {
-      uint64_t x;
-      if (t->id == QV_UINT64) memcpy(&x, v + p * 8, 8);
-      else x = (uint64_t)int_at(arr, i);
-      sb_put(s, "%" PRIu64, x);
+      sb_put(s, "%" PRIu64, qv_array_uint_at(arr, i));
       return;
     }
     case QV_HALF_FLOAT: case QV_FLOAT: case QV_DOUBLE: {
@@ -321,7 +275,7 @@ static void render(sbuf *s, const qv_array *arr, int64_t i, int depth) {
       if (t->id == QV_HALF_FLOAT) {
         uint16_t h;
         memcpy(&h, v + p * 2, 2);
-        qv_num_format_double(qv_num_half_to_double(h), false, buf);
+        qv_num_format_double(qv_half_to_double(h), false, buf);
       } else if (t->id == QV_FLOAT) {
         float f;
         memcpy(&f, v + p * 4, 4);
@@ -337,7 +291,7 @@ static void render(sbuf *s, const qv_array *arr, int64_t i, int depth) {
     case QV_DECIMAL32: case QV_DECIMAL64: case QV_DECIMAL128: case QV_DECIMAL256: {
       char buf[QV_DECIMAL_STRING_MAX];
       int64_t w = fixed_width(t);
-      qv_num_decimal_format(v + p * w, (int)w, t->scale, buf);
+      qv_decimal_to_string(v + p * w, (int)w, t->scale, buf);
       sb_put(s, "%s", buf);
       return;
     }
@@ -393,7 +347,7 @@ static void render(sbuf *s, const qv_array *arr, int64_t i, int depth) {
       return;
     }
     case QV_DICTIONARY:
-      render(s, arr->dictionary, int_at(arr, i), depth);
+      render(s, arr->dictionary, qv_array_int_at(arr, i), depth);
       return;
     case QV_RUN_END_ENCODED:
       render(s, arr->children[1], ree_run(arr, i), depth);
@@ -555,7 +509,8 @@ static bool cmp_value(cmp_ctx *c, const qv_array *e, int64_t i, const qv_array *
     }
     case QV_DICTIONARY: {
       int64_t k;
-      return cmp_range(c, e->dictionary, int_at(e, i), a->dictionary, int_at(a, j), 1, &k);
+      return cmp_range(c, e->dictionary, qv_array_int_at(e, i), a->dictionary,
+                       qv_array_int_at(a, j), 1, &k);
     }
     case QV_RUN_END_ENCODED: {
       int64_t k;
@@ -624,13 +579,20 @@ static bool cmp_range(cmp_ctx *c, const qv_array *e, int64_t ei, const qv_array 
 }
 
 /* ------------------------------------------------------------------------ */
-/* Type, field and schema differences                                        */
+/* Type and field differences (compare_internal.h)                           */
 
 static void render_metadata(sbuf *s, const qv_metadata *md) {
   sb_put(s, "[");
   for (int64_t k = 0; k < md->n && !sb_full(s); k++)
     sb_put(s, "%s%s='%s'", k ? ", " : "", md->kv[k].key, md->kv[k].value);
   sb_put(s, "]");
+}
+
+void qv_metadata_render(const qv_metadata *md, char *buf, size_t cap) {
+  if (cap == 0) return;
+  sbuf s = {buf, cap, 0};
+  buf[0] = '\0';
+  render_metadata(&s, md);
 }
 
 static int bytes_cmp(const char *a, int64_t na, const char *b, int64_t nb) {
@@ -645,10 +607,8 @@ static int kv_cmp(const void *x, const void *y) {
   return c != 0 ? c : bytes_cmp(p->value, p->value_len, q->value, q->value_len);
 }
 
-/* Metadata equality ignores the order of the pairs, as Arrow C++'s
- * KeyValueMetadata::Equals does (writers reorder the extension keys):
- * both sides are compared as sorted multisets of (key, value). */
-static bool metadata_eq(const qv_metadata *x, const qv_metadata *y) {
+/* Both sides are compared as sorted multisets of (key, value). */
+bool qv_metadata_equal_unordered(const qv_metadata *x, const qv_metadata *y) {
   if (x->n != y->n) return false;
   if (x->n == 0) return true;
   const qv_kv **px = malloc(sizeof *px * (size_t)x->n), **py = malloc(sizeof *py * (size_t)y->n);
@@ -703,17 +663,14 @@ static bool type_params_equal(const qv_type *x, const qv_type *y) {
   }
 }
 
-static bool type_diff(const qv_type *e, const qv_type *a, char *path, size_t path_len,
-                      bool check_md, qv_error *diff);
-
-static bool field_diff_at(const qv_field *e, const qv_field *a, char *path, size_t path_len,
-                          bool check_md, qv_error *diff) {
+bool qv_field_diff_at(const qv_field *e, const qv_field *a, char *path, size_t path_len,
+                      bool check_md, qv_error *diff) {
   if (strcmp(e->name, a->name) != 0)
     return diff_fail(diff, path, "name: expected '%s', found '%s'", e->name, a->name);
   if (e->nullable != a->nullable)
     return diff_fail(diff, path, "nullable: expected %s, found %s",
                      e->nullable ? "true" : "false", a->nullable ? "true" : "false");
-  if (check_md && !metadata_eq(&e->metadata, &a->metadata)) {
+  if (check_md && !qv_metadata_equal_unordered(&e->metadata, &a->metadata)) {
     if (diff == NULL) return false;
     char me[384], ma[384];
     sbuf s1 = {me, sizeof me, 0}, s2 = {ma, sizeof ma, 0};
@@ -722,11 +679,11 @@ static bool field_diff_at(const qv_field *e, const qv_field *a, char *path, size
     render_metadata(&s2, &a->metadata);
     return diff_fail(diff, path, "metadata: expected %s, found %s", me, ma);
   }
-  return type_diff(e->type, a->type, path, path_len, check_md, diff);
+  return qv_type_diff_at(e->type, a->type, path, path_len, check_md, diff);
 }
 
-static bool type_diff(const qv_type *e, const qv_type *a, char *path, size_t path_len,
-                      bool check_md, qv_error *diff) {
+bool qv_type_diff_at(const qv_type *e, const qv_type *a, char *path, size_t path_len,
+                     bool check_md, qv_error *diff) {
   if (e->id != a->id || !type_params_equal(e, a)) {
     if (diff == NULL) return false;
     char te[256], ta[256];
@@ -741,51 +698,18 @@ static bool type_diff(const qv_type *e, const qv_type *a, char *path, size_t pat
     if (e->ordered != a->ordered)
       return diff_fail(diff, path, "dictionary ordered: expected %s, found %s",
                        e->ordered ? "true" : "false", a->ordered ? "true" : "false");
-    return type_diff(e->value_type, a->value_type, path, path_len, check_md, diff);
+    return qv_type_diff_at(e->value_type, a->value_type, path, path_len, check_md, diff);
   }
   if (e->n_children != a->n_children)
     return diff_fail(diff, path, "expected %d children, found %d", (int)e->n_children,
                      (int)a->n_children);
   for (int32_t k = 0; k < e->n_children; k++) {
-    size_t room = PATH_CAP - path_len;
+    size_t room = QV_DIFF_PATH_CAP - path_len;
     int n = snprintf(path + path_len, room, "%s%s", path_len ? "." : "", e->children[k].name);
     size_t child_len = path_len + (n < 0 ? 0 : ((size_t)n < room ? (size_t)n : room - 1));
-    bool ok = field_diff_at(&e->children[k], &a->children[k], path, child_len, check_md, diff);
+    bool ok = qv_field_diff_at(&e->children[k], &a->children[k], path, child_len, check_md, diff);
     path[path_len] = '\0';
     if (!ok) return false;
-  }
-  return true;
-}
-
-bool qv_field_diff(const qv_field *expected, const qv_field *actual, const char *path,
-                   bool check_metadata, qv_error *diff) {
-  char buf[PATH_CAP];
-  snprintf(buf, sizeof buf, "%s", path ? path : "");
-  return field_diff_at(expected, actual, buf, strlen(buf), check_metadata, diff);
-}
-
-bool qv_schema_diff(const qv_schema *expected, const qv_schema *actual, qv_error *diff) {
-  if (expected == actual) return true;
-  int32_t ne = qv_schema_num_fields(expected), na = qv_schema_num_fields(actual);
-  if (ne != na) {
-    if (diff) snprintf(diff->message, sizeof diff->message,
-                       "schema: expected %d fields, found %d", (int)ne, (int)na);
-    return false;
-  }
-  char path[PATH_CAP];
-  path[0] = '\0';
-  if (!type_diff(expected->type, actual->type, path, 0, true, diff)) return false;
-  if (!metadata_eq(&expected->metadata, &actual->metadata)) {
-    if (diff == NULL) return false;
-    char me[480], ma[480];
-    sbuf s1 = {me, sizeof me, 0}, s2 = {ma, sizeof ma, 0};
-    me[0] = ma[0] = '\0';
-    render_metadata(&s1, &expected->metadata);
-    render_metadata(&s2, &actual->metadata);
-    sbuf s = {diff->message, sizeof diff->message, 0};
-    diff->message[0] = '\0';
-    sb_put(&s, "schema metadata: expected %s, found %s", me, ma);
-    return false;
   }
   return true;
 }
@@ -799,9 +723,9 @@ bool qv_array_equals(const qv_array *expected, const qv_array *actual, qv_error 
                        expected ? "an" : "no", actual ? "one" : "none");
     return false;
   }
-  char path[PATH_CAP];
+  char path[QV_DIFF_PATH_CAP];
   path[0] = '\0';
-  if (!type_diff(expected->type, actual->type, path, 0, false, diff)) return false;
+  if (!qv_type_diff_at(expected->type, actual->type, path, 0, false, diff)) return false;
   if (expected->length != actual->length) {
     if (diff) snprintf(diff->message, sizeof diff->message,
                        "length: expected %" PRId64 ", found %" PRId64, expected->length,

@@ -147,8 +147,8 @@ static qv_status concat_offsets(qv_array *const *in, int64_t n, int64_t total, b
       continue;
     }
     const uint8_t *src = a->buffers[1]->data;
-    int64_t first = qvk_load_int(src, w, false, a->offset);
-    int64_t last = qvk_load_int(src, w, false, a->offset + a->length);
+    int64_t first = qv_load_int(src, w, false, a->offset);
+    int64_t last = qv_load_int(src, w, false, a->offset + a->length);
     start[i] = first;
     len[i] = last - first;
     if (len[i] < 0 || (!large && base + len[i] > INT32_MAX)) {
@@ -162,7 +162,7 @@ static qv_status concat_offsets(qv_array *const *in, int64_t n, int64_t total, b
     if (large) {
       int64_t *d = (int64_t *)buf->data + pos;
       for (int64_t j = 0; j < a->length; j++)
-        d[j] = base + qvk_load_int(src, 8, false, a->offset + j) - first;
+        d[j] = base + qv_load_int(src, 8, false, a->offset + j) - first;
     } else {
       int32_t *d = (int32_t *)buf->data + pos;
       const int32_t *s = (const int32_t *)src + a->offset;
@@ -214,35 +214,35 @@ static qv_status concat_list(qv_array *const *in, int64_t n, int64_t total, bool
 static qv_status concat_views(qv_array *const *in, int64_t n, int64_t total, qv_array *out,
                               qv_error *err) {
   int64_t n_data = 0;
-  for (int64_t i = 0; i < n; i++) n_data += in[i]->n_buffers - QVK_VIEW_FIXED_BUFFERS;
-  if (n_data > INT32_MAX - QVK_VIEW_FIXED_BUFFERS)
+  for (int64_t i = 0; i < n; i++) n_data += in[i]->n_buffers - QV_VIEW_FIXED_BUFFERS;
+  if (n_data > INT32_MAX - QV_VIEW_FIXED_BUFFERS)
     return qv_error_set(err, QV_ERANGE, "concat: %lld view data buffers exceed the limit %d",
-                        (long long)n_data, INT32_MAX - QVK_VIEW_FIXED_BUFFERS);
-  qv_buffer **bufs = realloc(out->buffers, sizeof *bufs * (size_t)(QVK_VIEW_FIXED_BUFFERS + n_data));
+                        (long long)n_data, INT32_MAX - QV_VIEW_FIXED_BUFFERS);
+  qv_buffer **bufs = realloc(out->buffers, sizeof *bufs * (size_t)(QV_VIEW_FIXED_BUFFERS + n_data));
   if (bufs == NULL) return oom(err, "view buffers");
   out->buffers = bufs;
-  for (int64_t j = out->n_buffers; j < QVK_VIEW_FIXED_BUFFERS + n_data; j++) bufs[j] = NULL;
-  out->n_buffers = (int32_t)(QVK_VIEW_FIXED_BUFFERS + n_data);
-  QV_RETURN_NOT_OK(concat_fixed(in, n, total, QVK_VIEW_SIZE, out, err));
+  for (int64_t j = out->n_buffers; j < QV_VIEW_FIXED_BUFFERS + n_data; j++) bufs[j] = NULL;
+  out->n_buffers = (int32_t)(QV_VIEW_FIXED_BUFFERS + n_data);
+  QV_RETURN_NOT_OK(concat_fixed(in, n, total, QV_VIEW_SIZE, out, err));
   uint8_t *views = out->buffers[1]->data;
-  int32_t base = 0, next = QVK_VIEW_FIXED_BUFFERS;
+  int32_t base = 0, next = QV_VIEW_FIXED_BUFFERS;
   for (int64_t i = 0; i < n; i++) {
     const qv_array *a = in[i];
     if (base != 0) {
       for (int64_t j = 0; j < a->length; j++) {
-        uint8_t *v = views + j * QVK_VIEW_SIZE;
+        uint8_t *v = views + j * QV_VIEW_SIZE;
         int32_t vlen, idx;
         memcpy(&vlen, v, 4);
-        if (vlen <= QVK_VIEW_INLINE_MAX) continue;
-        memcpy(&idx, v + QVK_VIEW_BUFFER_INDEX_AT, 4);
+        if (vlen <= QV_VIEW_INLINE_MAX) continue;
+        memcpy(&idx, v + QV_VIEW_BUFFER_INDEX_AT, 4);
         idx += base;
-        memcpy(v + QVK_VIEW_BUFFER_INDEX_AT, &idx, 4);
+        memcpy(v + QV_VIEW_BUFFER_INDEX_AT, &idx, 4);
       }
     }
-    views += a->length * QVK_VIEW_SIZE;
-    for (int32_t b = QVK_VIEW_FIXED_BUFFERS; b < a->n_buffers; b++)
+    views += a->length * QV_VIEW_SIZE;
+    for (int32_t b = QV_VIEW_FIXED_BUFFERS; b < a->n_buffers; b++)
       bufs[next++] = qv_buffer_ref(a->buffers[b]);
-    base += a->n_buffers - QVK_VIEW_FIXED_BUFFERS;
+    base += a->n_buffers - QV_VIEW_FIXED_BUFFERS;
   }
   return QV_OK;
 }
@@ -262,9 +262,9 @@ static qv_status concat_list_view(qv_array *const *in, int64_t n, int64_t total,
     const qv_array *a = in[i];
     int64_t lo = INT64_MAX, hi = 0;
     for (int64_t j = 0; j < a->length; j++) {
-      int64_t sz = qvk_load_int(sizes->data, w, false, pos + j);
+      int64_t sz = qv_load_int(sizes->data, w, false, pos + j);
       if (sz <= 0) continue;
-      int64_t o = qvk_load_int(out->buffers[1]->data, w, false, pos + j);
+      int64_t o = qv_load_int(out->buffers[1]->data, w, false, pos + j);
       if (o < lo) lo = o;
       if (o + sz > hi) hi = o + sz;
     }
@@ -276,8 +276,8 @@ static qv_status concat_list_view(qv_array *const *in, int64_t n, int64_t total,
       break;
     }
     for (int64_t j = 0; j < a->length; j++) {
-      int64_t sz = qvk_load_int(sizes->data, w, false, pos + j);
-      int64_t o = qvk_load_int(out->buffers[1]->data, w, false, pos + j);
+      int64_t sz = qv_load_int(sizes->data, w, false, pos + j);
+      int64_t o = qv_load_int(out->buffers[1]->data, w, false, pos + j);
       qvk_store_int(out->buffers[1]->data, w, pos + j, sz <= 0 ? 0 : o - lo + base);
       if (sz < 0) qvk_store_int(sizes->data, w, pos + j, 0);
     }
@@ -409,7 +409,7 @@ static qv_status concat_dictionary(qv_array *const *in, int64_t n, int64_t total
         qvk_store_int(idx, w, pos, 0);
         continue;
       }
-      int64_t v = qvk_load_int(idx, w, is_unsigned, pos) + base;
+      int64_t v = qv_load_int(idx, w, is_unsigned, pos) + base;
       if (v > imax) {
         free(bases);
         return qv_error_set(err, QV_ERANGE,
@@ -491,7 +491,7 @@ static qv_status concat_ree(qv_array *const *in, int64_t n, int64_t total, qv_ar
     for (int64_t i = 0; i < n; i++) {
       const qv_array *a = in[i], *ends = a->children[0];
       for (int64_t p = start[i]; p < start[i] + len[i]; p++) {
-        int64_t e = qvk_load_int(ends->buffers[1]->data, w, false, ends->offset + p);
+        int64_t e = qv_load_int(ends->buffers[1]->data, w, false, ends->offset + p);
         if (e > a->offset + a->length) e = a->offset + a->length;
         qvk_store_int(buf->data, w, r++, e - a->offset + base);
       }

@@ -1,8 +1,7 @@
 /*
  * kernels_internal.h — small helpers shared by the array kernels
- * (concat.c, take.c): reading integer elements of any width, run-end
- * lookup, union type-code maps, and the binary-view struct. Core layer,
- * private to src/core.
+ * (concat.c, take.c, cast.c): storing integers of any width, run-end
+ * lookup, union type-code maps. Core layer, private to src/core.
  */
 #ifndef QUIVER_KERNELS_INTERNAL_H
 #define QUIVER_KERNELS_INTERNAL_H
@@ -11,15 +10,8 @@
 
 #include "quiver/array.h"
 
-/* A binary/string view is 16 bytes: int32 length, then either the bytes
- * inline (length <= 12) or a 4-byte prefix, int32 buffer index and int32
- * offset into that variadic buffer. */
-#define QVK_VIEW_SIZE 16
-#define QVK_VIEW_INLINE_MAX 12
-#define QVK_VIEW_BUFFER_INDEX_AT 8
-#define QVK_VIEW_OFFSET_AT 12
-/* Buffers before the variadic data buffers of a view array. */
-#define QVK_VIEW_FIXED_BUFFERS 2
+/* The binary/string view layout (QV_VIEW_*) and the integer and offset
+ * loaders (qv_load_int, qv_array_int_at, ...) are public: quiver/array.h. */
 
 /* Union type ids are int8, so a code -> child map has 128 entries. */
 #define QVK_UNION_CODES 128
@@ -40,30 +32,6 @@ static inline int32_t qvk_value_bytes(const qv_type *t) {
 static inline bool qvk_is_large(qv_type_id id) {
   return id == QV_LARGE_BINARY || id == QV_LARGE_STRING || id == QV_LARGE_LIST ||
          id == QV_LARGE_LIST_VIEW;
-}
-
-/* Element i (physical slot, offset already applied) of a buffer of
- * integers of `bytes` width (1/2/4/8), signed unless is_unsigned. */
-static inline int64_t qvk_load_int(const uint8_t *p, int32_t bytes, bool is_unsigned,
-                                   int64_t i) {
-  switch (bytes) {
-    case 1: return is_unsigned ? (int64_t)p[i] : (int64_t)(int8_t)p[i];
-    case 2: {
-      uint16_t v;
-      memcpy(&v, p + i * 2, 2);
-      return is_unsigned ? (int64_t)v : (int64_t)(int16_t)v;
-    }
-    case 4: {
-      uint32_t v;
-      memcpy(&v, p + i * 4, 4);
-      return is_unsigned ? (int64_t)v : (int64_t)(int32_t)v;
-    }
-    default: {
-      int64_t v;
-      memcpy(&v, p + i * 8, 8);
-      return v;
-    }
-  }
 }
 
 /* Store v (already range-checked) as an integer of `bytes` width. */
@@ -89,12 +57,6 @@ static inline int64_t qvk_int_max(qv_type_id id) {
   }
 }
 
-/* Logical element i of an integer array (its offset applied). */
-static inline int64_t qvk_int_at(const qv_array *a, int64_t i) {
-  return qvk_load_int(a->buffers[1]->data, qv_type_bit_width(a->type) / 8,
-                      !qv_type_id_is_signed_integer(a->type->id), a->offset + i);
-}
-
 /* Physical run holding logical position `pos` of a run-end-encoded array
  * whose run_ends child is `re` (the smallest j with run_end[j] > pos), or
  * re->length when pos is past the last run. Binary search. */
@@ -104,7 +66,7 @@ static inline int64_t qvk_ree_find(const qv_array *re, int64_t pos) {
   int64_t lo = 0, hi = re->length;
   while (lo < hi) {
     int64_t mid = lo + (hi - lo) / 2;
-    if (qvk_load_int(p, bytes, false, re->offset + mid) > pos) hi = mid;
+    if (qv_load_int(p, bytes, false, re->offset + mid) > pos) hi = mid;
     else lo = mid + 1;
   }
   return lo;

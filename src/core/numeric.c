@@ -69,8 +69,7 @@ bool qv_num_decimal_parse(const char *s, int64_t len, int nbytes,
   return true;
 }
 
-int qv_num_decimal_format(const uint8_t *in, int nbytes, int32_t scale,
-                         char *out) {
+int qv_decimal_to_string(const uint8_t *in, int nbytes, int32_t scale, char *out) {
   uint32_t m[LIMBS];
   bool neg = nbytes > 0 && (in[nbytes - 1] & 0x80);
   uint8_t bytes[QV_DECIMAL_MAX_BYTES];
@@ -124,7 +123,7 @@ int qv_num_decimal_format(const uint8_t *in, int nbytes, int32_t scale,
   return n;
 }
 
-double qv_num_half_to_double(uint16_t h) {
+double qv_half_to_double(uint16_t h) {
   int sign = h >> 15, exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
   double v;
   if (exp == 0) v = ldexp((double)mant, -24);
@@ -133,7 +132,7 @@ double qv_num_half_to_double(uint16_t h) {
   return sign ? -v : v;
 }
 
-uint16_t qv_num_double_to_half(double d) {
+uint16_t qv_double_to_half(double d) {
   uint16_t sign = signbit(d) ? 0x8000 : 0;
   double a = fabs(d);
   if (isnan(d)) return (uint16_t)(sign | 0x7e00);

@@ -1,8 +1,9 @@
 /*
  * numeric_internal.h — value conversions shared by the JSON integration
  * format (ipc layer) and value rendering in comparisons (core layer):
- * decimal integers <-> text, IEEE half floats, shortest round-trip
- * formatting of floats. Internal to quiver (not installed).
+ * decimal integers from text, shortest round-trip formatting of floats,
+ * integer parsing. Internal to quiver (not installed); the conversions
+ * front ends need are public in quiver/array.h (implemented in numeric.c).
  */
 #ifndef QUIVER_NUMERIC_INTERNAL_H
 #define QUIVER_NUMERIC_INTERNAL_H
@@ -10,10 +11,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "quiver/array.h"
+
 /** Largest decimal width in bytes (decimal256). */
 #define QV_DECIMAL_MAX_BYTES 32
-/** Room for any decimal256 rendered with sign, point and exponent. */
-#define QV_DECIMAL_STRING_MAX 96
 
 /**
  * Parse an integer string ("-12345", optional leading '+' or '-', ASCII
@@ -24,20 +25,8 @@
 bool qv_num_decimal_parse(const char *s, int64_t len, int nbytes,
                             uint8_t *out);
 
-/**
- * Render a `nbytes`-wide two's complement little-endian integer in base
- * 10. With scale > 0 a decimal point is inserted ("12345", scale 2 ->
- * "123.45"); with scale < 0 the value is followed by "e<-scale>"; scale 0
- * gives the plain integer. `out` needs QV_DECIMAL_STRING_MAX bytes.
- * Returns the string length.
- */
-int qv_num_decimal_format(const uint8_t *in, int nbytes, int32_t scale,
-                         char *out);
-
-/** Exact value of an IEEE 754 binary16. */
-double qv_num_half_to_double(uint16_t h);
-/** Nearest binary16 (round half to even; overflow to infinity). */
-uint16_t qv_num_double_to_half(double d);
+/* Rendering decimals and converting half floats are public (quiver/array.h:
+ * qv_decimal_to_string, qv_half_to_double, qv_double_to_half). */
 
 /**
  * Shortest decimal text that reads back to the same value: for doubles

@@ -551,22 +551,13 @@ static bool read_int(const qv_array *a, int b, int64_t k, int width,
                      bool is_signed, int64_t *v) {
   const uint8_t *p = elem_ptr(a, b, k, width);
   if (!p) return false;
-  switch (width) {
-    case 1: *v = is_signed ? (int64_t)(int8_t)p[0] : (int64_t)p[0]; break;
-    case 2: { uint16_t x; memcpy(&x, p, 2); *v = is_signed ? (int16_t)x : x; break; }
-    case 4: { uint32_t x; memcpy(&x, p, 4); *v = is_signed ? (int64_t)(int32_t)x : (int64_t)x; break; }
-    default: { int64_t x; memcpy(&x, p, 8); *v = x; break; }
-  }
+  *v = qv_load_int(p, width, !is_signed, 0);
   return true;
 }
 
 static int int_width(qv_type_id id) {
-  switch (id) {
-    case QV_INT8: case QV_UINT8: return 1;
-    case QV_INT16: case QV_UINT16: return 2;
-    case QV_INT32: case QV_UINT32: return 4;
-    default: return 8;
-  }
+  int32_t w = qv_int_type_bytes(id);
+  return w ? w : 8;
 }
 
 static qv_status format_at(const qv_array *a, int64_t row, qv_strbuf *out,

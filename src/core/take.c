@@ -427,10 +427,10 @@ static void bin_copy_rows(void *ctx, int64_t lo, int64_t hi) {
     if (i + PREFETCH_AHEAD < hi) {
       int64_t a = i + PREFETCH_AHEAD;
       __builtin_prefetch(from[a]);
-      __builtin_prefetch(x->data + qvk_load_int(o, w, false, dest[a]), 1);
+      __builtin_prefetch(x->data + qv_load_int(o, w, false, dest[a]), 1);
     }
     int64_t j = dest[i];
-    int64_t b = qvk_load_int(o, w, false, j), e = qvk_load_int(o, w, false, j + 1);
+    int64_t b = qv_load_int(o, w, false, j), e = qv_load_int(o, w, false, j + 1);
     uint8_t *d = x->data + b;
     const uint8_t *src = from[i];
     size_t len = (size_t)(e - b);
@@ -469,7 +469,7 @@ static qv_status gather_binary_to(const gsrc *s, bool large, qv_array *out, qv_e
   }
   int64_t sum = 0;
   for (int64_t j = 1; st == QV_OK && j <= n; j++) {
-    sum += qvk_load_int(x.offs, w, false, j);
+    sum += qv_load_int(x.offs, w, false, j);
     if (!large && sum > INT32_MAX) st = offset_overflow(err, s->chunks[0]->type, sum);
     else qvk_store_int(x.offs, w, j, sum);
   }
@@ -502,8 +502,8 @@ static qv_status gather_binary(const gsrc *s, bool large, qv_array *out, qv_erro
     const uint8_t *src0 = s->chunk == NULL && s->n > 0 ? s->chunks[0]->buffers[2]->data : NULL;
     for (int64_t i = 0; i < s->n; i++) {
       const uint8_t *src = s->chunk ? s->chunks[s->chunk[i]]->buffers[2]->data : src0;
-      int64_t b = qvk_load_int(o, large ? 8 : 4, false, i);
-      int64_t e = qvk_load_int(o, large ? 8 : 4, false, i + 1);
+      int64_t b = qv_load_int(o, large ? 8 : 4, false, i);
+      int64_t e = qv_load_int(o, large ? 8 : 4, false, i + 1);
       if (e > b) memcpy(d + b, src + starts[i], (size_t)(e - b));
     }
     out->buffers[2] = data;
@@ -513,7 +513,7 @@ static qv_status gather_binary(const gsrc *s, bool large, qv_array *out, qv_erro
 }
 
 static qv_status gather_views(const gsrc *s, qv_array *out, qv_error *err) {
-  QV_RETURN_NOT_OK(gather_slot(s, QVK_VIEW_SIZE, 1, &out->buffers[1], err));
+  QV_RETURN_NOT_OK(gather_slot(s, QV_VIEW_SIZE, 1, &out->buffers[1], err));
   /* Data buffers of the chunks used, in chunk order; base[c] is where chunk
    * c's buffers start among them. */
   int32_t *base = xcalloc(s->n_chunks, sizeof *base);
@@ -529,8 +529,8 @@ static qv_status gather_views(const gsrc *s, qv_array *out, qv_error *err) {
   int64_t n_data = 0;
   for (int64_t c = 0; c < s->n_chunks; c++) {
     base[c] = (int32_t)n_data;
-    if (used[c]) n_data += s->chunks[c]->n_buffers - QVK_VIEW_FIXED_BUFFERS;
-    if (n_data > INT32_MAX - QVK_VIEW_FIXED_BUFFERS) {
+    if (used[c]) n_data += s->chunks[c]->n_buffers - QV_VIEW_FIXED_BUFFERS;
+    if (n_data > INT32_MAX - QV_VIEW_FIXED_BUFFERS) {
       free(base);
       free(used);
       return qv_error_set(err, QV_ERANGE, "take: %lld view data buffers exceed the limit",
@@ -538,27 +538,27 @@ static qv_status gather_views(const gsrc *s, qv_array *out, qv_error *err) {
     }
   }
   qv_status st = QV_OK;
-  qv_buffer **bufs = realloc(out->buffers, sizeof *bufs * (size_t)(QVK_VIEW_FIXED_BUFFERS + n_data));
+  qv_buffer **bufs = realloc(out->buffers, sizeof *bufs * (size_t)(QV_VIEW_FIXED_BUFFERS + n_data));
   if (bufs == NULL) {
     st = oom(err, "view buffers");
   } else {
     out->buffers = bufs;
-    int32_t next = QVK_VIEW_FIXED_BUFFERS;
+    int32_t next = QV_VIEW_FIXED_BUFFERS;
     for (int64_t c = 0; c < s->n_chunks; c++) {
       if (!used[c]) continue;
-      for (int32_t b = QVK_VIEW_FIXED_BUFFERS; b < s->chunks[c]->n_buffers; b++)
+      for (int32_t b = QV_VIEW_FIXED_BUFFERS; b < s->chunks[c]->n_buffers; b++)
         bufs[next++] = qv_buffer_ref(s->chunks[c]->buffers[b]);
     }
     out->n_buffers = next;
     if (s->chunk != NULL) {
       for (int64_t i = 0; i < s->n; i++) {
-        uint8_t *v = out->buffers[1]->data + DEST(s, i) * QVK_VIEW_SIZE;
+        uint8_t *v = out->buffers[1]->data + DEST(s, i) * QV_VIEW_SIZE;
         int32_t len, idx, shift = base[s->chunk[i]];
         memcpy(&len, v, 4);
-        if (len <= QVK_VIEW_INLINE_MAX || shift == 0) continue;
-        memcpy(&idx, v + QVK_VIEW_BUFFER_INDEX_AT, 4);
+        if (len <= QV_VIEW_INLINE_MAX || shift == 0) continue;
+        memcpy(&idx, v + QV_VIEW_BUFFER_INDEX_AT, 4);
         idx += shift;
-        memcpy(v + QVK_VIEW_BUFFER_INDEX_AT, &idx, 4);
+        memcpy(v + QV_VIEW_BUFFER_INDEX_AT, &idx, 4);
       }
     }
   }
@@ -617,7 +617,7 @@ static qv_status gather_list_flat(const gsrc *s, bool large, int32_t width,
   int32_t ow = large ? 8 : 4;
   int64_t k = 0;
   for (int64_t i = 0; i < s->n; i++) {
-    int64_t len = qvk_load_int(offs->data, ow, false, i + 1) - qvk_load_int(offs->data, ow, false, i);
+    int64_t len = qv_load_int(offs->data, ow, false, i + 1) - qv_load_int(offs->data, ow, false, i);
     if (len == 0) continue;
     const qv_array *ch = s->chunks[SRC_CHUNK(s, i)]->children[0];
     int64_t from = ch->offset + starts[i];
@@ -654,8 +654,8 @@ static qv_status gather_list(const gsrc *s, bool large, bool is_view, qv_array *
       int64_t c = SRC_CHUNK(s, i);
       const qv_array *a = s->chunks[c];
       int64_t p = a->offset + s->row[i];
-      int64_t o = qvk_load_int(a->buffers[1]->data, w, false, p);
-      int64_t sz = qvk_load_int(a->buffers[2]->data, w, false, p);
+      int64_t o = qv_load_int(a->buffers[1]->data, w, false, p);
+      int64_t sz = qv_load_int(a->buffers[2]->data, w, false, p);
       if (sz < 0 || o < 0 || o + sz > a->children[0]->length)
         return qv_error_set(err, QV_EINVAL,
                             "take: row %lld of chunk %lld has list view [%lld, +%lld) outside "
@@ -681,8 +681,8 @@ static qv_status gather_list(const gsrc *s, bool large, bool is_view, qv_array *
     int64_t start, end;
     if (is_view) {
       int64_t p = a->offset + s->row[i];
-      start = qvk_load_int(a->buffers[1]->data, w, false, p);
-      end = start + qvk_load_int(a->buffers[2]->data, w, false, p);
+      start = qv_load_int(a->buffers[1]->data, w, false, p);
+      end = start + qv_load_int(a->buffers[2]->data, w, false, p);
     } else {
       range_of(a, large, s->row[i], &start, &end);
     }
@@ -846,7 +846,7 @@ static qv_status gather_dictionary(const gsrc *s, qv_array *out, qv_error *err) 
       qvk_store_int(idx, w, i, 0);
       continue;
     }
-    int64_t v = qvk_load_int(idx, w, is_unsigned, i) + base[s->chunk[i]];
+    int64_t v = qv_load_int(idx, w, is_unsigned, i) + base[s->chunk[i]];
     if (v > imax) {
       st = qv_error_set(err, QV_ERANGE,
                         "take: dictionary index %lld (chunk %lld, row %lld) does not fit "

@@ -28,9 +28,6 @@
 #define QV_VALIDATE_MAX_DEPTH 128
 /* Elements per branch-free pass before testing the accumulated flag. */
 #define QV_VALIDATE_BLOCK 4096
-/* Bytes of a binary/string view struct, and longest inlined value. */
-#define QV_VIEW_SIZE 16
-#define QV_VIEW_INLINE_MAX 12
 
 typedef struct vstate {
   qv_validate_level level;

@@ -4,8 +4,9 @@
  * indices mapping this is the data table's stream (zero copy: every
  * exported array shares the mapped buffers and keeps the mapping alive);
  * with one, the rows are gathered a window at a time through a dataset
- * iterator (qv_dataset_iter) and each window is exported. Dataset layer;
- * the Python binding's __arrow_c_stream__ sits on it.
+ * iterator (qv_dataset_iter), a batch source for the ipc layer's stream
+ * adapter (qv_export_batch_stream). Dataset layer; the Python binding's
+ * __arrow_c_stream__ sits on it.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -14,42 +15,25 @@
 #include "quiver/cdata.h"
 #include "quiver/ipc.h"
 
+/* The C stream with an indices mapping: a batch source over an iterator. */
 typedef struct dstream {
   qv_dataset *ds;       /* reference: the schema */
   qv_dataset_iter *it;  /* holds its own dataset reference */
-  qv_error error;
 } dstream;
 
-static int ds_get_schema(struct ArrowArrayStream *s, struct ArrowSchema *out) {
-  dstream *p = s->private_data;
-  qv_status st = qv_export_schema(qv_dataset_schema(p->ds), out, &p->error);
-  return st == QV_OK ? 0 : qv_cdata_errno(st);
+static const qv_schema *ds_schema(void *ctx) {
+  return qv_dataset_schema(((dstream *)ctx)->ds);
 }
 
-static int ds_get_next(struct ArrowArrayStream *s, struct ArrowArray *out) {
-  dstream *p = s->private_data;
-  qv_array *b = NULL;
-  qv_status st = qv_dataset_iter_next(p->it, &b, NULL, &p->error);
-  if (st == QV_OK && b == NULL) {
-    memset(out, 0, sizeof *out); /* released: end of stream */
-    return 0;
-  }
-  if (st == QV_OK) st = qv_export_array(b, out, &p->error);
-  qv_array_unref(b);
-  return st == QV_OK ? 0 : qv_cdata_errno(st);
+static qv_status ds_next(void *ctx, qv_array **batch, qv_error *err) {
+  return qv_dataset_iter_next(((dstream *)ctx)->it, batch, NULL, err);
 }
 
-static const char *ds_last_error(struct ArrowArrayStream *s) {
-  dstream *p = s->private_data;
-  return p->error.message;
-}
-
-static void ds_release(struct ArrowArrayStream *s) {
-  dstream *p = s->private_data;
+static void ds_release(void *ctx) {
+  dstream *p = ctx;
   qv_dataset_iter_free(p->it);
   qv_dataset_unref(p->ds);
   free(p);
-  s->release = NULL;
 }
 
 qv_status qv_dataset_export_stream(qv_dataset *ds, int64_t batch_size,
@@ -69,10 +53,6 @@ qv_status qv_dataset_export_stream(qv_dataset *ds, int64_t batch_size,
     return st;
   }
   p->ds = qv_dataset_ref(ds);
-  out->get_schema = ds_get_schema;
-  out->get_next = ds_get_next;
-  out->get_last_error = ds_last_error;
-  out->release = ds_release;
-  out->private_data = p;
-  return QV_OK;
+  qv_batch_source src = {p, ds_schema, ds_next, ds_release};
+  return qv_export_batch_stream(&src, out, err);
 }

@@ -104,15 +104,7 @@ qv_status qv_ds_write_rows(qv_dataset *ds, const char *path, const qv_schema *sc
  * one entry per element, as pyarrow does)                                   */
 
 static int64_t off_at(const qv_array *a, int64_t i, bool large) {
-  const uint8_t *p = a->buffers[1]->data;
-  if (large) {
-    int64_t v;
-    memcpy(&v, p + 8 * i, 8);
-    return v;
-  }
-  int32_t v;
-  memcpy(&v, p + 4 * i, 4);
-  return v;
+  return qv_load_offset(a->buffers[1]->data, large ? 8 : 4, i);
 }
 
 /* Bytes of rows [start, start+count) of `a` (start counts a->offset). */

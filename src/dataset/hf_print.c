@@ -27,27 +27,16 @@ static qv_status bad(qv_error *err, const qv_array *a, int64_t row) {
                       qv_type_id_name(a->type->id), (long long)row);
 }
 
-/* Read the integer at physical index k of an integer array. */
+/* Read the integer at physical index k of an integer array (false when it
+ * is outside the values buffer, or a uint64 above INT64_MAX). */
 static bool read_int(const qv_array *a, int64_t k, int64_t *out) {
-  int w = 0;
+  int32_t w = qv_int_type_bytes(a->type->id);
   bool sign = qv_type_id_is_signed_integer(a->type->id);
-  switch (a->type->id) {
-    case QV_INT8: case QV_UINT8: w = 1; break;
-    case QV_INT16: case QV_UINT16: w = 2; break;
-    case QV_INT32: case QV_UINT32: w = 4; break;
-    case QV_INT64: case QV_UINT64: w = 8; break;
-    default: return false;
-  }
-  if (a->n_buffers < 2 || a->buffers[1] == NULL || k < 0 || (k + 1) * w > a->buffers[1]->size)
+  if (w == 0 || a->n_buffers < 2 || a->buffers[1] == NULL || k < 0 ||
+      (k + 1) * w > a->buffers[1]->size)
     return false;
-  const uint8_t *p = a->buffers[1]->data + k * w;
-  switch (w) {
-    case 1: *out = sign ? (int64_t)(int8_t)p[0] : (int64_t)p[0]; break;
-    case 2: { uint16_t v; memcpy(&v, p, 2); *out = sign ? (int64_t)(int16_t)v : (int64_t)v; break; }
-    case 4: { uint32_t v; memcpy(&v, p, 4); *out = sign ? (int64_t)(int32_t)v : (int64_t)v; break; }
-    default: { uint64_t v; memcpy(&v, p, 8); *out = (int64_t)v; if (!sign && *out < 0) return false; }
-  }
-  return true;
+  *out = qv_load_int(a->buffers[1]->data, w, !sign, k);
+  return sign || w < 8 || *out >= 0;
 }
 
 static qv_status render(const qv_array *a, int64_t row, const qv_hf_feature *f, qv_strbuf *out,

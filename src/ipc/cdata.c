@@ -13,7 +13,10 @@
  *     reference on its qv_array, which holds the qv_buffers, which hold the
  *     file mapping; release() drops it. View arrays get the extra trailing
  *     int64 buffer of variadic data sizes;
- *   - a qv_reader becomes a struct ArrowArrayStream of STRUCT arrays.
+ *   - any qv_batch_source becomes a struct ArrowArrayStream of STRUCT
+ *     arrays (qv_export_batch_stream: the one stream adapter; readers here,
+ *     tables in table/table_export.c and datasets in
+ *     dataset/dataset_export.c are sources).
  * Import (declared in quiver/cdata.h): the inverse, taking ownership of the
  * producer's structs; buffers wrap the producer's memory and the producer's
  * release runs when the last of them goes.
@@ -478,11 +481,6 @@ qv_status qv_export_array(qv_array *array, struct ArrowArray *out,
 /* ======================================================================== */
 /* Stream export                                                             */
 
-typedef struct stream_private {
-  qv_reader *reader;
-  qv_error error;
-} stream_private;
-
 int qv_cdata_errno(qv_status st) {
   switch (st) {
     case QV_OK: return 0;
@@ -499,12 +497,16 @@ int qv_cdata_errno(qv_status st) {
   return EINVAL;
 }
 
-static int stream_get_schema(struct ArrowArrayStream *s,
-                             struct ArrowSchema *out) {
+/* One adapter for every stream quiver exports: a qv_batch_source. */
+typedef struct stream_private {
+  qv_batch_source src;
+  qv_error error;
+} stream_private;
+
+static int stream_get_schema(struct ArrowArrayStream *s, struct ArrowSchema *out) {
   stream_private *p = s->private_data;
   p->error.message[0] = '\0';
-  const qv_schema *schema = qv_reader_schema(p->reader);
-  qv_status st = qv_export_schema(schema, out, &p->error);
+  qv_status st = qv_export_schema(p->src.schema(p->src.ctx), out, &p->error);
   return qv_cdata_errno(st);
 }
 
@@ -512,7 +514,7 @@ static int stream_get_next(struct ArrowArrayStream *s, struct ArrowArray *out) {
   stream_private *p = s->private_data;
   p->error.message[0] = '\0';
   qv_array *batch = NULL;
-  qv_status st = qv_reader_next(p->reader, &batch, &p->error);
+  qv_status st = p->src.next(p->src.ctx, &batch, &p->error);
   if (st != QV_OK) return qv_cdata_errno(st);
   if (!batch) {
     memset(out, 0, sizeof *out);
@@ -533,12 +535,38 @@ static void stream_release(struct ArrowArrayStream *s) {
   if (!s || !s->release) return;
   stream_private *p = s->private_data;
   if (p) {
-    qv_reader_close(p->reader);
+    if (p->src.release) p->src.release(p->src.ctx);
     free(p);
   }
   s->private_data = NULL;
   s->release = NULL;
 }
+
+qv_status qv_export_batch_stream(const qv_batch_source *src, struct ArrowArrayStream *out,
+                                 qv_error *err) {
+  if (!src || !src->schema || !src->next || !out) {
+    if (src && src->release) src->release(src->ctx);
+    return qv_error_set(err, QV_EARG, "qv_export_batch_stream: NULL argument");
+  }
+  stream_private *p = calloc(1, sizeof *p);
+  if (!p) {
+    if (src->release) src->release(src->ctx);
+    return qv_error_set(err, QV_ENOMEM, "out of memory (stream export)");
+  }
+  p->src = *src;
+  out->get_schema = stream_get_schema;
+  out->get_next = stream_get_next;
+  out->get_last_error = stream_get_last_error;
+  out->release = stream_release;
+  out->private_data = p;
+  return QV_OK;
+}
+
+static const qv_schema *reader_schema(void *ctx) { return qv_reader_schema(ctx); }
+static qv_status reader_next(void *ctx, qv_array **batch, qv_error *err) {
+  return qv_reader_next(ctx, batch, err);
+}
+static void reader_release(void *ctx) { qv_reader_close(ctx); }
 
 qv_status qv_export_reader_stream(qv_reader *r, struct ArrowArrayStream *out,
                                   qv_error *err) {
@@ -546,18 +574,8 @@ qv_status qv_export_reader_stream(qv_reader *r, struct ArrowArrayStream *out,
     qv_reader_close(r);
     return qv_error_set(err, QV_EARG, "qv_export_reader_stream: NULL argument");
   }
-  stream_private *p = calloc(1, sizeof *p);
-  if (!p) {
-    qv_reader_close(r);
-    return qv_error_set(err, QV_ENOMEM, "out of memory (stream export)");
-  }
-  p->reader = r;
-  out->get_schema = stream_get_schema;
-  out->get_next = stream_get_next;
-  out->get_last_error = stream_get_last_error;
-  out->release = stream_release;
-  out->private_data = p;
-  return QV_OK;
+  qv_batch_source src = {r, reader_schema, reader_next, reader_release};
+  return qv_export_batch_stream(&src, out, err);
 }
 
 /* ======================================================================== */

@@ -689,7 +689,7 @@ static qv_status parse_fixed_value(reader *r, const qv_type *t, int64_t k, const
       return QV_OK;
     case QV_HALF_FLOAT: {
       if (!json_to_double(v, &d)) return bad_value(r, "DATA", k, v, t);
-      uint16_t h = qv_num_double_to_half(d);
+      uint16_t h = qv_double_to_half(d);
       memcpy(dst, &h, 2);
       return QV_OK;
     }
@@ -932,11 +932,11 @@ static qv_status parse_views(reader *r, const json_t *jc, const qv_type *t, int6
     if (st == QV_OK && !hex_decode(json_string_value(h), n, a->buffers[2 + b]->data))
       st = fail(r, QV_EINVAL, "VARIADIC_DATA_BUFFERS[%zu] is not hex", b);
   }
-  if (st == QV_OK) st = alloc_buf(r, count * VIEW_SIZE, &a->buffers[1]);
+  if (st == QV_OK) st = alloc_buf(r, count * QV_VIEW_SIZE, &a->buffers[1]);
   for (int64_t k = 0; k < count && st == QV_OK; k++) {
     if (!slot_valid(validity, k)) continue; /* null: all-zero view */
     json_t *v = json_array_get(jv, (size_t)k);
-    uint8_t *view = a->buffers[1]->data + k * VIEW_SIZE;
+    uint8_t *view = a->buffers[1]->data + k * QV_VIEW_SIZE;
     int64_t size, bi, off;
     if (!json_is_object(v)) {
       st = fail(r, QV_EINVAL, "VIEWS[%" PRId64 "] must be an object, found %s", k, jtype(v));
@@ -950,7 +950,7 @@ static qv_status parse_views(reader *r, const json_t *jc, const qv_type *t, int6
     }
     int32_t size32 = (int32_t)size;
     memcpy(view, &size32, 4);
-    if (size <= VIEW_INLINE_MAX) {
+    if (size <= QV_VIEW_INLINE_MAX) {
       json_t *ji = json_object_get(v, "INLINED");
       if (ji == NULL || !json_is_string(ji)) {
         st = fail(r, QV_EINVAL, "VIEWS[%" PRId64 "]: SIZE %" PRId64 " needs an INLINED string", k,
@@ -970,7 +970,7 @@ static qv_status parse_views(reader *r, const json_t *jc, const qv_type *t, int6
     }
     json_t *jp = json_object_get(v, "PREFIX_HEX"), *jbi = json_object_get(v, "BUFFER_INDEX"),
            *jo = json_object_get(v, "OFFSET");
-    if (jp == NULL || !json_is_string(jp) || json_string_length(jp) != 2 * VIEW_PREFIX ||
+    if (jp == NULL || !json_is_string(jp) || json_string_length(jp) != 2 * QV_VIEW_PREFIX_SIZE ||
         jbi == NULL || !json_is_integer(jbi) || jo == NULL || !json_is_integer(jo)) {
       st = fail(r, QV_EINVAL, "VIEWS[%" PRId64 "]: SIZE %" PRId64 " needs PREFIX_HEX (8 hex "
                 "digits), BUFFER_INDEX and OFFSET", k, size);
@@ -990,19 +990,19 @@ static qv_status parse_views(reader *r, const json_t *jc, const qv_type *t, int6
                 data->size);
       break;
     }
-    uint8_t prefix[VIEW_PREFIX];
-    if (!hex_decode(json_string_value(jp), VIEW_PREFIX, prefix)) {
+    uint8_t prefix[QV_VIEW_PREFIX_SIZE];
+    if (!hex_decode(json_string_value(jp), QV_VIEW_PREFIX_SIZE, prefix)) {
       st = fail(r, QV_EINVAL, "VIEWS[%" PRId64 "]: PREFIX_HEX is not hex", k);
       break;
     }
-    if (memcmp(prefix, data->data + off, VIEW_PREFIX) != 0) {
+    if (memcmp(prefix, data->data + off, QV_VIEW_PREFIX_SIZE) != 0) {
       st = fail(r, QV_EINVAL, "VIEWS[%" PRId64 "]: PREFIX_HEX %s does not match the first 4 "
                 "bytes of its data %02X%02X%02X%02X", k, json_string_value(jp),
                 data->data[off], data->data[off + 1], data->data[off + 2], data->data[off + 3]);
       break;
     }
     int32_t bi32 = (int32_t)bi, off32 = (int32_t)off;
-    memcpy(view + 4, prefix, VIEW_PREFIX);
+    memcpy(view + 4, prefix, QV_VIEW_PREFIX_SIZE);
     memcpy(view + 8, &bi32, 4);
     memcpy(view + 12, &off32, 4);
   }

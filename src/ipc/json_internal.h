@@ -12,24 +12,13 @@
 /* gzip magic bytes (RFC 1952). */
 #define GZIP_MAGIC0 0x1f
 #define GZIP_MAGIC1 0x8b
-/* Binary/string views: 16-byte view structs, up to 12 bytes inline. */
-#define VIEW_SIZE 16
-#define VIEW_INLINE_MAX 12
-#define VIEW_PREFIX 4
 
 /* Byte width of one value of a fixed-width type (not bool), else 0. */
 static inline int64_t value_width(const qv_type *t) { return qv_type_byte_width(t); }
 
 /* Offset k of a 32- or 64-bit offsets buffer. */
 static inline int64_t load_off(const qv_buffer *b, int width, int64_t k) {
-  if (width == 4) {
-    int32_t v;
-    memcpy(&v, b->data + 4 * k, 4);
-    return v;
-  }
-  int64_t v;
-  memcpy(&v, b->data + 8 * k, 8);
-  return v;
+  return qv_load_offset(b->data, width, k);
 }
 
 /* Types whose arrays carry a validity bitmap (and a VALIDITY member). */

@@ -385,18 +385,14 @@ static int64_t arr_off(const qv_array *a, int width, int64_t i) {
   return load_off(a->buffers[1], width, a->offset + i);
 }
 
+/* The integer at p of an integer or temporal type (date32, time32 and
+ * interval[months] are int32; the other temporal types int64). */
 static int64_t int_value(const qv_type *t, const uint8_t *p) {
-  switch (t->id) {
-    case QV_INT8: return *(const int8_t *)p;
-    case QV_UINT8: return *p;
-    case QV_INT16: { int16_t v; memcpy(&v, p, 2); return v; }
-    case QV_UINT16: { uint16_t v; memcpy(&v, p, 2); return v; }
-    case QV_INT32: case QV_DATE32: case QV_TIME32: case QV_INTERVAL_MONTHS: {
-      int32_t v; memcpy(&v, p, 4); return v;
-    }
-    case QV_UINT32: { uint32_t v; memcpy(&v, p, 4); return v; }
-    default: { int64_t v; memcpy(&v, p, 8); return v; }
-  }
+  int32_t bytes = qv_int_type_bytes(t->id);
+  bool is_unsigned = t->id == QV_UINT8 || t->id == QV_UINT16 || t->id == QV_UINT32;
+  if (bytes == 0)
+    bytes = t->id == QV_DATE32 || t->id == QV_TIME32 || t->id == QV_INTERVAL_MONTHS ? 4 : 8;
+  return qv_load_int(p, bytes, is_unsigned, 0);
 }
 
 static void w_fixed_value(writer *w, const qv_type *t, const uint8_t *p) {
@@ -419,7 +415,7 @@ static void w_fixed_value(writer *w, const qv_type *t, const uint8_t *p) {
     case QV_HALF_FLOAT: {
       uint16_t h;
       memcpy(&h, p, 2);
-      w_double(w, qv_num_half_to_double(h), false);
+      w_double(w, qv_half_to_double(h), false);
       return;
     }
     case QV_FLOAT: {
@@ -436,7 +432,7 @@ static void w_fixed_value(writer *w, const qv_type *t, const uint8_t *p) {
     }
     case QV_DECIMAL32: case QV_DECIMAL64: case QV_DECIMAL128: case QV_DECIMAL256: {
       char b[QV_DECIMAL_STRING_MAX];
-      int n = qv_num_decimal_format(p, (int)value_width(t), 0, b);
+      int n = qv_decimal_to_string(p, (int)value_width(t), 0, b);
       w_string(w, b, (size_t)n);
       return;
     }
@@ -586,14 +582,14 @@ static void w_column_body(writer *w, const qv_array *a, int64_t i0, int64_t n) {
       w_key(w, "VIEWS");
       w_begin(w, '[', false);
       for (int64_t k = 0; k < n; k++) {
-        const uint8_t *v = a->buffers[1]->data + (p0 + k) * VIEW_SIZE;
+        const uint8_t *v = a->buffers[1]->data + (p0 + k) * QV_VIEW_SIZE;
         int32_t size;
         memcpy(&size, v, 4);
         if (!arr_valid(a, i0 + k)) size = 0;
         w_begin(w, '{', true);
         w_key(w, "SIZE");
         w_int(w, size);
-        if (size <= VIEW_INLINE_MAX) {
+        if (size <= QV_VIEW_INLINE_MAX) {
           w_key(w, "INLINED");
           if (text) w_string(w, (const char *)v + 4, (size_t)size);
           else w_hex(w, v + 4, size);
@@ -602,7 +598,7 @@ static void w_column_body(writer *w, const qv_array *a, int64_t i0, int64_t n) {
           memcpy(&bi, v + 8, 4);
           memcpy(&off, v + 12, 4);
           w_key(w, "PREFIX_HEX");
-          w_hex(w, v + 4, VIEW_PREFIX);
+          w_hex(w, v + 4, QV_VIEW_PREFIX_SIZE);
           w_key(w, "BUFFER_INDEX");
           w_int(w, bi);
           w_key(w, "OFFSET");

@@ -41,9 +41,6 @@
 #define QV_WRITER_MAX_DEPTH 128
 /* Most messages in flight (being compressed) at once. */
 #define QV_WRITER_MAX_SLOTS 8
-/* Binary views: 16 bytes each; values of at most 12 bytes are inline. */
-#define QV_VIEW_BYTES 16
-#define QV_VIEW_INLINE 12
 
 static const uint8_t kZeros[64];
 static const uint8_t kUncompressedPrefix[8] = {0xff, 0xff, 0xff, 0xff,
@@ -332,16 +329,7 @@ static qv_status push_validity(body *b, const qv_array *a, int64_t off,
   return push_bitmap(b, a->buffers[0], off, len);
 }
 
-static int64_t load_off(const uint8_t *p, int64_t i, int w) {
-  if (w == 4) {
-    int32_t v;
-    memcpy(&v, p + 4 * i, 4);
-    return v;
-  }
-  int64_t v;
-  memcpy(&v, p + 8 * i, 8);
-  return v;
-}
+static int64_t load_off(const uint8_t *p, int64_t i, int w) { return qv_load_offset(p, w, i); }
 
 /* Offsets [off, off+len] rebased to start at 0; first and last get the
  * referenced range of the child/data. */
@@ -577,7 +565,7 @@ static qv_status emit_list_view(body *b, const qv_array *a, int64_t off, int64_t
  * and offset) when a buffer is dropped or cut at the front. */
 static qv_status emit_views(body *b, const qv_array *a, int64_t off, int64_t len) {
   int64_t nv = a->n_buffers - 2;
-  const uint8_t *v = bytes_at(a->buffers[1], QV_VIEW_BYTES * off);
+  const uint8_t *v = bytes_at(a->buffers[1], QV_VIEW_SIZE * off);
   int64_t *lo = NULL, *hi = NULL, *map = NULL;
   if (nv > 0) {
     lo = malloc(sizeof *lo * (size_t)nv);
@@ -598,10 +586,10 @@ static qv_status emit_views(body *b, const qv_array *a, int64_t off, int64_t len
   qv_status st = QV_OK;
   for (int64_t i = 0; i < len; i++) {
     int32_t n, idx, o;
-    memcpy(&n, v + QV_VIEW_BYTES * i, 4);
-    if (n <= QV_VIEW_INLINE) continue;
-    memcpy(&idx, v + QV_VIEW_BYTES * i + 8, 4);
-    memcpy(&o, v + QV_VIEW_BYTES * i + 12, 4);
+    memcpy(&n, v + QV_VIEW_SIZE * i, 4);
+    if (n <= QV_VIEW_INLINE_MAX) continue;
+    memcpy(&idx, v + QV_VIEW_SIZE * i + 8, 4);
+    memcpy(&o, v + QV_VIEW_SIZE * i + 12, 4);
     const qv_buffer *d = idx >= 0 && idx < nv ? a->buffers[2 + idx] : NULL;
     if (d == NULL || o < 0 || (int64_t)o + n > d->size) {
       if (qv_array_is_valid(a, off - a->offset + i)) {
@@ -628,25 +616,25 @@ static qv_status emit_views(body *b, const qv_array *a, int64_t off, int64_t len
     }
   }
   if (!rewrite) {
-    st = push_buffer(b, v, QV_VIEW_BYTES * len);
+    st = push_buffer(b, v, QV_VIEW_SIZE * len);
   } else {
     qv_buffer *nb = NULL;
-    st = qv_buffer_alloc(QV_VIEW_BYTES * len, &nb, b->err);
+    st = qv_buffer_alloc(QV_VIEW_SIZE * len, &nb, b->err);
     if (st != QV_OK) goto done;
     for (int64_t i = 0; i < len; i++) {
-      uint8_t *dst = nb->data + QV_VIEW_BYTES * i;
+      uint8_t *dst = nb->data + QV_VIEW_SIZE * i;
       int32_t n, idx, o;
-      memcpy(&n, v + QV_VIEW_BYTES * i, 4);
-      if (n <= QV_VIEW_INLINE) {
-        memcpy(dst, v + QV_VIEW_BYTES * i, QV_VIEW_BYTES);
+      memcpy(&n, v + QV_VIEW_SIZE * i, 4);
+      if (n <= QV_VIEW_INLINE_MAX) {
+        memcpy(dst, v + QV_VIEW_SIZE * i, QV_VIEW_SIZE);
         continue;
       }
-      memcpy(&idx, v + QV_VIEW_BYTES * i + 8, 4);
-      memcpy(&o, v + QV_VIEW_BYTES * i + 12, 4);
+      memcpy(&idx, v + QV_VIEW_SIZE * i + 8, 4);
+      memcpy(&o, v + QV_VIEW_SIZE * i + 12, 4);
       const qv_buffer *d = idx >= 0 && idx < nv ? a->buffers[2 + idx] : NULL;
       if (d == NULL || o < 0 || (int64_t)o + n > d->size) continue; /* zeroed */
       int32_t ni = (int32_t)map[idx], no = (int32_t)(o - lo[idx]);
-      memcpy(dst, v + QV_VIEW_BYTES * i, 8); /* length + prefix */
+      memcpy(dst, v + QV_VIEW_SIZE * i, 8); /* length + prefix */
       memcpy(dst + 8, &ni, 4);
       memcpy(dst + 12, &no, 4);
     }

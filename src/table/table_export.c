@@ -1,7 +1,8 @@
 /*
  * table_export.c — tables out of quiver: as an Arrow C Stream (struct
  * ArrowArrayStream: the schema, then one ArrowArray per batch, sharing
- * buffers; the exported arrays keep their mappings alive) and as Arrow IPC
+ * buffers; the exported arrays keep their mappings alive; a batch source
+ * for qv_export_batch_stream) and as Arrow IPC
  * (a file, or the inline bytes of a recipe). Table layer; the Python
  * binding and the oracle tests hand tables to pyarrow through the stream.
  *
@@ -16,45 +17,33 @@
 #include <string.h>
 
 #include "quiver/cdata.h"
+#include "quiver/ipc.h"
 #include "quiver/writer.h"
 #include "table/table_internal.h"
 
+/* The C stream: a batch source over the table's batches. */
 typedef struct tstream {
   qv_table *table;
   int64_t next;
-  qv_error error;
 } tstream;
 
-static int ts_get_schema(struct ArrowArrayStream *s, struct ArrowSchema *out) {
-  tstream *p = s->private_data;
-  qv_status st = qv_export_schema(p->table->schema, out, &p->error);
-  return st == QV_OK ? 0 : qv_cdata_errno(st);
-}
+static const qv_schema *ts_schema(void *ctx) { return ((tstream *)ctx)->table->schema; }
 
-static int ts_get_next(struct ArrowArrayStream *s, struct ArrowArray *out) {
-  tstream *p = s->private_data;
-  if (p->next >= p->table->n_batches) {
-    memset(out, 0, sizeof *out); /* released: end of stream */
-    return 0;
-  }
-  qv_array *b = NULL;
-  qv_status st = qv_tbl_entry_array(p->table, p->next, &b, &p->error);
-  if (st == QV_OK) st = qv_export_array(b, out, &p->error);
-  if (st != QV_OK) return qv_cdata_errno(st);
+static qv_status ts_next(void *ctx, qv_array **batch, qv_error *err) {
+  tstream *p = ctx;
+  *batch = NULL;
+  if (p->next >= p->table->n_batches) return QV_OK; /* end of stream */
+  qv_array *b = NULL; /* borrowed from the table */
+  QV_RETURN_NOT_OK(qv_tbl_entry_array(p->table, p->next, &b, err));
+  *batch = qv_array_ref(b);
   p->next++;
-  return 0;
+  return QV_OK;
 }
 
-static const char *ts_last_error(struct ArrowArrayStream *s) {
-  tstream *p = s->private_data;
-  return p->error.message;
-}
-
-static void ts_release(struct ArrowArrayStream *s) {
-  tstream *p = s->private_data;
+static void ts_release(void *ctx) {
+  tstream *p = ctx;
   qv_table_unref(p->table);
   free(p);
-  s->release = NULL;
 }
 
 qv_status qv_table_export_stream(qv_table *t, struct ArrowArrayStream *out, qv_error *err) {
@@ -62,12 +51,8 @@ qv_status qv_table_export_stream(qv_table *t, struct ArrowArrayStream *out, qv_e
   tstream *p = calloc(1, sizeof *p);
   if (p == NULL) return qv_error_set(err, QV_ENOMEM, "export: out of memory");
   p->table = qv_table_ref(t);
-  out->get_schema = ts_get_schema;
-  out->get_next = ts_get_next;
-  out->get_last_error = ts_last_error;
-  out->release = ts_release;
-  out->private_data = p;
-  return QV_OK;
+  qv_batch_source src = {p, ts_schema, ts_next, ts_release};
+  return qv_export_batch_stream(&src, out, err);
 }
 
 /* ------------------------------------------------------------------------ */

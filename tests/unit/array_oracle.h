@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "qv_test.h"
 #include "quiver/array.h"
 
 /* Each test uses a subset of these helpers. */
@@ -41,7 +42,7 @@ static qv_type *orc_list(qv_type_id id, qv_type *item) { return qv_type_list_of(
 static qv_type *orc_fsl(qv_type *item, int32_t size) {
   qv_type *t = qv_type_new(QV_FIXED_SIZE_LIST);
   t->list_size = size;
-  qv_type_add_child(t, "item", true, item, NULL, NULL);
+  QV_CHECK(qv_type_add_child(t, "item", true, item, NULL, NULL) == QV_OK);
   return t;
 }
 static qv_type *orc_fsb(int32_t w) {
@@ -57,7 +58,7 @@ static qv_type *orc_nested(qv_type_id id, const int32_t *codes, int n, ...) {
   for (int i = 0; i < n; i++) {
     char name[16];
     snprintf(name, sizeof name, "c%d", i);
-    qv_type_add_child(t, name, true, va_arg(ap, qv_type *), NULL, NULL);
+    QV_CHECK(qv_type_add_child(t, name, true, va_arg(ap, qv_type *), NULL, NULL) == QV_OK);
   }
   va_end(ap);
   if (codes != NULL) {
@@ -68,10 +69,10 @@ static qv_type *orc_nested(qv_type_id id, const int32_t *codes, int n, ...) {
 }
 static qv_type *orc_map(qv_type *key, qv_type *value) {
   qv_type *entries = qv_type_new(QV_STRUCT);
-  qv_type_add_child(entries, "key", false, key, NULL, NULL);
-  qv_type_add_child(entries, "value", true, value, NULL, NULL);
+  QV_CHECK(qv_type_add_child(entries, "key", false, key, NULL, NULL) == QV_OK);
+  QV_CHECK(qv_type_add_child(entries, "value", true, value, NULL, NULL) == QV_OK);
   qv_type *t = qv_type_new(QV_MAP);
-  qv_type_add_child(t, "entries", false, entries, NULL, NULL);
+  QV_CHECK(qv_type_add_child(t, "entries", false, entries, NULL, NULL) == QV_OK);
   return t;
 }
 static qv_type *orc_dict(qv_type_id index, qv_type *value) {
@@ -82,8 +83,8 @@ static qv_type *orc_dict(qv_type_id index, qv_type *value) {
 }
 static qv_type *orc_ree(qv_type_id run_end, qv_type *value) {
   qv_type *t = qv_type_new(QV_RUN_END_ENCODED);
-  qv_type_add_child(t, "run_ends", false, qv_type_new(run_end), NULL, NULL);
-  qv_type_add_child(t, "values", true, value, NULL, NULL);
+  QV_CHECK(qv_type_add_child(t, "run_ends", false, qv_type_new(run_end), NULL, NULL) == QV_OK);
+  QV_CHECK(qv_type_add_child(t, "values", true, value, NULL, NULL) == QV_OK);
   return t;
 }
 
@@ -177,8 +178,8 @@ static qv_array *orc_gen(qv_type *t, int64_t len) {
         } else {
           int32_t d = (int32_t)orc_int(nd);
           int32_t off = (int32_t)(bufs[2 + d]->size + orc_int(3));
-          qv_buffer_resize(bufs[2 + d], off, NULL);
-          qv_buffer_append(bufs[2 + d], tmp, n, NULL);
+          QV_CHECK(qv_buffer_resize(bufs[2 + d], off, NULL) == QV_OK);
+          QV_CHECK(qv_buffer_append(bufs[2 + d], tmp, n, NULL) == QV_OK);
           memcpy(v + 4, tmp, 4);
           memcpy(v + 8, &d, 4);
           memcpy(v + 12, &off, 4);
@@ -267,7 +268,7 @@ static qv_array *orc_gen(qv_type *t, int64_t len) {
       re->length = runs;
       re->null_count = 0;
       qv_array *sl = NULL;
-      qv_array_slice(re, junk, runs - junk, &sl, NULL);
+      QV_CHECK(qv_array_slice(re, junk, runs - junk, &sl, NULL) == QV_OK);
       qv_array_unref(re);
       a->children[0] = sl;
       a->children[1] = orc_gen_sliced(t->children[1].type, runs - junk);

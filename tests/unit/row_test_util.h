@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "qv_test.h"
 #include "quiver/row.h"
 
 typedef struct mcol {
@@ -39,7 +40,7 @@ static inline void mcol_init(mcol *c, qv_type *type, int64_t n) {
   c->n = n;
   c->null = calloc((size_t)n + 1, 1);
   qv_row_column_meta m;
-  qv_row_column_meta_from_type(type, &m, NULL);
+  QV_CHECK(qv_row_column_meta_from_type(type, &m, NULL) == QV_OK);
   if (m.is_null_type) {
     c->kind = 3;
     for (int64_t i = 0; i < n; i++) c->null[i] = 1;
@@ -85,7 +86,7 @@ static inline bool mcol_has_nulls(const mcol *c) {
 
 static inline qv_buffer *buf_of(int64_t size) {
   qv_buffer *b = NULL;
-  qv_buffer_alloc(size, &b, NULL);
+  QV_CHECK(qv_buffer_alloc(size, &b, NULL) == QV_OK);
   return b;
 }
 

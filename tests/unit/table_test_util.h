@@ -161,10 +161,10 @@ static qv_schema *rt_schema(const int *types, int32_t n) {
   for (int32_t c = 0; c < n; c++) {
     char name[16];
     snprintf(name, sizeof name, "c%d", c);
-    qv_type_add_child(st, name, true, orc_type(types[c]), NULL, NULL);
+    QV_CHECK(qv_type_add_child(st, name, true, orc_type(types[c]), NULL, NULL) == QV_OK);
   }
   qv_schema *s = qv_schema_new(st);
-  qv_metadata_append(&s->metadata, "k", 1, "v", 1, NULL);
+  QV_CHECK(qv_metadata_append(&s->metadata, "k", 1, "v", 1, NULL) == QV_OK);
   return s;
 }
 

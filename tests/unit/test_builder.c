@@ -514,6 +514,9 @@ static void test_lists(void) {
     qv_builder *item = qv_builder_child(b, 0);
     QV_REQUIRE(item != NULL);
     QV_CHECK(qv_builder_child(b, 1) == NULL);
+    /* qv_builder_type: the type given (the list) and its child's type */
+    QV_CHECK(qv_type_equals(qv_builder_type(b), c.type, true));
+    QV_CHECK(qv_type_equals(qv_builder_type(item), c.type->children[0].type, true));
     OK(qv_builder_begin_list(b, E));
     OK(qv_builder_append_int(item, 1, E));
     OK(qv_builder_append_int(item, 2, E));
@@ -933,7 +936,7 @@ static void test_null_type_and_misc_errors(void) {
   qv_type_unref(t);
   FAILS(qv_builder_new(NULL, &b, E), QV_EARG, "qv_builder_new: NULL type");
   t = qv_type_new(QV_SPARSE_UNION);
-  qv_type_add_child(t, "a", true, qv_type_new(QV_INT8), NULL, NULL);
+  QV_CHECK(qv_type_add_child(t, "a", true, qv_type_new(QV_INT8), NULL, NULL) == QV_OK);
   FAILS(qv_builder_new(t, &b, E), QV_EARG,
         "builder (sparse_union<a: int8=0>): qv_builder_new: the union type has no type codes");
   qv_type_unref(t);
@@ -949,12 +952,12 @@ static void test_batch_through_writer(void) {
   dict->index_type = qv_type_new(QV_INT16);
   dict->value_type = qv_type_new(QV_STRING);
   qv_type *inner = qv_type_new(QV_STRUCT);
-  qv_type_add_child(inner, "k", true, dict, NULL, NULL);
-  qv_type_add_child(inner, "v", true, qv_type_list_of(QV_LARGE_LIST_VIEW,
-                                                      qv_type_new(QV_HALF_FLOAT)), NULL, NULL);
+  QV_CHECK(qv_type_add_child(inner, "k", true, dict, NULL, NULL) == QV_OK);
+  QV_CHECK(qv_type_add_child(inner, "v", true, qv_type_list_of(QV_LARGE_LIST_VIEW,
+                                                      qv_type_new(QV_HALF_FLOAT)), NULL, NULL) == QV_OK);
   qv_type *st = qv_type_new(QV_STRUCT);
-  qv_type_add_child(st, "id", false, qv_type_new(QV_INT64), NULL, NULL);
-  qv_type_add_child(st, "nested", true, qv_type_list_of(QV_LIST, inner), NULL, NULL);
+  QV_CHECK(qv_type_add_child(st, "id", false, qv_type_new(QV_INT64), NULL, NULL) == QV_OK);
+  QV_CHECK(qv_type_add_child(st, "nested", true, qv_type_list_of(QV_LIST, inner), NULL, NULL) == QV_OK);
   qv_schema *schema = qv_schema_new(qv_type_ref(st));
   qv_builder *b = new_builder(st);
   qv_builder *id = qv_builder_child(b, 0), *nested = qv_builder_child(b, 1);

@@ -90,13 +90,13 @@ static void test_types(void) {
   QV_CHECK_EQ_INT(qv_schema_find(sch, "l"), 2);
   QV_CHECK_EQ_INT(qv_schema_find(sch, "zz"), -1);
   qv_type *t2 = qv_type_new(QV_STRUCT);
-  qv_type_add_child(t2, "a", true, qv_type_new(QV_INT32), NULL, NULL);
+  QV_CHECK(qv_type_add_child(t2, "a", true, qv_type_new(QV_INT32), NULL, NULL) == QV_OK);
   QV_CHECK(!qv_type_equals(s, t2, true));
   qv_type_unref(t2);
   QV_CHECK(qv_type_equals(s, s, true));
   qv_metadata md = {0};
-  qv_metadata_append(&md, "k", -1, "v1", -1, NULL);
-  qv_metadata_append(&md, "k", -1, "v2", -1, NULL);
+  QV_CHECK(qv_metadata_append(&md, "k", -1, "v1", -1, NULL) == QV_OK);
+  QV_CHECK(qv_metadata_append(&md, "k", -1, "v2", -1, NULL) == QV_OK);
   QV_CHECK_EQ_STR(qv_metadata_find(&md, "k")->value, "v2");
   qv_metadata cp;
   QV_CHECK(qv_metadata_copy(&cp, &md, NULL) == QV_OK);
@@ -112,8 +112,8 @@ static void test_array_slice(void) {
   qv_type_unref(t);
   QV_REQUIRE(a != NULL);
   qv_buffer *validity, *values;
-  qv_buffer_alloc(2, &validity, NULL);
-  qv_buffer_alloc(40, &values, NULL);
+  QV_CHECK(qv_buffer_alloc(2, &validity, NULL) == QV_OK);
+  QV_CHECK(qv_buffer_alloc(40, &values, NULL) == QV_OK);
   for (int i = 0; i < 10; i++) {
     if (i % 2) qv_bit_set(validity->data, i);
     ((int32_t *)values->data)[i] = i;

@@ -35,7 +35,7 @@ static char *render(const char *text) {
   if (qv_expr_parse(text, -1, &e, &err) != QV_OK) {
     qv_strbuf_printf(&sb, NULL, "ERR: %s", err.message);
   } else {
-    qv_expr_to_string(e, &sb, NULL);
+    QV_CHECK(qv_expr_to_string(e, &sb, NULL) == QV_OK);
     qv_expr_free(e);
   }
   char *s = strdup(qv_strbuf_cstr(&sb));
@@ -351,21 +351,21 @@ static qv_array *fixed_batch(void) {
   static const int32_t sx[FIX_ROWS] = {10, 20, 30, 40, 50, 60};
 
   qv_type *st = qv_type_new(QV_STRUCT);
-  qv_type_add_child(st, "label", true, qv_type_new(QV_INT64), NULL, NULL);
-  qv_type_add_child(st, "n", true, qv_type_new(QV_INT32), NULL, NULL);
-  qv_type_add_child(st, "big", true, qv_type_new(QV_INT64), NULL, NULL);
-  qv_type_add_child(st, "u", true, qv_type_new(QV_UINT64), NULL, NULL);
-  qv_type_add_child(st, "f", true, qv_type_new(QV_DOUBLE), NULL, NULL);
-  qv_type_add_child(st, "flag", true, qv_type_new(QV_BOOL), NULL, NULL);
-  qv_type_add_child(st, "text", true, qv_type_new(QV_STRING), NULL, NULL);
-  qv_type_add_child(st, "d", true, dict_t(QV_INT8, QV_STRING), NULL, NULL);
-  qv_type_add_child(st, "tags", true, qv_type_list_of(QV_LIST, qv_type_new(QV_INT32)), NULL, NULL);
+  QV_CHECK(qv_type_add_child(st, "label", true, qv_type_new(QV_INT64), NULL, NULL) == QV_OK);
+  QV_CHECK(qv_type_add_child(st, "n", true, qv_type_new(QV_INT32), NULL, NULL) == QV_OK);
+  QV_CHECK(qv_type_add_child(st, "big", true, qv_type_new(QV_INT64), NULL, NULL) == QV_OK);
+  QV_CHECK(qv_type_add_child(st, "u", true, qv_type_new(QV_UINT64), NULL, NULL) == QV_OK);
+  QV_CHECK(qv_type_add_child(st, "f", true, qv_type_new(QV_DOUBLE), NULL, NULL) == QV_OK);
+  QV_CHECK(qv_type_add_child(st, "flag", true, qv_type_new(QV_BOOL), NULL, NULL) == QV_OK);
+  QV_CHECK(qv_type_add_child(st, "text", true, qv_type_new(QV_STRING), NULL, NULL) == QV_OK);
+  QV_CHECK(qv_type_add_child(st, "d", true, dict_t(QV_INT8, QV_STRING), NULL, NULL) == QV_OK);
+  QV_CHECK(qv_type_add_child(st, "tags", true, qv_type_list_of(QV_LIST, qv_type_new(QV_INT32)), NULL, NULL) == QV_OK);
   qv_type *inner = qv_type_new(QV_STRUCT);
-  qv_type_add_child(inner, "x", true, qv_type_new(QV_INT32), NULL, NULL);
-  qv_type_add_child(st, "s", true, inner, NULL, NULL);
-  qv_type_add_child(st, "s.x", true, qv_type_new(QV_INT32), NULL, NULL);
-  qv_type_add_child(st, "odd name", true, qv_type_new(QV_INT32), NULL, NULL);
-  qv_type_add_child(st, "ts", true, qv_type_timestamp(QV_MILLI, "UTC"), NULL, NULL);
+  QV_CHECK(qv_type_add_child(inner, "x", true, qv_type_new(QV_INT32), NULL, NULL) == QV_OK);
+  QV_CHECK(qv_type_add_child(st, "s", true, inner, NULL, NULL) == QV_OK);
+  QV_CHECK(qv_type_add_child(st, "s.x", true, qv_type_new(QV_INT32), NULL, NULL) == QV_OK);
+  QV_CHECK(qv_type_add_child(st, "odd name", true, qv_type_new(QV_INT32), NULL, NULL) == QV_OK);
+  QV_CHECK(qv_type_add_child(st, "ts", true, qv_type_timestamp(QV_MILLI, "UTC"), NULL, NULL) == QV_OK);
 
   qv_array *b = qv_array_new(st, 1, st->n_children);
   qv_type_unref(st);
@@ -530,7 +530,7 @@ static char *eval_str(const qv_array *batch, const char *text) {
   } else {
     for (int64_t i = 0; i < out->length; i++) {
       if (i) qv_strbuf_append_char(&sb, ',', NULL);
-      qv_format_value_json(out, i, &sb, NULL);
+      QV_CHECK(qv_format_value_json(out, i, &sb, NULL) == QV_OK);
     }
     QV_CHECK(qv_array_validate(out, QV_VALIDATE_FULL, "result", &err) == QV_OK);
     /* select() agrees with eval() for predicates. */
@@ -704,7 +704,7 @@ static void test_eval_batches(void) {
   }
   /* A batch whose column has another type is refused. */
   qv_type *st = qv_type_new(QV_STRUCT);
-  qv_type_add_child(st, "label", true, qv_type_new(QV_INT32), NULL, NULL);
+  QV_CHECK(qv_type_add_child(st, "label", true, qv_type_new(QV_INT32), NULL, NULL) == QV_OK);
   qv_schema *s2 = qv_schema_new(st);
   qv_bound_expr *lab = NULL;
   QV_REQUIRE(qv_predicate_compile("label == 1", schema, &lab, &err) == QV_OK);
@@ -893,7 +893,7 @@ typedef struct gcol {
 
 static qv_type *rand_schema_type(void) {
   qv_type *t = qv_type_new(QV_STRUCT);
-#define ADD(name, type) qv_type_add_child(t, name, true, type, NULL, NULL)
+#define ADD(name, type) QV_CHECK(qv_type_add_child(t, name, true, type, NULL, NULL) == QV_OK)
   ADD("i8", orc_t(QV_INT8));         /* 0 */
   ADD("i16", orc_t(QV_INT16));       /* 1 */
   ADD("i32", orc_t(QV_INT32));       /* 2 */
@@ -1507,7 +1507,7 @@ static void test_random_oracle(void) {
         tame(batch);
       } else {
         int64_t off = orc_int(base->length + 1);
-        qv_array_slice(base, off, orc_int(base->length - off + 1), &batch, NULL);
+        QV_CHECK(qv_array_slice(base, off, orc_int(base->length - off + 1), &batch, NULL) == QV_OK);
       }
       int64_t rows = batch->length;
       /* The oracle: the whole batch fails if any row fails. */

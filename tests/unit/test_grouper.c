@@ -326,7 +326,7 @@ static void test_unique_floats(void) {
 
 static void test_table_unique(void) {
   qv_type *st = qv_type_new(QV_STRUCT);
-  qv_type_add_child(st, "label", true, orc_dict(QV_INT8, orc_t(QV_STRING)), NULL, NULL);
+  QV_CHECK(qv_type_add_child(st, "label", true, orc_dict(QV_INT8, orc_t(QV_STRING)), NULL, NULL) == QV_OK);
   qv_schema *schema = qv_schema_new(st);
   qv_array *batches[3];
   oracle o = {NULL, 0, 0};

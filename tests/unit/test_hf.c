@@ -252,7 +252,7 @@ static void test_arrow_types(void) {
 static qv_schema *schema_of(qv_type *st, const char *hf_json) {
   qv_schema *s = qv_schema_new(st);
   if (s && hf_json)
-    qv_metadata_append(&s->metadata, "huggingface", 11, hf_json, (int64_t)strlen(hf_json), NULL);
+    QV_CHECK(qv_metadata_append(&s->metadata, "huggingface", 11, hf_json, (int64_t)strlen(hf_json), NULL) == QV_OK);
   return s;
 }
 

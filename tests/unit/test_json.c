@@ -556,6 +556,17 @@ static void test_nested_and_diffs(void) {
   QV_REQUIRE(read_text(md3, &m2, &err) == QV_OK);
   QV_CHECK(!qv_schema_diff(m1.schema, m2.schema, &err));
   QV_CHECK_EQ_STR(err.message, "field 'a': metadata: expected [x='1', y='2'], found [y='2', x='2']");
+  /* qv_field_diff: one field under the caller's path, metadata on request */
+  const qv_field *f1 = qv_schema_field(m1.schema, 0), *f2 = qv_schema_field(m2.schema, 0);
+  QV_CHECK(!qv_field_diff(f1, f2, "col", true, &err));
+  QV_CHECK_EQ_STR(err.message, "field 'col': metadata: expected [x='1', y='2'], found [y='2', x='2']");
+  QV_CHECK(qv_field_diff(f1, f2, "col", false, &err));
+  QV_CHECK(qv_field_diff(f1, f1, NULL, true, NULL));
+  QV_CHECK(!qv_field_diff(f1, f2, NULL, true, NULL));
+  qv_field renamed = *f1;
+  renamed.name = (char *)"b";
+  QV_CHECK(!qv_field_diff(f1, &renamed, "", false, &err));
+  QV_CHECK_EQ_STR(err.message, "name: expected 'a', found 'b'");
   qv_json_data_reset(&m1);
   qv_json_data_reset(&m2);
   mod = strdup(nested("3", "3"));

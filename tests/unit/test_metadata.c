@@ -449,15 +449,15 @@ static qv_schema *all_types_schema(void) {
   add(root, "nested_dict", true, outer);
   /* Field metadata with embedded NUL bytes and extension keys. */
   qv_metadata md = {0, NULL};
-  qv_metadata_append(&md, "ARROW:extension:name", -1, "my.uuid", -1, &err);
-  qv_metadata_append(&md, "k\0k", 3, "v\0\0v", 4, &err);
-  qv_metadata_append(&md, "dup", -1, "1", -1, &err);
-  qv_metadata_append(&md, "dup", -1, "2", -1, &err);
+  QV_CHECK(qv_metadata_append(&md, "ARROW:extension:name", -1, "my.uuid", -1, &err) == QV_OK);
+  QV_CHECK(qv_metadata_append(&md, "k\0k", 3, "v\0\0v", 4, &err) == QV_OK);
+  QV_CHECK(qv_metadata_append(&md, "dup", -1, "1", -1, &err) == QV_OK);
+  QV_CHECK(qv_metadata_append(&md, "dup", -1, "2", -1, &err) == QV_OK);
   fsb = T(QV_FIXED_SIZE_BINARY);
   fsb->byte_width = 16;
-  qv_type_add_child(root, "ext", true, fsb, &md, &err);
+  QV_CHECK(qv_type_add_child(root, "ext", true, fsb, &md, &err) == QV_OK);
   qv_schema *s = qv_schema_new(root);
-  qv_metadata_copy(&s->metadata, &md, &err);
+  QV_CHECK(qv_metadata_copy(&s->metadata, &md, &err) == QV_OK);
   qv_metadata_reset(&md);
   return s;
 }
@@ -551,7 +551,7 @@ static void test_round_trip_batches_and_footer(void) {
   f.dictionaries = dicts;
   f.n_record_batches = 2;
   f.record_batches = batches;
-  qv_metadata_append(&f.custom_metadata, "writer", -1, "quiver", -1, &err);
+  QV_CHECK(qv_metadata_append(&f.custom_metadata, "writer", -1, "quiver", -1, &err) == QV_OK);
   QV_REQUIRE(qv_ipc_encode_footer(&f, &bytes, &n, &err) == QV_OK);
   qv_ipc_footer g;
   QV_REQUIRE(qv_ipc_decode_footer(bytes, n, &g, &err) == QV_OK);

@@ -757,13 +757,13 @@ static void run_once(schema *s, const int64_t *sel, int64_t n, const int64_t *pa
   if (encode_with(&r->t, s->arrays, s->nc, s->ra, s->sa, sel, n)) return;
   r->h_rows = malloc(sizeof(uint64_t) * (size_t)n);
   r->h_cols = malloc(sizeof(uint64_t) * (size_t)n);
-  qv_row_hash_rows64(&r->t, NULL, n, r->h_rows, &err);
-  qv_row_hash_columns64(&r->t.md, s->arrays, sel, n, r->h_cols, &err);
+  QV_CHECK(qv_row_hash_rows64(&r->t, NULL, n, r->h_rows, &err) == QV_OK);
+  QV_CHECK(qv_row_hash_columns64(&r->t.md, s->arrays, sel, n, r->h_cols, &err) == QV_OK);
   r->match = calloc((size_t)np / 8 + 1, 1);
   r->mism = malloc(sizeof(int64_t) * (size_t)np);
-  qv_row_compare_columns(&r->t, s->arrays, pairs_l, pairs_r, np, true, r->match, r->mism,
-                         &r->nmism, &err);
-  qv_row_decode(&r->t, 0, n, s->types, s->dicts, r->dec, &err);
+  QV_CHECK(qv_row_compare_columns(&r->t, s->arrays, pairs_l, pairs_r, np, true, r->match, r->mism,
+                         &r->nmism, &err) == QV_OK);
+  QV_CHECK(qv_row_decode(&r->t, 0, n, s->types, s->dicts, r->dec, &err) == QV_OK);
 }
 
 static bool same_array(const qv_array *a, const qv_array *b) {

@@ -34,8 +34,8 @@ static qv_array *big_binary(void) {
   qv_type_unref(t);
   a->length = 1;
   a->null_count = 0;
-  qv_buffer_alloc(8, &a->buffers[1], NULL);
-  qv_buffer_alloc(VALUE_LEN, &a->buffers[2], NULL);
+  QV_CHECK(qv_buffer_alloc(8, &a->buffers[1], NULL) == QV_OK);
+  QV_CHECK(qv_buffer_alloc(VALUE_LEN, &a->buffers[2], NULL) == QV_OK);
   int32_t offs[2] = {0, (int32_t)VALUE_LEN};
   memcpy(a->buffers[1]->data, offs, 8);
   memset(a->buffers[2]->data, 'X', (size_t)VALUE_LEN);

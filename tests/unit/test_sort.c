@@ -311,7 +311,7 @@ static qv_array *long_strings(qv_type_id id, int64_t len) {
     lens[i] = base_len[b] + extra;
   }
   qv_array *base = tb_str(id, total, (const char *const *)s, lens), *out = NULL;
-  qv_array_slice(base, front, len, &out, NULL);
+  QV_CHECK(qv_array_slice(base, front, len, &out, NULL) == QV_OK);
   qv_array_unref(base);
   for (int64_t i = 0; i < total; i++) free(s[i]);
   free(s);
@@ -723,8 +723,8 @@ static void test_edges(void) {
 /* Table columns: several batches, keys by name. */
 static void test_table(void) {
   qv_type *st = qv_type_new(QV_STRUCT);
-  qv_type_add_child(st, "k", true, orc_t(QV_STRING), NULL, NULL);
-  qv_type_add_child(st, "v", true, orc_t(QV_INT32), NULL, NULL);
+  QV_CHECK(qv_type_add_child(st, "k", true, orc_t(QV_STRING), NULL, NULL) == QV_OK);
+  QV_CHECK(qv_type_add_child(st, "v", true, orc_t(QV_INT32), NULL, NULL) == QV_OK);
   qv_schema *schema = qv_schema_new(st);
   qv_array *batches[3];
   for (int b = 0; b < 3; b++) {

@@ -36,7 +36,7 @@ static int child_main(const char *recipe_path, const char *out_path) {
   if (st != QV_OK) fprintf(stderr, "child: write: %s\n", err.message);
   char **paths = NULL;
   int64_t np = 0;
-  qv_table_cache_files(t, &paths, &np, &err);
+  QV_CHECK(qv_table_cache_files(t, &paths, &np, &err) == QV_OK);
   qv_table_free_paths(paths, np);
   qv_table_unref(t);
   return st == QV_OK ? 0 : 3;
@@ -86,8 +86,8 @@ static int64_t round_trip(qv_table *t, const char *what) {
              qv_table_get_kind(t) == QV_TABLE_CONCAT);
     char **p1 = NULL, **p2 = NULL;
     int64_t n1 = 0, n2 = 0;
-    qv_table_cache_files(t, &p1, &n1, NULL);
-    qv_table_cache_files(back, &p2, &n2, NULL);
+    QV_CHECK(qv_table_cache_files(t, &p1, &n1, NULL) == QV_OK);
+    QV_CHECK(qv_table_cache_files(back, &p2, &n2, NULL) == QV_OK);
     QV_CHECK_EQ_INT(n1, n2);
     for (int64_t i = 0; i < n1 && i < n2; i++) QV_CHECK_EQ_STR(p1[i], p2[i]);
     qv_table_free_paths(p1, n1);
@@ -166,7 +166,7 @@ static qv_table *random_chain(qv_table *t, int steps) {
         }
         qv_schema *target = NULL;
         qv_metadata md = {0, NULL};
-        qv_metadata_append(&md, "huggingface", 11, "{\"info\": 1}", 11, NULL);
+        QV_CHECK(qv_metadata_append(&md, "huggingface", 11, "{\"info\": 1}", 11, NULL) == QV_OK);
         RT_OK(qv_schema_from_fields(f, nc, &md, &target, &E));
         RT_OK(qv_table_cast(cur, target, &next, &E));
         qv_metadata_reset(&md);

@@ -151,7 +151,7 @@ static void roundtrip(qv_ipc_format fmt, qv_compression comp, int64_t start,
   qv_error err;
   qv_type *st = make_schema_type();
   qv_schema *schema = qv_schema_new(qv_type_ref(st));
-  qv_metadata_append(&schema->metadata, "k", 1, "v", 1, NULL);
+  QV_CHECK(qv_metadata_append(&schema->metadata, "k", 1, "v", 1, NULL) == QV_OK);
   qv_array *full = make_batch(st);
   qv_array *batch = NULL;
   QV_REQUIRE(qv_array_slice(full, start, len, &batch, &err) == QV_OK);
@@ -302,6 +302,7 @@ static void test_dictionary_delta_and_replacement(void) {
   QV_CHECK(qv_writer_write_batch(w, b1, &err) == QV_OK); /* same: nothing */
   QV_CHECK(qv_writer_write_batch(w, b2, &err) == QV_OK);
   QV_CHECK(qv_writer_write_batch(w, b3, &err) == QV_OK);
+  QV_CHECK_EQ_INT(qv_writer_batches_written(w), 4); /* as the reader counts below */
   QV_CHECK(qv_writer_close(w, &err) == QV_OK);
   qv_reader *r = NULL;
   QV_REQUIRE(qv_reader_open_path(path, NULL, &r, &err) == QV_OK);
@@ -407,8 +408,10 @@ static void test_atomic(void) {
 
   /* Success replaces the target. */
   QV_REQUIRE(qv_writer_open_path(path, schema, NULL, &w, &err) == QV_OK);
+  QV_CHECK_EQ_INT(qv_writer_batches_written(w), 0);
   QV_CHECK(qv_writer_write_batch(w, batch, &err) == QV_OK);
   QV_CHECK_EQ_INT(qv_writer_rows_written(w), NROWS);
+  QV_CHECK_EQ_INT(qv_writer_batches_written(w), 1);
   QV_CHECK(qv_writer_close(w, &err) == QV_OK);
   QV_CHECK(!file_is(path, "old"));
   qv_reader *r = NULL;
@@ -459,7 +462,7 @@ static void test_write_c_stream(void) {
   qv_error err;
   qv_type *st = make_schema_type();
   qv_schema *schema = qv_schema_new(qv_type_ref(st));
-  qv_metadata_append(&schema->metadata, "k", 1, "v", 1, NULL);
+  QV_CHECK(qv_metadata_append(&schema->metadata, "k", 1, "v", 1, NULL) == QV_OK);
   qv_array *full = make_batch(st);
   char src[512], dst[512];
   path_in_dir(src, sizeof src, "src.arrow");
@@ -558,21 +561,21 @@ static qv_array *compact_batch(qv_type **out_type) {
   qv_builder *item = qv_builder_child(lv, 0);
   char text[64];
   for (int r = 0; r < 100; r++) {
-    qv_builder_begin_union(u, (int8_t)(r % 2), &err);
-    if (r % 2 == 0) qv_builder_append_int(qv_builder_child(u, 0), r, &err);
+    QV_CHECK(qv_builder_begin_union(u, (int8_t)(r % 2), &err) == QV_OK);
+    if (r % 2 == 0) QV_CHECK(qv_builder_append_int(qv_builder_child(u, 0), r, &err) == QV_OK);
     else {
       snprintf(text, sizeof text, "s%d", r);
-      qv_builder_append_string(qv_builder_child(u, 1), text, &err);
+      QV_CHECK(qv_builder_append_string(qv_builder_child(u, 1), text, &err) == QV_OK);
     }
-    qv_builder_end_union(u, &err);
-    qv_builder_begin_list(lv, &err);
-    qv_builder_append_int(item, r, &err);
-    qv_builder_append_int(item, r + 1, &err);
-    qv_builder_end_list(lv, &err);
+    QV_CHECK(qv_builder_end_union(u, &err) == QV_OK);
+    QV_CHECK(qv_builder_begin_list(lv, &err) == QV_OK);
+    QV_CHECK(qv_builder_append_int(item, r, &err) == QV_OK);
+    QV_CHECK(qv_builder_append_int(item, r + 1, &err) == QV_OK);
+    QV_CHECK(qv_builder_end_list(lv, &err) == QV_OK);
     snprintf(text, sizeof text, "a long string value #%03d", r);
-    qv_builder_append_string(sv, text, &err);
+    QV_CHECK(qv_builder_append_string(sv, text, &err) == QV_OK);
   }
-  qv_builder_append_structs(b, 100, &err);
+  QV_CHECK(qv_builder_append_structs(b, 100, &err) == QV_OK);
   qv_array *a = NULL;
   if (qv_builder_finish(b, &a, &err) != QV_OK) fprintf(stderr, "%s\n", err.message);
   qv_builder_free(b);

@@ -266,7 +266,8 @@ static qv_status dir_file_info(const qv_hf_dir *d, const qv_hf_file *f, json_t *
   qv_status fst = qv_hf_features_resolve(sc, &feats, NULL, &ferr);
   qv_hf_metadata md = {NULL, NULL};
   const qv_kv *kv = qv_metadata_find(&sc->metadata, QV_HF_METADATA_KEY);
-  if (kv) (void)qv_hf_metadata_parse(kv->value, kv->value_len, &md, NULL);
+  if (kv != NULL && qv_hf_metadata_parse(kv->value, kv->value_len, &md, NULL) != QV_OK)
+    md = (qv_hf_metadata){NULL, NULL}; /* unreadable metadata: shown as none */
   const char *dataset = f->source >= 0 ? d->sources[f->source].name : NULL;
   qv_status st = QV_OK;
   if (arr != NULL) {

@@ -133,7 +133,8 @@ int cmd_info(int argc, char **argv) {
   qv_status fst = qv_hf_features_resolve(s, &features, &from_md, &ferr);
   qv_hf_metadata md = {NULL, NULL};
   const qv_kv *hf = qv_metadata_find(&s->metadata, QV_HF_METADATA_KEY);
-  if (hf != NULL) (void)qv_hf_metadata_parse(hf->value, hf->value_len, &md, NULL);
+  if (hf != NULL && qv_hf_metadata_parse(hf->value, hf->value_len, &md, NULL) != QV_OK)
+    md = (qv_hf_metadata){NULL, NULL}; /* unreadable metadata: shown as none */
   qv_strbuf sb;
   qv_strbuf_init(&sb);
   const char *fmt = qv_reader_format(r) == QV_FORMAT_FILE ? "file" : "stream";
