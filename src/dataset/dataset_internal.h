@@ -107,6 +107,14 @@ qv_status qv_ds_cache_dir(const qv_dataset *ds, char **out, qv_error *err);
 qv_status qv_ds_cache_path(const qv_dataset *ds, const qv_dataset_options *opts, const char *fp,
                            const char *suffix, char **out, qv_error *err);
 bool qv_ds_file_exists(const char *path);
+/* Whether the existing cache file `path` may be reused: false when it is
+ * missing, and when it is damaged (truncated — no end-of-stream marker or
+ * footer — or refused by the reader as invalid data): then it is moved
+ * aside to `<path>.corrupt-<unix time>` (removed if that fails) with a
+ * warning naming it and what is wrong, and the caller rebuilds it. */
+bool qv_ds_cache_reusable(const char *path);
+/* A warning through qv_dataset_set_warning_handler's handler. */
+void qv_ds_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Append "split 'a' (3 rows), file 'b.arrow' (5 rows)" for the sources
  * idx[0..n) of d (all of them in order when idx is NULL). */
 void qv_ds_list_sources(const qv_hf_dir *d, const int64_t *idx, int64_t n, qv_strbuf *sb);

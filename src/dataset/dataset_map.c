@@ -30,6 +30,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "core/atomic_internal.h"
 #include "dataset/dataset_internal.h"
 #include "quiver/ipc.h"
 #include "quiver/writer.h"
@@ -449,25 +450,16 @@ static void worker_main(const qv_dataset *like, const shard_recipe *rec, map_job
 }
 
 /* Remove what a worker that died may have left of its output: the
- * writer's hidden temporaries ".<name>.tmp-quiver-*" beside `path`. */
+ * temporaries of dead writers beside `path` (core/atomic_internal.h; the
+ * worker has been reaped, so its pid no longer runs). */
 static void remove_temporaries(const char *path) {
   if (path == NULL) return;
   const char *slash = strrchr(path, '/');
   char dir[PATH_MAX];
-  const char *name = slash ? slash + 1 : path;
-  char prefix[NAME_MAX + 32];
   if ((size_t)snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path) : 1,
-                       slash ? path : ".") >= sizeof dir ||
-      (size_t)snprintf(prefix, sizeof prefix, ".%s.tmp-quiver-", name) >= sizeof prefix)
+                       slash ? path : ".") >= sizeof dir)
     return;
-  DIR *d = opendir(dir);
-  struct dirent *e;
-  while (d != NULL && (e = readdir(d)) != NULL) {
-    if (strncmp(e->d_name, prefix, strlen(prefix)) != 0) continue;
-    char full[PATH_MAX];
-    if ((size_t)snprintf(full, sizeof full, "%s/%s", dir, e->d_name) < sizeof full) unlink(full);
-  }
-  if (d != NULL) closedir(d);
+  (void)qv_atomic_reclaim(dir, NULL, NULL);
 }
 
 typedef struct worker {
@@ -892,7 +884,7 @@ qv_status qv_dataset_map(qv_dataset *ds, const qv_map_fn *fn, const qv_map_optio
     if (st == QV_OK && base != NULL)
       st = qv_ds_cache_path(ds, opts, fp, num_shards > 1 ? suffix : NULL, &paths[r], err);
     if (st != QV_OK) break;
-    if (paths[r] != NULL && reuse && qv_ds_file_exists(paths[r])) {
+    if (paths[r] != NULL && reuse && qv_ds_cache_reusable(paths[r])) {
       /* Reuse: the worker's (or the single) cache file. */
       st = qv_table_open_path(paths[r], NULL, &results[r].table, err);
       if (st == QV_OK)
