@@ -99,9 +99,10 @@ const char *qv_atomic_dir_tmp(const qv_atomic_dir *d);
 
 /**
  * fsync every file and directory of the temporary tree, put it in place
- * (see the file comment), fsync the parent, remove the old tree. Frees the
- * handle in every case; on failure before the rename the temporary tree is
- * removed and the target is untouched. *out_exchanged (may be NULL) tells
+ * (see the file comment), fsync the parent, remove the old tree (a tree
+ * that cannot be removed is left for a later qv_atomic_reclaim, not an
+ * error). Frees the handle in every case; on failure before the rename the
+ * temporary tree is removed and the target is untouched. *out_exchanged (may be NULL) tells
  * whether an existing target was replaced.
  */
 qv_status qv_atomic_dir_commit(qv_atomic_dir *d, bool *out_exchanged, qv_error *err);

@@ -12,6 +12,8 @@
  *   dataset_map.c    map, single process and worker processes
  *   dataset_map_exprs.c  map with expressions (quiver.map_set@1)
  *   dataset_save.c   save_to_disk (Dataset and DatasetDict layouts)
+ *   dataset_sink.c   the row sink (memory or cache file) of map, indices
+ *                    and written rows
  */
 #ifndef QUIVER_DATASET_INTERNAL_H
 #define QUIVER_DATASET_INTERNAL_H
@@ -165,6 +167,30 @@ qv_status qv_ds_mapped_columns(qv_dataset *ds, const int32_t *cols, int32_t n, q
 /* Append "'a', 'b', ..." (the dataset's column names, as datasets' error
  * messages list them) to sb. */
 void qv_ds_column_list(const qv_dataset *ds, qv_strbuf *sb);
+
+/* ---------------------------------------------------------------- sink -- */
+
+/* The one "memory or cache file" row sink (dataset_sink.c): map outputs,
+ * indices mappings, written rows. */
+typedef struct qv_ds_sink qv_ds_sink;
+/* Rows of `schema` (a reference is taken; the file schema) go to `path`, an
+ * IPC stream written atomically in record batches of at most `batch_rows`
+ * rows (0: QV_DATASET_WRITER_BATCH_SIZE), or, when path is NULL, are kept
+ * in memory as pushed. With `gather`, pushes are buffered until they hold
+ * batch_rows rows and written as one (map's small outputs); without, each
+ * push is written as it comes (split by the writer). */
+qv_status qv_ds_sink_open(const char *path, const qv_schema *schema, int64_t batch_rows,
+                          bool gather, qv_ds_sink **out, qv_error *err);
+/* Push one STRUCT batch of the schema's type (the reference is taken over,
+ * also on failure). After a failure only qv_ds_sink_abort may follow. */
+qv_status qv_ds_sink_push(qv_ds_sink *s, qv_array *batch, qv_error *err);
+/* Write what is gathered, commit the file and map it back into *out (the
+ * file's table), or make the in-memory table of every pushed batch.
+ * `out` may be NULL for a file (commit only). Frees the sink in every case
+ * (on failure the temporary is removed, the target untouched). */
+qv_status qv_ds_sink_finish(qv_ds_sink *s, qv_table **out, qv_error *err);
+/* Abandon: remove the temporary, free. NULL-safe. */
+void qv_ds_sink_abort(qv_ds_sink *s);
 
 /* ------------------------------------------------------------ flatten -- */
 

@@ -2,11 +2,14 @@
  * dataset_save.c — writing the rows of a dataset: the shared row writer
  * behind flatten_indices, map's pass-through and save_to_disk (windows of
  * rows gathered through the mapping, or data batches written as they are
- * without one), and save_to_disk itself in `datasets`' layout
- * (Dataset.save_to_disk / DatasetDict.save_to_disk): shard planning from
- * the estimated size, `data-0000i-of-0000N.arrow` IPC streams with the
- * features in the schema metadata, state.json and dataset_info.json
- * written atomically, state.json last. Dataset layer.
+ * without one, into the row sink of dataset_sink.c), and save_to_disk
+ * itself in `datasets`' layout (Dataset.save_to_disk /
+ * DatasetDict.save_to_disk): shard planning from the estimated size,
+ * `data-0000i-of-0000N.arrow` IPC streams with the features in the schema
+ * metadata, dataset_info.json and state.json (last), the whole directory
+ * built in a hidden temporary and put in place with one rename
+ * (core/atomic_internal.h), destinations that would lose data refused.
+ * Dataset layer.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -22,7 +25,6 @@
 #include "dataset/dataset_internal.h"
 #include "dataset/hf_internal.h"
 #include "quiver/print.h"
-#include "quiver/writer.h"
 
 static qv_status oom(qv_error *err) {
   return qv_error_set(err, QV_ENOMEM, "dataset: out of memory");
@@ -38,16 +40,9 @@ qv_status qv_ds_write_rows(qv_dataset *ds, const char *path, const qv_schema *sc
                            qv_error *err) {
   int64_t wbs = writer_batch_size > 0 ? writer_batch_size : QV_DATASET_WRITER_BATCH_SIZE;
   int64_t total = qv_dataset_num_rows(ds);
-  qv_writer *w = NULL;
-  if (path != NULL) {
-    qv_write_options wo;
-    memset(&wo, 0, sizeof wo);
-    wo.format = QV_FORMAT_STREAM;
-    wo.max_batch_rows = wbs;
-    QV_RETURN_NOT_OK(qv_writer_open_path(path, schema, &wo, &w, err));
-  }
-  qv_array **kept = NULL;
-  int64_t n_kept = 0, cap = 0, done = 0;
+  qv_ds_sink *sink = NULL;
+  QV_RETURN_NOT_OK(qv_ds_sink_open(path, schema, wbs, false, &sink, err));
+  int64_t done = 0;
   qv_status st = QV_OK;
   qv_dataset_iter *it = NULL;
   int64_t b = 0;
@@ -65,39 +60,15 @@ qv_status qv_ds_write_rows(qv_dataset *ds, const char *path, const qv_schema *sc
     }
     if (st != QV_OK || batch == NULL) break;
     done += batch->length;
-    if (w != NULL) {
-      st = qv_writer_write_batch(w, batch, err);
-      qv_array_unref(batch);
-    } else {
-      if (n_kept == cap) {
-        int64_t nc = cap ? cap * 2 : 16;
-        qv_array **k = realloc(kept, sizeof *k * (size_t)nc);
-        if (k == NULL) {
-          qv_array_unref(batch);
-          st = oom(err);
-          break;
-        }
-        kept = k;
-        cap = nc;
-      }
-      kept[n_kept++] = batch;
-    }
+    st = qv_ds_sink_push(sink, batch, err);
     if (progress != NULL) progress(progress_ctx, what ? what : "write", done, total);
   }
   qv_dataset_iter_free(it);
-  if (w != NULL) {
-    if (st == QV_OK) {
-      st = qv_writer_close(w, err);
-      if (st == QV_OK) st = qv_table_open_path(path, NULL, out_table, err);
-    } else {
-      qv_writer_abort(w);
-    }
-  } else if (st == QV_OK) {
-    st = qv_table_from_batches(schema, kept, n_kept, out_table, err);
+  if (st != QV_OK) {
+    qv_ds_sink_abort(sink);
+    return st;
   }
-  for (int64_t i = 0; i < n_kept; i++) qv_array_unref(kept[i]);
-  free(kept);
-  return st;
+  return qv_ds_sink_finish(sink, out_table, err);
 }
 
 /* ------------------------------------------------------------------------ */
