@@ -720,6 +720,7 @@ qv_status qv_dataset_map(qv_dataset *ds, const qv_map_fn *fn, const qv_map_optio
   int *todo = NULL;
   int num_shards = 1;
   char tmpdir[PATH_MAX] = "";
+  qv_atomic_dir *scratch = NULL; /* in-memory results of worker processes */
   if (st != QV_OK) goto done;
   if (rows == 0) {
     /* Nothing to call: the empty dataset (without mapping), columns removed. */
@@ -829,14 +830,20 @@ qv_status qv_dataset_map(qv_dataset *ds, const qv_map_fn *fn, const qv_map_optio
   if (n_todo > 0 && num_proc >= 1 && num_shards > 1) {
     /* Worker processes; in-memory results travel through temporary files. */
     if (base == NULL) {
+      /* A private directory named as atomic temporaries are (hidden, with
+       * this process's pid and start time), so that if this process dies a
+       * later writer in $TMPDIR reclaims it; never committed, removed at
+       * the end (qv_atomic_dir_abort). */
       const char *t = getenv("TMPDIR");
-      if ((size_t)snprintf(tmpdir, sizeof tmpdir, "%s/quiver-map-XXXXXX", t && *t ? t : "/tmp") >=
-              sizeof tmpdir ||
-          mkdtemp(tmpdir) == NULL) {
-        st = qv_error_set(err, QV_EIO, "%s: %s", tmpdir, strerror(errno));
-        tmpdir[0] = '\0';
+      char where[PATH_MAX];
+      if ((size_t)snprintf(where, sizeof where, "%s/quiver-map", t && *t ? t : "/tmp") >=
+          sizeof where) {
+        st = qv_error_set(err, QV_EARG, "%s: path too long", where);
         goto done;
       }
+      st = qv_atomic_dir_open(where, &scratch, err);
+      if (st != QV_OK) goto done;
+      snprintf(tmpdir, sizeof tmpdir, "%s", qv_atomic_dir_tmp(scratch));
       for (int i = 0; i < n_todo; i++) {
         char p[PATH_MAX + 32];
         if ((size_t)snprintf(p, sizeof p, "%s/shard-%05d.arrow", tmpdir, todo[i]) >= sizeof p)
@@ -900,11 +907,7 @@ qv_status qv_dataset_map(qv_dataset *ds, const qv_map_fn *fn, const qv_map_optio
   }
   qv_table_unref(data);
 done:
-  if (tmpdir[0] != '\0') {
-    for (int r = 0; paths && r < num_shards; r++)
-      if (paths[r]) unlink(paths[r]);
-    rmdir(tmpdir);
-  }
+  qv_atomic_dir_abort(scratch); /* the private directory and what is in it */
   for (int r = 0; r < num_shards; r++) {
     if (shards) qv_dataset_unref(shards[r]);
     if (jobs) free((char *)jobs[r].fp);

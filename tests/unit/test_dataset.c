@@ -1006,7 +1006,25 @@ static void test_map_exprs(void) {
   qv_dataset_options mem;
   memset(&mem, 0, sizeof mem);
   mem.keep_in_memory = true;
+  /* in memory, the workers' results go through a private directory in
+   * $TMPDIR, named as atomic temporaries are: what a dead run left there
+   * is reclaimed, and nothing is left after the call */
+  const char *scratch = subdir("map-scratch");
+  char leftover[400];
+  pid_t gone = fork();
+  if (gone == 0) _exit(0);
+  waitpid(gone, NULL, 0);
+  snprintf(leftover, sizeof leftover, "%s/.quiver-map.tmp-quiver-%d-1-abcdef", scratch,
+           (int)gone);
+  QV_REQUIRE(mkdir(leftover, 0777) == 0);
+  const char *saved = getenv("TMPDIR");
+  char *saved_copy = saved ? strdup(saved) : NULL;
+  setenv("TMPDIR", scratch, 1);
   OK(qv_dataset_map_exprs(ds, names, exprs, 3, &mo, &mem, &mp, &E));
+  if (saved_copy) setenv("TMPDIR", saved_copy, 1);
+  else unsetenv("TMPDIR");
+  free(saved_copy);
+  QV_CHECK_EQ_INT(count_files(scratch, ".quiver-map"), 0);
   QV_CHECK_EQ_INT(qv_dataset_num_columns(mp), 4);
   QV_CHECK(qv_dataset_column_index(mp, "t") < 0);
   QV_CHECK(column_equals(mp, "b", b, 50));
