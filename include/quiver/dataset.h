@@ -39,9 +39,13 @@
  * flatten_indices write their output there too. select keeps its mapping
  * in memory unless a cache file name is given (as datasets). When the file
  * exists already, it is reused instead of recomputed (unless
- * `ignore_cache`). keep_in_memory keeps everything in memory. Every file is
- * written atomically (temporary + fsync + rename, writer.h), so a crash
- * never leaves a torn file under a name a later run would reuse.
+ * `ignore_cache`); a damaged one (truncated, or refused by the reader) is
+ * moved aside to `<file>.corrupt-<unix time>` with a warning (see
+ * qv_dataset_set_warning_handler) and rebuilt. keep_in_memory keeps
+ * everything in memory. Every file is written atomically (temporary +
+ * fsync + rename, writer.h), so a crash never leaves a torn file under a
+ * name a later run would reuse; the temporaries a killed writer leaves are
+ * removed by the next write in that directory (docs/writing.md).
  *
  * Thread safety: a dataset is immutable; several threads may read it and
  * transform it concurrently (each transform builds a new dataset). An
