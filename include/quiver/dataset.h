@@ -39,9 +39,13 @@
  * flatten_indices write their output there too. select keeps its mapping
  * in memory unless a cache file name is given (as datasets). When the file
  * exists already, it is reused instead of recomputed (unless
- * `ignore_cache`). keep_in_memory keeps everything in memory. Every file is
- * written atomically (temporary + fsync + rename, writer.h), so a crash
- * never leaves a torn file under a name a later run would reuse.
+ * `ignore_cache`); a damaged one (truncated, or refused by the reader) is
+ * moved aside to `<file>.corrupt-<unix time>` with a warning (see
+ * qv_dataset_set_warning_handler) and rebuilt. keep_in_memory keeps
+ * everything in memory. Every file is written atomically (temporary +
+ * fsync + rename, writer.h), so a crash never leaves a torn file under a
+ * name a later run would reuse; the temporaries a killed writer leaves are
+ * removed by the next write in that directory (docs/writing.md).
  *
  * Thread safety: a dataset is immutable; several threads may read it and
  * transform it concurrently (each transform builds a new dataset). An
@@ -281,14 +285,29 @@ QV_API qv_status qv_dataset_cache_files(const qv_dataset *ds, char ***out_paths,
 
 /**
  * Remove every `cache-*.arrow` file in the cache directory that is not one
- * of this dataset's cache files (datasets' cleanup_cache_files). Returns
- * the number removed in *out_removed (0 for datasets that are not
- * file-backed). Other datasets that use files of that directory are not
- * known: as in datasets, callers must not clean up under them. Files being
- * written (hidden temporaries) are never matched.
+ * of this dataset's cache files (datasets' cleanup_cache_files), the
+ * quarantined `cache-*.arrow.corrupt-*` files, and the temporaries that
+ * writers which are gone left there (`.<name>.tmp-quiver-<pid>-...`, see
+ * docs/writing.md). Returns the number removed in *out_removed (0 for
+ * datasets that are not file-backed). Other datasets that use files of
+ * that directory are not known: as in datasets, callers must not clean up
+ * under them. Files being written by live processes are never removed.
  */
 QV_API qv_status qv_dataset_cleanup_cache_files(const qv_dataset *ds, int64_t *out_removed,
                                                 qv_error *err) QV_NODISCARD;
+
+/**
+ * Where the dataset layer's warnings go: a damaged cache file met when a
+ * transform would reuse it (truncated, or refused by the reader) is moved
+ * aside to `<file>.corrupt-<unix time>` and rebuilt, with a warning naming
+ * the file and what is wrong. `fn(ctx, message)` receives the message (no
+ * trailing newline; valid during the call only), from the thread that met
+ * the file. NULL restores the default, which writes "quiver: warning:
+ * <message>" to stderr. Process-wide; set it before using datasets from
+ * several threads.
+ */
+typedef void (*qv_warning_fn)(void *ctx, const char *message);
+QV_API void qv_dataset_set_warning_handler(qv_warning_fn fn, void *ctx);
 
 /* ------------------------------------------------------------------------ */
 /* Row access (through the mapping)                                          */
@@ -691,19 +710,31 @@ typedef struct qv_save_options {
  * (datasets' Dataset.save_to_disk): `data-0000i-of-0000N.arrow` shards
  * (IPC streams, the rows as mapped — indices are flattened — in contiguous
  * shards; schema metadata {"info": {"features": ...}}), `state.json`
- * (fingerprint, format, split, data files) and `dataset_info.json`, each
- * written atomically, state.json last. Shard files of an earlier save with
- * another shard count are removed. QV_EARG when `dir` holds one of the
- * dataset's own files (a dataset cannot overwrite itself). `opts` may be
- * NULL. `out_num_shards` (may be NULL) receives the shard count.
+ * (fingerprint, format, split, data files) and `dataset_info.json`.
+ *
+ * Atomic as a whole: the directory is built in a hidden sibling temporary
+ * `.<name>.tmp-quiver-<pid>-<start>-<rand>` (every file and directory
+ * fsync'ed) and put in place with one rename — renameat2(RENAME_EXCHANGE)
+ * over an existing `dir`, whose old tree is then removed — so readers and
+ * crashes see the old complete dataset or the new one (docs/writing.md).
+ * The parent directories are created. Refused with QV_EARG: `dir` is an
+ * existing file or symbolic link; an existing non-empty directory that is
+ * not a Dataset / DatasetDict directory (no state.json or
+ * dataset_dict.json: it would be deleted); `dir` holds one of the
+ * dataset's own files (a dataset cannot overwrite itself) or lies inside
+ * the save_to_disk directory the dataset reads. On failure `dir` is
+ * untouched and the temporary removed. `opts` may be NULL.
+ * `out_num_shards` (may be NULL) receives the shard count.
  */
 QV_API qv_status qv_dataset_save_to_disk(qv_dataset *ds, const char *dir, const qv_save_options *opts,
                                          int64_t *out_num_shards, qv_error *err) QV_NODISCARD;
 
 /**
  * Write a DatasetDict (datasets' DatasetDict.save_to_disk): each dataset
- * in `dir/<name>` (qv_dataset_save_to_disk), then `dir/dataset_dict.json`
- * listing the names in order. Names must be single path components.
+ * in `dir/<name>` (the layout of qv_dataset_save_to_disk), then
+ * `dir/dataset_dict.json` listing the names in order, the whole directory
+ * atomically and with the refusals of qv_dataset_save_to_disk (checked
+ * against every dataset). Names must be single path components.
  */
 QV_API qv_status qv_dataset_dict_save_to_disk(qv_dataset *const *datasets, const char *const *names,
                                               int64_t n, const char *dir,

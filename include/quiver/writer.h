@@ -5,12 +5,14 @@
  * metadata version V5.
  *
  * Writes to a path are atomic: the bytes go to a temporary file in the
- * target's directory named ".<name>.tmp-quiver-XXXXXX" (a hidden name that
- * does not end in ".arrow", so no dataset loader takes a leftover for a data
- * file), which is fsync'ed, renamed over the target, and the directory is
- * fsync'ed. On any error or qv_writer_abort the temporary is removed and the
- * target is left untouched. A crash (SIGKILL, power loss) may leave such a
- * temporary behind, never a torn target.
+ * target's directory named ".<name>.tmp-quiver-<pid>-<start>-<rand>" (a
+ * hidden name that does not end in ".arrow", so no dataset loader takes a
+ * leftover for a data file; pid and start time name the writer), which is
+ * fsync'ed, renamed over the target, and the directory is fsync'ed. On any
+ * error or qv_writer_abort the temporary is removed and the target is left
+ * untouched. A crash (SIGKILL, power loss) may leave such a temporary
+ * behind, never a torn target; the next write into that directory removes
+ * the temporaries whose writer is gone (docs/writing.md, "Atomic writes").
  *
  * Buffers of the arrays handed in are written without an intermediate copy
  * (writev of the array's bytes plus padding); only sliced validity bitmaps

@@ -12,13 +12,17 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "core/atomic_internal.h"
 #include "dataset/dataset_internal.h"
 #include "dataset/hf_internal.h"
 #include "quiver/guard.h"
@@ -734,6 +738,96 @@ bool qv_ds_file_exists(const char *path) {
   return stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
 }
 
+/* ------------------------------------------------------------------------ */
+/* Warnings and damaged cache files                                          */
+
+static void warn_stderr(void *ctx, const char *message) {
+  (void)ctx;
+  fprintf(stderr, "quiver: warning: %s\n", message);
+}
+
+static qv_warning_fn warn_fn = warn_stderr;
+static void *warn_ctx;
+
+void qv_dataset_set_warning_handler(qv_warning_fn fn, void *ctx) {
+  warn_fn = fn ? fn : warn_stderr;
+  warn_ctx = fn ? ctx : NULL;
+}
+
+void qv_ds_warn(const char *fmt, ...) {
+  char msg[QV_ERROR_SIZE + PATH_MAX];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  warn_fn(warn_ctx, msg);
+}
+
+/* What is wrong with a cache file's last bytes, or NULL when it ends as a
+ * complete stream (end-of-stream marker) or IPC file ("ARROW1") does. */
+static const char *tail_problem(const char *path, char *buf, size_t cap) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    snprintf(buf, cap, "cannot be opened: %s", strerror(errno));
+    return buf;
+  }
+  struct stat sb;
+  unsigned char t[8];
+  const char *problem = NULL;
+  if (fstat(fd, &sb) != 0) {
+    snprintf(buf, cap, "cannot be read: %s", strerror(errno));
+    problem = buf;
+  } else if (sb.st_size < 8) {
+    snprintf(buf, cap, "truncated: %lld bytes", (long long)sb.st_size);
+    problem = buf;
+  } else if (pread(fd, t, 8, sb.st_size - 8) != 8) {
+    snprintf(buf, cap, "cannot be read: %s", strerror(errno));
+    problem = buf;
+  } else {
+    static const unsigned char eos[8] = {0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0};
+    bool stream_end = memcmp(t, eos, 8) == 0;
+    bool file_end = memcmp(t + 2, "ARROW1", 6) == 0;
+    if (!stream_end && !file_end) {
+      snprintf(buf, cap,
+               "truncated: its %lld bytes end without the end-of-stream marker or file footer",
+               (long long)sb.st_size);
+      problem = buf;
+    }
+  }
+  close(fd);
+  return problem;
+}
+
+bool qv_ds_cache_reusable(const char *path) {
+  if (!qv_ds_file_exists(path)) return false;
+  char why[QV_ERROR_SIZE];
+  const char *problem = tail_problem(path, why, sizeof why);
+  if (problem == NULL) {
+    qv_table *t = NULL;
+    qv_error e;
+    qv_status st = qv_table_open_path(path, NULL, &t, &e);
+    qv_table_unref(t);
+    if (st == QV_OK) return true;
+    if (st != QV_EINVAL) return true; /* not damage: the reuse reports it */
+    snprintf(why, sizeof why, "%s", e.message);
+    problem = why;
+  }
+  char aside[PATH_MAX];
+  if ((size_t)snprintf(aside, sizeof aside, "%s.corrupt-%lld", path, (long long)time(NULL)) >=
+          sizeof aside ||
+      rename(path, aside) != 0) {
+    if (unlink(path) == 0)
+      qv_ds_warn("cache file '%s' is corrupt (%s); removed it, rebuilding", path, problem);
+    else
+      qv_ds_warn("cache file '%s' is corrupt (%s) and cannot be moved aside: %s; rebuilding",
+                 path, problem, strerror(errno));
+    return false;
+  }
+  qv_ds_warn("cache file '%s' is corrupt (%s); moved aside to '%s', rebuilding", path, problem,
+             aside);
+  return false;
+}
+
 qv_status qv_dataset_cleanup_cache_files(const qv_dataset *ds, int64_t *out_removed,
                                          qv_error *err) {
   *out_removed = 0;
@@ -755,8 +849,10 @@ qv_status qv_dataset_cleanup_cache_files(const qv_dataset *ds, int64_t *out_remo
   struct dirent *e;
   while (st == QV_OK && (e = readdir(d)) != NULL) {
     size_t len = strlen(e->d_name);
-    if (strncmp(e->d_name, "cache-", 6) != 0 || len < 12 ||
-        strcmp(e->d_name + len - 6, ".arrow") != 0)
+    bool quarantined = strncmp(e->d_name, "cache-", 6) == 0 &&
+                       strstr(e->d_name, ".arrow.corrupt-") != NULL;
+    if (!quarantined && (strncmp(e->d_name, "cache-", 6) != 0 || len < 12 ||
+                         strcmp(e->d_name + len - 6, ".arrow") != 0))
       continue;
     char full[PATH_MAX];
     if ((size_t)snprintf(full, sizeof full, "%s/%s", dir, e->d_name) >= sizeof full) continue;
@@ -769,6 +865,10 @@ qv_status qv_dataset_cleanup_cache_files(const qv_dataset *ds, int64_t *out_remo
       (*out_removed)++;
   }
   if (d != NULL) closedir(d);
+  /* and what dead writers left there (core/atomic_internal.h) */
+  int64_t reclaimed = 0;
+  if (st == QV_OK) st = qv_atomic_reclaim(dir, &reclaimed, err);
+  *out_removed += reclaimed;
   free(dir);
   qv_table_free_paths(keep, n_keep);
   return st;

@@ -1,6 +1,6 @@
 /*
  * dataset_index.c — indices mappings of the Dataset object: building one
- * (in memory, or written atomically as `cache-<fingerprint>.arrow` the way
+ * (through the row sink of dataset_sink.c: in memory, or written atomically as `cache-<fingerprint>.arrow` the way
  * datasets' ArrowWriter writes it: an IPC stream, one uint64 column
  * "indices", batches of QV_DATASET_INDICES_BATCH_SIZE rows unless a
  * writer_batch_size is given, the `huggingface` schema
@@ -14,7 +14,6 @@
 #include <string.h>
 
 #include "dataset/dataset_internal.h"
-#include "quiver/writer.h"
 
 static qv_status oom(qv_error *err) {
   return qv_error_set(err, QV_ENOMEM, "dataset: out of memory");
@@ -120,20 +119,22 @@ qv_status qv_ds_indices_build(qv_array *values, const char *path, const char *fp
     qv_array *ch = qv_array_ref(u64);
     st = qv_ds_make_struct(schema->type, n, &ch, 1, &batch, err);
   }
-  if (st == QV_OK && path == NULL) {
-    st = qv_table_from_batches(schema, &batch, n > 0 ? 1 : 0, out, err);
-  } else if (st == QV_OK) {
-    qv_write_options wo;
-    memset(&wo, 0, sizeof wo);
-    wo.format = QV_FORMAT_STREAM;
-    wo.max_batch_rows = writer_batch_size > 0 ? writer_batch_size : QV_DATASET_INDICES_BATCH_SIZE;
-    qv_writer *w = NULL;
-    st = qv_writer_open_path(path, schema, &wo, &w, err);
-    if (st == QV_OK && n > 0) {
-      st = qv_writer_write_batch(w, batch, err);
-      if (st != QV_OK) qv_writer_abort(w);
-    }
-    if (st == QV_OK) st = qv_writer_close(w, err);
+  qv_ds_sink *sink = NULL;
+  if (st == QV_OK)
+    st = qv_ds_sink_open(path, schema,
+                         writer_batch_size > 0 ? writer_batch_size : QV_DATASET_INDICES_BATCH_SIZE,
+                         false, &sink, err);
+  if (st == QV_OK && n > 0) {
+    st = qv_ds_sink_push(sink, batch, err);
+    batch = NULL; /* taken over */
+  }
+  if (st != QV_OK) {
+    qv_ds_sink_abort(sink);
+  } else if (path == NULL) {
+    st = qv_ds_sink_finish(sink, out, err);
+  } else {
+    /* committed, then reopened with the indices checks */
+    st = qv_ds_sink_finish(sink, NULL, err);
     if (st == QV_OK) st = qv_ds_indices_open(path, n, out, err);
   }
   qv_array_unref(batch);

@@ -12,6 +12,8 @@
  *   dataset_map.c    map, single process and worker processes
  *   dataset_map_exprs.c  map with expressions (quiver.map_set@1)
  *   dataset_save.c   save_to_disk (Dataset and DatasetDict layouts)
+ *   dataset_sink.c   the row sink (memory or cache file) of map, indices
+ *                    and written rows
  */
 #ifndef QUIVER_DATASET_INTERNAL_H
 #define QUIVER_DATASET_INTERNAL_H
@@ -107,6 +109,14 @@ qv_status qv_ds_cache_dir(const qv_dataset *ds, char **out, qv_error *err);
 qv_status qv_ds_cache_path(const qv_dataset *ds, const qv_dataset_options *opts, const char *fp,
                            const char *suffix, char **out, qv_error *err);
 bool qv_ds_file_exists(const char *path);
+/* Whether the existing cache file `path` may be reused: false when it is
+ * missing, and when it is damaged (truncated — no end-of-stream marker or
+ * footer — or refused by the reader as invalid data): then it is moved
+ * aside to `<path>.corrupt-<unix time>` (removed if that fails) with a
+ * warning naming it and what is wrong, and the caller rebuilds it. */
+bool qv_ds_cache_reusable(const char *path);
+/* A warning through qv_dataset_set_warning_handler's handler. */
+void qv_ds_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Append "split 'a' (3 rows), file 'b.arrow' (5 rows)" for the sources
  * idx[0..n) of d (all of them in order when idx is NULL). */
 void qv_ds_list_sources(const qv_hf_dir *d, const int64_t *idx, int64_t n, qv_strbuf *sb);
@@ -157,6 +167,30 @@ qv_status qv_ds_mapped_columns(qv_dataset *ds, const int32_t *cols, int32_t n, q
 /* Append "'a', 'b', ..." (the dataset's column names, as datasets' error
  * messages list them) to sb. */
 void qv_ds_column_list(const qv_dataset *ds, qv_strbuf *sb);
+
+/* ---------------------------------------------------------------- sink -- */
+
+/* The one "memory or cache file" row sink (dataset_sink.c): map outputs,
+ * indices mappings, written rows. */
+typedef struct qv_ds_sink qv_ds_sink;
+/* Rows of `schema` (a reference is taken; the file schema) go to `path`, an
+ * IPC stream written atomically in record batches of at most `batch_rows`
+ * rows (0: QV_DATASET_WRITER_BATCH_SIZE), or, when path is NULL, are kept
+ * in memory as pushed. With `gather`, pushes are buffered until they hold
+ * batch_rows rows and written as one (map's small outputs); without, each
+ * push is written as it comes (split by the writer). */
+qv_status qv_ds_sink_open(const char *path, const qv_schema *schema, int64_t batch_rows,
+                          bool gather, qv_ds_sink **out, qv_error *err);
+/* Push one STRUCT batch of the schema's type (the reference is taken over,
+ * also on failure). After a failure only qv_ds_sink_abort may follow. */
+qv_status qv_ds_sink_push(qv_ds_sink *s, qv_array *batch, qv_error *err);
+/* Write what is gathered, commit the file and map it back into *out (the
+ * file's table), or make the in-memory table of every pushed batch.
+ * `out` may be NULL for a file (commit only). Frees the sink in every case
+ * (on failure the temporary is removed, the target untouched). */
+qv_status qv_ds_sink_finish(qv_ds_sink *s, qv_table **out, qv_error *err);
+/* Abandon: remove the temporary, free. NULL-safe. */
+void qv_ds_sink_abort(qv_ds_sink *s);
 
 /* ------------------------------------------------------------ flatten -- */
 

@@ -3,8 +3,8 @@
  * dataset (through its mapping) go to the callback, its columns are merged
  * with the input columns (replacing same-named ones in place, appending
  * new ones, dropping remove_columns), and the output is streamed to
- * `cache-<fingerprint>.arrow` beside the data (atomically, writer.h) or
- * kept in memory. With num_proc, the dataset is cut into contiguous shards
+ * `cache-<fingerprint>.arrow` beside the data (atomically, through the
+ * row sink of dataset_sink.c) or kept in memory. With num_proc, the dataset is cut into contiguous shards
  * and each is mapped by a forked worker process that receives the shard as
  * a recipe (qv_table_recipe: files are reopened, data is not copied) and
  * writes `cache-<fp>_{rank:05d}_of_{num_proc:05d}.arrow`; the parent joins
@@ -30,9 +30,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "core/atomic_internal.h"
 #include "dataset/dataset_internal.h"
 #include "quiver/ipc.h"
-#include "quiver/writer.h"
 
 static qv_status oom(qv_error *err) {
   return qv_error_set(err, QV_ENOMEM, "map: out of memory");
@@ -82,10 +82,7 @@ typedef struct out_state {
   qv_hf_feature *features;
   int32_t n;             /* output columns */
   int32_t *src;          /* per output column: >= 0 input column, < 0 -(k+1) function column */
-  qv_writer *w;
-  qv_array **pending;    /* batches not yet written (memory: all batches) */
-  int64_t n_pending, cap_pending, pending_rows;
-  bool to_memory;
+  qv_ds_sink *sink;      /* opened at the first output (memory or cache file) */
 } out_state;
 
 static void out_reset(out_state *o) {
@@ -93,9 +90,7 @@ static void out_reset(out_state *o) {
   qv_schema_unref(o->file_schema);
   qv_hf_feature_free(o->features);
   free(o->src);
-  if (o->w) qv_writer_abort(o->w);
-  for (int64_t i = 0; i < o->n_pending; i++) qv_array_unref(o->pending[i]);
-  free(o->pending);
+  qv_ds_sink_abort(o->sink);
   memset(o, 0, sizeof *o);
 }
 
@@ -219,57 +214,6 @@ static qv_status out_batch(out_state *o, const map_job *job, int64_t call, const
   return st;
 }
 
-static qv_status out_flush(out_state *o, qv_error *err) {
-  if (o->to_memory || o->n_pending == 0) return QV_OK;
-  qv_array *b = NULL;
-  qv_status st = QV_OK;
-  if (o->n_pending == 1) {
-    b = qv_array_ref(o->pending[0]);
-  } else {
-    /* Concatenate column by column (small batches, e.g. one row each). */
-    int32_t nc = o->n;
-    qv_array **cols = calloc((size_t)(nc > 0 ? nc : 1), sizeof *cols);
-    qv_array **parts = calloc((size_t)o->n_pending, sizeof *parts);
-    if (cols == NULL || parts == NULL) st = oom(err);
-    int32_t made = 0;
-    for (int32_t c = 0; c < nc && st == QV_OK; c++) {
-      for (int64_t i = 0; i < o->n_pending; i++) parts[i] = o->pending[i]->children[c];
-      st = qv_array_concat(parts, o->n_pending, &cols[c], err);
-      if (st == QV_OK) made = c + 1;
-    }
-    if (st == QV_OK) {
-      st = qv_ds_make_struct(o->schema->type, o->pending_rows, cols, nc, &b, err);
-    } else {
-      for (int32_t c = 0; c < made; c++) qv_array_unref(cols[c]);
-    }
-    free(cols);
-    free(parts);
-  }
-  if (st == QV_OK) st = qv_writer_write_batch(o->w, b, err);
-  qv_array_unref(b);
-  for (int64_t i = 0; i < o->n_pending; i++) qv_array_unref(o->pending[i]);
-  o->n_pending = 0;
-  o->pending_rows = 0;
-  return st;
-}
-
-static qv_status out_push(out_state *o, qv_array *b, int64_t wbs, qv_error *err) {
-  if (o->n_pending == o->cap_pending) {
-    int64_t nc = o->cap_pending ? o->cap_pending * 2 : 16;
-    qv_array **p = realloc(o->pending, sizeof *p * (size_t)nc);
-    if (p == NULL) {
-      qv_array_unref(b);
-      return oom(err);
-    }
-    o->pending = p;
-    o->cap_pending = nc;
-  }
-  o->pending[o->n_pending++] = b;
-  o->pending_rows += b->length;
-  if (!o->to_memory && o->pending_rows >= wbs) return out_flush(o, err);
-  return QV_OK;
-}
-
 /* ------------------------------------------------------------------------ */
 /* One shard, in this process                                                */
 
@@ -308,7 +252,6 @@ static qv_status map_single(qv_dataset *shard, const map_job *job, const char *p
   QV_RETURN_NOT_OK(qv_dataset_iter_new(shard, bs, job->batched && job->drop_last, &it, err));
   out_state o;
   memset(&o, 0, sizeof o);
-  o.to_memory = path == NULL;
   qv_status st = QV_OK;
   int64_t call = 0, done = 0, since = 0;
   int decided = -1; /* 0: no update, 1: update */
@@ -339,16 +282,11 @@ static qv_status map_single(qv_dataset *shard, const map_job *job, const char *p
     }
     if (st == QV_OK && fout != NULL) {
       if (o.schema == NULL) st = out_plan(&o, shard, job, fout, err);
-      if (st == QV_OK && path != NULL && o.w == NULL) {
-        qv_write_options wo;
-        memset(&wo, 0, sizeof wo);
-        wo.format = QV_FORMAT_STREAM;
-        wo.max_batch_rows = job->writer_batch_size;
-        st = qv_writer_open_path(path, o.file_schema, &wo, &o.w, err);
-      }
+      if (st == QV_OK && o.sink == NULL)
+        st = qv_ds_sink_open(path, o.file_schema, job->writer_batch_size, true, &o.sink, err);
       qv_array *merged = NULL;
       if (st == QV_OK) st = out_batch(&o, job, call, batch, fout, &merged, err);
-      if (st == QV_OK) st = out_push(&o, merged, job->writer_batch_size, err);
+      if (st == QV_OK) st = qv_ds_sink_push(o.sink, merged, err);
     }
     qv_array_unref(fout);
     qv_array_unref(view);
@@ -365,16 +303,8 @@ static qv_status map_single(qv_dataset *shard, const map_job *job, const char *p
   qv_dataset_iter_free(it);
   if (st == QV_OK && decided == 1) {
     res->updated = true;
-    if (path != NULL) {
-      st = out_flush(&o, err);
-      if (st == QV_OK) {
-        st = qv_writer_close(o.w, err);
-        o.w = NULL;
-      }
-      if (st == QV_OK) st = qv_table_open_path(path, NULL, &res->table, err);
-    } else {
-      st = qv_table_from_batches(o.file_schema, o.pending, o.n_pending, &res->table, err);
-    }
+    st = qv_ds_sink_finish(o.sink, &res->table, err);
+    o.sink = NULL;
     if (st == QV_OK) {
       res->features = o.features;
       o.features = NULL;
@@ -449,25 +379,16 @@ static void worker_main(const qv_dataset *like, const shard_recipe *rec, map_job
 }
 
 /* Remove what a worker that died may have left of its output: the
- * writer's hidden temporaries ".<name>.tmp-quiver-*" beside `path`. */
+ * temporaries of dead writers beside `path` (core/atomic_internal.h; the
+ * worker has been reaped, so its pid no longer runs). */
 static void remove_temporaries(const char *path) {
   if (path == NULL) return;
   const char *slash = strrchr(path, '/');
   char dir[PATH_MAX];
-  const char *name = slash ? slash + 1 : path;
-  char prefix[NAME_MAX + 32];
   if ((size_t)snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path) : 1,
-                       slash ? path : ".") >= sizeof dir ||
-      (size_t)snprintf(prefix, sizeof prefix, ".%s.tmp-quiver-", name) >= sizeof prefix)
+                       slash ? path : ".") >= sizeof dir)
     return;
-  DIR *d = opendir(dir);
-  struct dirent *e;
-  while (d != NULL && (e = readdir(d)) != NULL) {
-    if (strncmp(e->d_name, prefix, strlen(prefix)) != 0) continue;
-    char full[PATH_MAX];
-    if ((size_t)snprintf(full, sizeof full, "%s/%s", dir, e->d_name) < sizeof full) unlink(full);
-  }
-  if (d != NULL) closedir(d);
+  (void)qv_atomic_reclaim(dir, NULL, NULL);
 }
 
 typedef struct worker {
@@ -799,6 +720,7 @@ qv_status qv_dataset_map(qv_dataset *ds, const qv_map_fn *fn, const qv_map_optio
   int *todo = NULL;
   int num_shards = 1;
   char tmpdir[PATH_MAX] = "";
+  qv_atomic_dir *scratch = NULL; /* in-memory results of worker processes */
   if (st != QV_OK) goto done;
   if (rows == 0) {
     /* Nothing to call: the empty dataset (without mapping), columns removed. */
@@ -892,7 +814,7 @@ qv_status qv_dataset_map(qv_dataset *ds, const qv_map_fn *fn, const qv_map_optio
     if (st == QV_OK && base != NULL)
       st = qv_ds_cache_path(ds, opts, fp, num_shards > 1 ? suffix : NULL, &paths[r], err);
     if (st != QV_OK) break;
-    if (paths[r] != NULL && reuse && qv_ds_file_exists(paths[r])) {
+    if (paths[r] != NULL && reuse && qv_ds_cache_reusable(paths[r])) {
       /* Reuse: the worker's (or the single) cache file. */
       st = qv_table_open_path(paths[r], NULL, &results[r].table, err);
       if (st == QV_OK)
@@ -908,14 +830,20 @@ qv_status qv_dataset_map(qv_dataset *ds, const qv_map_fn *fn, const qv_map_optio
   if (n_todo > 0 && num_proc >= 1 && num_shards > 1) {
     /* Worker processes; in-memory results travel through temporary files. */
     if (base == NULL) {
+      /* A private directory named as atomic temporaries are (hidden, with
+       * this process's pid and start time), so that if this process dies a
+       * later writer in $TMPDIR reclaims it; never committed, removed at
+       * the end (qv_atomic_dir_abort). */
       const char *t = getenv("TMPDIR");
-      if ((size_t)snprintf(tmpdir, sizeof tmpdir, "%s/quiver-map-XXXXXX", t && *t ? t : "/tmp") >=
-              sizeof tmpdir ||
-          mkdtemp(tmpdir) == NULL) {
-        st = qv_error_set(err, QV_EIO, "%s: %s", tmpdir, strerror(errno));
-        tmpdir[0] = '\0';
+      char where[PATH_MAX];
+      if ((size_t)snprintf(where, sizeof where, "%s/quiver-map", t && *t ? t : "/tmp") >=
+          sizeof where) {
+        st = qv_error_set(err, QV_EARG, "%s: path too long", where);
         goto done;
       }
+      st = qv_atomic_dir_open(where, &scratch, err);
+      if (st != QV_OK) goto done;
+      snprintf(tmpdir, sizeof tmpdir, "%s", qv_atomic_dir_tmp(scratch));
       for (int i = 0; i < n_todo; i++) {
         char p[PATH_MAX + 32];
         if ((size_t)snprintf(p, sizeof p, "%s/shard-%05d.arrow", tmpdir, todo[i]) >= sizeof p)
@@ -979,11 +907,7 @@ qv_status qv_dataset_map(qv_dataset *ds, const qv_map_fn *fn, const qv_map_optio
   }
   qv_table_unref(data);
 done:
-  if (tmpdir[0] != '\0') {
-    for (int r = 0; paths && r < num_shards; r++)
-      if (paths[r]) unlink(paths[r]);
-    rmdir(tmpdir);
-  }
+  qv_atomic_dir_abort(scratch); /* the private directory and what is in it */
   for (int r = 0; r < num_shards; r++) {
     if (shards) qv_dataset_unref(shards[r]);
     if (jobs) free((char *)jobs[r].fp);

@@ -54,7 +54,7 @@ static qv_status indices_cache(qv_dataset *ds, const qv_dataset_options *opts, c
                                qv_error *err) {
   *hit = NULL;
   QV_RETURN_NOT_OK(qv_ds_cache_path(ds, opts, fp, NULL, path, err));
-  if (*path == NULL || ignore_cache(opts) || !qv_ds_file_exists(*path)) return QV_OK;
+  if (*path == NULL || ignore_cache(opts) || !qv_ds_cache_reusable(*path)) return QV_OK;
   qv_table *idx = NULL;
   qv_status st = qv_ds_indices_open(*path, expected_rows, &idx, err);
   if (st == QV_OK) st = qv_ds_with_indices(ds, idx, fp, hit, err);
@@ -275,7 +275,7 @@ qv_status qv_dataset_train_test_split(qv_dataset *ds, qv_split_size test_size,
   qv_status st = qv_ds_cache_path(ds, opts, fp_train, NULL, &path_train, err);
   if (st == QV_OK) st = qv_ds_cache_path(ds, opts, fp_test, NULL, &path_test, err);
   if (st == QV_OK && path_train && path_test && !ignore_cache(opts) &&
-      qv_ds_file_exists(path_train) && qv_ds_file_exists(path_test)) {
+      qv_ds_cache_reusable(path_train) && qv_ds_cache_reusable(path_test)) {
     qv_table *a = NULL, *b = NULL;
     st = qv_ds_indices_open(path_train, n_train, &a, err);
     if (st == QV_OK) st = qv_ds_indices_open(path_test, n_test, &b, err);
@@ -512,7 +512,7 @@ qv_status qv_ds_flatten(qv_dataset *ds, const qv_dataset_options *opts, qv_datas
   QV_RETURN_NOT_OK(qv_ds_cache_path(ds, opts, fp, NULL, &path, err));
   qv_table *t = NULL;
   qv_status st = QV_OK;
-  if (path != NULL && !ignore_cache(opts) && qv_ds_file_exists(path)) {
+  if (path != NULL && !ignore_cache(opts) && qv_ds_cache_reusable(path)) {
     st = qv_table_open_path(path, NULL, &t, err);
     if (st == QV_OK)
       st = check_same_columns(path, qv_table_schema(ds->data), qv_table_schema(t), err);

@@ -2,11 +2,14 @@
  * dataset_save.c — writing the rows of a dataset: the shared row writer
  * behind flatten_indices, map's pass-through and save_to_disk (windows of
  * rows gathered through the mapping, or data batches written as they are
- * without one), and save_to_disk itself in `datasets`' layout
- * (Dataset.save_to_disk / DatasetDict.save_to_disk): shard planning from
- * the estimated size, `data-0000i-of-0000N.arrow` IPC streams with the
- * features in the schema metadata, state.json and dataset_info.json
- * written atomically, state.json last. Dataset layer.
+ * without one, into the row sink of dataset_sink.c), and save_to_disk
+ * itself in `datasets`' layout (Dataset.save_to_disk /
+ * DatasetDict.save_to_disk): shard planning from the estimated size,
+ * `data-0000i-of-0000N.arrow` IPC streams with the features in the schema
+ * metadata, dataset_info.json and state.json (last), the whole directory
+ * built in a hidden temporary and put in place with one rename
+ * (core/atomic_internal.h), destinations that would lose data refused.
+ * Dataset layer.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -18,10 +21,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/atomic_internal.h"
 #include "dataset/dataset_internal.h"
 #include "dataset/hf_internal.h"
 #include "quiver/print.h"
-#include "quiver/writer.h"
 
 static qv_status oom(qv_error *err) {
   return qv_error_set(err, QV_ENOMEM, "dataset: out of memory");
@@ -37,16 +40,9 @@ qv_status qv_ds_write_rows(qv_dataset *ds, const char *path, const qv_schema *sc
                            qv_error *err) {
   int64_t wbs = writer_batch_size > 0 ? writer_batch_size : QV_DATASET_WRITER_BATCH_SIZE;
   int64_t total = qv_dataset_num_rows(ds);
-  qv_writer *w = NULL;
-  if (path != NULL) {
-    qv_write_options wo;
-    memset(&wo, 0, sizeof wo);
-    wo.format = QV_FORMAT_STREAM;
-    wo.max_batch_rows = wbs;
-    QV_RETURN_NOT_OK(qv_writer_open_path(path, schema, &wo, &w, err));
-  }
-  qv_array **kept = NULL;
-  int64_t n_kept = 0, cap = 0, done = 0;
+  qv_ds_sink *sink = NULL;
+  QV_RETURN_NOT_OK(qv_ds_sink_open(path, schema, wbs, false, &sink, err));
+  int64_t done = 0;
   qv_status st = QV_OK;
   qv_dataset_iter *it = NULL;
   int64_t b = 0;
@@ -64,39 +60,15 @@ qv_status qv_ds_write_rows(qv_dataset *ds, const char *path, const qv_schema *sc
     }
     if (st != QV_OK || batch == NULL) break;
     done += batch->length;
-    if (w != NULL) {
-      st = qv_writer_write_batch(w, batch, err);
-      qv_array_unref(batch);
-    } else {
-      if (n_kept == cap) {
-        int64_t nc = cap ? cap * 2 : 16;
-        qv_array **k = realloc(kept, sizeof *k * (size_t)nc);
-        if (k == NULL) {
-          qv_array_unref(batch);
-          st = oom(err);
-          break;
-        }
-        kept = k;
-        cap = nc;
-      }
-      kept[n_kept++] = batch;
-    }
+    st = qv_ds_sink_push(sink, batch, err);
     if (progress != NULL) progress(progress_ctx, what ? what : "write", done, total);
   }
   qv_dataset_iter_free(it);
-  if (w != NULL) {
-    if (st == QV_OK) {
-      st = qv_writer_close(w, err);
-      if (st == QV_OK) st = qv_table_open_path(path, NULL, out_table, err);
-    } else {
-      qv_writer_abort(w);
-    }
-  } else if (st == QV_OK) {
-    st = qv_table_from_batches(schema, kept, n_kept, out_table, err);
+  if (st != QV_OK) {
+    qv_ds_sink_abort(sink);
+    return st;
   }
-  for (int64_t i = 0; i < n_kept; i++) qv_array_unref(kept[i]);
-  free(kept);
-  return st;
+  return qv_ds_sink_finish(sink, out_table, err);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -322,53 +294,15 @@ static qv_status estimate_nbytes(const qv_dataset *ds, int64_t *out, qv_error *e
 }
 
 /* ------------------------------------------------------------------------ */
-/* Files                                                                     */
+/* The destination                                                           */
 
-static qv_status fsync_dir(const char *dir, qv_error *err) {
-  int fd = open(dir, O_RDONLY | O_DIRECTORY);
-  if (fd < 0) return qv_error_set(err, QV_EIO, "%s: %s", dir, strerror(errno));
-  int rc = fsync(fd);
-  close(fd);
-  if (rc != 0) return qv_error_set(err, QV_EIO, "%s: fsync: %s", dir, strerror(errno));
-  return QV_OK;
-}
-
-/* Write `text` to dir/name atomically (hidden temporary, fsync, rename). */
+/* Write `text` to dir/name atomically (core/atomic_internal.h). */
 static qv_status write_text(const char *dir, const char *name, const char *text, int64_t len,
                             qv_error *err) {
-  char tmp[PATH_MAX], dst[PATH_MAX];
-  if ((size_t)snprintf(tmp, sizeof tmp, "%s/.%s.tmp-quiver-XXXXXX", dir, name) >= sizeof tmp ||
-      (size_t)snprintf(dst, sizeof dst, "%s/%s", dir, name) >= sizeof dst)
+  char dst[PATH_MAX];
+  if ((size_t)snprintf(dst, sizeof dst, "%s/%s", dir, name) >= sizeof dst)
     return qv_error_set(err, QV_EARG, "%s/%s: path too long", dir, name);
-  int fd = mkstemp(tmp);
-  if (fd < 0) return qv_error_set(err, QV_EIO, "%s: %s", tmp, strerror(errno));
-  const char *p = text;
-  int64_t left = len;
-  while (left > 0) {
-    ssize_t k = write(fd, p, (size_t)left);
-    if (k < 0 && errno == EINTR) continue;
-    if (k <= 0) {
-      qv_status st = qv_error_set(err, QV_EIO, "%s: write: %s", tmp, strerror(errno));
-      close(fd);
-      unlink(tmp);
-      return st;
-    }
-    p += k;
-    left -= k;
-  }
-  if (fchmod(fd, 0644) != 0 || fsync(fd) != 0) {
-    qv_status st = qv_error_set(err, QV_EIO, "%s: %s", tmp, strerror(errno));
-    close(fd);
-    unlink(tmp);
-    return st;
-  }
-  close(fd);
-  if (rename(tmp, dst) != 0) {
-    qv_status st = qv_error_set(err, QV_EIO, "%s: rename: %s", dst, strerror(errno));
-    unlink(tmp);
-    return st;
-  }
-  return fsync_dir(dir, err);
+  return qv_atomic_write_file(dst, text, len, err);
 }
 
 /* mkdir -p */
@@ -391,69 +325,139 @@ static qv_status make_dirs(const char *path, qv_error *err) {
   return QV_OK;
 }
 
-/* QV_EARG when `dir` is the directory of one of the dataset's files. */
-static qv_status check_not_self(const qv_dataset *ds, const char *dir, qv_error *err) {
-  char real[PATH_MAX];
-  if (realpath(dir, real) == NULL) return QV_OK; /* does not exist yet */
+/* `path` without trailing slashes, its parent and its last component. */
+static qv_status split_dst(const char *path, char *dst, char *parent, char *base, qv_error *err) {
+  size_t len = strlen(path);
+  while (len > 1 && path[len - 1] == '/') len--;
+  if (len == 0 || len >= PATH_MAX) return qv_error_set(err, QV_EARG, "bad destination '%s'", path);
+  memcpy(dst, path, len);
+  dst[len] = '\0';
+  const char *slash = strrchr(dst, '/');
+  const char *b = slash ? slash + 1 : dst;
+  if (b[0] == '\0' || strcmp(b, ".") == 0 || strcmp(b, "..") == 0)
+    return qv_error_set(err, QV_EARG,
+                        "destination '%s' must name a directory by its own name (not '/', '.' "
+                        "or '..')",
+                        path);
+  size_t bl = strlen(b);
+  if (bl > NAME_MAX) return qv_error_set(err, QV_EARG, "destination '%s': name too long", path);
+  memcpy(base, b, bl + 1);
+  if (slash == NULL) snprintf(parent, PATH_MAX, ".");
+  else if (slash == dst) snprintf(parent, PATH_MAX, "/");
+  else snprintf(parent, PATH_MAX, "%.*s", (int)(slash - dst), dst);
+  return QV_OK;
+}
+
+static bool has_entry(const char *dir, const char *name) {
+  char p[PATH_MAX];
+  struct stat sb;
+  return (size_t)snprintf(p, sizeof p, "%s/%s", dir, name) < sizeof p && lstat(p, &sb) == 0;
+}
+
+/* An existing destination may be replaced only when it is a directory that
+ * is empty or a save_to_disk Dataset / DatasetDict directory (state.json or
+ * dataset_dict.json): anything else would be deleted with it. */
+static qv_status check_replaceable(const char *dst, qv_error *err) {
+  struct stat sb;
+  if (lstat(dst, &sb) != 0) return QV_OK; /* new */
+  if (S_ISLNK(sb.st_mode))
+    return qv_error_set(err, QV_EARG,
+                        "destination '%s' is a symbolic link; give the directory it points to",
+                        dst);
+  if (!S_ISDIR(sb.st_mode))
+    return qv_error_set(err, QV_EARG, "destination '%s' exists and is not a directory", dst);
+  if (has_entry(dst, QV_HF_STATE_JSON) || has_entry(dst, QV_HF_DICT_JSON)) return QV_OK;
+  DIR *d = opendir(dst);
+  if (d == NULL) return qv_error_set(err, QV_EIO, "%s: %s", dst, strerror(errno));
+  struct dirent *e;
+  char other[NAME_MAX + 1] = "";
+  while ((e = readdir(d)) != NULL)
+    if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) {
+      snprintf(other, sizeof other, "%s", e->d_name);
+      break;
+    }
+  closedir(d);
+  if (other[0] != '\0')
+    return qv_error_set(err, QV_EARG,
+                        "destination '%s' exists and is not a dataset directory (no %s or %s; "
+                        "it holds '%s'): refusing to replace it",
+                        dst, QV_HF_STATE_JSON, QV_HF_DICT_JSON, other);
+  return QV_OK;
+}
+
+/* Whether `dir` is a save_to_disk directory (or a split of a DatasetDict). */
+static bool is_dataset_dir(const char *dir) {
+  if (has_entry(dir, QV_HF_STATE_JSON) || has_entry(dir, QV_HF_DICT_JSON)) return true;
+  return false;
+}
+
+/* QV_EARG when the destination `real` (resolved) holds one of the
+ * dataset's own files (it is SRC's directory or above it), or lies inside
+ * the save_to_disk directory SRC is read from. */
+static qv_status check_not_self(const qv_dataset *ds, const char *real, qv_error *err) {
   char **paths = NULL;
   int64_t n = 0;
   QV_RETURN_NOT_OK(qv_dataset_cache_files(ds, &paths, &n, err));
+  size_t rl = strlen(real);
   qv_status st = QV_OK;
   for (int64_t i = 0; i < n && st == QV_OK; i++) {
-    char parent[PATH_MAX];
-    if ((size_t)snprintf(parent, sizeof parent, "%s", paths[i]) >= sizeof parent) continue;
-    char *slash = strrchr(parent, '/');
-    if (slash == NULL) continue;
-    if (slash == parent) slash[1] = '\0';
-    else *slash = '\0';
     char rp[PATH_MAX];
-    if (realpath(parent, rp) != NULL && strcmp(rp, real) == 0)
+    if (realpath(paths[i], rp) == NULL) continue;
+    if (strncmp(rp, real, rl) == 0 && (rp[rl] == '/' || (rl == 1 && real[0] == '/'))) {
       st = qv_error_set(err, QV_EARG,
                         "Tried to overwrite %s but a dataset can't overwrite itself (it reads "
                         "%s)",
                         real, paths[i]);
+      break;
+    }
+    /* SRC's directory, and the DatasetDict above a split */
+    char *slash = strrchr(rp, '/');
+    for (int up = 0; up < 2 && slash != NULL && slash != rp; up++) {
+      *slash = '\0';
+      size_t sl = strlen(rp);
+      if ((up == 0 ? is_dataset_dir(rp) : has_entry(rp, QV_HF_DICT_JSON)) &&
+          strncmp(real, rp, sl) == 0 && real[sl] == '/') {
+        st = qv_error_set(err, QV_EARG,
+                          "destination %s is inside the dataset directory %s that the dataset "
+                          "reads (%s)",
+                          real, rp, paths[i]);
+        break;
+      }
+      slash = strrchr(rp, '/');
+    }
   }
   qv_table_free_paths(paths, n);
   return st;
 }
 
-/* Remove data-NNNNN-of-MMMMM.arrow files with MMMMM != num_shards (left by
- * an earlier save with another shard count). */
-static qv_status remove_stale_shards(const char *dir, int64_t num_shards, qv_error *err) {
-  DIR *d = opendir(dir);
-  if (d == NULL) return qv_error_set(err, QV_EIO, "%s: %s", dir, strerror(errno));
-  struct dirent *e;
-  qv_status st = QV_OK;
-  while (st == QV_OK && (e = readdir(d)) != NULL) {
-    long long i = 0, m = 0;
-    int used = 0;
-    if (sscanf(e->d_name, "data-%5lld-of-%5lld.arrow%n", &i, &m, &used) != 2 ||
-        e->d_name[used] != '\0' || strncmp(e->d_name, "data-", 5) != 0)
-      continue;
-    char expect[64];
-    qv_hf_shard_name(i, m, expect, sizeof expect);
-    if (strcmp(expect, e->d_name) != 0 || m == num_shards) continue;
-    char full[PATH_MAX];
-    if ((size_t)snprintf(full, sizeof full, "%s/%s", dir, e->d_name) >= sizeof full) continue;
-    if (unlink(full) != 0)
-      st = qv_error_set(err, QV_EIO, "%s: cannot remove: %s", full, strerror(errno));
-  }
-  closedir(d);
-  return st;
+/* Check the destination for `n` datasets, create its parent, and open the
+ * temporary directory beside it. */
+static qv_status dst_begin(qv_dataset *const *dss, int64_t n, const char *path,
+                           qv_atomic_dir **out, qv_error *err) {
+  char dst[PATH_MAX], parent[PATH_MAX], base[NAME_MAX + 1];
+  QV_RETURN_NOT_OK(split_dst(path, dst, parent, base, err));
+  QV_RETURN_NOT_OK(make_dirs(parent, err));
+  char real[PATH_MAX], rparent[PATH_MAX];
+  if (realpath(parent, rparent) == NULL)
+    return qv_error_set(err, QV_EIO, "%s: %s", parent, strerror(errno));
+  if ((size_t)snprintf(real, sizeof real, "%s%s%s", rparent,
+                       strcmp(rparent, "/") == 0 ? "" : "/", base) >= sizeof real)
+    return qv_error_set(err, QV_EARG, "%s: path too long", path);
+  for (int64_t i = 0; i < n; i++) QV_RETURN_NOT_OK(check_not_self(dss[i], real, err));
+  QV_RETURN_NOT_OK(check_replaceable(dst, err));
+  return qv_atomic_dir_open(dst, out, err);
 }
 
 /* ------------------------------------------------------------------------ */
 /* save_to_disk                                                              */
 
-qv_status qv_dataset_save_to_disk(qv_dataset *ds, const char *dir, const qv_save_options *opts,
-                                  int64_t *out_num_shards, qv_error *err) {
+/* The save_to_disk layout of `ds` into the existing empty directory `dir`
+ * (a temporary of dst_begin). */
+static qv_status save_into(qv_dataset *ds, const char *dir, const qv_save_options *opts,
+                           int64_t *out_num_shards, qv_error *err) {
   qv_save_options o;
   memset(&o, 0, sizeof o);
   if (opts) o = *opts;
-  if (o.num_shards < 0 || o.max_shard_size < 0)
-    return qv_error_set(err, QV_EARG, "save_to_disk: negative shard count or size");
-  QV_RETURN_NOT_OK(check_not_self(ds, dir, err));
-  QV_RETURN_NOT_OK(make_dirs(dir, err));
   int64_t nbytes_est = 0;
   QV_RETURN_NOT_OK(estimate_nbytes(ds, &nbytes_est, err));
   int64_t rows = qv_dataset_num_rows(ds);
@@ -532,7 +536,6 @@ qv_status qv_dataset_save_to_disk(qv_dataset *ds, const char *dir, const qv_save
     st = qv_hf_state_emit(&state, &sb, err);
   }
   if (st == QV_OK) st = write_text(dir, QV_HF_STATE_JSON, qv_strbuf_cstr(&sb), sb.len, err);
-  if (st == QV_OK) st = remove_stale_shards(dir, num_shards, err);
   qv_strbuf_reset(&sb);
   for (int64_t i = 0; i < state.n_data_files; i++) free(state.data_files[i]);
   free(state.data_files);
@@ -540,9 +543,32 @@ qv_status qv_dataset_save_to_disk(qv_dataset *ds, const char *dir, const qv_save
   return st;
 }
 
+static qv_status check_save_options(const qv_save_options *opts, qv_error *err) {
+  if (opts != NULL && (opts->num_shards < 0 || opts->max_shard_size < 0))
+    return qv_error_set(err, QV_EARG, "save_to_disk: negative shard count or size");
+  return QV_OK;
+}
+
+qv_status qv_dataset_save_to_disk(qv_dataset *ds, const char *dir, const qv_save_options *opts,
+                                  int64_t *out_num_shards, qv_error *err) {
+  QV_RETURN_NOT_OK(check_save_options(opts, err));
+  qv_atomic_dir *ad = NULL;
+  QV_RETURN_NOT_OK(dst_begin(&ds, 1, dir, &ad, err));
+  int64_t shards = 0;
+  qv_status st = save_into(ds, qv_atomic_dir_tmp(ad), opts, &shards, err);
+  if (st != QV_OK) {
+    qv_atomic_dir_abort(ad);
+    return st;
+  }
+  st = qv_atomic_dir_commit(ad, NULL, err);
+  if (st == QV_OK && out_num_shards) *out_num_shards = shards;
+  return st;
+}
+
 qv_status qv_dataset_dict_save_to_disk(qv_dataset *const *datasets, const char *const *names,
                                        int64_t n, const char *dir,
                                        const qv_save_options *opts, qv_error *err) {
+  QV_RETURN_NOT_OK(check_save_options(opts, err));
   for (int64_t i = 0; i < n; i++) {
     QV_RETURN_NOT_OK(qv_hf_check_relative_name("split name", names[i], err));
     if (strchr(names[i], '/') != NULL || strcmp(names[i], ".") == 0)
@@ -552,17 +578,27 @@ qv_status qv_dataset_dict_save_to_disk(qv_dataset *const *datasets, const char *
       if (strcmp(names[i], names[j]) == 0)
         return qv_error_set(err, QV_EARG, "split name '%s' given twice", names[i]);
   }
-  QV_RETURN_NOT_OK(make_dirs(dir, err));
-  for (int64_t i = 0; i < n; i++) {
+  qv_atomic_dir *ad = NULL;
+  QV_RETURN_NOT_OK(dst_begin(datasets, n, dir, &ad, err));
+  const char *tmp = qv_atomic_dir_tmp(ad);
+  qv_status st = QV_OK;
+  for (int64_t i = 0; i < n && st == QV_OK; i++) {
     char sub[PATH_MAX];
-    if ((size_t)snprintf(sub, sizeof sub, "%s/%s", dir, names[i]) >= sizeof sub)
-      return qv_error_set(err, QV_EARG, "%s: path too long", dir);
-    QV_RETURN_NOT_OK(qv_dataset_save_to_disk(datasets[i], sub, opts, NULL, err));
+    if ((size_t)snprintf(sub, sizeof sub, "%s/%s", tmp, names[i]) >= sizeof sub)
+      st = qv_error_set(err, QV_EARG, "%s: path too long", dir);
+    else if (mkdir(sub, 0777) != 0)
+      st = qv_error_set(err, QV_EIO, "%s: mkdir: %s", sub, strerror(errno));
+    else
+      st = save_into(datasets[i], sub, opts, NULL, err);
   }
   qv_strbuf sb;
   qv_strbuf_init(&sb);
-  qv_status st = qv_hf_dict_emit((char *const *)names, n, &sb, err);
-  if (st == QV_OK) st = write_text(dir, QV_HF_DICT_JSON, qv_strbuf_cstr(&sb), sb.len, err);
+  if (st == QV_OK) st = qv_hf_dict_emit((char *const *)names, n, &sb, err);
+  if (st == QV_OK) st = write_text(tmp, QV_HF_DICT_JSON, qv_strbuf_cstr(&sb), sb.len, err);
   qv_strbuf_reset(&sb);
-  return st;
+  if (st != QV_OK) {
+    qv_atomic_dir_abort(ad);
+    return st;
+  }
+  return qv_atomic_dir_commit(ad, NULL, err);
 }

@@ -83,7 +83,7 @@ qv_status qv_dataset_sort(qv_dataset *ds, const char *const *columns, int32_t n,
   qv_fingerprint_args_free(a);
   char *path = NULL;
   if (st == QV_OK) st = qv_ds_cache_path(ds, opts, fp, NULL, &path, err);
-  if (st == QV_OK && path != NULL && !(opts && opts->ignore_cache) && qv_ds_file_exists(path)) {
+  if (st == QV_OK && path != NULL && !(opts && opts->ignore_cache) && qv_ds_cache_reusable(path)) {
     qv_table *mapping = NULL;
     st = qv_ds_indices_open(path, rows, &mapping, err);
     if (st == QV_OK) st = qv_ds_with_indices(ds, mapping, fp, out, err);

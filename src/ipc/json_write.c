@@ -1,7 +1,7 @@
 /*
  * json_write.c — writing Arrow's integration-test JSON format: a schema and
  * record batches (any offset or slice honoured) rendered into a heap buffer,
- * and files written atomically (temporary + fsync + rename), optionally
+ * and files written atomically (core/atomic_internal.h), optionally
  * gzip-compressed. ipc layer; the reader is json.c. Dictionaries are taken
  * from the arrays (one per id; see quiver/integration.h).
  */
@@ -18,6 +18,7 @@
 #include <zlib.h>
 
 #include "core/numeric_internal.h"
+#include "core/atomic_internal.h"
 #include "ipc/json_internal.h"
 #include "quiver/integration.h"
 
@@ -976,19 +977,6 @@ static qv_status gzip_bytes(const uint8_t *in, int64_t n, uint8_t **out, int64_t
   return QV_OK;
 }
 
-static qv_status write_all(int fd, const uint8_t *p, int64_t n, const char *path, qv_error *err) {
-  while (n > 0) {
-    ssize_t k = write(fd, p, (size_t)(n > (1 << 30) ? (1 << 30) : n));
-    if (k < 0) {
-      if (errno == EINTR) continue;
-      return qv_error_set(err, QV_EIO, "%s: write failed: %s", path, strerror(errno));
-    }
-    p += k;
-    n -= k;
-  }
-  return QV_OK;
-}
-
 qv_status qv_json_write(const char *path, const qv_schema *schema, qv_array *const *batches,
                         int64_t n_batches, const qv_json_write_options *options, qv_error *err) {
   qv_buffer *text = NULL;
@@ -1002,28 +990,9 @@ qv_status qv_json_write(const char *path, const qv_schema *schema, qv_array *con
     else st = gzip_bytes(text->data, text->size, &gz, &len, err);
     bytes = gz;
   }
-  size_t plen = strlen(path);
-  char *tmp = malloc(plen + 16);
-  if (st == QV_OK && tmp == NULL) st = qv_error_set(err, QV_ENOMEM, "out of memory");
-  int fd = -1;
-  if (st == QV_OK) {
-    snprintf(tmp, plen + 16, "%s.tmp.XXXXXX", path);
-    fd = mkstemp(tmp);
-    if (fd < 0) st = qv_error_set(err, QV_EIO, "%s: cannot create a temporary file: %s", path,
-                                  strerror(errno));
-  }
-  if (st == QV_OK) st = write_all(fd, bytes, len, path, err);
-  if (st == QV_OK && fsync(fd) != 0)
-    st = qv_error_set(err, QV_EIO, "%s: fsync failed: %s", path, strerror(errno));
-  if (fd >= 0) {
-    if (st == QV_OK) fchmod(fd, 0644);
-    if (close(fd) != 0 && st == QV_OK)
-      st = qv_error_set(err, QV_EIO, "%s: close failed: %s", path, strerror(errno));
-  }
-  if (st == QV_OK && rename(tmp, path) != 0)
-    st = qv_error_set(err, QV_EIO, "%s: rename failed: %s", path, strerror(errno));
-  if (st != QV_OK && fd >= 0) unlink(tmp);
-  free(tmp);
+  /* atomically: hidden temporary beside the target, fsync, rename, fsync
+   * the directory (core/atomic_internal.h) */
+  if (st == QV_OK) st = qv_atomic_write_file(path, bytes, len, err);
   free(gz);
   qv_buffer_unref(text);
   return st;

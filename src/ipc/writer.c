@@ -31,6 +31,7 @@
 
 #include "core/guard_internal.h"
 #include "core/parallel_internal.h"
+#include "core/atomic_internal.h"
 #include "ipc/ipc_internal.h"
 #include "quiver/writer.h"
 
@@ -740,8 +741,8 @@ struct qv_writer {
   qv_schema *schema;
   int fd;
   bool own_fd;
-  char *target; /* path writers: the target and the temporary */
-  char *tmp;
+  qv_atomic_file *af; /* path writers: the temporary (core/atomic_internal.h) */
+  const char *tmp;    /* its name, for messages (owned by af) */
   int64_t pos;
   bool failed;
   /* Bodies: one without compression; with compression a ring of slots,
@@ -775,6 +776,7 @@ static qv_status writev_all(qv_writer *w, struct iovec *iov, int n, qv_error *er
                           w->tmp ? w->tmp : "descriptor", strerror(errno));
     }
     w->pos += r;
+    if (w->af != NULL) qv_crash_point("write");
 #ifdef SYNC_FILE_RANGE_WRITE
     if (w->own_fd && w->pos - w->flushed >= QV_WRITER_FLUSH_AHEAD) {
       /* Start writeback of what is written so far (no wait), so the disk
@@ -1104,8 +1106,6 @@ static void writer_free(qv_writer *w) {
   free(w->dict_blocks);
   free(w->batch_blocks);
   qv_schema_unref(w->schema);
-  free(w->target);
-  free(w->tmp);
   free(w);
 }
 
@@ -1125,9 +1125,10 @@ static qv_status write_start(qv_writer *w, qv_error *err) {
 }
 
 static void remove_tmp(qv_writer *w) {
-  if (w->own_fd && w->fd >= 0) close(w->fd);
+  qv_atomic_file_abort(w->af); /* closes the descriptor too */
+  w->af = NULL;
+  w->tmp = NULL;
   w->fd = -1;
-  if (w->tmp) unlink(w->tmp);
 }
 
 qv_status qv_writer_open_fd(int fd, const qv_schema *schema,
@@ -1153,45 +1154,14 @@ qv_status qv_writer_open_path(const char *path, const qv_schema *schema,
     return qv_error_set(err, QV_EARG, "writer: empty path");
   qv_writer *w = NULL;
   QV_RETURN_NOT_OK(writer_new(schema, options, &w, err));
-  const char *slash = strrchr(path, '/');
-  size_t dir_len = slash ? (size_t)(slash - path) + 1 : 0;
-  const char *base = slash ? slash + 1 : path;
-  if (base[0] == '\0') {
+  qv_status ost = qv_atomic_file_open(path, &w->af, err);
+  if (ost != QV_OK) {
     writer_free(w);
-    return qv_error_set(err, QV_EARG, "writer: '%s' names a directory", path);
+    return qv_error_prefix(err, ost, "writer: ");
   }
-  size_t tlen = dir_len + 1 + strlen(base) + strlen(".tmp-quiver-XXXXXX") + 1;
-  w->target = strdup(path);
-  w->tmp = malloc(tlen);
-  if (w->target == NULL || w->tmp == NULL) {
-    writer_free(w);
-    return qv_error_set(err, QV_ENOMEM, "writer: out of memory");
-  }
-  snprintf(w->tmp, tlen, "%.*s.%s.tmp-quiver-XXXXXX", (int)dir_len, path, base);
-  w->fd = mkstemp(w->tmp);
-  if (w->fd < 0) {
-    qv_status st = qv_error_set(err, QV_EIO,
-                                "writer: cannot create a temporary file beside "
-                                "'%s': %s",
-                                path, strerror(errno));
-    free(w->tmp);
-    w->tmp = NULL;
-    writer_free(w);
-    return st;
-  }
+  w->fd = qv_atomic_file_fd(w->af);
+  w->tmp = qv_atomic_file_tmp(w->af);
   w->own_fd = true;
-  /* mkstemp makes 0600 files; give the result the mode a new file (or the
-   * file it replaces) would have. */
-  struct stat sb;
-  mode_t mode;
-  if (stat(path, &sb) == 0) {
-    mode = sb.st_mode & 07777;
-  } else {
-    mode_t mask = umask(0);
-    umask(mask);
-    mode = 0666 & ~mask;
-  }
-  (void)fchmod(w->fd, mode);
   qv_status st = write_start(w, err);
   if (st != QV_OK) {
     remove_tmp(w);
@@ -1310,33 +1280,13 @@ qv_status qv_writer_close(qv_writer *w, qv_error *err) {
     st = qv_error_set(err, QV_EARG,
                       "writer: an earlier write failed; nothing was committed");
   if (st == QV_OK) st = write_end(w, err);
-  if (st == QV_OK && w->own_fd) {
-    if (fsync(w->fd) != 0)
-      st = qv_error_set(err, QV_EIO, "writer: fsync of '%s' failed: %s", w->tmp,
-                        strerror(errno));
-    int fd = w->fd;
+  if (st == QV_OK && w->af != NULL) {
+    /* fsync, rename over the target, fsync the directory (frees af) */
+    st = qv_atomic_file_commit(w->af, err);
+    if (st != QV_OK) qv_error_prefix(err, st, "writer: ");
+    w->af = NULL;
+    w->tmp = NULL;
     w->fd = -1;
-    if (close(fd) != 0 && st == QV_OK)
-      st = qv_error_set(err, QV_EIO, "writer: close of '%s' failed: %s", w->tmp,
-                        strerror(errno));
-    if (st == QV_OK && rename(w->tmp, w->target) != 0)
-      st = qv_error_set(err, QV_EIO, "writer: rename '%s' -> '%s' failed: %s",
-                        w->tmp, w->target, strerror(errno));
-    if (st == QV_OK) {
-      free(w->tmp);
-      w->tmp = NULL; /* committed: nothing to remove */
-      const char *slash = strrchr(w->target, '/');
-      char *dir = slash ? strndup(w->target, (size_t)(slash - w->target) + 1)
-                        : strdup(".");
-      int dfd = dir ? open(dir, O_RDONLY | O_DIRECTORY) : -1;
-      if (dfd >= 0) {
-        if (fsync(dfd) != 0)
-          st = qv_error_set(err, QV_EIO, "writer: fsync of directory '%s' failed: %s",
-                            dir, strerror(errno));
-        close(dfd);
-      }
-      free(dir);
-    }
   }
   if (st != QV_OK) remove_tmp(w);
   writer_free(w);

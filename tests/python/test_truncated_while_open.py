@@ -92,7 +92,7 @@ def shrank(path, before, after):
     return f"'{path}' shrank from {before} to {after} bytes while open"
 
 
-def check_cut(ds, path, want, intact_rows, other, other_want):
+def check_cut(ds, path, want, intact_rows, other, other_want, copy_dir):
     """ds maps path (already cut); rows [0, intact_rows) are in batches
     wholly before the cut, the rest is gone."""
     before, after = want["size"], os.path.getsize(path)
@@ -118,12 +118,12 @@ def check_cut(ds, path, want, intact_rows, other, other_want):
     # (Python function and expressions), save_to_disk.
     ops = [lambda: ds.sort("s"), lambda: ds.filter("id >= 0"),
            lambda: ds.map(lambda r: {"n": len(r["s"])}),
-           lambda: ds.save_to_disk(os.path.join(os.path.dirname(path), "copy"))]
+           lambda: ds.save_to_disk(copy_dir)]
     for op in ops:
         with pytest.raises(quiver.QuiverError) as e:
             op()
         assert shrank(path, before, after) in str(e.value)
-    assert not os.path.exists(os.path.join(os.path.dirname(path), "copy", "state.json"))
+    assert not os.path.exists(os.path.join(copy_dir, "state.json"))
     # The rows before the cut still read after all those errors, and so
     # does another dataset, in full.
     assert ds[intact_rows - 1] == rows[intact_rows - 1]
@@ -149,7 +149,8 @@ def test_ipc_cut_while_open(tmp, fmt):
     new_size = ends[k - 1] + 4096 + 100
     assert new_size < ends[k]
     cut(path, new_size)
-    check_cut(ds, path, {"size": size, "table": t}, k * ROWS_PER_BATCH, other, t2)
+    check_cut(ds, path, {"size": size, "table": t}, k * ROWS_PER_BATCH, other, t2,
+              os.path.join(tmp, "copy"))
 
 
 def test_save_to_disk_shard_cut_while_open(tmp):
@@ -164,7 +165,8 @@ def test_save_to_disk_shard_cut_while_open(tmp):
     other = quiver.open(os.path.join(d, "data-00000-of-00002.arrow"))
     size = os.path.getsize(shard)
     cut(shard, ends[0] + 100)  # shard 1 keeps its first batch: rows 3000..3999
-    check_cut(ds, shard, {"size": size, "table": t}, 4000, other, t.slice(0, 3000))
+    check_cut(ds, shard, {"size": size, "table": t}, 4000, other, t.slice(0, 3000),
+              os.path.join(tmp, "copy"))  # beside the dataset: a DST inside it is refused
 
 
 def test_cli_exits_1_when_the_file_is_cut(tmp):

@@ -20,8 +20,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include "core/atomic_internal.h"
 #include "dataset/dataset_internal.h" /* qv_ds_args_digest */
 #include "qv_build.h"
 #include "qv_test.h"
@@ -366,11 +368,30 @@ static void test_shuffle_and_cache(void) {
   OK(qv_dataset_shuffle(small, 1, &o, &bad, &E));
   QV_CHECK_EQ_INT(qv_dataset_num_rows(bad), 10);
   qv_dataset_unref(bad);
-  /* cleanup removes the unused cache files, never this dataset's */
+  /* cleanup removes the unused cache files, never this dataset's; also a
+   * quarantined cache file and what a dead writer left, never what a live
+   * writer (here: this process) is writing */
+  char live[600];
+  snprintf(live, sizeof live, "%s/live.arrow", dir);
+  qv_atomic_file *af = NULL;
+  OK(qv_atomic_file_open(live, &af, &E)); /* (itself reclaims beside it) */
+  char junk[600];
+  snprintf(junk, sizeof junk, "%s/cache-0123456789abcdef.arrow.corrupt-1700000000", dir);
+  FILE *jf = fopen(junk, "w");
+  QV_REQUIRE(jf != NULL);
+  fclose(jf);
+  pid_t gone = fork();
+  if (gone == 0) _exit(0);
+  waitpid(gone, NULL, 0);
+  snprintf(junk, sizeof junk, "%s/.x.arrow.tmp-quiver-%d-1-abcdef", dir, (int)gone);
+  QV_REQUIRE(mkdir(junk, 0777) == 0);
   int64_t removed = -1;
   OK(qv_dataset_cleanup_cache_files(s3, &removed, &E));
-  QV_CHECK_EQ_INT(removed, 2);
+  QV_CHECK_EQ_INT(removed, 4);
   QV_CHECK_EQ_INT(count_files(dir, "cache-"), 1);
+  QV_CHECK_EQ_INT(count_files(dir, ".x.arrow.tmp-quiver-"), 0);
+  QV_CHECK_EQ_INT(count_files(dir, ".live.arrow.tmp-quiver-"), 1);
+  qv_atomic_file_abort(af);
   QV_CHECK(same_a(s3, want, 100));
   OK(qv_dataset_cleanup_cache_files(m, &removed, &E));
   QV_CHECK_EQ_INT(removed, 1);
@@ -985,7 +1006,25 @@ static void test_map_exprs(void) {
   qv_dataset_options mem;
   memset(&mem, 0, sizeof mem);
   mem.keep_in_memory = true;
+  /* in memory, the workers' results go through a private directory in
+   * $TMPDIR, named as atomic temporaries are: what a dead run left there
+   * is reclaimed, and nothing is left after the call */
+  const char *scratch = subdir("map-scratch");
+  char leftover[400];
+  pid_t gone = fork();
+  if (gone == 0) _exit(0);
+  waitpid(gone, NULL, 0);
+  snprintf(leftover, sizeof leftover, "%s/.quiver-map.tmp-quiver-%d-1-abcdef", scratch,
+           (int)gone);
+  QV_REQUIRE(mkdir(leftover, 0777) == 0);
+  const char *saved = getenv("TMPDIR");
+  char *saved_copy = saved ? strdup(saved) : NULL;
+  setenv("TMPDIR", scratch, 1);
   OK(qv_dataset_map_exprs(ds, names, exprs, 3, &mo, &mem, &mp, &E));
+  if (saved_copy) setenv("TMPDIR", saved_copy, 1);
+  else unsetenv("TMPDIR");
+  free(saved_copy);
+  QV_CHECK_EQ_INT(count_files(scratch, ".quiver-map"), 0);
   QV_CHECK_EQ_INT(qv_dataset_num_columns(mp), 4);
   QV_CHECK(qv_dataset_column_index(mp, "t") < 0);
   QV_CHECK(column_equals(mp, "b", b, 50));
