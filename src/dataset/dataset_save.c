@@ -460,6 +460,15 @@ qv_status qv_dataset_save_to_disk(qv_dataset *ds, const char *dir, const qv_save
   if (opts) o = *opts;
   if (o.num_shards < 0 || o.max_shard_size < 0)
     return qv_error_set(err, QV_EARG, "save_to_disk: negative shard count or size");
+  /* datasets' save_to_disk takes shard(num_shards, i, contiguous=True) for
+   * every i: with more shards than rows, shard `rows` starts past the end
+   * and select raises IndexError (an empty dataset writes empty shards). */
+  if (o.num_shards > 0 && qv_dataset_num_rows(ds) > 0 && o.num_shards > qv_dataset_num_rows(ds))
+    return qv_error_set(err, QV_ERANGE,
+                        "save_to_disk: num_shards=%lld is more than the dataset's %lld rows "
+                        "(index %lld out of range for dataset of size %lld)",
+                        (long long)o.num_shards, (long long)qv_dataset_num_rows(ds),
+                        (long long)qv_dataset_num_rows(ds), (long long)qv_dataset_num_rows(ds));
   QV_RETURN_NOT_OK(check_not_self(ds, dir, err));
   QV_RETURN_NOT_OK(make_dirs(dir, err));
   int64_t nbytes_est = 0;

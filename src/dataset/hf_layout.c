@@ -581,18 +581,24 @@ static const char *base_name(const char *path) {
   return slash ? slash + 1 : path;
 }
 
+bool qv_hf_is_indices_schema(const qv_schema *s) {
+  return qv_schema_num_fields(s) == 1 && strcmp(qv_schema_field(s, 0)->name, "indices") == 0 &&
+         qv_schema_field(s, 0)->type->id == QV_UINT64;
+}
+
+qv_hf_file_role qv_hf_file_role_of(const char *path, const qv_schema *s) {
+  return starts_with(base_name(path), "cache-") && qv_hf_is_indices_schema(s)
+             ? QV_HF_FILE_INDICES
+             : QV_HF_FILE_DATA;
+}
+
 /* Role and rows of a file: an indices mapping is a cache-*.arrow file whose
  * schema is one uint64 column "indices" (what datasets writes). */
 static qv_status file_info(const char *path, qv_hf_file_role *role, int64_t *rows,
                            qv_error *err) {
   qv_reader *r = NULL;
   QV_RETURN_NOT_OK(qv_reader_open_path(path, NULL, &r, err)); /* names the path */
-  const qv_schema *s = qv_reader_schema(r);
-  *role = (starts_with(base_name(path), "cache-") && qv_schema_num_fields(s) == 1 &&
-           strcmp(qv_schema_field(s, 0)->name, "indices") == 0 &&
-           qv_schema_field(s, 0)->type->id == QV_UINT64)
-              ? QV_HF_FILE_INDICES
-              : QV_HF_FILE_DATA;
+  *role = qv_hf_file_role_of(path, qv_reader_schema(r));
   *rows = qv_reader_num_rows(r);
   qv_reader_close(r);
   if (*rows < 0) return qv_error_set(err, QV_EINVAL, "%s: row count unknown", path);
@@ -749,7 +755,8 @@ static bool has_arrow_suffix(const char *name) {
 
 /* Every regular *.arrow file directly in `dir` (not hidden: temporaries of
  * atomic writes start with '.'), sorted by name, into d->files. */
-static qv_status list_arrow_files(const char *dir, qv_hf_dir *d, qv_error *err) {
+static qv_status list_arrow_files(const char *dir, const qv_hf_known_file *known,
+                                  const qv_hf_split *shards, qv_hf_dir *d, qv_error *err) {
   DIR *dp = opendir(dir);
   if (dp == NULL)
     return qv_error_set(err, QV_EIO, "%s: cannot open directory: %s", dir, strerror(errno));
@@ -786,7 +793,16 @@ static qv_status list_arrow_files(const char *dir, qv_hf_dir *d, qv_error *err) 
       /* A file that does not open is listed as unreadable rather than
        * failing the directory: a stray torn cache file must not hide the
        * datasets beside it. A dataset that needs it fails when opened. */
-      qv_status fst = file_info(p, &role, &rows, &ferr);
+      qv_status fst = QV_OK;
+      int64_t shard = -1; /* a shard listed (and opened) already */
+      for (int64_t k = 0; shards != NULL && k < shards->n_files && shard < 0; k++)
+        if (strcmp(shards->files[k].name, names[i]) == 0) shard = k;
+      if (known != NULL && strcmp(names[i], known->name) == 0)
+        role = known->role, rows = known->rows; /* opened already by the caller */
+      else if (shard >= 0)
+        role = QV_HF_FILE_DATA, rows = shards->files[shard].rows;
+      else
+        fst = file_info(p, &role, &rows, &ferr);
       if (fst == QV_ENOMEM) st = qv_error_set(err, QV_ENOMEM, "out of memory");
       if (fst != QV_OK && fst != QV_ENOMEM) role = QV_HF_FILE_UNREADABLE, rows = 0;
       if (st == QV_OK) st = add_file(&d->files, &d->n_files, names[i], p, role, rows, err);
@@ -1190,6 +1206,11 @@ static qv_status build_sources(qv_hf_dir *d, qv_error *err) {
 }
 
 qv_status qv_hf_dir_open(const char *path, qv_hf_dir **out, qv_error *err) {
+  return qv_hf_dir_open_known(path, NULL, out, err);
+}
+
+qv_status qv_hf_dir_open_known(const char *path, const qv_hf_known_file *known, qv_hf_dir **out,
+                               qv_error *err) {
   struct stat sb;
   if (stat(path, &sb) != 0)
     return qv_error_set(err, QV_EIO, "%s: %s", path, strerror(errno));
@@ -1245,6 +1266,17 @@ qv_status qv_hf_dir_open(const char *path, qv_hf_dir **out, qv_error *err) {
         snprintf(what, sizeof what, "dataset_dict.json: split");
         if (sdir == NULL || (d->splits[i].name = dup_str(names[i])) == NULL)
           st = qv_error_set(err, QV_ENOMEM, "out of memory");
+        struct stat ss;
+        if (st == QV_OK && lstat(sdir, &ss) != 0 && errno == ENOENT) {
+          /* A split whose directory is missing fails when it is opened,
+           * naming it; the other splits stay usable. */
+          qv_error serr = {{0}};
+          qv_error_set(&serr, QV_EINVAL, "%s: split '%s' of %s is missing (no such directory)",
+                       sdir, names[i], dict_path);
+          st = keep_split_error(QV_EINVAL, &d->splits[i], &serr, err);
+          free(sdir);
+          continue;
+        }
         if (st == QV_OK) st = check_inside(real, sdir, what, names[i], err);
         if (st == QV_OK) {
           qv_error serr = {{0}};
@@ -1263,11 +1295,11 @@ qv_status qv_hf_dir_open(const char *path, qv_hf_dir **out, qv_error *err) {
         d->n_splits = 1;
         st = open_dataset(path, &d->splits[0], err);
       }
-      if (st == QV_OK) st = list_arrow_files(path, d, err);
+      if (st == QV_OK) st = list_arrow_files(path, known, &d->splits[0], d, err);
       if (st == QV_OK) st = build_sources(d, err);
     } else {
       d->layout = QV_HF_LAYOUT_CACHE;
-      st = list_arrow_files(path, d, err);
+      st = list_arrow_files(path, known, NULL, d, err);
       if (st == QV_OK && d->n_files == 0)
         st = qv_error_set(err, QV_EINVAL,
                           "%s: not a datasets directory: no state.json, dataset_dict.json or "

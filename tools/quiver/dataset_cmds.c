@@ -505,12 +505,6 @@ static bool parse_size(const char *s, qv_split_size *out) {
   return true;
 }
 
-static bool file_in(const char *dir, const char *name) {
-  char p[4096];
-  struct stat sb;
-  if ((size_t)snprintf(p, sizeof p, "%s/%s", dir, name) >= sizeof p) return false;
-  return stat(p, &sb) == 0;
-}
 
 /* ------------------------------------------------------------------------ */
 /* map: --set expressions, through qv_dataset_map_exprs                      */
@@ -692,8 +686,9 @@ static int run(ds_cmd cmd, const char *name, int argc, char **argv) {
   char **splits = NULL;
   int64_t n_splits = 0;
   bool as_dict = false;
-  if (cmd != CMD_CONCAT && a.split == NULL && a.data == NULL && cli_is_directory(a.srcs[0]) &&
-      file_in(a.srcs[0], QV_HF_DICT_JSON)) {
+  qv_path_kind src_kind = QV_PATH_ARROW_FILE;
+  if (cmd != CMD_CONCAT && a.split == NULL && a.data == NULL &&
+      qv_path_sniff(a.srcs[0], &src_kind, NULL) == QV_OK && src_kind == QV_PATH_DATASET_DICT) {
     if (cmd == CMD_SPLIT) {
       rc = cli_usage(name, "%s is a DatasetDict: choose the split to divide with --split",
                      a.srcs[0]);
@@ -705,11 +700,12 @@ static int run(ds_cmd cmd, const char *name, int argc, char **argv) {
     as_dict = true;
   }
   bool out_dict = as_dict || cmd == CMD_SPLIT;
-  if (st == QV_OK && cli_is_directory(a.out)) {
-    if (out_dict && file_in(a.out, QV_HF_STATE_JSON))
+  qv_path_kind out_kind = QV_PATH_CACHE_DIR;
+  if (st == QV_OK && cli_is_directory(a.out) && qv_path_sniff(a.out, &out_kind, NULL) == QV_OK) {
+    if (out_dict && out_kind == QV_PATH_DATASET)
       st = qv_error_set(&err, QV_EARG, "%s holds a Dataset; write the DatasetDict elsewhere",
                         a.out);
-    if (!out_dict && file_in(a.out, QV_HF_DICT_JSON))
+    if (!out_dict && out_kind == QV_PATH_DATASET_DICT)
       st = qv_error_set(&err, QV_EARG, "%s holds a DatasetDict; write the Dataset elsewhere",
                         a.out);
   }
