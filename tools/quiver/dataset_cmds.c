@@ -323,6 +323,13 @@ static int parse_args(ds_cmd cmd, const char *name, int argc, char **argv, ds_ar
                ((v = cli_opt_value(s, "--where", argc, argv, &i, &m)) || m)) {
       if (!v) return cli_usage(name, "--where needs an expression");
       a->where = v;
+      /* A bad expression is bad usage (exit 2, the caret under it), as
+       * map's --set. */
+      qv_expr *e = NULL;
+      qv_error err;
+      if (qv_expr_parse(v, -1, &e, &err) != QV_OK)
+        return cli_usage(name, "--where: %s", err.message);
+      qv_expr_free(e);
     } else if (cmd == CMD_SHARD &&
                ((v = cli_opt_value(s, "--num-shards", argc, argv, &i, &m)) || m)) {
       if (!v || !cli_parse_i64(v, &a->num_shards) || a->num_shards < 1)
@@ -602,6 +609,12 @@ static qv_status apply(ds_cmd cmd, const ds_args *a, qv_dataset *ds, qv_dataset_
       return st;
     }
     case CMD_FILTER: {
+      /* Unknown columns and type errors are bad usage too (as map's). */
+      qv_bound_expr *b = NULL;
+      qv_status cst = qv_predicate_compile(a->where, qv_dataset_schema(ds), &b, err);
+      qv_bound_expr_free(b);
+      if (cst == QV_EINVAL || cst == QV_ETYPE) return qv_error_prefix(err, QV_EARG, "--where: ");
+      QV_RETURN_NOT_OK(cst);
       QV_RETURN_NOT_OK(qv_dataset_filter(ds, a->where, o, out, err));
       qv_strbuf_printf(what, NULL, "kept %lld of %lld rows", (long long)qv_dataset_num_rows(*out),
                        (long long)rows);

@@ -31,7 +31,7 @@ static const char kHeadHelp[] =
     "--split). An indices mapping (a cache-*.arrow file of shuffle, select,\n"
     "sort, filter...) prints the rows it maps, from the one dataset of its\n"
     "directory it can index.\n"
-    "  -n N, --rows N   rows to print (also -nN, --rows=N)\n"
+    "  -n N, --rows N   rows to print (also -nN, -n=N, --rows=N)\n"
     "  --split NAME     the split (or other dataset) of a directory\n"
     "  --data DATA      PATH is an indices mapping of DATA (a file or directory;\n"
     "                   --split then chooses DATA's split)\n"
