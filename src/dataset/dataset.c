@@ -348,6 +348,11 @@ static qv_status open_shards(const qv_hf_split *sp, const qv_hf_feature *feature
   qv_status st = QV_OK;
   int64_t opened = 0;
   for (; opened < sp->n_files && st == QV_OK; opened++) {
+    /* mapped once, when the directory was listed */
+    if (sp->files[opened].table != NULL) {
+      tables[opened] = qv_table_ref(sp->files[opened].table);
+      continue;
+    }
     st = qv_table_open_path(sp->files[opened].path, NULL, &tables[opened], err);
     if (st != QV_OK) {
       qv_error_prefix(err, st, "%s: ", sp->files[opened].path);
@@ -452,6 +457,10 @@ static qv_status open_group(const qv_hf_dir *d, const qv_hf_source *src, qv_data
   int64_t opened = 0;
   for (; opened < src->n_files && st == QV_OK; opened++) {
     const char *p = d->files[src->files[opened]].path;
+    if (d->files[src->files[opened]].table != NULL) {
+      tables[opened] = qv_table_ref(d->files[src->files[opened]].table);
+      continue;
+    }
     st = qv_table_open_path(p, NULL, &tables[opened], err);
     if (st != QV_OK) qv_error_prefix(err, st, "%s: ", p);
     if (st != QV_OK) break;
@@ -479,7 +488,9 @@ qv_status qv_dataset_open_source(const qv_hf_dir *dir, int64_t source, qv_datase
     case QV_HF_SOURCE_SPLIT:
     case QV_HF_SOURCE_DATASET: return qv_ds_open_split(&dir->splits[src->split], out, err);
     case QV_HF_SOURCE_GROUP: return open_group(dir, src, out, err);
-    case QV_HF_SOURCE_FILE: return qv_ds_open_file(dir->files[src->files[0]].path, NULL, out, err);
+    case QV_HF_SOURCE_FILE:
+      return qv_ds_open_file(dir->files[src->files[0]].path, dir->files[src->files[0]].table, out,
+                             err);
   }
   return qv_error_set(err, QV_EARG, "%s: unknown dataset kind", dir->path);
 }

@@ -275,7 +275,7 @@ static qv_status open_indices(const qv_path_info *info, qv_dataset_choice *choic
   char *dir = parent_dir(path);
   if (dir == NULL) return oom(err);
   qv_hf_known_file known = {base_name(path), qv_hf_file_role_of(path, qv_table_schema(info->table)),
-                            qv_table_num_rows(info->table)};
+                            qv_table_num_rows(info->table), info->table};
   qv_hf_dir *d = NULL;
   qv_status st = qv_hf_dir_open_known(dir, &known, &d, err);
   int64_t *idx = NULL, n = 0, max = info->indices_max;

@@ -61,6 +61,7 @@ typedef struct qv_hf_known_file {
   const char *name; /**< name inside the directory */
   qv_hf_file_role role;
   int64_t rows;
+  qv_table *table; /**< the file mapped (borrowed; the listing takes a reference) */
 } qv_hf_known_file;
 
 /** qv_hf_dir_open, with `known` (may be NULL) not reopened. */

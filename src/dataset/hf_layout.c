@@ -592,21 +592,34 @@ qv_hf_file_role qv_hf_file_role_of(const char *path, const qv_schema *s) {
              : QV_HF_FILE_DATA;
 }
 
-/* Role and rows of a file: an indices mapping is a cache-*.arrow file whose
- * schema is one uint64 column "indices" (what datasets writes). */
+/* Role and rows of a file, mapped once as a table (*table: a new
+ * reference): an indices mapping is a cache-*.arrow file whose schema is
+ * one uint64 column "indices" (what datasets writes). */
 static qv_status file_info(const char *path, qv_hf_file_role *role, int64_t *rows,
-                           qv_error *err) {
-  qv_reader *r = NULL;
-  QV_RETURN_NOT_OK(qv_reader_open_path(path, NULL, &r, err)); /* names the path */
-  *role = qv_hf_file_role_of(path, qv_reader_schema(r));
-  *rows = qv_reader_num_rows(r);
-  qv_reader_close(r);
-  if (*rows < 0) return qv_error_set(err, QV_EINVAL, "%s: row count unknown", path);
+                           qv_table **table, qv_error *err) {
+  qv_table *t = NULL;
+  qv_status st = qv_table_open_path(path, NULL, &t, err);
+  if (st != QV_OK && st != QV_ENOMEM) {
+    /* the reader's own words for why (it names the path) */
+    qv_reader *r = NULL;
+    st = qv_reader_open_path(path, NULL, &r, err);
+    qv_reader_close(r);
+    if (st == QV_OK) st = qv_error_set(err, QV_EINVAL, "%s: cannot be mapped as a table", path);
+  }
+  if (st != QV_OK) return st;
+  *role = qv_hf_file_role_of(path, qv_table_schema(t));
+  *rows = qv_table_num_rows(t);
+  if (*rows < 0) {
+    qv_table_unref(t);
+    return qv_error_set(err, QV_EINVAL, "%s: row count unknown", path);
+  }
+  *table = t;
   return QV_OK;
 }
 
 static void files_free(qv_hf_file *files, int64_t n) {
   for (int64_t i = 0; i < n; i++) {
+    qv_table_unref(files[i].table);
     free(files[i].name);
     free(files[i].path);
     free(files[i].error);
@@ -643,8 +656,9 @@ void qv_hf_dir_free(qv_hf_dir *dir) {
   free(dir);
 }
 
+/* Append a file; `table` (may be NULL) gets a reference of its own. */
 static qv_status add_file(qv_hf_file **files, int64_t *n, const char *name, const char *path,
-                          qv_hf_file_role role, int64_t rows, qv_error *err) {
+                          qv_hf_file_role role, int64_t rows, qv_table *table, qv_error *err) {
   qv_hf_file *g = realloc(*files, sizeof *g * (size_t)(*n + 1));
   if (g == NULL) return qv_error_set(err, QV_ENOMEM, "out of memory");
   *files = g;
@@ -655,11 +669,13 @@ static qv_status add_file(qv_hf_file **files, int64_t *n, const char *name, cons
   f->rows = rows;
   f->error = NULL;
   f->source = -1;
+  f->table = NULL;
   if (f->name == NULL || f->path == NULL) {
     free(f->name);
     free(f->path);
     return qv_error_set(err, QV_ENOMEM, "out of memory");
   }
+  f->table = qv_table_ref(table);
   (*n)++;
   return QV_OK;
 }
@@ -669,8 +685,11 @@ static qv_status add_split_file(qv_hf_split *sp, const char *name, const char *p
                                 qv_error *err) {
   qv_hf_file_role role;
   int64_t rows = 0;
-  QV_RETURN_NOT_OK(file_info(path, &role, &rows, err));
-  return add_file(&sp->files, &sp->n_files, name, path, QV_HF_FILE_DATA, rows, err);
+  qv_table *t = NULL;
+  QV_RETURN_NOT_OK(file_info(path, &role, &rows, &t, err));
+  qv_status st = add_file(&sp->files, &sp->n_files, name, path, QV_HF_FILE_DATA, rows, t, err);
+  qv_table_unref(t);
+  return st;
 }
 
 /* The resolved file must lie inside the resolved directory. */
@@ -794,18 +813,21 @@ static qv_status list_arrow_files(const char *dir, const qv_hf_known_file *known
        * failing the directory: a stray torn cache file must not hide the
        * datasets beside it. A dataset that needs it fails when opened. */
       qv_status fst = QV_OK;
+      qv_table *t = NULL;
       int64_t shard = -1; /* a shard listed (and opened) already */
       for (int64_t k = 0; shards != NULL && k < shards->n_files && shard < 0; k++)
         if (strcmp(shards->files[k].name, names[i]) == 0) shard = k;
-      if (known != NULL && strcmp(names[i], known->name) == 0)
-        role = known->role, rows = known->rows; /* opened already by the caller */
+      if (known != NULL && strcmp(names[i], known->name) == 0) /* opened by the caller */
+        role = known->role, rows = known->rows, t = qv_table_ref(known->table);
       else if (shard >= 0)
-        role = QV_HF_FILE_DATA, rows = shards->files[shard].rows;
+        role = QV_HF_FILE_DATA, rows = shards->files[shard].rows,
+        t = qv_table_ref(shards->files[shard].table);
       else
-        fst = file_info(p, &role, &rows, &ferr);
+        fst = file_info(p, &role, &rows, &t, &ferr);
       if (fst == QV_ENOMEM) st = qv_error_set(err, QV_ENOMEM, "out of memory");
       if (fst != QV_OK && fst != QV_ENOMEM) role = QV_HF_FILE_UNREADABLE, rows = 0;
-      if (st == QV_OK) st = add_file(&d->files, &d->n_files, names[i], p, role, rows, err);
+      if (st == QV_OK) st = add_file(&d->files, &d->n_files, names[i], p, role, rows, t, err);
+      qv_table_unref(t);
       if (st == QV_OK && fst != QV_OK &&
           (d->files[d->n_files - 1].error = dup_str(ferr.message)) == NULL)
         st = qv_error_set(err, QV_ENOMEM, "out of memory");
@@ -947,7 +969,8 @@ static qv_status open_builder_split(const char *dir, const char *dir_real, const
       st = qv_error_set(err, QV_EINVAL, "%s '%s': %s", what, name, f->error);
     else if (st == QV_OK && f->role != QV_HF_FILE_DATA)
       st = qv_error_set(err, QV_EINVAL, "%s '%s': '%s' is not a data file", what, name, fname);
-    if (st == QV_OK) st = add_file(&sp->files, &sp->n_files, f->name, f->path, f->role, f->rows, err);
+    if (st == QV_OK)
+      st = add_file(&sp->files, &sp->n_files, f->name, f->path, f->role, f->rows, f->table, err);
     if (st == QV_OK && qv_add_overflow(total, f->rows, &total))
       st = qv_error_set(err, QV_EINVAL, "%s '%s': row count overflows", what, name);
   }
@@ -1232,11 +1255,13 @@ qv_status qv_hf_dir_open_known(const char *path, const qv_hf_known_file *known, 
                                : dup_str(".");
       qv_hf_file_role role = QV_HF_FILE_DATA;
       int64_t rows = 0;
+      qv_table *t = NULL;
       if (d->splits[0].dir == NULL) st = qv_error_set(err, QV_ENOMEM, "out of memory");
-      if (st == QV_OK) st = file_info(path, &role, &rows, err);
+      if (st == QV_OK) st = file_info(path, &role, &rows, &t, err);
       if (st == QV_OK)
         st = add_file(&d->splits[0].files, &d->splits[0].n_files, base_name(path), path, role,
-                      rows, err);
+                      rows, t, err);
+      qv_table_unref(t);
     }
   } else if (!S_ISDIR(sb.st_mode)) {
     st = qv_error_set(err, QV_EINVAL, "%s: not a regular file or a directory", path);

@@ -219,9 +219,7 @@ static qv_status dir_file_info(const qv_hf_dir *d, const qv_hf_file *f, json_t *
     }
     return QV_OK;
   }
-  qv_reader *r = NULL;
-  QV_RETURN_NOT_OK(qv_reader_open_path(f->path, NULL, &r, err));
-  const qv_schema *sc = qv_reader_schema(r);
+  const qv_schema *sc = qv_table_schema(f->table); /* mapped when listed */
   qv_hf_feature *feats = NULL;
   qv_error ferr;
   qv_status fst = qv_hf_features_resolve(sc, &feats, NULL, &ferr);
@@ -253,7 +251,6 @@ static qv_status dir_file_info(const qv_hf_dir *d, const qv_hf_file *f, json_t *
   }
   qv_hf_metadata_reset(&md);
   qv_hf_feature_free(feats);
-  qv_reader_close(r);
   return st;
 }
 
