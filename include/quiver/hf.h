@@ -413,7 +413,10 @@ typedef struct qv_hf_file {
                             reference owned by the directory, released by
                             qv_hf_dir_free; opening a dataset of the
                             directory takes its own reference instead of
-                            reopening the file); NULL when unreadable */
+                            reopening the file); NULL when unreadable, and
+                            for the cache-*.arrow files of a directory
+                            listing (only their headers are read; they
+                            are reopened when used) */
 } qv_hf_file;
 
 /** One Dataset: a split of a DatasetDict, the Dataset directory itself, a

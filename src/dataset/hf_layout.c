@@ -826,6 +826,15 @@ static qv_status list_arrow_files(const char *dir, const qv_hf_known_file *known
         fst = file_info(p, &role, &rows, &t, &ferr);
       if (fst == QV_ENOMEM) st = qv_error_set(err, QV_ENOMEM, "out of memory");
       if (fst != QV_OK && fst != QV_ENOMEM) role = QV_HF_FILE_UNREADABLE, rows = 0;
+      /* The cache files of transforms (cache-*) are not kept mapped: a
+       * directory holds dozens, the listing reads their headers only, and
+       * keeping them would keep every touched page resident. Data files
+       * (shards, builder outputs, a user's files) are kept for the open. */
+      if (fst == QV_OK && shard < 0 && (known == NULL || strcmp(names[i], known->name) != 0) &&
+          starts_with(names[i], "cache-")) {
+        qv_table_unref(t);
+        t = NULL;
+      }
       if (st == QV_OK) st = add_file(&d->files, &d->n_files, names[i], p, role, rows, t, err);
       qv_table_unref(t);
       if (st == QV_OK && fst != QV_OK &&

@@ -1426,6 +1426,7 @@ static void test_open_paths(void) {
   QV_CHECK(ch.names == NULL && ch.n == 0);
   qv_path_info_reset(&info);
   /* a DatasetDict: the split to choose, typed */
+  qv_hf_dir *dd = NULL;
   char dpath[400];
   snprintf(dpath, sizeof dpath, "%s/dict", dir);
   qv_dataset *parts[2] = {ds, sh};
@@ -1433,6 +1434,23 @@ static void test_open_paths(void) {
   OK(qv_dataset_dict_save_to_disk(parts, names, 2, dpath, NULL, &E));
   OK(qv_path_sniff(dpath, &k, &E));
   QV_CHECK(k == QV_PATH_DATASET_DICT);
+  /* the split's shard is mapped once, by the listing, and the open shares it */
+  OK(qv_path_classify(dpath, &info, &E));
+  QV_CHECK(info.kind == QV_PATH_DATASET_DICT && info.dir != NULL && info.table == NULL);
+  QV_REQUIRE(info.dir->n_splits == 2 && info.dir->splits[0].n_files == 1);
+  oo.split = "train";
+  OK(qv_dataset_open_classified(&info, &oo, &o, &E));
+  QV_CHECK(qv_dataset_data(o) == info.dir->splits[0].files[0].table);
+  qv_dataset_unref(o);
+  o = NULL;
+  qv_path_info_reset(&info);
+  oo.split = NULL;
+  /* in a directory listing, data files stay mapped and cache-* files not */
+  OK(qv_hf_dir_open(dir, &dd, &E));
+  for (int64_t i = 0; i < dd->n_files; i++)
+    QV_CHECK((dd->files[i].table == NULL) == (strncmp(dd->files[i].name, "cache-", 6) == 0));
+  QV_CHECK(dd->n_files == 3); /* data.arrow, file.arrow, the shuffle's mapping */
+  qv_hf_dir_free(dd);
   QV_CHECK(qv_dataset_open_ex(dpath, &oo, &o, &E) == QV_EARG);
   QV_CHECK(ch.kind == QV_CHOICE_SPLIT && ch.container == QV_PATH_DATASET_DICT && ch.n == 2 &&
            ch.wanted == NULL);

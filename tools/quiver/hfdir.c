@@ -219,7 +219,9 @@ static qv_status dir_file_info(const qv_hf_dir *d, const qv_hf_file *f, json_t *
     }
     return QV_OK;
   }
-  const qv_schema *sc = qv_table_schema(f->table); /* mapped when listed */
+  qv_table *t = f->table ? qv_table_ref(f->table) : NULL; /* mapped when listed, or now */
+  if (t == NULL) QV_RETURN_NOT_OK(qv_table_open_path(f->path, NULL, &t, err));
+  const qv_schema *sc = qv_table_schema(t);
   qv_hf_feature *feats = NULL;
   qv_error ferr;
   qv_status fst = qv_hf_features_resolve(sc, &feats, NULL, &ferr);
@@ -251,6 +253,7 @@ static qv_status dir_file_info(const qv_hf_dir *d, const qv_hf_file *f, json_t *
   }
   qv_hf_metadata_reset(&md);
   qv_hf_feature_free(feats);
+  qv_table_unref(t);
   return st;
 }
 
