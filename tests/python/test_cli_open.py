@@ -159,8 +159,10 @@ def test_save_more_shards_than_rows(tmp_path):
     with pytest.raises(IndexError, match="out of range for dataset of size 3"):
         D.load_from_disk(str(path)).save_to_disk(str(tmp_path / "hf10"), num_shards=10)
     ds = quiver_mod.open(str(path))
-    with pytest.raises(quiver_mod.QuiverError, match="out of range for dataset of size 3"):
+    # the same exception class as datasets' (QuiverIndexError is an IndexError)
+    with pytest.raises(IndexError, match="out of range for dataset of size 3") as e:
         ds.save_to_disk(str(tmp_path / "q10"), num_shards=10)
+    assert isinstance(e.value, quiver_mod.QuiverError)
     assert not (tmp_path / "q10").exists()
     ds.save_to_disk(str(tmp_path / "q3"), num_shards=3)
     D.load_from_disk(str(path)).save_to_disk(str(tmp_path / "hf3"), num_shards=3)
@@ -202,3 +204,28 @@ def test_formats_sniffed(tmp_path):
     for name in ("f.arrow", "s.arrow", "old.arrow"):
         assert quiver_rows("head", tmp_path / name) == t.to_pylist(), name
         assert quiver_rows("get", tmp_path / name, -1) == t.to_pylist()[-1:], name
+
+
+def test_python_open_choices(tmp_path):
+    """quiver.open words the library's typed choices in its own API."""
+    quiver_mod = import_quiver()
+    dd = D.DatasetDict({"train": D.Dataset.from_dict(_rows(5)), "test": D.Dataset.from_dict(_rows(5))})
+    dd.save_to_disk(str(tmp_path / "dd"))
+    with pytest.raises(quiver_mod.QuiverError, match=r"choose a split .*\(quiver.open\(path, split=...\)\)"):
+        quiver_mod.open(str(tmp_path / "dd"))
+    assert len(quiver_mod.open(str(tmp_path / "dd"), split="test")) == 5
+    # two datasets of 30 rows beside a shuffle mapping: which one?
+    path = tmp_path / "ds"
+    D.Dataset.from_dict(_rows(30)).save_to_disk(str(path))
+    ds = D.load_from_disk(str(path))
+    sh = ds.shuffle(seed=1)
+    shutil.copy(path / "data-00000-of-00001.arrow", path / "copy.arrow")
+    idx = sh.cache_files[-1]["filename"]
+    with pytest.raises(quiver_mod.QuiverError, match=r"ambiguous: .*name the data it indexes "
+                       r"\(quiver.open\(path, data=..., split=...\)\)"):
+        quiver_mod.open(idx)
+    got = quiver_mod.open(idx, data=str(path / "copy.arrow"))
+    assert [got[i] for i in range(len(got))] == sh.to_list()
+    r = quiver("head", idx, check=False)
+    assert r.returncode == 1 and r.stderr.decode().endswith(
+        "name the data it indexes (quiver: --data PATH [--split NAME])\n")
