@@ -135,8 +135,134 @@ typedef struct qv_dataset_options {
 QV_API qv_status qv_dataset_from_table(qv_table *data, const char *fingerprint, qv_dataset **out,
                                        qv_error *err) QV_NODISCARD;
 
+/* ------------------------------------------------------------------------ */
+/* Opening a path: one classification, one open (dataset_open.c)            */
+
+/** What a path holds. */
+typedef enum qv_path_kind {
+  QV_PATH_ARROW_FILE = 0, /**< an Arrow IPC file ("ARROW1" magic; Feather v2) */
+  QV_PATH_ARROW_STREAM,   /**< an Arrow IPC stream (0xFFFFFFFF continuation
+                               marker, or a pre-0.15 length prefix) */
+  QV_PATH_INDICES,        /**< an Arrow file or stream named cache-*.arrow
+                               whose schema is one uint64 column "indices"
+                               (qv_path_classify only; sniffing says
+                               ARROW_FILE / ARROW_STREAM) */
+  QV_PATH_DATASET,        /**< a save_to_disk Dataset directory (state.json) */
+  QV_PATH_DATASET_DICT,   /**< a save_to_disk DatasetDict directory
+                               (dataset_dict.json) */
+  QV_PATH_CACHE_DIR,      /**< any other directory: a load_dataset cache
+                               directory of *.arrow files */
+  QV_PATH_PARQUET,        /**< recognised ("PAR1"), not supported yet */
+  QV_PATH_CSV,            /**< recognised (text with separators), not supported yet */
+  QV_PATH_JSON            /**< recognised (text starting with '{' or '['),
+                               not supported yet */
+} qv_path_kind;
+
+/** Short name of a kind ("arrow file", "arrow stream", "indices mapping",
+ *  "dataset", "dataset dict", "cache directory", "parquet", "csv",
+ *  "json"). Static. */
+QV_API const char *qv_path_kind_name(qv_path_kind kind);
+
 /**
- * Open a dataset from `path`, as `datasets` would:
+ * Sniff `path` without parsing it: a directory by its marker files
+ * (dataset_dict.json, state.json, else a cache directory), a regular file
+ * by its first bytes. Only reads those bytes (one pread). Errors, which
+ * name the path: QV_EIO when it cannot be stat()ed or read; QV_ENOTSUP
+ * for a file recognised as Parquet, CSV or JSON ("PATH: a Parquet file:
+ * Parquet is not supported yet"), *out then set to its kind; QV_EINVAL
+ * for anything else ("PATH: not an Arrow IPC file or stream: found 6e 6f
+ * 74 20 ... ("not ...")", or "...: the file is empty").
+ */
+QV_API qv_status qv_path_sniff(const char *path, qv_path_kind *out, qv_error *err) QV_NODISCARD;
+
+/**
+ * A path classified once (qv_path_classify), handed to
+ * qv_dataset_open_classified so that nothing is opened twice. Owns what it
+ * holds; release with qv_path_info_reset.
+ */
+typedef struct qv_path_info {
+  qv_path_kind kind;
+  char *path;         /**< the path as given (owned) */
+  /** ARROW_FILE / ARROW_STREAM / INDICES: the file memory-mapped
+   *  (qv_table_open_path; owned reference), else NULL. */
+  qv_table *table;
+  /** INDICES: the largest value of the mapping (-1 when empty, INT64_MAX
+   *  when >= 2^63), from the one pass that also refused nulls. */
+  int64_t indices_max;
+  /** DATASET / DATASET_DICT / CACHE_DIR: the directory as qv_hf_dir_open
+   *  lists it (owned), else NULL. */
+  qv_hf_dir *dir;
+} qv_path_info;
+
+/**
+ * Classify `path` and open what it is, once: a file is sniffed
+ * (qv_path_sniff), mapped as a table and, when named cache-*.arrow with
+ * one uint64 column "indices", scanned once (nulls refused, maximum
+ * kept); a directory is listed with qv_hf_dir_open. `*out` is filled on
+ * success (reset it with qv_path_info_reset) and zeroed on failure. Errors
+ * name the path; those of qv_path_sniff for what is not Arrow.
+ */
+QV_API qv_status qv_path_classify(const char *path, qv_path_info *out, qv_error *err) QV_NODISCARD;
+/** Release what `info` holds and zero it. NULL-safe. */
+QV_API void qv_path_info_reset(qv_path_info *info);
+
+/** Why an open needs the caller to choose (qv_dataset_choice.kind). */
+typedef enum qv_dataset_choice_kind {
+  QV_CHOICE_NONE = 0, /**< no choice needed (or another error) */
+  QV_CHOICE_SPLIT,    /**< a DatasetDict or cache directory: no split
+                           given and not exactly one, or the one given is
+                           not there; `names` are the splits */
+  QV_CHOICE_DATA      /**< an indices mapping whose data cannot be found
+                           among the datasets of its directory (none or
+                           several fit); `names` / `rows` are the
+                           candidates (qv_hf_source names) */
+} qv_dataset_choice_kind;
+
+/**
+ * A typed "choose a split" / "which data" failure, for front ends to put
+ * in their own words (the library's error message names no option).
+ * Filled by qv_dataset_open_ex / qv_dataset_open_classified when
+ * requested; owns its strings; release with qv_dataset_choice_reset.
+ */
+typedef struct qv_dataset_choice {
+  qv_dataset_choice_kind kind;
+  qv_path_kind container; /**< SPLIT: DATASET_DICT, CACHE_DIR or DATASET;
+                               DATA: INDICES */
+  char *path;             /**< the directory (SPLIT) or indices file (DATA) */
+  char *dir;              /**< DATA: the directory searched, else NULL */
+  const char *wanted;     /**< SPLIT: the split asked for (borrowed from the
+                               options), NULL when none was given */
+  int64_t max_index;      /**< DATA: the mapping's largest value */
+  int64_t n;              /**< number of names */
+  char **names;           /**< SPLIT: split names in order; DATA: the
+                               candidates that fit (several: ambiguous),
+                               or, when none fits, every dataset there */
+  int64_t *rows;          /**< DATA: rows of each name; SPLIT: NULL */
+  bool ambiguous;         /**< DATA: several fit (else none does) */
+} qv_dataset_choice;
+
+/** Release what a choice holds and zero it. NULL-safe. */
+QV_API void qv_dataset_choice_reset(qv_dataset_choice *choice);
+
+/** Options of qv_dataset_open_ex. Zero-initialised (or NULL): defaults. */
+typedef struct qv_dataset_open_options {
+  /** The split of a DatasetDict or cache directory, or another dataset of
+   *  a Dataset / cache directory (see qv_dataset_open). NULL: the only one. */
+  const char *split;
+  /** The data an indices mapping file indexes, opened itself with `split`
+   *  (then `split` applies to it, not to the path). The path must be a
+   *  file holding an indices mapping (QV_EARG for a directory). NULL: the
+   *  data is found in the file's directory. */
+  const char *data;
+  /** Out, may be NULL: filled (after a reset) when the open fails because
+   *  a choice is needed (QV_EARG for splits, QV_EINVAL for data), else
+   *  left with kind QV_CHOICE_NONE. The caller resets it. */
+  qv_dataset_choice *choice;
+} qv_dataset_open_options;
+
+/**
+ * Open a dataset from `path`, as `datasets` would (qv_dataset_open_ex with
+ * only a split):
  *  - an Arrow IPC file (stream or file format): Dataset.from_file — the
  *    file memory-mapped, fingerprint from its `huggingface` metadata or its
  *    identity (qv_fingerprint_of_file), features from its schema;
@@ -151,7 +277,8 @@ QV_API qv_status qv_dataset_from_table(qv_table *data, const char *fingerprint, 
  *    and features from dataset_info.json (the table is cast to the
  *    features' Arrow types when they differ, as datasets does);
  *  - a DatasetDict directory: the split named `split` (NULL: QV_EARG
- *    listing the splits);
+ *    listing the splits). A split whose directory or files are missing
+ *    fails only when it is opened, naming them; the others open;
  *  - a load_dataset cache directory (qv_hf_dir_open): the builder split
  *    named `split`, as DatasetBuilder.as_dataset gives it — its data files
  *    concatenated in shard order, features and info from
@@ -161,10 +288,31 @@ QV_API qv_status qv_dataset_from_table(qv_table *data, const char *fingerprint, 
  *    Dataset directory `split` may also name any other dataset of the
  *    directory (a qv_hf_source name: a data file's name, or a map worker
  *    group "cache-<fp>_*_of_<N>.arrow").
- * `split` must be NULL for a file. Errors name the path.
+ * `split` must be NULL for a file. Errors name the path; a file that is
+ * not Arrow gets qv_path_sniff's error. *out: a new reference.
  */
 QV_API qv_status qv_dataset_open(const char *path, const char *split, qv_dataset **out,
                                  qv_error *err) QV_NODISCARD;
+
+/**
+ * qv_dataset_open with options: `options->data` names the data an indices
+ * mapping file indexes, and `options->choice` receives a typed "choose a
+ * split" / "which data" failure. Classifies the path once
+ * (qv_path_classify) and opens from that (qv_dataset_open_classified).
+ */
+QV_API qv_status qv_dataset_open_ex(const char *path, const qv_dataset_open_options *options,
+                             qv_dataset **out, qv_error *err) QV_NODISCARD;
+
+/**
+ * Open the dataset a classified path holds (see qv_dataset_open_ex), using
+ * what `info` already opened (borrowed; nothing is opened twice: the
+ * table of a file is shared by the dataset, an indices mapping's parent
+ * directory is listed without reopening it). `info` stays owned by the
+ * caller and valid. *out: a new reference.
+ */
+QV_API qv_status qv_dataset_open_classified(const qv_path_info *info,
+                                     const qv_dataset_open_options *options,
+                                     qv_dataset **out, qv_error *err) QV_NODISCARD;
 
 /**
  * Open dataset `source` (an index into dir->sources) of a directory
@@ -213,8 +361,8 @@ QV_API qv_status qv_dataset_indices_candidates(const qv_hf_dir *dir, const char 
  * file's directory; exactly one is opened and composed
  * (qv_dataset_with_indices_file). None or several: QV_EINVAL listing the
  * candidates with their row counts ("...: ambiguous: split 'train' (300
- * rows), cache-ab12.arrow (300 rows); name the data it indexes (quiver:
- * --data PATH)").
+ * rows), cache-ab12.arrow (300 rows); name the data it indexes");
+ * qv_dataset_open_ex gives the same failure as a qv_dataset_choice.
  */
 QV_API qv_status qv_dataset_open_indices_file(const char *path, qv_dataset **out, qv_error *err)
     QV_NODISCARD;

@@ -30,6 +30,7 @@
 #include "quiver/array.h"
 #include "quiver/core.h"
 #include "quiver/print.h"
+#include "quiver/table.h"
 #include "quiver/type.h"
 
 #ifdef __cplusplus
@@ -408,6 +409,14 @@ typedef struct qv_hf_file {
   int64_t source;      /**< qv_hf_dir.files only: index into
                             qv_hf_dir.sources of the dataset the file
                             belongs to, -1 for indices mappings */
+  qv_table *table;     /**< the file memory-mapped when it was listed (a
+                            reference owned by the directory, released by
+                            qv_hf_dir_free; opening a dataset of the
+                            directory takes its own reference instead of
+                            reopening the file); NULL when unreadable, and
+                            for the cache-*.arrow files of a directory
+                            listing (only their headers are read; they
+                            are reopened when used) */
 } qv_hf_file;
 
 /** One Dataset: a split of a DatasetDict, the Dataset directory itself, a

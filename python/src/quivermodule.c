@@ -214,20 +214,26 @@ static PyObject *mod_open(PyObject *mod, PyObject *args, PyObject *kwargs) {
     return NULL;
   }
   const char *p = PyBytes_AS_STRING(path), *d = data ? PyBytes_AS_STRING(data) : NULL;
-  qv_dataset *ds = NULL, *base = NULL;
+  qv_dataset *ds = NULL;
   qv_error err;
   qv_status st;
+  /* with `data`, `path` is an indices mapping file over the dataset there */
+  qv_dataset_choice choice = {0};
+  qv_dataset_open_options oo = {split, d, &choice};
   Py_BEGIN_ALLOW_THREADS
-  if (d != NULL) {
-    /* `path` is an indices mapping file over the dataset at `data` (the
-     * CLI's --data). */
-    st = qv_dataset_open(d, split, &base, &err);
-    if (st == QV_OK) st = qv_dataset_with_indices_file(base, p, &ds, &err);
-    qv_dataset_unref(base);
-  } else {
-    st = qv_dataset_open(p, split, &ds, &err);
-  }
+  st = qv_dataset_open_ex(p, &oo, &ds, &err);
   Py_END_ALLOW_THREADS
+  /* the library's typed choice in this API's words */
+  const char *words = st == QV_OK                          ? NULL
+                      : choice.kind == QV_CHOICE_DATA      ? " (quiver.open(path, data=..., split=...))"
+                      : choice.kind == QV_CHOICE_SPLIT && choice.wanted == NULL
+                          ? " (quiver.open(path, split=...))"
+                          : NULL;
+  if (words != NULL) {
+    size_t n = strlen(err.message);
+    snprintf(err.message + n, sizeof err.message - n, "%s", words);
+  }
+  qv_dataset_choice_reset(&choice);
   PyObject *cls = NULL;
   if (st == QV_EIO || st == QV_EINVAL) {
     /* A path that does not exist: FileNotFoundError, as datasets'

@@ -322,10 +322,10 @@ qv_status qv_dataset_from_table(qv_table *data, const char *fingerprint, qv_data
   return qv_ds_new(data, NULL, fp, features, NULL, out, err);
 }
 
-/* Dataset.from_file: the file as it is. */
-static qv_status open_file_raw(const char *path, qv_dataset **out, qv_error *err) {
+qv_status qv_ds_open_file(const char *path, qv_table *table, qv_dataset **out, qv_error *err) {
   qv_table *t = NULL;
-  QV_RETURN_NOT_OK(qv_table_open_path(path, NULL, &t, err));
+  if (table != NULL) t = qv_table_ref(table);
+  else QV_RETURN_NOT_OK(qv_table_open_path(path, NULL, &t, err));
   char fp[QV_FINGERPRINT_SIZE];
   qv_hf_feature *features = NULL;
   qv_status st = qv_fingerprint_of_file(path, &qv_table_schema(t)->metadata, NULL, fp, err);
@@ -334,17 +334,6 @@ static qv_status open_file_raw(const char *path, qv_dataset **out, qv_error *err
   qv_table_unref(t);
   if (st != QV_OK) qv_error_prefix(err, st, "%s: ", path);
   return st;
-}
-
-/* A file: an indices mapping (cache-*.arrow, one uint64 column "indices")
- * is composed with its data, anything else opened as it is. */
-static qv_status open_file(const char *path, qv_dataset **out, qv_error *err) {
-  qv_hf_dir *d = NULL;
-  QV_RETURN_NOT_OK(qv_hf_dir_open(path, &d, err));
-  bool indices = d->splits[0].files[0].role == QV_HF_FILE_INDICES;
-  qv_hf_dir_free(d);
-  if (indices) return qv_dataset_open_indices_file(path, out, err);
-  return open_file_raw(path, out, err);
 }
 
 /* The data table of a Dataset directory: its shards, concatenated. */
@@ -364,6 +353,11 @@ static qv_status open_shards(const qv_hf_split *sp, const qv_hf_feature *feature
   qv_status st = QV_OK;
   int64_t opened = 0;
   for (; opened < sp->n_files && st == QV_OK; opened++) {
+    /* mapped once, when the directory was listed */
+    if (sp->files[opened].table != NULL) {
+      tables[opened] = qv_table_ref(sp->files[opened].table);
+      continue;
+    }
     st = qv_table_open_path(sp->files[opened].path, NULL, &tables[opened], err);
     if (st != QV_OK) {
       qv_error_prefix(err, st, "%s: ", sp->files[opened].path);
@@ -410,8 +404,7 @@ static qv_status align_to_features(qv_table **t, const qv_hf_feature *features, 
   return st;
 }
 
-/* A Dataset directory, a DatasetDict split or a builder split. */
-static qv_status open_split(const qv_hf_split *sp, qv_dataset **out, qv_error *err) {
+qv_status qv_ds_open_split(const qv_hf_split *sp, qv_dataset **out, qv_error *err) {
   if (sp->error != NULL) return qv_error_set(err, QV_EINVAL, "%s", sp->error);
   const qv_hf_feature *info_features = qv_hf_info_features(sp->info);
   qv_table *t = NULL;
@@ -469,6 +462,10 @@ static qv_status open_group(const qv_hf_dir *d, const qv_hf_source *src, qv_data
   int64_t opened = 0;
   for (; opened < src->n_files && st == QV_OK; opened++) {
     const char *p = d->files[src->files[opened]].path;
+    if (d->files[src->files[opened]].table != NULL) {
+      tables[opened] = qv_table_ref(d->files[src->files[opened]].table);
+      continue;
+    }
     st = qv_table_open_path(p, NULL, &tables[opened], err);
     if (st != QV_OK) qv_error_prefix(err, st, "%s: ", p);
     if (st != QV_OK) break;
@@ -494,9 +491,11 @@ qv_status qv_dataset_open_source(const qv_hf_dir *dir, int64_t source, qv_datase
   const qv_hf_source *src = &dir->sources[source];
   switch (src->kind) {
     case QV_HF_SOURCE_SPLIT:
-    case QV_HF_SOURCE_DATASET: return open_split(&dir->splits[src->split], out, err);
+    case QV_HF_SOURCE_DATASET: return qv_ds_open_split(&dir->splits[src->split], out, err);
     case QV_HF_SOURCE_GROUP: return open_group(dir, src, out, err);
-    case QV_HF_SOURCE_FILE: return open_file_raw(dir->files[src->files[0]].path, out, err);
+    case QV_HF_SOURCE_FILE:
+      return qv_ds_open_file(dir->files[src->files[0]].path, dir->files[src->files[0]].table, out,
+                             err);
   }
   return qv_error_set(err, QV_EARG, "%s: unknown dataset kind", dir->path);
 }
@@ -507,79 +506,6 @@ void qv_ds_list_sources(const qv_hf_dir *d, const int64_t *idx, int64_t n, qv_st
     qv_strbuf_printf(sb, NULL, "%s%s '%s' (%lld rows)", i ? ", " : "",
                      qv_hf_source_kind_name(s->kind), s->name, (long long)s->rows);
   }
-}
-
-/* A builder split or another dataset of a cache or Dataset directory. */
-static qv_status open_in_cache(qv_hf_dir *d, const char *split, qv_dataset **out, qv_error *err) {
-  if (split == NULL && d->layout == QV_HF_LAYOUT_CACHE && d->n_splits == 1)
-    return open_split(&d->splits[0], out, err);
-  /* A builder split by its name first (also one that cannot open: its
-   * error), then any other dataset of the directory by its name. */
-  for (int64_t i = 0; split != NULL && d->layout == QV_HF_LAYOUT_CACHE && i < d->n_splits; i++)
-    if (strcmp(d->splits[i].name, split) == 0) return open_split(&d->splits[i], out, err);
-  int64_t src = split ? qv_hf_dir_find_source(d, split) : -1;
-  if (src >= 0 && strcmp(split, ".") != 0) return qv_dataset_open_source(d, src, out, err);
-  qv_strbuf names;
-  qv_strbuf_init(&names);
-  for (int64_t i = 0; i < d->n_splits; i++)
-    qv_strbuf_printf(&names, NULL, "%s'%s'", i ? ", " : "", d->splits[i].name);
-  qv_strbuf others;
-  qv_strbuf_init(&others);
-  qv_ds_list_sources(d, NULL, d->n_sources, &others);
-  qv_status st;
-  if (d->layout == QV_HF_LAYOUT_DATASET)
-    st = qv_error_set(err, QV_EARG, "%s: a Dataset directory has no split '%s' (its datasets: %s)",
-                      d->path, split, qv_strbuf_cstr(&others));
-  else
-    st = qv_error_set(err, QV_EARG, "%s: a load_dataset cache directory: %s%s%s (splits: %s; "
-                      "datasets: %s)",
-                      d->path, split ? "no split or dataset '" : "choose a split",
-                      split ? split : "", split ? "'" : "",
-                      d->n_splits ? qv_strbuf_cstr(&names) : "none", qv_strbuf_cstr(&others));
-  qv_strbuf_reset(&names);
-  qv_strbuf_reset(&others);
-  return st;
-}
-
-qv_status qv_dataset_open(const char *path, const char *split, qv_dataset **out,
-                          qv_error *err) {
-  struct stat sb;
-  if (stat(path, &sb) != 0) return qv_error_set(err, QV_EIO, "%s: %s", path, strerror(errno));
-  if (!S_ISDIR(sb.st_mode)) {
-    if (split != NULL)
-      return qv_error_set(err, QV_EARG,
-                          "%s: a split name applies to a DatasetDict or cache directory", path);
-    return open_file(path, out, err);
-  }
-  qv_hf_dir *d = NULL;
-  QV_RETURN_NOT_OK(qv_hf_dir_open(path, &d, err));
-  qv_status st = QV_OK;
-  if (d->layout == QV_HF_LAYOUT_DATASET) {
-    if (split != NULL)
-      st = open_in_cache(d, split, out, err);
-    else
-      st = open_split(&d->splits[0], out, err);
-  } else if (d->layout == QV_HF_LAYOUT_DATASET_DICT) {
-    const qv_hf_split *sp = NULL;
-    for (int64_t i = 0; split != NULL && i < d->n_splits; i++)
-      if (strcmp(d->splits[i].name, split) == 0) sp = &d->splits[i];
-    if (sp != NULL) {
-      st = open_split(sp, out, err);
-    } else {
-      qv_strbuf names;
-      qv_strbuf_init(&names);
-      for (int64_t i = 0; i < d->n_splits; i++)
-        qv_strbuf_printf(&names, NULL, "%s'%s'", i ? ", " : "", d->splits[i].name);
-      st = qv_error_set(err, QV_EARG, "%s: a DatasetDict: %s%s%s (splits: %s)", path,
-                        split ? "no split '" : "choose a split", split ? split : "",
-                        split ? "'" : "", qv_strbuf_cstr(&names));
-      qv_strbuf_reset(&names);
-    }
-  } else {
-    st = open_in_cache(d, split, out, err);
-  }
-  qv_hf_dir_free(d);
-  return st;
 }
 
 qv_status qv_dataset_dict_splits(const char *path, char ***out_names, int64_t *out_n,

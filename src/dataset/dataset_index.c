@@ -6,14 +6,17 @@
  * writer_batch_size is given, the `huggingface` schema
  * metadata with features and fingerprint), reopening a cache file,
  * composing a selection with an existing mapping (datasets'
- * `self._indices.column(0).take(indices)`), and the select paths every
- * indices transform ends in. Dataset layer.
+ * `self._indices.column(0).take(indices)`), the select paths every
+ * indices transform ends in, and composing an indices mapping file with
+ * its data (dataset_open.c finds the data). Dataset layer.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "dataset/dataset_internal.h"
+#include "dataset/hf_internal.h"
+#include "quiver/writer.h"
 
 static qv_status oom(qv_error *err) {
   return qv_error_set(err, QV_ENOMEM, "dataset: out of memory");
@@ -78,27 +81,30 @@ static qv_status as_uint64(qv_array *values, qv_array **out, qv_error *err) {
   return QV_OK;
 }
 
+qv_status qv_ds_indices_check(const char *path, qv_table *t, int64_t expected_rows,
+                              qv_error *err) {
+  const qv_schema *s = qv_table_schema(t);
+  if (!qv_hf_is_indices_schema(s)) {
+    char ty[64] = "";
+    if (qv_schema_num_fields(s) >= 1) qv_type_to_string(qv_schema_field(s, 0)->type, ty, sizeof ty);
+    return qv_error_set(err, QV_EINVAL,
+                        "%s: not an indices mapping: expected one uint64 column 'indices', found "
+                        "%d column(s)%s%s%s%s",
+                        path, qv_schema_num_fields(s), qv_schema_num_fields(s) ? ", the first '" : "",
+                        qv_schema_num_fields(s) ? qv_schema_field(s, 0)->name : "",
+                        qv_schema_num_fields(s) ? "': " : "", ty);
+  }
+  if (expected_rows >= 0 && qv_table_num_rows(t) != expected_rows)
+    return qv_error_set(err, QV_EINVAL, "%s: indices mapping has %lld rows, expected %lld", path,
+                        (long long)qv_table_num_rows(t), (long long)expected_rows);
+  return QV_OK;
+}
+
 qv_status qv_ds_indices_open(const char *path, int64_t expected_rows, qv_table **out,
                              qv_error *err) {
   qv_table *t = NULL;
   QV_RETURN_NOT_OK(qv_table_open_path(path, NULL, &t, err));
-  const qv_schema *s = qv_table_schema(t);
-  qv_status st = QV_OK;
-  if (qv_schema_num_fields(s) != 1 ||
-      strcmp(qv_schema_field(s, 0)->name, QV_DATASET_INDICES_COLUMN) != 0 ||
-      qv_schema_field(s, 0)->type->id != QV_UINT64) {
-    char ty[64] = "";
-    if (qv_schema_num_fields(s) >= 1) qv_type_to_string(qv_schema_field(s, 0)->type, ty, sizeof ty);
-    st = qv_error_set(err, QV_EINVAL,
-                      "%s: not an indices mapping: expected one uint64 column 'indices', found "
-                      "%d column(s)%s%s%s%s",
-                      path, qv_schema_num_fields(s), qv_schema_num_fields(s) ? ", the first '" : "",
-                      qv_schema_num_fields(s) ? qv_schema_field(s, 0)->name : "",
-                      qv_schema_num_fields(s) ? "': " : "", ty);
-  } else if (expected_rows >= 0 && qv_table_num_rows(t) != expected_rows) {
-    st = qv_error_set(err, QV_EINVAL, "%s: indices mapping has %lld rows, expected %lld", path,
-                      (long long)qv_table_num_rows(t), (long long)expected_rows);
-  }
+  qv_status st = qv_ds_indices_check(path, t, expected_rows, err);
   if (st != QV_OK) {
     qv_table_unref(t);
     return st;
@@ -254,11 +260,8 @@ qv_status qv_ds_select_buf(qv_dataset *ds, qv_buffer *buf, int64_t offset, int64
 /* ------------------------------------------------------------------------ */
 /* Indices mapping files                                                     */
 
-/* One pass over an indices table: nulls fail (naming the row); with
- * bound >= 0 the first value >= bound fails; *out_max gets the largest
- * value (-1 when empty, INT64_MAX when >= 2^63). */
-static qv_status scan_indices(qv_table *t, const char *path, int64_t bound, int64_t *out_max,
-                              qv_error *err) {
+qv_status qv_ds_indices_scan(qv_table *t, const char *path, int64_t bound, int64_t *out_max,
+                             qv_error *err) {
   uint64_t max = 0;
   bool any = false;
   int64_t base = 0;
@@ -298,17 +301,17 @@ static qv_status scan_indices(qv_table *t, const char *path, int64_t bound, int6
   return QV_OK;
 }
 
-qv_status qv_dataset_with_indices_file(qv_dataset *data, const char *path, qv_dataset **out,
-                                       qv_error *err) {
+qv_status qv_ds_with_indices_table(qv_dataset *data, const char *path, qv_table *t,
+                                   bool scanned, int64_t max, qv_dataset **out, qv_error *err) {
   if (data->indices != NULL)
     return qv_error_set(err, QV_EARG,
                         "%s: the data to map already has an indices mapping; an indices file "
                         "indexes a data table: name the data it was derived from",
                         path);
-  qv_table *t = NULL;
-  QV_RETURN_NOT_OK(qv_ds_indices_open(path, -1, &t, err));
-  int64_t max = 0;
-  qv_status st = scan_indices(t, path, qv_table_num_rows(data->data), &max, err);
+  int64_t rows = qv_table_num_rows(data->data);
+  qv_status st = QV_OK;
+  /* Scanned already: a second pass only to name the first bad row. */
+  if (!scanned || max >= rows) st = qv_ds_indices_scan(t, path, rows, &max, err);
   char fp[QV_FINGERPRINT_SIZE];
   bool found = false;
   if (st == QV_OK) {
@@ -325,8 +328,29 @@ qv_status qv_dataset_with_indices_file(qv_dataset *data, const char *path, qv_da
     qv_fingerprint_args_free(args);
   }
   if (st == QV_OK) st = qv_ds_with_indices(data, t, fp, out, err);
+  return st;
+}
+
+qv_status qv_dataset_with_indices_file(qv_dataset *data, const char *path, qv_dataset **out,
+                                       qv_error *err) {
+  if (data->indices != NULL) return qv_ds_with_indices_table(data, path, NULL, false, 0, out, err);
+  qv_table *t = NULL;
+  QV_RETURN_NOT_OK(qv_ds_indices_open(path, -1, &t, err));
+  qv_status st = qv_ds_with_indices_table(data, path, t, false, 0, out, err);
   qv_table_unref(t);
   return st;
+}
+
+qv_status qv_ds_indices_fit(const qv_hf_dir *dir, int64_t max, int64_t **out, int64_t *out_n,
+                            qv_error *err) {
+  int64_t *idx = calloc((size_t)(dir->n_sources > 0 ? dir->n_sources : 1), sizeof *idx);
+  if (idx == NULL) return oom(err);
+  int64_t n = 0;
+  for (int64_t i = 0; i < dir->n_sources; i++)
+    if (dir->sources[i].rows > max) idx[n++] = i;
+  *out = idx;
+  *out_n = n;
+  return QV_OK;
 }
 
 qv_status qv_dataset_indices_candidates(const qv_hf_dir *dir, const char *indices_path,
@@ -335,63 +359,10 @@ qv_status qv_dataset_indices_candidates(const qv_hf_dir *dir, const char *indice
   qv_table *t = NULL;
   QV_RETURN_NOT_OK(qv_ds_indices_open(indices_path, -1, &t, err));
   int64_t max = 0;
-  qv_status st = scan_indices(t, indices_path, -1, &max, err);
+  qv_status st = qv_ds_indices_scan(t, indices_path, -1, &max, err);
   qv_table_unref(t);
   if (st != QV_OK) return st;
-  int64_t *idx = calloc((size_t)(dir->n_sources > 0 ? dir->n_sources : 1), sizeof *idx);
-  if (idx == NULL) return oom(err);
-  int64_t n = 0;
-  for (int64_t i = 0; i < dir->n_sources; i++)
-    if (dir->sources[i].rows > max) idx[n++] = i;
-  *out_sources = idx;
-  *out_n = n;
+  QV_RETURN_NOT_OK(qv_ds_indices_fit(dir, max, out_sources, out_n, err));
   *out_max = max;
   return QV_OK;
-}
-
-static char *parent_dir(const char *path) {
-  const char *slash = strrchr(path, '/');
-  if (slash == NULL) return qv_ds_strdup(".");
-  if (slash == path) return qv_ds_strdup("/");
-  return strndup(path, (size_t)(slash - path));
-}
-
-qv_status qv_dataset_open_indices_file(const char *path, qv_dataset **out, qv_error *err) {
-  char *dir = parent_dir(path);
-  if (dir == NULL) return oom(err);
-  qv_hf_dir *d = NULL;
-  qv_status st = qv_hf_dir_open(dir, &d, err);
-  int64_t *idx = NULL, n = 0, max = -1;
-  if (st == QV_OK && d->layout == QV_HF_LAYOUT_DATASET_DICT)
-    st = qv_error_set(err, QV_EINVAL, "%s: beside a DatasetDict, not in a dataset's directory",
-                      path);
-  if (st == QV_OK) st = qv_dataset_indices_candidates(d, path, &idx, &n, &max, err);
-  if (st == QV_OK && n != 1) {
-    qv_strbuf sb;
-    qv_strbuf_init(&sb);
-    if (n == 0) {
-      qv_strbuf_printf(&sb, NULL, "no dataset in %s has more than %lld rows", dir,
-                       (long long)max);
-      if (d->n_sources > 0) qv_strbuf_printf(&sb, NULL, " (");
-      qv_ds_list_sources(d, NULL, d->n_sources, &sb);
-      if (d->n_sources > 0) qv_strbuf_printf(&sb, NULL, ")");
-    } else {
-      qv_strbuf_printf(&sb, NULL, "ambiguous: %lld datasets in %s have more than %lld rows: ",
-                       (long long)n, dir, (long long)max);
-      qv_ds_list_sources(d, idx, n, &sb);
-    }
-    st = qv_error_set(err, QV_EINVAL,
-                      "%s: cannot tell which data this indices mapping indexes: %s; name the "
-                      "data it indexes (quiver: --data PATH [--split NAME])",
-                      path, qv_strbuf_cstr(&sb));
-    qv_strbuf_reset(&sb);
-  }
-  qv_dataset *data = NULL;
-  if (st == QV_OK) st = qv_dataset_open_source(d, idx[0], &data, err);
-  if (st == QV_OK) st = qv_dataset_with_indices_file(data, path, out, err);
-  qv_dataset_unref(data);
-  free(idx);
-  qv_hf_dir_free(d);
-  free(dir);
-  return st;
 }

@@ -117,6 +117,12 @@ bool qv_ds_file_exists(const char *path);
 bool qv_ds_cache_reusable(const char *path);
 /* A warning through qv_dataset_set_warning_handler's handler. */
 void qv_ds_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Dataset.from_file: the file at `path` as it is; `table` is that file
+ * already mapped (borrowed; NULL: opened here). Errors name the path. */
+qv_status qv_ds_open_file(const char *path, qv_table *table, qv_dataset **out, qv_error *err);
+/* A Dataset directory, a DatasetDict split or a builder split (its error,
+ * if it has one); errors name its directory. */
+qv_status qv_ds_open_split(const qv_hf_split *sp, qv_dataset **out, qv_error *err);
 /* Append "split 'a' (3 rows), file 'b.arrow' (5 rows)" for the sources
  * idx[0..n) of d (all of them in order when idx is NULL). */
 void qv_ds_list_sources(const qv_hf_dir *d, const int64_t *idx, int64_t n, qv_strbuf *sb);
@@ -132,6 +138,25 @@ qv_status qv_ds_indices_build(qv_array *values, const char *path, const char *fp
                               int64_t writer_batch_size, qv_table **out, qv_error *err);
 /* An int64 array over `buf` (reference taken), n values, as indices. */
 qv_status qv_ds_indices_array(qv_buffer *buf, int64_t n, qv_array **out, qv_error *err);
+/* Check that `t` (the mapped file `path`) is an indices mapping: one
+ * unsigned 64-bit column "indices" (QV_EINVAL otherwise); expected_rows
+ * >= 0 is checked. */
+qv_status qv_ds_indices_check(const char *path, qv_table *t, int64_t expected_rows,
+                              qv_error *err);
+/* One pass over an indices table: nulls fail (naming the row); with
+ * bound >= 0 the first value >= bound fails; *out_max gets the largest
+ * value (-1 when empty, INT64_MAX when >= 2^63). */
+qv_status qv_ds_indices_scan(qv_table *t, const char *path, int64_t bound, int64_t *out_max,
+                             qv_error *err);
+/* qv_dataset_with_indices_file over `t`, the file `path` already mapped
+ * and checked (qv_ds_indices_check); `max` is its largest value when
+ * `scanned` (nulls refused already), else it is scanned here. */
+qv_status qv_ds_with_indices_table(qv_dataset *data, const char *path, qv_table *t,
+                                   bool scanned, int64_t max, qv_dataset **out, qv_error *err);
+/* The sources of `dir` with more rows than `max` (all of them for -1):
+ * *out (free()) their indices, *out_n their number. */
+qv_status qv_ds_indices_fit(const qv_hf_dir *dir, int64_t max, int64_t **out, int64_t *out_n,
+                            qv_error *err);
 /* Open an indices cache file: one unsigned 64-bit column "indices"
  * (QV_EINVAL otherwise); expected_rows >= 0 is checked. */
 qv_status qv_ds_indices_open(const char *path, int64_t expected_rows, qv_table **out,

@@ -543,15 +543,27 @@ static qv_status save_into(qv_dataset *ds, const char *dir, const qv_save_option
   return st;
 }
 
-static qv_status check_save_options(const qv_save_options *opts, qv_error *err) {
-  if (opts != NULL && (opts->num_shards < 0 || opts->max_shard_size < 0))
+static qv_status check_save_options(const qv_dataset *ds, const qv_save_options *opts,
+                                    qv_error *err) {
+  if (opts == NULL) return QV_OK;
+  if (opts->num_shards < 0 || opts->max_shard_size < 0)
     return qv_error_set(err, QV_EARG, "save_to_disk: negative shard count or size");
+  /* datasets' save_to_disk takes shard(num_shards, i, contiguous=True) for
+   * every i: with more shards than rows, shard `rows` starts past the end
+   * and select raises IndexError (an empty dataset writes empty shards). */
+  int64_t rows = qv_dataset_num_rows(ds);
+  if (opts->num_shards > 0 && rows > 0 && opts->num_shards > rows)
+    return qv_error_set(err, QV_ERANGE,
+                        "save_to_disk: num_shards=%lld is more than the dataset's %lld rows "
+                        "(index %lld out of range for dataset of size %lld)",
+                        (long long)opts->num_shards, (long long)rows, (long long)rows,
+                        (long long)rows);
   return QV_OK;
 }
 
 qv_status qv_dataset_save_to_disk(qv_dataset *ds, const char *dir, const qv_save_options *opts,
                                   int64_t *out_num_shards, qv_error *err) {
-  QV_RETURN_NOT_OK(check_save_options(opts, err));
+  QV_RETURN_NOT_OK(check_save_options(ds, opts, err));
   qv_atomic_dir *ad = NULL;
   QV_RETURN_NOT_OK(dst_begin(&ds, 1, dir, &ad, err));
   int64_t shards = 0;
@@ -568,8 +580,8 @@ qv_status qv_dataset_save_to_disk(qv_dataset *ds, const char *dir, const qv_save
 qv_status qv_dataset_dict_save_to_disk(qv_dataset *const *datasets, const char *const *names,
                                        int64_t n, const char *dir,
                                        const qv_save_options *opts, qv_error *err) {
-  QV_RETURN_NOT_OK(check_save_options(opts, err));
   for (int64_t i = 0; i < n; i++) {
+    QV_RETURN_NOT_OK(check_save_options(datasets[i], opts, err));
     QV_RETURN_NOT_OK(qv_hf_check_relative_name("split name", names[i], err));
     if (strchr(names[i], '/') != NULL || strcmp(names[i], ".") == 0)
       return qv_error_set(err, QV_EARG, "split name '%s' must be a single path component",

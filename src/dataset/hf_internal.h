@@ -49,4 +49,23 @@ json_t *qv_hf_feature_to_json(const qv_hf_feature *f);
 qv_status qv_hf_schema_with_features(qv_type *struct_type, const qv_hf_feature *features,
                                      const char *fp, qv_schema **out, qv_error *err);
 
+/** The schema of an indices mapping: one uint64 column "indices". */
+bool qv_hf_is_indices_schema(const qv_schema *s);
+/** Role of a file with schema `s`: QV_HF_FILE_INDICES for a cache-*.arrow
+ *  file (by its base name) with an indices schema, else QV_HF_FILE_DATA. */
+qv_hf_file_role qv_hf_file_role_of(const char *path, const qv_schema *s);
+
+/** A file of a directory that the caller has opened already: listing the
+ *  directory takes its role and rows from here instead of reopening it. */
+typedef struct qv_hf_known_file {
+  const char *name; /**< name inside the directory */
+  qv_hf_file_role role;
+  int64_t rows;
+  qv_table *table; /**< the file mapped (borrowed; the listing takes a reference) */
+} qv_hf_known_file;
+
+/** qv_hf_dir_open, with `known` (may be NULL) not reopened. */
+qv_status qv_hf_dir_open_known(const char *path, const qv_hf_known_file *known, qv_hf_dir **out,
+                               qv_error *err);
+
 #endif /* QUIVER_HF_INTERNAL_H */

@@ -581,26 +581,45 @@ static const char *base_name(const char *path) {
   return slash ? slash + 1 : path;
 }
 
-/* Role and rows of a file: an indices mapping is a cache-*.arrow file whose
- * schema is one uint64 column "indices" (what datasets writes). */
+bool qv_hf_is_indices_schema(const qv_schema *s) {
+  return qv_schema_num_fields(s) == 1 && strcmp(qv_schema_field(s, 0)->name, "indices") == 0 &&
+         qv_schema_field(s, 0)->type->id == QV_UINT64;
+}
+
+qv_hf_file_role qv_hf_file_role_of(const char *path, const qv_schema *s) {
+  return starts_with(base_name(path), "cache-") && qv_hf_is_indices_schema(s)
+             ? QV_HF_FILE_INDICES
+             : QV_HF_FILE_DATA;
+}
+
+/* Role and rows of a file, mapped once as a table (*table: a new
+ * reference): an indices mapping is a cache-*.arrow file whose schema is
+ * one uint64 column "indices" (what datasets writes). */
 static qv_status file_info(const char *path, qv_hf_file_role *role, int64_t *rows,
-                           qv_error *err) {
-  qv_reader *r = NULL;
-  QV_RETURN_NOT_OK(qv_reader_open_path(path, NULL, &r, err)); /* names the path */
-  const qv_schema *s = qv_reader_schema(r);
-  *role = (starts_with(base_name(path), "cache-") && qv_schema_num_fields(s) == 1 &&
-           strcmp(qv_schema_field(s, 0)->name, "indices") == 0 &&
-           qv_schema_field(s, 0)->type->id == QV_UINT64)
-              ? QV_HF_FILE_INDICES
-              : QV_HF_FILE_DATA;
-  *rows = qv_reader_num_rows(r);
-  qv_reader_close(r);
-  if (*rows < 0) return qv_error_set(err, QV_EINVAL, "%s: row count unknown", path);
+                           qv_table **table, qv_error *err) {
+  qv_table *t = NULL;
+  qv_status st = qv_table_open_path(path, NULL, &t, err);
+  if (st != QV_OK && st != QV_ENOMEM) {
+    /* the reader's own words for why (it names the path) */
+    qv_reader *r = NULL;
+    st = qv_reader_open_path(path, NULL, &r, err);
+    qv_reader_close(r);
+    if (st == QV_OK) st = qv_error_set(err, QV_EINVAL, "%s: cannot be mapped as a table", path);
+  }
+  if (st != QV_OK) return st;
+  *role = qv_hf_file_role_of(path, qv_table_schema(t));
+  *rows = qv_table_num_rows(t);
+  if (*rows < 0) {
+    qv_table_unref(t);
+    return qv_error_set(err, QV_EINVAL, "%s: row count unknown", path);
+  }
+  *table = t;
   return QV_OK;
 }
 
 static void files_free(qv_hf_file *files, int64_t n) {
   for (int64_t i = 0; i < n; i++) {
+    qv_table_unref(files[i].table);
     free(files[i].name);
     free(files[i].path);
     free(files[i].error);
@@ -637,8 +656,9 @@ void qv_hf_dir_free(qv_hf_dir *dir) {
   free(dir);
 }
 
+/* Append a file; `table` (may be NULL) gets a reference of its own. */
 static qv_status add_file(qv_hf_file **files, int64_t *n, const char *name, const char *path,
-                          qv_hf_file_role role, int64_t rows, qv_error *err) {
+                          qv_hf_file_role role, int64_t rows, qv_table *table, qv_error *err) {
   qv_hf_file *g = realloc(*files, sizeof *g * (size_t)(*n + 1));
   if (g == NULL) return qv_error_set(err, QV_ENOMEM, "out of memory");
   *files = g;
@@ -649,11 +669,13 @@ static qv_status add_file(qv_hf_file **files, int64_t *n, const char *name, cons
   f->rows = rows;
   f->error = NULL;
   f->source = -1;
+  f->table = NULL;
   if (f->name == NULL || f->path == NULL) {
     free(f->name);
     free(f->path);
     return qv_error_set(err, QV_ENOMEM, "out of memory");
   }
+  f->table = qv_table_ref(table);
   (*n)++;
   return QV_OK;
 }
@@ -663,8 +685,11 @@ static qv_status add_split_file(qv_hf_split *sp, const char *name, const char *p
                                 qv_error *err) {
   qv_hf_file_role role;
   int64_t rows = 0;
-  QV_RETURN_NOT_OK(file_info(path, &role, &rows, err));
-  return add_file(&sp->files, &sp->n_files, name, path, QV_HF_FILE_DATA, rows, err);
+  qv_table *t = NULL;
+  QV_RETURN_NOT_OK(file_info(path, &role, &rows, &t, err));
+  qv_status st = add_file(&sp->files, &sp->n_files, name, path, QV_HF_FILE_DATA, rows, t, err);
+  qv_table_unref(t);
+  return st;
 }
 
 /* The resolved file must lie inside the resolved directory. */
@@ -749,7 +774,8 @@ static bool has_arrow_suffix(const char *name) {
 
 /* Every regular *.arrow file directly in `dir` (not hidden: temporaries of
  * atomic writes start with '.'), sorted by name, into d->files. */
-static qv_status list_arrow_files(const char *dir, qv_hf_dir *d, qv_error *err) {
+static qv_status list_arrow_files(const char *dir, const qv_hf_known_file *known,
+                                  const qv_hf_split *shards, qv_hf_dir *d, qv_error *err) {
   DIR *dp = opendir(dir);
   if (dp == NULL)
     return qv_error_set(err, QV_EIO, "%s: cannot open directory: %s", dir, strerror(errno));
@@ -786,10 +812,31 @@ static qv_status list_arrow_files(const char *dir, qv_hf_dir *d, qv_error *err) 
       /* A file that does not open is listed as unreadable rather than
        * failing the directory: a stray torn cache file must not hide the
        * datasets beside it. A dataset that needs it fails when opened. */
-      qv_status fst = file_info(p, &role, &rows, &ferr);
+      qv_status fst = QV_OK;
+      qv_table *t = NULL;
+      int64_t shard = -1; /* a shard listed (and opened) already */
+      for (int64_t k = 0; shards != NULL && k < shards->n_files && shard < 0; k++)
+        if (strcmp(shards->files[k].name, names[i]) == 0) shard = k;
+      if (known != NULL && strcmp(names[i], known->name) == 0) /* opened by the caller */
+        role = known->role, rows = known->rows, t = qv_table_ref(known->table);
+      else if (shard >= 0)
+        role = QV_HF_FILE_DATA, rows = shards->files[shard].rows,
+        t = qv_table_ref(shards->files[shard].table);
+      else
+        fst = file_info(p, &role, &rows, &t, &ferr);
       if (fst == QV_ENOMEM) st = qv_error_set(err, QV_ENOMEM, "out of memory");
       if (fst != QV_OK && fst != QV_ENOMEM) role = QV_HF_FILE_UNREADABLE, rows = 0;
-      if (st == QV_OK) st = add_file(&d->files, &d->n_files, names[i], p, role, rows, err);
+      /* The cache files of transforms (cache-*) are not kept mapped: a
+       * directory holds dozens, the listing reads their headers only, and
+       * keeping them would keep every touched page resident. Data files
+       * (shards, builder outputs, a user's files) are kept for the open. */
+      if (fst == QV_OK && shard < 0 && (known == NULL || strcmp(names[i], known->name) != 0) &&
+          starts_with(names[i], "cache-")) {
+        qv_table_unref(t);
+        t = NULL;
+      }
+      if (st == QV_OK) st = add_file(&d->files, &d->n_files, names[i], p, role, rows, t, err);
+      qv_table_unref(t);
       if (st == QV_OK && fst != QV_OK &&
           (d->files[d->n_files - 1].error = dup_str(ferr.message)) == NULL)
         st = qv_error_set(err, QV_ENOMEM, "out of memory");
@@ -931,7 +978,8 @@ static qv_status open_builder_split(const char *dir, const char *dir_real, const
       st = qv_error_set(err, QV_EINVAL, "%s '%s': %s", what, name, f->error);
     else if (st == QV_OK && f->role != QV_HF_FILE_DATA)
       st = qv_error_set(err, QV_EINVAL, "%s '%s': '%s' is not a data file", what, name, fname);
-    if (st == QV_OK) st = add_file(&sp->files, &sp->n_files, f->name, f->path, f->role, f->rows, err);
+    if (st == QV_OK)
+      st = add_file(&sp->files, &sp->n_files, f->name, f->path, f->role, f->rows, f->table, err);
     if (st == QV_OK && qv_add_overflow(total, f->rows, &total))
       st = qv_error_set(err, QV_EINVAL, "%s '%s': row count overflows", what, name);
   }
@@ -1190,6 +1238,11 @@ static qv_status build_sources(qv_hf_dir *d, qv_error *err) {
 }
 
 qv_status qv_hf_dir_open(const char *path, qv_hf_dir **out, qv_error *err) {
+  return qv_hf_dir_open_known(path, NULL, out, err);
+}
+
+qv_status qv_hf_dir_open_known(const char *path, const qv_hf_known_file *known, qv_hf_dir **out,
+                               qv_error *err) {
   struct stat sb;
   if (stat(path, &sb) != 0)
     return qv_error_set(err, QV_EIO, "%s: %s", path, strerror(errno));
@@ -1211,11 +1264,13 @@ qv_status qv_hf_dir_open(const char *path, qv_hf_dir **out, qv_error *err) {
                                : dup_str(".");
       qv_hf_file_role role = QV_HF_FILE_DATA;
       int64_t rows = 0;
+      qv_table *t = NULL;
       if (d->splits[0].dir == NULL) st = qv_error_set(err, QV_ENOMEM, "out of memory");
-      if (st == QV_OK) st = file_info(path, &role, &rows, err);
+      if (st == QV_OK) st = file_info(path, &role, &rows, &t, err);
       if (st == QV_OK)
         st = add_file(&d->splits[0].files, &d->splits[0].n_files, base_name(path), path, role,
-                      rows, err);
+                      rows, t, err);
+      qv_table_unref(t);
     }
   } else if (!S_ISDIR(sb.st_mode)) {
     st = qv_error_set(err, QV_EINVAL, "%s: not a regular file or a directory", path);
@@ -1245,6 +1300,17 @@ qv_status qv_hf_dir_open(const char *path, qv_hf_dir **out, qv_error *err) {
         snprintf(what, sizeof what, "dataset_dict.json: split");
         if (sdir == NULL || (d->splits[i].name = dup_str(names[i])) == NULL)
           st = qv_error_set(err, QV_ENOMEM, "out of memory");
+        struct stat ss;
+        if (st == QV_OK && lstat(sdir, &ss) != 0 && errno == ENOENT) {
+          /* A split whose directory is missing fails when it is opened,
+           * naming it; the other splits stay usable. */
+          qv_error serr = {{0}};
+          qv_error_set(&serr, QV_EINVAL, "%s: split '%s' of %s is missing (no such directory)",
+                       sdir, names[i], dict_path);
+          st = keep_split_error(QV_EINVAL, &d->splits[i], &serr, err);
+          free(sdir);
+          continue;
+        }
         if (st == QV_OK) st = check_inside(real, sdir, what, names[i], err);
         if (st == QV_OK) {
           qv_error serr = {{0}};
@@ -1263,11 +1329,11 @@ qv_status qv_hf_dir_open(const char *path, qv_hf_dir **out, qv_error *err) {
         d->n_splits = 1;
         st = open_dataset(path, &d->splits[0], err);
       }
-      if (st == QV_OK) st = list_arrow_files(path, d, err);
+      if (st == QV_OK) st = list_arrow_files(path, known, &d->splits[0], d, err);
       if (st == QV_OK) st = build_sources(d, err);
     } else {
       d->layout = QV_HF_LAYOUT_CACHE;
-      st = list_arrow_files(path, d, err);
+      st = list_arrow_files(path, known, NULL, d, err);
       if (st == QV_OK && d->n_files == 0)
         st = qv_error_set(err, QV_EINVAL,
                           "%s: not a datasets directory: no state.json, dataset_dict.json or "

@@ -39,15 +39,39 @@ expect 1 "info missing file" "$q" info /nonexistent/file.arrow
 contains "$tmp/err" "cannot open '/nonexistent/file.arrow'" "missing file message"
 printf 'not an arrow file at all' >"$tmp/junk"
 expect 1 "info junk" "$q" info "$tmp/junk"
+contains "$tmp/err" "not an Arrow IPC file or stream: found 6e 6f 74 20 61 6e 20 61 (\"not an a\")" \
+  "junk named by its first bytes"
+printf 'PAR1\025\004PAR1' >"$tmp/x.parquet"
+expect 1 "head parquet" "$q" head "$tmp/x.parquet"
+contains "$tmp/err" "a Parquet file: Parquet is not supported yet" "parquet recognised"
 expect 0 "info golden stream" "$q" info "$golden/generated_primitive.stream"
 contains "$tmp/out" "format:             stream" "info format"
 expect 0 "info golden file --json" "$q" info --json "$golden/generated_primitive.arrow_file"
 contains "$tmp/out" '"format": "file"' "info json format"
 expect 0 "head" "$q" head "$golden/generated_primitive.stream" -n 2
 expect 2 "head bad -n" "$q" head "$golden/generated_primitive.stream" -n abc
+# -n takes its value attached (-n1, -n=1) or apart (-n 1); --rows is its long form
+"$q" head "$golden/generated_primitive.stream" -n 2 >"$tmp/want2"
+for form in -n2 -n=2 "-n 2" --rows=2 "--rows 2"; do
+  # shellcheck disable=SC2086
+  expect 0 "head $form" "$q" head "$golden/generated_primitive.stream" $form
+  if cmp -s "$tmp/out" "$tmp/want2"; then pass=$((pass + 1)); else
+    fail=$((fail + 1)); echo "FAIL head $form: not the rows of -n 2"; fi
+done
+expect 2 "head -n2x" "$q" head "$golden/generated_primitive.stream" -n2x
 expect 0 "get" "$q" get "$golden/generated_primitive.arrow_file" 0
 expect 2 "get without rows" "$q" get "$golden/generated_primitive.arrow_file"
 expect 1 "get out of range" "$q" get "$golden/generated_primitive.arrow_file" 99999999
+# negative rows count from the end, as Python indexing (37 rows)
+expect 0 "get -1" "$q" get "$golden/generated_primitive.arrow_file" -1
+cp "$tmp/out" "$tmp/last"
+expect 0 "get 36" "$q" get "$golden/generated_primitive.arrow_file" 36
+if cmp -s "$tmp/out" "$tmp/last"; then pass=$((pass + 1)); else
+  fail=$((fail + 1)); echo "FAIL get -1 is not get 36"; fi
+expect 1 "get -38" "$q" get "$golden/generated_primitive.arrow_file" -38
+contains "$tmp/err" "row -38 is out of range (the file has 37 rows; negative rows count from the end)" \
+  "get negative out of range message"
+expect 2 "get bad row" "$q" get "$golden/generated_primitive.arrow_file" -x
 expect 2 "integration without mode" "$q" integration --arrow=x --json=y
 expect 2 "integration bad mode" "$q" integration --mode=NOPE --arrow=x --json=y
 expect 0 "debug row-layout" "$q" debug row-layout "$golden/generated_primitive.arrow_file" \
@@ -75,8 +99,12 @@ contains "$tmp/out" "shuffle: 37 rows, seed 7 -> $tmp/ds (1 shard, fingerprint "
 expect 0 "head of the output" "$q" head "$tmp/ds" -n 1
 expect 1 "filter over a missing file" "$q" filter /nonexistent/x.arrow --where='a > 1' -o "$tmp/ds2"
 contains "$tmp/err" "/nonexistent/x.arrow" "filter missing file message"
-expect 1 "filter unknown column" "$q" filter "$prim" --where='nope > 1' -o "$tmp/ds2"
-contains "$tmp/err" "nope" "filter unknown column message"
+# a bad expression is bad usage, as map's --set (exit 2, with the caret)
+expect 2 "filter unknown column" "$q" filter "$prim" --where='nope > 1' -o "$tmp/ds2"
+contains "$tmp/err" "--where: unknown column 'nope'" "filter unknown column message"
+expect 2 "filter bad expression" "$q" filter "$prim" --where='1 +' -o "$tmp/ds2"
+contains "$tmp/err" "expected an expression after '+'" "filter syntax error message"
+contains "$tmp/err" "     ^" "filter syntax error caret"
 expect 0 "map --help" "$q" map --help
 contains "$tmp/out" "usage: quiver map SRC --set NAME=EXPR" "map help text"
 expect 2 "map without --set" "$q" map "$prim" -o "$tmp/m"

@@ -1279,9 +1279,28 @@ static void test_indices_file(void) {
   snprintf(want, sizeof want,
            "%s: cannot tell which data this indices mapping indexes: ambiguous: 2 datasets in "
            "%s have more than 99 rows: file 'data.arrow' (100 rows), file 'other.arrow' (100 "
-           "rows); name the data it indexes (quiver: --data PATH [--split NAME])",
+           "rows); name the data it indexes",
            path, dir);
   QV_CHECK_EQ_STR(E.message, want);
+  /* the same failure, typed: the candidates with their rows */
+  qv_dataset_choice ch;
+  memset(&ch, 0, sizeof ch);
+  qv_dataset_open_options oo = {NULL, NULL, &ch};
+  QV_CHECK(qv_dataset_open_ex(path, &oo, &o, &E) == QV_EINVAL);
+  QV_CHECK(ch.kind == QV_CHOICE_DATA && ch.container == QV_PATH_INDICES && ch.ambiguous);
+  QV_CHECK(ch.n == 2 && ch.max_index == 99 && ch.rows[0] == 100 && ch.rows[1] == 100);
+  QV_CHECK_EQ_STR(ch.names[0], "data.arrow");
+  QV_CHECK_EQ_STR(ch.names[1], "other.arrow");
+  QV_CHECK_EQ_STR(ch.path, path);
+  QV_CHECK_EQ_STR(ch.dir, dir);
+  /* ... and named, the data composes (the classified file reused) */
+  oo.data = path2;
+  OK(qv_dataset_open_ex(path, &oo, &o, &E));
+  QV_CHECK(ch.kind == QV_CHOICE_NONE && same_a(o, perm, 100));
+  QV_CHECK_EQ_STR(qv_dataset_fingerprint(o), qv_dataset_fingerprint(s));
+  qv_dataset_unref(o);
+  o = NULL;
+  qv_dataset_choice_reset(&ch);
   /* ... and a smaller one is no candidate */
   snprintf(cmd, sizeof cmd, "rm '%s/other.arrow'", dir);
   QV_REQUIRE(system(cmd) == 0);
@@ -1340,7 +1359,7 @@ static void test_indices_file(void) {
   snprintf(want, sizeof want,
            "%s: cannot tell which data this indices mapping indexes: no dataset in %s has more "
            "than 1000 rows (file 'data.arrow' (100 rows), file 'small.arrow' (10 rows)); name "
-           "the data it indexes (quiver: --data PATH [--split NAME])",
+           "the data it indexes",
            path2, dir);
   QV_CHECK_EQ_STR(E.message, want);
   qv_dataset_unref(b1);
@@ -1349,6 +1368,182 @@ static void test_indices_file(void) {
   qv_dataset_unref(small);
   qv_dataset_unref(v);
   qv_dataset_unref(s);
+  qv_dataset_unref(ds);
+}
+
+/* Write `n` bytes to dir/name; returns the path (static, one of 4). */
+static const char *put_file(const char *dir, const char *name, const char *bytes, size_t n) {
+  static char paths[4][400];
+  static int k;
+  char *p = paths[k++ % 4];
+  snprintf(p, 400, "%s/%s", dir, name);
+  FILE *f = fopen(p, "wb");
+  if (f == NULL || fwrite(bytes, 1, n, f) != n || fclose(f) != 0) abort();
+  return p;
+}
+
+/* One classification for every kind of path: sniffing by magic bytes
+ * (with the formats recognised but not read), classification handing
+ * the opened table / scanned mapping / listed directory down, typed
+ * split choices, and a DatasetDict with a missing split. */
+static void test_open_paths(void) {
+  const char *dir = subdir("paths");
+  qv_dataset *ds = file_dataset(dir, 30, 7), *o = NULL;
+  char path[400], want[1200];
+  qv_path_kind k = QV_PATH_JSON;
+  snprintf(path, sizeof path, "%s/data.arrow", dir);
+  OK(qv_path_sniff(path, &k, &E));
+  QV_CHECK(k == QV_PATH_ARROW_STREAM);
+  /* the same rows in the file format */
+  char fpath[400];
+  snprintf(fpath, sizeof fpath, "%s/file.arrow", dir);
+  qv_write_options wo;
+  memset(&wo, 0, sizeof wo);
+  wo.format = QV_FORMAT_FILE;
+  OK(qv_table_write_path(qv_dataset_data(ds), fpath, &wo, &E));
+  OK(qv_path_sniff(fpath, &k, &E));
+  QV_CHECK(k == QV_PATH_ARROW_FILE);
+  /* what is not Arrow is named: Parquet / CSV / JSON as not supported yet */
+  const char *p = put_file(dir, "x.parquet", "PAR1\x15\x04\x15\x10PAR1", 12);
+  QV_CHECK(qv_path_sniff(p, &k, &E) == QV_ENOTSUP && k == QV_PATH_PARQUET);
+  snprintf(want, sizeof want, "%s: a Parquet file: Parquet is not supported yet", p);
+  QV_CHECK_EQ_STR(E.message, want);
+  QV_CHECK(qv_dataset_open(p, NULL, &o, &E) == QV_ENOTSUP);
+  QV_CHECK_EQ_STR(E.message, want);
+  p = put_file(dir, "x.csv", "a,b\n1,2\n", 8);
+  QV_CHECK(qv_path_sniff(p, &k, &E) == QV_ENOTSUP && k == QV_PATH_CSV);
+  QV_CHECK(strstr(E.message, "CSV is not supported yet") != NULL);
+  p = put_file(dir, "x.jsonl", " {\"a\": 1}\n", 10);
+  QV_CHECK(qv_path_sniff(p, &k, &E) == QV_ENOTSUP && k == QV_PATH_JSON);
+  QV_CHECK(strstr(E.message, "JSON is not supported yet") != NULL);
+  p = put_file(dir, "junk", "not an arrow file at all", 24);
+  QV_CHECK(qv_dataset_open(p, NULL, &o, &E) == QV_EINVAL);
+  snprintf(want, sizeof want,
+           "%s: not an Arrow IPC file or stream: found 6e 6f 74 20 61 6e 20 61 (\"not an a\")", p);
+  QV_CHECK_EQ_STR(E.message, want);
+  p = put_file(dir, "bin", "\x01\x02\x03\xa0\xb0\xc0\xd0\xe0\xf0", 9);
+  QV_CHECK(qv_path_sniff(p, &k, &E) == QV_EINVAL);
+  QV_CHECK(strstr(E.message, "found 01 02 03 a0 b0 c0 d0 e0 (\"........\")") != NULL);
+  p = put_file(dir, "empty", "", 0);
+  QV_CHECK(qv_path_sniff(p, &k, &E) == QV_EINVAL);
+  QV_CHECK(strstr(E.message, "the file is empty") != NULL);
+  /* a pre-0.15 stream of only the end-of-stream marker is Arrow */
+  p = put_file(dir, "old.stream", "\0\0\0\0", 4);
+  OK(qv_path_sniff(p, &k, &E));
+  QV_CHECK(k == QV_PATH_ARROW_STREAM);
+  QV_CHECK(qv_path_sniff("/nonexistent/x.arrow", &k, &E) == QV_EIO);
+  QV_CHECK_EQ_STR(E.message, "cannot open '/nonexistent/x.arrow': No such file or directory");
+  /* classification: the file mapped once, handed to the open */
+  qv_path_info info;
+  OK(qv_path_classify(path, &info, &E));
+  QV_CHECK(info.kind == QV_PATH_ARROW_STREAM && info.dir == NULL && info.table != NULL);
+  QV_CHECK(qv_table_num_rows(info.table) == 30);
+  OK(qv_dataset_open_classified(&info, NULL, &o, &E));
+  QV_CHECK(qv_dataset_data(o) == info.table && qv_dataset_num_rows(o) == 30);
+  QV_CHECK_EQ_STR(qv_dataset_fingerprint(o), qv_dataset_fingerprint(ds));
+  qv_dataset_unref(o);
+  o = NULL;
+  qv_dataset_open_options oo = {"train", NULL, NULL};
+  QV_CHECK(qv_dataset_open_classified(&info, &oo, &o, &E) == QV_EARG);
+  qv_path_info_reset(&info);
+  QV_CHECK(info.table == NULL && info.path == NULL);
+  /* an indices mapping: classified with its largest value */
+  qv_dataset *sh = NULL;
+  OK(qv_dataset_shuffle(ds, 5, NULL, &sh, &E));
+  snprintf(path, sizeof path, "%s/cache-%s.arrow", dir, qv_dataset_fingerprint(sh));
+  OK(qv_path_classify(path, &info, &E));
+  QV_CHECK(info.kind == QV_PATH_INDICES && info.indices_max == 29);
+  /* the directory holds data.arrow and file.arrow (30 rows each): which? */
+  qv_dataset_choice ch;
+  memset(&ch, 0, sizeof ch);
+  oo.split = NULL;
+  oo.choice = &ch;
+  QV_CHECK(qv_dataset_open_classified(&info, &oo, &o, &E) == QV_EINVAL);
+  QV_CHECK(ch.kind == QV_CHOICE_DATA && ch.ambiguous && ch.n == 2);
+  QV_CHECK(strstr(E.message, "quiver:") == NULL && strstr(E.message, "--") == NULL);
+  qv_dataset_choice_reset(&ch);
+  QV_CHECK(ch.names == NULL && ch.n == 0);
+  qv_path_info_reset(&info);
+  /* a DatasetDict: the split to choose, typed */
+  qv_hf_dir *dd = NULL;
+  char dpath[400];
+  snprintf(dpath, sizeof dpath, "%s/dict", dir);
+  qv_dataset *parts[2] = {ds, sh};
+  const char *names[2] = {"train", "test"};
+  OK(qv_dataset_dict_save_to_disk(parts, names, 2, dpath, NULL, &E));
+  OK(qv_path_sniff(dpath, &k, &E));
+  QV_CHECK(k == QV_PATH_DATASET_DICT);
+  /* the split's shard is mapped once, by the listing, and the open shares it */
+  OK(qv_path_classify(dpath, &info, &E));
+  QV_CHECK(info.kind == QV_PATH_DATASET_DICT && info.dir != NULL && info.table == NULL);
+  QV_REQUIRE(info.dir->n_splits == 2 && info.dir->splits[0].n_files == 1);
+  oo.split = "train";
+  OK(qv_dataset_open_classified(&info, &oo, &o, &E));
+  QV_CHECK(qv_dataset_data(o) == info.dir->splits[0].files[0].table);
+  qv_dataset_unref(o);
+  o = NULL;
+  qv_path_info_reset(&info);
+  oo.split = NULL;
+  /* in a directory listing, data files stay mapped and cache-* files not */
+  OK(qv_hf_dir_open(dir, &dd, &E));
+  for (int64_t i = 0; i < dd->n_files; i++)
+    QV_CHECK((dd->files[i].table == NULL) == (strncmp(dd->files[i].name, "cache-", 6) == 0));
+  QV_CHECK(dd->n_files == 3); /* data.arrow, file.arrow, the shuffle's mapping */
+  qv_hf_dir_free(dd);
+  QV_CHECK(qv_dataset_open_ex(dpath, &oo, &o, &E) == QV_EARG);
+  QV_CHECK(ch.kind == QV_CHOICE_SPLIT && ch.container == QV_PATH_DATASET_DICT && ch.n == 2 &&
+           ch.wanted == NULL);
+  QV_CHECK_EQ_STR(ch.names[0], "train");
+  QV_CHECK_EQ_STR(ch.names[1], "test");
+  snprintf(want, sizeof want, "%s: a DatasetDict: choose a split (splits: 'train', 'test')", dpath);
+  QV_CHECK_EQ_STR(E.message, want);
+  oo.split = "nope";
+  QV_CHECK(qv_dataset_open_ex(dpath, &oo, &o, &E) == QV_EARG);
+  QV_CHECK(ch.kind == QV_CHOICE_SPLIT && ch.wanted != NULL);
+  QV_CHECK_EQ_STR(ch.wanted, "nope");
+  /* one split's directory missing: the other opens, it fails naming it */
+  char cmd[1000];
+  snprintf(cmd, sizeof cmd, "rm -r '%s/test'", dpath);
+  QV_REQUIRE(system(cmd) == 0);
+  oo.split = "train";
+  OK(qv_dataset_open_ex(dpath, &oo, &o, &E));
+  QV_CHECK(ch.kind == QV_CHOICE_NONE && qv_dataset_num_rows(o) == 30);
+  qv_dataset_unref(o);
+  o = NULL;
+  QV_CHECK(qv_dataset_open(dpath, "test", &o, &E) == QV_EINVAL);
+  snprintf(want, sizeof want,
+           "%s/test: split 'test' of %s/dataset_dict.json is missing (no such directory)", dpath,
+           dpath);
+  QV_CHECK_EQ_STR(E.message, want);
+  /* ... and one split's data file missing: named too */
+  snprintf(cmd, sizeof cmd, "rm '%s/train/data-00000-of-00001.arrow'", dpath);
+  QV_REQUIRE(system(cmd) == 0);
+  QV_CHECK(qv_dataset_open(dpath, "train", &o, &E) == QV_EINVAL);
+  QV_CHECK(strstr(E.message, "train/state.json: _data_files[0].filename "
+                             "'data-00000-of-00001.arrow': no such file") != NULL);
+  qv_dataset_choice_reset(&ch);
+  /* save_to_disk with more shards than rows fails as datasets' does
+   * (shard `rows` would start past the end), writing nothing */
+  qv_save_options so;
+  memset(&so, 0, sizeof so);
+  so.num_shards = 31;
+  snprintf(dpath, sizeof dpath, "%s/shards", dir);
+  QV_CHECK(qv_dataset_save_to_disk(ds, dpath, &so, NULL, &E) == QV_ERANGE);
+  QV_CHECK(strstr(E.message, "num_shards=31 is more than the dataset's 30 rows") != NULL);
+  struct stat sb;
+  QV_CHECK(stat(dpath, &sb) != 0);
+  so.num_shards = 30;
+  int64_t written = 0;
+  OK(qv_dataset_save_to_disk(ds, dpath, &so, &written, &E));
+  QV_CHECK(written == 30);
+  qv_dataset *empty = NULL;
+  OK(qv_dataset_select_range(ds, 0, 0, NULL, &empty, &E));
+  so.num_shards = 2;
+  snprintf(dpath, sizeof dpath, "%s/empty_ds", dir);
+  OK(qv_dataset_save_to_disk(empty, dpath, &so, &written, &E));
+  QV_CHECK(written == 2);
+  qv_dataset_unref(empty);
+  qv_dataset_unref(sh);
   qv_dataset_unref(ds);
 }
 
@@ -1369,6 +1564,7 @@ int main(void) {
   QV_RUN(test_sort_and_unique);
   QV_RUN(test_save_media_estimate);
   QV_RUN(test_indices_file);
+  QV_RUN(test_open_paths);
   cleanup();
   return QV_TEST_END();
 }

@@ -22,30 +22,40 @@ int cli_fail(qv_status st, const qv_error *err);
 int cli_usage(const char *cmd, const char *fmt, ...) QV_PRINTF(2, 3);
 
 /** If arg is "--name=VALUE" return VALUE; if it is "--name", take the next
- *  argument (advancing *i) — NULL with *missing set when absent. */
+ *  argument (advancing *i) — NULL with *matched set when absent. A short
+ *  option ("-n") also takes its value attached, as getopt does ("-n5"). */
 const char *cli_opt_value(const char *arg, const char *name, int argc, char **argv, int *i,
                           bool *matched);
 /** Parse a non-negative int64 (decimal). False on junk or overflow. */
 bool cli_parse_i64(const char *s, int64_t *out);
+/** Parse an int64 (decimal, optionally negative). False on junk or overflow. */
+bool cli_parse_signed_i64(const char *s, int64_t *out);
 
 /* hfdir.c: Hugging Face `datasets` directories (save_to_disk Dataset /
  * DatasetDict, load_dataset cache directories) and indices mapping files. */
 bool cli_is_directory(const char *path);
-/* A cache-*.arrow file holding an indices mapping (never "-"). */
-bool cli_is_indices_file(const char *path);
-int cli_info_dir(const char *path, bool as_json);
-/* The dataset a command reads: with `data`, PATH is an indices mapping
- * file applied to qv_dataset_open(data, split) (QV_EARG when PATH is a
- * directory); else qv_dataset_open(path, split), saying how to choose
- * when a directory has several splits. *out: a new reference. */
+int cli_info_dir(const char *path, bool as_json, bool all_files);
+/* The dataset a command reads, from a classified path (borrowed): with
+ * `data`, the path is an indices mapping file applied to
+ * qv_dataset_open(data, split) (QV_EARG when it is a directory); else the
+ * path's dataset. The library's typed choices get the CLI's words ("choose
+ * one with --split NAME", "(quiver: --data PATH [--split NAME])"). *out: a
+ * new reference. */
+qv_status cli_open_classified(const qv_path_info *info, const char *split, const char *data,
+                              qv_dataset **out, qv_error *err);
+/* cli_open_classified of qv_path_classify(path). */
 qv_status cli_open_dataset(const char *path, const char *split, const char *data,
                            qv_dataset **out, qv_error *err);
-/* head (rows == NULL: the first head_n rows) or get (the given rows) of
- * PATH through the dataset layer: with `data`, PATH is an indices mapping
- * file applied to qv_dataset_open(data, split); else
- * qv_dataset_open(path, split). */
-int cli_rows_dataset(const char *path, const char *split, const char *data, bool decode_labels,
-                     int64_t head_n, const int64_t *rows, int64_t n_rows);
+/* Row `row` of `total` as a row number: negative rows count from the end
+ * (-1 is the last, as Python indexing); QV_ERANGE naming `path` outside
+ * ("the `what` has N rows"). */
+qv_status cli_resolve_row(const char *path, const char *what, int64_t row, int64_t total,
+                          int64_t *out, qv_error *err);
+/* head (rows == NULL: the first head_n rows) or get (the given rows, which
+ * may be negative) of a classified path through the dataset layer (see
+ * cli_open_classified). */
+int cli_rows_dataset(const qv_path_info *info, const char *split, const char *data,
+                     bool decode_labels, int64_t head_n, const int64_t *rows, int64_t n_rows);
 
 /* quiver debug hf-emit / hf-features (hfdir.c) */
 int cli_debug_hf_emit(int argc, char **argv);

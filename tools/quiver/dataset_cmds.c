@@ -323,6 +323,13 @@ static int parse_args(ds_cmd cmd, const char *name, int argc, char **argv, ds_ar
                ((v = cli_opt_value(s, "--where", argc, argv, &i, &m)) || m)) {
       if (!v) return cli_usage(name, "--where needs an expression");
       a->where = v;
+      /* A bad expression is bad usage (exit 2, the caret under it), as
+       * map's --set. */
+      qv_expr *e = NULL;
+      qv_error err;
+      if (qv_expr_parse(v, -1, &e, &err) != QV_OK)
+        return cli_usage(name, "--where: %s", err.message);
+      qv_expr_free(e);
     } else if (cmd == CMD_SHARD &&
                ((v = cli_opt_value(s, "--num-shards", argc, argv, &i, &m)) || m)) {
       if (!v || !cli_parse_i64(v, &a->num_shards) || a->num_shards < 1)
@@ -505,12 +512,6 @@ static bool parse_size(const char *s, qv_split_size *out) {
   return true;
 }
 
-static bool file_in(const char *dir, const char *name) {
-  char p[4096];
-  struct stat sb;
-  if ((size_t)snprintf(p, sizeof p, "%s/%s", dir, name) >= sizeof p) return false;
-  return stat(p, &sb) == 0;
-}
 
 /* ------------------------------------------------------------------------ */
 /* map: --set expressions, through qv_dataset_map_exprs                      */
@@ -608,6 +609,12 @@ static qv_status apply(ds_cmd cmd, const ds_args *a, qv_dataset *ds, qv_dataset_
       return st;
     }
     case CMD_FILTER: {
+      /* Unknown columns and type errors are bad usage too (as map's). */
+      qv_bound_expr *b = NULL;
+      qv_status cst = qv_predicate_compile(a->where, qv_dataset_schema(ds), &b, err);
+      qv_bound_expr_free(b);
+      if (cst == QV_EINVAL || cst == QV_ETYPE) return qv_error_prefix(err, QV_EARG, "--where: ");
+      QV_RETURN_NOT_OK(cst);
       QV_RETURN_NOT_OK(qv_dataset_filter(ds, a->where, o, out, err));
       qv_strbuf_printf(what, NULL, "kept %lld of %lld rows", (long long)qv_dataset_num_rows(*out),
                        (long long)rows);
@@ -692,8 +699,9 @@ static int run(ds_cmd cmd, const char *name, int argc, char **argv) {
   char **splits = NULL;
   int64_t n_splits = 0;
   bool as_dict = false;
-  if (cmd != CMD_CONCAT && a.split == NULL && a.data == NULL && cli_is_directory(a.srcs[0]) &&
-      file_in(a.srcs[0], QV_HF_DICT_JSON)) {
+  qv_path_kind src_kind = QV_PATH_ARROW_FILE;
+  if (cmd != CMD_CONCAT && a.split == NULL && a.data == NULL &&
+      qv_path_sniff(a.srcs[0], &src_kind, NULL) == QV_OK && src_kind == QV_PATH_DATASET_DICT) {
     if (cmd == CMD_SPLIT) {
       rc = cli_usage(name, "%s is a DatasetDict: choose the split to divide with --split",
                      a.srcs[0]);
@@ -705,11 +713,12 @@ static int run(ds_cmd cmd, const char *name, int argc, char **argv) {
     as_dict = true;
   }
   bool out_dict = as_dict || cmd == CMD_SPLIT;
-  if (st == QV_OK && cli_is_directory(a.out)) {
-    if (out_dict && file_in(a.out, QV_HF_STATE_JSON))
+  qv_path_kind out_kind = QV_PATH_CACHE_DIR;
+  if (st == QV_OK && cli_is_directory(a.out) && qv_path_sniff(a.out, &out_kind, NULL) == QV_OK) {
+    if (out_dict && out_kind == QV_PATH_DATASET)
       st = qv_error_set(&err, QV_EARG, "%s holds a Dataset; write the DatasetDict elsewhere",
                         a.out);
-    if (!out_dict && file_in(a.out, QV_HF_DICT_JSON))
+    if (!out_dict && out_kind == QV_PATH_DATASET_DICT)
       st = qv_error_set(&err, QV_EARG, "%s holds a DatasetDict; write the Dataset elsewhere",
                         a.out);
   }

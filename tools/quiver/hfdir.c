@@ -5,7 +5,10 @@
  * role, and for each indices mapping the dataset it maps), and `quiver
  * head` / `quiver get` on anything the dataset layer opens (directories,
  * indices mapping files, `--data` overrides), read through qv_dataset
- * (optionally with ClassLabel names). Top layer.
+ * (optionally with ClassLabel names). The dataset layer classifies and
+ * opens (qv_path_classify, qv_dataset_open_classified); this file only
+ * puts its typed choices (qv_dataset_choice) in the CLI's words. Top
+ * layer.
  */
 #include <jansson.h>
 #include <stdio.h>
@@ -50,51 +53,6 @@ static void print_features_text(const qv_hf_feature *f, int indent) {
 
 static json_t *str_or_null(const char *s) { return s ? json_string(s) : json_null(); }
 
-/* Shards of one split: readers, row counts, and the features datasets
- * would use (dataset_info.json's, else resolved from the first shard). */
-typedef struct shard_set {
-  int64_t n;
-  qv_reader **readers;
-  int64_t *prefix; /* prefix[i] = rows before shard i; prefix[n] = total */
-  qv_hf_feature *features;
-} shard_set;
-
-static void shards_close(shard_set *s) {
-  for (int64_t i = 0; i < s->n; i++) qv_reader_close(s->readers[i]);
-  free(s->readers);
-  free(s->prefix);
-  qv_hf_feature_free(s->features);
-  memset(s, 0, sizeof *s);
-}
-
-static qv_status shards_open(const qv_hf_split *sp, shard_set *s, qv_error *err) {
-  memset(s, 0, sizeof *s);
-  s->readers = calloc((size_t)sp->n_files + 1, sizeof *s->readers);
-  s->prefix = calloc((size_t)sp->n_files + 1, sizeof *s->prefix);
-  if (s->readers == NULL || s->prefix == NULL) return qv_error_set(err, QV_ENOMEM, "out of memory");
-  qv_read_options opts = {QV_VALIDATE_DEFAULT, true, 0};
-  for (int64_t i = 0; i < sp->n_files; i++) {
-    qv_status st = qv_reader_open_path(sp->files[i].path, &opts, &s->readers[i], err);
-    if (st != QV_OK) return qv_error_prefix(err, st, "%s: ", sp->files[i].path);
-    s->n = i + 1;
-    if (i > 0 && !qv_schema_equals(qv_reader_schema(s->readers[0]),
-                                   qv_reader_schema(s->readers[i]), false))
-      return qv_error_set(err, QV_EINVAL, "%s: schema differs from the first shard's (%s)",
-                          sp->files[i].path, sp->files[0].name);
-    int64_t rows = qv_reader_num_rows(s->readers[i]);
-    if (rows < 0 || qv_add_overflow(s->prefix[i], rows, &s->prefix[i + 1]))
-      return qv_error_set(err, QV_EINVAL, "%s: row count unknown", sp->files[i].path);
-  }
-  const qv_hf_feature *info_features = qv_hf_info_features(sp->info);
-  if (info_features != NULL) {
-    s->features = qv_hf_feature_copy(info_features);
-    if (s->features == NULL) return qv_error_set(err, QV_ENOMEM, "out of memory");
-  } else if (s->n > 0) {
-    QV_RETURN_NOT_OK(qv_hf_features_resolve(qv_reader_schema(s->readers[0]), &s->features, NULL, err));
-  }
-  return QV_OK;
-}
-
 static const char *role_name(qv_hf_file_role r) {
   return r == QV_HF_FILE_INDICES ? "indices" : r == QV_HF_FILE_UNREADABLE ? "unreadable" : "data";
 }
@@ -117,8 +75,18 @@ static json_t *state_json(const qv_hf_state *st) {
   return o;
 }
 
-/* Info of one Dataset split (a Dataset dir or one split of a dict). */
-static qv_status split_info(const qv_hf_split *sp, json_t **out_json, bool as_json, qv_error *err) {
+/* "file" or "stream": the IPC format of a data file, by its magic. */
+static const char *file_format(const char *path) {
+  qv_path_kind k = QV_PATH_ARROW_STREAM;
+  if (qv_path_sniff(path, &k, NULL) != QV_OK) return "stream"; /* listed as readable */
+  return k == QV_PATH_ARROW_FILE ? "file" : "stream";
+}
+
+/* Info of one Dataset split (a Dataset dir or one split of a dict), opened
+ * by the dataset layer as head/get open it (its shards concatenated, cast
+ * to the features). */
+static qv_status split_info(const qv_path_info *info, const qv_hf_split *sp, json_t **out_json,
+                            bool as_json, qv_error *err) {
   if (sp->error != NULL) { /* a builder split that cannot be opened */
     if (as_json)
     {
@@ -132,27 +100,25 @@ static qv_status split_info(const qv_hf_split *sp, json_t **out_json, bool as_js
       printf("split %s:\n  error:        %s\n", sp->name, sp->error);
     return QV_OK;
   }
-  shard_set s;
-  qv_status st = shards_open(sp, &s, err);
-  if (st != QV_OK) {
-    shards_close(&s);
-    return st;
-  }
-  int64_t rows = s.prefix[s.n];
+  qv_dataset *ds = NULL;
+  qv_dataset_open_options oo = {info->dir->layout == QV_HF_LAYOUT_DATASET ? NULL : sp->name, NULL,
+                                NULL};
+  QV_RETURN_NOT_OK(qv_dataset_open_classified(info, &oo, &ds, err));
+  int64_t rows = qv_dataset_num_rows(ds);
+  const qv_schema *sc = qv_dataset_schema(ds);
+  const qv_hf_feature *features = qv_dataset_features(ds);
   if (as_json) {
     json_t *o = json_object();
     json_object_set_new(o, "name", str_or_null(sp->name));
     json_object_set_new(o, "dir", json_string(sp->dir));
     json_object_set_new(o, "rows", json_integer(rows));
-    json_object_set_new(o, "num_shards", json_integer(s.n));
+    json_object_set_new(o, "num_shards", json_integer(sp->n_files));
     json_t *files = json_array();
-    for (int64_t i = 0; i < s.n; i++) {
+    for (int64_t i = 0; i < sp->n_files; i++) {
       json_t *f = json_object();
       json_object_set_new(f, "name", json_string(sp->files[i].name));
-      json_object_set_new(f, "rows", json_integer(s.prefix[i + 1] - s.prefix[i]));
-      json_object_set_new(f, "format", json_string(qv_reader_format(s.readers[i]) == QV_FORMAT_FILE
-                                                       ? "file"
-                                                       : "stream"));
+      json_object_set_new(f, "rows", json_integer(sp->files[i].rows));
+      json_object_set_new(f, "format", json_string(file_format(sp->files[i].path)));
       json_array_append_new(files, f);
     }
     json_object_set_new(o, "files", files);
@@ -164,27 +130,23 @@ static qv_status split_info(const qv_hf_split *sp, json_t **out_json, bool as_js
       json_object_set_new(o, "fingerprint", json_string(sp->fingerprint));
     }
     json_t *schema_fields = json_array();
-    if (s.n > 0) {
-      const qv_schema *sc = qv_reader_schema(s.readers[0]);
-      for (int32_t i = 0; i < qv_schema_num_fields(sc); i++) {
-        char buf[1024];
-        qv_type_to_string(qv_schema_field(sc, i)->type, buf, sizeof buf);
-        json_array_append_new(schema_fields,
-                              json_pack("{s:s,s:s}", "name", qv_schema_field(sc, i)->name,
-                                        "type", buf));
-      }
+    for (int32_t i = 0; sp->n_files > 0 && i < qv_schema_num_fields(sc); i++) {
+      char buf[1024];
+      qv_type_to_string(qv_schema_field(sc, i)->type, buf, sizeof buf);
+      json_array_append_new(schema_fields,
+                            json_pack("{s:s,s:s}", "name", qv_schema_field(sc, i)->name,
+                                      "type", buf));
     }
     json_object_set_new(o, "schema", schema_fields);
-    json_object_set_new(o, "features", features_json(s.features));
+    json_object_set_new(o, "features", features_json(features));
     *out_json = o;
   } else {
     if (sp->name) printf("split %s:\n", sp->name);
     int ind = sp->name ? 2 : 0;
     printf("%*srows:         %lld\n", ind, "", (long long)rows);
-    printf("%*sshards:       %lld\n", ind, "", (long long)s.n);
-    for (int64_t i = 0; i < s.n; i++)
-      printf("%*s  %s  (%lld rows)\n", ind, "", sp->files[i].name,
-             (long long)(s.prefix[i + 1] - s.prefix[i]));
+    printf("%*sshards:       %lld\n", ind, "", (long long)sp->n_files);
+    for (int64_t i = 0; i < sp->n_files; i++)
+      printf("%*s  %s  (%lld rows)\n", ind, "", sp->files[i].name, (long long)sp->files[i].rows);
     if (sp->state) {
       printf("%*sfingerprint:  %s\n", ind, "", sp->state->fingerprint);
       if (sp->state->split) printf("%*ssplit:        %s\n", ind, "", sp->state->split);
@@ -192,21 +154,20 @@ static qv_status split_info(const qv_hf_split *sp, json_t **out_json, bool as_js
     } else if (sp->fingerprint) {
       printf("%*sfingerprint:  %s\n", ind, "", sp->fingerprint);
     }
-    if (s.n > 0) {
+    if (sp->n_files > 0) {
       printf("%*sschema:\n", ind, "");
-      const qv_schema *sc = qv_reader_schema(s.readers[0]);
       for (int32_t i = 0; i < qv_schema_num_fields(sc); i++) {
         char buf[1024];
         qv_type_to_string(qv_schema_field(sc, i)->type, buf, sizeof buf);
         printf("%*s  %s: %s\n", ind, "", qv_schema_field(sc, i)->name, buf);
       }
     }
-    if (s.features) {
+    if (features) {
       printf("%*sfeatures:\n", ind, "");
-      print_features_text(s.features, ind + 2);
+      print_features_text(features, ind + 2);
     }
   }
-  shards_close(&s);
+  qv_dataset_unref(ds);
   return QV_OK;
 }
 
@@ -258,9 +219,9 @@ static qv_status dir_file_info(const qv_hf_dir *d, const qv_hf_file *f, json_t *
     }
     return QV_OK;
   }
-  qv_reader *r = NULL;
-  QV_RETURN_NOT_OK(qv_reader_open_path(f->path, NULL, &r, err));
-  const qv_schema *sc = qv_reader_schema(r);
+  qv_table *t = f->table ? qv_table_ref(f->table) : NULL; /* mapped when listed, or now */
+  if (t == NULL) QV_RETURN_NOT_OK(qv_table_open_path(f->path, NULL, &t, err));
+  const qv_schema *sc = qv_table_schema(t);
   qv_hf_feature *feats = NULL;
   qv_error ferr;
   qv_status fst = qv_hf_features_resolve(sc, &feats, NULL, &ferr);
@@ -293,7 +254,7 @@ static qv_status dir_file_info(const qv_hf_dir *d, const qv_hf_file *f, json_t *
   }
   qv_hf_metadata_reset(&md);
   qv_hf_feature_free(feats);
-  qv_reader_close(r);
+  qv_table_unref(t);
   return st;
 }
 
@@ -314,11 +275,51 @@ static json_t *sources_json(const qv_hf_dir *d) {
   return a;
 }
 
-int cli_info_dir(const char *path, bool as_json) {
+/* Files listed one by one in `quiver info DIR` text; beyond, one line per
+ * role with counts (a day of `datasets` use leaves dozens of cache files)
+ * unless --files is given. --json always lists every file. */
+#define CLI_INFO_MAX_LISTED 20
+
+/* The summary of the files of a directory: counts per role, and per
+ * status of what the indices mappings map. */
+static qv_status files_summary(const qv_hf_dir *d, bool skip_shards, qv_error *err) {
+  int64_t n = 0, data = 0, data_rows = 0, indices = 0, unreadable = 0, resolved = 0, ambiguous = 0,
+          none = 0;
+  for (int64_t i = 0; i < d->n_files; i++) {
+    const qv_hf_file *f = &d->files[i];
+    if (skip_shards && f->source >= 0 && d->sources[f->source].kind == QV_HF_SOURCE_DATASET)
+      continue;
+    n++;
+    if (f->role == QV_HF_FILE_UNREADABLE) {
+      unreadable++;
+    } else if (f->role == QV_HF_FILE_DATA) {
+      data++;
+      data_rows += f->rows;
+    } else {
+      indices++;
+      int64_t *idx = NULL, k = 0, max = -1;
+      QV_RETURN_NOT_OK(qv_dataset_indices_candidates(d, f->path, &idx, &k, &max, err));
+      free(idx);
+      if (k == 1) resolved++;
+      else if (k > 1) ambiguous++;
+      else none++;
+    }
+  }
+  printf("files:        %lld .arrow files (list them with --files, or --json)\n", (long long)n);
+  if (data) printf("  data:       %lld (%lld rows)\n", (long long)data, (long long)data_rows);
+  if (indices)
+    printf("  indices:    %lld (%lld map one dataset, %lld ambiguous, %lld map none)\n",
+           (long long)indices, (long long)resolved, (long long)ambiguous, (long long)none);
+  if (unreadable) printf("  unreadable: %lld\n", (long long)unreadable);
+  return QV_OK;
+}
+
+int cli_info_dir(const char *path, bool as_json, bool all_files) {
   qv_error err;
-  qv_hf_dir *d = NULL;
-  qv_status st = qv_hf_dir_open(path, &d, &err);
+  qv_path_info info;
+  qv_status st = qv_path_classify(path, &info, &err);
   if (st != QV_OK) return cli_fail(st, &err);
+  const qv_hf_dir *d = info.dir;
   json_t *o = as_json ? json_object() : NULL;
   if (as_json) {
     json_object_set_new(o, "path", json_string(path));
@@ -330,7 +331,7 @@ int cli_info_dir(const char *path, bool as_json) {
   json_t *splits = as_json ? json_array() : NULL;
   for (int64_t i = 0; st == QV_OK && i < d->n_splits; i++) {
     json_t *sj = NULL;
-    st = split_info(&d->splits[i], &sj, as_json, &err);
+    st = split_info(&info, &d->splits[i], &sj, as_json, &err);
     if (st == QV_OK && as_json) json_array_append_new(splits, sj);
   }
   if (as_json) {
@@ -346,16 +347,24 @@ int cli_info_dir(const char *path, bool as_json) {
   }
   /* Every .arrow file of a cache directory; the files of a Dataset
    * directory beyond its shards (cache files of its transforms). */
+  bool skip_shards = d->layout == QV_HF_LAYOUT_DATASET;
+  int64_t n_listed = 0;
+  for (int64_t i = 0; i < d->n_files; i++)
+    n_listed += !(skip_shards && d->files[i].source >= 0 &&
+                  d->sources[d->files[i].source].kind == QV_HF_SOURCE_DATASET);
   bool listed = false;
   json_t *files = as_json ? json_array() : NULL;
-  for (int64_t i = 0; st == QV_OK && i < d->n_files; i++) {
-    const qv_hf_file *f = &d->files[i];
-    if (d->layout == QV_HF_LAYOUT_DATASET && f->source >= 0 &&
-        d->sources[f->source].kind == QV_HF_SOURCE_DATASET)
-      continue;
-    if (!as_json && !listed) printf("files:\n");
-    listed = true;
-    st = dir_file_info(d, f, files, &err);
+  if (st == QV_OK && !as_json && !all_files && n_listed > CLI_INFO_MAX_LISTED) {
+    st = files_summary(d, skip_shards, &err);
+  } else {
+    for (int64_t i = 0; st == QV_OK && i < d->n_files; i++) {
+      const qv_hf_file *f = &d->files[i];
+      if (skip_shards && f->source >= 0 && d->sources[f->source].kind == QV_HF_SOURCE_DATASET)
+        continue;
+      if (!as_json && !listed) printf("files:\n");
+      listed = true;
+      st = dir_file_info(d, f, files, &err);
+    }
   }
   if (as_json && (d->layout == QV_HF_LAYOUT_CACHE || listed)) {
     json_object_set_new(o, "files", files);
@@ -368,22 +377,13 @@ int cli_info_dir(const char *path, bool as_json) {
     fputc('\n', stdout);
   }
   json_decref(o);
-  qv_hf_dir_free(d);
+  qv_path_info_reset(&info);
   if (st != QV_OK) return cli_fail(st, &err);
   return fflush(stdout) == 0 ? QV_EXIT_OK : QV_EXIT_DATA;
 }
 
 /* ------------------------------------------------------------------------ */
 /* head / get through the dataset layer                                      */
-
-bool cli_is_indices_file(const char *path) {
-  if (strcmp(path, "-") == 0 || cli_is_directory(path)) return false;
-  qv_hf_dir *d = NULL;
-  if (qv_hf_dir_open(path, &d, NULL) != QV_OK) return false;
-  bool yes = d->splits[0].files[0].role == QV_HF_FILE_INDICES;
-  qv_hf_dir_free(d);
-  return yes;
-}
 
 static qv_status put_row(const qv_array *b, int64_t row, const qv_hf_feature *features,
                          qv_strbuf *sb, qv_error *err) {
@@ -396,49 +396,66 @@ static qv_status put_row(const qv_array *b, int64_t row, const qv_hf_feature *fe
   return QV_OK;
 }
 
-qv_status cli_open_dataset(const char *path, const char *split, const char *data,
-                           qv_dataset **out, qv_error *err) {
-  if (data != NULL) {
-    if (cli_is_directory(path))
-      return qv_error_set(err, QV_EARG, "--data applies to an indices mapping file, not to the "
-                          "directory %s", path);
-    qv_dataset *base = NULL;
-    QV_RETURN_NOT_OK(qv_dataset_open(data, split, &base, err));
-    qv_status st = qv_dataset_with_indices_file(base, path, out, err);
-    qv_dataset_unref(base);
-    return st;
+/* The library's failure in the CLI's words: how to choose a split, or
+ * the option that names the data an indices mapping indexes. */
+static qv_status choice_words(qv_status st, const qv_dataset_choice *c, qv_error *err) {
+  if (c->kind == QV_CHOICE_SPLIT && c->wanted == NULL && c->n > 1 &&
+      c->container != QV_PATH_DATASET) {
+    qv_strbuf sb;
+    qv_strbuf_init(&sb);
+    for (int64_t i = 0; i < c->n; i++) qv_strbuf_printf(&sb, NULL, "%s%s", i ? ", " : "", c->names[i]);
+    st = qv_error_set(err, QV_EARG, "%s is a %s with splits %s: choose one with --split NAME",
+                      c->path,
+                      c->container == QV_PATH_DATASET_DICT ? "DatasetDict"
+                                                           : "load_dataset cache directory",
+                      qv_strbuf_cstr(&sb));
+    qv_strbuf_reset(&sb);
+  } else if (c->kind == QV_CHOICE_DATA) {
+    size_t n = strlen(err->message);
+    snprintf(err->message + n, sizeof err->message - n, " (quiver: --data PATH [--split NAME])");
   }
-  if (split == NULL && cli_is_directory(path)) {
-    /* Several splits: say how to choose one. */
-    char **names = NULL;
-    int64_t n = 0;
-    qv_hf_dir *d = NULL;
-    if (qv_hf_dir_open(path, &d, NULL) == QV_OK && d->n_splits > 1 &&
-        qv_dataset_dict_splits(path, &names, &n, NULL) == QV_OK) {
-      qv_strbuf sb;
-      qv_strbuf_init(&sb);
-      for (int64_t i = 0; i < n; i++) qv_strbuf_printf(&sb, NULL, "%s%s", i ? ", " : "", names[i]);
-      qv_status st = qv_error_set(err, QV_EARG, "%s is a %s with splits %s: choose one with "
-                                  "--split NAME",
-                                  path, d->layout == QV_HF_LAYOUT_DATASET_DICT
-                                            ? "DatasetDict"
-                                            : "load_dataset cache directory",
-                                  qv_strbuf_cstr(&sb));
-      qv_strbuf_reset(&sb);
-      qv_table_free_paths(names, n);
-      qv_hf_dir_free(d);
-      return st;
-    }
-    qv_hf_dir_free(d);
-  }
-  return qv_dataset_open(path, split, out, err);
+  return st;
 }
 
-int cli_rows_dataset(const char *path, const char *split, const char *data, bool decode_labels,
-                     int64_t head_n, const int64_t *rows, int64_t n_rows) {
+qv_status cli_open_classified(const qv_path_info *info, const char *split, const char *data,
+                              qv_dataset **out, qv_error *err) {
+  if (data != NULL && info->dir != NULL)
+    return qv_error_set(err, QV_EARG, "--data applies to an indices mapping file, not to the "
+                        "directory %s", info->path);
+  qv_dataset_choice choice;
+  memset(&choice, 0, sizeof choice);
+  qv_dataset_open_options o = {split, data, &choice};
+  qv_status st = qv_dataset_open_classified(info, &o, out, err);
+  if (st != QV_OK) st = choice_words(st, &choice, err);
+  qv_dataset_choice_reset(&choice);
+  return st;
+}
+
+qv_status cli_open_dataset(const char *path, const char *split, const char *data,
+                           qv_dataset **out, qv_error *err) {
+  qv_path_info info;
+  QV_RETURN_NOT_OK(qv_path_classify(path, &info, err));
+  qv_status st = cli_open_classified(&info, split, data, out, err);
+  qv_path_info_reset(&info);
+  return st;
+}
+
+qv_status cli_resolve_row(const char *path, const char *what, int64_t row, int64_t total,
+                          int64_t *out, qv_error *err) {
+  int64_t r = row < 0 ? total + row : row;
+  if (r < 0 || r >= total)
+    return qv_error_set(err, QV_ERANGE, "%s: row %lld is out of range (the %s has %lld rows%s)",
+                        path, (long long)row, what, (long long)total,
+                        row < 0 ? "; negative rows count from the end" : "");
+  *out = r;
+  return QV_OK;
+}
+
+int cli_rows_dataset(const qv_path_info *info, const char *split, const char *data,
+                     bool decode_labels, int64_t head_n, const int64_t *rows, int64_t n_rows) {
   qv_error err;
   qv_dataset *ds = NULL;
-  qv_status st = cli_open_dataset(path, split, data, &ds, &err);
+  qv_status st = cli_open_classified(info, split, data, &ds, &err);
   if (st != QV_OK) return cli_fail(st, &err);
   const qv_hf_feature *features = decode_labels ? qv_dataset_features(ds) : NULL;
   qv_strbuf sb;
@@ -459,14 +476,14 @@ int cli_rows_dataset(const char *path, const char *split, const char *data, bool
     qv_dataset_iter_free(it);
   } else if (rows != NULL) {
     int64_t total = qv_dataset_num_rows(ds);
+    int64_t *resolved = calloc((size_t)(n_rows > 0 ? n_rows : 1), sizeof *resolved);
+    if (resolved == NULL) st = qv_error_set(&err, QV_ENOMEM, "out of memory");
     for (int64_t k = 0; st == QV_OK && k < n_rows; k++)
-      if (rows[k] >= total)
-        st = qv_error_set(&err, QV_ERANGE,
-                          "%s: row %lld is out of range (the dataset has %lld rows)", path,
-                          (long long)rows[k], (long long)total);
-    if (st == QV_OK) st = qv_dataset_take(ds, rows, n_rows, &b, &err);
+      st = cli_resolve_row(info->path, "dataset", rows[k], total, &resolved[k], &err);
+    if (st == QV_OK) st = qv_dataset_take(ds, resolved, n_rows, &b, &err);
     for (int64_t k = 0; st == QV_OK && k < n_rows; k++) st = put_row(b, k, features, &sb, &err);
     qv_array_unref(b);
+    free(resolved);
   }
   qv_strbuf_reset(&sb);
   qv_dataset_unref(ds);

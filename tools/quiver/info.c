@@ -3,7 +3,9 @@
  * rows, batches, compression), its schema tree with field and schema
  * metadata, and the Hugging Face `datasets` features kept under the
  * `huggingface` schema metadata key, resolved as datasets resolves them
- * (hf.h). Directories of `datasets` are handed to hfdir.c. Top layer.
+ * (hf.h). Directories of `datasets` are handed to hfdir.c; a file is
+ * sniffed first (qv_path_sniff) so that what is not Arrow is named. Top
+ * layer.
  */
 #include <jansson.h>
 #include <stdio.h>
@@ -15,7 +17,7 @@
 #include "quiver/ipc.h"
 
 static const char kInfoHelp[] =
-    "usage: quiver info PATH [--json]\n"
+    "usage: quiver info PATH [--json] [--files]\n"
     "\n"
     "Show an Arrow IPC file's format, size, row and batch counts, body\n"
     "compression, schema (with field and schema metadata) and the Hugging Face\n"
@@ -23,10 +25,13 @@ static const char kInfoHelp[] =
     "Arrow types as datasets does). PATH may also be a datasets directory: a\n"
     "save_to_disk Dataset (its shards as one dataset), a DatasetDict (every\n"
     "split) or a load_dataset cache directory (its builder splits and every\n"
-    ".arrow file: data, or an indices mapping with the dataset it maps).\n"
-    "Opening reads metadata only; column data is not touched.\n"
+    ".arrow file: data, or an indices mapping with the dataset it maps; past\n"
+    "20 files, one line per role with counts). Opening reads metadata only;\n"
+    "column data is not touched. A file that is not Arrow is named as what it\n"
+    "looks like (Parquet, CSV and JSON are recognised, not read yet).\n"
     "\n"
-    "  --json    print one JSON object instead of text\n";
+    "  --json    print one JSON object instead of text (every file in full)\n"
+    "  --files   list every .arrow file of a directory, however many\n";
 
 static const char *compression_name(qv_compression c) {
   switch (c) {
@@ -103,13 +108,15 @@ static json_t *field_json(const qv_field *f) {
 
 int cmd_info(int argc, char **argv) {
   const char *path = NULL;
-  bool as_json = false;
+  bool as_json = false, all_files = false;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
       fputs(kInfoHelp, stdout);
       return QV_EXIT_OK;
     } else if (strcmp(argv[i], "--json") == 0) {
       as_json = true;
+    } else if (strcmp(argv[i], "--files") == 0 || strcmp(argv[i], "--verbose") == 0) {
+      all_files = true;
     } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
       return cli_usage("info", "unknown option '%s'", argv[i]);
     } else if (path == NULL) {
@@ -119,10 +126,13 @@ int cmd_info(int argc, char **argv) {
     }
   }
   if (path == NULL) return cli_usage("info", "missing PATH");
-  if (cli_is_directory(path)) return cli_info_dir(path, as_json);
+  if (cli_is_directory(path)) return cli_info_dir(path, as_json, all_files);
   qv_error err;
+  qv_path_kind kind; /* not Arrow: say what it looks like instead of a parse error */
+  qv_status st = qv_path_sniff(path, &kind, &err);
+  if (st != QV_OK) return cli_fail(st, &err);
   qv_reader *r = NULL;
-  qv_status st = qv_reader_open_path(path, NULL, &r, &err);
+  st = qv_reader_open_path(path, NULL, &r, &err);
   if (st != QV_OK) return cli_fail(st, &err);
   const qv_schema *s = qv_reader_schema(r);
   /* The features datasets would see (Features.from_arrow_schema) and the

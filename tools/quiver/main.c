@@ -76,7 +76,11 @@ const char *cli_opt_value(const char *arg, const char *name, int argc, char **ar
     *matched = true;
     return arg + n + 1;
   }
-  if (arg[n] != '\0') return NULL;
+  if (arg[n] != '\0') {
+    if (n != 2 || name[0] != '-' || name[1] == '-') return NULL;
+    *matched = true; /* "-n5": a short option's value attached */
+    return arg + n;
+  }
   *matched = true;
   if (*i + 1 >= argc) return NULL;
   (*i)++;
@@ -90,6 +94,14 @@ bool cli_parse_i64(const char *s, int64_t *out) {
   long long v = strtoll(s, &end, 10);
   if (errno != 0 || *end != '\0' || v < 0) return false;
   *out = v;
+  return true;
+}
+
+bool cli_parse_signed_i64(const char *s, int64_t *out) {
+  if (s == NULL || *s == '\0' || *s == '+') return false;
+  int64_t v = 0;
+  if (!cli_parse_i64(s[0] == '-' ? s + 1 : s, &v)) return false;
+  *out = s[0] == '-' ? -v : v;
   return true;
 }
 
