@@ -2,7 +2,8 @@
  * rows.c — `quiver head` and `quiver get`: rows of an IPC file or stream
  * as JSON lines (one JSON object per row; the value mapping is in
  * docs/json-rows.md). `head` reads batches in order and stops after N
- * rows, so it also works on a stream from stdin ("-"); `get` locates each
+ * rows, so it also works on a stream from stdin ("-"), and opens a stream
+ * file with a lazy index (only the batches it prints are located); `get` locates each
  * requested row's batch through the row-count index and decodes only that
  * batch. Hugging Face datasets directories, indices mapping files
  * (cache-*.arrow with one uint64 column "indices") and --data go through
@@ -48,10 +49,12 @@ static const char kGetHelp[] =
     "  --data DATA      PATH is an indices mapping of DATA (see quiver head)\n"
     "  --decode-labels  print ClassLabel values as their label names\n";
 
-static qv_status open_input(const char *path, qv_reader **r, qv_error *err) {
+/* `lazy`: index a stream only as far as the rows read (head). */
+static qv_status open_input(const char *path, bool lazy, qv_reader **r, qv_error *err) {
   qv_read_options opts = {QV_VALIDATE_DEFAULT, true, 0};
   if (strcmp(path, "-") == 0) return qv_reader_open_fd(STDIN_FILENO, &opts, r, err);
-  return qv_reader_open_path(path, &opts, r, err);
+  qv_index_options io = {lazy, QV_INDEX_CACHE_DEFAULT};
+  return qv_reader_open_file(path, &opts, &io, r, err);
 }
 
 /* With --decode-labels, the features datasets would use for the file. */
@@ -116,7 +119,7 @@ int cmd_head(int argc, char **argv) {
   if (split != NULL) return cli_usage("head", "--split applies to directories (or to --data)");
   qv_error err;
   qv_reader *r = NULL;
-  qv_status st = open_input(path, &r, &err);
+  qv_status st = open_input(path, true, &r, &err);
   if (st != QV_OK) return cli_fail(st, &err);
   qv_hf_feature *features = NULL;
   st = file_features(r, decode, &features, &err);
@@ -204,7 +207,7 @@ int cmd_get(int argc, char **argv) {
   }
   qv_error err;
   qv_reader *r = NULL;
-  qv_status st = open_input(path, &r, &err);
+  qv_status st = open_input(path, false, &r, &err);
   if (st != QV_OK) {
     free(rows);
     return cli_fail(st, &err);
