@@ -377,6 +377,19 @@ int cli_info_dir(const char *path, bool as_json) {
 
 bool cli_is_indices_file(const char *path) {
   if (strcmp(path, "-") == 0 || cli_is_directory(path)) return false;
+  /* Only a cache-* file with one uint64 column "indices" can be one (the
+   * layout's rule): decide the common "no" from the schema alone, without
+   * indexing a stream's batches (which the layout's row counts need). */
+  const char *slash = strrchr(path, '/');
+  if (strncmp(slash ? slash + 1 : path, "cache-", 6) != 0) return false;
+  qv_index_options lazy = {true, QV_INDEX_CACHE_DEFAULT};
+  qv_reader *r = NULL;
+  if (qv_reader_open_file(path, NULL, &lazy, &r, NULL) != QV_OK) return false;
+  const qv_schema *s = qv_reader_schema(r);
+  bool maybe = qv_schema_num_fields(s) == 1 && qv_schema_field(s, 0)->type->id == QV_UINT64 &&
+               strcmp(qv_schema_field(s, 0)->name, "indices") == 0;
+  qv_reader_close(r);
+  if (!maybe) return false;
   qv_hf_dir *d = NULL;
   if (qv_hf_dir_open(path, &d, NULL) != QV_OK) return false;
   bool yes = d->splits[0].files[0].role == QV_HF_FILE_INDICES;
