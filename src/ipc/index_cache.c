@@ -62,9 +62,15 @@ static void put_u64(uint8_t *p, uint64_t v) {
   for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i));
 }
 static uint64_t get_u64(const uint8_t *p) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  uint64_t v;
+  memcpy(&v, p, 8);
+  return v;
+#else
   uint64_t v = 0;
   for (int i = 0; i < 8; i++) v |= (uint64_t)p[i] << (8 * i);
   return v;
+#endif
 }
 static void put_u32(uint8_t *p, uint32_t v) {
   for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
@@ -77,6 +83,88 @@ static qv_status bad(qv_error *err, const char *what) {
   return qv_error_set(err, QV_EINVAL, "stream index cache: %s", what);
 }
 
+/* The checks, fed the file front to back: the header (with the file's
+ * total size), each entry, then the stored checksum. Entries are handed to
+ * `emit` as they are checked; callers discard them unless the whole parse
+ * succeeds. */
+typedef struct parser {
+  const qv_index_key *key;
+  int64_t first, end, count, k, expect;
+  qv_compression comp;
+  qv_index_emit emit;
+  void *ctx;
+} parser;
+
+static qv_status parse_header(parser *ps, const uint8_t *p, int64_t n, qv_error *err) {
+  if (n < IDX_HEADER + 8 || memcmp(p, IDX_MAGIC, 8) != 0) return bad(err, "not an index file");
+  if ((n - IDX_HEADER - 8) % IDX_ENTRY != 0) return bad(err, "size is not header + entries");
+  ps->count = (n - IDX_HEADER - 8) / IDX_ENTRY;
+  if ((int64_t)get_u64(p + 64) != ps->count)
+    return qv_error_set(err, QV_EINVAL,
+                        "stream index cache: declares %lld entries, holds %lld",
+                        (long long)(int64_t)get_u64(p + 64), (long long)ps->count);
+  const qv_index_key *key = ps->key;
+  if (get_u64(p + 8) != key->dev || get_u64(p + 16) != key->ino ||
+      (int64_t)get_u64(p + 24) != key->size || (int64_t)get_u64(p + 32) != key->mtime_ns ||
+      get_u64(p + 40) != key->content)
+    return bad(err, "written for another version of the file");
+  if ((int64_t)get_u64(p + 48) != ps->first) return bad(err, "first message offset differs");
+  ps->end = (int64_t)get_u64(p + 56);
+  if (ps->end < ps->first || ps->end > key->size) return bad(err, "end offset outside the file");
+  uint64_t comp = get_u64(p + 72);
+  if (comp > QV_COMPRESSION_ZSTD) return bad(err, "unknown compression");
+  ps->comp = (qv_compression)comp;
+  ps->expect = ps->first;
+  ps->k = 0;
+  return QV_OK;
+}
+
+static qv_status parse_entry(parser *ps, const uint8_t *e, qv_error *err) {
+  qv_index_msg x;
+  x.offset = (int64_t)get_u64(e);
+  x.body_offset = (int64_t)get_u64(e + 8);
+  x.body_length = (int64_t)get_u64(e + 16);
+  x.num_rows = (int64_t)get_u64(e + 24);
+  x.dict_id = (int64_t)get_u64(e + 32);
+  x.metadata_length = (int32_t)get_u32(e + 40);
+  x.kind = e[44];
+  x.is_delta = e[45] != 0;
+  int64_t size = ps->key->size, stop = 0;
+  int64_t hdr = x.body_offset - x.offset - x.metadata_length; /* offsets < size: no overflow */
+  bool ok = x.offset == ps->expect && x.metadata_length > 0 && x.body_offset >= x.offset &&
+            x.body_offset <= size && (hdr == 4 || hdr == 8) && x.body_length >= 0 &&
+            x.num_rows >= 0 && e[45] <= 1 && e[46] == 0 && e[47] == 0 &&
+            !qv_add_overflow(x.body_offset, x.body_length, &stop) && stop <= size &&
+            ((x.kind == QV_MSG_RECORD_BATCH && x.dict_id == -1 && !x.is_delta) ||
+             x.kind == QV_MSG_DICTIONARY_BATCH);
+  if (!ok)
+    return qv_error_set(err, QV_EINVAL, "stream index cache: entry %lld is invalid",
+                        (long long)ps->k);
+  if (!ps->emit(ps->ctx, &x))
+    return qv_error_set(err, QV_EINVAL, "stream index cache: entry %lld refused by the reader",
+                        (long long)ps->k);
+  ps->expect = stop;
+  ps->k++;
+  return QV_OK;
+}
+
+static qv_status parse_end(parser *ps, uint64_t computed, const uint8_t *stored, qv_error *err) {
+  if (computed != get_u64(stored)) return bad(err, "checksum mismatch");
+  if (ps->expect != ps->end) return bad(err, "entries do not end at the recorded end");
+  return QV_OK;
+}
+
+typedef struct collect {
+  qv_index_msg *m;
+  int64_t n;
+} collect;
+
+static bool collect_one(void *ctx, const qv_index_msg *m) {
+  collect *c = ctx;
+  c->m[c->n++] = *m;
+  return true;
+}
+
 qv_status qv_index_cache_parse(const uint8_t *p, int64_t n, const qv_index_key *key,
                                int64_t first, qv_index_msg **out, int64_t *n_out,
                                int64_t *end_out, qv_compression *comp_out, qv_error *err) {
@@ -84,60 +172,23 @@ qv_status qv_index_cache_parse(const uint8_t *p, int64_t n, const qv_index_key *
   *n_out = 0;
   *end_out = 0;
   *comp_out = QV_COMPRESSION_NONE;
-  if (n < IDX_HEADER + 8 || memcmp(p, IDX_MAGIC, 8) != 0) return bad(err, "not an index file");
-  if ((n - IDX_HEADER - 8) % IDX_ENTRY != 0) return bad(err, "size is not header + entries");
-  int64_t count = (n - IDX_HEADER - 8) / IDX_ENTRY;
-  if ((int64_t)get_u64(p + 64) != count)
-    return qv_error_set(err, QV_EINVAL,
-                        "stream index cache: declares %lld entries, holds %lld",
-                        (long long)(int64_t)get_u64(p + 64), (long long)count);
-  if (XXH64(p, (size_t)(n - 8), 0) != get_u64(p + n - 8)) return bad(err, "checksum mismatch");
-  if (get_u64(p + 8) != key->dev || get_u64(p + 16) != key->ino ||
-      (int64_t)get_u64(p + 24) != key->size || (int64_t)get_u64(p + 32) != key->mtime_ns ||
-      get_u64(p + 40) != key->content)
-    return bad(err, "written for another version of the file");
-  if ((int64_t)get_u64(p + 48) != first) return bad(err, "first message offset differs");
-  int64_t end = (int64_t)get_u64(p + 56);
-  if (end < first || end > key->size) return bad(err, "end offset outside the file");
-  uint64_t comp = get_u64(p + 72);
-  if (comp > QV_COMPRESSION_ZSTD) return bad(err, "unknown compression");
-  qv_index_msg *m = count ? malloc(sizeof *m * (size_t)count) : NULL;
-  if (count && m == NULL) return qv_error_set(err, QV_ENOMEM, "out of memory (index cache)");
-  int64_t expect = first;
-  for (int64_t k = 0; k < count; k++) {
-    const uint8_t *e = p + IDX_HEADER + k * IDX_ENTRY;
-    qv_index_msg x;
-    x.offset = (int64_t)get_u64(e);
-    x.body_offset = (int64_t)get_u64(e + 8);
-    x.body_length = (int64_t)get_u64(e + 16);
-    x.num_rows = (int64_t)get_u64(e + 24);
-    x.dict_id = (int64_t)get_u64(e + 32);
-    x.metadata_length = (int32_t)get_u32(e + 40);
-    x.kind = e[44];
-    x.is_delta = e[45] != 0;
-    int64_t hdr = x.body_offset - x.metadata_length - x.offset, stop;
-    bool ok = x.offset == expect && x.metadata_length > 0 && (hdr == 4 || hdr == 8) &&
-              x.body_length >= 0 && x.num_rows >= 0 && e[45] <= 1 && e[46] == 0 &&
-              e[47] == 0 && x.body_offset <= key->size &&
-              !qv_add_overflow(x.body_offset, x.body_length, &stop) && stop <= key->size &&
-              ((x.kind == QV_MSG_RECORD_BATCH && x.dict_id == -1 && !x.is_delta) ||
-               x.kind == QV_MSG_DICTIONARY_BATCH);
-    if (!ok) {
-      free(m);
-      return qv_error_set(err, QV_EINVAL, "stream index cache: entry %lld is invalid",
-                          (long long)k);
-    }
-    m[k] = x;
-    expect = stop;
+  collect c = {NULL, 0};
+  parser ps = {key, first, 0, 0, 0, 0, QV_COMPRESSION_NONE, collect_one, &c};
+  QV_RETURN_NOT_OK(parse_header(&ps, p, n, err));
+  if (ps.count > 0 && (c.m = malloc(sizeof *c.m * (size_t)ps.count)) == NULL)
+    return qv_error_set(err, QV_ENOMEM, "out of memory (index cache)");
+  qv_status st = QV_OK;
+  for (int64_t k = 0; st == QV_OK && k < ps.count; k++)
+    st = parse_entry(&ps, p + IDX_HEADER + k * IDX_ENTRY, err);
+  if (st == QV_OK) st = parse_end(&ps, XXH64(p, (size_t)(n - 8), 0), p + n - 8, err);
+  if (st != QV_OK) {
+    free(c.m);
+    return st;
   }
-  if (expect != end) {
-    free(m);
-    return bad(err, "entries do not end at the recorded end");
-  }
-  *out = m;
-  *n_out = count;
-  *end_out = end;
-  *comp_out = (qv_compression)comp;
+  *out = c.m;
+  *n_out = c.n;
+  *end_out = ps.end;
+  *comp_out = ps.comp;
   return QV_OK;
 }
 
@@ -205,32 +256,57 @@ static bool entry_path(const qv_index_key *key, char *buf, size_t cap) {
   return k > 0 && (size_t)k < cap;
 }
 
-bool qv_index_cache_load(const qv_index_key *key, int64_t first, qv_index_msg **out,
-                         int64_t *n_out, int64_t *end_out, qv_compression *comp_out) {
-  *out = NULL;
-  *n_out = 0;
+/* Read exactly n bytes at off. */
+static bool pread_full(int fd, uint8_t *dst, int64_t n, int64_t off) {
+  int64_t got = 0;
+  while (got < n) {
+    ssize_t k = pread(fd, dst + got, (size_t)(n - got), off + got);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) return false;
+    got += k;
+  }
+  return true;
+}
+
+bool qv_index_cache_load(const qv_index_key *key, int64_t first, qv_index_emit emit,
+                         void *ctx, int64_t *end_out, qv_compression *comp_out) {
   char path[4200];
   if (!entry_path(key, path, sizeof path)) return false;
   int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0) return false;
   struct stat sb;
-  uint8_t *p = NULL;
+  /* Streamed through one small buffer (no memory the size of the file),
+   * checksummed as it goes. */
+  enum { CHUNK = IDX_ENTRY * 1024 };
+  uint8_t *buf = NULL;
+  XXH64_state_t *h = NULL;
   bool hit = false;
   if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size >= IDX_HEADER + 8 &&
-      sb.st_size <= IDX_MAX_FILE && (p = malloc((size_t)sb.st_size)) != NULL) {
-    int64_t got = 0;
-    while (got < sb.st_size) {
-      ssize_t k = pread(fd, p + got, (size_t)(sb.st_size - got), got);
-      if (k < 0 && errno == EINTR) continue;
-      if (k <= 0) break;
-      got += k;
+      sb.st_size <= IDX_MAX_FILE && (buf = malloc(CHUNK)) != NULL &&
+      (h = XXH64_createState()) != NULL && XXH64_reset(h, 0) == XXH_OK) {
+    int64_t n = (int64_t)sb.st_size;
+    parser ps = {key, first, 0, 0, 0, 0, QV_COMPRESSION_NONE, emit, ctx};
+    bool ok = pread_full(fd, buf, IDX_HEADER, 0) && parse_header(&ps, buf, n, NULL) == QV_OK;
+    if (ok) XXH64_update(h, buf, IDX_HEADER);
+    int64_t at = IDX_HEADER;
+    while (ok && ps.k < ps.count) {
+      int64_t m = ps.count - ps.k < CHUNK / IDX_ENTRY ? ps.count - ps.k : CHUNK / IDX_ENTRY;
+      ok = pread_full(fd, buf, m * IDX_ENTRY, at);
+      if (ok) XXH64_update(h, buf, (size_t)(m * IDX_ENTRY));
+      for (int64_t i = 0; ok && i < m; i++)
+        ok = parse_entry(&ps, buf + i * IDX_ENTRY, NULL) == QV_OK;
+      at += m * IDX_ENTRY;
     }
-    if (got == sb.st_size)
-      hit = qv_index_cache_parse(p, got, key, first, out, n_out, end_out, comp_out, NULL) ==
-            QV_OK;
+    ok = ok && pread_full(fd, buf, 8, at) && parse_end(&ps, XXH64_digest(h), buf, NULL) == QV_OK;
+    if (ok) {
+      *end_out = ps.end;
+      *comp_out = ps.comp;
+      hit = true;
+    }
   }
   if (hit) futimens(fd, NULL); /* most recently used: evicted last */
-  free(p);
+  XXH64_freeState(h);
+  free(buf);
   close(fd);
   return hit;
 }

@@ -172,10 +172,14 @@ qv_status qv_index_cache_encode(const qv_index_key *key, int64_t first, int64_t 
 bool qv_index_cache_enabled(qv_index_cache_mode mode);
 /** Byte bound of the cache directory (QV_INDEX_CACHE_MAX_BYTES or 64 MiB). */
 int64_t qv_index_cache_max_bytes(void);
-/** Look the stream up; true on a valid hit (*out malloc'd, caller frees).
- *  Never fails: a missing, unreadable or invalid file is a miss. */
-bool qv_index_cache_load(const qv_index_key *key, int64_t first, qv_index_msg **out,
-                         int64_t *n_out, int64_t *end_out, qv_compression *comp_out);
+/** Receives each cache entry as it is checked; false refuses the file. */
+typedef bool (*qv_index_emit)(void *ctx, const qv_index_msg *m);
+/** Look the stream up, handing each entry to `emit` in stream order; true
+ *  on a valid hit. The entries emitted count only when it returns true (a
+ *  later check may still fail). Never fails: a missing, unreadable or
+ *  invalid file is a miss. */
+bool qv_index_cache_load(const qv_index_key *key, int64_t first, qv_index_emit emit,
+                         void *ctx, int64_t *end_out, qv_compression *comp_out);
 /** Store atomically and evict; true when stored. Silently does nothing
  *  when the directory cannot be created or written. */
 bool qv_index_cache_store(const qv_index_key *key, int64_t first, int64_t end,

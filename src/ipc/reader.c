@@ -18,8 +18,8 @@
  * non-delta message wins; deltas append).
  *
  * Streams opened by path are indexed from pread of the headers (a window
- * of 4 KiB, or 64 KiB while messages are small, at each message; bodies
- * skipped by offset), never through the mapping, so indexing faults in no
+ * of about the last header's size at each message, or 64 KiB while
+ * messages are small; bodies skipped by offset), never through the mapping, so indexing faults in no
  * page and leaves RSS flat. The index is built eagerly at open, or lazily
  * (qv_index_options.lazy) as far as a call needs it, and persisted in the
  * per-user index cache (index_cache.c) so that a reopen walks nothing.
@@ -40,8 +40,8 @@
 /* Bounds on what a file's metadata may make us hold. */
 #define QV_MAX_METADATA_SIZE ((int64_t)1 << 30) /* one flatbuffer message */
 #define QV_INDEX_CACHE_MIN_MESSAGES 32 /* smaller streams are not worth a file */
-#define QV_WIN_SMALL 4096
-#define QV_WIN_LARGE 65536
+#define QV_WIN_SMALL 4096  /* first read: the schema message, usually */
+#define QV_WIN_LARGE 65536 /* while messages are small */
 
 typedef struct dict_state {
   int64_t id;
@@ -355,10 +355,12 @@ static qv_status scan_one(qv_reader *r, qv_error *err) {
   QV_RETURN_NOT_OK(st);
   r->scan_pos = body_start + body;
   r->scan_index++;
-  /* Small messages: one window holds several; else one page per header. */
+  /* Small messages: one window holds several. Else read what the next
+   * header probably needs (this one's size and a quarter, in 512-byte
+   * steps): the copy out of the page cache is most of a walk's cost. */
   int64_t head = body_start - pos;
   if (head + body < QV_WIN_LARGE / 4) r->win_hint = QV_WIN_LARGE;
-  else r->win_hint = head < QV_WIN_SMALL ? QV_WIN_SMALL : (head + 4095) / 4096 * 4096;
+  else r->win_hint = (head + head / 4 + 511) / 512 * 512;
   return QV_OK;
 }
 
@@ -439,66 +441,68 @@ static bool loc_equal(const qv_batch_location *a, const qv_batch_location *b) {
          a->num_rows == b->num_rows && a->dict_id == b->dict_id && a->is_delta == b->is_delta;
 }
 
-/* Replace the index with a cache entry's, if it names only dictionary ids
- * of the schema and agrees with what is already indexed. */
-static bool install_cached(qv_reader *r, const qv_index_msg *msgs, int64_t n, int64_t end,
-                           qv_compression comp) {
-  qv_reader t; /* the new index is built in t's arrays */
-  memset(&t, 0, sizeof t);
-  t.dstate = r->dstate;
-  t.n_dstate = r->n_dstate;
-  bool ok = true;
-  for (int64_t k = 0; ok && k < n; k++) {
-    const qv_index_msg *x = &msgs[k];
-    qv_batch_location loc = {x->offset, x->metadata_length, x->body_offset, x->body_length,
-                             x->num_rows, x->dict_id, x->is_delta};
-    if (x->kind == QV_MSG_RECORD_BATCH) {
-      ok = push_batch(&t, &loc, NULL) == QV_OK;
-    } else {
-      dict_state *ds = find_dstate(r, x->dict_id);
-      ok = ds != NULL && push_dict(&t, &loc, (int32_t)(ds - r->dstate), NULL) == QV_OK;
-    }
+/* A cache entry's index, built in t's arrays as the entries are checked. */
+typedef struct cache_fill {
+  qv_reader *r;
+  qv_reader t;
+  bool ok;
+} cache_fill;
+
+static bool fill_one(void *ctx, const qv_index_msg *x) {
+  cache_fill *f = ctx;
+  qv_batch_location loc = {x->offset, x->metadata_length, x->body_offset, x->body_length,
+                           x->num_rows, x->dict_id, x->is_delta};
+  if (x->kind == QV_MSG_RECORD_BATCH) {
+    f->ok = push_batch(&f->t, &loc, NULL) == QV_OK;
+  } else {
+    dict_state *ds = find_dstate(f->r, x->dict_id);
+    f->ok = ds != NULL && push_dict(&f->t, &loc, (int32_t)(ds - f->r->dstate), NULL) == QV_OK;
   }
-  ok = ok && t.n_batches >= r->n_batches && t.n_dicts >= r->n_dicts;
+  return f->ok;
+}
+
+/* Replace the index with the cache entry's, if there is a valid one that
+ * names only dictionary ids of the schema and agrees with what is already
+ * indexed. */
+static bool try_cache(qv_reader *r) {
+  qv_index_key key;
+  if (!cache_key(r, &key)) return false;
+  cache_fill f;
+  memset(&f, 0, sizeof f);
+  f.r = r;
+  f.ok = true;
+  int64_t end = 0;
+  qv_compression comp = QV_COMPRESSION_NONE;
+  qv_reader *t = &f.t;
+  bool ok = qv_index_cache_load(&key, r->schema_end, fill_one, &f, &end, &comp) && f.ok;
+  ok = ok && t->n_batches >= r->n_batches && t->n_dicts >= r->n_dicts;
   for (int64_t i = 0; ok && i < r->n_batches; i++)
-    ok = loc_equal(&t.batches[i].loc, &r->batches[i].loc) &&
-         t.batches[i].dicts_before == r->batches[i].dicts_before;
-  for (int64_t i = 0; ok && i < r->n_dicts; i++) ok = loc_equal(&t.dicts[i], &r->dicts[i]);
+    ok = loc_equal(&t->batches[i].loc, &r->batches[i].loc) &&
+         t->batches[i].dicts_before == r->batches[i].dicts_before;
+  for (int64_t i = 0; ok && i < r->n_dicts; i++) ok = loc_equal(&t->dicts[i], &r->dicts[i]);
   if (!ok) {
-    free(t.batches);
-    free(t.dicts);
-    free(t.dict_slot);
+    free(t->batches);
+    free(t->dicts);
+    free(t->dict_slot);
     return false;
   }
   free(r->batches);
   free(r->dicts);
   free(r->dict_slot);
-  r->batches = t.batches;
-  r->n_batches = t.n_batches;
-  r->cap_batches = t.cap_batches;
-  r->dicts = t.dicts;
-  r->dict_slot = t.dict_slot;
-  r->n_dicts = t.n_dicts;
-  r->cap_dicts = t.cap_dicts;
-  r->total_rows = t.total_rows;
+  r->batches = t->batches;
+  r->n_batches = t->n_batches;
+  r->cap_batches = t->cap_batches;
+  r->dicts = t->dicts;
+  r->dict_slot = t->dict_slot;
+  r->n_dicts = t->n_dicts;
+  r->cap_dicts = t->cap_dicts;
+  r->total_rows = t->total_rows;
   if (comp != QV_COMPRESSION_NONE) r->compression = comp;
   r->scan_pos = end;
-  r->scan_index = 1 + n;
+  r->scan_index = 1 + t->n_batches + t->n_dicts;
   r->indexed = true;
   r->from_cache = true;
   return true;
-}
-
-static bool try_cache(qv_reader *r) {
-  qv_index_key key;
-  if (!cache_key(r, &key)) return false;
-  qv_index_msg *msgs = NULL;
-  int64_t n = 0, end = 0;
-  qv_compression comp = QV_COMPRESSION_NONE;
-  bool hit = qv_index_cache_load(&key, r->schema_end, &msgs, &n, &end, &comp) &&
-             install_cached(r, msgs, n, end, comp);
-  free(msgs);
-  return hit;
 }
 
 /* The index is complete: store it (streams opened by path, enough
