@@ -129,10 +129,12 @@ static qv_status parse_entry(parser *ps, const uint8_t *e, qv_error *err) {
   x.metadata_length = (int32_t)get_u32(e + 40);
   x.kind = e[44];
   x.is_delta = e[45] != 0;
-  int64_t size = ps->key->size, stop = 0;
-  int64_t hdr = x.body_offset - x.offset - x.metadata_length; /* offsets < size: no overflow */
+  int64_t size = ps->key->size, stop = 0, hdr = 0;
+  /* In this order: the subtraction runs only on offsets within [0, size]. */
   bool ok = x.offset == ps->expect && x.metadata_length > 0 && x.body_offset >= x.offset &&
-            x.body_offset <= size && (hdr == 4 || hdr == 8) && x.body_length >= 0 &&
+            x.body_offset <= size &&
+            ((hdr = x.body_offset - x.offset - x.metadata_length) == 4 || hdr == 8) &&
+            x.body_length >= 0 &&
             x.num_rows >= 0 && e[45] <= 1 && e[46] == 0 && e[47] == 0 &&
             !qv_add_overflow(x.body_offset, x.body_length, &stop) && stop <= size &&
             ((x.kind == QV_MSG_RECORD_BATCH && x.dict_id == -1 && !x.is_delta) ||
@@ -140,7 +142,7 @@ static qv_status parse_entry(parser *ps, const uint8_t *e, qv_error *err) {
   if (!ok)
     return qv_error_set(err, QV_EINVAL, "stream index cache: entry %lld is invalid",
                         (long long)ps->k);
-  if (!ps->emit(ps->ctx, &x))
+  if (!ps->emit(ps->ctx, &x, ps->count))
     return qv_error_set(err, QV_EINVAL, "stream index cache: entry %lld refused by the reader",
                         (long long)ps->k);
   ps->expect = stop;
@@ -159,7 +161,8 @@ typedef struct collect {
   int64_t n;
 } collect;
 
-static bool collect_one(void *ctx, const qv_index_msg *m) {
+static bool collect_one(void *ctx, const qv_index_msg *m, int64_t count) {
+  (void)count;
   collect *c = ctx;
   c->m[c->n++] = *m;
   return true;

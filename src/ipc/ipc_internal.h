@@ -172,8 +172,9 @@ qv_status qv_index_cache_encode(const qv_index_key *key, int64_t first, int64_t 
 bool qv_index_cache_enabled(qv_index_cache_mode mode);
 /** Byte bound of the cache directory (QV_INDEX_CACHE_MAX_BYTES or 64 MiB). */
 int64_t qv_index_cache_max_bytes(void);
-/** Receives each cache entry as it is checked; false refuses the file. */
-typedef bool (*qv_index_emit)(void *ctx, const qv_index_msg *m);
+/** Receives each cache entry as it is checked (`count`: how many the file
+ *  holds, checked against its size); false refuses the file. */
+typedef bool (*qv_index_emit)(void *ctx, const qv_index_msg *m, int64_t count);
 /** Look the stream up, handing each entry to `emit` in stream order; true
  *  on a valid hit. The entries emitted count only when it returns true (a
  *  later check may still fail). Never fails: a missing, unreadable or

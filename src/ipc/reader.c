@@ -448,8 +448,13 @@ typedef struct cache_fill {
   bool ok;
 } cache_fill;
 
-static bool fill_one(void *ctx, const qv_index_msg *x) {
+static bool fill_one(void *ctx, const qv_index_msg *x, int64_t count) {
   cache_fill *f = ctx;
+  if (f->t.cap_batches == 0 && count > 0) { /* room for all (count <= file size / 48) */
+    f->t.batches = malloc(sizeof *f->t.batches * (size_t)count);
+    if (f->t.batches == NULL) return f->ok = false;
+    f->t.cap_batches = count;
+  }
   qv_batch_location loc = {x->offset, x->metadata_length, x->body_offset, x->body_length,
                            x->num_rows, x->dict_id, x->is_delta};
   if (x->kind == QV_MSG_RECORD_BATCH) {
