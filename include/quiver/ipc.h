@@ -8,6 +8,11 @@
  * and dictionary batch lives without touching column bytes. Batches are
  * then decoded on demand; their buffers are views into the mapping (only
  * compressed or big-endian bodies are materialised into owned memory).
+ * Streams opened by path are indexed from pread of their message headers
+ * (no page of the mapping is touched), optionally lazily, and the index is
+ * kept in a per-user cache ($XDG_CACHE_HOME/quiver; QV_INDEX_CACHE=0 turns
+ * it off) so that a reopen walks nothing; see docs/design.md, "Stream
+ * index".
  */
 #ifndef QUIVER_IPC_H
 #define QUIVER_IPC_H
