@@ -1,14 +1,13 @@
 #!/bin/sh
-# scripts/demo.sh BUILD — the main job on the built-in sample dataset:
-# generate it, then inspect it and read rows with quiver.
+# scripts/demo.sh [BUILD] — what `make demo` runs: scripts/demo.py with the
+# venv's Python (VENV, default build/venv) and the CLI in BUILD (default
+# build). It builds the sample dataset once (BUILD/demo/sample-N, N from
+# QV_DEMO_ROWS, default 2000000), then times open, random reads, shuffle,
+# filter, sort and save in quiver beside datasets and pyarrow, checking
+# that every result is the same.
 set -eu
-build=${1:-build}
 top=$(cd "$(dirname "$0")/.." && pwd)
+build=${1:-build}
+case $build in /*) ;; *) build=$top/$build ;; esac
 venv=${VENV:-$top/build/venv}
-q=$top/$build/quiver
-sample=$top/$build/sample
-"$venv/bin/python" "$top/scripts/make_sample.py" "$sample"
-set -x
-"$q" info "$sample/sample.arrow"
-"$q" head "$sample/sample.arrow" -n 3
-"$q" get "$sample/sample.feather" 0 4999 9999
+exec "$venv/bin/python" "$top/scripts/demo.py" --build "$build"

@@ -22,3 +22,12 @@ add_test(NAME python.oracle
          WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
 set_tests_properties(python.oracle PROPERTIES LABELS python
   ENVIRONMENT "QV_SHARED=${PROJECT_SOURCE_DIR}/../shared;QV_BUILD=${CMAKE_BINARY_DIR};XDG_CACHE_HOME=${CMAKE_BINARY_DIR}/test-xdg-cache")
+
+# The pip-installable package: the wheel built from pyproject.toml
+# (scikit-build-core from the venv, no build isolation) and installed into
+# a fresh venv under build/pkgtest; labelled python (needs the venv).
+add_test(NAME python.package
+         COMMAND sh -c "\"$QV_VENV/bin/python\" -m pytest -q -p no:cacheprovider ${CMAKE_CURRENT_SOURCE_DIR}/package"
+         WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+set_tests_properties(python.package PROPERTIES LABELS python
+  ENVIRONMENT "QV_BUILD=${CMAKE_BINARY_DIR};XDG_CACHE_HOME=${CMAKE_BINARY_DIR}/test-xdg-cache")

@@ -12,6 +12,16 @@
  * struct is marked released (its `release` is NULL) and must not be used;
  * quiver calls the producer's release callback when it no longer needs the
  * data (for arrays: when the last qv_buffer built on it is dropped).
+ *
+ * Exported buffers (qv_export_array, the streams of readers, tables and
+ * datasets) are shared, not copied: for a file quiver mapped they point
+ * into the mapping. A consumer reading them reads the mapping outside
+ * quiver's guard (quiver/guard.h), so if the file shrinks while they are
+ * alive, reading a page past its new end raises SIGBUS in the consumer —
+ * the same as with pyarrow's memory-mapped files. quiver's own calls on
+ * the same data fail with QV_ECHANGED instead. To be safe, copy what you
+ * keep, or never truncate or rewrite an open file in place (replace it by
+ * rename, as quiver's writers do; the old mapping stays intact).
  */
 #ifndef QUIVER_CDATA_H
 #define QUIVER_CDATA_H

@@ -14,6 +14,7 @@
 #include "quiver/core.h"
 #include "quiver/type.h"
 #include "quiver/array.h"
+#include "quiver/guard.h"
 #include "quiver/builder.h"
 #include "quiver/ipc.h"
 #include "quiver/cdata.h"

@@ -120,7 +120,8 @@ int64_t qv_table_batch_rows(const qv_table *t, int64_t i);
 /**
  * Record batch i as a STRUCT array (a new reference the caller drops).
  * For a mapped table this may decode and validate the batch (the result is
- * cached; thread-safe), hence the status.
+ * cached; thread-safe), hence the status. QV_ECHANGED when the file
+ * shrank below the batch's bytes since it was mapped (quiver/guard.h).
  */
 qv_status qv_table_batch(qv_table *t, int64_t i, qv_array **out, qv_error *err);
 
@@ -276,7 +277,15 @@ qv_status qv_table_write_path(qv_table *t, const char *path,
  * Export the table as an ArrowArrayStream of its record batches (schema
  * with all metadata; buffers shared, no copy). The stream holds a table
  * reference until released. Batches that fail to decode are reported by
- * get_next with the error text in get_last_error.
+ * get_next with the error text in get_last_error (a file that shrank
+ * while open: EIO, "'x.arrow' shrank from N to M bytes while open").
+ * The consumer reads the exported buffers of a mapped table directly, in
+ * the mapping and outside quiver's guard (quiver/guard.h): if the file
+ * shrinks after export, reading a page past its new end raises SIGBUS in
+ * the consumer, as with pyarrow's own memory-mapped files. Copy what must
+ * outlive such a change (qv_table_gather, qv_array_concat produce heap
+ * memory), or replace files by rename instead of truncating or rewriting
+ * them in place.
  */
 qv_status qv_table_export_stream(qv_table *t, struct ArrowArrayStream *out, qv_error *err);
 

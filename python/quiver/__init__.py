@@ -8,10 +8,17 @@ from ._quiver import (  # noqa: F401
     Batch,
     Dataset,
     QuiverError,
+    QuiverFileNotFoundError,
+    QuiverIndexError,
+    QuiverKeyError,
+    QuiverTypeError,
+    QuiverValueError,
     concatenate_datasets,
     open,
     version,
 )
 
 __version__ = version()
-__all__ = ["Batch", "Dataset", "QuiverError", "concatenate_datasets", "open", "__version__"]
+__all__ = ["Batch", "Dataset", "QuiverError", "QuiverFileNotFoundError", "QuiverIndexError",
+           "QuiverKeyError", "QuiverTypeError", "QuiverValueError", "concatenate_datasets",
+           "open", "__version__"]

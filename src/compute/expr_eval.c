@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "compute/expr_internal.h"
+#include "core/guard_internal.h"
 #include "core/numeric_internal.h"
 
 /* A binary/string view: int32 length, then 12 inline bytes, or a 4-byte
@@ -1219,8 +1220,8 @@ static qv_status new_buffer_copy(const void *src, int64_t n, qv_buffer **out, qv
   return QV_OK;
 }
 
-qv_status qv_bound_expr_eval(qv_bound_expr *b, const qv_array *batch, qv_array **out,
-                             qv_error *err) {
+static qv_status eval_impl(qv_bound_expr *b, const qv_array *batch, qv_array **out,
+                           qv_error *err) {
   *out = NULL;
   qvx_vec v;
   QV_RETURN_NOT_OK(run(b, batch, &v, err));
@@ -1288,8 +1289,8 @@ qv_status qv_bound_expr_eval(qv_bound_expr *b, const qv_array *batch, qv_array *
   return QV_OK;
 }
 
-qv_status qv_bound_expr_select(qv_bound_expr *b, const qv_array *batch, uint8_t *out_bits,
-                               int64_t *out_count, qv_error *err) {
+static qv_status select_impl(qv_bound_expr *b, const qv_array *batch, uint8_t *out_bits,
+                             int64_t *out_count, qv_error *err) {
   if (out_count) *out_count = 0;
   if (b && b->root->out != QVX_K_BOOL)
     return qv_error_set(err, QV_ETYPE, "a filter needs a boolean expression, found %s",
@@ -1307,4 +1308,47 @@ qv_status qv_bound_expr_select(qv_bound_expr *b, const qv_array *batch, uint8_t 
   }
   if (out_count) *out_count = count;
   return QV_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Entry points under the mapped-read guard (core guard.c): the batch's
+ * mapped buffers are checked first; scratch vectors are the bound
+ * expression's. */
+
+typedef struct eval_call {
+  qv_bound_expr *b;
+  const qv_array *batch;
+  qv_array *out;
+  uint8_t *out_bits;
+  int64_t *out_count;
+} eval_call;
+
+static qv_status eval_body(void *call, qv_error *err) {
+  eval_call *c = call;
+  return eval_impl(c->b, c->batch, &c->out, err);
+}
+
+static qv_status select_body(void *call, qv_error *err) {
+  eval_call *c = call;
+  return select_impl(c->b, c->batch, c->out_bits, c->out_count, err);
+}
+
+qv_status qv_bound_expr_eval(qv_bound_expr *b, const qv_array *batch, qv_array **out,
+                             qv_error *err) {
+  *out = NULL;
+  eval_call c = {b, batch, NULL, NULL, NULL};
+  qv_status st = qv_guard_run_checked(&batch, 1, eval_body, &c, err);
+  if (st != QV_OK) {
+    qv_array_unref(c.out);
+    return st;
+  }
+  *out = c.out;
+  return QV_OK;
+}
+
+qv_status qv_bound_expr_select(qv_bound_expr *b, const qv_array *batch, uint8_t *out_bits,
+                               int64_t *out_count, qv_error *err) {
+  if (out_count) *out_count = 0;
+  eval_call c = {b, batch, NULL, out_bits, out_count};
+  return qv_guard_run_checked(&batch, 1, select_body, &c, err);
 }

@@ -34,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/guard_internal.h"
 #include "compute/compute_internal.h"
 #include "quiver/row.h"
 
@@ -508,14 +509,35 @@ static qv_status run(qv_grouper *g, qv_array *const *keys, uint32_t *out_ids, bo
   return st;
 }
 
+/* run() under the mapped-read guard (core guard.c), after the keys'
+ * mapped buffers are checked; the grouper's state is the caller's. */
+typedef struct run_call {
+  qv_grouper *g;
+  qv_array *const *keys;
+  uint32_t *out_ids;
+  bool insert;
+} run_call;
+
+static qv_status run_body(void *ctx, qv_error *err) {
+  run_call *c = ctx;
+  return run(c->g, c->keys, c->out_ids, c->insert, err);
+}
+
+static qv_status guarded_run(qv_grouper *g, qv_array *const *keys, uint32_t *out_ids, bool insert,
+                             qv_error *err) {
+  run_call c = {g, keys, out_ids, insert};
+  return qv_guard_run_checked((const qv_array *const *)keys, keys ? g->n_keys : 0, run_body, &c,
+                              err);
+}
+
 qv_status qv_grouper_consume(qv_grouper *g, qv_array *const *keys, uint32_t *out_ids,
                              qv_error *err) {
-  return run(g, keys, out_ids, true, err);
+  return guarded_run(g, keys, out_ids, true, err);
 }
 
 qv_status qv_grouper_lookup(qv_grouper *g, qv_array *const *keys, uint32_t *out_ids,
                             qv_error *err) {
-  return run(g, keys, out_ids, false, err);
+  return guarded_run(g, keys, out_ids, false, err);
 }
 
 /* ------------------------------------------------------------------------ */

@@ -46,11 +46,15 @@
  * before its extensions); runs of equal keys with marker 8 are sorted
  * again at depth d+7. Descending keys invert the whole key. Pending ranges
  * live on an explicit stack, so long common prefixes never recurse deeply.
+ *
+ * qv_sort_indices checks the keys' mapped buffers, then sorts under the
+ * mapped-read guard (core guard.c), its working state kept in the call.
  */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/guard_internal.h"
 #include "compute/compute_internal.h"
 #include "core/radix_internal.h"
 #include "compute/sort_internal.h"
@@ -601,6 +605,46 @@ static bool sort_packed(const qvs_key *K, int64_t n, int64_t *out, qv_status *st
 /* ------------------------------------------------------------------------ */
 /* Public entry points                                                       */
 
+/* The sort proper, under the mapped-read guard (core/guard_internal.h):
+ * its normalised keys and permutation are in the call, freed by
+ * qv_sort_indices whether the body returns or is recovered from. */
+typedef struct sort_call {
+  const qv_sort_key *keys;
+  int32_t n_keys;
+  int64_t n;
+  int64_t *out;
+  qvs_key *nk;
+  uint32_t *perm;
+} sort_call;
+
+static qv_status sort_body(void *ctx, qv_error *err) {
+  sort_call *c = ctx;
+  const qv_sort_key *keys = c->keys;
+  int32_t n_keys = c->n_keys;
+  int64_t n = c->n, *out = c->out;
+  qvs_key *nk = c->nk;
+  qv_status st = QV_OK;
+  for (int32_t k = 0; k < n_keys && st == QV_OK; k++) {
+    const qv_chunked_column *col = &keys[k].column;
+    char what[32];
+    snprintf(what, sizeof what, "sort key %d", k);
+    st = qvs_key_build(&nk[k], qvc_column_type(col), col->chunks, col->n_chunks, n,
+                       keys[k].descending, keys[k].null_placement == QV_NULLS_AT_START, what,
+                       err);
+  }
+  if (st != QV_OK || n < 2) {
+    if (st == QV_OK && n == 1) out[0] = 0;
+    return st;
+  }
+  if (n_keys == 1 && nk[0].kind == QVS_U64 && sort_packed(&nk[0], n, out, &st, err)) return st;
+  c->perm = qvs_alloc(sizeof(uint32_t) * (size_t)n, false);
+  if (!c->perm) return qv_error_set(err, QV_ENOMEM, "sort: out of memory (%" PRId64 " rows)", n);
+  st = qvs_sort(nk, n_keys, n, c->perm, (uint64_t *)out, true, err);
+  if (st == QV_OK)
+    for (int64_t i = 0; i < n; i++) out[i] = c->perm[i];
+  return st;
+}
+
 qv_status qv_sort_indices(const qv_sort_key *keys, int32_t n_keys, int64_t *out,
                           qv_error *err) {
   if (n_keys < 1 || keys == NULL)
@@ -618,34 +662,18 @@ qv_status qv_sort_indices(const qv_sort_key *keys, int32_t n_keys, int64_t *out,
     return qv_error_set(err, QV_ENOTSUP, "sort: %" PRId64 " rows; at most %lld rows can be sorted",
                         n, QV_SORT_MAX_ROWS);
   if (n > 0 && out == NULL) return qv_error_set(err, QV_EARG, "sort: out is NULL");
-  qvs_key *nk = calloc((size_t)n_keys, sizeof *nk);
-  uint32_t *perm = NULL;
+  sort_call c = {keys, n_keys, n, out, calloc((size_t)n_keys, sizeof(qvs_key)), NULL};
+  if (!c.nk) return qv_error_set(err, QV_ENOMEM, "sort: out of memory (%" PRId64 " rows)", n);
+  /* Keys of a mapped file that shrank fail here, before anything is built;
+   * the working state lives in `c`, so a recovery leaves nothing behind. */
   qv_status st = QV_OK;
-  if (!nk) return qv_error_set(err, QV_ENOMEM, "sort: out of memory (%" PRId64 " rows)", n);
-  for (int32_t k = 0; k < n_keys && st == QV_OK; k++) {
-    const qv_chunked_column *c = &keys[k].column;
-    char what[32];
-    snprintf(what, sizeof what, "sort key %d", k);
-    st = qvs_key_build(&nk[k], qvc_column_type(c), c->chunks, c->n_chunks, n, keys[k].descending,
-                       keys[k].null_placement == QV_NULLS_AT_START, what, err);
-  }
-  if (st != QV_OK || n < 2) {
-    if (st == QV_OK && n == 1) out[0] = 0;
-    goto done;
-  }
-  if (n_keys == 1 && nk[0].kind == QVS_U64 && sort_packed(&nk[0], n, out, &st, err)) goto done;
-  perm = qvs_alloc(sizeof(uint32_t) * (size_t)n, false);
-  if (!perm) {
-    st = qv_error_set(err, QV_ENOMEM, "sort: out of memory (%" PRId64 " rows)", n);
-    goto done;
-  }
-  st = qvs_sort(nk, n_keys, n, perm, (uint64_t *)out, true, err);
-  if (st == QV_OK)
-    for (int64_t i = 0; i < n; i++) out[i] = perm[i];
-done:
-  for (int32_t k = 0; k < n_keys; k++) qvs_key_reset(&nk[k]);
-  free(nk);
-  qvs_free(perm);
+  for (int32_t k = 0; k < n_keys && st == QV_OK; k++)
+    st = qv_guard_check_arrays((const qv_array *const *)keys[k].column.chunks,
+                               keys[k].column.n_chunks, err);
+  if (st == QV_OK) st = qv_guard_run(sort_body, &c, err);
+  for (int32_t k = 0; k < n_keys; k++) qvs_key_reset(&c.nk[k]);
+  free(c.nk);
+  qvs_free(c.perm);
   return st;
 }
 

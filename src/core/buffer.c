@@ -3,6 +3,8 @@
  * padding, zero-copy views, wrapped foreign memory and read-only file
  * mappings. Core layer; every array buffer in quiver is a qv_buffer, and a
  * view of a mapping keeps the mapping alive until its last reference goes.
+ * Every file mapping is registered with the mapped-read guard (guard.c) so
+ * that a read past the end of a file that shrank becomes QV_ECHANGED.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -12,10 +14,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/guard_internal.h"
 #include "quiver/core.h"
 
+/* File mappings carry their guard region (guard.c) as ctx: it goes before
+ * the mapping does. */
 static void munmap_release(void *ctx, void *data, int64_t size) {
-  (void)ctx;
+  qv_guard_region_remove(ctx);
   if (data != NULL && size > 0) munmap(data, (size_t)size);
 }
 
@@ -190,6 +195,7 @@ qv_status qv_buffer_map_file(const char *path, qv_buffer **out,
     out_identity->ino = (uint64_t)st.st_ino;
   }
   void *data = NULL;
+  qv_guard_region *region = NULL;
   if (st.st_size > 0) {
     data = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
     if (data == MAP_FAILED) {
@@ -197,10 +203,18 @@ qv_status qv_buffer_map_file(const char *path, qv_buffer **out,
       close(fd);
       return qv_error_set(err, QV_EIO, "cannot map '%s': %s", path, strerror(e));
     }
+    qv_guard_install();
+    region = qv_guard_region_add(data, (int64_t)st.st_size, path, (uint64_t)st.st_dev,
+                                 (uint64_t)st.st_ino);
+    if (region == NULL) {
+      close(fd);
+      munmap(data, (size_t)st.st_size);
+      return qv_error_set(err, QV_ENOMEM, "out of memory mapping '%s'", path);
+    }
   }
   close(fd);
-  qv_status st2 = qv_buffer_wrap(data, (int64_t)st.st_size, munmap_release, NULL, out, err);
-  if (st2 != QV_OK && data != NULL) munmap(data, (size_t)st.st_size);
+  qv_status st2 = qv_buffer_wrap(data, (int64_t)st.st_size, munmap_release, region, out, err);
+  if (st2 != QV_OK) munmap_release(region, data, (int64_t)st.st_size);
   return st2;
 }
 

@@ -37,6 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/guard_internal.h"
 #include "core/kernels_internal.h"
 #include "core/numeric_internal.h"
 
@@ -757,8 +758,29 @@ static qv_status cast_impl(qv_array *a, qv_type *to, qv_array **out, qv_error *e
   return unsupported(a->type, to, err);
 }
 
+/* cast_impl under the mapped-read guard (guard.c), after the input's
+ * mapped buffers are checked. */
+typedef struct cast_call {
+  qv_array *a;
+  qv_type *to;
+  qv_array *out;
+} cast_call;
+
+static qv_status cast_body(void *ctx, qv_error *err) {
+  cast_call *c = ctx;
+  return cast_impl(c->a, c->to, &c->out, err);
+}
+
 qv_status qv_array_cast(qv_array *a, qv_type *to, qv_array **out, qv_error *err) {
   if (a == NULL || to == NULL)
     return qv_error_set(err, QV_EARG, "cast: needs an array and a target type");
-  return cast_impl(a, to, out, err);
+  cast_call c = {a, to, NULL};
+  const qv_array *in = a;
+  qv_status st = qv_guard_run_checked(&in, 1, cast_body, &c, err);
+  if (st != QV_OK) {
+    qv_array_unref(c.out);
+    return st;
+  }
+  *out = c.out;
+  return QV_OK;
 }

@@ -30,11 +30,13 @@
  *    concatenated over the same physical runs;
  *  - null type: lengths add up.
  * Inputs are assumed structurally valid (qv_array_validate); types must be
- * equal ignoring metadata.
+ * equal ignoring metadata. The copy runs under the mapped-read guard
+ * (guard.c), after the inputs' mapped buffers are checked.
  */
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/guard_internal.h"
 #include "core/kernels_internal.h"
 
 static qv_status concat_impl(qv_array *const *in, int64_t n, qv_array **out,
@@ -579,6 +581,19 @@ static qv_status concat_impl(qv_array *const *in, int64_t n, qv_array **out,
   return QV_OK;
 }
 
+/* concat_impl under the mapped-read guard (guard.c), after checking the
+ * inputs' mapped buffers. */
+typedef struct concat_call {
+  qv_array *const *arrays;
+  int64_t n;
+  qv_array *out;
+} concat_call;
+
+static qv_status concat_body(void *ctx, qv_error *err) {
+  concat_call *c = ctx;
+  return concat_impl(c->arrays, c->n, &c->out, err);
+}
+
 qv_status qv_array_concat(qv_array *const *arrays, int64_t n, qv_array **out,
                           qv_error *err) {
   if (arrays == NULL || n < 1)
@@ -595,5 +610,12 @@ qv_status qv_array_concat(qv_array *const *arrays, int64_t n, qv_array **out,
                           (long long)i, b, a);
     }
   }
-  return concat_impl(arrays, n, out, err);
+  concat_call c = {arrays, n, NULL};
+  qv_status st = qv_guard_run_checked((const qv_array *const *)arrays, n, concat_body, &c, err);
+  if (st != QV_OK) {
+    qv_array_unref(c.out);
+    return st;
+  }
+  *out = c.out;
+  return QV_OK;
 }

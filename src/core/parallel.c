@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/guard_internal.h"
 #include "core/parallel_internal.h"
 
 /* Threads beyond this are not started (the writer has no use for more). */
@@ -38,6 +39,7 @@ struct qv_pool {
   bool stop;
   task *ring; /* queued tasks: ring[(head + k) % cap], k < count */
   int64_t cap, head, count;
+  const void *fault; /* first recovered fault of a task (under mu), see qv_pool_check */
 };
 
 int qv_cpu_count(void) {
@@ -53,12 +55,29 @@ static task pop(qv_pool *p) {
   return t;
 }
 
-/* Run t outside the mutex, then account for it (mutex held on entry and
- * on return). */
+typedef struct guarded_task {
+  task t;
+  int worker;
+} guarded_task;
+
+static qv_status task_body(void *ctx, qv_error *err) {
+  (void)err;
+  guarded_task *g = ctx;
+  g->t.fn(g->t.ctx, g->t.i, g->worker);
+  return QV_OK;
+}
+
+/* Run t outside the mutex under a recovery point (guard.c): a task reading
+ * a mapped file that shrank stops there, and the fault is kept for
+ * qv_pool_check; then account for it (mutex held on entry and on
+ * return). */
 static void run_task(qv_pool *p, task t, int worker) {
   pthread_mutex_unlock(&p->mu);
-  t.fn(t.ctx, t.i, worker);
+  guarded_task g = {t, worker};
+  const void *fault = NULL;
+  qv_guard_run_at(task_body, &g, NULL, &fault);
   pthread_mutex_lock(&p->mu);
+  if (fault != NULL && p->fault == NULL) p->fault = fault;
   if (--t.group->remaining == 0) pthread_cond_broadcast(&p->done_cv);
 }
 
@@ -164,4 +183,13 @@ void qv_pool_run(qv_pool *p, int64_t n, void (*fn)(void *ctx, int64_t i, int wor
     return;
   }
   qv_pool_wait(p, &g);
+}
+
+qv_status qv_pool_check(qv_pool *p, qv_error *err) {
+  if (p == NULL) return QV_OK;
+  pthread_mutex_lock(&p->mu);
+  const void *fault = p->fault;
+  p->fault = NULL;
+  pthread_mutex_unlock(&p->mu);
+  return fault != NULL ? qv_guard_fault_error(fault, err) : QV_OK;
 }

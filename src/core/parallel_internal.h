@@ -48,6 +48,13 @@ bool qv_pool_submit(qv_pool *p, qv_pool_group *group, int64_t n,
 /** Return when every task of `group` has run (see the file comment). */
 void qv_pool_wait(qv_pool *p, qv_pool_group *group);
 
+/** Tasks run under a recovery point (core/guard_internal.h): a task that
+ *  reads a page of a file that shrank stops there. QV_ECHANGED (the
+ *  message of qv_guard_run) when a task of this pool stopped so since the
+ *  last call, and the results of that work are unusable; else QV_OK.
+ *  NULL-safe. */
+qv_status qv_pool_check(qv_pool *p, qv_error *err);
+
 /** Submit and wait: fn(ctx, i, worker) for every i in [0, n). When the
  *  queue cannot grow the loop runs on the caller. */
 void qv_pool_run(qv_pool *p, int64_t n, void (*fn)(void *ctx, int64_t i, int worker),

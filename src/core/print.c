@@ -6,9 +6,11 @@
  * The mapping from Arrow types to JSON is specified in docs/json-rows.md;
  * the comments below only note how each rule is implemented. Every read of
  * a buffer is bounds-checked against the buffer's size (cheap, and it keeps
- * a malformed array from turning into an out-of-bounds read).
+ * a malformed array from turning into an out-of-bounds read). The public
+ * format calls run under the mapped-read guard (quiver/guard.h).
  */
 #include "quiver/print.h"
+#include "core/guard_internal.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -861,11 +863,26 @@ static qv_status format_at(const qv_array *a, int64_t row, qv_strbuf *out,
                       qv_type_id_name(id));
 }
 
+/* A format call under the mapped-read guard (guard.c): the text goes to
+ * the caller's strbuf, so a recovery leaves nothing to free. */
+typedef struct format_call {
+  const qv_array *a;
+  int64_t k;
+  qv_strbuf *out;
+  bool row; /* a whole struct row (format_struct) or one value (format_at) */
+} format_call;
+
+static qv_status format_body(void *ctx, qv_error *err) {
+  const format_call *c = ctx;
+  return c->row ? format_struct(c->a, c->k, c->out, 0, err) : format_at(c->a, c->k, c->out, 0, err);
+}
+
 qv_status qv_format_value_json(const qv_array *array, int64_t row,
                                qv_strbuf *out, qv_error *err) {
   if (!array || !out)
     return qv_error_set(err, QV_EARG, "qv_format_value_json: NULL argument");
-  return format_at(array, row, out, 0, err);
+  format_call c = {array, row, out, false};
+  return qv_guard_run_leaf(format_body, &c, err);
 }
 
 qv_status qv_format_row_json(const qv_array *batch, int64_t row,
@@ -880,5 +897,6 @@ qv_status qv_format_row_json(const qv_array *batch, int64_t row,
   if (row < 0 || row >= batch->length)
     return qv_error_set(err, QV_ERANGE, "row %lld is outside [0, %lld)",
                         (long long)row, (long long)batch->length);
-  return format_struct(batch, batch->offset + row, out, 0, err);
+  format_call c = {batch, batch->offset + row, out, true};
+  return qv_guard_run_leaf(format_body, &c, err);
 }

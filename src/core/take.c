@@ -49,10 +49,14 @@
  * children write in place, their loops optionally split over a pool's
  * threads; the other layouts put the rows in output order first.
  * Inputs are assumed structurally valid (qv_array_validate).
+ * Every entry point runs the engine under a mapped-read guard (guard.c)
+ * after checking the chunks' mapped buffers, so a file that shrank gives
+ * QV_ECHANGED before anything is allocated.
  */
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/guard_internal.h"
 #include "core/kernels_internal.h"
 #include "core/take_internal.h"
 
@@ -1017,6 +1021,30 @@ static qv_status gather(const gsrc *s, qv_array **out, qv_error *err) {
   return QV_OK;
 }
 
+typedef struct gather_call {
+  const gsrc *s;
+  qv_array *out;
+} gather_call;
+
+static qv_status gather_body(void *ctx, qv_error *err) {
+  gather_call *g = ctx;
+  return gather(g->s, &g->out, err);
+}
+
+/* gather() under a guard; a pool task that stopped on a fault fails it. */
+static qv_status guarded_gather(const gsrc *s, qv_array **out, qv_error *err) {
+  gather_call g = {s, NULL};
+  qv_status st = qv_guard_run_checked((const qv_array *const *)s->chunks, s->n_chunks,
+                                      gather_body, &g, err);
+  if (st == QV_OK) st = qv_pool_check(s->pool, err);
+  if (st != QV_OK) {
+    qv_array_unref(g.out);
+    return st;
+  }
+  *out = g.out;
+  return QV_OK;
+}
+
 qv_status qv_array_take(qv_array *a, const int64_t *indices, int64_t n, qv_array **out,
                         qv_error *err) {
   if (a == NULL || n < 0 || (indices == NULL && n > 0))
@@ -1028,14 +1056,14 @@ qv_status qv_array_take(qv_array *a, const int64_t *indices, int64_t n, qv_array
                           "length %lld",
                           (long long)indices[i], (long long)i, (long long)a->length);
   gsrc s = {&a, 1, NULL, indices, n, NULL, NULL};
-  return gather(&s, out, err);
+  return guarded_gather(&s, out, err);
 }
 
 qv_status qv_take_chunked_to(qv_array *const *chunks, int64_t n_chunks, const int64_t *chunk_index,
                              const int64_t *row_index, const int64_t *dest, int64_t n,
                              qv_pool *pool, qv_array **out, qv_error *err) {
   gsrc s = {chunks, n_chunks, n_chunks > 1 ? chunk_index : NULL, row_index, n, dest, pool};
-  return gather(&s, out, err);
+  return guarded_gather(&s, out, err);
 }
 
 qv_status qv_array_take_chunked(qv_array *const *chunks, int64_t n_chunks,
@@ -1071,5 +1099,5 @@ qv_status qv_array_take_chunked(qv_array *const *chunks, int64_t n_chunks,
                           (long long)chunks[c]->length);
   }
   gsrc s = {chunks, n_chunks, n_chunks > 1 ? chunk_index : NULL, row_index, n, NULL, NULL};
-  return gather(&s, out, err);
+  return guarded_gather(&s, out, err);
 }

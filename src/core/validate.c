@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/guard_internal.h"
 #include "core/validate_internal.h"
 
 /* Longest field path kept in error messages. */
@@ -784,13 +785,29 @@ static qv_status validate_array(vstate *V, const qv_array *a, const char *path,
   }
 }
 
+/* Validation reads offsets, sizes and (at the full level) bytes of
+ * mapped files: it runs under the mapped-read guard (guard.c); it
+ * allocates nothing, so a recovery leaves nothing behind. */
+typedef struct validate_call {
+  const qv_array *a;
+  qv_validate_level level;
+  const char *path;
+  unsigned flags;
+} validate_call;
+
+static qv_status validate_body(void *ctx, qv_error *err) {
+  const validate_call *c = ctx;
+  vstate V = {c->level, c->flags, err};
+  return validate_array(&V, c->a, c->path, 0);
+}
+
 qv_status qv_array_validate_ex(const qv_array *a, qv_validate_level level,
                                const char *path, unsigned flags,
                                qv_error *err) {
   if (a == NULL) return qv_error_set(err, QV_EARG, "qv_array_validate: NULL array");
   if (level <= QV_VALIDATE_NONE) return QV_OK;
-  vstate V = {level, flags, err};
-  return validate_array(&V, a, path && path[0] ? path : "array", 0);
+  validate_call c = {a, level, path && path[0] ? path : "array", flags};
+  return qv_guard_run_leaf(validate_body, &c, err);
 }
 
 qv_status qv_array_validate(const qv_array *a, qv_validate_level level,

@@ -21,6 +21,7 @@
 
 #include "dataset/dataset_internal.h"
 #include "dataset/hf_internal.h"
+#include "quiver/guard.h"
 #include "quiver/print.h"
 
 static qv_status oom(qv_error *err) {
@@ -776,6 +777,25 @@ qv_status qv_dataset_cleanup_cache_files(const qv_dataset *ds, int64_t *out_remo
 /* ------------------------------------------------------------------------ */
 /* Row access                                                                */
 
+typedef struct copy_call {
+  const uint64_t *v;
+  int64_t n;
+  int64_t *out;
+  uint64_t any; /* OR of the values */
+} copy_call;
+
+static qv_status copy_body(void *ctx, qv_error *err) {
+  (void)err;
+  copy_call *c = ctx;
+  uint64_t any = 0;
+  for (int64_t i = 0; i < c->n; i++) {
+    c->out[i] = (int64_t)c->v[i];
+    any |= c->v[i];
+  }
+  c->any = any;
+  return QV_OK;
+}
+
 qv_status qv_dataset_data_rows(const qv_dataset *ds, int64_t offset, int64_t n, int64_t *out,
                                qv_error *err) {
   int64_t rows = qv_dataset_num_rows(ds);
@@ -803,13 +823,13 @@ qv_status qv_dataset_data_rows(const qv_dataset *ds, int64_t offset, int64_t n, 
                               (long long)(offset + done + i));
         }
     }
-    const uint64_t *v = (const uint64_t *)col->buffers[1]->data + col->offset + r;
-    uint64_t any = 0;
-    for (int64_t i = 0; i < take; i++) {
-      out[done + i] = (int64_t)v[i];
-      any |= v[i];
-    }
+    /* The indices may be a mapped file: copied under the mapped-read guard
+     * (quiver/guard.h), which allocates nothing. */
+    copy_call c = {(const uint64_t *)col->buffers[1]->data + col->offset + r, take, out + done, 0};
+    qv_status st = qv_guard_run(copy_body, &c, err);
     qv_array_unref(batch);
+    QV_RETURN_NOT_OK(st);
+    uint64_t any = c.any;
     if (any >> 63)
       return qv_error_set(err, QV_EINVAL,
                           "indices mapping: a value in rows [%lld, %lld) is >= 2^63",

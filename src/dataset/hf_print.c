@@ -4,11 +4,13 @@
  * datasets features: where a feature is a ClassLabel the integer becomes
  * the name; dicts and lists are followed (offsets bounds-checked as in
  * core/print.c); everything else is rendered by qv_format_value_json, so
- * the value mapping stays the one in docs/json-rows.md. Dataset layer.
+ * the value mapping stays the one in docs/json-rows.md. Runs under the
+ * mapped-read guard (quiver/guard.h). Dataset layer.
  */
 #include <string.h>
 
 #include "dataset/hf_internal.h"
+#include "core/guard_internal.h"
 
 /* Does any ClassLabel live under f? */
 static bool has_label(const qv_hf_feature *f, int depth) {
@@ -129,6 +131,20 @@ static qv_status render(const qv_array *a, int64_t row, const qv_hf_feature *f, 
   return qv_format_value_json(a, row, out, err);
 }
 
+/* The walk under the mapped-read guard (core guard.c); the text goes to
+ * the caller's strbuf, so a recovery leaves nothing to free. */
+typedef struct hf_format_call {
+  const qv_array *batch;
+  int64_t k;
+  const qv_hf_feature *features;
+  qv_strbuf *out;
+} hf_format_call;
+
+static qv_status hf_format_body(void *ctx, qv_error *err) {
+  const hf_format_call *c = ctx;
+  return render_struct(c->batch, c->k, c->features, c->out, 0, err);
+}
+
 qv_status qv_hf_format_row_json(const qv_array *batch, int64_t row, const qv_hf_feature *features,
                                 qv_strbuf *out, qv_error *err) {
   if (!has_label(features, 0)) return qv_format_row_json(batch, row, out, err);
@@ -137,5 +153,6 @@ qv_status qv_hf_format_row_json(const qv_array *batch, int64_t row, const qv_hf_
   if (row < 0 || row >= batch->length)
     return qv_error_set(err, QV_ERANGE, "row %lld is outside [0, %lld)", (long long)row,
                         (long long)batch->length);
-  return render_struct(batch, batch->offset + row, features, out, 0, err);
+  hf_format_call c = {batch, batch->offset + row, features, out};
+  return qv_guard_run_leaf(hf_format_body, &c, err);
 }

@@ -19,13 +19,19 @@
  *
  * Streams opened by path are indexed from pread of the headers (a window
  * of about the last header's size at each message, or 64 KiB while
- * messages are small; bodies skipped by offset), never through the mapping, so indexing faults in no
- * page and leaves RSS flat. The index is built eagerly at open, or lazily
+ * messages are small; bodies skipped by offset), never through the
+ * mapping, so indexing faults in no page and leaves RSS flat. The index is built eagerly at open, or lazily
  * (qv_index_options.lazy) as far as a call needs it, and persisted in the
  * per-user index cache (index_cache.c) so that a reopen walks nothing.
  * Every message decoded later is checked against its index entry, so an
  * index that disagrees with the file (a forged cache entry, a file changed
  * under the reader) is an error, never a wrong read.
+ *
+ * Reads of a mapped input run under the mapped-read guard (core guard.c):
+ * open, qv_reader_batch and the end of qv_reader_next check the last byte
+ * they will read first, so a file that shrank since it was mapped gives
+ * QV_ECHANGED before anything is allocated, then run under a recovery
+ * point.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -35,6 +41,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include "core/guard_internal.h"
 #include "ipc/ipc_internal.h"
 
 /* Bounds on what a file's metadata may make us hold. */
@@ -696,12 +703,15 @@ static qv_reader *reader_alloc(const qv_read_options *options) {
   return r;
 }
 
+static qv_status open_body(void *r, qv_error *err) { return open_common(r, err); }
+
 qv_status qv_reader_open_buffer(qv_buffer *buf, const qv_read_options *options,
                                 qv_reader **out, qv_error *err) {
   qv_reader *r = reader_alloc(options);
   if (r == NULL) return qv_error_set(err, QV_ENOMEM, "out of memory (reader)");
   r->data = qv_buffer_ref(buf);
-  qv_status st = open_common(r, err);
+  qv_status st = qv_guard_check_buffer(buf, err);
+  if (st == QV_OK) st = qv_guard_run(open_body, r, err);
   if (st != QV_OK) {
     qv_reader_close(r);
     return st;
@@ -736,9 +746,12 @@ qv_status qv_reader_open_mapped(qv_buffer *map, const char *path,
   r->idx_fd = fd;
   r->identity = *id;
   r->has_identity = fd >= 0;
-  r->lazy = index != NULL && index->lazy;
+  /* Lazy needs pread: without it, the walk through the mapping happens at
+   * open, under the guard. */
+  r->lazy = index != NULL && index->lazy && fd >= 0;
   r->cache_on = qv_index_cache_enabled(index != NULL ? index->cache : QV_INDEX_CACHE_DEFAULT);
-  qv_status st = open_common(r, err);
+  qv_status st = qv_guard_check_buffer(map, err);
+  if (st == QV_OK) st = qv_guard_run(open_body, r, err);
   if (st != QV_OK) {
     qv_reader_close(r);
     return st;
@@ -971,7 +984,7 @@ static qv_status dicts_seek(qv_reader *r, int64_t upto, qv_error *err) {
   return st;
 }
 
-qv_status qv_reader_batch(qv_reader *r, int64_t i, qv_array **out, qv_error *err) {
+static qv_status reader_batch(qv_reader *r, int64_t i, qv_array **out, qv_error *err) {
   if (r->data == NULL)
     return qv_error_set(err, QV_EARG, "random access is not available on a stream read "
                         "from a pipe; use qv_reader_next");
@@ -1000,6 +1013,47 @@ qv_status qv_reader_batch(qv_reader *r, int64_t i, qv_array **out, qv_error *err
   qv_buffer_unref(body);
   qv_ipc_message_reset(&m);
   return st;
+}
+
+/* End of the bytes that decoding batch i reads: its message and the
+ * dictionary messages dicts_seek will apply. */
+static int64_t batch_extent(const qv_reader *r, int64_t i) {
+  const rec_loc *rl = &r->batches[i];
+  int64_t end = rl->loc.body_offset + rl->loc.body_length;
+  int64_t upto = rl->dicts_before;
+  for (int64_t k = upto < r->dicts_applied ? 0 : r->dicts_applied; k < upto; k++) {
+    int64_t e = r->dicts[k].body_offset + r->dicts[k].body_length;
+    if (e > end) end = e;
+  }
+  return end;
+}
+
+typedef struct batch_call {
+  qv_reader *r;
+  int64_t i;
+  qv_array *out;
+} batch_call;
+
+static qv_status batch_body(void *ctx, qv_error *err) {
+  batch_call *c = ctx;
+  return reader_batch(c->r, c->i, &c->out, err);
+}
+
+qv_status qv_reader_batch(qv_reader *r, int64_t i, qv_array **out, qv_error *err) {
+  /* A lazy index is extended first (pread, outside the guard), so that the
+   * decode below is guarded like any other. */
+  if (r->data != NULL && i >= 0) QV_RETURN_NOT_OK(ensure_index(r, i, err));
+  if (r->data == NULL || i < 0 || i >= r->n_batches) return reader_batch(r, i, out, err);
+  batch_call c = {r, i, NULL};
+  qv_status st = qv_guard_check_prefix(r->data, batch_extent(r, i), err);
+  if (st == QV_OK) st = qv_guard_run(batch_body, &c, err);
+  if (st != QV_OK) {
+    qv_array_unref(c.out);
+    if (st == QV_ECHANGED) qv_error_prefix(err, st, "record batch %lld: ", (long long)i);
+    return st;
+  }
+  *out = c.out;
+  return QV_OK;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1179,13 +1233,16 @@ static qv_status dicts_decode_all(qv_reader *r, qv_error *err) {
   return QV_OK;
 }
 
+static qv_status dicts_all_body(void *r, qv_error *err) { return dicts_decode_all(r, err); }
+
 qv_status qv_reader_next(qv_reader *r, qv_array **out, qv_error *err) {
   if (r->data == NULL) return fd_next(r, out, err);
   QV_RETURN_NOT_OK(ensure_index(r, r->next_batch, err));
   if (r->next_batch >= r->n_batches) {
     *out = NULL;
     if (!r->stream_done) {
-      QV_RETURN_NOT_OK(dicts_decode_all(r, err));
+      QV_RETURN_NOT_OK(qv_guard_check_buffer(r->data, err));
+      QV_RETURN_NOT_OK(qv_guard_run(dicts_all_body, r, err));
       r->stream_done = true;
     }
     return QV_OK;

@@ -29,6 +29,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "core/guard_internal.h"
 #include "core/parallel_internal.h"
 #include "ipc/ipc_internal.h"
 #include "quiver/writer.h"
@@ -261,6 +262,7 @@ static qv_status compress_start(body *b) {
 static qv_status compress_finish(body *b) {
   compressor *c = b->comp;
   if (c->pool) qv_pool_wait(c->pool, &b->group);
+  QV_RETURN_NOT_OK(qv_pool_check(c->pool, b->err)); /* a task read a file that shrank */
   for (int64_t i = 0; i < b->n_raw; i++)
     if (b->st[i] != QV_OK)
       return qv_ipc_compress_into(NULL, c->codec, c->level, b->raw[i].p, b->raw[i].len,
@@ -1232,6 +1234,31 @@ static qv_status write_one(qv_writer *w, qv_array *batch, qv_error *err) {
   return submit(w, b, batch, err);
 }
 
+typedef struct write_call {
+  qv_writer *w;
+  qv_array *batch;
+} write_call;
+
+static qv_status write_body(void *ctx, qv_error *err) {
+  write_call *c = ctx;
+  qv_writer *w = c->w;
+  qv_array *batch = c->batch;
+  int64_t step = w->opts.max_batch_rows;
+  qv_status st = QV_OK;
+  if (step < 0 || batch->length <= step) {
+    st = write_one(w, batch, err);
+  } else {
+    for (int64_t s = 0; s < batch->length && st == QV_OK; s += step) {
+      int64_t n = batch->length - s < step ? batch->length - s : step;
+      qv_array *piece = NULL;
+      st = qv_array_slice(batch, s, n, &piece, err);
+      if (st == QV_OK) st = write_one(w, piece, err);
+      qv_array_unref(piece);
+    }
+  }
+  return st;
+}
+
 qv_status qv_writer_write_batch(qv_writer *w, qv_array *batch, qv_error *err) {
   if (w == NULL || batch == NULL)
     return qv_error_set(err, QV_EARG, "writer: NULL writer or batch");
@@ -1246,19 +1273,11 @@ qv_status qv_writer_write_batch(qv_writer *w, qv_array *batch, qv_error *err) {
                         "writer: batch type %s differs from the schema %s", got,
                         want);
   }
-  int64_t step = w->opts.max_batch_rows;
-  qv_status st = QV_OK;
-  if (step < 0 || batch->length <= step) {
-    st = write_one(w, batch, err);
-  } else {
-    for (int64_t s = 0; s < batch->length && st == QV_OK; s += step) {
-      int64_t n = batch->length - s < step ? batch->length - s : step;
-      qv_array *piece = NULL;
-      st = qv_array_slice(batch, s, n, &piece, err);
-      if (st == QV_OK) st = write_one(w, piece, err);
-      qv_array_unref(piece);
-    }
-  }
+  /* The batch may live in a mapped file: its bytes are checked, then read
+   * under the mapped-read guard (core/guard_internal.h). */
+  write_call c = {w, batch};
+  qv_status st = qv_guard_check_array(batch, err);
+  if (st == QV_OK) st = qv_guard_run(write_body, &c, err);
   if (st != QV_OK) w->failed = true;
   return st;
 }

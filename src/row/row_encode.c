@@ -8,6 +8,7 @@
  */
 #include <stdlib.h>
 
+#include "core/guard_internal.h"
 #include "row/row_internal.h"
 
 /* A byte range of a row not covered by any column (alignment padding). */
@@ -286,15 +287,36 @@ done:
   return st;
 }
 
+/* encode_impl under the mapped-read guard (core guard.c), after the
+ * columns' mapped buffers are checked; the row table is the caller's. */
+typedef struct encode_call {
+  qv_row_table *t;
+  qv_array *const *cols;
+  const int64_t *sel;
+  int64_t n;
+} encode_call;
+
+static qv_status encode_body(void *ctx, qv_error *err) {
+  encode_call *c = ctx;
+  return encode_impl(c->t, c->cols, c->sel, c->n, err);
+}
+
+static qv_status guarded_encode(qv_row_table *t, qv_array *const *cols, const int64_t *sel,
+                                int64_t n, qv_error *err) {
+  encode_call c = {t, cols, sel, n};
+  return qv_guard_run_checked((const qv_array *const *)cols, cols ? t->md.num_cols : 0,
+                              encode_body, &c, err);
+}
+
 qv_status qv_row_encode_append(qv_row_table *t, qv_array *const *cols,
                                const int64_t *sel, int64_t n, qv_error *err) {
-  return encode_impl(t, cols, sel, n, err);
+  return guarded_encode(t, cols, sel, n, err);
 }
 
 qv_status qv_row_encode(qv_row_table *t, qv_array *const *cols, const int64_t *sel,
                         int64_t n, qv_error *err) {
   qv_row_table_clean(t);
-  return encode_impl(t, cols, sel, n, err);
+  return guarded_encode(t, cols, sel, n, err);
 }
 
 /* ------------------------------------------------------------------------ */

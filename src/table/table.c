@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "core/guard_internal.h"
 #include "core/parallel_internal.h"
 #include "core/radix_internal.h"
 #include "core/take_internal.h"
@@ -518,6 +519,10 @@ qv_status qv_table_batch(qv_table *t, int64_t i, qv_array **out, qv_error *err) 
                         (long long)i, (long long)t->n_batches);
   qv_array *a = NULL;
   QV_RETURN_NOT_OK(qv_tbl_entry_array(t, i, &a, err));
+  /* Callers read the batch directly: one that was decoded before its file
+   * shrank fails here rather than with SIGBUS in the caller (quiver/guard.h;
+   * one load per mapped buffer). */
+  QV_RETURN_NOT_OK(qv_guard_check_array(a, err));
   *out = qv_array_ref(a);
   return QV_OK;
 }

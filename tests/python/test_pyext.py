@@ -469,7 +469,7 @@ def test_errors(hf_dir, tmp):
         ds.shuffle(seed="x")
     with pytest.raises(ValueError, match="num_shards"):
         ds.shard(0, 0)
-    with pytest.raises(IndexError, match="index 3 is out of range for 3 shards"):
+    with pytest.raises(ValueError, match="index 3 is out of range for 3 shards"):  # as datasets
         ds.shard(3, 3)
     with pytest.raises(TypeError, match="test_size"):
         ds.train_test_split(test_size="x")

@@ -1,0 +1,156 @@
+/*
+ * qvpy.h — private header of the CPython extension `quiver._quiver`
+ * (python/src/, the python/ layer at the top beside the CLI). It declares
+ * what the extension's files share; nothing here is public API. The files,
+ * by seam:
+ *   quivermodule.c  module functions and init, errors, argument helpers
+ *   values.c        Arrow values -> Python objects
+ *   batch.c         Arrow PyCapsules and quiver.Batch
+ *   dataset.c       quiver.Dataset and its iterators
+ *   convert.c       Python values -> Arrow arrays
+ *   mapfilter.c     Python callables as map / filter functions
+ * Every function returning a new PyObject * returns a new reference, or
+ * NULL with a Python exception set; every bool-returning helper returns
+ * false with a Python exception set.
+ */
+#ifndef QVPY_H
+#define QVPY_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/numeric_internal.h"
+#include "quiver/builder.h"
+#include "quiver/cdata.h"
+#include "quiver/dataset.h"
+#include "quiver/guard.h"
+#include "quiver/hf.h"
+#include "quiver/ipc.h"
+#include "quiver/print.h"
+
+/** Deepest nesting converted to Python values (as qv_format_value_json). */
+#define QVPY_MAX_DEPTH 256
+/** Rows per batch when iterating rows (iter(ds)) and reading columns. */
+#define QVPY_ROW_BATCH 1000
+
+/* ---- module state (quivermodule.c; set by module init, never freed) ---- */
+/* quiver.QuiverError and its subclasses, each also the Python exception
+ * datasets raises for the same misuse (docs/python.md, "Errors"). */
+extern PyObject *qvpy_QuiverError;
+extern PyObject *qvpy_ValueError, *qvpy_IndexError, *qvpy_KeyError, *qvpy_TypeError,
+    *qvpy_FileNotFoundError;
+extern PyObject *qvpy_json_loads;  /* json.loads */
+extern PyObject *qvpy_decimal_cls; /* decimal.Decimal */
+
+/* ---- types ------------------------------------------------------------- */
+typedef struct {
+  PyObject_HEAD
+  qv_dataset *ds;   /* reference */
+  PyObject *origin; /* how it was made, as plain data (pickle.c), or NULL */
+} DatasetObject;
+
+typedef struct {
+  PyObject_HEAD
+  qv_array *array;   /* STRUCT array, reference */
+  qv_schema *schema; /* reference */
+} BatchObject;
+
+extern PyTypeObject qvpy_DatasetType, qvpy_BatchType, qvpy_RowIterType, qvpy_BatchIterType;
+
+/* ---- errors and arguments (quivermodule.c) ----------------------------- */
+/** Raise err's message as the QuiverError subclass for `st` (QV_EARG:
+ * QuiverValueError, QV_ERANGE: QuiverIndexError, QV_ETYPE:
+ * QuiverTypeError, others QuiverError); `status` and `code` attributes
+ * name the qv_status. Returns NULL. */
+PyObject *qvpy_raise_qv(qv_status st, const qv_error *err);
+/** The same with the class chosen by the caller (a QuiverError subclass),
+ * for errors whose Python class depends on the situation. Returns NULL. */
+PyObject *qvpy_raise_qv_as(PyObject *cls, qv_status st, const qv_error *err);
+/** A Python int (not bool) as int64 into *out; `what` names it in errors. */
+bool qvpy_arg_int64(PyObject *o, const char *what, int64_t *out);
+/** A seed: None (random, from os.urandom) or an int in [0, 2**64). */
+bool qvpy_arg_seed(PyObject *o, uint64_t *out);
+/** Column names (a str or a sequence of str) as UTF-8 pointers into the
+ * list kept alive in *keep (the caller drops it); *out freed with
+ * PyMem_Free. */
+bool qvpy_arg_names(PyObject *o, const char *what, PyObject **keep, const char ***out,
+                    int32_t *n);
+/** Row numbers from an iterable of ints checked against [0, n_rows)
+ * (negative from the end when negative_ok); *out freed with PyMem_Free. */
+bool qvpy_arg_rows(PyObject *o, int64_t n_rows, bool negative_ok, int64_t **out, int64_t *n);
+/** Dataset options: in-memory indices mappings unless `cache`. */
+qv_dataset_options qvpy_options(int cache);
+
+/* ---- Arrow values -> Python (values.c) --------------------------------- */
+/** Imports the datetime C API for values.c (datetime.h keeps its pointer
+ * per translation unit); false with an exception set on failure. */
+bool qvpy_values_init(void);
+/** Element `row` (logical, offset applied inside) of `a` as a Python value. */
+PyObject *qvpy_value_of(const qv_array *a, int64_t row, int depth);
+/** Whether the (possibly mapped) buffers of `a` are all still there: values
+ * are read outside quiver's guard, so a file that shrank since it was mapped
+ * raises QuiverError (QV_ECHANGED) here instead of a SIGBUS (quiver/guard.h).
+ * False with the exception set. */
+bool qvpy_mapped_bytes_there(const qv_array *a);
+/** Row `row` of a STRUCT batch as {column: value}; callers check the batch
+ * with qvpy_mapped_bytes_there once first. */
+PyObject *qvpy_row_dict(const qv_array *batch, int64_t row);
+/** A STRUCT batch as {column: [values]}. */
+PyObject *qvpy_columns_dict(const qv_array *batch);
+
+/* ---- capsules and batches (batch.c) ------------------------------------ */
+/** Destructor of "arrow_array_stream" capsules. */
+void qvpy_stream_capsule_free(PyObject *cap);
+/** A capsule named `name` over a zeroed struct of `size` bytes (freed by
+ * `d`); *out points at the struct, to be filled by an export. */
+PyObject *qvpy_new_capsule(size_t size, const char *name, PyCapsule_Destructor d, void **out);
+/** An "arrow_schema" capsule exporting `schema` (borrowed). */
+PyObject *qvpy_schema_capsule(const qv_schema *schema);
+/** requested_schema of __arrow_c_array__/__arrow_c_stream__ checked. */
+bool qvpy_check_requested(PyObject *req, const qv_schema *schema);
+/** A quiver.Batch over `array` (its reference taken over, also on
+ * failure) and `schema` (a reference taken). */
+PyObject *qvpy_new_batch(qv_array *array, qv_schema *schema);
+/** The field names of `s` as a list of str. */
+PyObject *qvpy_column_names_of(const qv_schema *s);
+
+/* ---- Dataset (dataset.c) ----------------------------------------------- */
+/** A transform's result: a new quiver.Dataset over `out` (its reference
+ * taken over) when st is QV_OK, else the error raised. */
+PyObject *qvpy_result(qv_status st, qv_dataset *out, const qv_error *err);
+
+/* ---- Python -> Arrow (convert.c) --------------------------------------- */
+/** A map function's result (a dict {column: list or Arrow array} or an
+ * Arrow record batch) as a STRUCT array in *out (a new reference). */
+bool qvpy_result_struct(PyObject *r, const char *what, int64_t first_row, qv_array **out);
+
+/* ---- pickling (pickle.c) ----------------------------------------------- */
+/** `result` (a reference taken over; NULL passes through) given the origin
+ * (parent's origin, op, args, kwargs) when the parent has one and the
+ * arguments are plain data (copied); returns result, or NULL on failure. */
+PyObject *qvpy_derive(DatasetObject *parent, PyObject *result, const char *op, PyObject *args,
+                      PyObject *kwargs);
+/** `result` (a Dataset written to cache files; reference taken over, NULL
+ * passes through) given the origin ("tables", data recipe, indices recipe
+ * or None, fingerprint), so that its transforms have origins too; returns
+ * result, or NULL on failure. */
+PyObject *qvpy_tables_origin(PyObject *result);
+/** Dataset._origin: the origin, or None. */
+PyObject *qvpy_Dataset_origin(DatasetObject *self, void *c);
+/** Dataset._recipes(): (data table recipe, indices recipe or None), bytes. */
+PyObject *qvpy_Dataset_recipes(DatasetObject *self, PyObject *unused);
+/** Dataset.__reduce__: quiver._pickle.reduce(self). */
+PyObject *qvpy_Dataset_reduce(DatasetObject *self, PyObject *unused);
+/** _quiver._from_recipes(data, indices, fingerprint) -> Dataset. */
+PyObject *qvpy_mod_from_recipes(PyObject *mod, PyObject *args);
+
+/* ---- map / filter (mapfilter.c) ---------------------------------------- */
+PyObject *qvpy_Dataset_map(DatasetObject *self, PyObject *args, PyObject *kwargs);
+PyObject *qvpy_Dataset_filter(DatasetObject *self, PyObject *args, PyObject *kwargs);
+
+#endif

@@ -1,0 +1,482 @@
+/*
+ * values.c — Arrow values -> Python objects for the CPython extension
+ * (python/ layer): rows as dicts, lists, ... converted in C from the Arrow
+ * arrays with the values pyarrow's Scalar.as_py() gives (docs/python.md,
+ * "Rows as Python values").
+ */
+#include "qvpy.h"
+
+#include <datetime.h>
+
+static PyObject *zoneinfo_cls;  /* zoneinfo.ZoneInfo, imported on first use */
+static PyObject *pd_timestamp;  /* pandas.Timestamp, or Py_None without pandas */
+static PyObject *pd_timedelta;  /* pandas.Timedelta */
+
+/* datetime.h's C API pointer is per translation unit: this file's copy. */
+bool qvpy_values_init(void) {
+  PyDateTime_IMPORT;
+  return PyDateTimeAPI != NULL;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Arrow values -> Python objects                                            */
+
+static PyObject *bad_array(const qv_array *a, const char *what, int64_t row) {
+  PyErr_Format(qvpy_QuiverError, "%s array: %s of element %lld is out of bounds",
+               qv_type_id_name(a->type->id), what, (long long)row);
+  return NULL;
+}
+
+/* Element `k` (physical) of buffer `b` read as a `width`-byte integer, or
+ * false when it lies outside the buffer. */
+static bool read_int(const qv_array *a, int b, int64_t k, int width, bool is_signed,
+                     int64_t *out) {
+  if (b >= a->n_buffers || a->buffers[b] == NULL || k < 0 ||
+      (k + 1) * width > a->buffers[b]->size)
+    return false;
+  const uint8_t *p = a->buffers[b]->data + k * width;
+  switch (width) {
+    case 1: *out = is_signed ? (int64_t)(int8_t)p[0] : (int64_t)p[0]; return true;
+    case 2: { int16_t v; memcpy(&v, p, 2); *out = is_signed ? v : (int64_t)(uint16_t)v; return true; }
+    case 4: { int32_t v; memcpy(&v, p, 4); *out = is_signed ? v : (int64_t)(uint32_t)v; return true; }
+    default: memcpy(out, p, 8); return true;
+  }
+}
+
+/* Pointer to `width` bytes of element k of buffer b, or NULL. */
+static const uint8_t *elem(const qv_array *a, int b, int64_t k, int64_t width) {
+  if (b >= a->n_buffers || a->buffers[b] == NULL || k < 0 ||
+      (k + 1) * width > a->buffers[b]->size)
+    return NULL;
+  return a->buffers[b]->data + k * width;
+}
+
+static int64_t floor_div(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+
+/* Days since 1970-01-01 -> proleptic Gregorian y/m/d (H. Hinnant's
+ * civil_from_days). Python's date range is years 1..9999. */
+static PyObject *date_of_days(int64_t days, int *y, int *m, int *d) {
+  if (days < -719162 || days > 2932896) {
+    PyErr_Format(PyExc_OverflowError, "date %lld days from 1970-01-01 is outside Python's "
+                 "date range (years 1 to 9999)", (long long)days);
+    return NULL;
+  }
+  int64_t z = days + 719468;
+  int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+  int64_t doe = z - era * 146097;
+  int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+  int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+  int64_t mp = (5 * doy + 2) / 153;
+  *d = (int)(doy - (153 * mp + 2) / 5 + 1);
+  *m = (int)(mp < 10 ? mp + 3 : mp - 9);
+  *y = (int)(yoe + era * 400 + (*m <= 2));
+  return Py_None; /* borrowed marker: success */
+}
+
+/* pandas.Timestamp / Timedelta when pandas imports (as pyarrow's as_py
+ * for nanosecond values), else Py_None. Borrowed. */
+static PyObject *pandas_class(bool timestamp) {
+  if (pd_timestamp == NULL) {
+    PyObject *pd = PyImport_ImportModule("pandas");
+    if (pd == NULL) {
+      PyErr_Clear();
+      pd_timestamp = Py_NewRef(Py_None);
+      pd_timedelta = Py_NewRef(Py_None);
+    } else {
+      pd_timestamp = PyObject_GetAttrString(pd, "Timestamp");
+      pd_timedelta = PyObject_GetAttrString(pd, "Timedelta");
+      Py_DECREF(pd);
+      if (pd_timestamp == NULL || pd_timedelta == NULL) {
+        Py_CLEAR(pd_timestamp);
+        Py_CLEAR(pd_timedelta);
+        return NULL;
+      }
+    }
+  }
+  return timestamp ? pd_timestamp : pd_timedelta;
+}
+
+/* tzinfo for an Arrow timezone string: "+HH:MM" / "-HH:MM" fixed offsets
+ * as datetime.timezone, anything else through zoneinfo.ZoneInfo. */
+static PyObject *tzinfo_of(const char *tz) {
+  if ((tz[0] == '+' || tz[0] == '-') && strlen(tz) == 6 && tz[3] == ':') {
+    int h = (tz[1] - '0') * 10 + (tz[2] - '0'), mi = (tz[4] - '0') * 10 + (tz[5] - '0');
+    int sign = tz[0] == '-' ? -1 : 1;
+    PyObject *delta = PyDelta_FromDSU(0, sign * (h * 3600 + mi * 60), 0);
+    if (delta == NULL) return NULL;
+    PyObject *r = PyTimeZone_FromOffset(delta);
+    Py_DECREF(delta);
+    return r;
+  }
+  if (zoneinfo_cls == NULL) {
+    PyObject *zi = PyImport_ImportModule("zoneinfo");
+    if (zi == NULL) return NULL;
+    zoneinfo_cls = PyObject_GetAttrString(zi, "ZoneInfo");
+    Py_DECREF(zi);
+    if (zoneinfo_cls == NULL) return NULL;
+  }
+  return PyObject_CallFunction(zoneinfo_cls, "s", tz);
+}
+
+static const int64_t per_second[] = {1, 1000, 1000000, 1000000000};
+
+/* A timestamp as pyarrow's as_py: datetime.datetime (microseconds; the
+ * wall time in the type's timezone, tz-aware, when it has one); nanosecond
+ * values as pandas.Timestamp when pandas is installed, else datetime when
+ * exact (ValueError otherwise). */
+static PyObject *timestamp_of(int64_t v, const qv_type *t) {
+  if (t->unit == QV_NANO) {
+    PyObject *cls = pandas_class(true);
+    if (cls == NULL) return NULL;
+    if (cls != Py_None) {
+      PyObject *args = Py_BuildValue("(L)", (long long)v);
+      PyObject *kw = t->timezone ? Py_BuildValue("{s:s,s:s}", "unit", "ns", "tz", t->timezone)
+                                 : Py_BuildValue("{s:s}", "unit", "ns");
+      PyObject *r = args && kw ? PyObject_Call(cls, args, kw) : NULL;
+      Py_XDECREF(args);
+      Py_XDECREF(kw);
+      return r;
+    }
+    if (v % 1000 != 0) {
+      PyErr_Format(qvpy_ValueError, "timestamp %lld ns has nanoseconds, which "
+                   "datetime.datetime cannot hold (install pandas for pandas.Timestamp)",
+                   (long long)v);
+      return NULL;
+    }
+  }
+  int64_t ps = per_second[t->unit];
+  int64_t secs = floor_div(v, ps), frac = v - secs * ps;
+  int64_t us = t->unit == QV_NANO ? frac / 1000 : frac * (1000000 / ps);
+  int64_t days = floor_div(secs, 86400), sod = secs - days * 86400;
+  int y, m, d;
+  if (date_of_days(days, &y, &m, &d) == NULL) return NULL;
+  int hh = (int)(sod / 3600), mi = (int)(sod / 60 % 60), ss = (int)(sod % 60);
+  if (t->timezone == NULL)
+    return PyDateTime_FromDateAndTime(y, m, d, hh, mi, ss, (int)us);
+  PyObject *tz = tzinfo_of(t->timezone);
+  if (tz == NULL) return NULL;
+  PyObject *utc = PyDateTimeAPI->DateTime_FromDateAndTime(y, m, d, hh, mi, ss, (int)us, tz,
+                                                          PyDateTimeAPI->DateTimeType);
+  PyObject *r = utc ? PyObject_CallMethod(tz, "fromutc", "O", utc) : NULL;
+  Py_XDECREF(utc);
+  Py_DECREF(tz);
+  return r;
+}
+
+/* A duration as pyarrow's as_py: datetime.timedelta; nanoseconds as
+ * pandas.Timedelta when pandas is installed. */
+static PyObject *duration_of(int64_t v, qv_time_unit unit) {
+  if (unit == QV_NANO) {
+    PyObject *cls = pandas_class(false);
+    if (cls == NULL) return NULL;
+    if (cls != Py_None) return PyObject_CallFunction(cls, "Ls", (long long)v, "ns");
+    if (v % 1000 != 0) {
+      PyErr_Format(qvpy_ValueError, "duration %lld ns has nanoseconds, which "
+                   "datetime.timedelta cannot hold (install pandas for pandas.Timedelta)",
+                   (long long)v);
+      return NULL;
+    }
+  }
+  int64_t ps = per_second[unit];
+  int64_t secs = floor_div(v, ps), frac = v - secs * ps;
+  int64_t us = unit == QV_NANO ? frac / 1000 : frac * (1000000 / ps);
+  int64_t days = floor_div(secs, 86400), sod = secs - days * 86400;
+  if (days > 999999999 || days < -999999999) {
+    PyErr_Format(PyExc_OverflowError, "duration %lld is outside datetime.timedelta's range",
+                 (long long)v);
+    return NULL;
+  }
+  return PyDelta_FromDSU((int)days, (int)sod, (int)us);
+}
+
+/* time of day as datetime.time (nanoseconds truncated to microseconds,
+ * as pyarrow does). */
+static PyObject *time_of(int64_t v, qv_time_unit unit) {
+  int64_t ps = per_second[unit];
+  if (v < 0 || v >= 86400 * ps) {
+    PyErr_Format(qvpy_ValueError, "time of day %lld (%s) is outside one day", (long long)v,
+                 unit == QV_SECOND ? "s" : unit == QV_MILLI ? "ms" : unit == QV_MICRO ? "us" : "ns");
+    return NULL;
+  }
+  int64_t secs = v / ps, frac = v % ps;
+  int64_t us = unit == QV_NANO ? frac / 1000 : frac * (1000000 / ps);
+  return PyTime_FromTime((int)(secs / 3600), (int)(secs / 60 % 60), (int)(secs % 60), (int)us);
+}
+
+static PyObject *decimal_of(const qv_array *a, int64_t k, int64_t row) {
+  int width = qv_type_byte_width(a->type);
+  const uint8_t *p = elem(a, 1, k, width);
+  if (p == NULL) return bad_array(a, "value", row);
+  char text[QV_DECIMAL_STRING_MAX];
+  qv_num_decimal_format(p, width, a->type->scale, text);
+  return PyObject_CallFunction(qvpy_decimal_cls, "s", text);
+}
+
+/* Elements [start, end) of `child` as a list. */
+static PyObject *list_of(const qv_array *a, const qv_array *child, int64_t start, int64_t end,
+                         int64_t row, int depth) {
+  if (child == NULL || start < 0 || end < start || end > child->length)
+    return bad_array(a, "child range", row);
+  PyObject *list = PyList_New((Py_ssize_t)(end - start));
+  if (list == NULL) return NULL;
+  for (int64_t j = start; j < end; j++) {
+    PyObject *v = qvpy_value_of(child, j, depth + 1);
+    if (v == NULL) {
+      Py_DECREF(list);
+      return NULL;
+    }
+    PyList_SET_ITEM(list, (Py_ssize_t)(j - start), v);
+  }
+  return list;
+}
+
+/* Struct element at physical index k as {field: value}. */
+static PyObject *struct_of(const qv_array *a, int64_t k, int depth) {
+  PyObject *dict = PyDict_New();
+  if (dict == NULL) return NULL;
+  for (int32_t i = 0; i < a->type->n_children; i++) {
+    const qv_array *c = i < a->n_children ? a->children[i] : NULL;
+    if (c == NULL || k >= c->length) {
+      Py_DECREF(dict);
+      return bad_array(a, "struct child", k);
+    }
+    PyObject *v = qvpy_value_of(c, k, depth + 1);
+    if (v == NULL || PyDict_SetItemString(dict, a->type->children[i].name, v) < 0) {
+      Py_XDECREF(v);
+      Py_DECREF(dict);
+      return NULL;
+    }
+    Py_DECREF(v);
+  }
+  return dict;
+}
+
+static PyObject *bytes_value(qv_type_id id, const uint8_t *p, int64_t n) {
+  if (id == QV_STRING || id == QV_LARGE_STRING || id == QV_STRING_VIEW)
+    return PyUnicode_DecodeUTF8((const char *)p, (Py_ssize_t)n, "strict");
+  return PyBytes_FromStringAndSize((const char *)p, (Py_ssize_t)n);
+}
+
+/* Element `row` (logical) of `a` as the Python value pyarrow's
+ * Scalar.as_py() gives; NULL with an exception set on failure. Arrays
+ * come validated (QV_VALIDATE_DEFAULT) from the readers; offsets and
+ * indices are still checked against their buffers. */
+PyObject *qvpy_value_of(const qv_array *a, int64_t row, int depth) {
+  if (depth > QVPY_MAX_DEPTH) {
+    PyErr_SetString(PyExc_RecursionError, "value nested deeper than 256 levels");
+    return NULL;
+  }
+  const qv_type *t = a->type;
+  qv_type_id id = t->id;
+  int64_t k = a->offset + row;
+  if (id == QV_NA) Py_RETURN_NONE;
+  if (id != QV_SPARSE_UNION && id != QV_DENSE_UNION && id != QV_RUN_END_ENCODED &&
+      a->n_buffers > 0 && a->buffers[0] != NULL) {
+    if ((k >> 3) >= a->buffers[0]->size) return bad_array(a, "validity bit", row);
+    if (!qv_bit_get(a->buffers[0]->data, k)) Py_RETURN_NONE;
+  }
+  int64_t v;
+  switch (id) {
+    case QV_BOOL:
+      if (elem(a, 1, k >> 3, 1) == NULL) return bad_array(a, "value", row);
+      return PyBool_FromLong(qv_bit_get(a->buffers[1]->data, k));
+    case QV_INT8: case QV_INT16: case QV_INT32: case QV_INT64:
+      if (!read_int(a, 1, k, qv_type_byte_width(t), true, &v)) return bad_array(a, "value", row);
+      return PyLong_FromLongLong(v);
+    case QV_UINT8: case QV_UINT16: case QV_UINT32: case QV_UINT64:
+      if (!read_int(a, 1, k, qv_type_byte_width(t), false, &v)) return bad_array(a, "value", row);
+      return PyLong_FromUnsignedLongLong((unsigned long long)(uint64_t)v);
+    case QV_HALF_FLOAT: {
+      const uint8_t *p = elem(a, 1, k, 2);
+      if (p == NULL) return bad_array(a, "value", row);
+      uint16_t h;
+      memcpy(&h, p, 2);
+      return PyFloat_FromDouble(qv_num_half_to_double(h));
+    }
+    case QV_FLOAT: {
+      const uint8_t *p = elem(a, 1, k, 4);
+      if (p == NULL) return bad_array(a, "value", row);
+      float f;
+      memcpy(&f, p, 4);
+      return PyFloat_FromDouble(f);
+    }
+    case QV_DOUBLE: {
+      const uint8_t *p = elem(a, 1, k, 8);
+      if (p == NULL) return bad_array(a, "value", row);
+      double d;
+      memcpy(&d, p, 8);
+      return PyFloat_FromDouble(d);
+    }
+    case QV_DECIMAL32: case QV_DECIMAL64: case QV_DECIMAL128: case QV_DECIMAL256:
+      return decimal_of(a, k, row);
+    case QV_DATE32: case QV_DATE64: {
+      if (!read_int(a, 1, k, id == QV_DATE32 ? 4 : 8, true, &v)) return bad_array(a, "value", row);
+      int y, m, d;
+      if (date_of_days(id == QV_DATE64 ? floor_div(v, 86400000) : v, &y, &m, &d) == NULL)
+        return NULL;
+      return PyDate_FromDate(y, m, d);
+    }
+    case QV_TIME32: case QV_TIME64:
+      if (!read_int(a, 1, k, id == QV_TIME32 ? 4 : 8, true, &v)) return bad_array(a, "value", row);
+      return time_of(v, t->unit);
+    case QV_TIMESTAMP:
+      if (!read_int(a, 1, k, 8, true, &v)) return bad_array(a, "value", row);
+      return timestamp_of(v, t);
+    case QV_DURATION:
+      if (!read_int(a, 1, k, 8, true, &v)) return bad_array(a, "value", row);
+      return duration_of(v, t->unit);
+    case QV_INTERVAL_MONTHS:
+      if (!read_int(a, 1, k, 4, true, &v)) return bad_array(a, "value", row);
+      return PyLong_FromLongLong(v);
+    case QV_BINARY: case QV_STRING: case QV_LARGE_BINARY: case QV_LARGE_STRING: {
+      int w = (id == QV_BINARY || id == QV_STRING) ? 4 : 8;
+      int64_t s, e;
+      if (!read_int(a, 1, k, w, true, &s) || !read_int(a, 1, k + 1, w, true, &e))
+        return bad_array(a, "offset", row);
+      if (s < 0 || e < s || a->n_buffers < 3 || a->buffers[2] == NULL ||
+          e > a->buffers[2]->size) {
+        if (s == e) return bytes_value(id, (const uint8_t *)"", 0);
+        return bad_array(a, "value bytes", row);
+      }
+      return bytes_value(id, a->buffers[2]->data + s, e - s);
+    }
+    case QV_BINARY_VIEW: case QV_STRING_VIEW: {
+      const uint8_t *p = elem(a, 1, k, 16);
+      if (p == NULL) return bad_array(a, "view", row);
+      int32_t len, buf, off;
+      memcpy(&len, p, 4);
+      if (len < 0) return bad_array(a, "view length", row);
+      if (len <= 12) return bytes_value(id, p + 4, len);
+      memcpy(&buf, p + 8, 4);
+      memcpy(&off, p + 12, 4);
+      if (buf < 0 || buf >= a->n_buffers - 2 || off < 0 || a->buffers[2 + buf] == NULL ||
+          (int64_t)off + len > a->buffers[2 + buf]->size)
+        return bad_array(a, "view data", row);
+      return bytes_value(id, a->buffers[2 + buf]->data + off, len);
+    }
+    case QV_FIXED_SIZE_BINARY: {
+      if (t->byte_width == 0) return PyBytes_FromStringAndSize("", 0);
+      const uint8_t *p = elem(a, 1, k, t->byte_width);
+      if (p == NULL) return bad_array(a, "value", row);
+      return PyBytes_FromStringAndSize((const char *)p, t->byte_width);
+    }
+    case QV_LIST: case QV_LARGE_LIST: case QV_MAP: {
+      int w = id == QV_LARGE_LIST ? 8 : 4;
+      int64_t s, e;
+      if (!read_int(a, 1, k, w, true, &s) || !read_int(a, 1, k + 1, w, true, &e))
+        return bad_array(a, "offset", row);
+      const qv_array *child = a->n_children > 0 ? a->children[0] : NULL;
+      if (id != QV_MAP) return list_of(a, child, s, e, row, depth);
+      /* pyarrow: a list of (key, value) tuples */
+      if (child == NULL || child->n_children < 2 || s < 0 || e < s || e > child->length)
+        return bad_array(a, "map entries", row);
+      PyObject *list = PyList_New((Py_ssize_t)(e - s));
+      for (int64_t j = s; list != NULL && j < e; j++) {
+        int64_t ck = child->offset + j;
+        PyObject *key = NULL, *val = NULL, *pair = NULL;
+        if (ck < child->children[0]->length && ck < child->children[1]->length) {
+          key = qvpy_value_of(child->children[0], ck, depth + 1);
+          val = key ? qvpy_value_of(child->children[1], ck, depth + 1) : NULL;
+          pair = val ? PyTuple_Pack(2, key, val) : NULL;
+        } else {
+          bad_array(a, "map entry", row);
+        }
+        Py_XDECREF(key);
+        Py_XDECREF(val);
+        if (pair == NULL) Py_CLEAR(list);
+        else PyList_SET_ITEM(list, (Py_ssize_t)(j - s), pair);
+      }
+      return list;
+    }
+    case QV_LIST_VIEW: case QV_LARGE_LIST_VIEW: {
+      int w = id == QV_LIST_VIEW ? 4 : 8;
+      int64_t s, n;
+      if (!read_int(a, 1, k, w, true, &s) || !read_int(a, 2, k, w, true, &n) || n < 0 ||
+          s > INT64_MAX - n)
+        return bad_array(a, "offset/size", row);
+      return list_of(a, a->n_children > 0 ? a->children[0] : NULL, s, s + n, row, depth);
+    }
+    case QV_FIXED_SIZE_LIST: {
+      int64_t n = t->list_size;
+      if (n > 0 && k > INT64_MAX / n - 1) return bad_array(a, "list", row);
+      return list_of(a, a->n_children > 0 ? a->children[0] : NULL, k * n, k * n + n, row, depth);
+    }
+    case QV_STRUCT:
+      return struct_of(a, k, depth);
+    case QV_SPARSE_UNION: case QV_DENSE_UNION: {
+      int64_t code;
+      if (!read_int(a, 0, k, 1, true, &code)) return bad_array(a, "type id", row);
+      int32_t ci = -1;
+      for (int32_t i = 0; i < t->n_children; i++)
+        if ((t->type_codes ? t->type_codes[i] : i) == code) ci = i;
+      if (ci < 0 || ci >= a->n_children || a->children[ci] == NULL)
+        return bad_array(a, "type id", row);
+      int64_t ck = k;
+      if (id == QV_DENSE_UNION && !read_int(a, 1, k, 4, true, &ck))
+        return bad_array(a, "offset", row);
+      if (ck < 0 || ck >= a->children[ci]->length) return bad_array(a, "child index", row);
+      return qvpy_value_of(a->children[ci], ck, depth + 1);
+    }
+    case QV_DICTIONARY: {
+      qv_type_id iid = t->index_type->id;
+      if (!read_int(a, 1, k, qv_type_byte_width(t->index_type), qv_type_id_is_signed_integer(iid),
+                    &v))
+        return bad_array(a, "index", row);
+      if (a->dictionary == NULL || v < 0 || v >= a->dictionary->length)
+        return bad_array(a, "dictionary index", row);
+      return qvpy_value_of(a->dictionary, v, depth + 1);
+    }
+    case QV_RUN_END_ENCODED: {
+      if (a->n_children < 2 || a->children[0] == NULL || a->children[1] == NULL)
+        return bad_array(a, "children", row);
+      const qv_array *ends = a->children[0];
+      int w = qv_type_byte_width(ends->type);
+      int64_t lo = 0, hi = ends->length; /* first run whose end is > k */
+      while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (!read_int(ends, 1, ends->offset + mid, w, true, &v)) return bad_array(a, "run end", row);
+        if (v > k) hi = mid;
+        else lo = mid + 1;
+      }
+      if (lo >= ends->length || lo >= a->children[1]->length) return bad_array(a, "run", row);
+      return qvpy_value_of(a->children[1], lo, depth + 1);
+    }
+    case QV_INTERVAL_DAY_TIME: case QV_INTERVAL_MONTH_DAY_NANO: case QV_NA:
+    case QV_TYPE_ID_COUNT:
+      break;
+  }
+  char name[256];
+  qv_type_to_string(t, name, sizeof name);
+  PyErr_Format(PyExc_NotImplementedError, "quiver cannot convert values of type %s to Python "
+               "objects (read them through pyarrow: pyarrow.table(ds))", name);
+  return NULL;
+}
+
+bool qvpy_mapped_bytes_there(const qv_array *a) {
+  qv_error err;
+  qv_status st = qv_guard_check_array(a, &err);
+  if (st != QV_OK) qvpy_raise_qv(st, &err);
+  return st == QV_OK;
+}
+
+/* Row `row` of a record batch (STRUCT array) as {column: value}. */
+PyObject *qvpy_row_dict(const qv_array *batch, int64_t row) {
+  return struct_of(batch, batch->offset + row, 0);
+}
+
+/* Rows of a record batch as {column: [values]} (datasets' batch format). */
+PyObject *qvpy_columns_dict(const qv_array *batch) {
+  if (!qvpy_mapped_bytes_there(batch)) return NULL;
+  PyObject *dict = PyDict_New();
+  for (int32_t c = 0; dict != NULL && c < batch->type->n_children; c++) {
+    const qv_array *col = batch->children[c];
+    PyObject *list = list_of(batch, col, batch->offset, batch->offset + batch->length, 0, 0);
+    if (list == NULL || PyDict_SetItemString(dict, batch->type->children[c].name, list) < 0)
+      Py_CLEAR(dict);
+    Py_XDECREF(list);
+  }
+  return dict;
+}
