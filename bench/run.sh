@@ -11,9 +11,13 @@
 # iterating 50k rows before/after shuffle, map/filter) vs the C API.
 # python: the extension (import quiver) vs datasets on QV_PYEXT_ROWS rows
 # (default 500k): random ds[i], a batched Python map, to a pyarrow Table.
-# QV_BENCH_SECTIONS picks sections (default "read row table write sort dataset python").
+# stream: opening streams of QV_STREAM_BATCHES batches (default "200 40000";
+# add 50000 for the issue's 5.6 GB case) of QV_STREAM_BATCH_KB KiB each
+# (default 112): head -n 1, first open, reopen (index cache), RSS, against
+# pyarrow's first batch and read_all; QV_STREAM_REPS (default 5).
+# QV_BENCH_SECTIONS picks sections (default "read row table write sort dataset python stream").
 set -eu
-sections=${QV_BENCH_SECTIONS:-read row table write sort dataset python}
+sections=${QV_BENCH_SECTIONS:-read row table write sort dataset python stream}
 has() { case " $sections " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 build=${1:-build}
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -216,4 +220,37 @@ fi
 if has python; then
 echo "== Python extension vs datasets (import quiver)"
 PYTHONPATH="$top/$build/python" "$py" -W ignore "$top/bench/bench_pyext.py" "$data" "${QV_PYEXT_ROWS:-500000}"
+fi
+if has stream; then
+  skb=${QV_STREAM_BATCH_KB:-112}
+  for sb in ${QV_STREAM_BATCHES:-200 40000}; do
+    sf=$data/stream-${sb}x${skb}k.arrows
+    [ -f "$sf" ] || "$py" "$top/bench/bench_stream.py" gen "$sf" "$sb" "$skb"
+    cat "$sf" >/dev/null
+    echo "== stream open (issue 11 item 5): $sb batches of ${skb} KiB, $(du -h "$sf" | cut -f1): $sf"
+    q=$("$top/$build/bench/bench_stream" "$sf" "${QV_STREAM_REPS:-5}")
+    p=$("$py" "$top/bench/bench_stream.py" run "$sf" "${QV_STREAM_REPS:-5}" "$top/$build/quiver" \
+        "$top/$build/python")
+    echo "$q"
+    echo "$p"
+    "$py" - "$q" "$p" <<'PY'
+import json, sys
+q, p = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+ms = lambda s: f"{s * 1e3:.2f} ms"
+ra = p["pa_read_all_s"]
+print(f"{q['batches']:,} batches, {p['rows']:,} rows; pyarrow: first batch {ms(p['pa_first_batch_s'])}, "
+      f"read_all {ms(ra)} (RSS +{p['pa_read_all_rss_kb'] / 1024:.1f} MB)")
+print(f"head -n 1: in-process {ms(q['head_s'])} (CPU {ms(q['head_cpu_s'])}; {q['head_batches_indexed']} batch indexed; goal <= 2 ms), "
+      f"CLI process {ms(p['cli_head_s'])} (exec included)")
+print(f"first open (pread walk + cache store): C {ms(q['first_open_s'])} -> {q['first_open_s'] / ra:.3f}x "
+      f"read_all; quiver.open {ms(p['py_first_open_s'])} -> {p['py_first_open_s'] / ra:.3f}x (goal <= 0.3)")
+print(f"  walk without the cache: pread {ms(q['pread_walk_s'])} vs through the mapping (before) "
+      f"{ms(q['mapped_walk_s'])} -> {q['mapped_walk_s'] / q['pread_walk_s']:.1f}x")
+print(f"reopen (index cache hit): C {ms(q['reopen_s'])} (CPU {ms(q['reopen_cpu_s'])}), quiver.open "
+      f"{ms(p['py_reopen_s'])} (CPU {ms(p['py_reopen_cpu_s'])}; the dataset layer opens the file twice) (goal <= 5 ms)")
+print(f"RSS growth while open: pread walk {q['pread_walk_rss_kb'] / 1024:.2f} MB, mapping walk "
+      f"{q['mapped_walk_rss_kb'] / 1024:.2f} MB, reopen {q['reopen_rss_kb'] / 1024:.2f} MB, head "
+      f"{q['head_rss_kb'] / 1024:.2f} MB; quiver.open {p['py_first_open_rss_kb'] / 1024:.2f} MB")
+PY
+  done
 fi

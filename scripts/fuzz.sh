@@ -5,7 +5,8 @@
 # Hugging Face JSON parsers, a few datasets-written documents; for the
 # expression language, a few expressions and a token dictionary; for table
 # recipes, seeds written by scripts/make_recipe_seeds.py with the regular
-# build's libquiver.so, which are also replayed first; corpora kept under
+# build's libquiver.so, which are also replayed first; for stream index
+# cache files, the entries the regular build's CLI writes; corpora kept under
 # build-fuzz/, never committed). Exit non-zero on any crash.
 set -eu
 secs=${1:-60}
@@ -112,3 +113,29 @@ info='{"features": {"x": {"dtype": "int64", "_type": "Value"}}, "dataset_name": 
 { printf '\001%s' "$info"; } >"$corpus/seed-cache"
 { printf '\002%s\000%s' '{"splits": ["train", "test"]}' "$st"; } >"$corpus/seed-dict"
 run fuzz_hf_dir "$corpus" -max_len=4096
+
+# Stream index cache files (fuzz_index_cache.c): seeds are the cache entries
+# the regular build's CLI writes for a few generated streams of many batches.
+t=fuzz_index_cache
+corpus=$top/build-fuzz/corpus-$t
+xdg=$top/build-fuzz/index-cache-xdg
+rm -rf "$xdg"
+mkdir -p "$corpus" "$xdg"
+"${QV_VENV:-$top/build/venv}/bin/python" - "$top/build-fuzz" <<'PY'
+import sys, pyarrow as pa
+out = sys.argv[1]
+for name, comp, delta in (("plain", None, False), ("zstd", "zstd", False), ("dict", None, True)):
+    opts = pa.ipc.IpcWriteOptions(compression=comp, emit_dictionary_deltas=delta)
+    words = pa.array([f"w{i}" for i in range(40)])
+    batches = [pa.record_batch({"x": pa.array(range(i, i + 3)),
+                                "d": pa.DictionaryArray.from_arrays(pa.array([0, i % (i // 8 + 1), 0], pa.int32()), words[: i // 8 + 1])})
+               for i in range(40)]
+    with pa.ipc.new_stream(f"{out}/index-seed-{name}.arrows", batches[0].schema, options=opts) as w:
+        for b in batches:
+            w.write_batch(b)
+PY
+for f in "$top"/build-fuzz/index-seed-*.arrows; do
+  XDG_CACHE_HOME=$xdg "$top/build/quiver" info "$f" >/dev/null
+done
+cp -f "$xdg"/quiver/index-*.qvi "$corpus/"
+run fuzz_index_cache "$corpus" -max_len=65536

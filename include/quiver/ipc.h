@@ -8,6 +8,11 @@
  * and dictionary batch lives without touching column bytes. Batches are
  * then decoded on demand; their buffers are views into the mapping (only
  * compressed or big-endian bodies are materialised into owned memory).
+ * Streams opened by path are indexed from pread of their message headers
+ * (no page of the mapping is touched), optionally lazily, and the index is
+ * kept in a per-user cache ($XDG_CACHE_HOME/quiver; QV_INDEX_CACHE=0 turns
+ * it off) so that a reopen walks nothing; see docs/design.md, "Stream
+ * index".
  */
 #ifndef QUIVER_IPC_H
 #define QUIVER_IPC_H
@@ -82,6 +87,73 @@ QV_API qv_status qv_reader_open_buffer(qv_buffer *buf, const qv_read_options *op
 QV_API qv_status qv_reader_open_fd(int fd, const qv_read_options *options,
                                    qv_reader **out, qv_error *err) QV_NODISCARD;
 
+/** Whether the persisted stream index (docs/design.md, "Stream index") is
+ *  used: DEFAULT = yes unless QV_INDEX_CACHE=0 (or off/no/false) is set. */
+typedef enum qv_index_cache_mode {
+  QV_INDEX_CACHE_DEFAULT = 0,
+  QV_INDEX_CACHE_OFF = 1
+} qv_index_cache_mode;
+
+/** How qv_reader_open_file indexes a stream. Zero-initialised = eager
+ *  index, cache per the environment. */
+typedef struct qv_index_options {
+  /** Streams only: index no message at open beyond the schema; the index
+   *  is extended on demand, as far as a call needs it (qv_reader_next and
+   *  qv_reader_batch(i): up to that batch; num_batches, num_rows and the
+   *  other whole-file accessors: to the end). Errors in messages not yet
+   *  indexed surface from those calls instead of from the open. */
+  bool lazy;
+  qv_index_cache_mode cache;
+} qv_index_options;
+
+/**
+ * Open a file by path like qv_reader_open_path, with index options
+ * (`index` may be NULL: eager, cache per the environment). A stream's
+ * index is read from the per-user cache when a valid entry for this exact
+ * file exists, else built by pread of the message headers (bodies are
+ * skipped by offset, never touched through the mapping) and stored in the
+ * cache when the stream has at least 32 messages. The cache never makes an
+ * open fail. The reader may keep a descriptor on the file open until its
+ * index is complete (lazy streams); qv_reader_close closes it.
+ */
+QV_API qv_status qv_reader_open_file(const char *path, const qv_read_options *options,
+                              const qv_index_options *index, qv_reader **out,
+                              qv_error *err) QV_NODISCARD;
+
+/**
+ * qv_reader_open_file on a mapping the caller made of `path` with
+ * qv_buffer_map_file (`id` its identity; a reference on `map` is taken).
+ * Headers are pread from `path` only if it is still that file (else they
+ * are read from the mapping and the cache is not used). Errors carry no
+ * path prefix.
+ */
+QV_API qv_status qv_reader_open_mapped(qv_buffer *map, const char *path,
+                                const qv_file_identity *id,
+                                const qv_read_options *options,
+                                const qv_index_options *index, qv_reader **out,
+                                qv_error *err) QV_NODISCARD;
+
+/**
+ * Extend the index of a lazily opened stream to record batch `upto`
+ * (-1: to the end). QV_OK when batch `upto` is indexed or the stream ends
+ * before it; otherwise the error of the first bad message (kept: later
+ * calls return it again). A no-op on eagerly indexed readers.
+ */
+QV_API qv_status qv_reader_index(qv_reader *r, int64_t upto, qv_error *err) QV_NODISCARD;
+
+/** State of the batch index (for inspection, tests and benchmarks). */
+typedef struct qv_reader_index_info {
+  int64_t batches_indexed; /**< record batches located so far */
+  bool complete;           /**< every message located */
+  bool from_cache;         /**< the index came from the persisted cache */
+  bool stored;             /**< this reader wrote the cache entry */
+} qv_reader_index_info;
+QV_API void qv_reader_index_state(const qv_reader *r, qv_reader_index_info *out);
+
+/** Identity (size, mtime, device, inode) of the file a reader was opened
+ *  on by path, at open; false for buffers and descriptors. */
+QV_API bool qv_reader_file_identity(const qv_reader *r, qv_file_identity *out);
+
 /** Close and free (NULL-safe). Arrays already returned stay valid. */
 QV_API void qv_reader_close(qv_reader *r);
 
@@ -97,7 +169,10 @@ QV_API bool qv_reader_big_endian(const qv_reader *r);
 /** Metadata version of the schema message (4 = V4, 5 = V5). */
 QV_API int qv_reader_metadata_version(const qv_reader *r);
 
-/** Number of record batches (random-access readers only; -1 otherwise). */
+/** Number of record batches (random-access readers only; -1 otherwise).
+ *  On a lazily indexed stream this and the whole-file accessors below
+ *  complete the index first; if that fails they return -1 / NULL and
+ *  qv_reader_index(r, -1, err) gives the error. */
 QV_API int64_t qv_reader_num_batches(const qv_reader *r);
 /** Total rows over all record batches (-1 when not known up front). */
 QV_API int64_t qv_reader_num_rows(const qv_reader *r);

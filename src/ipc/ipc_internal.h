@@ -135,6 +135,57 @@ qv_status qv_ipc_encode_dictionary_message(int64_t dict_id, bool is_delta,
 qv_status qv_ipc_encode_footer(const qv_ipc_footer *f, uint8_t **out,
                                int64_t *out_size, qv_error *err);
 
+/*
+ * Persisted stream index (index_cache.c; the file layout is documented
+ * there). The reader converts its index to and from these entries.
+ */
+typedef struct qv_index_msg {
+  int64_t offset;          /* framing of the message */
+  int64_t body_offset;     /* absolute */
+  int64_t body_length;
+  int64_t num_rows;        /* rows (record batch) or values (dictionary) */
+  int64_t dict_id;         /* dictionaries; -1 for record batches */
+  int32_t metadata_length; /* flatbuffer bytes (incl. padding) */
+  uint8_t kind;            /* QV_MSG_RECORD_BATCH or QV_MSG_DICTIONARY_BATCH */
+  bool is_delta;
+} qv_index_msg;
+
+/** What a cache entry is keyed by: any difference is a miss. */
+typedef struct qv_index_key {
+  uint64_t dev, ino;
+  int64_t size, mtime_ns;
+  uint64_t content; /* xxh64 of first/last 4 KiB and the schema message */
+} qv_index_key;
+
+/** Parse and validate cache bytes (untrusted) for the stream `key` whose
+ *  first message after the schema is at `first`. On success *out (malloc,
+ *  caller frees) holds *n_out entries that tile [first, *end_out) inside
+ *  key->size. Fails with QV_EINVAL on anything else (err may be NULL). */
+qv_status qv_index_cache_parse(const uint8_t *p, int64_t n, const qv_index_key *key,
+                               int64_t first, qv_index_msg **out, int64_t *n_out,
+                               int64_t *end_out, qv_compression *comp_out, qv_error *err);
+/** Encode entries into cache bytes (*out malloc'd, caller frees). */
+qv_status qv_index_cache_encode(const qv_index_key *key, int64_t first, int64_t end,
+                                qv_compression comp, const qv_index_msg *msgs, int64_t n, uint8_t **out,
+                                int64_t *out_size, qv_error *err);
+/** False when `mode` is OFF or QV_INDEX_CACHE=0/off/no/false is set. */
+bool qv_index_cache_enabled(qv_index_cache_mode mode);
+/** Byte bound of the cache directory (QV_INDEX_CACHE_MAX_BYTES or 64 MiB). */
+int64_t qv_index_cache_max_bytes(void);
+/** Receives each cache entry as it is checked (`count`: how many the file
+ *  holds, checked against its size); false refuses the file. */
+typedef bool (*qv_index_emit)(void *ctx, const qv_index_msg *m, int64_t count);
+/** Look the stream up, handing each entry to `emit` in stream order; true
+ *  on a valid hit. The entries emitted count only when it returns true (a
+ *  later check may still fail). Never fails: a missing, unreadable or
+ *  invalid file is a miss. */
+bool qv_index_cache_load(const qv_index_key *key, int64_t first, qv_index_emit emit,
+                         void *ctx, int64_t *end_out, qv_compression *comp_out);
+/** Store atomically and evict; true when stored. Silently does nothing
+ *  when the directory cannot be created or written. */
+bool qv_index_cache_store(const qv_index_key *key, int64_t first, int64_t end,
+                          qv_compression comp, const qv_index_msg *msgs, int64_t n);
+
 /** Dictionaries in force while decoding a batch, looked up by id. */
 typedef struct qv_ipc_dict_lookup {
   /* Return the current dictionary (borrowed) for dict_id, or NULL. */

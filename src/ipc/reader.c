@@ -17,6 +17,16 @@
  * from those messages when batch i is read (replacement: the last
  * non-delta message wins; deltas append).
  *
+ * Streams opened by path are indexed from pread of the headers (a window
+ * of about the last header's size at each message, or 64 KiB while
+ * messages are small; bodies skipped by offset), never through the
+ * mapping, so indexing faults in no page and leaves RSS flat. The index is built eagerly at open, or lazily
+ * (qv_index_options.lazy) as far as a call needs it, and persisted in the
+ * per-user index cache (index_cache.c) so that a reopen walks nothing.
+ * Every message decoded later is checked against its index entry, so an
+ * index that disagrees with the file (a forged cache entry, a file changed
+ * under the reader) is an error, never a wrong read.
+ *
  * Reads of a mapped input run under the mapped-read guard (core guard.c):
  * open, qv_reader_batch and the end of qv_reader_next check the last byte
  * they will read first, so a file that shrank since it was mapped gives
@@ -24,15 +34,21 @@
  * point.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 #include "core/guard_internal.h"
 #include "ipc/ipc_internal.h"
 
 /* Bounds on what a file's metadata may make us hold. */
 #define QV_MAX_METADATA_SIZE ((int64_t)1 << 30) /* one flatbuffer message */
+#define QV_INDEX_CACHE_MIN_MESSAGES 32 /* smaller streams are not worth a file */
+#define QV_WIN_SMALL 4096  /* first read: the schema message, usually */
+#define QV_WIN_LARGE 65536 /* while messages are small */
 
 typedef struct dict_state {
   int64_t id;
@@ -71,6 +87,19 @@ struct qv_reader {
   int64_t next_batch;     /* sequential cursor */
   int64_t stream_messages; /* fd streams: messages consumed */
   bool stream_done;
+
+  /* Indexing. Streams: messages before scan_pos are indexed; the schema
+   * message ends at schema_end. Opened by path, headers are read with
+   * pread on idx_fd through the window win[0, win_len) = file bytes from
+   * win_off, until the index is complete. */
+  int idx_fd;
+  uint8_t *win;
+  int64_t win_off, win_len, win_cap, win_hint;
+  int64_t schema_end, scan_pos, scan_index;
+  bool indexed, lazy, cache_on, cache_tried, from_cache, stored, has_identity;
+  qv_file_identity identity;
+  qv_status index_st;  /* sticky error of a lazy index extension */
+  qv_error *index_err; /* its text (heap), NULL while none */
 };
 
 /* ------------------------------------------------------------------------ */
@@ -166,13 +195,62 @@ static qv_status push_dict(qv_reader *r, const qv_batch_location *loc, int32_t s
   return QV_OK;
 }
 
+/* Bytes [pos, pos + len) of the input: from the mapping, or (while idx_fd
+ * is open) from the pread window, refilled from pos when they are not in
+ * it. The pointer is valid until the next fetch. */
+static qv_status fetch(qv_reader *r, int64_t pos, int64_t len, const uint8_t **out,
+                       qv_error *err) {
+  int64_t size = r->data->size;
+  if (pos < 0 || len < 0 || pos > size || len > size - pos)
+    return qv_error_set(err, QV_EINVAL,
+                        "read of %lld bytes at offset %lld runs past the end of the data "
+                        "(%lld bytes)", (long long)len, (long long)pos, (long long)size);
+  if (r->idx_fd < 0) {
+    *out = r->data->data + pos;
+    return QV_OK;
+  }
+  if (pos >= r->win_off && pos - r->win_off + len <= r->win_len) {
+    *out = r->win + (pos - r->win_off);
+    return QV_OK;
+  }
+  int64_t want = len > r->win_hint ? len : r->win_hint;
+  if (want > size - pos) want = size - pos;
+  if (want > r->win_cap) {
+    uint8_t *g = realloc(r->win, (size_t)(want > 0 ? want : 1));
+    if (g == NULL) return qv_error_set(err, QV_ENOMEM, "out of memory (header window)");
+    r->win = g;
+    r->win_cap = want;
+  }
+  int64_t got = 0;
+  while (got < want) {
+    ssize_t k = pread(r->idx_fd, r->win + got, (size_t)(want - got), pos + got);
+    if (k < 0 && errno == EINTR) continue;
+    if (k < 0) {
+      r->win_len = 0;
+      return qv_error_set(err, QV_EIO, "read of %lld bytes at offset %lld failed: %s",
+                          (long long)want, (long long)pos, strerror(errno));
+    }
+    if (k == 0) break;
+    got += k;
+  }
+  r->win_off = pos;
+  r->win_len = got;
+  if (got < len)
+    return qv_error_set(err, QV_ECHANGED,
+                        "the file shrank while open (%lld of %lld bytes at offset %lld read; "
+                        "%lld bytes when opened)",
+                        (long long)got, (long long)len, (long long)pos, (long long)size);
+  *out = r->win;
+  return QV_OK;
+}
+
 /* Read the framing of the message at `pos` of a mapped input. On success
  * meta and meta_len give the flatbuffer and body_start the offset past the
  * framing + metadata; eos is set for the end-of-stream marker. */
-static qv_status frame_at(const qv_reader *r, int64_t pos, int64_t limit,
+static qv_status frame_at(qv_reader *r, int64_t pos, int64_t limit,
                           int64_t index, const uint8_t **meta, int64_t *meta_len,
                           int64_t *body_start, bool *eos, qv_error *err) {
-  const uint8_t *d = r->data->data;
+  const uint8_t *d = NULL;
   *eos = false;
   if (limit - pos < 4) {
     /* Fewer than 4 bytes left: a clean end without the end marker is
@@ -186,7 +264,8 @@ static qv_status frame_at(const qv_reader *r, int64_t pos, int64_t limit,
                         "expected at least 4)",
                         (long long)index, (long long)pos, (long long)(limit - pos));
   }
-  uint32_t first = rd_u32le(d + pos);
+  QV_RETURN_NOT_OK(fetch(r, pos, limit - pos < 8 ? limit - pos : 8, &d, err));
+  uint32_t first = rd_u32le(d);
   int64_t hdr = 4;
   uint32_t len = first;
   if (first == QV_IPC_CONTINUATION) {
@@ -201,7 +280,7 @@ static qv_status frame_at(const qv_reader *r, int64_t pos, int64_t limit,
                           "message %lld at offset %lld: truncated framing",
                           (long long)index, (long long)pos);
     }
-    len = rd_u32le(d + pos + 4);
+    len = rd_u32le(d + 4);
     hdr = 8;
   }
   if (len == 0) {
@@ -221,7 +300,7 @@ static qv_status frame_at(const qv_reader *r, int64_t pos, int64_t limit,
                         "end of the data (%lld bytes left)",
                         (long long)index, (long long)pos, len,
                         (long long)(limit - pos - hdr));
-  *meta = d + pos + hdr;
+  QV_RETURN_NOT_OK(fetch(r, pos + hdr, len, meta, err));
   *meta_len = len;
   *body_start = pos + hdr + len;
   return QV_OK;
@@ -261,64 +340,249 @@ static qv_status index_message(qv_reader *r, const qv_ipc_message *m, int64_t po
                       (long long)index, (long long)pos, (int)m->type);
 }
 
-/* Walk the messages of a stream held in r->data from `start` to `limit`. */
-static qv_status index_stream(qv_reader *r, int64_t start, int64_t limit, bool want_schema,
-                              qv_error *err) {
-  int64_t pos = start;
-  for (int64_t index = 0;; index++) {
-    const uint8_t *meta = NULL;
-    int64_t meta_len = 0, body_start = 0;
-    bool eos;
-    QV_RETURN_NOT_OK(frame_at(r, pos, limit, index, &meta, &meta_len, &body_start, &eos, err));
-    if (eos) {
-      if (index == 0 && want_schema)
-        return qv_error_set(err, QV_EINVAL,
-                            "stream has no schema message (it ends at offset %lld)",
-                            (long long)pos);
+/* Index the message at scan_pos (one step of the walk). */
+static qv_status scan_one(qv_reader *r, qv_error *err) {
+  int64_t pos = r->scan_pos, limit = r->data->size, index = r->scan_index;
+  const uint8_t *meta = NULL;
+  int64_t meta_len = 0, body_start = 0;
+  bool eos;
+  QV_RETURN_NOT_OK(frame_at(r, pos, limit, index, &meta, &meta_len, &body_start, &eos, err));
+  if (eos) {
+    r->indexed = true;
+    return QV_OK;
+  }
+  qv_ipc_message m;
+  qv_status st = qv_ipc_decode_message(meta, meta_len, &m, err);
+  if (st != QV_OK)
+    return qv_error_prefix(err, st, "message %lld at offset %lld: ", (long long)index,
+                           (long long)pos);
+  st = index_message(r, &m, pos, meta_len, body_start, limit, index, err);
+  int64_t body = m.body_length;
+  qv_ipc_message_reset(&m);
+  QV_RETURN_NOT_OK(st);
+  r->scan_pos = body_start + body;
+  r->scan_index++;
+  /* Small messages: one window holds several. Else read what the next
+   * header probably needs (this one's size and a quarter, in 512-byte
+   * steps): the copy out of the page cache is most of a walk's cost. */
+  int64_t head = body_start - pos;
+  if (head + body < QV_WIN_LARGE / 4) r->win_hint = QV_WIN_LARGE;
+  else r->win_hint = (head + head / 4 + 511) / 512 * 512;
+  return QV_OK;
+}
+
+/* The schema message at offset 0 of a stream. */
+static qv_status open_stream_schema(qv_reader *r, qv_error *err) {
+  int64_t limit = r->data->size;
+  const uint8_t *meta = NULL;
+  int64_t meta_len = 0, body_start = 0;
+  bool eos;
+  QV_RETURN_NOT_OK(frame_at(r, 0, limit, 0, &meta, &meta_len, &body_start, &eos, err));
+  if (eos) return qv_error_set(err, QV_EINVAL, "stream has no schema message (it ends at offset 0)");
+  qv_ipc_message m;
+  qv_status st = qv_ipc_decode_message(meta, meta_len, &m, err);
+  if (st != QV_OK) return qv_error_prefix(err, st, "message 0 at offset 0: ");
+  if (m.type != QV_MSG_SCHEMA) {
+    qv_ipc_message_reset(&m);
+    return qv_error_set(err, QV_EINVAL,
+                        "message 0 at offset 0: expected a schema message, found message "
+                        "type %d", (int)m.type);
+  }
+  qv_schema *sch = m.schema;
+  m.schema = NULL;
+  int version = m.version;
+  bool be = m.big_endian;
+  int64_t body = m.body_length;
+  qv_ipc_message_reset(&m);
+  QV_RETURN_NOT_OK(set_schema(r, sch, version, be, err));
+  if (body < 0 || body > limit - body_start)
+    return qv_error_set(err, QV_EINVAL, "message 0: schema body length %lld is invalid",
+                        (long long)body);
+  r->schema_end = r->scan_pos = body_start + body;
+  r->scan_index = 1;
+  return QV_OK;
+}
+
+/* pread exactly n bytes at off (false on error or a short read). */
+static bool pread_all(int fd, void *dst, int64_t n, int64_t off) {
+  int64_t got = 0;
+  while (got < n) {
+    ssize_t k = pread(fd, (uint8_t *)dst + got, (size_t)(n - got), off + got);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) return false;
+    got += k;
+  }
+  return true;
+}
+
+/* The cache key of the stream: identity + xxh64 of the schema message (at
+ * most its first MiB, at least the first 4 KiB of the file) and the last
+ * 4 KiB. Read with pread, so it faults no page of the mapping. */
+static bool cache_key(qv_reader *r, qv_index_key *key) {
+  if (!r->has_identity || r->idx_fd < 0) return false;
+  int64_t size = r->identity.size;
+  int64_t head = r->schema_end < ((int64_t)1 << 20) ? r->schema_end : (int64_t)1 << 20;
+  if (head < 4096) head = 4096;
+  if (head > size) head = size;
+  int64_t tail = size < 4096 ? size : 4096;
+  uint8_t *buf = malloc((size_t)(head > tail ? head : tail) + 1);
+  if (buf == NULL) return false;
+  XXH64_state_t *st = XXH64_createState();
+  bool ok = st != NULL && XXH64_reset(st, 0) == XXH_OK && pread_all(r->idx_fd, buf, head, 0);
+  if (ok) XXH64_update(st, buf, (size_t)head);
+  ok = ok && pread_all(r->idx_fd, buf, tail, size - tail);
+  if (ok) XXH64_update(st, buf, (size_t)tail);
+  free(buf);
+  key->content = ok ? XXH64_digest(st) : 0;
+  XXH64_freeState(st);
+  key->dev = r->identity.dev;
+  key->ino = r->identity.ino;
+  key->size = size;
+  key->mtime_ns = r->identity.mtime_ns;
+  return ok;
+}
+
+static bool loc_equal(const qv_batch_location *a, const qv_batch_location *b) {
+  return a->offset == b->offset && a->metadata_length == b->metadata_length &&
+         a->body_offset == b->body_offset && a->body_length == b->body_length &&
+         a->num_rows == b->num_rows && a->dict_id == b->dict_id && a->is_delta == b->is_delta;
+}
+
+/* A cache entry's index, built in t's arrays as the entries are checked. */
+typedef struct cache_fill {
+  qv_reader *r;
+  qv_reader t;
+  bool ok;
+} cache_fill;
+
+static bool fill_one(void *ctx, const qv_index_msg *x, int64_t count) {
+  cache_fill *f = ctx;
+  if (f->t.cap_batches == 0 && count > 0) { /* room for all (count <= file size / 48) */
+    f->t.batches = malloc(sizeof *f->t.batches * (size_t)count);
+    if (f->t.batches == NULL) return f->ok = false;
+    f->t.cap_batches = count;
+  }
+  qv_batch_location loc = {x->offset, x->metadata_length, x->body_offset, x->body_length,
+                           x->num_rows, x->dict_id, x->is_delta};
+  if (x->kind == QV_MSG_RECORD_BATCH) {
+    f->ok = push_batch(&f->t, &loc, NULL) == QV_OK;
+  } else {
+    dict_state *ds = find_dstate(f->r, x->dict_id);
+    f->ok = ds != NULL && push_dict(&f->t, &loc, (int32_t)(ds - f->r->dstate), NULL) == QV_OK;
+  }
+  return f->ok;
+}
+
+/* Replace the index with the cache entry's, if there is a valid one that
+ * names only dictionary ids of the schema and agrees with what is already
+ * indexed. */
+static bool try_cache(qv_reader *r) {
+  qv_index_key key;
+  if (!cache_key(r, &key)) return false;
+  cache_fill f;
+  memset(&f, 0, sizeof f);
+  f.r = r;
+  f.ok = true;
+  int64_t end = 0;
+  qv_compression comp = QV_COMPRESSION_NONE;
+  qv_reader *t = &f.t;
+  bool ok = qv_index_cache_load(&key, r->schema_end, fill_one, &f, &end, &comp) && f.ok;
+  ok = ok && t->n_batches >= r->n_batches && t->n_dicts >= r->n_dicts;
+  for (int64_t i = 0; ok && i < r->n_batches; i++)
+    ok = loc_equal(&t->batches[i].loc, &r->batches[i].loc) &&
+         t->batches[i].dicts_before == r->batches[i].dicts_before;
+  for (int64_t i = 0; ok && i < r->n_dicts; i++) ok = loc_equal(&t->dicts[i], &r->dicts[i]);
+  if (!ok) {
+    free(t->batches);
+    free(t->dicts);
+    free(t->dict_slot);
+    return false;
+  }
+  free(r->batches);
+  free(r->dicts);
+  free(r->dict_slot);
+  r->batches = t->batches;
+  r->n_batches = t->n_batches;
+  r->cap_batches = t->cap_batches;
+  r->dicts = t->dicts;
+  r->dict_slot = t->dict_slot;
+  r->n_dicts = t->n_dicts;
+  r->cap_dicts = t->cap_dicts;
+  r->total_rows = t->total_rows;
+  if (comp != QV_COMPRESSION_NONE) r->compression = comp;
+  r->scan_pos = end;
+  r->scan_index = 1 + t->n_batches + t->n_dicts;
+  r->indexed = true;
+  r->from_cache = true;
+  return true;
+}
+
+/* The index is complete: store it (streams opened by path, enough
+ * messages, not from the cache) and drop the pread state. */
+static void finish_index(qv_reader *r) {
+  int64_t n = r->n_batches + r->n_dicts;
+  qv_index_key key;
+  if (r->format == QV_FORMAT_STREAM && r->cache_on && !r->from_cache &&
+      n >= QV_INDEX_CACHE_MIN_MESSAGES && cache_key(r, &key)) {
+    qv_index_msg *msgs = malloc(sizeof *msgs * (size_t)n);
+    if (msgs != NULL) {
+      int64_t ib = 0, id = 0;
+      for (int64_t k = 0; k < n; k++) { /* both lists are in stream order */
+        bool dict = id < r->n_dicts &&
+                    (ib >= r->n_batches || r->dicts[id].offset < r->batches[ib].loc.offset);
+        const qv_batch_location *l = dict ? &r->dicts[id++] : &r->batches[ib++].loc;
+        msgs[k].offset = l->offset;
+        msgs[k].body_offset = l->body_offset;
+        msgs[k].body_length = l->body_length;
+        msgs[k].num_rows = l->num_rows;
+        msgs[k].dict_id = dict ? l->dict_id : -1;
+        msgs[k].metadata_length = (int32_t)l->metadata_length;
+        msgs[k].kind = dict ? QV_MSG_DICTIONARY_BATCH : QV_MSG_RECORD_BATCH;
+        msgs[k].is_delta = dict && l->is_delta;
+      }
+      r->stored = qv_index_cache_store(&key, r->schema_end, r->scan_pos, r->compression,
+                                       msgs, n);
+      free(msgs);
+    }
+  }
+  if (r->idx_fd >= 0) close(r->idx_fd);
+  r->idx_fd = -1;
+  free(r->win);
+  r->win = NULL;
+  r->win_len = r->win_cap = 0;
+}
+
+/* Index at least up to record batch `upto` (INT64_MAX: everything). */
+static qv_status ensure_index(qv_reader *r, int64_t upto, qv_error *err) {
+  if (r->indexed || upto < r->n_batches) return QV_OK;
+  if (r->index_err != NULL) {
+    if (err != NULL) *err = *r->index_err;
+    return r->index_st;
+  }
+  /* The cache when the whole index (or much of it) is wanted; the first
+   * rows of a lazy stream never pay for it. */
+  if (!r->cache_tried && r->cache_on && r->format == QV_FORMAT_STREAM &&
+      (upto == INT64_MAX || upto >= r->n_batches + 16)) {
+    r->cache_tried = true;
+    if (try_cache(r)) {
+      finish_index(r);
       return QV_OK;
     }
-    qv_ipc_message m;
-    qv_status st = qv_ipc_decode_message(meta, meta_len, &m, err);
-    if (st != QV_OK)
-      return qv_error_prefix(err, st, "message %lld at offset %lld: ", (long long)index,
-                             (long long)pos);
-    if (index == 0 && want_schema) {
-      if (m.type != QV_MSG_SCHEMA) {
-        qv_ipc_message_reset(&m);
-        return qv_error_set(err, QV_EINVAL,
-                            "message 0 at offset %lld: expected a schema message, found "
-                            "message type %d",
-                            (long long)pos, (int)m.type);
-      }
-      qv_schema *s = m.schema;
-      m.schema = NULL;
-      int version = m.version;
-      bool be = m.big_endian;
-      int64_t body = m.body_length;
-      qv_ipc_message_reset(&m);
-      QV_RETURN_NOT_OK(set_schema(r, s, version, be, err));
-      if (body < 0 || body > limit - body_start)
-        return qv_error_set(err, QV_EINVAL, "message 0: schema body length %lld is invalid",
-                            (long long)body);
-      pos = body_start + body;
-      continue;
-    }
-    if (!want_schema && m.type == QV_MSG_SCHEMA) {
-      /* The file format repeats the schema at its start; skip it. */
-      int64_t body = m.body_length;
-      qv_ipc_message_reset(&m);
-      if (body < 0 || body > limit - body_start)
-        return qv_error_set(err, QV_EINVAL, "message %lld: schema body length %lld is invalid",
-                            (long long)index, (long long)body);
-      pos = body_start + body;
-      continue;
-    }
-    st = index_message(r, &m, pos, meta_len, body_start, limit, index, err);
-    int64_t body = m.body_length;
-    qv_ipc_message_reset(&m);
-    QV_RETURN_NOT_OK(st);
-    pos = body_start + body;
   }
+  qv_error local;
+  qv_status st = QV_OK;
+  while (st == QV_OK && !r->indexed && r->n_batches <= upto) st = scan_one(r, &local);
+  if (st != QV_OK) {
+    r->index_err = malloc(sizeof *r->index_err);
+    if (r->index_err != NULL) {
+      *r->index_err = local;
+      r->index_st = st;
+    }
+    if (err != NULL) *err = local;
+    return st;
+  }
+  if (r->indexed) finish_index(r);
+  return QV_OK;
 }
 
 /* File format: "ARROW1\0\0" <stream> <footer> <int32 footer len> "ARROW1". */
@@ -415,20 +679,26 @@ static qv_status open_common(qv_reader *r, qv_error *err) {
   int64_t n = r->data->size;
   if (n >= QV_IPC_MAGIC_LEN && memcmp(d, QV_IPC_MAGIC, QV_IPC_MAGIC_LEN) == 0) {
     r->format = QV_FORMAT_FILE;
-    return open_file_format(r, err);
+    qv_status st = open_file_format(r, err);
+    r->indexed = true;
+    finish_index(r);
+    return st;
   }
   r->format = QV_FORMAT_STREAM;
   if (n == 0) return qv_error_set(err, QV_EINVAL, "empty input: not an Arrow IPC file or stream");
   if (n < 4)
     return qv_error_set(err, QV_EINVAL,
                         "input of %lld bytes is not an Arrow IPC file or stream", (long long)n);
-  return index_stream(r, 0, n, true, err);
+  QV_RETURN_NOT_OK(open_stream_schema(r, err));
+  return r->lazy ? QV_OK : ensure_index(r, INT64_MAX, err);
 }
 
 static qv_reader *reader_alloc(const qv_read_options *options) {
   qv_reader *r = calloc(1, sizeof *r);
   if (r == NULL) return NULL;
   r->fd = -1;
+  r->idx_fd = -1;
+  r->win_hint = QV_WIN_SMALL;
   apply_defaults(r, options);
   return r;
 }
@@ -450,14 +720,86 @@ qv_status qv_reader_open_buffer(qv_buffer *buf, const qv_read_options *options,
   return QV_OK;
 }
 
-qv_status qv_reader_open_path(const char *path, const qv_read_options *options,
-                              qv_reader **out, qv_error *err) {
+qv_status qv_reader_open_mapped(qv_buffer *map, const char *path,
+                                const qv_file_identity *id, const qv_read_options *options,
+                                const qv_index_options *index, qv_reader **out,
+                                qv_error *err) {
+  /* A second descriptor for pread of the headers; used only when it is
+   * the file that was mapped. */
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  struct stat sb;
+  if (fd >= 0 && (fstat(fd, &sb) != 0 || (uint64_t)sb.st_dev != id->dev ||
+                  (uint64_t)sb.st_ino != id->ino || (int64_t)sb.st_size != id->size ||
+                  (int64_t)sb.st_size != map->size)) {
+    close(fd);
+    fd = -1;
+  }
+#ifdef POSIX_FADV_RANDOM
+  if (fd >= 0) posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM); /* no read-ahead of bodies */
+#endif
+  qv_reader *r = reader_alloc(options);
+  if (r == NULL) {
+    if (fd >= 0) close(fd);
+    return qv_error_set(err, QV_ENOMEM, "out of memory (reader)");
+  }
+  r->data = qv_buffer_ref(map);
+  r->idx_fd = fd;
+  r->identity = *id;
+  r->has_identity = fd >= 0;
+  /* Lazy needs pread: without it, the walk through the mapping happens at
+   * open, under the guard. */
+  r->lazy = index != NULL && index->lazy && fd >= 0;
+  r->cache_on = qv_index_cache_enabled(index != NULL ? index->cache : QV_INDEX_CACHE_DEFAULT);
+  qv_status st = qv_guard_check_buffer(map, err);
+  if (st == QV_OK) st = qv_guard_run(open_body, r, err);
+  if (st != QV_OK) {
+    qv_reader_close(r);
+    return st;
+  }
+  *out = r;
+  return QV_OK;
+}
+
+qv_status qv_reader_open_file(const char *path, const qv_read_options *options,
+                              const qv_index_options *index, qv_reader **out,
+                              qv_error *err) {
   qv_buffer *map = NULL;
-  QV_RETURN_NOT_OK(qv_buffer_map_file(path, &map, NULL, err));
-  qv_status st = qv_reader_open_buffer(map, options, out, err);
+  qv_file_identity id;
+  QV_RETURN_NOT_OK(qv_buffer_map_file(path, &map, &id, err));
+  qv_status st = qv_reader_open_mapped(map, path, &id, options, index, out, err);
   qv_buffer_unref(map);
   if (st != QV_OK) qv_error_prefix(err, st, "%s: ", path);
   return st;
+}
+
+qv_status qv_reader_open_path(const char *path, const qv_read_options *options,
+                              qv_reader **out, qv_error *err) {
+  return qv_reader_open_file(path, options, NULL, out, err);
+}
+
+qv_status qv_reader_index(qv_reader *r, int64_t upto, qv_error *err) {
+  if (r->data == NULL) return QV_OK;
+  return ensure_index(r, upto < 0 ? INT64_MAX : upto, err);
+}
+
+void qv_reader_index_state(const qv_reader *r, qv_reader_index_info *out) {
+  out->batches_indexed = r->n_batches;
+  out->complete = r->data != NULL && r->indexed;
+  out->from_cache = r->from_cache;
+  out->stored = r->stored;
+}
+
+bool qv_reader_file_identity(const qv_reader *r, qv_file_identity *out) {
+  if (!r->has_identity) return false;
+  *out = r->identity;
+  return true;
+}
+
+/* The whole index, for the accessors (errors: see qv_reader_index). */
+static bool index_all(const qv_reader *r) {
+  if (r->data == NULL) return false;
+  if (r->indexed) return true;
+  return ensure_index((qv_reader *)r, INT64_MAX, NULL) == QV_OK;
 }
 
 void qv_reader_close(qv_reader *r) {
@@ -467,6 +809,9 @@ void qv_reader_close(qv_reader *r) {
   free(r->batches);
   free(r->dicts);
   free(r->dict_slot);
+  if (r->idx_fd >= 0) close(r->idx_fd);
+  free(r->win);
+  free(r->index_err);
   qv_metadata_reset(&r->footer_metadata);
   qv_schema_unref(r->schema);
   qv_buffer_unref(r->data);
@@ -479,23 +824,30 @@ qv_compression qv_reader_compression(const qv_reader *r) { return r->compression
 int64_t qv_reader_size(const qv_reader *r) { return r->data ? r->data->size : 0; }
 bool qv_reader_big_endian(const qv_reader *r) { return r->big_endian; }
 int qv_reader_metadata_version(const qv_reader *r) { return r->version + 1; }
-int64_t qv_reader_num_batches(const qv_reader *r) { return r->data ? r->n_batches : -1; }
-int64_t qv_reader_num_rows(const qv_reader *r) { return r->data ? r->total_rows : -1; }
+int64_t qv_reader_num_batches(const qv_reader *r) { return index_all(r) ? r->n_batches : -1; }
+int64_t qv_reader_num_rows(const qv_reader *r) { return index_all(r) ? r->total_rows : -1; }
 
 int64_t qv_reader_batch_rows(const qv_reader *r, int64_t i) {
-  if (r->data == NULL || i < 0 || i >= r->n_batches) return -1;
+  if (r->data == NULL || i < 0) return -1;
+  if (i >= r->n_batches && ensure_index((qv_reader *)r, i, NULL) != QV_OK) return -1;
+  if (i >= r->n_batches) return -1;
   return r->batches[i].loc.num_rows;
 }
 
 const qv_batch_location *qv_reader_batch_location(const qv_reader *r, int64_t i) {
-  if (r->data == NULL || i < 0 || i >= r->n_batches) return NULL;
+  if (r->data == NULL || i < 0) return NULL;
+  if (i >= r->n_batches && ensure_index((qv_reader *)r, i, NULL) != QV_OK) return NULL;
+  if (i >= r->n_batches) return NULL;
   return &r->batches[i].loc;
 }
 
-int64_t qv_reader_num_dictionary_batches(const qv_reader *r) { return r->n_dicts; }
+int64_t qv_reader_num_dictionary_batches(const qv_reader *r) {
+  if (r->data != NULL && !index_all(r)) return -1;
+  return r->n_dicts;
+}
 
 const qv_batch_location *qv_reader_dictionary_location(const qv_reader *r, int64_t i) {
-  if (r->data == NULL || i < 0 || i >= r->n_dicts) return NULL;
+  if (r->data == NULL || i < 0 || !index_all(r) || i >= r->n_dicts) return NULL;
   return &r->dicts[i];
 }
 
@@ -521,6 +873,18 @@ static qv_status load_message(qv_reader *r, const qv_type *struct_type,
   ctx.message_index = index;
   ctx.metadata_version = m->version;
   return qv_ipc_load_batch(struct_type, &m->batch, &ctx, out, err);
+}
+
+/* A message that disagrees with its index entry: the file changed under
+ * the reader, or a (forged) cache entry does not describe it. */
+static qv_status mismatch(qv_error *err, const char *what, int64_t i,
+                          const qv_batch_location *loc) {
+  return qv_error_set(err, QV_ECHANGED,
+                      "%s %lld at offset %lld: the message there does not match the index "
+                      "(expected a body of %lld bytes at offset %lld, %lld rows): the file "
+                      "changed while open, or its index cache entry is corrupt",
+                      what, (long long)i, (long long)loc->offset, (long long)loc->body_length,
+                      (long long)loc->body_offset, (long long)loc->num_rows);
 }
 
 /* Concatenate the values of a delta dictionary onto the current ones. */
@@ -551,6 +915,12 @@ static qv_status apply_dict_message(qv_reader *r, int64_t k, qv_error *err) {
                             &eos, err));
   qv_ipc_message m;
   QV_RETURN_NOT_OK(qv_ipc_decode_message(meta, meta_len, &m, err));
+  if (m.type != QV_MSG_DICTIONARY_BATCH || body_start != loc->body_offset ||
+      m.body_length != loc->body_length || m.dict_id != loc->dict_id ||
+      m.is_delta != loc->is_delta || m.batch.length != loc->num_rows) {
+    qv_ipc_message_reset(&m);
+    return mismatch(err, "dictionary batch", k, loc);
+  }
   dict_state *ds = find_dstate(r, m.dict_id);
   qv_buffer *body = NULL;
   qv_type *wrap = NULL;
@@ -618,6 +988,7 @@ static qv_status reader_batch(qv_reader *r, int64_t i, qv_array **out, qv_error 
   if (r->data == NULL)
     return qv_error_set(err, QV_EARG, "random access is not available on a stream read "
                         "from a pipe; use qv_reader_next");
+  if (i >= 0) QV_RETURN_NOT_OK(ensure_index(r, i, err));
   if (i < 0 || i >= r->n_batches)
     return qv_error_set(err, QV_ERANGE, "record batch %lld does not exist (the file has %lld)",
                         (long long)i, (long long)r->n_batches);
@@ -630,6 +1001,11 @@ static qv_status reader_batch(qv_reader *r, int64_t i, qv_array **out, qv_error 
                             &eos, err));
   qv_ipc_message m;
   QV_RETURN_NOT_OK(qv_ipc_decode_message(meta, meta_len, &m, err));
+  if (m.type != QV_MSG_RECORD_BATCH || body_start != rl->loc.body_offset ||
+      m.body_length != rl->loc.body_length || m.batch.length != rl->loc.num_rows) {
+    qv_ipc_message_reset(&m);
+    return mismatch(err, "record batch", i, &rl->loc);
+  }
   qv_buffer *body = NULL;
   qv_status st = qv_buffer_view(r->data, rl->loc.body_offset, rl->loc.body_length, &body, err);
   if (st == QV_OK) st = load_message(r, r->schema->type, &m, body, i, out, err);
@@ -664,6 +1040,9 @@ static qv_status batch_body(void *ctx, qv_error *err) {
 }
 
 qv_status qv_reader_batch(qv_reader *r, int64_t i, qv_array **out, qv_error *err) {
+  /* A lazy index is extended first (pread, outside the guard), so that the
+   * decode below is guarded like any other. */
+  if (r->data != NULL && i >= 0) QV_RETURN_NOT_OK(ensure_index(r, i, err));
   if (r->data == NULL || i < 0 || i >= r->n_batches) return reader_batch(r, i, out, err);
   batch_call c = {r, i, NULL};
   qv_status st = qv_guard_check_prefix(r->data, batch_extent(r, i), err);
@@ -858,6 +1237,7 @@ static qv_status dicts_all_body(void *r, qv_error *err) { return dicts_decode_al
 
 qv_status qv_reader_next(qv_reader *r, qv_array **out, qv_error *err) {
   if (r->data == NULL) return fd_next(r, out, err);
+  QV_RETURN_NOT_OK(ensure_index(r, r->next_batch, err));
   if (r->next_batch >= r->n_batches) {
     *out = NULL;
     if (!r->stream_done) {

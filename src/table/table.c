@@ -124,7 +124,7 @@ qv_status qv_tsource_open(const char *path, const qv_read_options *opts,
   s->path = realpath(path, NULL);
   if (s->path == NULL) s->path = strdup(path);
   qv_status st = s->path ? QV_OK : oom(err, "path");
-  if (st == QV_OK) st = qv_reader_open_buffer(map, opts, &s->reader, err);
+  if (st == QV_OK) st = qv_reader_open_mapped(map, path, &id, opts, NULL, &s->reader, err);
   qv_buffer_unref(map);
   if (st != QV_OK) {
     qv_error_prefix(err, st, "'%s': ", path);

@@ -7,7 +7,10 @@
  * with qv_table_locate and decoding only its batch); Hugging Face datasets
  * directories, indices mapping files (cache-*.arrow with one uint64
  * column "indices") and --data go through the dataset layer (hfdir.c).
- * `head -` reads a stream from stdin with the reader. --decode-labels
+ * `head` of a plain Arrow file or stream that cannot be an indices
+ * mapping opens it with a lazy index (only the batches it prints are
+ * located: O(1) in the stream's length); `head -` reads a stream from stdin
+ * with the reader. --decode-labels
  * prints ClassLabel names (qv_hf_format_row_json). Top layer.
  */
 #include <stdio.h>
@@ -107,6 +110,18 @@ static qv_status head_rows(next_batch_fn next, void *src, const qv_schema *schem
   return st;
 }
 
+/* Whether `head PATH` may read PATH as a plain Arrow file or stream with a
+ * lazy index: it is one by its magic bytes and cannot be an indices mapping
+ * (only cache-* files can: the layout's rule, docs/hf.md), so classifying
+ * it (which maps it as a table and so indexes every batch) is not needed. */
+static bool lazy_plain_file(const char *path) {
+  const char *slash = strrchr(path, '/');
+  if (strncmp(slash ? slash + 1 : path, "cache-", 6) == 0) return false;
+  qv_path_kind kind;
+  if (qv_path_sniff(path, &kind, NULL) != QV_OK) return false; /* classify says why */
+  return kind == QV_PATH_ARROW_FILE || kind == QV_PATH_ARROW_STREAM;
+}
+
 int cmd_head(int argc, char **argv) {
   const char *path = NULL, *split = NULL, *data = NULL;
   bool decode = false;
@@ -151,6 +166,14 @@ int cmd_head(int argc, char **argv) {
     qv_read_options opts = {QV_VALIDATE_DEFAULT, true, 0};
     qv_reader *r = NULL;
     st = qv_reader_open_fd(STDIN_FILENO, &opts, &r, &err);
+    if (st != QV_OK) return cli_fail(st, &err);
+    st = head_rows(reader_next, r, qv_reader_schema(r), decode, n, &err);
+    qv_reader_close(r);
+  } else if (data == NULL && split == NULL && lazy_plain_file(path)) {
+    qv_read_options opts = {QV_VALIDATE_DEFAULT, true, 0};
+    qv_index_options io = {true, QV_INDEX_CACHE_DEFAULT};
+    qv_reader *r = NULL;
+    st = qv_reader_open_file(path, &opts, &io, &r, &err);
     if (st != QV_OK) return cli_fail(st, &err);
     st = head_rows(reader_next, r, qv_reader_schema(r), decode, n, &err);
     qv_reader_close(r);
