@@ -49,4 +49,9 @@ json_t *qv_hf_feature_to_json(const qv_hf_feature *f);
 qv_status qv_hf_schema_with_features(qv_type *struct_type, const qv_hf_feature *features,
                                      const char *fp, qv_schema **out, qv_error *err);
 
+/** The child of a dict feature named `name`: its child at position `hint`
+ *  when that one has the name (features aligned with a schema: O(1)),
+ *  else qv_hf_feature_get's scan. NULL when absent. Borrowed. */
+const qv_hf_feature *qv_hf_dict_child(const qv_hf_feature *dict, int32_t hint, const char *name);
+
 #endif /* QUIVER_HF_INTERNAL_H */
