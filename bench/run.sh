@@ -11,9 +11,12 @@
 # iterating 50k rows before/after shuffle, map/filter) vs the C API.
 # python: the extension (import quiver) vs datasets on QV_PYEXT_ROWS rows
 # (default 500k): random ds[i], a batched Python map, to a pyarrow Table.
-# QV_BENCH_SECTIONS picks sections (default "read row table write sort dataset python").
+# wide: `quiver info` / `head` on 100k and 1M columns with features
+# metadata vs pyarrow's open (linear in columns), and `head -n 1` of an
+# 8 x 256 MiB zstd "bomb" (time, peak RSS) vs pyarrow (bench_wide.py).
+# QV_BENCH_SECTIONS picks sections (default "read row table write sort dataset python wide").
 set -eu
-sections=${QV_BENCH_SECTIONS:-read row table write sort dataset python}
+sections=${QV_BENCH_SECTIONS:-read row table write sort dataset python wide}
 has() { case " $sections " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 build=${1:-build}
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -216,4 +219,8 @@ fi
 if has python; then
 echo "== Python extension vs datasets (import quiver)"
 PYTHONPATH="$top/$build/python" "$py" -W ignore "$top/bench/bench_pyext.py" "$data" "${QV_PYEXT_ROWS:-500000}"
+fi
+if has wide; then
+  echo "== open in the number of columns; decompress what is read (issue 11 items 3, 4)"
+  "$py" "$top/bench/bench_wide.py" "$top/$build/quiver" "$data"
 fi

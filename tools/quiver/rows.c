@@ -125,7 +125,7 @@ int cmd_head(int argc, char **argv) {
   int64_t done = 0;
   while (st == QV_OK && done < n) {
     qv_array *b = NULL;
-    st = qv_reader_next(r, &b, &err);
+    st = qv_reader_next_select(r, NULL, 0, n - done, &b, &err);
     if (st != QV_OK || b == NULL) break;
     for (int64_t i = 0; st == QV_OK && i < b->length && done < n; i++, done++)
       st = print_row(b, i, features, &sb, &err);
