@@ -15,9 +15,12 @@
 # add 50000 for the issue's 5.6 GB case) of QV_STREAM_BATCH_KB KiB each
 # (default 112): head -n 1, first open, reopen (index cache), RSS, against
 # pyarrow's first batch and read_all; QV_STREAM_REPS (default 5).
-# QV_BENCH_SECTIONS picks sections (default "read row table write sort dataset python stream").
+# wide: `quiver info` / `head` on 100k and 1M columns with features
+# metadata vs pyarrow's open (linear in columns), and `head -n 1` of an
+# 8 x 256 MiB zstd "bomb" (time, peak RSS) vs pyarrow (bench_wide.py).
+# QV_BENCH_SECTIONS picks sections (default "read row table write sort dataset python stream wide").
 set -eu
-sections=${QV_BENCH_SECTIONS:-read row table write sort dataset python stream}
+sections=${QV_BENCH_SECTIONS:-read row table write sort dataset python stream wide}
 has() { case " $sections " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 build=${1:-build}
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -253,4 +256,8 @@ print(f"RSS growth while open: pread walk {q['pread_walk_rss_kb'] / 1024:.2f} MB
       f"{q['head_rss_kb'] / 1024:.2f} MB; quiver.open {p['py_first_open_rss_kb'] / 1024:.2f} MB")
 PY
   done
+fi
+if has wide; then
+  echo "== open in the number of columns; decompress what is read (issue 11 items 3, 4)"
+  "$py" "$top/bench/bench_wide.py" "$top/$build/quiver" "$data"
 fi

@@ -202,6 +202,49 @@ QV_API qv_status qv_reader_batch(qv_reader *r, int64_t i, qv_array **out,
  */
 QV_API qv_status qv_reader_next(qv_reader *r, qv_array **out, qv_error *err) QV_NODISCARD;
 
+/**
+ * Decompress only what is read. As qv_reader_batch, but:
+ *  - `columns` (n_columns schema column indices, in the order wanted;
+ *    NULL = all columns) selects the columns of the result, a STRUCT of
+ *    those fields. The other columns' buffers are range-checked but not
+ *    decompressed, byte-swapped or referenced.
+ *  - max_rows >= 0 limits the result to min(max_rows, batch rows) rows;
+ *    in a compressed batch, columns laid out as a prefix of rows (fixed
+ *    width, bool, binary/string, dictionary indices) decompress only those
+ *    rows' bytes (nested and view columns decompress whole, then are
+ *    sliced). max_rows < 0: all rows.
+ * Uncompressed batches stay zero-copy views of the mapping. Caller owns
+ * the returned reference. QV_ERANGE for a column index out of range;
+ * QV_ENOMEM when the decompression would pass the reader's budget
+ * (qv_reader_set_decompress_budget).
+ */
+QV_API qv_status qv_reader_batch_select(qv_reader *r, int64_t i, const int32_t *columns,
+                                 int32_t n_columns, int64_t max_rows, qv_array **out,
+                                 qv_error *err) QV_NODISCARD;
+
+/** qv_reader_next with the selection of qv_reader_batch_select (every
+ *  reader kind; the cursor moves by one batch whatever max_rows is). */
+QV_API qv_status qv_reader_next_select(qv_reader *r, const int32_t *columns, int32_t n_columns,
+                                int64_t max_rows, qv_array **out, qv_error *err) QV_NODISCARD;
+
+/**
+ * The decompression budget: a bound on the bytes of decompressed buffers
+ * this reader's arrays hold at once (counted from decompression until the
+ * last reference to each buffer goes, whoever holds it, even after
+ * qv_reader_close). A decode that would pass it fails with QV_ENOMEM and
+ * a message naming the batch, column and buffer, instead of allocating.
+ * 0 = no bound. The default is $QUIVER_DECOMPRESS_BUDGET (bytes, optional
+ * K/M/G/T suffix) when set, else the smallest of 4 GiB, a quarter of
+ * physical memory and half of the address-space limit (RLIMIT_AS). Set it
+ * before decoding from other threads. Independent of max_alloc, which
+ * bounds each buffer.
+ */
+QV_API void qv_reader_set_decompress_budget(qv_reader *r, int64_t bytes);
+QV_API int64_t qv_reader_decompress_budget(const qv_reader *r);
+/** Decompressed bytes held now by arrays of this reader (`held`) and
+ *  decompressed since it opened (`total`); either pointer may be NULL. */
+QV_API void qv_reader_decompress_stats(const qv_reader *r, int64_t *held, int64_t *total);
+
 /* ------------------------------------------------------------------------ */
 /* Arrow C Data / C Stream Interface                                         */
 

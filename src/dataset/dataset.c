@@ -215,7 +215,7 @@ qv_status qv_ds_features_for_schema(const qv_schema *schema, const qv_hf_feature
   if (f == NULL) return oom(err);
   for (int32_t c = 0; c < nc; c++) {
     const qv_field *field = qv_schema_field(schema, c);
-    const qv_hf_feature *old = like ? qv_hf_feature_get(like, field->name) : NULL;
+    const qv_hf_feature *old = like ? qv_hf_dict_child(like, c, field->name) : NULL;
     qv_hf_feature *child = NULL;
     if (old != NULL) {
       qv_type *t = NULL;

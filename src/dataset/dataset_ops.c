@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "dataset/dataset_internal.h"
+#include "dataset/hf_internal.h"
 #include "quiver/expr.h"
 #include "quiver/print.h"
 #include "quiver/random.h"
@@ -639,7 +640,7 @@ qv_status qv_dataset_concatenate(qv_dataset *const *datasets, int64_t n, int axi
                           "concatenate: dataset %lld has %d columns, dataset 0 has %d",
                           (long long)i, fi->n_children, f0->n_children);
       for (int32_t c = 0; c < f0->n_children && st == QV_OK; c++) {
-        const qv_hf_feature *g = qv_hf_feature_get(fi, f0->keys[c]);
+        const qv_hf_feature *g = qv_hf_dict_child(fi, c, f0->keys[c]);
         if (g == NULL)
           st = qv_error_set(err, QV_EARG, "concatenate: dataset %lld has no column '%s'",
                             (long long)i, f0->keys[c]);

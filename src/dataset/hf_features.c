@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/name_index_internal.h"
 #include "dataset/hf_internal.h"
 #include "quiver/fingerprint.h"
 
@@ -177,6 +178,25 @@ static qv_status add_child(qv_hf_feature *f, const char *key, qv_hf_feature *chi
   }
   ch[f->n_children++] = child;
   return QV_OK;
+}
+
+static const char *feature_key_at(const void *ctx, int32_t i) {
+  return ((const qv_hf_feature *)ctx)->keys[i];
+}
+
+static const char *type_child_name_at(const void *ctx, int32_t i) {
+  return ((const qv_type *)ctx)->children[i].name;
+}
+
+static const char *schema_name_at(const void *ctx, int32_t i) {
+  return qv_schema_field((const qv_schema *)ctx, i)->name;
+}
+
+const qv_hf_feature *qv_hf_dict_child(const qv_hf_feature *dict, int32_t hint, const char *name) {
+  if (dict != NULL && dict->kind == QV_HF_DICT && dict->keys != NULL && hint >= 0 &&
+      hint < dict->n_children && strcmp(dict->keys[hint], name) == 0)
+    return dict->children[hint];
+  return qv_hf_feature_get(dict, name);
 }
 
 const qv_hf_feature *qv_hf_feature_get(const qv_hf_feature *dict, const char *name) {
@@ -1053,6 +1073,33 @@ static bool strs_equal(char *const *a, int64_t na, char *const *b, int64_t nb) {
   return true;
 }
 
+/* Children of two dicts with as many children, equal by key whatever
+ * their order. Keys at the same place (the usual case) need no lookup;
+ * otherwise b's keys are indexed once (a scan per key only when that
+ * index cannot be allocated). */
+static bool dict_children_equal(const qv_hf_feature *a, const qv_hf_feature *b) {
+  if (a->n_children == 0) return true;
+  if (a->keys == NULL || b->keys == NULL) return false;
+  qv_name_index ix = {0};
+  bool indexed = false, eq = true;
+  for (int32_t i = 0; i < a->n_children && eq; i++) {
+    const qv_hf_feature *bc = NULL;
+    if (strcmp(a->keys[i], b->keys[i]) == 0) {
+      bc = b->children[i];
+    } else {
+      if (!indexed) {
+        qv_error e;
+        indexed = qv_name_index_build(&ix, feature_key_at, b, b->n_children, &e) == QV_OK;
+      }
+      int32_t k = indexed ? qv_name_index_find(&ix, a->keys[i]) : -1;
+      bc = indexed ? (k >= 0 ? b->children[k] : NULL) : qv_hf_feature_get(b, a->keys[i]);
+    }
+    eq = qv_hf_feature_equals(a->children[i], bc);
+  }
+  qv_name_index_free(&ix);
+  return eq;
+}
+
 bool qv_hf_feature_equals(const qv_hf_feature *a, const qv_hf_feature *b) {
   if (a == b) return true;
   if (a == NULL || b == NULL || a->kind != b->kind) return false;
@@ -1061,9 +1108,7 @@ bool qv_hf_feature_equals(const qv_hf_feature *a, const qv_hf_feature *b) {
   switch (a->kind) {
     case QV_HF_DICT: /* Python dict equality ignores key order */
       if (a->n_children != b->n_children) return false;
-      for (int32_t i = 0; i < a->n_children; i++)
-        if (!qv_hf_feature_equals(a->children[i], qv_hf_feature_get(b, a->keys[i]))) return false;
-      return true;
+      return dict_children_equal(a, b);
     case QV_HF_VALUE: return strcmp(a->dtype, b->dtype) == 0;
     case QV_HF_CLASS_LABEL:
     case QV_HF_TRANSLATION:
@@ -1439,17 +1484,22 @@ static qv_status derive(const qv_field *field, const char *path, int depth, qv_h
     case QV_STRUCT: {
       qv_hf_feature *d = node_new(QV_HF_DICT, NULL);
       if (d == NULL) return qv_error_set(err, QV_ENOMEM, "out of memory (features)");
+      qv_name_index seen = {0};
+      st = qv_name_index_init(&seen, type_child_name_at, t, t->n_children, err);
       for (int32_t i = 0; i < t->n_children && st == QV_OK; i++) {
         qv_hf_feature *c = NULL;
+        int32_t dup = -1;
         path_key(&sub, path, t->children[i].name);
         st = derive(&t->children[i], sub.s, depth + 1, &c, err);
-        if (st == QV_OK && qv_hf_feature_get(d, t->children[i].name) != NULL) {
+        if (st == QV_OK) st = qv_name_index_add(&seen, i, &dup, err);
+        if (st == QV_OK && dup >= 0) {
           qv_hf_feature_free(c);
           st = qv_error_set(err, QV_EINVAL, "%s: duplicate field name", sub.s);
-        } else if (st == QV_OK && (st = add_child(d, t->children[i].name, c, err)) != QV_OK) {
+        } else if (st != QV_OK || (st = add_child(d, t->children[i].name, c, err)) != QV_OK) {
           qv_hf_feature_free(c);
         }
       }
+      qv_name_index_free(&seen);
       if (st != QV_OK) {
         qv_hf_feature_free(d);
         return st;
@@ -1578,17 +1628,30 @@ qv_status qv_hf_features_resolve(const qv_schema *schema, qv_hf_feature **out,
   int32_t n = qv_schema_num_fields(schema);
   qv_hf_feature *res = node_new(QV_HF_DICT, NULL);
   bool *from = calloc(n > 0 ? (size_t)n : 1, sizeof *from);
+  /* Hash lookups, so that n columns cost O(n) (a scan per column made
+   * 1M columns take minutes): the metadata's features by key, and the
+   * schema's names for the duplicate check. */
+  qv_name_index by_key = {0}, seen = {0};
+  bool md_dict = md.features != NULL && md.features->kind == QV_HF_DICT &&
+                 md.features->keys != NULL;
   qv_status st = QV_OK;
   if (res == NULL || from == NULL) st = qv_error_set(err, QV_ENOMEM, "out of memory (features)");
+  if (st == QV_OK && md_dict)
+    st = qv_name_index_build(&by_key, feature_key_at, md.features, md.features->n_children, err);
+  if (st == QV_OK) st = qv_name_index_init(&seen, schema_name_at, schema, n, err);
   for (int32_t i = 0; i < n && st == QV_OK; i++) {
     const qv_field *field = qv_schema_field(schema, i);
-    if (qv_hf_feature_get(res, field->name) != NULL) {
+    int32_t dup = -1;
+    st = qv_name_index_add(&seen, i, &dup, err);
+    if (st != QV_OK) break;
+    if (dup >= 0) {
       st = qv_error_set(err, QV_EINVAL,
                         "column '%s' appears twice (datasets features cannot describe it)",
                         field->name);
       break;
     }
-    const qv_hf_feature *mf = qv_hf_feature_get(md.features, field->name);
+    int32_t k = md_dict ? qv_name_index_find(&by_key, field->name) : -1;
+    const qv_hf_feature *mf = k >= 0 ? md.features->children[k] : NULL;
     bool match = false;
     if (mf != NULL) st = feature_matches(mf, field, &match, err);
     if (st != QV_OK) break;
@@ -1602,6 +1665,8 @@ qv_status qv_hf_features_resolve(const qv_schema *schema, qv_hf_feature **out,
     }
     if (st == QV_OK && (st = add_child(res, field->name, c, err)) != QV_OK) qv_hf_feature_free(c);
   }
+  qv_name_index_free(&by_key);
+  qv_name_index_free(&seen);
   qv_hf_metadata_reset(&md);
   if (st != QV_OK) {
     qv_hf_feature_free(res);

@@ -68,4 +68,9 @@ typedef struct qv_hf_known_file {
 qv_status qv_hf_dir_open_known(const char *path, const qv_hf_known_file *known, qv_hf_dir **out,
                                qv_error *err);
 
+/** The child of a dict feature named `name`: its child at position `hint`
+ *  when that one has the name (features aligned with a schema: O(1)),
+ *  else qv_hf_feature_get's scan. NULL when absent. Borrowed. */
+const qv_hf_feature *qv_hf_dict_child(const qv_hf_feature *dict, int32_t hint, const char *name);
+
 #endif /* QUIVER_HF_INTERNAL_H */

@@ -62,7 +62,7 @@ static qv_status render_struct(const qv_array *a, int64_t k, const qv_hf_feature
     QV_RETURN_NOT_OK(qv_strbuf_append_char(out, ':', err));
     const qv_array *c = a->children[i];
     if (c == NULL || k < 0 || k >= c->length) return bad(err, a, k);
-    QV_RETURN_NOT_OK(render(c, k, qv_hf_feature_get(f, name), out, depth + 1, err));
+    QV_RETURN_NOT_OK(render(c, k, qv_hf_dict_child(f, i, name), out, depth + 1, err));
   }
   return qv_strbuf_append_char(out, '}', err);
 }

@@ -123,29 +123,112 @@ static qv_status zstd_decode(const uint8_t *src, size_t src_len, uint8_t *dst,
   return QV_OK;
 }
 
-qv_status qv_ipc_decompress(qv_compression codec, qv_buffer *compressed,
-                            int64_t max_alloc, qv_buffer **out,
-                            qv_error *err) {
-  *out = NULL;
-  if (codec != QV_COMPRESSION_LZ4_FRAME && codec != QV_COMPRESSION_ZSTD)
-    return qv_error_set(err, QV_EINVAL, "unknown compression codec %d",
-                        (int)codec);
-  if (compressed->size == 0) {
-    *out = qv_buffer_ref(compressed);
-    return QV_OK;
+/* Decode the first dst_len bytes of the ZSTD frame(s) at src (streaming;
+ * stops as soon as dst is full, so a prefix costs what it decodes). */
+static qv_status zstd_decode_prefix(const uint8_t *src, size_t src_len, uint8_t *dst,
+                                    size_t dst_len, qv_error *err) {
+  ZSTD_DCtx *d = ZSTD_createDCtx();
+  if (d == NULL) return qv_error_set(err, QV_ENOMEM, "ZSTD: cannot create a context");
+  ZSTD_inBuffer in = {src, src_len, 0};
+  ZSTD_outBuffer out = {dst, dst_len, 0};
+  qv_status st = QV_OK;
+  while (out.pos < out.size) {
+    size_t before_in = in.pos, before_out = out.pos;
+    size_t rc = ZSTD_decompressStream(d, &out, &in);
+    if (ZSTD_isError(rc)) {
+      st = qv_error_set(err, QV_EINVAL, "ZSTD: corrupt frame: %s", ZSTD_getErrorName(rc));
+      break;
+    }
+    if (in.pos == before_in && out.pos == before_out) { /* input ended */
+      st = qv_error_set(err, QV_EINVAL,
+                        "ZSTD: frame decodes to %zu bytes, fewer than the %zu needed",
+                        out.pos, dst_len);
+      break;
+    }
   }
+  ZSTD_freeDCtx(d);
+  return st;
+}
+
+/* As zstd_decode_prefix for LZ4 frames. */
+static qv_status lz4_decode_prefix(const uint8_t *src, size_t src_len, uint8_t *dst,
+                                   size_t dst_len, qv_error *err) {
+  LZ4F_dctx *dctx = NULL;
+  size_t rc = LZ4F_createDecompressionContext(&dctx, LZ4F_VERSION);
+  if (LZ4F_isError(rc))
+    return qv_error_set(err, QV_ENOMEM, "LZ4_FRAME: cannot create context: %s",
+                        LZ4F_getErrorName(rc));
+  qv_status st = QV_OK;
+  size_t spos = 0, dpos = 0;
+  while (dpos < dst_len) {
+    size_t in = src_len - spos, out = dst_len - dpos;
+    size_t hint = LZ4F_decompress(dctx, dst + dpos, &out, src + spos, &in, NULL);
+    if (LZ4F_isError(hint)) {
+      st = qv_error_set(err, QV_EINVAL, "LZ4_FRAME: corrupt frame: %s", LZ4F_getErrorName(hint));
+      break;
+    }
+    if (in == 0 && out == 0) {
+      st = qv_error_set(err, QV_EINVAL,
+                        "LZ4_FRAME: frame decodes to %zu bytes, fewer than the %zu needed",
+                        dpos, dst_len);
+      break;
+    }
+    spos += in;
+    dpos += out;
+  }
+  LZ4F_freeDecompressionContext(dctx);
+  return st;
+}
+
+qv_status qv_ipc_compressed_length(qv_compression codec, const qv_buffer *compressed,
+                                   int64_t *declared, qv_error *err) {
+  *declared = 0;
+  if (codec != QV_COMPRESSION_LZ4_FRAME && codec != QV_COMPRESSION_ZSTD)
+    return qv_error_set(err, QV_EINVAL, "unknown compression codec %d", (int)codec);
+  if (compressed->size == 0) return QV_OK;
   if (compressed->size < QV_CODEC_PREFIX_LEN)
     return qv_error_set(err, QV_EINVAL,
                         "%s: compressed buffer of %lld bytes is shorter than "
                         "its 8-byte length prefix",
                         codec_name(codec), (long long)compressed->size);
-  int64_t declared = load_le64(compressed->data);
+  *declared = load_le64(compressed->data);
+  if (*declared < 0 && *declared != QV_CODEC_UNCOMPRESSED)
+    return qv_error_set(err, QV_EINVAL, "%s: negative uncompressed length %lld",
+                        codec_name(codec), (long long)*declared);
+  return QV_OK;
+}
+
+qv_status qv_ipc_decompress_into(qv_compression codec, const qv_buffer *compressed,
+                                 uint8_t *dst, int64_t len, qv_error *err) {
+  int64_t declared;
+  QV_RETURN_NOT_OK(qv_ipc_compressed_length(codec, compressed, &declared, err));
+  if (len < 0 || len > declared || declared == QV_CODEC_UNCOMPRESSED)
+    return qv_error_set(err, QV_EARG,
+                        "qv_ipc_decompress_into: %lld bytes asked of a buffer declaring %lld",
+                        (long long)len, (long long)declared);
+  if (len == 0 && declared > 0) return QV_OK;
+  const uint8_t *src = compressed->data + QV_CODEC_PREFIX_LEN;
+  size_t src_len = (size_t)(compressed->size - QV_CODEC_PREFIX_LEN);
+  if (len == declared)
+    return codec == QV_COMPRESSION_ZSTD ? zstd_decode(src, src_len, dst, (size_t)len, err)
+                                        : lz4_decode(src, src_len, dst, (size_t)len, err);
+  return codec == QV_COMPRESSION_ZSTD ? zstd_decode_prefix(src, src_len, dst, (size_t)len, err)
+                                      : lz4_decode_prefix(src, src_len, dst, (size_t)len, err);
+}
+
+qv_status qv_ipc_decompress(qv_compression codec, qv_buffer *compressed,
+                            int64_t max_alloc, qv_buffer **out,
+                            qv_error *err) {
+  *out = NULL;
+  int64_t declared;
+  QV_RETURN_NOT_OK(qv_ipc_compressed_length(codec, compressed, &declared, err));
+  if (compressed->size == 0) {
+    *out = qv_buffer_ref(compressed);
+    return QV_OK;
+  }
   if (declared == QV_CODEC_UNCOMPRESSED)
     return qv_buffer_view(compressed, QV_CODEC_PREFIX_LEN,
                           compressed->size - QV_CODEC_PREFIX_LEN, out, err);
-  if (declared < 0)
-    return qv_error_set(err, QV_EINVAL, "%s: negative uncompressed length %lld",
-                        codec_name(codec), (long long)declared);
   if (max_alloc <= 0) max_alloc = QV_DEFAULT_MAX_ALLOC;
   if (declared > max_alloc)
     return qv_error_set(err, QV_ENOMEM,
@@ -155,11 +238,7 @@ qv_status qv_ipc_decompress(qv_compression codec, qv_buffer *compressed,
                         (long long)max_alloc);
   qv_buffer *dst = NULL;
   QV_RETURN_NOT_OK(qv_buffer_alloc(declared, &dst, err));
-  const uint8_t *src = compressed->data + QV_CODEC_PREFIX_LEN;
-  size_t src_len = (size_t)(compressed->size - QV_CODEC_PREFIX_LEN);
-  qv_status st = codec == QV_COMPRESSION_ZSTD
-                     ? zstd_decode(src, src_len, dst->data, (size_t)declared, err)
-                     : lz4_decode(src, src_len, dst->data, (size_t)declared, err);
+  qv_status st = qv_ipc_decompress_into(codec, compressed, dst->data, declared, err);
   if (st != QV_OK) {
     qv_buffer_unref(dst);
     return st;

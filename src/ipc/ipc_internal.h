@@ -193,6 +193,34 @@ typedef struct qv_ipc_dict_lookup {
   void *ctx;
 } qv_ipc_dict_lookup;
 
+/**
+ * The decompression budget of a reader: decompressed bytes currently
+ * held (by buffers still referenced anywhere), bounded by `limit` (0 = no
+ * bound), and the bytes decompressed over the reader's life. Shared by
+ * the reader and every buffer it decompressed (each holds a reference
+ * until released), so it outlives the reader when arrays do.
+ */
+typedef struct qv_ipc_budget {
+  long refcount;
+  int64_t limit; /* set before loads start; read without a lock */
+  int64_t held;  /* atomic */
+  int64_t total; /* atomic */
+} qv_ipc_budget;
+
+/** New budget (one reference) or NULL when out of memory. */
+qv_ipc_budget *qv_ipc_budget_new(int64_t limit);
+void qv_ipc_budget_unref(qv_ipc_budget *b);
+
+/** Default decompression budget when $QUIVER_DECOMPRESS_BUDGET is unset. */
+#define QV_DEFAULT_DECOMPRESS_BUDGET ((int64_t)4 << 30)
+
+/**
+ * The budget a reader starts with: $QUIVER_DECOMPRESS_BUDGET (bytes, with
+ * an optional K/M/G/T suffix; 0 = unbounded) when set, else the smallest
+ * of 4 GiB, a quarter of physical memory and half of RLIMIT_AS.
+ */
+int64_t qv_ipc_default_budget(void);
+
 /** Options and context for turning a batch body into arrays. */
 typedef struct qv_ipc_load_ctx {
   qv_buffer *body;         /* the message body (view into the mapping) */
@@ -203,6 +231,10 @@ typedef struct qv_ipc_load_ctx {
   int64_t message_index;   /* for error text ("message 3: ...") */
   int metadata_version;    /* QV_METADATA_V4 / V5 of the message: V4 union
                               arrays carry a (skipped) validity buffer slot */
+  const bool *columns;     /* per top-level column: load it (NULL = all) */
+  bool limit_rows;         /* false (zero-initialised): all rows */
+  int64_t max_rows;        /* with limit_rows: at most this many rows */
+  qv_ipc_budget *budget;   /* decompressed bytes accounting, or NULL */
 } qv_ipc_load_ctx;
 
 /**
@@ -213,6 +245,20 @@ typedef struct qv_ipc_load_ctx {
  * the schema, decompresses compressed buffers (bounded by ctx->max_alloc),
  * converts big-endian values, attaches dictionaries, and validates the
  * result at ctx->validation. Caller owns *out.
+ *
+ * Decompress what is read: with ctx->columns, the columns not asked for
+ * are walked and range-checked but nothing of them is decompressed or
+ * referenced (their children of *out are NULL). With ctx->limit_rows and
+ * ctx->max_rows >= 0 the batch has min(max_rows, length) rows; top-level columns of a
+ * compressed batch whose layout is a prefix of rows (fixed width, bool,
+ * binary/string, dictionary indices) decompress only the bytes of those
+ * rows, others decompress whole and are sliced. A compressed buffer whose
+ * declared uncompressed length exceeds its real need (from the node
+ * length and the type: validity ceil(len/8), fixed width len*width,
+ * offsets (len+1)*w, views len*16, variable data the last offset; padded
+ * to 64 bytes) is refused with QV_EINVAL; each decompression is counted
+ * in ctx->budget and refused with QV_ENOMEM when it would pass the
+ * budget's limit.
  */
 qv_status qv_ipc_load_batch(const qv_type *schema_type,
                             const qv_ipc_batch_desc *desc,
@@ -227,6 +273,26 @@ qv_status qv_ipc_load_batch(const qv_type *schema_type,
  */
 qv_status qv_ipc_decompress(qv_compression codec, qv_buffer *compressed,
                             int64_t max_alloc, qv_buffer **out, qv_error *err);
+
+/**
+ * The uncompressed length an IPC-compressed buffer declares in its 8-byte
+ * prefix: -1 means "stored uncompressed" (the bytes after the prefix), 0
+ * for an empty buffer. QV_EINVAL for a short buffer, another negative
+ * length or an unknown codec. Nothing is decoded.
+ */
+qv_status qv_ipc_compressed_length(qv_compression codec, const qv_buffer *compressed,
+                                   int64_t *declared, qv_error *err);
+
+/**
+ * Decode the first `len` bytes of an IPC-compressed buffer into caller
+ * memory `dst` (len bytes). len == the declared length decodes it all and
+ * checks the frame decodes to exactly that; a shorter len stops decoding
+ * as soon as dst is full (a prefix costs what it decodes, not the whole
+ * frame). QV_EARG when len exceeds the declared length or the buffer is
+ * stored uncompressed; QV_EINVAL for corrupt or short frames.
+ */
+qv_status qv_ipc_decompress_into(qv_compression codec, const qv_buffer *compressed,
+                                 uint8_t *dst, int64_t len, qv_error *err);
 
 /**
  * Compress `len` bytes at `src` into the IPC form: an 8-byte little-endian
@@ -258,6 +324,15 @@ int64_t qv_ipc_compress_bound(qv_compression codec, int level, int64_t len);
 qv_status qv_ipc_compress_into(qv_codec_ctx **ctx, qv_compression codec, int level,
                                const void *src, int64_t len, uint8_t *dst, int64_t dst_cap,
                                int64_t *written, qv_error *err);
+
+/**
+ * Record batch i (random access) with only the top-level columns whose
+ * `load` entry is true (NULL = all) materialised: a STRUCT of the
+ * reader's schema whose other children are NULL (the columns are still
+ * range-checked). For caches that add columns on demand (table sources).
+ */
+qv_status qv_reader_batch_masked(qv_reader *r, int64_t i, const bool *load, qv_array **out,
+                                 qv_error *err);
 
 /** Default bound for a single decompressed buffer: 2 GiB. */
 #define QV_DEFAULT_MAX_ALLOC ((int64_t)1 << 31)

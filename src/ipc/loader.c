@@ -21,12 +21,17 @@
  * QV_VALIDATE_MINIMAL (buffer sizes), so nothing downstream can read past
  * a buffer even when the caller asked for no validation.
  */
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include "core/validate_internal.h"
 #include "ipc/ipc_internal.h"
+#include "ipc/json_internal.h" /* load_off */
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "the IPC loader assumes a little-endian host"
@@ -61,6 +66,15 @@ typedef struct loader {
   const uint8_t *body_data;
   int64_t body_size;
   int64_t max_alloc;
+  bool skip;          /* walking a column that is not loaded: buffers are
+                         range-checked, nothing is materialised */
+  int64_t rows_limit; /* >= 0: a top-level column of a compressed batch
+                         whose layout allows it loads only its first
+                         rows_limit rows (prefix decoding) */
+  bool prefixed;      /* the column just loaded honoured rows_limit */
+  int64_t top_length; /* node length of the top-level column just walked */
+  int64_t cur_length; /* node length of the array being loaded (messages) */
+  const qv_type *cur_type;
   char path[QV_LOADER_PATH_MAX];
   size_t path_len;
 } loader;
@@ -214,12 +228,100 @@ static qv_status take_node(loader *L, qv_ipc_node *out) {
   return QV_OK;
 }
 
+/* n * bits / 8 rounded up, or -1 when it overflows (no bound then but
+ * max_alloc). */
+static int64_t bytes_for(int64_t n, int64_t bits) {
+  int64_t b;
+  if (n < 0 || bits <= 0 || __builtin_mul_overflow(n, bits, &b) || b > INT64_MAX - 7) return -1;
+  return (b + 7) / 8;
+}
+
+/* What a decompressed buffer may declare for a real need of `need` bytes:
+ * the need padded to 64 bytes, as Arrow writers pad (PaddedLength). */
+static int64_t allowed_for(int64_t need) {
+  if (need < 0 || need > INT64_MAX - 63) return -1;
+  return (need + 63) & ~(int64_t)63;
+}
+
+/* A decompressed buffer's memory, counted against the reader's budget
+ * until its last reference goes. */
+typedef struct budget_hold {
+  qv_ipc_budget *budget;
+  qv_buffer *heap;
+} budget_hold;
+
+static void budget_release(void *ctx, void *data, int64_t size) {
+  (void)data;
+  budget_hold *h = ctx;
+  __atomic_sub_fetch(&h->budget->held, size, __ATOMIC_RELAXED);
+  qv_buffer_unref(h->heap);
+  qv_ipc_budget_unref(h->budget);
+  free(h);
+}
+
+/* Decompress `n` bytes of `src` (declaring `declared`) into a new buffer,
+ * within the budget when there is one. */
+static qv_status decompress_counted(loader *L, qv_buffer *src, int64_t n, int slot,
+                                    const char *name, qv_buffer **out) {
+  qv_ipc_budget *bg = L->ctx->budget;
+  *out = NULL;
+  if (bg != NULL) {
+    int64_t held = __atomic_add_fetch(&bg->held, n, __ATOMIC_RELAXED);
+    if (bg->limit > 0 && held > bg->limit) {
+      __atomic_sub_fetch(&bg->held, n, __ATOMIC_RELAXED);
+      return lfail(L, QV_ENOMEM,
+                   "buffer %d (%s): decompressing %lld bytes would hold %lld decompressed "
+                   "bytes, over the reader's budget of %lld (%lld held by arrays still in "
+                   "use); read fewer columns or rows at once, or raise the budget "
+                   "(qv_reader_set_decompress_budget, QUIVER_DECOMPRESS_BUDGET)",
+                   slot, name, (long long)n, (long long)(held), (long long)bg->limit,
+                   (long long)(held - n));
+    }
+  }
+  qv_buffer *heap = NULL, *b = NULL;
+  budget_hold *h = NULL;
+  qv_status st = qv_buffer_alloc(n, &heap, L->err);
+  if (st == QV_OK) st = qv_ipc_decompress_into(L->desc->compression, src, heap->data, n, L->err);
+  if (st == QV_OK && bg != NULL) {
+    h = malloc(sizeof *h);
+    if (h == NULL) st = lfail(L, QV_ENOMEM, "out of memory (decompressed buffer)");
+  }
+  if (st == QV_OK && bg != NULL) {
+    h->budget = bg;
+    h->heap = heap;
+    st = qv_buffer_wrap(heap->data, n, budget_release, h, &b, L->err);
+    if (st == QV_OK) {
+      __atomic_add_fetch(&bg->refcount, 1, __ATOMIC_RELAXED);
+      __atomic_add_fetch(&bg->total, n, __ATOMIC_RELAXED);
+      *out = b;
+      return QV_OK;
+    }
+    free(h);
+  }
+  if (st == QV_OK) { /* no budget: the heap buffer itself */
+    *out = heap;
+    return QV_OK;
+  }
+  qv_buffer_unref(heap);
+  if (bg != NULL) __atomic_sub_fetch(&bg->held, n, __ATOMIC_RELAXED);
+  if (L->path_len > 0)
+    return qv_error_prefix(L->err, st, "message %lld: field '%s': buffer %d (%s): ",
+                           (long long)L->ctx->message_index, L->path, slot, name);
+  return qv_error_prefix(L->err, st, "message %lld: buffer %d (%s): ",
+                         (long long)L->ctx->message_index, slot, name);
+}
+
 /* Consume the next buffer spec and, when `want`, materialise it: a view
  * of the body, decompressed, byte-swapped or realigned as needed. `slot`
  * and `name` describe the buffer within its array for error text. An
- * unwanted buffer is range-checked and skipped (*out = NULL). */
-static qv_status take_buffer(loader *L, int slot, const char *name,
-                             elem_kind kind, bool want, qv_buffer **out) {
+ * unwanted buffer is range-checked and skipped (*out = NULL).
+ * `need` is the buffer's real size for its array (from the node length
+ * and the type; -1 when unknown): a compressed buffer declaring more than
+ * that (padded to 64 bytes) is refused before anything is allocated.
+ * `prefix` >= 0 asks for only the first `prefix` bytes of a compressed
+ * buffer (rows_limit); uncompressed buffers are always whole views. */
+static qv_status take_buffer(loader *L, int slot, const char *name, elem_kind kind, bool want,
+                             int64_t need, int64_t prefix, qv_buffer **out) {
   *out = NULL;
   if (L->buf_i >= L->desc->n_buffers)
     return lfail(L, QV_EINVAL,
@@ -242,7 +344,7 @@ static qv_status take_buffer(loader *L, int slot, const char *name,
                  "has %lld bytes",
                  slot, name, (long long)spec.offset, (long long)end,
                  (long long)L->body_size);
-  if (!want) return QV_OK;
+  if (!want || L->skip) return QV_OK;
 
   qv_buffer *b = NULL;
   qv_status st;
@@ -256,16 +358,45 @@ static qv_status take_buffer(loader *L, int slot, const char *name,
     return QV_OK;
   }
   if (L->desc->compression != QV_COMPRESSION_NONE) {
-    qv_buffer *d = NULL;
-    st = qv_ipc_decompress(L->desc->compression, b, L->max_alloc, &d, L->err);
-    qv_buffer_unref(b);
+    int64_t declared = 0;
+    st = qv_ipc_compressed_length(L->desc->compression, b, &declared, L->err);
     if (st != QV_OK) {
+      qv_buffer_unref(b);
       if (L->path_len > 0)
         return qv_error_prefix(L->err, st, "message %lld: field '%s': buffer %d (%s): ",
                                (long long)L->ctx->message_index, L->path, slot, name);
       return qv_error_prefix(L->err, st, "message %lld: buffer %d (%s): ",
                              (long long)L->ctx->message_index, slot, name);
     }
+    qv_buffer *d = NULL;
+    int64_t allowed = allowed_for(need);
+    if (declared < 0) { /* stored uncompressed: the bytes after the prefix */
+      st = qv_buffer_view(b, 8, b->size - 8, &d, L->err);
+    } else if (declared > L->max_alloc) {
+      st = lfail(L, QV_ENOMEM,
+                 "buffer %d (%s): %s: uncompressed length %lld exceeds the limit of %lld bytes "
+                 "(max_alloc)",
+                 slot, name, L->desc->compression == QV_COMPRESSION_ZSTD ? "ZSTD" : "LZ4_FRAME",
+                 (long long)declared, (long long)L->max_alloc);
+    } else if (allowed >= 0 && declared > allowed && L->cur_length == 0) {
+      /* Arrow C++ writes the whole buffers of some empty arrays (an empty
+       * slice keeps its parent's offsets): accepted, and only the bytes an
+       * empty array needs are decoded. */
+      st = decompress_counted(L, b, allowed, slot, name, &d);
+    } else if (allowed >= 0 && declared > allowed) {
+      char ts[128];
+      qv_type_to_string(L->cur_type, ts, sizeof ts);
+      st = lfail(L, QV_EINVAL,
+                 "buffer %d (%s) declares %lld uncompressed bytes but %lld rows of %s need "
+                 "%lld",
+                 slot, name, (long long)declared, (long long)L->cur_length, ts,
+                 (long long)need);
+    } else {
+      int64_t n = prefix >= 0 && prefix < declared ? prefix : declared;
+      st = decompress_counted(L, b, n, slot, name, &d);
+    }
+    qv_buffer_unref(b);
+    if (st != QV_OK) return st;
     b = d;
   }
   if (kind != ELEM_BYTES) {
@@ -315,6 +446,13 @@ static qv_array *new_array(loader *L, qv_type *t, int64_t n_buffers,
   return a;
 }
 
+/* Offset value i of a little-endian offsets buffer of width w (4 or 8),
+ * or -1 when the buffer is too short. */
+static int64_t offset_at(const qv_buffer *b, int w, int64_t i) {
+  if (b == NULL || i < 0 || (i + 1) > b->size / w) return -1;
+  return load_off(b, w, i);
+}
+
 static qv_status load_array(loader *L, const qv_field *field, int depth,
                             qv_array **out) {
   *out = NULL;
@@ -324,13 +462,41 @@ static qv_status load_array(loader *L, const qv_field *field, int depth,
                  QV_LOADER_MAX_DEPTH);
   qv_ipc_node node = {0, 0};
   QV_RETURN_NOT_OK(take_node(L, &node));
+  if (depth == 0) L->top_length = node.length;
   qv_status st = QV_OK;
   qv_array *a = NULL;
+  int64_t len = node.length;
+  L->cur_length = len;
+  L->cur_type = t;
+  /* Rows to materialise: a top-level column of a compressed batch whose
+   * layout is a prefix of rows (fixed width, bool, binary/string,
+   * dictionary indices, null) loads only its first rows_limit rows;
+   * anything else loads whole (and the caller slices it). */
+  bool prefixable = false;
+  switch (t->id) {
+    case QV_BINARY: case QV_STRING: case QV_LARGE_BINARY: case QV_LARGE_STRING:
+    case QV_DICTIONARY: case QV_NA:
+      prefixable = true;
+      break;
+    default:
+      prefixable = qv_type_bit_width(t) > 0;
+      break;
+  }
+  int64_t rows = len;
+  if (depth == 0 && L->rows_limit >= 0 && L->rows_limit < len && prefixable &&
+      (L->desc->compression != QV_COMPRESSION_NONE || t->id == QV_NA)) {
+    rows = L->rows_limit;
+    L->prefixed = true;
+  }
+  bool partial = rows < len;
+  /* Byte sizes of the whole buffers (need, checked against what a
+   * compressed buffer declares) and of the rows materialised (prefix). */
+  int64_t bits_need = bytes_for(len, 1), bits_prefix = partial ? bytes_for(rows, 1) : -1;
 
   switch (t->id) {
     case QV_NA: /* no buffers in IPC */
       a = new_array(L, t, 0, &st);
-      if (a) a->null_count = node.length;
+      if (a) a->null_count = rows;
       break;
     case QV_RUN_END_ENCODED: /* no buffers; run_ends and values children */
       a = new_array(L, t, 0, &st);
@@ -342,7 +508,7 @@ static qv_status load_array(loader *L, const qv_field *field, int depth,
       if (L->ctx->metadata_version < QV_METADATA_V5) {
         /* Pre-1.0 writers emitted a validity slot for unions. */
         int64_t at = L->buf_i;
-        st = take_buffer(L, 0, "validity", ELEM_BYTES, false, &(qv_buffer *){NULL});
+        st = take_buffer(L, 0, "validity", ELEM_BYTES, false, -1, -1, &(qv_buffer *){NULL});
         if (st != QV_OK) break;
         if (node.null_count > 0 && L->desc->buffers[at].length > 0) {
           st = lfail(L, QV_ENOTSUP,
@@ -354,9 +520,10 @@ static qv_status load_array(loader *L, const qv_field *field, int depth,
       a = new_array(L, t, dense ? 2 : 1, &st);
       if (!a) break;
       a->null_count = 0;
-      st = take_buffer(L, 0, "type_ids", ELEM_BYTES, true, &a->buffers[0]);
+      st = take_buffer(L, 0, "type_ids", ELEM_BYTES, true, len, -1, &a->buffers[0]);
       if (st == QV_OK && dense)
-        st = take_buffer(L, 1, "offsets", ELEM_4, true, &a->buffers[1]);
+        st = take_buffer(L, 1, "offsets", ELEM_4, true, bytes_for(len, 32), -1,
+                         &a->buffers[1]);
       break;
     }
     default: {
@@ -394,9 +561,9 @@ static qv_status load_array(loader *L, const qv_field *field, int depth,
       }
       a = new_array(L, t, n_buffers, &st);
       if (!a) break;
-      a->null_count = node.null_count;
-      st = take_buffer(L, 0, "validity", ELEM_BYTES, node.null_count > 0,
-                       &a->buffers[0]);
+      a->null_count = node.null_count == 0 || !partial ? node.null_count : -1;
+      st = take_buffer(L, 0, "validity", ELEM_BYTES, node.null_count > 0, bits_need,
+                       bits_prefix, &a->buffers[0]);
       if (st != QV_OK) break;
       if (a->buffers[0] && a->buffers[0]->size == 0) {
         qv_buffer_unref(a->buffers[0]); /* validate reports the mismatch */
@@ -404,37 +571,41 @@ static qv_status load_array(loader *L, const qv_field *field, int depth,
       }
       switch (t->id) {
         case QV_BINARY: case QV_STRING:
-          st = take_buffer(L, 1, "offsets", ELEM_4, true, &a->buffers[1]);
-          if (st == QV_OK)
-            st = take_buffer(L, 2, "data", ELEM_BYTES, true, &a->buffers[2]);
+        case QV_LARGE_BINARY: case QV_LARGE_STRING: {
+          int w = t->id == QV_BINARY || t->id == QV_STRING ? 4 : 8;
+          int64_t need = len < INT64_MAX / 16 ? (len + 1) * w : -1;
+          st = take_buffer(L, 1, "offsets", w == 4 ? ELEM_4 : ELEM_8, true, need,
+                           partial ? (rows + 1) * w : -1, &a->buffers[1]);
+          if (st != QV_OK) break;
+          /* The data's need is the last offset; a prefix of rows needs the
+           * bytes up to its own end offset (validation checks both). */
+          int64_t last = offset_at(a->buffers[1], w, len);
+          int64_t upto = partial ? offset_at(a->buffers[1], w, rows) : -1;
+          st = take_buffer(L, 2, "data", ELEM_BYTES, true, last >= 0 ? last : -1,
+                           partial ? (upto > 0 ? upto : 0) : -1, &a->buffers[2]);
           break;
-        case QV_LARGE_BINARY: case QV_LARGE_STRING:
-          st = take_buffer(L, 1, "offsets", ELEM_8, true, &a->buffers[1]);
-          if (st == QV_OK)
-            st = take_buffer(L, 2, "data", ELEM_BYTES, true, &a->buffers[2]);
-          break;
+        }
         case QV_BINARY_VIEW: case QV_STRING_VIEW:
-          st = take_buffer(L, 1, "views", ELEM_VIEW, true, &a->buffers[1]);
+          st = take_buffer(L, 1, "views", ELEM_VIEW, true, bytes_for(len, 128), -1,
+                           &a->buffers[1]);
           for (int64_t k = 0; st == QV_OK && k < n_variadic; k++)
-            st = take_buffer(L, (int)(2 + k), "data", ELEM_BYTES, true,
+            st = take_buffer(L, (int)(2 + k), "data", ELEM_BYTES, true, -1, -1,
                              &a->buffers[2 + k]);
           break;
-        case QV_LIST: case QV_MAP:
-          st = take_buffer(L, 1, "offsets", ELEM_4, true, &a->buffers[1]);
+        case QV_LIST: case QV_MAP: case QV_LARGE_LIST: {
+          int w = t->id == QV_LARGE_LIST ? 8 : 4;
+          st = take_buffer(L, 1, "offsets", w == 4 ? ELEM_4 : ELEM_8, true,
+                           len < INT64_MAX / 16 ? (len + 1) * w : -1, -1, &a->buffers[1]);
           break;
-        case QV_LARGE_LIST:
-          st = take_buffer(L, 1, "offsets", ELEM_8, true, &a->buffers[1]);
-          break;
-        case QV_LIST_VIEW:
-          st = take_buffer(L, 1, "offsets", ELEM_4, true, &a->buffers[1]);
+        }
+        case QV_LIST_VIEW: case QV_LARGE_LIST_VIEW: {
+          int w = t->id == QV_LARGE_LIST_VIEW ? 64 : 32;
+          elem_kind k = w == 64 ? ELEM_8 : ELEM_4;
+          st = take_buffer(L, 1, "offsets", k, true, bytes_for(len, w), -1, &a->buffers[1]);
           if (st == QV_OK)
-            st = take_buffer(L, 2, "sizes", ELEM_4, true, &a->buffers[2]);
+            st = take_buffer(L, 2, "sizes", k, true, bytes_for(len, w), -1, &a->buffers[2]);
           break;
-        case QV_LARGE_LIST_VIEW:
-          st = take_buffer(L, 1, "offsets", ELEM_8, true, &a->buffers[1]);
-          if (st == QV_OK)
-            st = take_buffer(L, 2, "sizes", ELEM_8, true, &a->buffers[2]);
-          break;
+        }
         case QV_FIXED_SIZE_LIST: case QV_STRUCT:
           break;
         case QV_DICTIONARY: {
@@ -442,7 +613,9 @@ static qv_status load_array(loader *L, const qv_field *field, int depth,
             st = lfail(L, QV_EINVAL, "dictionary field has no index type");
             break;
           }
+          int64_t ib = qv_type_bit_width(t->index_type);
           st = take_buffer(L, 1, "indices", value_kind(t->index_type->id), true,
+                           bytes_for(len, ib), partial ? bytes_for(rows, ib) : -1,
                            &a->buffers[1]);
           if (st != QV_OK) break;
           qv_array *dict = L->ctx->dicts.find
@@ -456,16 +629,18 @@ static qv_status load_array(loader *L, const qv_field *field, int depth,
           a->dictionary = qv_array_ref(dict);
           break;
         }
-        default:
-          st = take_buffer(L, 1, "values", value_kind(t->id), true,
-                           &a->buffers[1]);
+        default: {
+          int64_t vb = qv_type_bit_width(t);
+          st = take_buffer(L, 1, "values", value_kind(t->id), true, bytes_for(len, vb),
+                           partial ? bytes_for(rows, vb) : -1, &a->buffers[1]);
           break;
+        }
       }
       break;
     }
   }
   if (st == QV_OK && a) {
-    a->length = node.length;
+    a->length = rows;
     st = load_children(L, a, depth);
   }
   if (st != QV_OK) {
@@ -491,24 +666,45 @@ qv_status qv_ipc_load_batch(const qv_type *schema_type,
   L.body_data = ctx->body ? ctx->body->data : NULL;
   L.body_size = ctx->body ? ctx->body->size : 0;
   L.max_alloc = ctx->max_alloc > 0 ? ctx->max_alloc : QV_DEFAULT_MAX_ALLOC;
+  L.rows_limit = -1;
   if (desc->length < 0)
     return lfail(&L, QV_EINVAL, "negative record batch length %lld",
                  (long long)desc->length);
+  int64_t rows = ctx->limit_rows && ctx->max_rows >= 0 && ctx->max_rows < desc->length
+                     ? ctx->max_rows
+                     : desc->length;
   qv_array *batch = qv_array_new((qv_type *)schema_type, 1, schema_type->n_children);
   if (batch == NULL) return lfail(&L, QV_ENOMEM, "out of memory (batch)");
-  batch->length = desc->length;
+  batch->length = rows;
   batch->null_count = 0;
   qv_status st = QV_OK;
   for (int32_t c = 0; c < schema_type->n_children && st == QV_OK; c++) {
     const qv_field *f = &schema_type->children[c];
     size_t saved = path_push(&L, f->name);
-    st = load_array(&L, f, 0, &batch->children[c]);
-    if (st == QV_OK && batch->children[c]->length != desc->length)
+    /* A column that is not asked for is walked (its nodes and buffers
+     * consumed and range-checked) but nothing of it is materialised. */
+    L.skip = ctx->columns != NULL && !ctx->columns[c];
+    L.rows_limit = rows < desc->length ? rows : -1;
+    L.prefixed = false;
+    qv_array *col = NULL;
+    st = load_array(&L, f, 0, &col);
+    if (st == QV_OK && L.top_length != desc->length)
       st = lfail(&L, QV_EINVAL, "length %lld differs from the record batch "
                  "length %lld",
-                 (long long)batch->children[c]->length, (long long)desc->length);
+                 (long long)L.top_length, (long long)desc->length);
+    if (st == QV_OK && L.skip) {
+      qv_array_unref(col);
+      col = NULL;
+    } else if (st == QV_OK && col->length > rows) { /* loaded whole: keep the rows asked */
+      qv_array *cut = NULL;
+      st = qv_array_slice(col, 0, rows, &cut, err);
+      qv_array_unref(col);
+      col = cut;
+    }
+    batch->children[c] = col;
     path_pop(&L, saved);
   }
+  L.skip = false;
   if (st == QV_OK && L.node_i != desc->n_nodes)
     st = lfail(&L, QV_EINVAL,
                "record batch has %lld field nodes but the schema uses %lld",
@@ -526,6 +722,7 @@ qv_status qv_ipc_load_batch(const qv_type *schema_type,
                                 ? ctx->validation
                                 : QV_VALIDATE_MINIMAL;
   for (int32_t c = 0; c < schema_type->n_children && st == QV_OK; c++) {
+    if (batch->children[c] == NULL) continue;
     char path[QV_LOADER_PATH_MAX];
     snprintf(path, sizeof path, "field '%s'", schema_type->children[c].name);
     st = qv_array_validate_ex(batch->children[c], level, path,
@@ -539,4 +736,57 @@ qv_status qv_ipc_load_batch(const qv_type *schema_type,
   }
   *out = batch;
   return QV_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Decompression budget                                                      */
+
+qv_ipc_budget *qv_ipc_budget_new(int64_t limit) {
+  qv_ipc_budget *b = calloc(1, sizeof *b);
+  if (b == NULL) return NULL;
+  b->refcount = 1;
+  b->limit = limit;
+  return b;
+}
+
+void qv_ipc_budget_unref(qv_ipc_budget *b) {
+  if (b != NULL && __atomic_sub_fetch(&b->refcount, 1, __ATOMIC_ACQ_REL) == 0) free(b);
+}
+
+/* "4G", "512M", "65536" -> bytes; -1 when it does not parse. */
+static int64_t parse_size(const char *s) {
+  char *end = NULL;
+  errno = 0;
+  long long v = strtoll(s, &end, 10);
+  if (errno != 0 || end == s || v < 0) return -1;
+  int shift = 0;
+  switch (*end) {
+    case 'k': case 'K': shift = 10; end++; break;
+    case 'm': case 'M': shift = 20; end++; break;
+    case 'g': case 'G': shift = 30; end++; break;
+    case 't': case 'T': shift = 40; end++; break;
+    default: break;
+  }
+  if (*end != '\0' || v > (INT64_MAX >> shift)) return -1;
+  return (int64_t)v << shift;
+}
+
+int64_t qv_ipc_default_budget(void) {
+  const char *env = getenv("QUIVER_DECOMPRESS_BUDGET");
+  if (env != NULL && *env != '\0') {
+    int64_t v = parse_size(env);
+    if (v >= 0) return v;
+  }
+  int64_t budget = QV_DEFAULT_DECOMPRESS_BUDGET;
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  if (pages > 0 && page > 0 && (int64_t)pages <= INT64_MAX / page) {
+    int64_t quarter = (int64_t)pages * page / 4;
+    if (quarter < budget) budget = quarter;
+  }
+  struct rlimit rl; /* under an address-space limit, half of it */
+  if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+    int64_t half = (int64_t)(rl.rlim_cur / 2);
+    if (half < budget) budget = half;
+  }
+  return budget;
 }

@@ -84,6 +84,8 @@ struct qv_reader {
   int32_t n_dstate;
   int64_t dicts_applied; /* dictionary messages applied to dstate so far */
 
+  qv_ipc_budget *budget;  /* decompressed bytes held; shared with buffers */
+
   int64_t next_batch;     /* sequential cursor */
   int64_t stream_messages; /* fd streams: messages consumed */
   bool stream_done;
@@ -700,6 +702,11 @@ static qv_reader *reader_alloc(const qv_read_options *options) {
   r->idx_fd = -1;
   r->win_hint = QV_WIN_SMALL;
   apply_defaults(r, options);
+  r->budget = qv_ipc_budget_new(qv_ipc_default_budget());
+  if (r->budget == NULL) {
+    free(r);
+    return NULL;
+  }
   return r;
 }
 
@@ -815,6 +822,7 @@ void qv_reader_close(qv_reader *r) {
   qv_metadata_reset(&r->footer_metadata);
   qv_schema_unref(r->schema);
   qv_buffer_unref(r->data);
+  qv_ipc_budget_unref(r->budget);
   free(r);
 }
 
@@ -858,10 +866,17 @@ const qv_metadata *qv_reader_footer_metadata(const qv_reader *r) {
 /* ------------------------------------------------------------------------ */
 /* Decoding                                                                  */
 
+/* What a record batch decode loads: the columns (a mask over the
+ * schema's, NULL = all) and at most max_rows rows (< 0 = all). */
+typedef struct batch_sel {
+  const bool *columns;
+  int64_t max_rows;
+} batch_sel;
+
 /* Decode the body of a record batch / dictionary batch message. */
-static qv_status load_message(qv_reader *r, const qv_type *struct_type,
-                              const qv_ipc_message *m, qv_buffer *body, int64_t index,
-                              qv_array **out, qv_error *err) {
+static qv_status load_message_sel(qv_reader *r, const qv_type *struct_type,
+                                  const qv_ipc_message *m, qv_buffer *body, int64_t index,
+                                  const batch_sel *sel, qv_array **out, qv_error *err) {
   qv_ipc_load_ctx ctx;
   memset(&ctx, 0, sizeof ctx);
   ctx.body = body;
@@ -872,6 +887,10 @@ static qv_status load_message(qv_reader *r, const qv_type *struct_type,
   ctx.dicts.ctx = r;
   ctx.message_index = index;
   ctx.metadata_version = m->version;
+  ctx.columns = sel ? sel->columns : NULL;
+  ctx.limit_rows = sel != NULL && sel->max_rows >= 0;
+  ctx.max_rows = sel ? sel->max_rows : -1;
+  ctx.budget = r->budget;
   return qv_ipc_load_batch(struct_type, &m->batch, &ctx, out, err);
 }
 
@@ -885,6 +904,12 @@ static qv_status mismatch(qv_error *err, const char *what, int64_t i,
                       "changed while open, or its index cache entry is corrupt",
                       what, (long long)i, (long long)loc->offset, (long long)loc->body_length,
                       (long long)loc->body_offset, (long long)loc->num_rows);
+}
+
+static qv_status load_message(qv_reader *r, const qv_type *struct_type,
+                              const qv_ipc_message *m, qv_buffer *body, int64_t index,
+                              qv_array **out, qv_error *err) {
+  return load_message_sel(r, struct_type, m, body, index, NULL, out, err);
 }
 
 /* Concatenate the values of a delta dictionary onto the current ones. */
@@ -984,7 +1009,8 @@ static qv_status dicts_seek(qv_reader *r, int64_t upto, qv_error *err) {
   return st;
 }
 
-static qv_status reader_batch(qv_reader *r, int64_t i, qv_array **out, qv_error *err) {
+static qv_status batch_sel_load(qv_reader *r, int64_t i, const batch_sel *sel, qv_array **out,
+                                qv_error *err) {
   if (r->data == NULL)
     return qv_error_set(err, QV_EARG, "random access is not available on a stream read "
                         "from a pipe; use qv_reader_next");
@@ -1008,7 +1034,7 @@ static qv_status reader_batch(qv_reader *r, int64_t i, qv_array **out, qv_error 
   }
   qv_buffer *body = NULL;
   qv_status st = qv_buffer_view(r->data, rl->loc.body_offset, rl->loc.body_length, &body, err);
-  if (st == QV_OK) st = load_message(r, r->schema->type, &m, body, i, out, err);
+  if (st == QV_OK) st = load_message_sel(r, r->schema->type, &m, body, i, sel, out, err);
   if (st != QV_OK) qv_error_prefix(err, st, "record batch %lld: ", (long long)i);
   qv_buffer_unref(body);
   qv_ipc_message_reset(&m);
@@ -1031,20 +1057,24 @@ static int64_t batch_extent(const qv_reader *r, int64_t i) {
 typedef struct batch_call {
   qv_reader *r;
   int64_t i;
+  const batch_sel *sel;
   qv_array *out;
 } batch_call;
 
 static qv_status batch_body(void *ctx, qv_error *err) {
   batch_call *c = ctx;
-  return reader_batch(c->r, c->i, &c->out, err);
+  return batch_sel_load(c->r, c->i, c->sel, &c->out, err);
 }
 
-qv_status qv_reader_batch(qv_reader *r, int64_t i, qv_array **out, qv_error *err) {
+/* Batch i (with a selection, NULL: everything), decoded under the mapped-
+ * read guard. */
+static qv_status guarded_batch(qv_reader *r, int64_t i, const batch_sel *sel, qv_array **out,
+                               qv_error *err) {
   /* A lazy index is extended first (pread, outside the guard), so that the
    * decode below is guarded like any other. */
   if (r->data != NULL && i >= 0) QV_RETURN_NOT_OK(ensure_index(r, i, err));
-  if (r->data == NULL || i < 0 || i >= r->n_batches) return reader_batch(r, i, out, err);
-  batch_call c = {r, i, NULL};
+  if (r->data == NULL || i < 0 || i >= r->n_batches) return batch_sel_load(r, i, sel, out, err);
+  batch_call c = {r, i, sel, NULL};
   qv_status st = qv_guard_check_prefix(r->data, batch_extent(r, i), err);
   if (st == QV_OK) st = qv_guard_run(batch_body, &c, err);
   if (st != QV_OK) {
@@ -1054,6 +1084,98 @@ qv_status qv_reader_batch(qv_reader *r, int64_t i, qv_array **out, qv_error *err
   }
   *out = c.out;
   return QV_OK;
+}
+
+qv_status qv_reader_batch(qv_reader *r, int64_t i, qv_array **out, qv_error *err) {
+  return guarded_batch(r, i, NULL, out, err);
+}
+
+/* A STRUCT array of the schema's columns `cols` taken from `full` (whose
+ * children at those places are loaded). */
+static qv_status project_batch(const qv_schema *schema, qv_array *full, const int32_t *cols,
+                               int32_t n, qv_array **out, qv_error *err) {
+  *out = NULL;
+  qv_type *t = qv_type_new(QV_STRUCT);
+  if (t == NULL) return qv_error_set(err, QV_ENOMEM, "out of memory (projection)");
+  qv_status st = QV_OK;
+  for (int32_t k = 0; k < n && st == QV_OK; k++) {
+    const qv_field *f = qv_schema_field(schema, cols[k]);
+    st = qv_type_add_child(t, f->name, f->nullable, qv_type_ref(f->type), &f->metadata, err);
+  }
+  qv_array *a = st == QV_OK ? qv_array_new(t, 1, n) : NULL;
+  if (st == QV_OK && a == NULL) st = qv_error_set(err, QV_ENOMEM, "out of memory (projection)");
+  qv_type_unref(t); /* the array holds its own reference */
+  if (st != QV_OK) return st;
+  a->length = full->length;
+  a->null_count = 0;
+  for (int32_t k = 0; k < n; k++) a->children[k] = qv_array_ref(full->children[cols[k]]);
+  *out = a;
+  return QV_OK;
+}
+
+/* The load mask of a column list (NULL = all columns). */
+static qv_status select_mask(const qv_reader *r, const int32_t *columns, int32_t n_columns,
+                             bool **mask, qv_error *err) {
+  *mask = NULL;
+  if (columns == NULL) return QV_OK;
+  int32_t nf = qv_schema_num_fields(r->schema);
+  if (n_columns < 0) return qv_error_set(err, QV_EARG, "negative column count %d", (int)n_columns);
+  *mask = calloc((size_t)(nf > 0 ? nf : 1), sizeof **mask);
+  if (*mask == NULL) return qv_error_set(err, QV_ENOMEM, "out of memory (column mask)");
+  for (int32_t k = 0; k < n_columns; k++) {
+    if (columns[k] < 0 || columns[k] >= nf) {
+      free(*mask);
+      *mask = NULL;
+      return qv_error_set(err, QV_ERANGE, "column %d does not exist (the schema has %d)",
+                          (int)columns[k], (int)nf);
+    }
+    (*mask)[columns[k]] = true;
+  }
+  return QV_OK;
+}
+
+/* After a load with a selection's mask: keep the columns asked for, in
+ * their order (consumes `full`). */
+static qv_status select_finish(qv_reader *r, const int32_t *columns, int32_t n_columns,
+                               qv_array *full, qv_array **out, qv_error *err) {
+  if (columns == NULL || full == NULL) {
+    *out = full;
+    return QV_OK;
+  }
+  qv_status st = project_batch(r->schema, full, columns, n_columns, out, err);
+  qv_array_unref(full);
+  return st;
+}
+
+qv_status qv_reader_batch_select(qv_reader *r, int64_t i, const int32_t *columns,
+                                 int32_t n_columns, int64_t max_rows, qv_array **out,
+                                 qv_error *err) {
+  *out = NULL;
+  bool *mask = NULL;
+  QV_RETURN_NOT_OK(select_mask(r, columns, n_columns, &mask, err));
+  batch_sel sel = {mask, max_rows};
+  qv_array *full = NULL;
+  qv_status st = guarded_batch(r, i, &sel, &full, err);
+  free(mask);
+  if (st != QV_OK) return st;
+  return select_finish(r, columns, n_columns, full, out, err);
+}
+
+qv_status qv_reader_batch_masked(qv_reader *r, int64_t i, const bool *load, qv_array **out,
+                                 qv_error *err) {
+  batch_sel sel = {load, -1};
+  return guarded_batch(r, i, &sel, out, err);
+}
+
+void qv_reader_set_decompress_budget(qv_reader *r, int64_t bytes) {
+  r->budget->limit = bytes > 0 ? bytes : 0;
+}
+
+int64_t qv_reader_decompress_budget(const qv_reader *r) { return r->budget->limit; }
+
+void qv_reader_decompress_stats(const qv_reader *r, int64_t *held, int64_t *total) {
+  if (held) *held = __atomic_load_n(&r->budget->held, __ATOMIC_RELAXED);
+  if (total) *total = __atomic_load_n(&r->budget->total, __ATOMIC_RELAXED);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1168,7 +1290,7 @@ qv_status qv_reader_open_fd(int fd, const qv_read_options *options, qv_reader **
   return QV_OK;
 }
 
-static qv_status fd_next(qv_reader *r, qv_array **out, qv_error *err) {
+static qv_status fd_next(qv_reader *r, const batch_sel *sel, qv_array **out, qv_error *err) {
   *out = NULL;
   while (!r->stream_done) {
     qv_ipc_message m;
@@ -1183,7 +1305,7 @@ static qv_status fd_next(qv_reader *r, qv_array **out, qv_error *err) {
     qv_status st = QV_OK;
     if (m.batch.compression != QV_COMPRESSION_NONE) r->compression = m.batch.compression;
     if (m.type == QV_MSG_RECORD_BATCH) {
-      st = load_message(r, r->schema->type, &m, body, index, out, err);
+      st = load_message_sel(r, r->schema->type, &m, body, index, sel, out, err);
       if (st != QV_OK) qv_error_prefix(err, st, "record batch %lld: ", (long long)r->next_batch);
       r->next_batch++;
     } else if (m.type == QV_MSG_DICTIONARY_BATCH) {
@@ -1235,8 +1357,8 @@ static qv_status dicts_decode_all(qv_reader *r, qv_error *err) {
 
 static qv_status dicts_all_body(void *r, qv_error *err) { return dicts_decode_all(r, err); }
 
-qv_status qv_reader_next(qv_reader *r, qv_array **out, qv_error *err) {
-  if (r->data == NULL) return fd_next(r, out, err);
+static qv_status next_sel(qv_reader *r, const batch_sel *sel, qv_array **out, qv_error *err) {
+  if (r->data == NULL) return fd_next(r, sel, out, err);
   QV_RETURN_NOT_OK(ensure_index(r, r->next_batch, err));
   if (r->next_batch >= r->n_batches) {
     *out = NULL;
@@ -1247,7 +1369,24 @@ qv_status qv_reader_next(qv_reader *r, qv_array **out, qv_error *err) {
     }
     return QV_OK;
   }
-  QV_RETURN_NOT_OK(qv_reader_batch(r, r->next_batch, out, err));
+  QV_RETURN_NOT_OK(guarded_batch(r, r->next_batch, sel, out, err));
   r->next_batch++;
   return QV_OK;
+}
+
+qv_status qv_reader_next(qv_reader *r, qv_array **out, qv_error *err) {
+  return next_sel(r, NULL, out, err);
+}
+
+qv_status qv_reader_next_select(qv_reader *r, const int32_t *columns, int32_t n_columns,
+                                int64_t max_rows, qv_array **out, qv_error *err) {
+  *out = NULL;
+  bool *mask = NULL;
+  QV_RETURN_NOT_OK(select_mask(r, columns, n_columns, &mask, err));
+  batch_sel sel = {mask, max_rows};
+  qv_array *full = NULL;
+  qv_status st = next_sel(r, &sel, &full, err);
+  free(mask);
+  if (st != QV_OK) return st;
+  return select_finish(r, columns, n_columns, full, out, err);
 }

@@ -22,6 +22,7 @@
 #include "core/parallel_internal.h"
 #include "core/radix_internal.h"
 #include "core/take_internal.h"
+#include "ipc/ipc_internal.h"
 #include "table/table_internal.h"
 
 static qv_status oom(qv_error *err, const char *what) {
@@ -146,17 +147,49 @@ qv_status qv_tsource_open(const char *path, const qv_read_options *opts,
   return QV_OK;
 }
 
-/* File batch i, decoded on first use (borrowed: the source keeps it). */
-static qv_status src_batch(qv_tsource *s, int64_t i, qv_array **out, qv_error *err) {
+/* File batch i, decoded on first use (borrowed: the source keeps it),
+ * with at least the columns `cols` (n of them; NULL = all) loaded. In a
+ * compressed file only the columns asked for are decompressed: the
+ * cached batch has NULL children for the others, which later calls fill
+ * in (a slot only ever goes from NULL to a column, under the mutex, so
+ * arrays borrowed from it stay valid). Uncompressed files decode whole
+ * batches (zero copy; all columns validated) as before. */
+static qv_status src_batch(qv_tsource *s, int64_t i, const int32_t *cols, int32_t n,
+                           qv_array **out, qv_error *err) {
   pthread_mutex_lock(&s->mu);
   qv_status st = QV_OK;
   qv_array *a = s->decoded[i];
-  if (a == NULL) {
-    st = qv_reader_batch(s->reader, i, &a, err);
-    if (st == QV_OK) s->decoded[i] = a;
-    else qv_error_prefix(err, st, "'%s': ", s->path);
+  int32_t nf = qv_schema_num_fields(s->schema);
+  bool lazy = qv_reader_compression(s->reader) != QV_COMPRESSION_NONE;
+  bool *want = NULL;
+  bool missing = a == NULL;
+  if (lazy && cols != NULL) {
+    want = calloc((size_t)(nf > 0 ? nf : 1), sizeof *want);
+    if (want == NULL) st = oom(err, "column mask");
+    for (int32_t k = 0; st == QV_OK && k < n; k++) {
+      if (cols[k] < 0 || cols[k] >= nf) continue; /* reported by the caller's check */
+      if (a == NULL || a->children[cols[k]] == NULL) want[cols[k]] = missing = true;
+    }
+  } else if (a != NULL) {
+    for (int32_t c = 0; c < a->n_children && !missing; c++) missing = a->children[c] == NULL;
+  }
+  if (st == QV_OK && missing) {
+    qv_array *got = NULL;
+    st = lazy ? qv_reader_batch_masked(s->reader, i, want, &got, err)
+              : qv_reader_batch(s->reader, i, &got, err);
+    if (st != QV_OK) {
+      qv_error_prefix(err, st, "'%s': ", s->path);
+    } else if (a == NULL) {
+      s->decoded[i] = a = got;
+    } else {
+      for (int32_t c = 0; c < a->n_children && c < got->n_children; c++)
+        if (a->children[c] == NULL && got->children[c] != NULL)
+          a->children[c] = qv_array_ref(got->children[c]);
+      qv_array_unref(got);
+    }
   }
   pthread_mutex_unlock(&s->mu);
+  free(want);
   *out = a;
   return st;
 }
@@ -243,8 +276,9 @@ qv_status qv_tbl_entry_array(qv_table *t, int64_t i, qv_array **out, qv_error *e
     return QV_OK;
   }
   qv_array *full = NULL;
-  QV_RETURN_NOT_OK(src_batch(e->src, e->src_batch, &full, err));
   int32_t n = qv_schema_num_fields(t->schema);
+  QV_RETURN_NOT_OK(src_batch(e->src, e->src_batch, e->proj ? e->proj->cols : NULL,
+                             e->proj ? e->proj->n : -1, &full, err));
   int32_t have = e->proj ? e->proj->n : full->n_children;
   if (have != n || full->length < e->offset + e->length)
     return qv_error_set(err, QV_EINVAL,

@@ -1,6 +1,7 @@
 /* test_codec.c — unit tests for src/ipc/codec.c: IPC buffer compression
  * round trips (LZ4 frame, ZSTD), the -1 "stored uncompressed" prefix, the
- * max_alloc bound and frames whose decoded size differs from the prefix.
+ * max_alloc bound, frames whose decoded size differs from the prefix, and
+ * prefix decoding (only the first bytes of a frame).
  * Frames are checked against the codec libraries directly as oracles. */
 #include <lz4frame.h>
 #include <string.h>
@@ -233,6 +234,47 @@ static void test_corrupt_frames(void) {
   QV_CHECK_EQ_STR(err.message, "qv_ipc_compress: unknown codec 7");
 }
 
+/* Prefix decoding (qv_ipc_decompress_into with fewer bytes than
+ * declared) gives exactly the first bytes of the input, for prefixes
+ * inside the first block, across blocks (ZSTD blocks are 128 KiB, LZ4
+ * frame blocks 64 KiB..4 MiB) and up to the whole; the length the prefix
+ * declares is read back; asking past it is an argument error. */
+static void test_decompress_prefix(void) {
+  const int64_t n = 3 << 20;
+  uint8_t *src = malloc((size_t)n);
+  fill(src, n, 7);
+  const int64_t lens[] = {0, 1, 17, 4096, 131072, 131073, 1 << 20, n - 1, n};
+  for (int c = 0; c < 2; c++) {
+    qv_error err;
+    qv_buffer *comp = NULL;
+    QV_REQUIRE(qv_ipc_compress(codecs[c], 0, src, n, &comp, &err) == QV_OK);
+    int64_t declared = -2;
+    QV_CHECK(qv_ipc_compressed_length(codecs[c], comp, &declared, &err) == QV_OK);
+    QV_CHECK_EQ_INT(declared, n);
+    uint8_t *dst = malloc((size_t)n + 1);
+    for (size_t k = 0; k < sizeof lens / sizeof lens[0]; k++) {
+      memset(dst, 0xAB, (size_t)n + 1);
+      qv_status st = qv_ipc_decompress_into(codecs[c], comp, dst, lens[k], &err);
+      if (st != QV_OK) fprintf(stderr, "%s %lld: %s\n", codec_names[c], (long long)lens[k], err.message);
+      QV_CHECK(st == QV_OK);
+      QV_CHECK(memcmp(dst, src, (size_t)lens[k]) == 0);
+      QV_CHECK(dst[lens[k]] == 0xAB); /* nothing written past the prefix */
+    }
+    QV_CHECK(qv_ipc_decompress_into(codecs[c], comp, dst, n + 1, &err) == QV_EARG);
+    /* A frame shorter than the prefix asked for is an error: declare more
+     * than the frame holds and ask for all but the last byte. */
+    put_le64(comp->data, n + 100);
+    QV_CHECK(qv_ipc_decompress_into(codecs[c], comp, dst, n, &err) == QV_OK);
+    uint8_t *big = malloc((size_t)n + 100);
+    QV_CHECK(qv_ipc_decompress_into(codecs[c], comp, big, n + 99, &err) == QV_EINVAL);
+    QV_CHECK(strstr(err.message, "fewer than") != NULL);
+    free(big);
+    free(dst);
+    qv_buffer_unref(comp);
+  }
+  free(src);
+}
+
 int main(void) {
   QV_RUN(test_round_trip);
   QV_RUN(test_empty);
@@ -241,5 +283,6 @@ int main(void) {
   QV_RUN(test_max_alloc);
   QV_RUN(test_size_mismatch);
   QV_RUN(test_corrupt_frames);
+  QV_RUN(test_decompress_prefix);
   return QV_TEST_END();
 }

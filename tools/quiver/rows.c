@@ -75,16 +75,19 @@ static qv_status print_row(const qv_array *batch, int64_t row, const qv_hf_featu
   return QV_OK;
 }
 
-/* Rows of a stream read in order by `next` (the reader of stdin, or the
- * batches of a mapped table): the first n. */
-typedef qv_status (*next_batch_fn)(void *src, int64_t i, qv_array **out, qv_error *err);
+/* Rows of a stream read in order by `next` (a reader, or the batches of a
+ * mapped table): the first n. `want` is the rows still to print: a reader
+ * decodes (and decompresses) only those of a batch. */
+typedef qv_status (*next_batch_fn)(void *src, int64_t i, int64_t want, qv_array **out,
+                                   qv_error *err);
 
-static qv_status reader_next(void *src, int64_t i, qv_array **out, qv_error *err) {
+static qv_status reader_next(void *src, int64_t i, int64_t want, qv_array **out, qv_error *err) {
   (void)i;
-  return qv_reader_next(src, out, err);
+  return qv_reader_next_select(src, NULL, 0, want, out, err);
 }
 
-static qv_status table_next(void *src, int64_t i, qv_array **out, qv_error *err) {
+static qv_status table_next(void *src, int64_t i, int64_t want, qv_array **out, qv_error *err) {
+  (void)want;
   *out = NULL;
   if (i >= qv_table_num_batches(src)) return QV_OK;
   return qv_table_batch(src, i, out, err);
@@ -99,7 +102,7 @@ static qv_status head_rows(next_batch_fn next, void *src, const qv_schema *schem
   int64_t done = 0;
   for (int64_t bi = 0; st == QV_OK && done < n; bi++) {
     qv_array *b = NULL;
-    st = next(src, bi, &b, err);
+    st = next(src, bi, n - done, &b, err);
     if (st != QV_OK || b == NULL) break;
     for (int64_t i = 0; st == QV_OK && i < b->length && done < n; i++, done++)
       st = print_row(b, i, features, &sb, err);
