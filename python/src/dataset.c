@@ -18,6 +18,7 @@ static PyObject *wrap(qv_dataset *ds) {
   }
   o->ds = ds;
   o->origin = NULL;
+  o->format = NULL;
   return (PyObject *)o;
 }
 
@@ -30,6 +31,7 @@ PyObject *qvpy_result(qv_status st, qv_dataset *out, const qv_error *err) {
 static void Dataset_dealloc(DatasetObject *self) {
   qv_dataset_unref(self->ds);
   Py_XDECREF(self->origin);
+  Py_XDECREF(self->format);
   PyObject_Free(self);
 }
 
@@ -151,9 +153,17 @@ static PyObject *column_list(qv_dataset *ds, const char *name) {
   return list;
 }
 
+/* Whether `key` is a sequence of row numbers other than a list, tuple or
+ * range: a 1-d numpy integer array, say (datasets accepts them). */
+static bool is_row_array(PyObject *key) {
+  return !PyLong_Check(key) && !PyUnicode_Check(key) && !PyBytes_Check(key) &&
+         !PyDict_Check(key) && PySequence_Check(key) && PyObject_HasAttrString(key, "ndim");
+}
+
 /* ds[i] -> row dict; ds[a:b:c] and ds[[i, j, ...]] -> {column: [values]};
- * ds["col"] -> list of the column's values (datasets' __getitem__). */
-static PyObject *Dataset_getitem(DatasetObject *self, PyObject *key) {
+ * ds["col"] -> list of the column's values (datasets' __getitem__), all
+ * as Python values converted in C. */
+static PyObject *getitem_python(DatasetObject *self, PyObject *key) {
   int64_t n = qv_dataset_num_rows(self->ds);
   if (PyUnicode_Check(key)) {
     const char *name = PyUnicode_AsUTF8(key);
@@ -178,7 +188,7 @@ static PyObject *Dataset_getitem(DatasetObject *self, PyObject *key) {
     PyMem_Free(rows);
     return r;
   }
-  if (PyIndex_Check(key) && !PyBool_Check(key)) {
+  if (PyIndex_Check(key) && !PyBool_Check(key) && !is_row_array(key)) {
     int64_t i;
     if (!qvpy_arg_int64(key, "index", &i)) return NULL;
     if (i < -n || i >= n) {
@@ -195,7 +205,7 @@ static PyObject *Dataset_getitem(DatasetObject *self, PyObject *key) {
     qv_array_unref(b);
     return r;
   }
-  if (PyList_Check(key) || PyTuple_Check(key) || PyRange_Check(key)) {
+  if (PyList_Check(key) || PyTuple_Check(key) || PyRange_Check(key) || is_row_array(key)) {
     int64_t *rows = NULL, m = 0;
     if (!qvpy_arg_rows(key, n, true, &rows, &m)) return NULL;
     PyObject *r = take_columns(self->ds, rows, m);
@@ -205,6 +215,139 @@ static PyObject *Dataset_getitem(DatasetObject *self, PyObject *key) {
   PyErr_Format(qvpy_TypeError, "dataset indices must be an int, a slice, a list of ints or a "
                "column name, not %.100s", Py_TYPE(key)->tp_name);
   return NULL;
+}
+
+/* ds[key]: Python values from C without a format, else the format's
+ * (quiver._formats.getitem); ds["col"] is always quiver._formats' (a lazy
+ * Column, as datasets 5). */
+static PyObject *Dataset_getitem(DatasetObject *self, PyObject *key) {
+  if (self->format == NULL && !PyUnicode_Check(key)) return getitem_python(self, key);
+  PyObject *a = PyTuple_Pack(1, key);
+  PyObject *r = a ? qvpy_call_formats("getitem", (PyObject *)self, a, NULL) : NULL;
+  Py_XDECREF(a);
+  return r;
+}
+
+static PyObject *Dataset_getitem_python(DatasetObject *self, PyObject *key) {
+  return getitem_python(self, key);
+}
+
+/* A table as an object with __arrow_c_stream__ (quiver._formats wraps the
+ * capsule). */
+static PyObject *table_stream(qv_table *t) {
+  struct ArrowArrayStream *s = NULL;
+  PyObject *cap = qvpy_new_capsule(sizeof *s, "arrow_array_stream", qvpy_stream_capsule_free,
+                                   (void **)&s);
+  qv_error err;
+  qv_status st = cap ? qv_table_export_stream(t, s, &err) : QV_OK;
+  qv_table_unref(t);
+  if (st != QV_OK) {
+    Py_DECREF(cap);
+    return qvpy_raise_qv(st, &err);
+  }
+  return cap;
+}
+
+/* Dataset._arrow(key): the rows (or column) ds[key] selects, as Arrow data
+ * for quiver._formats: an "arrow_array_stream" capsule for an int, a slice
+ * of step 1 and a column name (zero copy from the mapping without an
+ * indices mapping), a quiver.Batch of the rows gathered for other slices
+ * and row lists. */
+static PyObject *Dataset_arrow(DatasetObject *self, PyObject *key) {
+  int64_t n = qv_dataset_num_rows(self->ds);
+  qv_table *t = NULL;
+  qv_error err;
+  qv_status st;
+  if (PyUnicode_Check(key)) {
+    const char *name = PyUnicode_AsUTF8(key);
+    if (name == NULL) return NULL;
+    if (qv_dataset_column_index(self->ds, name) < 0)
+      return getitem_python(self, key); /* raises the KeyError */
+    Py_BEGIN_ALLOW_THREADS
+    st = qv_dataset_column(self->ds, name, &t, &err);
+    Py_END_ALLOW_THREADS
+    return st == QV_OK ? table_stream(t) : qvpy_raise_qv(st, &err);
+  }
+  int64_t first = 0, len = 0;
+  int64_t *rows = NULL;
+  if (PySlice_Check(key)) {
+    Py_ssize_t start, stop, step;
+    if (PySlice_Unpack(key, &start, &stop, &step) < 0) return NULL;
+    Py_ssize_t l = PySlice_AdjustIndices((Py_ssize_t)n, &start, &stop, step);
+    if (step == 1) {
+      first = start;
+      len = l;
+    } else {
+      rows = PyMem_Malloc((size_t)(l > 0 ? l : 1) * sizeof *rows);
+      if (rows == NULL) return PyErr_NoMemory();
+      for (Py_ssize_t i = 0; i < l; i++) rows[i] = (int64_t)(start + i * step);
+      len = l;
+    }
+  } else if (PyIndex_Check(key) && !PyBool_Check(key) && !is_row_array(key)) {
+    if (!qvpy_arg_int64(key, "index", &first)) return NULL;
+    if (first < -n || first >= n)
+      return PyErr_Format(qvpy_IndexError, "index %lld is out of range for a dataset of %lld "
+                          "rows", (long long)first, (long long)n);
+    if (first < 0) first += n;
+    len = 1;
+  } else if (PyList_Check(key) || PyTuple_Check(key) || PyRange_Check(key) ||
+             is_row_array(key)) {
+    if (!qvpy_arg_rows(key, n, true, &rows, &len)) return NULL;
+  } else {
+    return getitem_python(self, key); /* raises the TypeError */
+  }
+  if (rows == NULL) {
+    Py_BEGIN_ALLOW_THREADS
+    st = qv_dataset_slice(self->ds, first, len, &t, &err);
+    Py_END_ALLOW_THREADS
+    return st == QV_OK ? table_stream(t) : qvpy_raise_qv(st, &err);
+  }
+  qv_array *b = NULL;
+  Py_BEGIN_ALLOW_THREADS
+  st = qv_dataset_take(self->ds, rows, len, &b, &err);
+  Py_END_ALLOW_THREADS
+  PyMem_Free(rows);
+  if (st != QV_OK) return qvpy_raise_qv(st, &err);
+  return qvpy_new_batch(b, (qv_schema *)qv_dataset_schema(self->ds));
+}
+
+/* Dataset._with_format(state): a new Dataset object over the same dataset
+ * (same origin) with this format state (None: none). */
+static PyObject *Dataset_with_format_state(DatasetObject *self, PyObject *state) {
+  PyObject *r = wrap(qv_dataset_ref(self->ds));
+  if (r == NULL) return NULL;
+  ((DatasetObject *)r)->origin = Py_XNewRef(self->origin);
+  ((DatasetObject *)r)->format = state == Py_None ? NULL : Py_NewRef(state);
+  return r;
+}
+
+static PyObject *Dataset_format_state(DatasetObject *self, void *c) {
+  return Py_NewRef(self->format ? self->format : Py_None);
+}
+
+static int Dataset_set_format_state(DatasetObject *self, PyObject *v, void *c) {
+  if (v == NULL) v = Py_None;
+  Py_XSETREF(self->format, v == Py_None ? NULL : Py_NewRef(v));
+  return 0;
+}
+
+/* Methods implemented in quiver/_formats.py (format glue, no per-value
+ * work): each forwards self and its arguments. */
+#define FORMATS_METHOD(name)                                                              \
+  static PyObject *Dataset_##name(DatasetObject *self, PyObject *args, PyObject *kwargs) { \
+    return qvpy_call_formats(#name, (PyObject *)self, args, kwargs);                      \
+  }
+FORMATS_METHOD(with_format)
+FORMATS_METHOD(set_format)
+FORMATS_METHOD(reset_format)
+FORMATS_METHOD(formatted_as)
+FORMATS_METHOD(with_transform)
+FORMATS_METHOD(set_transform)
+FORMATS_METHOD(getitems)
+#undef FORMATS_METHOD
+
+static PyObject *Dataset_format(DatasetObject *self, void *c) {
+  return qvpy_call_formats("format", (PyObject *)self, NULL, NULL);
 }
 
 static PyObject *Dataset_select(DatasetObject *self, PyObject *args, PyObject *kwargs) {
@@ -648,17 +791,36 @@ static PyObject *Dataset_iter_rows(DatasetObject *self) {
   return new_iter(&qvpy_RowIterType, self->ds, QVPY_ROW_BATCH, false);
 }
 
-static PyObject *Dataset_iter(DatasetObject *self, PyObject *args, PyObject *kwargs) {
-  static char *kw[] = {"batch_size", "drop_last_batch", NULL};
+/* Dataset.iter_batches(batch_size, drop_last_batch): quiver.Batch objects. */
+static PyObject *Dataset_batches(DatasetObject *self, PyObject *args) {
   PyObject *bs_obj;
   int drop_last = 0;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|p:iter", kw, &bs_obj, &drop_last))
-    return NULL;
+  if (!PyArg_ParseTuple(args, "O|p:iter_batches", &bs_obj, &drop_last)) return NULL;
   int64_t bs;
   if (!qvpy_arg_int64(bs_obj, "batch_size", &bs)) return NULL;
   if (bs < 1)
     return PyErr_Format(qvpy_ValueError, "batch_size must be >= 1, found %lld", (long long)bs);
   return new_iter(&qvpy_BatchIterType, self->ds, bs, drop_last != 0);
+}
+
+/* iter(ds): rows, in the format when there is one. */
+static PyObject *Dataset_tp_iter(DatasetObject *self) {
+  if (self->format != NULL) return qvpy_call_formats("iterate", (PyObject *)self, NULL, NULL);
+  return Dataset_iter_rows(self);
+}
+
+/* iter(batch_size=None, drop_last_batch=False): rows (batch_size=None) or
+ * batches in the dataset's format, {column: [values]} without one; rows
+ * without a format straight from C, the rest by quiver._formats.iter. */
+static PyObject *Dataset_iter(DatasetObject *self, PyObject *args, PyObject *kwargs) {
+  static char *kw[] = {"batch_size", "drop_last_batch", NULL};
+  PyObject *bs_obj = Py_None;
+  int drop_last = 0;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|Op:iter", kw, &bs_obj, &drop_last))
+    return NULL;
+  if (self->format != NULL) return qvpy_call_formats("iterate", (PyObject *)self, args, kwargs);
+  if (bs_obj == Py_None) return Dataset_iter_rows(self);
+  return qvpy_call_formats("iterate", (PyObject *)self, args, kwargs);
 }
 
 static PyMethodDef Dataset_methods[] = {
@@ -701,7 +863,34 @@ static PyMethodDef Dataset_methods[] = {
      "save_to_disk($self, /, dataset_path, max_shard_size=None, num_shards=None)\n--\n\nWrite the "
      "save_to_disk layout datasets.load_from_disk reads."},
     {"iter", (PyCFunction)(void (*)(void))Dataset_iter, METH_VARARGS | METH_KEYWORDS,
-     "iter($self, /, batch_size, drop_last_batch=False)\n--\n\nquiver.Batch objects of batch_size rows."},
+     "iter($self, /, batch_size=None, drop_last_batch=False)\n--\n\nBatches of batch_size rows in the "
+     "dataset's format ({column: [values]} without one); rows for batch_size=None."},
+    {"iter_batches", (PyCFunction)Dataset_batches, METH_VARARGS,
+     "iter_batches($self, batch_size, drop_last_batch=False, /)\n--\n\nquiver.Batch objects of batch_size rows (zero copy without an indices mapping), "
+     "whatever the format."},
+    {"_arrow", (PyCFunction)Dataset_arrow, METH_O,
+     "_arrow($self, key, /)\n--\n\nThe rows or column ds[key] selects as Arrow data (an 'arrow_array_stream' "
+     "capsule or a quiver.Batch), for quiver._formats."},
+    {"_getitem_python", (PyCFunction)Dataset_getitem_python, METH_O,
+     "_getitem_python($self, key, /)\n--\n\nds[key] as Python values, whatever the format."},
+    {"_with_format", (PyCFunction)Dataset_with_format_state, METH_O,
+     "_with_format($self, state, /)\n--\n\nA new Dataset object over the same data with this format state."},
+#define FM(name, sig, doc) {#name, (PyCFunction)(void (*)(void))Dataset_##name, \
+     METH_VARARGS | METH_KEYWORDS, #name "($self, /, " sig ")\n--\n\n" doc}
+    FM(with_format, "type=None, columns=None, output_all_columns=False, **format_kwargs",
+       "A new Dataset object returning rows in this format (datasets' with_format)."),
+    FM(set_format, "type=None, columns=None, output_all_columns=False, **format_kwargs",
+       "Set the output format in place (datasets' set_format)."),
+    FM(reset_format, "", "Back to Python values in place (datasets' reset_format)."),
+    FM(formatted_as, "type=None, columns=None, output_all_columns=False, **format_kwargs",
+       "A context manager setting the format for its block (datasets' formatted_as)."),
+    FM(with_transform, "transform, columns=None, output_all_columns=False",
+       "A new Dataset object applying transform to formatted batches (datasets' with_transform)."),
+    FM(set_transform, "transform, columns=None, output_all_columns=False",
+       "Set a transform in place (datasets' set_transform)."),
+#undef FM
+    {"__getitems__", (PyCFunction)(void (*)(void))Dataset_getitems, METH_VARARGS | METH_KEYWORDS,
+     "__getitems__($self, keys, /)\n--\n\nds[keys] as a list of row dicts (what torch's DataLoader calls)."},
     {"_recipes", (PyCFunction)qvpy_Dataset_recipes, METH_NOARGS,
      "_recipes($self, /)\n--\n\n(data table recipe, indices mapping recipe or None) as bytes "
      "(qv_table_recipe; used by pickling)."},
@@ -726,6 +915,11 @@ static PyGetSetDef Dataset_getset[] = {
     {"split", (getter)Dataset_split, NULL, "The split name, or None.", NULL},
     {"_origin", (getter)qvpy_Dataset_origin, NULL,
      "How the dataset was made (plain data replayed when unpickling), or None.", NULL},
+    {"format", (getter)Dataset_format, NULL,
+     "The output format, as datasets' format: {'type', 'format_kwargs', 'columns', "
+     "'output_all_columns'}.", NULL},
+    {"_format", (getter)Dataset_format_state, (setter)Dataset_set_format_state,
+     "The format state (quiver._formats), or None.", NULL},
     {"cache_files", (getter)Dataset_cache_files, NULL,
      "The files mapped behind the dataset, as [{'filename': path}, ...].", NULL},
     {NULL, NULL, NULL, NULL, NULL}};
@@ -744,7 +938,7 @@ PyTypeObject qvpy_DatasetType = {
     .tp_repr = (reprfunc)Dataset_repr,
     .tp_as_sequence = &Dataset_as_sequence,
     .tp_as_mapping = &Dataset_as_mapping,
-    .tp_iter = (getiterfunc)Dataset_iter_rows,
+    .tp_iter = (getiterfunc)Dataset_tp_iter,
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "A dataset (Hugging Face datasets' Dataset) over memory-mapped Arrow files. "
               "Immutable: transforms return new datasets. Open one with quiver.open(path).",

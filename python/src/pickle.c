@@ -64,6 +64,9 @@ static PyObject *plain_copy(PyObject *o, int *budget, int depth) {
 
 PyObject *qvpy_derive(DatasetObject *parent, PyObject *result, const char *op, PyObject *args,
                       PyObject *kwargs) {
+  /* transforms keep the output format, as datasets' do */
+  if (result != NULL && parent->format != NULL && PyObject_TypeCheck(result, &qvpy_DatasetType))
+    Py_XSETREF(((DatasetObject *)result)->format, Py_NewRef(parent->format));
   if (result == NULL || parent->origin == NULL || !PyObject_TypeCheck(result, &qvpy_DatasetType))
     return result;
   int budget = QVPY_ORIGIN_BUDGET;

@@ -192,6 +192,24 @@ bool qvpy_arg_rows(PyObject *o, int64_t n_rows, bool negative_ok, int64_t **out,
   return true;
 }
 
+PyObject *qvpy_call_formats(const char *fn, PyObject *self, PyObject *args, PyObject *kwargs) {
+  static PyObject *mod; /* quiver._formats, imported once, kept for the process */
+  if (mod == NULL && (mod = PyImport_ImportModule("quiver._formats")) == NULL) return NULL;
+  PyObject *f = PyObject_GetAttrString(mod, fn);
+  if (f == NULL) return NULL;
+  Py_ssize_t n = args ? PyTuple_GET_SIZE(args) : 0;
+  PyObject *a = PyTuple_New(n + 1);
+  PyObject *r = NULL;
+  if (a != NULL) {
+    PyTuple_SET_ITEM(a, 0, Py_NewRef(self));
+    for (Py_ssize_t i = 0; i < n; i++) PyTuple_SET_ITEM(a, i + 1, Py_NewRef(PyTuple_GET_ITEM(args, i)));
+    r = PyObject_Call(f, a, kwargs);
+    Py_DECREF(a);
+  }
+  Py_DECREF(f);
+  return r;
+}
+
 qv_dataset_options qvpy_options(int cache) {
   qv_dataset_options o;
   memset(&o, 0, sizeof o);

@@ -52,6 +52,8 @@ typedef struct {
   PyObject_HEAD
   qv_dataset *ds;   /* reference */
   PyObject *origin; /* how it was made, as plain data (pickle.c), or NULL */
+  PyObject *format; /* the output format (quiver._formats state), or NULL: rows as Python
+                       values, straight from C (docs/python.md, "Formats") */
 } DatasetObject;
 
 typedef struct {
@@ -123,6 +125,9 @@ PyObject *qvpy_column_names_of(const qv_schema *s);
 /** A transform's result: a new quiver.Dataset over `out` (its reference
  * taken over) when st is QV_OK, else the error raised. */
 PyObject *qvpy_result(qv_status st, qv_dataset *out, const qv_error *err);
+
+/** quiver._formats.<fn>(self, *args, **kwargs) (args may be NULL). */
+PyObject *qvpy_call_formats(const char *fn, PyObject *self, PyObject *args, PyObject *kwargs);
 
 /* ---- Python -> Arrow (convert.c) --------------------------------------- */
 /** A map function's result (a dict {column: list or Arrow array} or an

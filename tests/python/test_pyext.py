@@ -7,7 +7,7 @@ oracles, offline with a private HF_HOME:
     ds[i], list(ds), ds[a:b:c], ds["col"] and Batch.to_pylist() equals
     pyarrow's to_pylist(); pa.table(ds) (the __arrow_c_stream__ capsule)
     equals pyarrow's own read of the file, and its buffers point into
-    quiver's mapping of the file (zero copy); batches of ds.iter() go
+    quiver's mapping of the file (zero copy); batches of ds.iter_batches() go
     through __arrow_c_array__;
   - datasets 5.2.0: quiver.open of a save_to_disk directory has datasets'
     length, features, fingerprint and rows; shuffle / sort / filter /
@@ -157,9 +157,9 @@ def test_rows_equal_pyarrow_as_py_for_many_types(tmp):
     assert got.equals(expected_table, check_metadata=True)
     assert pa.RecordBatchReader.from_stream(ds).read_all().equals(expected_table)
     # Batches through __arrow_c_array__
-    batches = list(ds.iter(batch_size=8))
+    batches = list(ds.iter_batches(8))
     assert [len(b) for b in batches] == [8, 8, 8, 8, 5]
-    assert [b.num_rows for b in ds.iter(8, drop_last_batch=True)] == [8, 8, 8, 8]
+    assert [b.num_rows for b in ds.iter_batches(8, True)] == [8, 8, 8, 8]
     assert sum((b.to_pylist() for b in batches), []) == expected
     assert batches[1].to_pydict() == take(range(8, 16))
     rb = pa.record_batch(batches[2])
@@ -227,7 +227,7 @@ def test_stream_export_is_zero_copy_from_the_mapping(tmp):
     del ds
     gc.collect()
     assert got.column("x").to_pylist() == list(range(100000))
-    batches = list(quiver.open(path).iter(1000))
+    batches = list(quiver.open(path).iter_batches(1000))
     gc.collect()
     assert pa.record_batch(batches[7]).column(0).to_pylist() == list(range(7000, 8000))
 
@@ -244,13 +244,13 @@ def test_capsule_names_and_consume_once(tmp):
     ds = quiver.open(path)
     assert capsule_name(ds.__arrow_c_schema__()) == "arrow_schema"
     assert capsule_name(ds.__arrow_c_stream__()) == "arrow_array_stream"
-    s, a = next(ds.iter(2)).__arrow_c_array__()
+    s, a = next(ds.iter_batches(2)).__arrow_c_array__()
     assert (capsule_name(s), capsule_name(a)) == ("arrow_schema", "arrow_array")
     assert pa.schema(ds) == pa.schema([("a", pa.int64())])
     # Unconsumed capsules are released by their destructor (no leak, no crash).
     for _ in range(100):
         ds.__arrow_c_stream__()
-        next(ds.iter(3)).__arrow_c_array__()
+        next(ds.iter_batches(3)).__arrow_c_array__()
     cap = ds.__arrow_c_stream__()
     assert pa.RecordBatchReader._import_from_c_capsule(cap).read_all().num_rows == 3
     with pytest.raises(Exception):

@@ -42,15 +42,17 @@ def stub_params(fn):
     names = [p.arg for p in a.posonlyargs + a.args]
     if names and names[0] == "self":
         names = names[1:]
-    return names + ["*"] * bool(a.kwonlyargs or a.vararg) + [p.arg for p in a.kwonlyargs]
+    return (names + ["*"] * bool(a.kwonlyargs or a.vararg) + [p.arg for p in a.kwonlyargs]
+            + (["**" + a.kwarg.arg] if a.kwarg else []))
 
 
 def runtime_params(obj):
     sig = inspect.signature(obj)
     ps = [p for p in sig.parameters.values() if p.name != "self"]
-    names = [p.name for p in ps if p.kind is not p.KEYWORD_ONLY]
+    names = [p.name for p in ps if p.kind not in (p.KEYWORD_ONLY, p.VAR_KEYWORD)]
     kw = [p.name for p in ps if p.kind is p.KEYWORD_ONLY]
-    return names + ["*"] * bool(kw) + kw
+    var = ["**" + p.name for p in ps if p.kind is p.VAR_KEYWORD]
+    return names + ["*"] * bool(kw) + kw + var
 
 
 PUBLIC_DUNDERS = {"__arrow_c_schema__", "__arrow_c_stream__", "__arrow_c_array__",
