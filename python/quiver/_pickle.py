@@ -54,6 +54,8 @@ def reduce(ds):
         state["origin"] = origin
     else:
         state["data"], state["indices"] = ds._recipes()
+    if ds._format is not None:  # the output format (a transform pickles by reference)
+        state["format"] = ds._format
     return (rebuild, (state,))
 
 
@@ -110,4 +112,6 @@ def rebuild(state):
         raise _quiver.QuiverError(
             f"quiver.Dataset pickle: the rebuilt dataset has fingerprint {ds.fingerprint}, "
             f"not {state['fingerprint']}: its files or the transforms' results differ")
+    if "format" in state:
+        ds._format = state["format"]
     return ds

@@ -269,6 +269,23 @@ def test_set_reset_formatted_as_and_transforms_keep_it(dirs):
     assert q[3] == plain_row
 
 
+def double_ids(batch):
+    return {"id": [2 * i for i in batch["id"]]}
+
+
+def test_pickle_keeps_the_format(dirs):
+    import pickle
+    h, q = pair(dirs, "two", shuffled=True)
+    for fmt in ("numpy", "arrow"):
+        qf = pickle.loads(pickle.dumps(q.with_format(fmt, columns=["id", "v"])))
+        assert qf.format == h.with_format(fmt, columns=["id", "v"]).format
+        same(h.with_format(fmt, columns=["id", "v"])[3:9], qf[3:9], f"unpickled {fmt}")
+    qt = pickle.loads(pickle.dumps(q.with_transform(double_ids)))
+    same(h.with_transform(double_ids)[0:4], qt[0:4], "unpickled transform")
+    plain = pickle.loads(pickle.dumps(q))
+    assert plain.format["type"] is None and plain[0:2] == h[0:2]
+
+
 def test_numpy_index_arrays(dirs):
     h, q = pair(dirs, "two")
     idx = np.array([7, 0, 299, 7], dtype=np.int64)
