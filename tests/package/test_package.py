@@ -89,8 +89,8 @@ ds = quiver.open(sys.argv[1])
 third = sorted(m.split('.')[0] for m in sys.modules
                if m.split('.')[0] in ('pyarrow', 'numpy', 'pandas', 'datasets'))
 print(json.dumps({"file": quiver.__file__, "third": third, "rows": [ds[i] for i in range(len(ds))],
-                  "iter": list(ds), "select": ds.select([49, 0, 7])["id"],
-                  "shuffled": ds.shuffle(seed=5)["id"]}))
+                  "iter": list(ds), "select": ds.select([49, 0, 7])["id"][:],
+                  "shuffled": ds.shuffle(seed=5)["id"][:]}))
 """, str(path))
     site = os.path.dirname(venv)  # the venv root
     assert out["file"].startswith(site), out["file"]       # the installed package, not the tree
