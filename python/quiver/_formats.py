@@ -154,7 +154,7 @@ def _np_extract(ca, feature):
     copy for one null-free chunk of fixed-width numbers."""
     import numpy as np
     chunks = ca.chunks
-    arrayxd = isinstance(feature, dict) and str(feature.get("_type", "")).startswith("Array")
+    arrayxd = _feature_type(feature).startswith("Array")
     views = [_fixed_view(c) for c in chunks]
     if views and all(v is not None for v in views):
         return views[0] if len(views) == 1 else np.concatenate(views)
@@ -169,9 +169,16 @@ def _np_extract(ca, feature):
     return _rows_to_numpy(rows)
 
 
+def _feature_type(feature):
+    """The `_type` of a feature given as datasets' dict or a feature object."""
+    if isinstance(feature, dict):
+        return str(feature.get("_type", ""))
+    return type(feature).__name__ if feature is not None else ""
+
+
 def _arrayxd_rows(storage, feature):
     import numpy as np
-    dtype = feature.get("dtype")
+    dtype = feature.get("dtype") if isinstance(feature, dict) else getattr(feature, "dtype", None)
     out = []
     for v in storage.to_pylist():
         out.append(None if v is None else np.asarray(v, dtype=dtype))
