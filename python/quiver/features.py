@@ -18,8 +18,8 @@ from dataclasses import InitVar, dataclass, field
 from typing import Any, ClassVar, Optional
 
 __all__ = ["Features", "Value", "ClassLabel", "List", "Sequence", "LargeList", "Array2D",
-           "Array3D", "Array4D", "Array5D", "Image", "Audio", "Video", "Json", "Translation",
-           "TranslationVariableLanguages"]
+           "Array3D", "Array4D", "Array5D", "Image", "Audio", "Video", "Pdf", "Nifti", "Mesh",
+           "BioSequence", "BioStructure", "Json", "Translation", "TranslationVariableLanguages"]
 
 _SIMPLE = {"null", "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
            "uint64", "float16", "float32", "float64", "date32", "date64", "binary",
@@ -336,6 +336,53 @@ class Video(_Feature):
         return _blob_type()
 
 
+class _Blob(_Feature):
+    def __call__(self):
+        return _blob_type()
+
+
+@dataclass(eq=False)
+class Pdf(_Blob):
+    """A PDF stored as {bytes, path} (quiver does not decode it)."""
+    decode: bool = True
+    id: Optional[str] = field(default=None, repr=False)
+    _type: str = field(default="Pdf", init=False, repr=False)
+
+
+@dataclass(eq=False)
+class Nifti(_Blob):
+    """A NIfTI image stored as {bytes, path} (quiver does not decode it)."""
+    decode: bool = True
+    id: Optional[str] = field(default=None, repr=False)
+    _type: str = field(default="Nifti", init=False, repr=False)
+
+
+@dataclass(eq=False)
+class Mesh(_Blob):
+    """A 3-D mesh stored as {bytes, path} (quiver does not decode it)."""
+    decode: bool = True
+    id: Optional[str] = field(default=None, repr=False)
+    _type: str = field(default="Mesh", init=False, repr=False)
+
+
+@dataclass(eq=False)
+class BioSequence(_Blob):
+    """A biological sequence file stored as {bytes, path}."""
+    format: str = "fasta"
+    decode: bool = True
+    id: Optional[str] = field(default=None, repr=False)
+    _type: str = field(default="BioSequence", init=False, repr=False)
+
+
+@dataclass(eq=False)
+class BioStructure(_Blob):
+    """A biological structure file stored as {bytes, path}."""
+    format: str = "pdb"
+    decode: bool = True
+    id: Optional[str] = field(default=None, repr=False)
+    _type: str = field(default="BioStructure", init=False, repr=False)
+
+
 @dataclass(eq=False)
 class Json(_Feature):
     """Arbitrary JSON values (pyarrow json extension type)."""
@@ -381,9 +428,10 @@ class TranslationVariableLanguages(_Feature):
                           "translation": pa.list_(pa.string())})
 
 
-_TYPES = {c.__name__: c for c in (Value, ClassLabel, List, LargeList, Array2D, Array3D, Array4D,
-                                  Array5D, Image, Audio, Video, Json, Translation,
-                                  TranslationVariableLanguages)}
+# datasets' order (its "Available feature types" message lists them so)
+_TYPES = {c.__name__: c for c in (Value, ClassLabel, Translation, TranslationVariableLanguages,
+                                  LargeList, List, Array2D, Array3D, Array4D, Array5D, Audio,
+                                  Image, Mesh, Video, Pdf, Nifti, BioSequence, BioStructure, Json)}
 
 
 def _asdict(obj):
