@@ -132,3 +132,11 @@ def test_save_to_disk_loads_in_datasets(dd_path, tmp_path):
     with pytest.raises(ValueError):
         q.save_to_disk(str(f))
     assert f.read_text() == "x"
+
+
+def test_pickle(dd_path):
+    import pickle
+    q = quiver.load_from_disk(dd_path).shuffle(seed=4)
+    back = pickle.loads(pickle.dumps(q))
+    assert isinstance(back, quiver.DatasetDict) and rows(back) == rows(q)
+    assert rows(back) == rows(D.load_from_disk(dd_path).shuffle(seed=4))

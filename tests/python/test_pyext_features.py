@@ -186,3 +186,11 @@ def test_import_without_pyarrow(saved):
     assert r.returncode == 0, r.stderr
     out = r.stdout.split()
     assert out == ["pos", "(2,", "3)", "no-type"]
+
+
+def test_pickle(saved):
+    import pickle
+    q = quiver.open(saved["main_dataset"]).features
+    back = pickle.loads(pickle.dumps(q))
+    assert isinstance(back, quiver.Features) and back == q and back.to_dict() == q.to_dict()
+    assert back["label"].int2str(2) == "neutral"
