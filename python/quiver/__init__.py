@@ -1,8 +1,9 @@
 """quiver — memory-mapped Arrow datasets (Hugging Face `datasets` layout) from C.
 
 A thin package over the C extension `quiver._quiver`, which binds quiver's
-dataset layer (include/quiver/dataset.h); nothing is computed in Python.
-See docs/python.md.
+dataset layer (include/quiver/dataset.h); nothing per row is computed in
+Python (features.py and dataset_dict.py hold datasets' Features classes and
+DatasetDict). See docs/python.md.
 """
 from ._quiver import (  # noqa: F401
     Batch,
@@ -17,8 +18,11 @@ from ._quiver import (  # noqa: F401
     open,
     version,
 )
+from .dataset_dict import DatasetDict, load_from_disk  # noqa: E402,F401
+from .features import *  # noqa: E402,F401,F403  (Features and the feature classes)
 
 __version__ = version()
 __all__ = ["Batch", "Dataset", "QuiverError", "QuiverFileNotFoundError", "QuiverIndexError",
            "QuiverKeyError", "QuiverTypeError", "QuiverValueError", "concatenate_datasets",
            "open", "__version__"]
+__all__ += ["DatasetDict", "load_from_disk"] + features.__all__  # noqa: F405

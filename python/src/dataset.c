@@ -76,7 +76,8 @@ static PyObject *Dataset_features(DatasetObject *self, void *c) {
                                                     (Py_ssize_t)sb.len)
                             : qvpy_raise_qv(st, &err);
   qv_strbuf_reset(&sb);
-  return r;
+  /* a quiver.features.Features, built in Python from datasets' dict form */
+  return r == NULL ? NULL : qvpy_call_python("quiver.features", "_from_extension", r);
 }
 
 static PyObject *Dataset_cache_files(DatasetObject *self, void *c) {
@@ -539,7 +540,7 @@ static PyObject *Dataset_train_test_split(DatasetObject *self, PyObject *args,
   PyObject *d = a && b ? Py_BuildValue("{s:O,s:O}", "train", a, "test", b) : NULL;
   Py_XDECREF(a);
   Py_XDECREF(b);
-  return d;
+  return d == NULL ? NULL : qvpy_call_python("quiver.dataset_dict", "DatasetDict", d);
 }
 
 static PyObject *Dataset_flatten_indices(DatasetObject *self, PyObject *args, PyObject *kwargs) {
@@ -632,6 +633,36 @@ done:
   return r;
 }
 
+bool qvpy_save_options(PyObject *size_obj, PyObject *shards_obj, qv_save_options *so) {
+  memset(so, 0, sizeof *so);
+  if (size_obj != Py_None) {
+    if (PyUnicode_Check(size_obj)) {
+      const char *text = PyUnicode_AsUTF8(size_obj);
+      if (text == NULL) return false;
+      qv_error err;
+      qv_status st = qv_hf_parse_size(text, &so->max_shard_size, &err);
+      if (st != QV_OK) {
+        PyErr_Format(qvpy_ValueError, "max_shard_size: %s", err.message);
+        return false;
+      }
+    } else if (!qvpy_arg_int64(size_obj, "max_shard_size", &so->max_shard_size)) {
+      return false;
+    }
+    if (so->max_shard_size <= 0) {
+      PyErr_SetString(qvpy_ValueError, "max_shard_size must be positive");
+      return false;
+    }
+  }
+  if (shards_obj != Py_None) {
+    if (!qvpy_arg_int64(shards_obj, "num_shards", &so->num_shards)) return false;
+    if (so->num_shards <= 0) {
+      PyErr_SetString(qvpy_ValueError, "num_shards must be positive");
+      return false;
+    }
+  }
+  return true;
+}
+
 static PyObject *Dataset_save_to_disk(DatasetObject *self, PyObject *args, PyObject *kwargs) {
   static char *kw[] = {"dataset_path", "max_shard_size", "num_shards", NULL};
   PyObject *path = NULL, *size_obj = Py_None, *shards_obj = Py_None;
@@ -639,40 +670,16 @@ static PyObject *Dataset_save_to_disk(DatasetObject *self, PyObject *args, PyObj
                                    &path, &size_obj, &shards_obj))
     return NULL;
   qv_save_options so;
-  memset(&so, 0, sizeof so);
   qv_error err;
   PyObject *r = NULL;
-  if (size_obj != Py_None) {
-    if (PyUnicode_Check(size_obj)) {
-      const char *text = PyUnicode_AsUTF8(size_obj);
-      if (text == NULL) goto done;
-      qv_status st = qv_hf_parse_size(text, &so.max_shard_size, &err);
-      if (st != QV_OK) {
-        PyErr_Format(qvpy_ValueError, "max_shard_size: %s", err.message);
-        goto done;
-      }
-    } else if (!qvpy_arg_int64(size_obj, "max_shard_size", &so.max_shard_size)) {
-      goto done;
-    }
-    if (so.max_shard_size <= 0) {
-      PyErr_SetString(qvpy_ValueError, "max_shard_size must be positive");
-      goto done;
-    }
+  if (qvpy_save_options(size_obj, shards_obj, &so)) {
+    qv_status st;
+    Py_BEGIN_ALLOW_THREADS
+    st = qv_dataset_save_to_disk(self->ds, PyBytes_AS_STRING(path), &so, NULL, &err);
+    Py_END_ALLOW_THREADS
+    if (st != QV_OK) qvpy_raise_qv(st, &err);
+    else r = Py_NewRef(Py_None);
   }
-  if (shards_obj != Py_None) {
-    if (!qvpy_arg_int64(shards_obj, "num_shards", &so.num_shards)) goto done;
-    if (so.num_shards <= 0) {
-      PyErr_SetString(qvpy_ValueError, "num_shards must be positive");
-      goto done;
-    }
-  }
-  qv_status st;
-  Py_BEGIN_ALLOW_THREADS
-  st = qv_dataset_save_to_disk(self->ds, PyBytes_AS_STRING(path), &so, NULL, &err);
-  Py_END_ALLOW_THREADS
-  if (st != QV_OK) qvpy_raise_qv(st, &err);
-  else r = Py_NewRef(Py_None);
-done:
   Py_DECREF(path);
   return r;
 }
@@ -911,7 +918,7 @@ static PyGetSetDef Dataset_getset[] = {
     {"column_names", (getter)Dataset_column_names, NULL, "Column names.", NULL},
     {"fingerprint", (getter)Dataset_fingerprint, NULL, "The datasets fingerprint.", NULL},
     {"features", (getter)Dataset_features, NULL,
-     "The features as datasets' Features.to_dict() gives them.", NULL},
+     "The features: a quiver.Features (datasets' Features.to_dict() form with .to_dict()).", NULL},
     {"split", (getter)Dataset_split, NULL, "The split name, or None.", NULL},
     {"_origin", (getter)qvpy_Dataset_origin, NULL,
      "How the dataset was made (plain data replayed when unpickling), or None.", NULL},

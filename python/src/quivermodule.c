@@ -356,6 +356,13 @@ static PyMethodDef module_methods[] = {
     {"_from_recipes", (PyCFunction)qvpy_mod_from_recipes, METH_VARARGS,
      "_from_recipes($module, data, indices, fingerprint, /)\n--\n\nA Dataset rebuilt from "
      "table recipes (Dataset._recipes(); used by unpickling)."},
+    {"_dataset_dict_save_to_disk", (PyCFunction)(void (*)(void))qvpy_mod_dataset_dict_save,
+     METH_VARARGS | METH_KEYWORDS,
+     "_dataset_dict_save_to_disk($module, /, datasets, names, dataset_dict_path, "
+     "max_shard_size=None, num_shards=None)\n--\n\nqv_dataset_dict_save_to_disk: use "
+     "DatasetDict.save_to_disk."},
+    {"_dataset_dict_splits", (PyCFunction)qvpy_mod_dataset_dict_splits, METH_O,
+     "_dataset_dict_splits($module, path, /)\n--\n\nSplit names of a DatasetDict directory."},
     {"version", (PyCFunction)mod_version, METH_NOARGS,
      "version($module, /)\n--\n\nThe C library's version (qv_version())."},
     {NULL, NULL, 0, NULL}};

@@ -9,6 +9,7 @@
  *   dataset.c       quiver.Dataset and its iterators
  *   convert.c       Python values -> Arrow arrays
  *   mapfilter.c     Python callables as map / filter functions
+ *   dsdict.c        DatasetDict saving / split names, calls into Python
  * Every function returning a new PyObject * returns a new reference, or
  * NULL with a Python exception set; every bool-returning helper returns
  * false with a Python exception set.
@@ -125,6 +126,19 @@ PyObject *qvpy_column_names_of(const qv_schema *s);
 /** A transform's result: a new quiver.Dataset over `out` (its reference
  * taken over) when st is QV_OK, else the error raised. */
 PyObject *qvpy_result(qv_status st, qv_dataset *out, const qv_error *err);
+/** save_to_disk's max_shard_size (None, bytes or "100MB") and num_shards
+ * (None or int) into *so (zeroed first); false with the error raised. */
+bool qvpy_save_options(PyObject *size_obj, PyObject *shards_obj, qv_save_options *so);
+
+/* ---- DatasetDict support (dsdict.c) ------------------------------------ */
+/** module.attr(arg): a new reference, or NULL with the error raised; the
+ * reference on `arg` is taken over (also on failure). */
+PyObject *qvpy_call_python(const char *module, const char *attr, PyObject *arg);
+/** _quiver._dataset_dict_save_to_disk(datasets, names, path,
+ * max_shard_size=None, num_shards=None). */
+PyObject *qvpy_mod_dataset_dict_save(PyObject *mod, PyObject *args, PyObject *kwargs);
+/** _quiver._dataset_dict_splits(path) -> list of split names. */
+PyObject *qvpy_mod_dataset_dict_splits(PyObject *mod, PyObject *arg);
 
 /** quiver._formats.<fn>(self, *args, **kwargs) (args may be NULL). */
 PyObject *qvpy_call_formats(const char *fn, PyObject *self, PyObject *args, PyObject *kwargs);

@@ -27,20 +27,17 @@ static PyObject *bad_array(const qv_array *a, const char *what, int64_t row) {
   return NULL;
 }
 
-/* Element `k` (physical) of buffer `b` read as a `width`-byte integer, or
- * false when it lies outside the buffer. */
+static const uint8_t *elem(const qv_array *a, int b, int64_t k, int64_t width);
+
+/* Element `k` (physical) of buffer `b` read as a `width`-byte integer
+ * (quiver/array.h's qv_load_int), or false when it lies outside the
+ * buffer. */
 static bool read_int(const qv_array *a, int b, int64_t k, int width, bool is_signed,
                      int64_t *out) {
-  if (b >= a->n_buffers || a->buffers[b] == NULL || k < 0 ||
-      (k + 1) * width > a->buffers[b]->size)
-    return false;
-  const uint8_t *p = a->buffers[b]->data + k * width;
-  switch (width) {
-    case 1: *out = is_signed ? (int64_t)(int8_t)p[0] : (int64_t)p[0]; return true;
-    case 2: { int16_t v; memcpy(&v, p, 2); *out = is_signed ? v : (int64_t)(uint16_t)v; return true; }
-    case 4: { int32_t v; memcpy(&v, p, 4); *out = is_signed ? v : (int64_t)(uint32_t)v; return true; }
-    default: memcpy(out, p, 8); return true;
-  }
+  const uint8_t *p = elem(a, b, k, width);
+  if (p == NULL) return false;
+  *out = qv_load_int(p, width, !is_signed, 0);
+  return true;
 }
 
 /* Pointer to `width` bytes of element k of buffer b, or NULL. */

@@ -193,23 +193,15 @@ static inline uint32_t probe(const qv_grouper *g, uint64_t h, int64_t i, int64_t
 
 
 /* Bytes of view element p (offset applied) with bounds checks. */
-static qv_status view_bytes(const qv_array *a, int64_t p, const uint8_t **out, int64_t *len,
+/* Bytes of logical element i of a view array (quiver/array.h's
+ * bounds-checked qv_array_view_bytes), or an error naming it. */
+static qv_status view_bytes(const qv_array *a, int64_t i, const uint8_t **out, int64_t *len,
                             qv_error *err) {
-  const uint8_t *v = a->buffers[1]->data + p * QV_VIEW_SIZE;
-  int32_t n, bi, off;
-  memcpy(&n, v, 4);
-  if (n < 0) return qv_error_set(err, QV_EINVAL, "grouper: view %" PRId64 " has negative length", p);
-  if (n <= QV_VIEW_INLINE_MAX) {
-    *out = v + 4;
-    *len = n;
-    return QV_OK;
-  }
-  memcpy(&bi, v + 8, 4);
-  memcpy(&off, v + 12, 4);
-  if (bi < 0 || bi >= a->n_buffers - 2 || !a->buffers[2 + bi] || off < 0 ||
-      (int64_t)off + n > a->buffers[2 + bi]->size)
-    return qv_error_set(err, QV_EINVAL, "grouper: view %" PRId64 " points outside its data buffers", p);
-  *out = a->buffers[2 + bi]->data + off;
+  int32_t n = 0;
+  if (!qv_array_view_bytes(a, i, out, &n))
+    return qv_error_set(err, QV_EINVAL,
+                        "grouper: view %" PRId64 " has a negative length or points outside "
+                        "its data buffers", a->offset + i);
   *len = n;
   return QV_OK;
 }
@@ -230,7 +222,7 @@ static qv_status views_to_large(const qv_array *a, qv_type *large_type, qv_array
     if (has_valid && !qv_bit_get(a->buffers[0]->data, a->offset + i)) continue;
     const uint8_t *p;
     int64_t len;
-    QV_RETURN_NOT_OK(view_bytes(a, a->offset + i, &p, &len, err));
+    QV_RETURN_NOT_OK(view_bytes(a, i, &p, &len, err));
     total += len;
   }
   qv_array *r = qv_array_new(large_type, 3, 0);
@@ -252,7 +244,7 @@ static qv_status views_to_large(const qv_array *a, qv_type *large_type, qv_array
     if (has_valid && !qv_bit_get(a->buffers[0]->data, a->offset + i)) continue;
     const uint8_t *p;
     int64_t len;
-    view_bytes(a, a->offset + i, &p, &len, NULL);
+    (void)view_bytes(a, i, &p, &len, NULL); /* checked by the sizing pass */
     memcpy(r->buffers[2]->data + pos, p, (size_t)len);
     pos += len;
   }

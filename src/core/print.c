@@ -606,24 +606,17 @@ static qv_status format_struct(const qv_array *a, int64_t k, qv_strbuf *out,
   return QV_OK;
 }
 
-/* Element `row` (logical) of `a`. k is the physical index row + offset. */
-static qv_status format_at(const qv_array *a, int64_t row, qv_strbuf *out,
-                           int depth, qv_error *err) {
-  if (depth > 256)
-    return qv_error_set(err, QV_ENOTSUP, "value nested deeper than 256 levels");
-  if (row < 0 || row >= a->length)
-    return qv_error_set(err, QV_ERANGE, "row %lld is outside [0, %lld)",
-                        (long long)row, (long long)a->length);
+static qv_status cannot_print(qv_error *err, qv_type_id id) {
+  return qv_error_set(err, QV_ENOTSUP, "cannot print values of type %s",
+                      qv_type_id_name(id));
+}
+
+/* Booleans, integers, floats and decimals at physical index k (format_at
+ * sends exactly these ids here). */
+static qv_status format_number(const qv_array *a, int64_t row, int64_t k,
+                               qv_strbuf *out, qv_error *err) {
   const qv_type *t = a->type;
   qv_type_id id = t->id;
-  int64_t k = a->offset + row;
-  if (id == QV_NA) { APPEND("null"); return QV_OK; }
-  if (id != QV_SPARSE_UNION && id != QV_DENSE_UNION &&
-      id != QV_RUN_END_ENCODED && a->n_buffers > 0 && a->buffers[0]) {
-    if (!elem_ptr(a, 0, k >> 3, 1)) return bad_array(err, a, "validity bit", row);
-    if (!qv_bit_get(a->buffers[0]->data, k)) { APPEND("null"); return QV_OK; }
-  }
-
   switch (id) {
     case QV_BOOL: {
       if (!elem_ptr(a, 1, k >> 3, 1)) return bad_array(err, a, "value", row);
@@ -663,14 +656,23 @@ static qv_status format_at(const qv_array *a, int64_t row, qv_strbuf *out,
       memcpy(&d, p, 8);
       return format_float(out, d, FLOAT_BITS_64, err);
     }
-    case QV_DECIMAL32: case QV_DECIMAL64: case QV_DECIMAL128:
-    case QV_DECIMAL256: {
+    default: { /* QV_DECIMAL32, QV_DECIMAL64, QV_DECIMAL128, QV_DECIMAL256 */
       int width = id == QV_DECIMAL32 ? 4 : id == QV_DECIMAL64 ? 8
                   : id == QV_DECIMAL128 ? 16 : 32;
       const uint8_t *p = elem_ptr(a, 1, k, width);
       if (!p) return bad_array(err, a, "value", row);
       return format_decimal(out, p, width, t->scale, err);
     }
+  }
+}
+
+/* Dates, times, timestamps, durations and intervals at physical index k
+ * (format_at sends exactly these ids here). */
+static qv_status format_temporal(const qv_array *a, int64_t row, int64_t k,
+                                 qv_strbuf *out, qv_error *err) {
+  const qv_type *t = a->type;
+  qv_type_id id = t->id;
+  switch (id) {
     case QV_DATE32: case QV_DATE64: {
       int64_t v;
       if (!read_int(a, 1, k, id == QV_DATE32 ? 4 : 8, true, &v))
@@ -711,7 +713,7 @@ static qv_status format_at(const qv_array *a, int64_t row, qv_strbuf *out,
       return qv_strbuf_printf(out, err, "{\"days\":%d,\"milliseconds\":%d}",
                               (int)dm[0], (int)dm[1]);
     }
-    case QV_INTERVAL_MONTH_DAY_NANO: {
+    default: { /* QV_INTERVAL_MONTH_DAY_NANO */
       const uint8_t *p = elem_ptr(a, 1, k, 16);
       if (!p) return bad_array(err, a, "value", row);
       int32_t md[2];
@@ -723,6 +725,16 @@ static qv_status format_at(const qv_array *a, int64_t row, qv_strbuf *out,
                               "}",
                               (int)md[0], (int)md[1], ns);
     }
+  }
+}
+
+/* Strings (JSON strings) and binaries (base64) at physical index k:
+ * offset, view and fixed-size layouts. */
+static qv_status format_bytes(const qv_array *a, int64_t row, int64_t k,
+                              qv_strbuf *out, qv_error *err) {
+  const qv_type *t = a->type;
+  qv_type_id id = t->id;
+  switch (id) {
     case QV_BINARY: case QV_STRING: case QV_LARGE_BINARY:
     case QV_LARGE_STRING: {
       int w = (id == QV_BINARY || id == QV_STRING) ? 4 : 8;
@@ -763,6 +775,42 @@ static qv_status format_at(const qv_array *a, int64_t row, qv_strbuf *out,
       if (!p) return bad_array(err, a, "value", row);
       return append_base64(out, p, t->byte_width, err);
     }
+    default:
+      return cannot_print(err, id);
+  }
+}
+
+/* Entries [s, e) of a map's struct<key, value> child as
+ * [{"key":..,"value":..},...]. */
+static qv_status format_map_entries(const qv_array *a, int64_t row,
+                                    const qv_array *child, int64_t s,
+                                    int64_t e, qv_strbuf *out, int depth,
+                                    qv_error *err) {
+  if (child->n_children < 2)
+    return bad_array(err, a, "map entries", row);
+  APPENDC('[');
+  for (int64_t j = s; j < e; j++) {
+    if (j > s) APPENDC(',');
+    int64_t ck = child->offset + j;
+    const qv_array *keys = child->children[0], *vals = child->children[1];
+    if (!keys || !vals || ck >= keys->length || ck >= vals->length)
+      return bad_array(err, a, "map entry", row);
+    APPEND("{\"key\":");
+    QV_RETURN_NOT_OK(format_at(keys, ck, out, depth + 1, err));
+    APPEND(",\"value\":");
+    QV_RETURN_NOT_OK(format_at(vals, ck, out, depth + 1, err));
+    APPENDC('}');
+  }
+  APPENDC(']');
+  return QV_OK;
+}
+
+/* Lists, list views, fixed-size lists and maps at physical index k. */
+static qv_status format_list(const qv_array *a, int64_t row, int64_t k,
+                             qv_strbuf *out, int depth, qv_error *err) {
+  const qv_type *t = a->type;
+  qv_type_id id = t->id;
+  switch (id) {
     case QV_LIST: case QV_LARGE_LIST: case QV_MAP: {
       int w = id == QV_LARGE_LIST ? 8 : 4;
       int64_t s, e;
@@ -771,24 +819,7 @@ static qv_status format_at(const qv_array *a, int64_t row, qv_strbuf *out,
       const qv_array *child = a->n_children > 0 ? a->children[0] : NULL;
       QV_RETURN_NOT_OK(check_child_range(a, child, s, e, row, err));
       if (id != QV_MAP) return format_range(child, s, e, out, depth, err);
-      /* child: struct<key, value>; entries as {"key":..,"value":..} */
-      if (child->n_children < 2)
-        return bad_array(err, a, "map entries", row);
-      APPENDC('[');
-      for (int64_t j = s; j < e; j++) {
-        if (j > s) APPENDC(',');
-        int64_t ck = child->offset + j;
-        const qv_array *keys = child->children[0], *vals = child->children[1];
-        if (!keys || !vals || ck >= keys->length || ck >= vals->length)
-          return bad_array(err, a, "map entry", row);
-        APPEND("{\"key\":");
-        QV_RETURN_NOT_OK(format_at(keys, ck, out, depth + 1, err));
-        APPEND(",\"value\":");
-        QV_RETURN_NOT_OK(format_at(vals, ck, out, depth + 1, err));
-        APPENDC('}');
-      }
-      APPENDC(']');
-      return QV_OK;
+      return format_map_entries(a, row, child, s, e, out, depth, err);
     }
     case QV_LIST_VIEW: case QV_LARGE_LIST_VIEW: {
       int w = id == QV_LIST_VIEW ? 4 : 8;
@@ -810,24 +841,94 @@ static qv_status format_at(const qv_array *a, int64_t row, qv_strbuf *out,
       QV_RETURN_NOT_OK(check_child_range(a, child, s, e, row, err));
       return format_range(child, s, e, out, depth, err);
     }
+    default:
+      return cannot_print(err, id);
+  }
+}
+
+/* The value a sparse or dense union holds at physical index k. */
+static qv_status format_union(const qv_array *a, int64_t row, int64_t k,
+                              qv_strbuf *out, int depth, qv_error *err) {
+  const qv_type *t = a->type;
+  qv_type_id id = t->id;
+  int64_t code;
+  if (!read_int(a, 0, k, 1, true, &code))
+    return bad_array(err, a, "type id", row);
+  int32_t ci = -1;
+  for (int32_t i = 0; i < t->n_children; i++)
+    if ((t->type_codes ? t->type_codes[i] : i) == code) ci = i;
+  if (ci < 0 || ci >= a->n_children || !a->children[ci])
+    return bad_array(err, a, "type id", row);
+  int64_t ck = k;
+  if (id == QV_DENSE_UNION && !read_int(a, 1, k, 4, true, &ck))
+    return bad_array(err, a, "offset", row);
+  const qv_array *c = a->children[ci];
+  if (ck < 0 || ck >= c->length) return bad_array(err, a, "child index", row);
+  return format_at(c, ck, out, depth + 1, err);
+}
+
+/* The value of the run holding physical index k of a run-end encoded array. */
+static qv_status format_run_end(const qv_array *a, int64_t row, int64_t k,
+                                qv_strbuf *out, int depth, qv_error *err) {
+  if (a->n_children < 2 || !a->children[0] || !a->children[1])
+    return bad_array(err, a, "children", row);
+  const qv_array *ends = a->children[0];
+  int w = int_width(ends->type->id);
+  /* First run whose end is > k (run ends are strictly increasing). */
+  int64_t lo = 0, hi = ends->length;
+  while (lo < hi) {
+    int64_t mid = lo + (hi - lo) / 2, v;
+    if (!read_int(ends, 1, ends->offset + mid, w, true, &v))
+      return bad_array(err, a, "run end", row);
+    if (v > k) hi = mid;
+    else lo = mid + 1;
+  }
+  if (lo >= ends->length || lo >= a->children[1]->length)
+    return bad_array(err, a, "run", row);
+  return format_at(a->children[1], lo, out, depth + 1, err);
+}
+
+/* Element `row` (logical) of `a`. k is the physical index row + offset. */
+static qv_status format_at(const qv_array *a, int64_t row, qv_strbuf *out,
+                           int depth, qv_error *err) {
+  if (depth > 256)
+    return qv_error_set(err, QV_ENOTSUP, "value nested deeper than 256 levels");
+  if (row < 0 || row >= a->length)
+    return qv_error_set(err, QV_ERANGE, "row %lld is outside [0, %lld)",
+                        (long long)row, (long long)a->length);
+  const qv_type *t = a->type;
+  qv_type_id id = t->id;
+  int64_t k = a->offset + row;
+  if (id == QV_NA) { APPEND("null"); return QV_OK; }
+  if (id != QV_SPARSE_UNION && id != QV_DENSE_UNION &&
+      id != QV_RUN_END_ENCODED && a->n_buffers > 0 && a->buffers[0]) {
+    if (!elem_ptr(a, 0, k >> 3, 1)) return bad_array(err, a, "validity bit", row);
+    if (!qv_bit_get(a->buffers[0]->data, k)) { APPEND("null"); return QV_OK; }
+  }
+
+  switch (id) {
+    case QV_BOOL:
+    case QV_INT8: case QV_INT16: case QV_INT32: case QV_INT64:
+    case QV_UINT8: case QV_UINT16: case QV_UINT32: case QV_UINT64:
+    case QV_HALF_FLOAT: case QV_FLOAT: case QV_DOUBLE:
+    case QV_DECIMAL32: case QV_DECIMAL64: case QV_DECIMAL128:
+    case QV_DECIMAL256:
+      return format_number(a, row, k, out, err);
+    case QV_DATE32: case QV_DATE64: case QV_TIME32: case QV_TIME64:
+    case QV_TIMESTAMP: case QV_DURATION: case QV_INTERVAL_MONTHS:
+    case QV_INTERVAL_DAY_TIME: case QV_INTERVAL_MONTH_DAY_NANO:
+      return format_temporal(a, row, k, out, err);
+    case QV_BINARY: case QV_STRING: case QV_LARGE_BINARY:
+    case QV_LARGE_STRING: case QV_BINARY_VIEW: case QV_STRING_VIEW:
+    case QV_FIXED_SIZE_BINARY:
+      return format_bytes(a, row, k, out, err);
+    case QV_LIST: case QV_LARGE_LIST: case QV_MAP:
+    case QV_LIST_VIEW: case QV_LARGE_LIST_VIEW: case QV_FIXED_SIZE_LIST:
+      return format_list(a, row, k, out, depth, err);
     case QV_STRUCT:
       return format_struct(a, k, out, depth, err);
-    case QV_SPARSE_UNION: case QV_DENSE_UNION: {
-      int64_t code;
-      if (!read_int(a, 0, k, 1, true, &code))
-        return bad_array(err, a, "type id", row);
-      int32_t ci = -1;
-      for (int32_t i = 0; i < t->n_children; i++)
-        if ((t->type_codes ? t->type_codes[i] : i) == code) ci = i;
-      if (ci < 0 || ci >= a->n_children || !a->children[ci])
-        return bad_array(err, a, "type id", row);
-      int64_t ck = k;
-      if (id == QV_DENSE_UNION && !read_int(a, 1, k, 4, true, &ck))
-        return bad_array(err, a, "offset", row);
-      const qv_array *c = a->children[ci];
-      if (ck < 0 || ck >= c->length) return bad_array(err, a, "child index", row);
-      return format_at(c, ck, out, depth + 1, err);
-    }
+    case QV_SPARSE_UNION: case QV_DENSE_UNION:
+      return format_union(a, row, k, out, depth, err);
     case QV_DICTIONARY: {
       int64_t idx;
       qv_type_id iid = t->index_type->id;
@@ -838,30 +939,13 @@ static qv_status format_at(const qv_array *a, int64_t row, qv_strbuf *out,
         return bad_array(err, a, "dictionary index", row);
       return format_at(a->dictionary, idx, out, depth + 1, err);
     }
-    case QV_RUN_END_ENCODED: {
-      if (a->n_children < 2 || !a->children[0] || !a->children[1])
-        return bad_array(err, a, "children", row);
-      const qv_array *ends = a->children[0];
-      int w = int_width(ends->type->id);
-      /* First run whose end is > k (run ends are strictly increasing). */
-      int64_t lo = 0, hi = ends->length;
-      while (lo < hi) {
-        int64_t mid = lo + (hi - lo) / 2, v;
-        if (!read_int(ends, 1, ends->offset + mid, w, true, &v))
-          return bad_array(err, a, "run end", row);
-        if (v > k) hi = mid;
-        else lo = mid + 1;
-      }
-      if (lo >= ends->length || lo >= a->children[1]->length)
-        return bad_array(err, a, "run", row);
-      return format_at(a->children[1], lo, out, depth + 1, err);
-    }
+    case QV_RUN_END_ENCODED:
+      return format_run_end(a, row, k, out, depth, err);
     case QV_NA:
     case QV_TYPE_ID_COUNT:
       break;
   }
-  return qv_error_set(err, QV_ENOTSUP, "cannot print values of type %s",
-                      qv_type_id_name(id));
+  return cannot_print(err, id);
 }
 
 /* A format call under the mapped-read guard (guard.c): the text goes to

@@ -687,6 +687,224 @@ static qv_status map_fingerprint(const qv_dataset *ds, const qv_map_fn *fn,
   return st;
 }
 
+/* Nothing to call: the empty dataset (without mapping), columns removed. */
+static qv_status map_empty(qv_dataset *ds, const qv_map_options *mo, qv_dataset **out,
+                           qv_error *err) {
+  qv_status st = QV_OK;
+  qv_dataset *empty = NULL;
+  if (ds->indices != NULL) {
+    qv_table *t = NULL;
+    st = qv_table_slice(ds->data, 0, 0, &t, err);
+    if (st == QV_OK) st = qv_ds_derive(ds, t, NULL, ds->fingerprint, NULL, &empty, err);
+    qv_table_unref(t);
+  } else {
+    empty = qv_dataset_ref(ds);
+  }
+  if (st == QV_OK && mo->n_remove_columns > 0) {
+    st = qv_dataset_remove_columns(empty, mo->remove_columns, mo->n_remove_columns, out, err);
+    qv_dataset_unref(empty);
+  } else if (st == QV_OK) {
+    *out = empty;
+  }
+  return st;
+}
+
+/* The STRUCT type of the input columns (indices `input`) into *out. */
+static qv_status map_input_type(const qv_dataset *ds, const qv_map_options *mo,
+                                const int32_t *input, qv_type **out, qv_error *err) {
+  qv_type *input_type = qv_type_new(QV_STRUCT);
+  *out = input_type;
+  if (input_type == NULL) return oom(err);
+  qv_status st = QV_OK;
+  for (int32_t i = 0; st == QV_OK && i < mo->n_input_columns; i++) {
+    const qv_field *f = qv_schema_field(qv_dataset_schema(ds), input[i]);
+    st = qv_type_add_child(input_type, f->name, f->nullable, qv_type_ref(f->type), &f->metadata,
+                           err);
+    if (st != QV_OK) qv_type_unref(f->type);
+  }
+  return st;
+}
+
+/* One map call's shards: what each runs, where its output goes, what it
+ * gave. Arrays of num_shards entries; todo[0..n_todo) lists the shards
+ * that have to run (the others reuse their cache file). */
+typedef struct map_run {
+  qv_dataset *ds;
+  const qv_dataset_options *opts;
+  const char *fp;   /* the map's fingerprint */
+  const char *base; /* cache file path of the whole result, or NULL (in memory) */
+  bool reuse;       /* existing cache files may be reused */
+  int num_shards;
+  qv_dataset **shards;
+  map_job *jobs;
+  char **paths;
+  map_result *results;
+  bool *updated;
+  int *todo;
+  int n_todo;
+  qv_atomic_dir *scratch; /* in-memory results of worker processes */
+} map_run;
+
+static qv_status map_run_alloc(map_run *m, qv_error *err) {
+  size_t n = (size_t)m->num_shards;
+  m->shards = calloc(n, sizeof *m->shards);
+  m->jobs = calloc(n, sizeof *m->jobs);
+  m->paths = calloc(n, sizeof *m->paths);
+  m->results = calloc(n, sizeof *m->results);
+  m->updated = calloc(n, sizeof *m->updated);
+  m->todo = calloc(n, sizeof *m->todo);
+  if (!m->shards || !m->jobs || !m->paths || !m->results || !m->updated || !m->todo)
+    return oom(err);
+  return QV_OK;
+}
+
+static void map_run_free(map_run *m) {
+  qv_atomic_dir_abort(m->scratch); /* the private directory and what is in it */
+  for (int r = 0; r < m->num_shards; r++) {
+    if (m->shards) qv_dataset_unref(m->shards[r]);
+    if (m->jobs) free((char *)m->jobs[r].fp);
+    if (m->paths) free(m->paths[r]);
+    if (m->results) result_reset(&m->results[r]);
+  }
+  free(m->shards);
+  free(m->jobs);
+  free(m->paths);
+  free(m->results);
+  free(m->updated);
+  free(m->todo);
+}
+
+/* Shard r: rows [start, end) of the dataset with the job `proto` describes,
+ * starting at dataset row `offset`. Opens its cache file when it can be
+ * reused, else adds it to the shards to run. */
+static qv_status plan_shard(map_run *m, int r, int64_t start, int64_t end, int64_t offset,
+                            const map_job *proto, int64_t bs, qv_error *err) {
+  qv_dataset *ds = m->ds;
+  int num_shards = m->num_shards;
+  qv_status st = QV_OK;
+  if (num_shards == 1) m->shards[r] = qv_dataset_ref(ds);
+  else st = qv_ds_select_contiguous(ds, start, end - start, ds->fingerprint, &m->shards[r], err);
+  if (st != QV_OK) return st;
+  map_job *j = &m->jobs[r];
+  *j = *proto;
+  j->batch_size = bs < 0 ? (end - start > 0 ? end - start : 1) : bs;
+  j->rank = num_shards > 1 ? r : 0;
+  j->offset = offset;
+  char suffix[64] = "";
+  if (num_shards > 1) snprintf(suffix, sizeof suffix, "_%05d_of_%05d", r, num_shards);
+  char *fp_r = malloc(QV_FINGERPRINT_SIZE + 64);
+  if (fp_r == NULL) return oom(err);
+  snprintf(fp_r, QV_FINGERPRINT_SIZE + 64, "%s%s", m->fp, suffix);
+  st = qv_fingerprint_validate(fp_r, err);
+  j->fp = fp_r;
+  if (st == QV_OK && m->base != NULL)
+    st = qv_ds_cache_path(ds, m->opts, m->fp, num_shards > 1 ? suffix : NULL, &m->paths[r], err);
+  if (st != QV_OK) return st;
+  if (m->paths[r] != NULL && m->reuse && qv_ds_cache_reusable(m->paths[r])) {
+    /* Reuse: the worker's (or the single) cache file. */
+    map_result *res = &m->results[r];
+    st = qv_table_open_path(m->paths[r], NULL, &res->table, err);
+    if (st == QV_OK)
+      st = qv_hf_features_resolve(qv_table_schema(res->table), &res->features, NULL, err);
+    res->updated = true;
+    m->updated[r] = true;
+    return st;
+  }
+  m->todo[m->n_todo++] = r;
+  return QV_OK;
+}
+
+/* A private directory named as atomic temporaries are (hidden, with this
+ * process's pid and start time), so that if this process dies a later
+ * writer in $TMPDIR reclaims it; never committed, removed at the end
+ * (qv_atomic_dir_abort). The shards to run write their results there. */
+static qv_status open_scratch(map_run *m, qv_error *err) {
+  const char *t = getenv("TMPDIR");
+  char where[PATH_MAX];
+  if ((size_t)snprintf(where, sizeof where, "%s/quiver-map", t && *t ? t : "/tmp") >=
+      sizeof where)
+    return qv_error_set(err, QV_EARG, "%s: path too long", where);
+  QV_RETURN_NOT_OK(qv_atomic_dir_open(where, &m->scratch, err));
+  char tmpdir[PATH_MAX];
+  snprintf(tmpdir, sizeof tmpdir, "%s", qv_atomic_dir_tmp(m->scratch));
+  qv_status st = QV_OK;
+  for (int i = 0; i < m->n_todo; i++) {
+    char p[PATH_MAX + 32];
+    if ((size_t)snprintf(p, sizeof p, "%s/shard-%05d.arrow", tmpdir, m->todo[i]) >= sizeof p)
+      st = qv_error_set(err, QV_EARG, "%s: path too long", tmpdir);
+    else if ((m->paths[m->todo[i]] = qv_ds_strdup(p)) == NULL)
+      st = oom(err);
+  }
+  return st;
+}
+
+/* Run the shards in todo: in `num_proc` worker processes when there are
+ * several shards, else here. */
+static qv_status run_shards(map_run *m, int num_proc, int64_t rows, qv_error *err) {
+  qv_status st = QV_OK;
+  if (m->n_todo > 0 && num_proc >= 1 && m->num_shards > 1) {
+    /* Worker processes; in-memory results travel through temporary files. */
+    if (m->base == NULL) st = open_scratch(m, err);
+    if (st == QV_OK)
+      st = run_workers(m->shards, m->todo, m->n_todo, num_proc, m->jobs, m->paths, m->updated,
+                       m->opts, rows, err);
+    for (int i = 0; st == QV_OK && i < m->n_todo; i++) {
+      int r = m->todo[i];
+      map_result *res = &m->results[r];
+      res->updated = m->updated[r];
+      if (!m->updated[r]) continue;
+      if (m->base == NULL) st = load_into_memory(m->paths[r], &res->table, err);
+      else st = qv_table_open_path(m->paths[r], NULL, &res->table, err);
+      if (st == QV_OK)
+        st = qv_hf_features_resolve(qv_table_schema(res->table), &res->features, NULL, err);
+    }
+  } else {
+    for (int i = 0; i < m->n_todo && st == QV_OK; i++) {
+      int r = m->todo[i];
+      st = map_single(m->shards[r], &m->jobs[r], m->paths[r], &m->results[r], err);
+    }
+  }
+  return st;
+}
+
+/* The mapped dataset from the shards' results: the input itself when no
+ * shard's call returned columns, else their concatenation. */
+static qv_status map_assemble(map_run *m, const qv_map_fn *fn, qv_dataset **out, qv_error *err) {
+  int num_shards = m->num_shards;
+  bool any_update = false, all_update = true;
+  for (int r = 0; r < num_shards; r++) {
+    any_update |= m->results[r].updated;
+    all_update &= m->results[r].updated;
+  }
+  if (!any_update) {
+    *out = qv_dataset_ref(m->ds);
+    return QV_OK;
+  }
+  if (!all_update)
+    return qv_error_set(err, QV_EARG,
+                        "map %s@%s: the function returned columns for some shards and nothing "
+                        "for others",
+                        fn->name, fn->version);
+  qv_table *data = NULL;
+  qv_status st = QV_OK;
+  if (num_shards == 1) {
+    data = qv_table_ref(m->results[0].table);
+  } else {
+    qv_table **ts = calloc((size_t)num_shards, sizeof *ts);
+    if (ts == NULL) return oom(err);
+    for (int r = 0; r < num_shards; r++) ts[r] = m->results[r].table;
+    st = qv_table_concat(ts, num_shards, 0, &data, err);
+    free(ts);
+  }
+  if (st == QV_OK) {
+    qv_hf_feature *f = m->results[0].features;
+    m->results[0].features = NULL;
+    st = qv_ds_new(data, NULL, m->fp, f, m->ds, out, err);
+  }
+  qv_table_unref(data);
+  return st;
+}
+
 qv_status qv_dataset_map(qv_dataset *ds, const qv_map_fn *fn, const qv_map_options *map_opts,
                          const qv_dataset_options *opts, qv_dataset **out, qv_error *err) {
   if (fn == NULL || fn->call == NULL || fn->name == NULL || fn->version == NULL ||
@@ -712,214 +930,56 @@ qv_status qv_dataset_map(qv_dataset *ds, const qv_map_fn *fn, const qv_map_optio
   qv_type *input_type = NULL;
   char fp[QV_FINGERPRINT_SIZE];
   char *base = NULL;
-  qv_dataset **shards = NULL;
-  map_job *jobs = NULL;
-  char **paths = NULL;
-  map_result *results = NULL;
-  bool *updated = NULL;
-  int *todo = NULL;
-  int num_shards = 1;
-  char tmpdir[PATH_MAX] = "";
-  qv_atomic_dir *scratch = NULL; /* in-memory results of worker processes */
+  map_run m = {.ds = ds, .opts = opts, .fp = fp, .num_shards = 1};
   if (st != QV_OK) goto done;
   if (rows == 0) {
-    /* Nothing to call: the empty dataset (without mapping), columns removed. */
-    qv_dataset *empty = NULL;
-    if (ds->indices != NULL) {
-      qv_table *t = NULL;
-      st = qv_table_slice(ds->data, 0, 0, &t, err);
-      if (st == QV_OK) st = qv_ds_derive(ds, t, NULL, ds->fingerprint, NULL, &empty, err);
-      qv_table_unref(t);
-    } else {
-      empty = qv_dataset_ref(ds);
-    }
-    if (st == QV_OK && mo.n_remove_columns > 0) {
-      st = qv_dataset_remove_columns(empty, mo.remove_columns, mo.n_remove_columns, out, err);
-      qv_dataset_unref(empty);
-    } else if (st == QV_OK) {
-      *out = empty;
-    }
+    st = map_empty(ds, &mo, out, err);
     goto done;
   }
-  if (mo.input_columns != NULL) {
-    input_type = qv_type_new(QV_STRUCT);
-    if (input_type == NULL) st = oom(err);
-    for (int32_t i = 0; st == QV_OK && i < mo.n_input_columns; i++) {
-      const qv_field *f = qv_schema_field(qv_dataset_schema(ds), input[i]);
-      st = qv_type_add_child(input_type, f->name, f->nullable, qv_type_ref(f->type), &f->metadata,
-                             err);
-      if (st != QV_OK) qv_type_unref(f->type);
-    }
-  }
+  if (mo.input_columns != NULL) st = map_input_type(ds, &mo, input, &input_type, err);
   if (st == QV_OK) st = map_fingerprint(ds, fn, &mo, opts, fp, err);
   if (st == QV_OK) st = qv_ds_cache_path(ds, opts, fp, NULL, &base, err);
   if (st != QV_OK) goto done;
+  m.base = base;
   int num_proc = mo.num_proc;
   if (num_proc > rows) num_proc = (int)rows;
-  num_shards = num_proc > 0 ? num_proc : 1;
-  bool reuse = base != NULL && !(opts && opts->ignore_cache);
-  if (reuse) {
+  m.num_shards = num_proc > 0 ? num_proc : 1;
+  m.reuse = base != NULL && !(opts && opts->ignore_cache);
+  if (m.reuse) {
     int existing = 0;
-    st = pick_existing(base, num_shards, &existing, err);
+    st = pick_existing(base, m.num_shards, &existing, err);
     if (st != QV_OK) goto done;
-    if (existing > 0 && existing <= rows) num_shards = existing;
+    if (existing > 0 && existing <= rows) m.num_shards = existing;
   }
-  shards = calloc((size_t)num_shards, sizeof *shards);
-  jobs = calloc((size_t)num_shards, sizeof *jobs);
-  paths = calloc((size_t)num_shards, sizeof *paths);
-  results = calloc((size_t)num_shards, sizeof *results);
-  updated = calloc((size_t)num_shards, sizeof *updated);
-  todo = calloc((size_t)num_shards, sizeof *todo);
-  if (!shards || !jobs || !paths || !results || !updated || !todo) {
-    st = oom(err);
-    goto done;
-  }
+  if ((st = map_run_alloc(&m, err)) != QV_OK) goto done;
+  /* What every shard's job shares; plan_shard adds its rows and names. */
+  map_job proto = {
+      .fn = fn,
+      .batched = mo.batched,
+      .drop_last = mo.drop_last_batch,
+      .n_input = mo.n_input_columns,
+      .input = input,
+      .input_type = input_type,
+      .removed = removed,
+      .writer_batch_size = opts && opts->writer_batch_size > 0 ? opts->writer_batch_size
+                                                               : QV_DATASET_WRITER_BATCH_SIZE,
+      .progress = opts ? opts->progress : NULL,
+      .progress_ctx = opts ? opts->progress_ctx : NULL,
+      .progress_total = rows,
+      .progress_fd = -1,
+  };
   int64_t bs = mo.batch_size == 0 ? QV_DATASET_MAP_BATCH_SIZE : mo.batch_size;
-  int n_todo = 0;
   int64_t offset = 0;
-  for (int r = 0; r < num_shards && st == QV_OK; r++) {
+  for (int r = 0; r < m.num_shards && st == QV_OK; r++) {
     int64_t start = 0, end = rows;
-    if (num_shards > 1) qv_hf_shard_range(rows, num_shards, r, &start, &end);
-    if (num_shards == 1) shards[r] = qv_dataset_ref(ds);
-    else st = qv_ds_select_contiguous(ds, start, end - start, ds->fingerprint, &shards[r], err);
-    if (st != QV_OK) break;
-    map_job *j = &jobs[r];
-    j->fn = fn;
-    j->batched = mo.batched;
-    j->batch_size = bs < 0 ? (end - start > 0 ? end - start : 1) : bs;
-    j->drop_last = mo.drop_last_batch;
-    j->n_input = mo.n_input_columns;
-    j->input = input;
-    j->input_type = input_type;
-    j->removed = removed;
-    j->writer_batch_size = opts && opts->writer_batch_size > 0 ? opts->writer_batch_size
-                                                               : QV_DATASET_WRITER_BATCH_SIZE;
-    j->rank = num_shards > 1 ? r : 0;
-    j->offset = offset;
-    j->progress = opts ? opts->progress : NULL;
-    j->progress_ctx = opts ? opts->progress_ctx : NULL;
-    j->progress_total = rows;
-    j->progress_fd = -1;
+    if (m.num_shards > 1) qv_hf_shard_range(rows, m.num_shards, r, &start, &end);
+    st = plan_shard(&m, r, start, end, offset, &proto, bs, err);
     offset += end - start;
-    char suffix[64] = "";
-    if (num_shards > 1) snprintf(suffix, sizeof suffix, "_%05d_of_%05d", r, num_shards);
-    char *fp_r = malloc(QV_FINGERPRINT_SIZE + 64);
-    if (fp_r == NULL) {
-      st = oom(err);
-      break;
-    }
-    snprintf(fp_r, QV_FINGERPRINT_SIZE + 64, "%s%s", fp, suffix);
-    st = qv_fingerprint_validate(fp_r, err);
-    j->fp = fp_r;
-    if (st == QV_OK && base != NULL)
-      st = qv_ds_cache_path(ds, opts, fp, num_shards > 1 ? suffix : NULL, &paths[r], err);
-    if (st != QV_OK) break;
-    if (paths[r] != NULL && reuse && qv_ds_cache_reusable(paths[r])) {
-      /* Reuse: the worker's (or the single) cache file. */
-      st = qv_table_open_path(paths[r], NULL, &results[r].table, err);
-      if (st == QV_OK)
-        st = qv_hf_features_resolve(qv_table_schema(results[r].table), &results[r].features,
-                                    NULL, err);
-      results[r].updated = true;
-      updated[r] = true;
-      continue;
-    }
-    todo[n_todo++] = r;
   }
-  if (st != QV_OK) goto done;
-  if (n_todo > 0 && num_proc >= 1 && num_shards > 1) {
-    /* Worker processes; in-memory results travel through temporary files. */
-    if (base == NULL) {
-      /* A private directory named as atomic temporaries are (hidden, with
-       * this process's pid and start time), so that if this process dies a
-       * later writer in $TMPDIR reclaims it; never committed, removed at
-       * the end (qv_atomic_dir_abort). */
-      const char *t = getenv("TMPDIR");
-      char where[PATH_MAX];
-      if ((size_t)snprintf(where, sizeof where, "%s/quiver-map", t && *t ? t : "/tmp") >=
-          sizeof where) {
-        st = qv_error_set(err, QV_EARG, "%s: path too long", where);
-        goto done;
-      }
-      st = qv_atomic_dir_open(where, &scratch, err);
-      if (st != QV_OK) goto done;
-      snprintf(tmpdir, sizeof tmpdir, "%s", qv_atomic_dir_tmp(scratch));
-      for (int i = 0; i < n_todo; i++) {
-        char p[PATH_MAX + 32];
-        if ((size_t)snprintf(p, sizeof p, "%s/shard-%05d.arrow", tmpdir, todo[i]) >= sizeof p)
-          st = qv_error_set(err, QV_EARG, "%s: path too long", tmpdir);
-        else if ((paths[todo[i]] = qv_ds_strdup(p)) == NULL)
-          st = oom(err);
-      }
-    }
-    if (st == QV_OK)
-      st = run_workers(shards, todo, n_todo, num_proc, jobs, paths, updated, opts, rows, err);
-    for (int i = 0; st == QV_OK && i < n_todo; i++) {
-      int r = todo[i];
-      results[r].updated = updated[r];
-      if (!updated[r]) continue;
-      if (base == NULL) st = load_into_memory(paths[r], &results[r].table, err);
-      else st = qv_table_open_path(paths[r], NULL, &results[r].table, err);
-      if (st == QV_OK)
-        st = qv_hf_features_resolve(qv_table_schema(results[r].table), &results[r].features,
-                                    NULL, err);
-    }
-  } else {
-    for (int i = 0; i < n_todo && st == QV_OK; i++) {
-      int r = todo[i];
-      st = map_single(shards[r], &jobs[r], paths[r], &results[r], err);
-    }
-  }
-  if (st != QV_OK) goto done;
-  bool any_update = false, all_update = true;
-  for (int r = 0; r < num_shards; r++) {
-    any_update |= results[r].updated;
-    all_update &= results[r].updated;
-  }
-  if (!any_update) {
-    *out = qv_dataset_ref(ds);
-    goto done;
-  }
-  if (!all_update) {
-    st = qv_error_set(err, QV_EARG,
-                      "map %s@%s: the function returned columns for some shards and nothing for "
-                      "others",
-                      fn->name, fn->version);
-    goto done;
-  }
-  qv_table *data = NULL;
-  if (num_shards == 1) {
-    data = qv_table_ref(results[0].table);
-  } else {
-    qv_table **ts = calloc((size_t)num_shards, sizeof *ts);
-    if (ts == NULL) {
-      st = oom(err);
-      goto done;
-    }
-    for (int r = 0; r < num_shards; r++) ts[r] = results[r].table;
-    st = qv_table_concat(ts, num_shards, 0, &data, err);
-    free(ts);
-  }
-  if (st == QV_OK) {
-    qv_hf_feature *f = results[0].features;
-    results[0].features = NULL;
-    st = qv_ds_new(data, NULL, fp, f, ds, out, err);
-  }
-  qv_table_unref(data);
+  if (st == QV_OK) st = run_shards(&m, num_proc, rows, err);
+  if (st == QV_OK) st = map_assemble(&m, fn, out, err);
 done:
-  qv_atomic_dir_abort(scratch); /* the private directory and what is in it */
-  for (int r = 0; r < num_shards; r++) {
-    if (shards) qv_dataset_unref(shards[r]);
-    if (jobs) free((char *)jobs[r].fp);
-    if (paths) free(paths[r]);
-    if (results) result_reset(&results[r]);
-  }
-  free(shards);
-  free(jobs);
-  free(paths);
-  free(results);
-  free(updated);
-  free(todo);
+  map_run_free(&m);
   free(base);
   qv_type_unref(input_type);
   free(input);

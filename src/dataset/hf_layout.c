@@ -5,7 +5,8 @@
  * planning of save_to_disk, and classification of a path as a single Arrow
  * file, a save_to_disk Dataset or DatasetDict directory, or a cache
  * directory. Dataset layer; uses core, the ipc reader (to tell indices
- * mappings from data files) and hf_features.c.
+ * mappings from data files) and the features (hf_features_json.c,
+ * hf_features_arrow.c).
  *
  * Every name read from these files is untrusted: data file names and split
  * names must stay inside their directory (no absolute paths, no '..', no

@@ -978,12 +978,12 @@ static qv_status import_node(import_holder *h, const struct ArrowArray *in,
                              const qv_type *type, const char *path, int depth,
                              qv_array **out, qv_error *err);
 
-/* Build the qv_array for one node. */
-static qv_status import_node(import_holder *h, const struct ArrowArray *in,
-                             const qv_type *type, const char *path, int depth,
-                             qv_array **out, qv_error *err) {
-  if (depth > 64)
-    return qv_error_set(err, QV_ENOTSUP, "%s: nesting deeper than 64", path);
+/* Check the node's length, offset, buffer and child counts and dictionary
+ * against `type`. *out_nbuf: the qv_array's buffer count (a view array's
+ * variadic buffers, without the sizes buffer). */
+static qv_status check_node(const struct ArrowArray *in, const qv_type *type,
+                            const char *path, int64_t *out_nbuf,
+                            qv_error *err) {
   qv_type_id id = type->id;
   if (in->length < 0 || in->offset < 0)
     return qv_error_set(err, QV_EINVAL, "%s: negative length %lld or offset %lld",
@@ -995,11 +995,9 @@ static qv_status import_node(import_holder *h, const struct ArrowArray *in,
       in->n_children < 0 || (in->n_children > 0 && !in->children))
     return qv_error_set(err, QV_EINVAL, "%s: malformed ArrowArray", path);
 
-  const qv_type *layout = id == QV_DICTIONARY ? type->index_type : type;
   int64_t want_buffers = qv_type_num_buffers(id);
-  bool view = is_view_id(id);
   int64_t qv_nbuf = want_buffers;
-  if (view) {
+  if (is_view_id(id)) {
     if (in->n_buffers < 3)
       return qv_error_set(err, QV_EINVAL,
                           "%s: view array needs at least 3 buffers, found %lld",
@@ -1022,17 +1020,17 @@ static qv_status import_node(import_holder *h, const struct ArrowArray *in,
     return qv_error_set(err, QV_EINVAL, "%s: dictionary %s", path,
                         id == QV_DICTIONARY ? "missing" : "unexpected");
 
-  qv_array *a = qv_array_new((qv_type *)(uintptr_t)type, (int32_t)qv_nbuf,
-                             (int32_t)in->n_children);
-  if (!a) return qv_error_set(err, QV_ENOMEM, "out of memory (array import)");
-  a->length = in->length;
-  a->offset = in->offset;
-  a->null_count = in->null_count < 0 ? -1 : in->null_count;
-  qv_status st = QV_OK;
+  *out_nbuf = qv_nbuf;
+  return QV_OK;
+}
 
-  /* Byte sizes of each buffer, from the layout. */
-  int64_t sizes[3] = {0, 0, 0};
-  const void *const *bp = in->buffers;
+/* Byte sizes of the fixed buffers of a node of `layout` with L = offset +
+ * length slots, from the layout (a string's data size from its last
+ * offset). */
+static qv_status layout_sizes(const qv_type *layout, const void *const *bp,
+                              int64_t L, const char *path, int64_t sizes[3],
+                              qv_error *err) {
+  qv_status st = QV_OK;
   int64_t bitmap_bytes = L / 8 + (L % 8 != 0);
   switch (layout->id) {
     case QV_NA:
@@ -1048,7 +1046,7 @@ static qv_status import_node(import_holder *h, const struct ArrowArray *in,
       int64_t w = (layout->id == QV_BINARY || layout->id == QV_STRING) ? 4 : 8;
       sizes[0] = bitmap_bytes;
       st = mul_size(L + 1, w, &sizes[1], err, path);
-      if (st != QV_OK) goto fail;
+      if (st != QV_OK) return st;
       int64_t last = 0;
       if (bp[1]) {
         if (w == 4) {
@@ -1059,13 +1057,11 @@ static qv_status import_node(import_holder *h, const struct ArrowArray *in,
           memcpy(&last, (const uint8_t *)bp[1] + 8 * L, 8);
         }
       } else if (L > 0) {
-        st = qv_error_set(err, QV_EINVAL, "%s: buffer 1 (offsets) is NULL", path);
-        goto fail;
+        return qv_error_set(err, QV_EINVAL, "%s: buffer 1 (offsets) is NULL", path);
       }
       if (last < 0) {
-        st = qv_error_set(err, QV_EINVAL, "%s: last offset %lld is negative",
-                          path, (long long)last);
-        goto fail;
+        return qv_error_set(err, QV_EINVAL, "%s: last offset %lld is negative",
+                            path, (long long)last);
       }
       sizes[2] = last;
       break;
@@ -1074,7 +1070,7 @@ static qv_status import_node(import_holder *h, const struct ArrowArray *in,
     case QV_STRING_VIEW:
       sizes[0] = bitmap_bytes;
       st = mul_size(L, 16, &sizes[1], err, path);
-      if (st != QV_OK) goto fail;
+      if (st != QV_OK) return st;
       break;
     case QV_LIST:
     case QV_MAP:
@@ -1111,28 +1107,38 @@ static qv_status import_node(import_holder *h, const struct ArrowArray *in,
     default: {
       int32_t bits = qv_type_bit_width(layout);
       if (bits <= 0 || bits % 8 != 0) {
-        st = qv_error_set(err, QV_ENOTSUP, "%s: cannot import type %s", path,
-                          qv_type_id_name(layout->id));
-        goto fail;
+        return qv_error_set(err, QV_ENOTSUP, "%s: cannot import type %s", path,
+                            qv_type_id_name(layout->id));
       }
       sizes[0] = bitmap_bytes;
       st = mul_size(L, bits / 8, &sizes[1], err, path);
       break;
     }
   }
-  if (st != QV_OK) goto fail;
+  return st;
+}
 
+/* Wrap the node's validity, offset/value (and list-view size) buffers:
+ * a NULL validity buffer means all valid; other NULL buffers only where
+ * they need no bytes. */
+static qv_status wrap_fixed_buffers(import_holder *h,
+                                    const struct ArrowArray *in, qv_array *a,
+                                    const qv_type *layout,
+                                    const int64_t sizes[3], int64_t L,
+                                    int64_t fixed_bufs, const char *path,
+                                    qv_error *err) {
+  const void *const *bp = in->buffers;
+  qv_type_id id = a->type->id;
+  qv_status st;
   bool has_validity = !(id == QV_SPARSE_UNION || id == QV_DENSE_UNION ||
                         id == QV_NA || id == QV_RUN_END_ENCODED);
-  int64_t fixed_bufs = view ? 2 : qv_nbuf;
   for (int64_t i = 0; i < fixed_bufs; i++) {
     if (i == 0 && has_validity && !bp[0]) {
       if (in->null_count > 0) {
-        st = qv_error_set(err, QV_EINVAL,
-                          "%s: null_count is %lld but the validity buffer is "
-                          "NULL",
-                          path, (long long)in->null_count);
-        goto fail;
+        return qv_error_set(err, QV_EINVAL,
+                            "%s: null_count is %lld but the validity buffer is "
+                            "NULL",
+                            path, (long long)in->null_count);
       }
       a->null_count = 0;
       continue; /* no validity buffer: all valid */
@@ -1145,65 +1151,105 @@ static qv_status import_node(import_holder *h, const struct ArrowArray *in,
                                layout->id == QV_LIST ||
                                layout->id == QV_LARGE_LIST ||
                                layout->id == QV_MAP))) {
-      st = qv_error_set(err, QV_EINVAL,
-                        "%s: buffer %lld is NULL but needs %lld bytes", path,
-                        (long long)i, (long long)sizes[i]);
-      goto fail;
+      return qv_error_set(err, QV_EINVAL,
+                          "%s: buffer %lld is NULL but needs %lld bytes", path,
+                          (long long)i, (long long)sizes[i]);
     }
     st = wrap_buffer(h, bp[i], sizes[i], &a->buffers[i], err);
-    if (st != QV_OK) goto fail;
+    if (st != QV_OK) return st;
   }
-  if (view) {
-    int64_t nvar = in->n_buffers - 3;
-    const int64_t *vs = bp[in->n_buffers - 1];
-    if (nvar > 0 && !vs) {
-      st = qv_error_set(err, QV_EINVAL,
+  return QV_OK;
+}
+
+/* Wrap a view array's variadic data buffers, sized by its last buffer. */
+static qv_status wrap_view_buffers(import_holder *h,
+                                   const struct ArrowArray *in, qv_array *a,
+                                   const char *path, qv_error *err) {
+  const void *const *bp = in->buffers;
+  qv_status st;
+  int64_t nvar = in->n_buffers - 3;
+  const int64_t *vs = bp[in->n_buffers - 1];
+  if (nvar > 0 && !vs) {
+    return qv_error_set(err, QV_EINVAL,
                         "%s: variadic buffer sizes buffer is NULL", path);
-      goto fail;
-    }
-    for (int64_t i = 0; i < nvar; i++) {
-      int64_t sz;
-      memcpy(&sz, vs + i, 8);
-      if (sz < 0 || (sz > 0 && !bp[2 + i])) {
-        st = qv_error_set(err, QV_EINVAL,
+  }
+  for (int64_t i = 0; i < nvar; i++) {
+    int64_t sz;
+    memcpy(&sz, vs + i, 8);
+    if (sz < 0 || (sz > 0 && !bp[2 + i])) {
+      return qv_error_set(err, QV_EINVAL,
                           "%s: variadic buffer %lld: bad size %lld or NULL "
                           "pointer",
                           path, (long long)i, (long long)sz);
-        goto fail;
-      }
-      st = wrap_buffer(h, bp[2 + i], sz, &a->buffers[2 + i], err);
-      if (st != QV_OK) goto fail;
     }
+    st = wrap_buffer(h, bp[2 + i], sz, &a->buffers[2 + i], err);
+    if (st != QV_OK) return st;
   }
+  return QV_OK;
+}
 
+/* Import the node's children and dictionary. */
+static qv_status import_children(import_holder *h, const struct ArrowArray *in,
+                                 const qv_type *type, qv_array *a,
+                                 const char *path, int depth, qv_error *err) {
+  qv_status st;
   for (int64_t i = 0; i < in->n_children; i++) {
     const struct ArrowArray *c = in->children[i];
     const qv_field *f = &type->children[i];
     char cpath[256];
     snprintf(cpath, sizeof cpath, "%s.%s", path, f->name);
     if (!c || !c->release) {
-      st = qv_error_set(err, QV_EINVAL, "%s: child is NULL or released", cpath);
-      goto fail;
+      return qv_error_set(err, QV_EINVAL, "%s: child is NULL or released", cpath);
     }
     st = import_node(h, c, f->type, cpath, depth + 1, &a->children[i], err);
-    if (st != QV_OK) goto fail;
+    if (st != QV_OK) return st;
   }
-  if (id == QV_DICTIONARY) {
+  if (type->id == QV_DICTIONARY) {
     char dpath[256];
     snprintf(dpath, sizeof dpath, "%s.<dictionary>", path);
     if (!in->dictionary->release) {
-      st = qv_error_set(err, QV_EINVAL, "%s: released", dpath);
-      goto fail;
+      return qv_error_set(err, QV_EINVAL, "%s: released", dpath);
     }
     st = import_node(h, in->dictionary, type->value_type, dpath, depth + 1,
                      &a->dictionary, err);
-    if (st != QV_OK) goto fail;
+    if (st != QV_OK) return st;
+  }
+  return QV_OK;
+}
+
+/* Build the qv_array for one node. */
+static qv_status import_node(import_holder *h, const struct ArrowArray *in,
+                             const qv_type *type, const char *path, int depth,
+                             qv_array **out, qv_error *err) {
+  if (depth > 64)
+    return qv_error_set(err, QV_ENOTSUP, "%s: nesting deeper than 64", path);
+  qv_type_id id = type->id;
+  int64_t qv_nbuf;
+  QV_RETURN_NOT_OK(check_node(in, type, path, &qv_nbuf, err));
+  int64_t L = in->length + in->offset; /* check_node: no overflow */
+  const qv_type *layout = id == QV_DICTIONARY ? type->index_type : type;
+  bool view = is_view_id(id);
+
+  qv_array *a = qv_array_new((qv_type *)(uintptr_t)type, (int32_t)qv_nbuf,
+                             (int32_t)in->n_children);
+  if (!a) return qv_error_set(err, QV_ENOMEM, "out of memory (array import)");
+  a->length = in->length;
+  a->offset = in->offset;
+  a->null_count = in->null_count < 0 ? -1 : in->null_count;
+
+  int64_t sizes[3] = {0, 0, 0};
+  qv_status st = layout_sizes(layout, in->buffers, L, path, sizes, err);
+  if (st == QV_OK)
+    st = wrap_fixed_buffers(h, in, a, layout, sizes, L, view ? 2 : qv_nbuf,
+                            path, err);
+  if (st == QV_OK && view) st = wrap_view_buffers(h, in, a, path, err);
+  if (st == QV_OK) st = import_children(h, in, type, a, path, depth, err);
+  if (st != QV_OK) {
+    qv_array_unref(a);
+    return st;
   }
   *out = a;
   return QV_OK;
-fail:
-  qv_array_unref(a);
-  return st;
 }
 
 qv_status qv_import_array(struct ArrowArray *in, const qv_type *type,

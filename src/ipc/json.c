@@ -1017,6 +1017,197 @@ static qv_status parse_views(reader *r, const json_t *jc, const qv_type *t, int6
 
 static qv_status get_dictionary(reader *r, int64_t id, qv_array **out);
 
+/* BOOL: DATA as true/false or 1/0, null slots left 0. */
+static qv_status parse_bool(reader *r, const json_t *jc, const qv_type *t, int64_t count,
+                            const qv_buffer *validity, qv_array **out) {
+  qv_array *a = NULL;
+  json_t *jd;
+  qv_status st = get_array(r, jc, "DATA", count, &jd);
+  if (st == QV_OK) st = new_array(r, t, count, 2, 0, &a);
+  if (st == QV_OK) st = alloc_buf(r, (count + 7) / 8, &a->buffers[1]);
+  for (int64_t k = 0; k < count && st == QV_OK; k++) {
+    if (!slot_valid(validity, k)) continue;
+    json_t *v = json_array_get(jd, (size_t)k);
+    if (json_is_boolean(v)) qv_bit_put(a->buffers[1]->data, k, json_is_true(v));
+    else if (json_is_integer(v) && (json_integer_value(v) & ~1) == 0)
+      qv_bit_put(a->buffers[1]->data, k, json_integer_value(v) == 1);
+    else st = fail(r, QV_EINVAL, "DATA[%" PRId64 "]: expected true/false or 1/0, found %s", k,
+                   jtype(v));
+  }
+  *out = a;
+  return st;
+}
+
+/* LIST, LARGE_LIST and MAP: OFFSET and the child. */
+static qv_status parse_list(reader *r, const json_t *jc, const qv_type *t, int64_t count,
+                            int depth, qv_array **out) {
+  qv_array *a = NULL;
+  int width = t->id == QV_LARGE_LIST ? 8 : 4;
+  qv_status st = new_array(r, t, count, 2, 1, &a);
+  if (st == QV_OK)
+    st = parse_int_buffer(r, jc, "OFFSET", count + 1, width, 0,
+                          width == 8 ? INT64_MAX : INT32_MAX, NULL, &a->buffers[1]);
+  if (st == QV_OK) st = parse_children(r, jc, t, depth, a);
+  if (st == QV_OK)
+    st = check_offsets(r, a->buffers[1], width, count, a->children[0]->length,
+                       "child's count");
+  *out = a;
+  return st;
+}
+
+/* LIST_VIEW and LARGE_LIST_VIEW: OFFSET, SIZE and the child. */
+static qv_status parse_list_view(reader *r, const json_t *jc, const qv_type *t, int64_t count,
+                                 const qv_buffer *validity, int depth, qv_array **out) {
+  qv_array *a = NULL;
+  int width = t->id == QV_LARGE_LIST_VIEW ? 8 : 4;
+  int64_t hi = width == 8 ? INT64_MAX : INT32_MAX;
+  qv_status st = new_array(r, t, count, 3, 1, &a);
+  if (st == QV_OK) st = parse_int_buffer(r, jc, "OFFSET", count, width, 0, hi, validity, &a->buffers[1]);
+  if (st == QV_OK) st = parse_int_buffer(r, jc, "SIZE", count, width, 0, hi, validity, &a->buffers[2]);
+  if (st == QV_OK) st = parse_children(r, jc, t, depth, a);
+  for (int64_t k = 0; k < count && st == QV_OK; k++) {
+    int64_t o = load_off(a->buffers[1], width, k), s = load_off(a->buffers[2], width, k);
+    if (o + s > a->children[0]->length)
+      st = fail(r, QV_EINVAL, "OFFSET[%" PRId64 "] + SIZE[%" PRId64 "] = %" PRId64
+                " exceeds the child's count (%" PRId64 ")", k, k, o + s,
+                a->children[0]->length);
+  }
+  *out = a;
+  return st;
+}
+
+/* SPARSE_UNION and DENSE_UNION: TYPE_ID, OFFSET (dense) and the children. */
+static qv_status parse_union(reader *r, const json_t *jc, const qv_type *t, int64_t count,
+                             int depth, qv_array **out) {
+  qv_array *a = NULL;
+  bool dense = t->id == QV_DENSE_UNION;
+  qv_status st = new_array(r, t, count, dense ? 2 : 1, t->n_children, &a);
+  if (st == QV_OK) st = parse_int_buffer(r, jc, "TYPE_ID", count, 1, 0, 127, NULL, &a->buffers[0]);
+  if (st == QV_OK && dense)
+    st = parse_int_buffer(r, jc, "OFFSET", count, 4, 0, INT32_MAX, NULL, &a->buffers[1]);
+  if (st == QV_OK) st = parse_children(r, jc, t, depth, a);
+  if (st == QV_OK && !dense) st = check_child_counts(r, a);
+  for (int64_t k = 0; k < count && st == QV_OK; k++) {
+    int8_t code = (int8_t)a->buffers[0]->data[k];
+    int32_t c = -1;
+    for (int32_t j = 0; j < t->n_children; j++)
+      if (t->type_codes[j] == code) c = j;
+    if (c < 0) {
+      st = fail(r, QV_EINVAL, "TYPE_ID[%" PRId64 "]: %d is not one of the union's typeIds", k,
+                (int)code);
+    } else if (dense) {
+      int32_t o;
+      memcpy(&o, a->buffers[1]->data + 4 * k, 4);
+      if (o >= a->children[c]->length)
+        st = fail(r, QV_EINVAL, "OFFSET[%" PRId64 "]: %d is outside child '%s' of count %"
+                  PRId64, k, (int)o, t->children[c].name, a->children[c]->length);
+    }
+  }
+  if (st == QV_OK) a->null_count = 0;
+  *out = a;
+  return st;
+}
+
+/* The run ends of a parsed RUN_END_ENCODED array `a` of `count` rows:
+ * as many as values, no nulls, strictly increasing, the last >= count. */
+static qv_status check_run_ends(reader *r, const qv_array *a, int64_t count) {
+  const qv_array *re = a->children[0];
+  int w = (int)value_width(re->type);
+  if (re->length != a->children[1]->length)
+    return fail(r, QV_EINVAL, "run_ends has count %" PRId64 " but values has %" PRId64,
+                re->length, a->children[1]->length);
+  if (re->buffers[0] != NULL) return fail(r, QV_EINVAL, "run_ends must not contain nulls");
+  int64_t prev = 0;
+  for (int64_t k = 0; k < re->length; k++) {
+    int64_t e = w == 2 ? (int64_t)((int16_t *)re->buffers[1]->data)[k]
+              : w == 4 ? (int64_t)((int32_t *)re->buffers[1]->data)[k]
+                       : ((int64_t *)re->buffers[1]->data)[k];
+    if (e <= prev)
+      return fail(r, QV_EINVAL, "run_ends[%" PRId64 "] = %" PRId64 " must be greater than %"
+                  PRId64, k, e, prev);
+    prev = e;
+  }
+  if (count > 0 && prev < count)
+    return fail(r, QV_EINVAL, "run_ends end at %" PRId64 ", before the count %" PRId64, prev,
+                count);
+  return QV_OK;
+}
+
+/* RUN_END_ENCODED: run_ends and values. */
+static qv_status parse_run_end(reader *r, const json_t *jc, const qv_type *t, int64_t count,
+                               int depth, qv_array **out) {
+  qv_array *a = NULL;
+  qv_status st = new_array(r, t, count, 0, 2, &a);
+  if (st == QV_OK) st = parse_children(r, jc, t, depth, a);
+  if (st == QV_OK) st = check_run_ends(r, a, count);
+  if (st == QV_OK) a->null_count = 0;
+  *out = a;
+  return st;
+}
+
+/* DICTIONARY: the indices in DATA, each inside its dictionary. */
+static qv_status parse_dict_indices(reader *r, const json_t *jc, const qv_type *t, int64_t count,
+                                    const qv_buffer *validity, qv_array **out) {
+  qv_array *a = NULL;
+  const qv_type *it = t->index_type;
+  int64_t w = value_width(it);
+  json_t *jd;
+  qv_array *dict = NULL;
+  qv_status st = get_array(r, jc, "DATA", count, &jd);
+  if (st == QV_OK) st = get_dictionary(r, t->dict_id, &dict);
+  if (st == QV_OK) st = new_array(r, t, count, 2, 0, &a);
+  if (st == QV_OK) {
+    a->dictionary = dict;
+    dict = NULL;
+    st = alloc_buf(r, count * w, &a->buffers[1]);
+  }
+  qv_array_unref(dict);
+  for (int64_t k = 0; k < count && st == QV_OK; k++) {
+    if (!slot_valid(validity, k)) continue;
+    uint8_t *dst = a->buffers[1]->data + k * w;
+    st = parse_fixed_value(r, it, k, json_array_get(jd, (size_t)k), dst);
+    if (st != QV_OK) break;
+    int64_t idx;
+    if (w == 1) idx = qv_type_id_is_signed_integer(it->id) ? (int8_t)dst[0] : dst[0];
+    else if (w == 2) {
+      uint16_t u;
+      memcpy(&u, dst, 2);
+      idx = qv_type_id_is_signed_integer(it->id) ? (int16_t)u : u;
+    } else if (w == 4) {
+      uint32_t u;
+      memcpy(&u, dst, 4);
+      idx = qv_type_id_is_signed_integer(it->id) ? (int32_t)u : (int64_t)u;
+    } else {
+      memcpy(&idx, dst, 8);
+    }
+    if (idx < 0 || idx >= a->dictionary->length)
+      st = fail(r, QV_EINVAL, "DATA[%" PRId64 "]: index %" PRId64 " is outside dictionary id %"
+                PRId64 " of %" PRId64 " values", k, idx, t->dict_id, a->dictionary->length);
+  }
+  *out = a;
+  return st;
+}
+
+/* Fixed-width values (numbers, temporals, decimals, fixed-size binary). */
+static qv_status parse_fixed(reader *r, const json_t *jc, const qv_type *t, int64_t count,
+                             const qv_buffer *validity, qv_array **out) {
+  qv_array *a = NULL;
+  qv_status st = QV_OK;
+  int64_t w = value_width(t);
+  json_t *jd;
+  if (w == 0 && t->id != QV_FIXED_SIZE_BINARY)
+    return fail(r, QV_ENOTSUP, "type %s is not supported", qv_type_id_name(t->id));
+  st = get_array(r, jc, "DATA", count, &jd);
+  if (st == QV_OK) st = new_array(r, t, count, 2, 0, &a);
+  if (st == QV_OK) st = alloc_buf(r, count * w, &a->buffers[1]);
+  for (int64_t k = 0; k < count && st == QV_OK; k++) {
+    if (!slot_valid(validity, k)) continue; /* null slot: value ignored, stays 0 */
+    st = parse_fixed_value(r, t, k, json_array_get(jd, (size_t)k), a->buffers[1]->data + k * w);
+  }
+  *out = a;
+  return st;
+}
+
 static qv_status parse_data_body(reader *r, const json_t *jc, const qv_type *t, int64_t count,
                                  int depth, qv_array **out) {
   qv_buffer *validity = NULL;
@@ -1030,22 +1221,9 @@ static qv_status parse_data_body(reader *r, const json_t *jc, const qv_type *t, 
       st = new_array(r, t, count, 0, 0, &a);
       if (st == QV_OK) a->null_count = count;
       break;
-    case QV_BOOL: {
-      json_t *jd;
-      st = get_array(r, jc, "DATA", count, &jd);
-      if (st == QV_OK) st = new_array(r, t, count, 2, 0, &a);
-      if (st == QV_OK) st = alloc_buf(r, (count + 7) / 8, &a->buffers[1]);
-      for (int64_t k = 0; k < count && st == QV_OK; k++) {
-        if (!slot_valid(validity, k)) continue;
-        json_t *v = json_array_get(jd, (size_t)k);
-        if (json_is_boolean(v)) qv_bit_put(a->buffers[1]->data, k, json_is_true(v));
-        else if (json_is_integer(v) && (json_integer_value(v) & ~1) == 0)
-          qv_bit_put(a->buffers[1]->data, k, json_integer_value(v) == 1);
-        else st = fail(r, QV_EINVAL, "DATA[%" PRId64 "]: expected true/false or 1/0, found %s", k,
-                       jtype(v));
-      }
+    case QV_BOOL:
+      st = parse_bool(r, jc, t, count, validity, &a);
       break;
-    }
     case QV_BINARY: case QV_STRING: case QV_LARGE_BINARY: case QV_LARGE_STRING:
       st = new_array(r, t, count, 3, 0, &a);
       if (st == QV_OK) st = parse_binary(r, jc, t, count, a);
@@ -1059,34 +1237,12 @@ static qv_status parse_data_body(reader *r, const json_t *jc, const qv_type *t, 
       }
       qv_buffer_unref(validity);
       return st;
-    case QV_LIST: case QV_LARGE_LIST: case QV_MAP: {
-      int width = t->id == QV_LARGE_LIST ? 8 : 4;
-      st = new_array(r, t, count, 2, 1, &a);
-      if (st == QV_OK)
-        st = parse_int_buffer(r, jc, "OFFSET", count + 1, width, 0,
-                              width == 8 ? INT64_MAX : INT32_MAX, NULL, &a->buffers[1]);
-      if (st == QV_OK) st = parse_children(r, jc, t, depth, a);
-      if (st == QV_OK)
-        st = check_offsets(r, a->buffers[1], width, count, a->children[0]->length,
-                           "child's count");
+    case QV_LIST: case QV_LARGE_LIST: case QV_MAP:
+      st = parse_list(r, jc, t, count, depth, &a);
       break;
-    }
-    case QV_LIST_VIEW: case QV_LARGE_LIST_VIEW: {
-      int width = t->id == QV_LARGE_LIST_VIEW ? 8 : 4;
-      int64_t hi = width == 8 ? INT64_MAX : INT32_MAX;
-      st = new_array(r, t, count, 3, 1, &a);
-      if (st == QV_OK) st = parse_int_buffer(r, jc, "OFFSET", count, width, 0, hi, validity, &a->buffers[1]);
-      if (st == QV_OK) st = parse_int_buffer(r, jc, "SIZE", count, width, 0, hi, validity, &a->buffers[2]);
-      if (st == QV_OK) st = parse_children(r, jc, t, depth, a);
-      for (int64_t k = 0; k < count && st == QV_OK; k++) {
-        int64_t o = load_off(a->buffers[1], width, k), s = load_off(a->buffers[2], width, k);
-        if (o + s > a->children[0]->length)
-          st = fail(r, QV_EINVAL, "OFFSET[%" PRId64 "] + SIZE[%" PRId64 "] = %" PRId64
-                    " exceeds the child's count (%" PRId64 ")", k, k, o + s,
-                    a->children[0]->length);
-      }
+    case QV_LIST_VIEW: case QV_LARGE_LIST_VIEW:
+      st = parse_list_view(r, jc, t, count, validity, depth, &a);
       break;
-    }
     case QV_FIXED_SIZE_LIST: {
       int64_t want;
       st = new_array(r, t, count, 1, 1, &a);
@@ -1103,118 +1259,18 @@ static qv_status parse_data_body(reader *r, const json_t *jc, const qv_type *t, 
       if (st == QV_OK) st = parse_children(r, jc, t, depth, a);
       if (st == QV_OK) st = check_child_counts(r, a);
       break;
-    case QV_SPARSE_UNION: case QV_DENSE_UNION: {
-      bool dense = t->id == QV_DENSE_UNION;
-      st = new_array(r, t, count, dense ? 2 : 1, t->n_children, &a);
-      if (st == QV_OK) st = parse_int_buffer(r, jc, "TYPE_ID", count, 1, 0, 127, NULL, &a->buffers[0]);
-      if (st == QV_OK && dense)
-        st = parse_int_buffer(r, jc, "OFFSET", count, 4, 0, INT32_MAX, NULL, &a->buffers[1]);
-      if (st == QV_OK) st = parse_children(r, jc, t, depth, a);
-      if (st == QV_OK && !dense) st = check_child_counts(r, a);
-      for (int64_t k = 0; k < count && st == QV_OK; k++) {
-        int8_t code = (int8_t)a->buffers[0]->data[k];
-        int32_t c = -1;
-        for (int32_t j = 0; j < t->n_children; j++)
-          if (t->type_codes[j] == code) c = j;
-        if (c < 0) {
-          st = fail(r, QV_EINVAL, "TYPE_ID[%" PRId64 "]: %d is not one of the union's typeIds", k,
-                    (int)code);
-        } else if (dense) {
-          int32_t o;
-          memcpy(&o, a->buffers[1]->data + 4 * k, 4);
-          if (o >= a->children[c]->length)
-            st = fail(r, QV_EINVAL, "OFFSET[%" PRId64 "]: %d is outside child '%s' of count %"
-                      PRId64, k, (int)o, t->children[c].name, a->children[c]->length);
-        }
-      }
-      if (st == QV_OK) a->null_count = 0;
+    case QV_SPARSE_UNION: case QV_DENSE_UNION:
+      st = parse_union(r, jc, t, count, depth, &a);
       break;
-    }
-    case QV_RUN_END_ENCODED: {
-      st = new_array(r, t, count, 0, 2, &a);
-      if (st == QV_OK) st = parse_children(r, jc, t, depth, a);
-      if (st != QV_OK) break;
-      const qv_array *re = a->children[0];
-      int w = (int)value_width(re->type);
-      if (re->length != a->children[1]->length) {
-        st = fail(r, QV_EINVAL, "run_ends has count %" PRId64 " but values has %" PRId64,
-                  re->length, a->children[1]->length);
-        break;
-      }
-      if (re->buffers[0] != NULL) {
-        st = fail(r, QV_EINVAL, "run_ends must not contain nulls");
-        break;
-      }
-      int64_t prev = 0;
-      for (int64_t k = 0; k < re->length && st == QV_OK; k++) {
-        int64_t e = w == 2 ? (int64_t)((int16_t *)re->buffers[1]->data)[k]
-                  : w == 4 ? (int64_t)((int32_t *)re->buffers[1]->data)[k]
-                           : ((int64_t *)re->buffers[1]->data)[k];
-        if (e <= prev)
-          st = fail(r, QV_EINVAL, "run_ends[%" PRId64 "] = %" PRId64 " must be greater than %"
-                    PRId64, k, e, prev);
-        prev = e;
-      }
-      if (st == QV_OK && count > 0 && prev < count)
-        st = fail(r, QV_EINVAL, "run_ends end at %" PRId64 ", before the count %" PRId64, prev,
-                  count);
-      if (st == QV_OK) a->null_count = 0;
+    case QV_RUN_END_ENCODED:
+      st = parse_run_end(r, jc, t, count, depth, &a);
       break;
-    }
-    case QV_DICTIONARY: {
-      const qv_type *it = t->index_type;
-      int64_t w = value_width(it);
-      json_t *jd;
-      qv_array *dict = NULL;
-      st = get_array(r, jc, "DATA", count, &jd);
-      if (st == QV_OK) st = get_dictionary(r, t->dict_id, &dict);
-      if (st == QV_OK) st = new_array(r, t, count, 2, 0, &a);
-      if (st == QV_OK) {
-        a->dictionary = dict;
-        dict = NULL;
-        st = alloc_buf(r, count * w, &a->buffers[1]);
-      }
-      qv_array_unref(dict);
-      for (int64_t k = 0; k < count && st == QV_OK; k++) {
-        if (!slot_valid(validity, k)) continue;
-        uint8_t *dst = a->buffers[1]->data + k * w;
-        st = parse_fixed_value(r, it, k, json_array_get(jd, (size_t)k), dst);
-        if (st != QV_OK) break;
-        int64_t idx;
-        if (w == 1) idx = qv_type_id_is_signed_integer(it->id) ? (int8_t)dst[0] : dst[0];
-        else if (w == 2) {
-          uint16_t u;
-          memcpy(&u, dst, 2);
-          idx = qv_type_id_is_signed_integer(it->id) ? (int16_t)u : u;
-        } else if (w == 4) {
-          uint32_t u;
-          memcpy(&u, dst, 4);
-          idx = qv_type_id_is_signed_integer(it->id) ? (int32_t)u : (int64_t)u;
-        } else {
-          memcpy(&idx, dst, 8);
-        }
-        if (idx < 0 || idx >= a->dictionary->length)
-          st = fail(r, QV_EINVAL, "DATA[%" PRId64 "]: index %" PRId64 " is outside dictionary id %"
-                    PRId64 " of %" PRId64 " values", k, idx, t->dict_id, a->dictionary->length);
-      }
+    case QV_DICTIONARY:
+      st = parse_dict_indices(r, jc, t, count, validity, &a);
       break;
-    }
-    default: {
-      int64_t w = value_width(t);
-      json_t *jd;
-      if (w == 0 && t->id != QV_FIXED_SIZE_BINARY) {
-        st = fail(r, QV_ENOTSUP, "type %s is not supported", qv_type_id_name(t->id));
-        break;
-      }
-      st = get_array(r, jc, "DATA", count, &jd);
-      if (st == QV_OK) st = new_array(r, t, count, 2, 0, &a);
-      if (st == QV_OK) st = alloc_buf(r, count * w, &a->buffers[1]);
-      for (int64_t k = 0; k < count && st == QV_OK; k++) {
-        if (!slot_valid(validity, k)) continue; /* null slot: value ignored, stays 0 */
-        st = parse_fixed_value(r, t, k, json_array_get(jd, (size_t)k), a->buffers[1]->data + k * w);
-      }
+    default:
+      st = parse_fixed(r, jc, t, count, validity, &a);
       break;
-    }
   }
   if (st != QV_OK) {
     qv_buffer_unref(validity);
