@@ -29,9 +29,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_util.h"
 #include "quiver/dataset.h"
 #include "quiver/random.h"
-#include "bench_util.h"
 
 static void die(const char *what, const qv_error *err) {
   fprintf(stderr, "bench_dataset: %s: %s\n", what, err->message);
@@ -39,9 +39,9 @@ static void die(const char *what, const qv_error *err) {
 }
 
 static qv_error E;
-#define CHECK(expr, what) \
-  do {                    \
-    if ((expr) != QV_OK) die(what, &E); \
+#define CHECK(expr, what)                                                                          \
+  do {                                                                                             \
+    if ((expr) != QV_OK) die(what, &E);                                                            \
   } while (0)
 
 static qv_dataset *base; /* the 500k-row dataset, for cache cleanup */
@@ -137,19 +137,19 @@ static qv_status keep_all(void *ctx, const qv_array *batch, int64_t first_row, u
 
 /* Best of `reps` runs of an operation producing one dataset; the last
  * result's head goes to `check`. */
-#define BEST(name, reps, expr, result)                                  \
-  do {                                                                  \
-    double best_ = INFINITY;                                            \
-    for (int r_ = 0; r_ < (reps); r_++) {                               \
-      clean();                                                          \
-      qv_dataset_unref(result);                                         \
-      result = NULL;                                                    \
-      double t0_ = now();                                               \
-      CHECK(expr, name);                                                \
-      double t_ = now() - t0_;                                          \
-      if (t_ < best_) best_ = t_;                                       \
-    }                                                                   \
-    printf("\"%s\": %.9f, ", name, best_);                              \
+#define BEST(name, reps, expr, result)                                                             \
+  do {                                                                                             \
+    double best_ = INFINITY;                                                                       \
+    for (int r_ = 0; r_ < (reps); r_++) {                                                          \
+      clean();                                                                                     \
+      qv_dataset_unref(result);                                                                    \
+      result = NULL;                                                                               \
+      double t0_ = now();                                                                          \
+      CHECK(expr, name);                                                                           \
+      double t_ = now() - t0_;                                                                     \
+      if (t_ < best_) best_ = t_;                                                                  \
+    }                                                                                              \
+    printf("\"%s\": %.9f, ", name, best_);                                                         \
   } while (0)
 
 int main(int argc, char **argv) {
@@ -232,8 +232,8 @@ int main(int argc, char **argv) {
   }
   head(res, 5, h, sizeof h);
   head(test, 5, h2, sizeof h2);
-  cn += (size_t)snprintf(checks + cn, sizeof checks - cn, ", \"train_test_split\": [%s, %s]", h,
-                         h2);
+  cn +=
+      (size_t)snprintf(checks + cn, sizeof checks - cn, ", \"train_test_split\": [%s, %s]", h, h2);
   qv_dataset_unref(test);
   {
     double best = INFINITY;

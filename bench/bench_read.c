@@ -11,8 +11,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "quiver/ipc.h"
 #include "bench_util.h"
+#include "quiver/ipc.h"
 
 int main(int argc, char **argv) {
   if (argc != 4) {
@@ -66,10 +66,11 @@ int main(int argc, char **argv) {
   double t3 = now();
   long a = anon_kb();
   if (a > peak) peak = a;
-  printf("{\"tool\": \"quiver\", \"open_s\": %.6f, \"rows_s\": %.6f, \"peak_anon_mb\": %.2f, "
-         "\"batches\": %lld, \"rows\": %lld, \"checksum\": %lld}\n",
-         t1 - t0, t3 - t2, (double)(peak - base) / 1024.0, (long long)nb, (long long)total,
-         (long long)checksum);
+  printf(
+      "{\"tool\": \"quiver\", \"open_s\": %.6f, \"rows_s\": %.6f, \"peak_anon_mb\": %.2f, "
+      "\"batches\": %lld, \"rows\": %lld, \"checksum\": %lld}\n",
+      t1 - t0, t3 - t2, (double)(peak - base) / 1024.0, (long long)nb, (long long)total,
+      (long long)checksum);
   free(prefix);
   qv_reader_close(r);
   return 0;

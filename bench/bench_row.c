@@ -13,8 +13,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "quiver/row.h"
 #include "bench_util.h"
+#include "quiver/row.h"
 
 static uint64_t rng = 0x9E3779B97F4A7C15ull;
 static uint64_t rnd(void) {
@@ -88,11 +88,11 @@ static double best_of(double t[3]) {
   return b;
 }
 
-static void report(const char *keys, int64_t n, const char *level, const char *op,
-                   double secs, double bytes, double memcpy_gbs) {
+static void report(const char *keys, int64_t n, const char *level, const char *op, double secs,
+                   double bytes, double memcpy_gbs) {
   double gbs = bytes / secs / 1e9;
-  printf("%-14s %9lld rows  %-6s %-12s %8.1f Mrows/s %7.2f GB/s  %5.0f%% of memcpy\n",
-         keys, (long long)n, level, op, n / secs / 1e6, gbs, 100.0 * gbs / memcpy_gbs);
+  printf("%-14s %9lld rows  %-6s %-12s %8.1f Mrows/s %7.2f GB/s  %5.0f%% of memcpy\n", keys,
+         (long long)n, level, op, n / secs / 1e6, gbs, 100.0 * gbs / memcpy_gbs);
   fflush(stdout);
 }
 
@@ -111,8 +111,8 @@ static void bench(keyset *ks, int64_t n) {
     fprintf(stderr, "%s\n", err.message);
     exit(1);
   }
-  double bytes = md.is_fixed_length ? (double)n * md.fixed_length
-                                    : (double)qv_row_table_offsets(&t)[n];
+  double bytes =
+      md.is_fixed_length ? (double)n * md.fixed_length : (double)qv_row_table_offsets(&t)[n];
   /* memcpy of the same bytes, both sides touched beforehand. */
   size_t nb = (size_t)bytes;
   uint8_t *src = malloc(nb), *dst = malloc(nb);
@@ -125,8 +125,8 @@ static void bench(keyset *ks, int64_t n) {
     ts[r] = now() - t0;
   }
   double memcpy_gbs = bytes / best_of(ts) / 1e9;
-  printf("%-14s %9lld rows  memcpy of %.0f MB: %.2f GB/s (%d bytes/row fixed part)\n",
-         ks->name, (long long)n, bytes / 1e6, memcpy_gbs, md.fixed_length);
+  printf("%-14s %9lld rows  memcpy of %.0f MB: %.2f GB/s (%d bytes/row fixed part)\n", ks->name,
+         (long long)n, bytes / 1e6, memcpy_gbs, md.fixed_length);
   free(src);
   free(dst);
 
@@ -192,7 +192,8 @@ int main(int argc, char **argv) {
         {"int64", 1, {fixed_col(QV_INT64, 8, n)}},
         {"int32+int32", 2, {fixed_col(QV_INT32, 4, n), fixed_col(QV_INT32, 4, n)}},
         {"string", 1, {string_col(n)}},
-        {"mixed", 4,
+        {"mixed",
+         4,
          {fixed_col(QV_INT64, 8, n), fixed_col(QV_INT32, 4, n), string_col(n),
           fixed_col(QV_BOOL, 0, n)}},
     };

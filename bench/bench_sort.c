@@ -28,11 +28,11 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_util.h"
 #include "compute/sort_internal.h"
 #include "quiver/compute.h"
 #include "quiver/row.h"
 #include "row/row_internal.h"
-#include "bench_util.h"
 
 static void die(const char *what, const qv_error *err) {
   fprintf(stderr, "bench_sort: %s: %s\n", what, err->message);
@@ -165,9 +165,10 @@ int main(int argc, char **argv) {
     const char *name;
     int nk;
     qv_sort_spec specs[2];
-  } cases[] = {{"int64", 1, {{"k64", false, QV_NULLS_AT_END}}},
-               {"string", 1, {{"s", false, QV_NULLS_AT_END}}},
-               {"int32,string", 2, {{"k32", false, QV_NULLS_AT_END}, {"s", false, QV_NULLS_AT_END}}}};
+  } cases[] = {
+      {"int64", 1, {{"k64", false, QV_NULLS_AT_END}}},
+      {"string", 1, {{"s", false, QV_NULLS_AT_END}}},
+      {"int32,string", 2, {{"k32", false, QV_NULLS_AT_END}, {"s", false, QV_NULLS_AT_END}}}};
   printf("{\"rows\": %" PRId64 ", \"batches\": %" PRId64 ", \"decode_s\": %.6f", n, nb, decode_s);
   for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
     /* The first call (what a one-off sort pays: fresh working memory) and
@@ -188,9 +189,10 @@ int main(int argc, char **argv) {
       }
       sum = cs;
     }
-    printf(", \"%s\": {\"s\": %.6f, \"cpu_s\": %.6f, \"warm_s\": %.6f, \"warm_cpu_s\": %.6f, "
-           "\"checksum\": %" PRIu64 "}",
-           cases[c].name, w[0], s[0], w[1] < w[2] ? w[1] : w[2], s[1] < s[2] ? s[1] : s[2], sum);
+    printf(
+        ", \"%s\": {\"s\": %.6f, \"cpu_s\": %.6f, \"warm_s\": %.6f, \"warm_cpu_s\": %.6f, "
+        "\"checksum\": %" PRIu64 "}",
+        cases[c].name, w[0], s[0], w[1] < w[2] ? w[1] : w[2], s[1] < s[2] ? s[1] : s[2], sum);
   }
   fflush(stdout);
 
@@ -223,7 +225,8 @@ int main(int argc, char **argv) {
         qv_row_encode(&rt, cols, NULL, alt_rows, &err) != QV_OK)
       die("row encode", &err);
     double encode_s = cpu_now() - t0;
-    row_ctx rc = {&rt, {md.inverse_column_order[0], md.inverse_column_order[1]},
+    row_ctx rc = {&rt,
+                  {md.inverse_column_order[0], md.inverse_column_order[1]},
                   md.column_offsets[md.inverse_column_order[0]]};
     for (int64_t i = 0; i < alt_rows; i++) p[i] = (uint32_t)i;
     merge_sort(p, tmp, alt_rows, cmp_rows, &rc);
@@ -247,7 +250,8 @@ int main(int argc, char **argv) {
     uint64_t cols_sum = checksum(idx, alt_rows);
     qvs_key_reset(&nk[0]);
     qvs_key_reset(&nk[1]);
-    printf(", \"multikey\": {\"rows\": %" PRId64 ", \"quiver_s\": %.6f, \"row_table_s\": %.6f, "
+    printf(", \"multikey\": {\"rows\": %" PRId64
+           ", \"quiver_s\": %.6f, \"row_table_s\": %.6f, "
            "\"row_encode_s\": %.6f, \"columns_s\": %.6f, \"columns_keys_s\": %.6f, "
            "\"same_order\": %s}",
            alt_rows, ours, rows_s, encode_s, cols_s, keys_s,

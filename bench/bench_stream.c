@@ -123,12 +123,13 @@ int main(int argc, char **argv) {
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", xdg);
     if (system(cmd) != 0) fprintf(stderr, "bench_stream: could not remove %s\n", xdg);
   }
-  printf("{\"batches\": %lld, \"mapped_walk_s\": %.6f, \"mapped_walk_rss_kb\": %ld, "
-         "\"pread_walk_s\": %.6f, \"pread_walk_rss_kb\": %ld, \"first_open_s\": %.6f, "
-         "\"first_open_rss_kb\": %ld, \"reopen_s\": %.6f, \"reopen_rss_kb\": %ld, "
-         "\"head_s\": %.6f, \"head_rss_kb\": %ld, \"head_batches_indexed\": %lld, "
-         "\"reopen_cpu_s\": %.6f, \"head_cpu_s\": %.6f}\n",
-         (long long)nb[1], best[0], rss[0], best[1], rss[1], best[2], rss[2], best[3], rss[3],
-         best[4], rss[4], (long long)nb[4], cpu[0], cpu[1]);
+  printf(
+      "{\"batches\": %lld, \"mapped_walk_s\": %.6f, \"mapped_walk_rss_kb\": %ld, "
+      "\"pread_walk_s\": %.6f, \"pread_walk_rss_kb\": %ld, \"first_open_s\": %.6f, "
+      "\"first_open_rss_kb\": %ld, \"reopen_s\": %.6f, \"reopen_rss_kb\": %ld, "
+      "\"head_s\": %.6f, \"head_rss_kb\": %ld, \"head_batches_indexed\": %lld, "
+      "\"reopen_cpu_s\": %.6f, \"head_cpu_s\": %.6f}\n",
+      (long long)nb[1], best[0], rss[0], best[1], rss[1], best[2], rss[2], best[3], rss[3], best[4],
+      rss[4], (long long)nb[4], cpu[0], cpu[1]);
   return 0;
 }

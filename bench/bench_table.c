@@ -20,8 +20,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "quiver/table.h"
 #include "bench_util.h"
+#include "quiver/table.h"
 
 static void die(const char *what, const qv_error *err) {
   fprintf(stderr, "bench_table: %s: %s\n", what, err->message);
@@ -136,19 +136,18 @@ int main(int argc, char **argv) {
     return 1;
   }
 
-  printf("{\"tool\": \"quiver\", \"rows\": %lld, \"batches\": %lld, \"n\": %lld, "
-         "\"open_s\": %.6f, \"gather_first_s\": %.6f, \"gather_s\": %.6f, "
-         "\"gather_numeric_s\": %.6f, \"gather_cpu_s\": %.6f, \"gather_numeric_cpu_s\": %.6f, "
-         "\"checksum\": %lld, \"peak_anon_mb\": %.1f, "
-         "\"slices\": %lld, \"slice_total_s\": %.6f, \"sliced_rows\": %lld, "
-         "\"replays\": %lld, \"replay_build_s\": %.6f, \"recipe_bytes\": %lld, "
-         "\"recipe_encode_s\": %.6f, \"recipe_decode_s\": %.6f}\n",
-         (long long)rows, (long long)qv_table_num_batches(t), (long long)n, open_s,
-         gather_first_s, gather_s, gather_numeric_s, gather_cpu_s, gather_numeric_cpu_s,
-         (long long)checksum,
-         (double)(peak - base) / 1024.0, (long long)slices, slice_s, (long long)sliced_rows,
-         (long long)qv_table_num_replays(cur), replay_s, (long long)recipe_len, encode_s,
-         decode_s);
+  printf(
+      "{\"tool\": \"quiver\", \"rows\": %lld, \"batches\": %lld, \"n\": %lld, "
+      "\"open_s\": %.6f, \"gather_first_s\": %.6f, \"gather_s\": %.6f, "
+      "\"gather_numeric_s\": %.6f, \"gather_cpu_s\": %.6f, \"gather_numeric_cpu_s\": %.6f, "
+      "\"checksum\": %lld, \"peak_anon_mb\": %.1f, "
+      "\"slices\": %lld, \"slice_total_s\": %.6f, \"sliced_rows\": %lld, "
+      "\"replays\": %lld, \"replay_build_s\": %.6f, \"recipe_bytes\": %lld, "
+      "\"recipe_encode_s\": %.6f, \"recipe_decode_s\": %.6f}\n",
+      (long long)rows, (long long)qv_table_num_batches(t), (long long)n, open_s, gather_first_s,
+      gather_s, gather_numeric_s, gather_cpu_s, gather_numeric_cpu_s, (long long)checksum,
+      (double)(peak - base) / 1024.0, (long long)slices, slice_s, (long long)sliced_rows,
+      (long long)qv_table_num_replays(cur), replay_s, (long long)recipe_len, encode_s, decode_s);
   free(recipe);
   qv_table_unref(back);
   qv_table_unref(cur);

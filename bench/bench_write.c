@@ -27,9 +27,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_util.h"
 #include "quiver/builder.h"
 #include "quiver/writer.h"
-#include "bench_util.h"
 
 #define N_WORDS 4096
 #define WORD_LEN 42
@@ -56,8 +56,9 @@ static int die(const char *what, const qv_error *err) {
 
 int main(int argc, char **argv) {
   if (argc < 3) {
-    fprintf(stderr, "usage: bench_write OUT_DIR GB [--rows-per-batch N] [--level L] "
-                    "[--threads T] [--reps R]\n");
+    fprintf(stderr,
+            "usage: bench_write OUT_DIR GB [--rows-per-batch N] [--level L] "
+            "[--threads T] [--reps R]\n");
     return 2;
   }
   const char *dir = argv[1];
@@ -152,8 +153,8 @@ int main(int argc, char **argv) {
         perror(path);
         return 1;
       }
-      qv_write_options o = {QV_FORMAT_STREAM, c ? QV_COMPRESSION_ZSTD : QV_COMPRESSION_NONE,
-                            level, 8, -1, threads};
+      qv_write_options o = {
+          QV_FORMAT_STREAM, c ? QV_COMPRESSION_ZSTD : QV_COMPRESSION_NONE, level, 8, -1, threads};
       qv_writer *w = NULL;
       if (qv_writer_open_fd(fd, schema, &o, &w, &err) != QV_OK) return die("open", &err);
       for (int64_t bi = 0; bi < n_batches; bi++)
@@ -169,15 +170,16 @@ int main(int argc, char **argv) {
     struct stat sb;
     sizes[c] = stat(path, &sb) == 0 ? (int64_t)sb.st_size : -1;
   }
-  printf("{\"tool\": \"quiver\", \"rows\": %lld, \"batches\": %lld, \"data_bytes\": %lld, "
-         "\"build_s\": %.3f, \"zstd_level\": %d, \"threads\": %d, \"reps\": %d, "
-         "\"none\": {\"seconds\": %.3f, \"cpu_s\": %.3f, \"gbps\": %.3f, \"file_bytes\": %lld}, "
-         "\"zstd\": {\"seconds\": %.3f, \"cpu_s\": %.3f, \"gbps\": %.3f, \"file_bytes\": %lld}, "
-         "\"checksum\": {\"id_sum\": %llu, \"x_xor\": %llu, \"s_bytes\": %llu}}\n",
-         (long long)rows, (long long)n_batches, (long long)data_bytes, build_s, level, threads, reps,
-         secs[0], cpu[0], (double)data_bytes / secs[0] / 1e9, (long long)sizes[0], secs[1],
-         cpu[1], (double)data_bytes / secs[1] / 1e9, (long long)sizes[1],
-         (unsigned long long)id_sum, (unsigned long long)x_xor, (unsigned long long)s_bytes);
+  printf(
+      "{\"tool\": \"quiver\", \"rows\": %lld, \"batches\": %lld, \"data_bytes\": %lld, "
+      "\"build_s\": %.3f, \"zstd_level\": %d, \"threads\": %d, \"reps\": %d, "
+      "\"none\": {\"seconds\": %.3f, \"cpu_s\": %.3f, \"gbps\": %.3f, \"file_bytes\": %lld}, "
+      "\"zstd\": {\"seconds\": %.3f, \"cpu_s\": %.3f, \"gbps\": %.3f, \"file_bytes\": %lld}, "
+      "\"checksum\": {\"id_sum\": %llu, \"x_xor\": %llu, \"s_bytes\": %llu}}\n",
+      (long long)rows, (long long)n_batches, (long long)data_bytes, build_s, level, threads, reps,
+      secs[0], cpu[0], (double)data_bytes / secs[0] / 1e9, (long long)sizes[0], secs[1], cpu[1],
+      (double)data_bytes / secs[1] / 1e9, (long long)sizes[1], (unsigned long long)id_sum,
+      (unsigned long long)x_xor, (unsigned long long)s_bytes);
   for (int64_t bi = 0; bi < n_batches; bi++) qv_array_unref(batches[bi]);
   free(batches);
   qv_builder_free(b);

@@ -114,7 +114,10 @@ static qv_array *make_batch(void) {
   qv_array *bin = arr(qv_type_new(QV_LARGE_BINARY), 3, 0);
   int64_t loffs[ROWS + 1] = {0, 1, 2, 3, 4, 5, 6, 7};
   bin->buffers[1] = buf_of(loffs, sizeof loffs);
-  bin->buffers[2] = buf_of("\x00\xff\x80" "abcd", 7);
+  bin->buffers[2] = buf_of(
+      "\x00\xff\x80"
+      "abcd",
+      7);
   b->children[k++] = bin;
   qv_array *sv = arr(qv_type_new(QV_STRING_VIEW), 3, 0);
   uint8_t views[16 * ROWS];

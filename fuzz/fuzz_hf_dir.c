@@ -38,7 +38,7 @@
 #include "quiver/hf.h"
 #include "quiver/writer.h"
 
-static char g_root[PATH_MAX]; /* private temporary directory */
+static char g_root[PATH_MAX];   /* private temporary directory */
 static char g_dir[3][PATH_MAX]; /* one directory per layout */
 
 static void die(const char *what, const qv_error *err) {

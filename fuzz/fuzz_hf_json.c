@@ -43,8 +43,7 @@ static void check_features(const qv_hf_feature *f) {
   if (qv_hf_features_arrow_schema(f, &s, &err) == QV_OK) {
     qv_hf_feature *r = NULL;
     if (qv_hf_features_check(f, s, &err) != QV_OK) abort();
-    if (qv_hf_features_resolve(s, &r, NULL, &err) == QV_OK && !qv_hf_feature_equals(f, r))
-      abort();
+    if (qv_hf_features_resolve(s, &r, NULL, &err) == QV_OK && !qv_hf_feature_equals(f, r)) abort();
     qv_hf_feature_free(r);
     qv_schema_unref(s);
   }

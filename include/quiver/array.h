@@ -34,14 +34,14 @@ extern "C" {
 
 typedef struct qv_array {
   long refcount_;
-  qv_type *type;        /* owned reference */
+  qv_type *type; /* owned reference */
   int64_t length;
   int64_t offset;
-  int64_t null_count;   /* -1 when not yet computed */
+  int64_t null_count; /* -1 when not yet computed */
   int32_t n_buffers;
-  qv_buffer **buffers;  /* owned references; entries may be NULL */
+  qv_buffer **buffers; /* owned references; entries may be NULL */
   int32_t n_children;
-  struct qv_array **children; /* owned references */
+  struct qv_array **children;  /* owned references */
   struct qv_array *dictionary; /* DICTIONARY only; owned reference */
 } qv_array;
 
@@ -63,8 +63,7 @@ QV_API int64_t qv_array_null_count(qv_array *a);
  *  into dictionary values or union/REE children. */
 static inline bool qv_array_is_valid(const qv_array *a, int64_t i) {
   if (a->n_buffers == 0 || a->buffers[0] == NULL) return true;
-  if (a->type->id == QV_SPARSE_UNION || a->type->id == QV_DENSE_UNION)
-    return true;
+  if (a->type->id == QV_SPARSE_UNION || a->type->id == QV_DENSE_UNION) return true;
   return qv_bit_get(a->buffers[0]->data, a->offset + i);
 }
 
@@ -95,8 +94,7 @@ static inline bool qv_array_is_valid(const qv_array *a, int64_t i) {
 /** Integer k of a buffer of `bytes`-wide (1, 2, 4 or 8) little-endian
  *  integers, signed unless is_unsigned, as int64 (a uint64 above
  *  INT64_MAX comes back as its two's complement). */
-static inline int64_t qv_load_int(const uint8_t *p, int32_t bytes, bool is_unsigned,
-                                  int64_t k) {
+static inline int64_t qv_load_int(const uint8_t *p, int32_t bytes, bool is_unsigned, int64_t k) {
   switch (bytes) {
     case 1: return is_unsigned ? (int64_t)p[k] : (int64_t)(int8_t)p[k];
     case 2: {
@@ -133,10 +131,14 @@ static inline int64_t qv_load_offset(const uint8_t *p, int32_t bytes, int64_t k)
 /** Bytes of one integer of type id (1, 2, 4 or 8), 0 for other types. */
 static inline int32_t qv_int_type_bytes(qv_type_id id) {
   switch (id) {
-    case QV_INT8: case QV_UINT8: return 1;
-    case QV_INT16: case QV_UINT16: return 2;
-    case QV_INT32: case QV_UINT32: return 4;
-    case QV_INT64: case QV_UINT64: return 8;
+    case QV_INT8:
+    case QV_UINT8: return 1;
+    case QV_INT16:
+    case QV_UINT16: return 2;
+    case QV_INT32:
+    case QV_UINT32: return 4;
+    case QV_INT64:
+    case QV_UINT64: return 8;
     default: return 0;
   }
 }
@@ -220,8 +222,8 @@ QV_API int qv_decimal_to_string(const uint8_t *in, int nbytes, int32_t scale, ch
  * Zero-copy slice [offset, offset+length) sharing all buffers. Fails with
  * QV_ERANGE when the range is outside the array.
  */
-QV_API qv_status qv_array_slice(qv_array *a, int64_t offset, int64_t length,
-                                qv_array **out, qv_error *err) QV_NODISCARD;
+QV_API qv_status qv_array_slice(qv_array *a, int64_t offset, int64_t length, qv_array **out,
+                                qv_error *err) QV_NODISCARD;
 
 /**
  * Concatenate arrays of equal type (qv_type_equals) into one new array with
@@ -242,8 +244,8 @@ QV_API qv_status qv_array_concat(qv_array *const *arrays, int64_t n, qv_array **
  * and dictionary shared; views: view structs gathered, data buffers shared;
  * run-end encoded: re-encoded). Repeats and any order allowed.
  */
-QV_API qv_status qv_array_take(qv_array *a, const int64_t *indices, int64_t n,
-                               qv_array **out, qv_error *err) QV_NODISCARD;
+QV_API qv_status qv_array_take(qv_array *a, const int64_t *indices, int64_t n, qv_array **out,
+                               qv_error *err) QV_NODISCARD;
 
 /**
  * Gather across chunks: a new array whose element i is element
@@ -275,8 +277,8 @@ QV_API qv_status qv_array_take_chunked(qv_array *const *chunks, int64_t n_chunks
  * QV_ENOTSUP. Buffers are shared wherever the layout allows. Null slots
  * are never checked.
  */
-QV_API qv_status qv_array_cast(qv_array *a, qv_type *to, qv_array **out, qv_error *err)
-    QV_NODISCARD;
+QV_API qv_status qv_array_cast(qv_array *a, qv_type *to, qv_array **out,
+                               qv_error *err) QV_NODISCARD;
 
 /**
  * An array of `length` nulls of any type (a reference on `type` is
@@ -285,8 +287,8 @@ QV_API qv_status qv_array_cast(qv_array *a, qv_type *to, qv_array **out, qv_erro
  * values; dictionaries get an empty dictionary. length 0 gives an empty
  * array of the type.
  */
-QV_API qv_status qv_array_nulls(qv_type *type, int64_t length, qv_array **out, qv_error *err)
-    QV_NODISCARD;
+QV_API qv_status qv_array_nulls(qv_type *type, int64_t length, qv_array **out,
+                                qv_error *err) QV_NODISCARD;
 
 /** Validation depth, as nanoarrow's levels. */
 typedef enum qv_validate_level {
@@ -303,8 +305,8 @@ typedef enum qv_validate_level {
  * names the field path (`path` is the prefix to use, e.g. "column 'a'"),
  * the buffer, and expected vs found.
  */
-QV_API qv_status qv_array_validate(const qv_array *a, qv_validate_level level,
-                                   const char *path, qv_error *err) QV_NODISCARD;
+QV_API qv_status qv_array_validate(const qv_array *a, qv_validate_level level, const char *path,
+                                   qv_error *err) QV_NODISCARD;
 
 /**
  * Compare two arrays value by value (logical values: offsets, slicing and
@@ -313,8 +315,7 @@ QV_API qv_status qv_array_validate(const qv_array *a, qv_validate_level level,
  * is not NULL, a description of the first difference ("row 3: expected 5,
  * found 7" with the field path) is written into diff->message.
  */
-QV_API bool qv_array_equals(const qv_array *expected, const qv_array *actual,
-                            qv_error *diff);
+QV_API bool qv_array_equals(const qv_array *expected, const qv_array *actual, qv_error *diff);
 
 #ifdef __cplusplus
 }

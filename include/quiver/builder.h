@@ -146,13 +146,12 @@ QV_API qv_status qv_builder_append_string(qv_builder *b, const char *s, qv_error
  *  digits, optional '.' and digits. Scaled to the type's scale without
  *  rounding: more fractional digits than the scale is QV_ERANGE unless the
  *  extra digits are zeros. */
-QV_API qv_status qv_builder_append_decimal(qv_builder *b, const char *text, qv_error *err)
-    QV_NODISCARD;
+QV_API qv_status qv_builder_append_decimal(qv_builder *b, const char *text,
+                                           qv_error *err) QV_NODISCARD;
 QV_API qv_status qv_builder_append_day_time(qv_builder *b, int32_t days, int32_t millis,
                                             qv_error *err) QV_NODISCARD;
-QV_API qv_status qv_builder_append_month_day_nano(qv_builder *b, int32_t months,
-                                                  int32_t days, int64_t nanos,
-                                                  qv_error *err) QV_NODISCARD;
+QV_API qv_status qv_builder_append_month_day_nano(qv_builder *b, int32_t months, int32_t days,
+                                                  int64_t nanos, qv_error *err) QV_NODISCARD;
 /**
  * Bulk append of `n` valid values of a fixed-width type other than bool
  * (integers, floats, decimals, temporal, intervals, fixed_size_binary):
@@ -180,8 +179,8 @@ QV_API qv_status qv_builder_append_structs(qv_builder *b, int64_t n, qv_error *e
 /** Open an element of a union builder holding the child with `type_code`
  *  (QV_EARG when the type has no such code); close it after appending
  *  exactly one value to that child. */
-QV_API qv_status qv_builder_begin_union(qv_builder *b, int8_t type_code, qv_error *err)
-    QV_NODISCARD;
+QV_API qv_status qv_builder_begin_union(qv_builder *b, int8_t type_code,
+                                        qv_error *err) QV_NODISCARD;
 QV_API qv_status qv_builder_end_union(qv_builder *b, qv_error *err) QV_NODISCARD;
 
 /** Dictionary builders: append an index into the dictionary (values

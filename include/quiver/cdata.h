@@ -149,8 +149,8 @@ QV_API qv_status qv_import_schema(struct ArrowSchema *in, qv_schema **out,
  * trailing variadic-sizes buffer of view arrays. The result is validated at
  * QV_VALIDATE_MINIMAL. Caller owns one reference on *out.
  */
-QV_API qv_status qv_import_array(struct ArrowArray *in, const qv_type *type,
-                                 qv_array **out, qv_error *err) QV_NODISCARD;
+QV_API qv_status qv_import_array(struct ArrowArray *in, const qv_type *type, qv_array **out,
+                                 qv_error *err) QV_NODISCARD;
 
 /** Incremental import of a C stream (see qv_stream_import_open). */
 typedef struct qv_stream_import qv_stream_import;
@@ -160,8 +160,8 @@ typedef struct qv_stream_import qv_stream_import;
  * fetch and import its schema. On failure the stream has been released.
  * Close with qv_stream_import_close, which releases the stream.
  */
-QV_API qv_status qv_stream_import_open(struct ArrowArrayStream *stream,
-                                       qv_stream_import **out, qv_error *err) QV_NODISCARD;
+QV_API qv_status qv_stream_import_open(struct ArrowArrayStream *stream, qv_stream_import **out,
+                                       qv_error *err) QV_NODISCARD;
 
 /** The stream's schema (borrowed; valid until close). */
 QV_API const qv_schema *qv_stream_import_schema(const qv_stream_import *s);
@@ -185,9 +185,9 @@ QV_API void qv_stream_import_close(qv_stream_import *s);
  * (free each with qv_array_unref, then free() the array) and *out_schema
  * one schema reference.
  */
-QV_API qv_status qv_import_stream(struct ArrowArrayStream *stream,
-                                  qv_schema **out_schema, qv_array ***out_batches,
-                                  int64_t *out_n, qv_error *err) QV_NODISCARD;
+QV_API qv_status qv_import_stream(struct ArrowArrayStream *stream, qv_schema **out_schema,
+                                  qv_array ***out_batches, int64_t *out_n,
+                                  qv_error *err) QV_NODISCARD;
 
 /** Format string of a type as the C Data Interface spells it ("i",
  *  "tsu:UTC", "d:10,2", "+w:4", "+ud:0,1"...). For a dictionary type this

@@ -140,12 +140,12 @@ QV_API qv_status qv_table_sort_indices(qv_table *t, const qv_sort_spec *specs, i
  * value, when present, is a null slot at its place). Caller owns *out.
  * Same type rules as qv_grouper_new.
  */
-QV_API qv_status qv_unique(const qv_chunked_column *column, qv_array **out, qv_error *err)
-    QV_NODISCARD;
+QV_API qv_status qv_unique(const qv_chunked_column *column, qv_array **out,
+                           qv_error *err) QV_NODISCARD;
 
 /** qv_unique over a table column named `column` (QV_EARG if unknown). */
-QV_API qv_status qv_table_unique(qv_table *t, const char *column, qv_array **out, qv_error *err)
-    QV_NODISCARD;
+QV_API qv_status qv_table_unique(qv_table *t, const char *column, qv_array **out,
+                                 qv_error *err) QV_NODISCARD;
 
 /* ------------------------------------------------------------------------ */
 /* Grouper                                                                   */

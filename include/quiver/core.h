@@ -90,19 +90,17 @@ QV_API const char *qv_status_name(qv_status st);
  * Format a message into err (if not NULL) and return `st`, so that call
  * sites read `return qv_error_set(err, QV_EINVAL, "...", ...);`.
  */
-QV_API qv_status qv_error_set(qv_error *err, qv_status st, const char *fmt, ...)
-    QV_PRINTF(3, 4);
+QV_API qv_status qv_error_set(qv_error *err, qv_status st, const char *fmt, ...) QV_PRINTF(3, 4);
 
 /** Prefix the existing message with formatted context ("message 3: ").
  *  Returns `st` unchanged. No-op when err is NULL. */
-QV_API qv_status qv_error_prefix(qv_error *err, qv_status st, const char *fmt, ...)
-    QV_PRINTF(3, 4);
+QV_API qv_status qv_error_prefix(qv_error *err, qv_status st, const char *fmt, ...) QV_PRINTF(3, 4);
 
 /** Return early with the status of `expr` if it is not QV_OK. */
-#define QV_RETURN_NOT_OK(expr)                                                 \
-  do {                                                                         \
-    qv_status qv_st_ = (expr);                                                 \
-    if (qv_st_ != QV_OK) return qv_st_;                                        \
+#define QV_RETURN_NOT_OK(expr)                                                                     \
+  do {                                                                                             \
+    qv_status qv_st_ = (expr);                                                                     \
+    if (qv_st_ != QV_OK) return qv_st_;                                                            \
   } while (0)
 
 /* ------------------------------------------------------------------------ */
@@ -134,7 +132,7 @@ struct qv_buffer {
   int64_t size;
   int64_t capacity_; /* heap buffers: usable bytes allocated (>= size) */
   long refcount_;
-  qv_buffer *parent_;                  /* views: the buffer viewed */
+  qv_buffer *parent_; /* views: the buffer viewed */
   void (*release_)(void *ctx, void *data, int64_t size);
   void *ctx_;
 };
@@ -162,16 +160,16 @@ QV_API qv_status qv_buffer_append(qv_buffer *buf, const void *src, int64_t n,
  * QV_EINVAL when the range is outside the parent. The view holds a
  * reference on the parent (on its root, for views of views).
  */
-QV_API qv_status qv_buffer_view(qv_buffer *parent, int64_t offset, int64_t size,
-                                qv_buffer **out, qv_error *err) QV_NODISCARD;
+QV_API qv_status qv_buffer_view(qv_buffer *parent, int64_t offset, int64_t size, qv_buffer **out,
+                                qv_error *err) QV_NODISCARD;
 
 /**
  * Wrap foreign memory. `release(ctx, data, size)` runs when the last
  * reference is dropped (may be NULL for static memory).
  */
 QV_API qv_status qv_buffer_wrap(void *data, int64_t size,
-                                void (*release)(void *ctx, void *data, int64_t size),
-                                void *ctx, qv_buffer **out, qv_error *err) QV_NODISCARD;
+                                void (*release)(void *ctx, void *data, int64_t size), void *ctx,
+                                qv_buffer **out, qv_error *err) QV_NODISCARD;
 
 /**
  * Map a whole regular file read-only (MAP_SHARED, PROT_READ). A zero-byte
@@ -210,7 +208,7 @@ static inline void qv_bit_set(uint8_t *bits, int64_t i) {
   bits[i >> 3] |= (uint8_t)(1u << (i & 7));
 }
 static inline void qv_bit_clear(uint8_t *bits, int64_t i) {
-  bits[i >> 3] &= (uint8_t)~(1u << (i & 7));
+  bits[i >> 3] &= (uint8_t) ~(1u << (i & 7));
 }
 static inline void qv_bit_put(uint8_t *bits, int64_t i, bool v) {
   if (v) qv_bit_set(bits, i);
@@ -219,8 +217,8 @@ static inline void qv_bit_put(uint8_t *bits, int64_t i, bool v) {
 /** Number of set bits in bits [offset, offset+length). */
 QV_API int64_t qv_bitmap_count(const uint8_t *bits, int64_t offset, int64_t length);
 /** Copy `length` bits from src at src_offset to dst at dst_offset. */
-QV_API void qv_bitmap_copy(uint8_t *dst, int64_t dst_offset, const uint8_t *src,
-                           int64_t src_offset, int64_t length);
+QV_API void qv_bitmap_copy(uint8_t *dst, int64_t dst_offset, const uint8_t *src, int64_t src_offset,
+                           int64_t length);
 
 /* ------------------------------------------------------------------------ */
 /* Checked arithmetic for sizes read from files                              */

@@ -182,7 +182,7 @@ QV_API qv_status qv_path_sniff(const char *path, qv_path_kind *out, qv_error *er
  */
 typedef struct qv_path_info {
   qv_path_kind kind;
-  char *path;         /**< the path as given (owned) */
+  char *path; /**< the path as given (owned) */
   /** ARROW_FILE / ARROW_STREAM / INDICES: the file memory-mapped
    *  (qv_table_open_path; owned reference), else NULL. */
   qv_table *table;
@@ -301,7 +301,7 @@ QV_API qv_status qv_dataset_open(const char *path, const char *split, qv_dataset
  * (qv_path_classify) and opens from that (qv_dataset_open_classified).
  */
 QV_API qv_status qv_dataset_open_ex(const char *path, const qv_dataset_open_options *options,
-                             qv_dataset **out, qv_error *err) QV_NODISCARD;
+                                    qv_dataset **out, qv_error *err) QV_NODISCARD;
 
 /**
  * Open the dataset a classified path holds (see qv_dataset_open_ex), using
@@ -311,8 +311,8 @@ QV_API qv_status qv_dataset_open_ex(const char *path, const qv_dataset_open_opti
  * caller and valid. *out: a new reference.
  */
 QV_API qv_status qv_dataset_open_classified(const qv_path_info *info,
-                                     const qv_dataset_open_options *options,
-                                     qv_dataset **out, qv_error *err) QV_NODISCARD;
+                                            const qv_dataset_open_options *options,
+                                            qv_dataset **out, qv_error *err) QV_NODISCARD;
 
 /**
  * Open dataset `source` (an index into dir->sources) of a directory
@@ -364,8 +364,8 @@ QV_API qv_status qv_dataset_indices_candidates(const qv_hf_dir *dir, const char 
  * rows), cache-ab12.arrow (300 rows); name the data it indexes");
  * qv_dataset_open_ex gives the same failure as a qv_dataset_choice.
  */
-QV_API qv_status qv_dataset_open_indices_file(const char *path, qv_dataset **out, qv_error *err)
-    QV_NODISCARD;
+QV_API qv_status qv_dataset_open_indices_file(const char *path, qv_dataset **out,
+                                              qv_error *err) QV_NODISCARD;
 
 /** Add a reference. Returns ds. NULL-safe. */
 QV_API qv_dataset *qv_dataset_ref(qv_dataset *ds);
@@ -395,18 +395,18 @@ QV_API const char *qv_dataset_split(const qv_dataset *ds);
 
 /** Output format as kept in state.json (datasets' set_format). */
 typedef struct qv_dataset_format {
-  const char *type;            /**< _format_type, NULL for None (python) */
-  const char *kwargs_json;     /**< _format_kwargs as compact JSON object text */
-  bool has_columns;            /**< false: _format_columns is null */
+  const char *type;        /**< _format_type, NULL for None (python) */
+  const char *kwargs_json; /**< _format_kwargs as compact JSON object text */
+  bool has_columns;        /**< false: _format_columns is null */
   int32_t n_columns;
-  const char *const *columns;  /**< _format_columns */
-  bool output_all_columns;     /**< _output_all_columns */
+  const char *const *columns; /**< _format_columns */
+  bool output_all_columns;    /**< _output_all_columns */
 } qv_dataset_format;
 
 /** A copy of ds (same tables, shared) with fingerprint `fingerprint`
  *  (validated), as `datasets`' new_fingerprint arguments give. */
-QV_API qv_status qv_dataset_with_fingerprint(qv_dataset *ds, const char *fingerprint, qv_dataset **out,
-                                             qv_error *err) QV_NODISCARD;
+QV_API qv_status qv_dataset_with_fingerprint(qv_dataset *ds, const char *fingerprint,
+                                             qv_dataset **out, qv_error *err) QV_NODISCARD;
 
 /** The dataset's format (borrowed strings). */
 QV_API qv_dataset_format qv_dataset_get_format(const qv_dataset *ds);
@@ -420,8 +420,8 @@ QV_API qv_dataset_format qv_dataset_get_format(const qv_dataset *ds);
  */
 QV_API qv_status qv_dataset_with_format(qv_dataset *ds, const char *type, const char *kwargs_json,
                                         const char *const *columns, int32_t n_columns,
-                                        bool output_all_columns, qv_dataset **out, qv_error *err)
-    QV_NODISCARD;
+                                        bool output_all_columns, qv_dataset **out,
+                                        qv_error *err) QV_NODISCARD;
 
 /**
  * Every file mapped behind the dataset (data table, then indices mapping)
@@ -469,8 +469,8 @@ QV_API qv_status qv_dataset_take(qv_dataset *ds, const int64_t *rows, int64_t n,
                                  qv_error *err) QV_NODISCARD;
 
 /** Row `row` as a one-row STRUCT array (zero copy without a mapping). */
-QV_API qv_status qv_dataset_row(qv_dataset *ds, int64_t row, qv_array **out, qv_error *err)
-    QV_NODISCARD;
+QV_API qv_status qv_dataset_row(qv_dataset *ds, int64_t row, qv_array **out,
+                                qv_error *err) QV_NODISCARD;
 
 /**
  * Rows [offset, offset+length) as a table: a zero-copy slice of the data
@@ -485,8 +485,8 @@ QV_API qv_status qv_dataset_slice(qv_dataset *ds, int64_t offset, int64_t length
  * (zero copy without a mapping; gathered into memory otherwise). QV_EARG
  * for an unknown column.
  */
-QV_API qv_status qv_dataset_column(qv_dataset *ds, const char *name, qv_table **out, qv_error *err)
-    QV_NODISCARD;
+QV_API qv_status qv_dataset_column(qv_dataset *ds, const char *name, qv_table **out,
+                                   qv_error *err) QV_NODISCARD;
 
 /**
  * Data row behind rows [offset, offset+n) of the dataset, written to
@@ -550,8 +550,8 @@ QV_API qv_status qv_dataset_export_stream(qv_dataset *ds, int64_t batch_size,
  * {indices: int array}.
  */
 QV_API qv_status qv_dataset_select(qv_dataset *ds, const int64_t *indices, int64_t n,
-                                   const qv_dataset_options *opts, qv_dataset **out, qv_error *err)
-    QV_NODISCARD;
+                                   const qv_dataset_options *opts, qv_dataset **out,
+                                   qv_error *err) QV_NODISCARD;
 
 /** qv_dataset_select of rows [start, start+length) (a slice). */
 QV_API qv_status qv_dataset_select_range(qv_dataset *ds, int64_t start, int64_t length,
@@ -580,8 +580,8 @@ QV_API qv_status qv_dataset_shuffle(qv_dataset *ds, uint64_t seed, const qv_data
  */
 QV_API qv_status qv_dataset_sort(qv_dataset *ds, const char *const *columns, int32_t n,
                                  const bool *descending, qv_null_placement nulls,
-                                 const qv_dataset_options *opts, qv_dataset **out, qv_error *err)
-    QV_NODISCARD;
+                                 const qv_dataset_options *opts, qv_dataset **out,
+                                 qv_error *err) QV_NODISCARD;
 
 /**
  * Distinct values of a column, in order of first appearance (datasets'
@@ -589,8 +589,8 @@ QV_API qv_status qv_dataset_sort(qv_dataset *ds, const char *const *columns, int
  * every data row, else over the rows as mapped). *out is a new array of
  * the column's type. QV_EARG for an unknown column.
  */
-QV_API qv_status qv_dataset_unique(qv_dataset *ds, const char *column, qv_array **out, qv_error *err)
-    QV_NODISCARD;
+QV_API qv_status qv_dataset_unique(qv_dataset *ds, const char *column, qv_array **out,
+                                   qv_error *err) QV_NODISCARD;
 
 /**
  * Keep the rows where the expression `where` (expr.h, docs/expressions.md)
@@ -602,8 +602,9 @@ QV_API qv_status qv_dataset_unique(qv_dataset *ds, const char *column, qv_array 
  * {where: canonical rendering of the expression (qv_expr_to_string)}, so
  * spacing and redundant parentheses do not matter.
  */
-QV_API qv_status qv_dataset_filter(qv_dataset *ds, const char *where, const qv_dataset_options *opts,
-                                   qv_dataset **out, qv_error *err) QV_NODISCARD;
+QV_API qv_status qv_dataset_filter(qv_dataset *ds, const char *where,
+                                   const qv_dataset_options *opts, qv_dataset **out,
+                                   qv_error *err) QV_NODISCARD;
 
 /**
  * A filter predicate implemented in C: sets bit i of `keep` (LSB first,
@@ -637,9 +638,9 @@ QV_API qv_status qv_dataset_filter_fn(qv_dataset *ds, const qv_filter_fn *fn, in
  * unless 0 <= index < num_shards. Fingerprint: "quiver.shard",
  * {num_shards, index, contiguous (when false)}.
  */
-QV_API qv_status qv_dataset_shard(qv_dataset *ds, int64_t num_shards, int64_t index, bool contiguous,
-                                  const qv_dataset_options *opts, qv_dataset **out, qv_error *err)
-    QV_NODISCARD;
+QV_API qv_status qv_dataset_shard(qv_dataset *ds, int64_t num_shards, int64_t index,
+                                  bool contiguous, const qv_dataset_options *opts, qv_dataset **out,
+                                  qv_error *err) QV_NODISCARD;
 
 /** The part of rank `rank` of `world_size` nodes (datasets'
  *  split_dataset_by_node for map-style datasets: a contiguous shard). */
@@ -766,8 +767,8 @@ QV_API qv_status qv_dataset_add_column(qv_dataset *ds, const char *name, qv_arra
 typedef struct qv_map_fn {
   const char *name;
   const char *version;
-  qv_status (*call)(void *ctx, const qv_array *batch, int64_t first_row, int rank,
-                    qv_array **out, qv_error *err);
+  qv_status (*call)(void *ctx, const qv_array *batch, int64_t first_row, int rank, qv_array **out,
+                    qv_error *err);
   void *ctx;
   const qv_fingerprint_args *params;
 } qv_map_fn;
@@ -809,8 +810,8 @@ typedef struct qv_map_options {
  * given)}; worker files carry fingerprint + "_{rank:05d}_of_{n:05d}".
  */
 QV_API qv_status qv_dataset_map(qv_dataset *ds, const qv_map_fn *fn, const qv_map_options *map_opts,
-                                const qv_dataset_options *opts, qv_dataset **out, qv_error *err)
-    QV_NODISCARD;
+                                const qv_dataset_options *opts, qv_dataset **out,
+                                qv_error *err) QV_NODISCARD;
 
 /**
  * datasets' batched map with a function written as expressions (expr.h,
@@ -838,8 +839,9 @@ QV_API qv_status qv_dataset_map(qv_dataset *ds, const qv_map_fn *fn, const qv_ma
  */
 QV_API qv_status qv_dataset_map_exprs(qv_dataset *ds, const char *const *names,
                                       const char *const *exprs, int32_t n,
-                                      const qv_map_options *map_opts, const qv_dataset_options *opts,
-                                      qv_dataset **out, qv_error *err) QV_NODISCARD;
+                                      const qv_map_options *map_opts,
+                                      const qv_dataset_options *opts, qv_dataset **out,
+                                      qv_error *err) QV_NODISCARD;
 
 /* ------------------------------------------------------------------------ */
 /* Saving                                                                     */
@@ -874,8 +876,9 @@ typedef struct qv_save_options {
  * untouched and the temporary removed. `opts` may be NULL.
  * `out_num_shards` (may be NULL) receives the shard count.
  */
-QV_API qv_status qv_dataset_save_to_disk(qv_dataset *ds, const char *dir, const qv_save_options *opts,
-                                         int64_t *out_num_shards, qv_error *err) QV_NODISCARD;
+QV_API qv_status qv_dataset_save_to_disk(qv_dataset *ds, const char *dir,
+                                         const qv_save_options *opts, int64_t *out_num_shards,
+                                         qv_error *err) QV_NODISCARD;
 
 /**
  * Write a DatasetDict (datasets' DatasetDict.save_to_disk): each dataset
@@ -886,8 +889,8 @@ QV_API qv_status qv_dataset_save_to_disk(qv_dataset *ds, const char *dir, const 
  */
 QV_API qv_status qv_dataset_dict_save_to_disk(qv_dataset *const *datasets, const char *const *names,
                                               int64_t n, const char *dir,
-                                              const qv_save_options *opts, qv_error *err)
-    QV_NODISCARD;
+                                              const qv_save_options *opts,
+                                              qv_error *err) QV_NODISCARD;
 
 /** Split names of a DatasetDict directory (dataset_dict.json order) or the
  *  builder splits of a load_dataset cache directory (dataset_info.json

@@ -79,8 +79,8 @@ typedef struct qv_bound_expr qv_bound_expr;
  * expression must be used by one thread at a time (bind once per thread).
  * Free with qv_bound_expr_free.
  */
-QV_API qv_status qv_expr_bind(const qv_expr *e, const qv_schema *schema,
-                              qv_bound_expr **out, qv_error *err) QV_NODISCARD;
+QV_API qv_status qv_expr_bind(const qv_expr *e, const qv_schema *schema, qv_bound_expr **out,
+                              qv_error *err) QV_NODISCARD;
 
 /**
  * Parse and bind in one step, and check that the result is boolean (what
@@ -111,8 +111,8 @@ QV_API qv_type_id qv_bound_expr_result_type(const qv_bound_expr *b);
  * naming the sub-expression and the row (only rows whose value decides the
  * result count: `x != 0 and 10 % x > 1` does not fail where x is 0).
  */
-QV_API qv_status qv_bound_expr_eval(qv_bound_expr *b, const qv_array *batch,
-                                    qv_array **out, qv_error *err) QV_NODISCARD;
+QV_API qv_status qv_bound_expr_eval(qv_bound_expr *b, const qv_array *batch, qv_array **out,
+                                    qv_error *err) QV_NODISCARD;
 
 /**
  * Evaluate a boolean expression over one batch as a filter: bit i of
@@ -122,9 +122,8 @@ QV_API qv_status qv_bound_expr_eval(qv_bound_expr *b, const qv_array *batch,
  * `out_count` (may be NULL) receives the number of set bits. QV_ETYPE when
  * the result type is not QV_BOOL; other errors as qv_bound_expr_eval.
  */
-QV_API qv_status qv_bound_expr_select(qv_bound_expr *b, const qv_array *batch,
-                                      uint8_t *out_bits, int64_t *out_count,
-                                      qv_error *err) QV_NODISCARD;
+QV_API qv_status qv_bound_expr_select(qv_bound_expr *b, const qv_array *batch, uint8_t *out_bits,
+                                      int64_t *out_count, qv_error *err) QV_NODISCARD;
 
 #ifdef __cplusplus
 }

@@ -106,41 +106,35 @@ QV_API void qv_fingerprint_args_free(qv_fingerprint_args *args);
 
 /** Add a value under `key` (NULL inside a list): None, a bool, a signed or
  *  unsigned integer, a float64 (every NaN encodes alike). The key is copied. */
-QV_API qv_status qv_fingerprint_arg_none(qv_fingerprint_args *args, const char *key,
+QV_API qv_status qv_fingerprint_arg_none(qv_fingerprint_args *args, const char *key, qv_error *err);
+QV_API qv_status qv_fingerprint_arg_bool(qv_fingerprint_args *args, const char *key, bool value,
                                          qv_error *err);
-QV_API qv_status qv_fingerprint_arg_bool(qv_fingerprint_args *args, const char *key,
-                                         bool value, qv_error *err);
-QV_API qv_status qv_fingerprint_arg_int(qv_fingerprint_args *args, const char *key,
-                                        int64_t value, qv_error *err);
-QV_API qv_status qv_fingerprint_arg_uint(qv_fingerprint_args *args, const char *key,
-                                         uint64_t value, qv_error *err);
-QV_API qv_status qv_fingerprint_arg_float(qv_fingerprint_args *args, const char *key,
-                                          double value, qv_error *err);
+QV_API qv_status qv_fingerprint_arg_int(qv_fingerprint_args *args, const char *key, int64_t value,
+                                        qv_error *err);
+QV_API qv_status qv_fingerprint_arg_uint(qv_fingerprint_args *args, const char *key, uint64_t value,
+                                         qv_error *err);
+QV_API qv_status qv_fingerprint_arg_float(qv_fingerprint_args *args, const char *key, double value,
+                                          qv_error *err);
 /** A NUL-terminated string (value must not be NULL; use _none). */
 QV_API qv_status qv_fingerprint_arg_str(qv_fingerprint_args *args, const char *key,
                                         const char *value, qv_error *err);
 /** A string of `len` bytes (may contain NUL bytes). */
 QV_API qv_status qv_fingerprint_arg_strn(qv_fingerprint_args *args, const char *key,
-                                         const char *value, size_t len,
-                                         qv_error *err);
+                                         const char *value, size_t len, qv_error *err);
 QV_API qv_status qv_fingerprint_arg_bytes(qv_fingerprint_args *args, const char *key,
-                                          const void *value, size_t len,
-                                          qv_error *err);
+                                          const void *value, size_t len, qv_error *err);
 /** Integer arrays are hashed when added (not copied), so a selection of
  *  10^8 row numbers costs one pass over them and no memory. */
-QV_API qv_status qv_fingerprint_arg_int_array(qv_fingerprint_args *args,
-                                              const char *key, const int64_t *values,
-                                              int64_t n, qv_error *err);
-QV_API qv_status qv_fingerprint_arg_uint_array(qv_fingerprint_args *args,
-                                               const char *key,
-                                               const uint64_t *values, int64_t n,
-                                               qv_error *err);
+QV_API qv_status qv_fingerprint_arg_int_array(qv_fingerprint_args *args, const char *key,
+                                              const int64_t *values, int64_t n, qv_error *err);
+QV_API qv_status qv_fingerprint_arg_uint_array(qv_fingerprint_args *args, const char *key,
+                                               const uint64_t *values, int64_t n, qv_error *err);
 /** Open a list / a dictionary as the value of `key`; close it with
  *  qv_fingerprint_arg_end. Nesting is limited to QV_FINGERPRINT_MAX_DEPTH. */
-QV_API qv_status qv_fingerprint_arg_begin_list(qv_fingerprint_args *args,
-                                               const char *key, qv_error *err);
-QV_API qv_status qv_fingerprint_arg_begin_dict(qv_fingerprint_args *args,
-                                               const char *key, qv_error *err);
+QV_API qv_status qv_fingerprint_arg_begin_list(qv_fingerprint_args *args, const char *key,
+                                               qv_error *err);
+QV_API qv_status qv_fingerprint_arg_begin_dict(qv_fingerprint_args *args, const char *key,
+                                               qv_error *err);
 QV_API qv_status qv_fingerprint_arg_end(qv_fingerprint_args *args, qv_error *err);
 
 /**
@@ -164,14 +158,12 @@ QV_API qv_status qv_fingerprint_update(const char *previous, const char *transfo
  * qv_fingerprint_validate (a fingerprint becomes part of a file name, so a
  * file cannot inject one with '/' in it). `md` may be NULL.
  */
-QV_API qv_status qv_fingerprint_from_metadata(const qv_metadata *md,
-                                              char out[QV_FINGERPRINT_SIZE],
+QV_API qv_status qv_fingerprint_from_metadata(const qv_metadata *md, char out[QV_FINGERPRINT_SIZE],
                                               bool *found, qv_error *err) QV_NODISCARD;
 
 /** identity(path, size, mtime_ns) as defined above; `path` is used as given
  *  (qv_fingerprint_of_file passes the resolved absolute path). */
-QV_API qv_status qv_fingerprint_from_identity(const char *path, int64_t size,
-                                              int64_t mtime_ns,
+QV_API qv_status qv_fingerprint_from_identity(const char *path, int64_t size, int64_t mtime_ns,
                                               char out[QV_FINGERPRINT_SIZE],
                                               qv_error *err) QV_NODISCARD;
 
@@ -183,10 +175,9 @@ QV_API qv_status qv_fingerprint_from_identity(const char *path, int64_t size,
  * when the file was mapped) and from stat() otherwise. QV_EIO when the path
  * cannot be resolved or stat()ed; errors of qv_fingerprint_from_metadata.
  */
-QV_API qv_status qv_fingerprint_of_file(const char *path,
-                                        const qv_metadata *schema_metadata,
-                                        const qv_file_identity *id,
-                                        char out[QV_FINGERPRINT_SIZE], qv_error *err) QV_NODISCARD;
+QV_API qv_status qv_fingerprint_of_file(const char *path, const qv_metadata *schema_metadata,
+                                        const qv_file_identity *id, char out[QV_FINGERPRINT_SIZE],
+                                        qv_error *err) QV_NODISCARD;
 
 /**
  * The fingerprint `datasets` gives split `split` of a dataset loaded from a
@@ -201,8 +192,8 @@ QV_API qv_status qv_fingerprint_of_file(const char *path,
  * than 60,000 bytes.
  */
 QV_API qv_status qv_fingerprint_builder_split(const char *relative_data_dir, const char *split,
-                                              char out[QV_FINGERPRINT_SIZE], qv_error *err)
-    QV_NODISCARD;
+                                              char out[QV_FINGERPRINT_SIZE],
+                                              qv_error *err) QV_NODISCARD;
 
 #ifdef __cplusplus
 }

@@ -50,16 +50,16 @@ extern "C" {
 /* Features                                                                  */
 
 typedef enum qv_hf_kind {
-  QV_HF_DICT = 0,        /**< nested dict (also the top-level Features) */
-  QV_HF_VALUE,           /**< Value(dtype) */
-  QV_HF_CLASS_LABEL,     /**< ClassLabel(names): int64 label ids */
-  QV_HF_LIST,            /**< List(feature, length=-1); legacy Sequence / [f] */
-  QV_HF_LARGE_LIST,      /**< LargeList(feature) */
-  QV_HF_ARRAY,           /**< Array2D..Array5D(shape, dtype) */
-  QV_HF_TRANSLATION,     /**< Translation(languages) */
-  QV_HF_TRANSLATION_VL,  /**< TranslationVariableLanguages(languages) */
-  QV_HF_JSON,            /**< Json(): arrow.json extension over string */
-  QV_HF_MEDIA            /**< Image/Audio/Video/Pdf/Nifti/Mesh/BioSequence/
+  QV_HF_DICT = 0,       /**< nested dict (also the top-level Features) */
+  QV_HF_VALUE,          /**< Value(dtype) */
+  QV_HF_CLASS_LABEL,    /**< ClassLabel(names): int64 label ids */
+  QV_HF_LIST,           /**< List(feature, length=-1); legacy Sequence / [f] */
+  QV_HF_LARGE_LIST,     /**< LargeList(feature) */
+  QV_HF_ARRAY,          /**< Array2D..Array5D(shape, dtype) */
+  QV_HF_TRANSLATION,    /**< Translation(languages) */
+  QV_HF_TRANSLATION_VL, /**< TranslationVariableLanguages(languages) */
+  QV_HF_JSON,           /**< Json(): arrow.json extension over string */
+  QV_HF_MEDIA           /**< Image/Audio/Video/Pdf/Nifti/Mesh/BioSequence/
                               BioStructure: struct<bytes: binary, path: string> */
 } qv_hf_kind;
 
@@ -110,24 +110,21 @@ QV_API qv_hf_feature *qv_hf_feature_copy(const qv_hf_feature *f);
  * name the path: "features['a'].feature: Value: 'dtype' must be a string,
  * found integer". Unknown "_type" names fail with QV_ENOTSUP.
  */
-QV_API qv_status qv_hf_features_parse(const char *json, int64_t len,
-                                      qv_hf_feature **out, qv_error *err) QV_NODISCARD;
+QV_API qv_status qv_hf_features_parse(const char *json, int64_t len, qv_hf_feature **out,
+                                      qv_error *err) QV_NODISCARD;
 
 /** How emitted JSON is laid out: json.dumps() (", " and ": "
  *  separators, one line) or json.dump(indent=2). Both escape every
  *  non-ASCII character as \uXXXX, as Python's json module does. */
-typedef enum qv_hf_json_style {
-  QV_HF_JSON_COMPACT = 0,
-  QV_HF_JSON_INDENT2 = 1
-} qv_hf_json_style;
+typedef enum qv_hf_json_style { QV_HF_JSON_COMPACT = 0, QV_HF_JSON_INDENT2 = 1 } qv_hf_json_style;
 
 /**
  * Append the JSON `datasets` writes for `f` (Features.to_dict(): dataclass
  * field order, defaults omitted) to `out`. For a QV_HF_DICT this is the
  * features object; for any other node the single feature.
  */
-QV_API qv_status qv_hf_feature_emit(const qv_hf_feature *f, qv_hf_json_style style,
-                                    qv_strbuf *out, qv_error *err) QV_NODISCARD;
+QV_API qv_status qv_hf_feature_emit(const qv_hf_feature *f, qv_hf_json_style style, qv_strbuf *out,
+                                    qv_error *err) QV_NODISCARD;
 
 /**
  * Append a Python-style rendering as `repr(features)` shows it, e.g.
@@ -140,8 +137,7 @@ QV_API qv_status qv_hf_feature_repr(const qv_hf_feature *f, qv_strbuf *out,
 QV_API bool qv_hf_feature_equals(const qv_hf_feature *a, const qv_hf_feature *b);
 
 /** The feature of column/key `name` of a QV_HF_DICT, or NULL. */
-QV_API const qv_hf_feature *qv_hf_feature_get(const qv_hf_feature *dict,
-                                              const char *name);
+QV_API const qv_hf_feature *qv_hf_feature_get(const qv_hf_feature *dict, const char *name);
 
 /**
  * The Arrow storage type a feature implies (`get_nested_type`): Value ->
@@ -165,8 +161,8 @@ QV_API qv_status qv_hf_feature_arrow_type(const qv_hf_feature *f, qv_type **out,
  * {"info": {"features": ...}} as datasets writes it. One reference to the
  * caller.
  */
-QV_API qv_status qv_hf_features_arrow_schema(const qv_hf_feature *features,
-                                             qv_schema **out, qv_error *err) QV_NODISCARD;
+QV_API qv_status qv_hf_features_arrow_schema(const qv_hf_feature *features, qv_schema **out,
+                                             qv_error *err) QV_NODISCARD;
 
 /**
  * The feature `datasets` derives from an Arrow field when there is no
@@ -203,8 +199,8 @@ QV_API qv_status qv_hf_features_resolve(const qv_schema *schema, qv_hf_feature *
  * first difference, e.g. "column 'x': features imply int32 but the file has
  * int64".
  */
-QV_API qv_status qv_hf_features_check(const qv_hf_feature *features,
-                                      const qv_schema *schema, qv_error *err) QV_NODISCARD;
+QV_API qv_status qv_hf_features_check(const qv_hf_feature *features, const qv_schema *schema,
+                                      qv_error *err) QV_NODISCARD;
 
 /* ------------------------------------------------------------------------ */
 /* The "huggingface" schema metadata                                         */
@@ -221,8 +217,8 @@ typedef struct qv_hf_metadata {
  * malformed JSON or features fail with QV_EINVAL naming the problem.
  * Caller frees with qv_hf_metadata_reset.
  */
-QV_API qv_status qv_hf_metadata_parse(const char *json, int64_t len,
-                                      qv_hf_metadata *out, qv_error *err) QV_NODISCARD;
+QV_API qv_status qv_hf_metadata_parse(const char *json, int64_t len, qv_hf_metadata *out,
+                                      qv_error *err) QV_NODISCARD;
 QV_API void qv_hf_metadata_reset(qv_hf_metadata *md);
 
 /**
@@ -230,9 +226,8 @@ QV_API void qv_hf_metadata_reset(qv_hf_metadata *md);
  * {"info": {"features": FEATURES}, "fingerprint": "FP"} (the fingerprint
  * member only when not NULL; "features": null when features is NULL).
  */
-QV_API qv_status qv_hf_metadata_emit(const qv_hf_feature *features,
-                                     const char *fingerprint, qv_strbuf *out,
-                                     qv_error *err) QV_NODISCARD;
+QV_API qv_status qv_hf_metadata_emit(const qv_hf_feature *features, const char *fingerprint,
+                                     qv_strbuf *out, qv_error *err) QV_NODISCARD;
 
 /* ------------------------------------------------------------------------ */
 /* Rendering rows with ClassLabel names                                      */
@@ -246,8 +241,8 @@ QV_API qv_status qv_hf_metadata_emit(const qv_hf_feature *features,
  * (features NULL or key missing) print as usual.
  */
 QV_API qv_status qv_hf_format_row_json(const qv_array *batch, int64_t row,
-                                       const qv_hf_feature *features,
-                                       qv_strbuf *out, qv_error *err) QV_NODISCARD;
+                                       const qv_hf_feature *features, qv_strbuf *out,
+                                       qv_error *err) QV_NODISCARD;
 
 /* ------------------------------------------------------------------------ */
 /* Directory layouts                                                         */
@@ -334,8 +329,7 @@ QV_API const qv_hf_feature *qv_hf_info_features(const qv_hf_info *info);
  *  when absent or not a string. Borrowed. */
 QV_API const char *qv_hf_info_string(const qv_hf_info *info, const char *key);
 /** Replace the features (copied; NULL removes them). */
-QV_API qv_status qv_hf_info_set_features(qv_hf_info *info,
-                                         const qv_hf_feature *features,
+QV_API qv_status qv_hf_info_set_features(qv_hf_info *info, const qv_hf_feature *features,
                                          qv_error *err) QV_NODISCARD;
 /** Append dataset_info.json as save_to_disk writes it (top-level keys
  *  sorted, indent 2, no trailing newline). */
@@ -345,8 +339,8 @@ QV_API qv_status qv_hf_info_emit(const qv_hf_info *info, qv_strbuf *out,
 /** Parse dataset_dict.json ({"splits": [NAME, ...]}). Split names become
  *  directory names, so each must pass qv_hf_check_relative_name and be a
  *  single component. Caller frees names[i] and names with free(). */
-QV_API qv_status qv_hf_dict_parse(const char *json, int64_t len, char ***out_names,
-                                  int64_t *out_n, qv_error *err) QV_NODISCARD;
+QV_API qv_status qv_hf_dict_parse(const char *json, int64_t len, char ***out_names, int64_t *out_n,
+                                  qv_error *err) QV_NODISCARD;
 /** Append dataset_dict.json as DatasetDict.save_to_disk writes it:
  *  {"splits": ["train", "test"]}. */
 QV_API qv_status qv_hf_dict_emit(char *const *names, int64_t n, qv_strbuf *out,
@@ -363,13 +357,13 @@ QV_API int qv_hf_shard_name(int64_t index, int64_t count, char *out, size_t cap)
  * mapping, as datasets uses len(self.data)). max_shard_size <= 0 means the
  * default 500MB. Returns 0 for an empty table (datasets writes no shard).
  */
-QV_API int64_t qv_hf_plan_num_shards(int64_t nbytes, int64_t max_shard_size,
-                                     int64_t num_proc, int64_t table_rows);
+QV_API int64_t qv_hf_plan_num_shards(int64_t nbytes, int64_t max_shard_size, int64_t num_proc,
+                                     int64_t table_rows);
 
 /** Rows [*start, *end) of contiguous shard `index` of `num_shards` over
  *  `num_rows` rows (Dataset.shard(contiguous=True)). */
-QV_API void qv_hf_shard_range(int64_t num_rows, int64_t num_shards, int64_t index,
-                              int64_t *start, int64_t *end);
+QV_API void qv_hf_shard_range(int64_t num_rows, int64_t num_shards, int64_t index, int64_t *start,
+                              int64_t *end);
 
 /**
  * Parse a size as datasets' convert_file_size_to_int: digits followed by a
@@ -389,8 +383,8 @@ typedef enum qv_hf_layout {
 
 /** Role of one .arrow file in a directory. */
 typedef enum qv_hf_file_role {
-  QV_HF_FILE_DATA = 0, /**< a data table (shard, builder output, map output) */
-  QV_HF_FILE_INDICES,  /**< an indices mapping: a `cache-*.arrow` file whose
+  QV_HF_FILE_DATA = 0,  /**< a data table (shard, builder output, map output) */
+  QV_HF_FILE_INDICES,   /**< an indices mapping: a `cache-*.arrow` file whose
                             schema is one uint64 column "indices" */
   QV_HF_FILE_UNREADABLE /**< a .arrow file beside the dataset that does not
                              open (torn, corrupt, not Arrow); `error` says
@@ -399,17 +393,17 @@ typedef enum qv_hf_file_role {
 } qv_hf_file_role;
 
 typedef struct qv_hf_file {
-  char *name;          /**< path relative to the split/dataset directory */
-  char *path;          /**< full path (directory joined with name) */
+  char *name; /**< path relative to the split/dataset directory */
+  char *path; /**< full path (directory joined with name) */
   qv_hf_file_role role;
-  int64_t rows;        /**< rows the file holds (from its metadata); 0 when
+  int64_t rows;    /**< rows the file holds (from its metadata); 0 when
                             unreadable */
-  char *error;         /**< QV_HF_FILE_UNREADABLE: the reader's message,
+  char *error;     /**< QV_HF_FILE_UNREADABLE: the reader's message,
                             else NULL */
-  int64_t source;      /**< qv_hf_dir.files only: index into
+  int64_t source;  /**< qv_hf_dir.files only: index into
                             qv_hf_dir.sources of the dataset the file
                             belongs to, -1 for indices mappings */
-  qv_table *table;     /**< the file memory-mapped when it was listed (a
+  qv_table *table; /**< the file memory-mapped when it was listed (a
                             reference owned by the directory, released by
                             qv_hf_dir_free; opening a dataset of the
                             directory takes its own reference instead of
@@ -422,18 +416,18 @@ typedef struct qv_hf_file {
 /** One Dataset: a split of a DatasetDict, the Dataset directory itself, a
  *  builder split of a cache directory, or (for a single file) the file. */
 typedef struct qv_hf_split {
-  char *name;          /**< split name (DatasetDict key / builder split),
+  char *name;         /**< split name (DatasetDict key / builder split),
                             else NULL */
-  char *dir;           /**< directory of the files */
-  qv_hf_state *state;  /**< state.json (Dataset layouts), else NULL */
-  qv_hf_info *info;    /**< dataset_info.json when present, else NULL */
-  char *fingerprint;   /**< builder splits: the fingerprint datasets gives
+  char *dir;          /**< directory of the files */
+  qv_hf_state *state; /**< state.json (Dataset layouts), else NULL */
+  qv_hf_info *info;   /**< dataset_info.json when present, else NULL */
+  char *fingerprint;  /**< builder splits: the fingerprint datasets gives
                             the loaded split (see qv_hf_dir_open), else
                             NULL (Dataset layouts: state->fingerprint) */
   int64_t n_files;
-  qv_hf_file *files;   /**< data files in order (state.json order; builder
+  qv_hf_file *files; /**< data files in order (state.json order; builder
                             splits: shard order) */
-  char *error;         /**< builder splits that cannot be opened (a data
+  char *error;       /**< builder splits that cannot be opened (a data
                             file missing, unreadable or disagreeing with
                             dataset_info.json): why, with no files; else
                             NULL. Opening such a split fails with it. */
@@ -457,11 +451,11 @@ typedef struct qv_hf_source {
    *  "cache-<fp>_*_of_<N>.arrow"; FILE: the file name. Unique in a
    *  directory; qv_dataset_open(dir, name) opens it. */
   char *name;
-  int64_t split;       /**< SPLIT / DATASET: index into qv_hf_dir.splits, else -1 */
+  int64_t split; /**< SPLIT / DATASET: index into qv_hf_dir.splits, else -1 */
   int64_t n_files;
-  int64_t *files;      /**< GROUP / FILE: indices into qv_hf_dir.files, in order */
-  int64_t rows;        /**< rows of the whole dataset */
-  char *fingerprint;   /**< GROUP: the <fp> of the names; else NULL */
+  int64_t *files;    /**< GROUP / FILE: indices into qv_hf_dir.files, in order */
+  int64_t rows;      /**< rows of the whole dataset */
+  char *fingerprint; /**< GROUP: the <fp> of the names; else NULL */
 } qv_hf_source;
 
 typedef struct qv_hf_dir {
@@ -473,7 +467,7 @@ typedef struct qv_hf_dir {
                             cache directory: its builder splits in
                             dataset_info.json order (possibly none) */
   int64_t n_files;
-  qv_hf_file *files;   /**< Dataset and cache directories: every *.arrow
+  qv_hf_file *files; /**< Dataset and cache directories: every *.arrow
                             file directly in the directory, sorted by name */
   int64_t n_sources;
   qv_hf_source *sources; /**< Dataset and cache directories: the datasets

@@ -43,9 +43,9 @@ typedef struct qv_json_dictionary {
 
 /** Everything a JSON integration file holds. */
 typedef struct qv_json_data {
-  qv_schema *schema;        /* owned reference */
+  qv_schema *schema; /* owned reference */
   int64_t n_batches;
-  qv_array **batches;       /* owned; STRUCT arrays (record batches) */
+  qv_array **batches; /* owned; STRUCT arrays (record batches) */
   int64_t n_dictionaries;
   qv_json_dictionary *dictionaries; /* owned; in file order */
 } qv_json_data;
@@ -70,8 +70,8 @@ QV_API qv_status qv_json_read(const char *path, const qv_json_read_options *opti
 /** As qv_json_read, from bytes in memory (plain or gzip). The bytes are
  *  not referenced after the call. */
 QV_API qv_status qv_json_read_bytes(const void *data, int64_t size,
-                                    const qv_json_read_options *options,
-                                    qv_json_data *out, qv_error *err) QV_NODISCARD;
+                                    const qv_json_read_options *options, qv_json_data *out,
+                                    qv_error *err) QV_NODISCARD;
 
 /** Release everything in `d` and zero it. NULL-safe. */
 QV_API void qv_json_data_reset(qv_json_data *d);
@@ -86,17 +86,17 @@ typedef struct qv_json_write_options {
  * buffer (*out, caller owns one reference). Dictionaries come from the
  * arrays themselves (see the file comment). Nothing is compressed here.
  */
-QV_API qv_status qv_json_write_buffer(const qv_schema *schema,
-                                      qv_array *const *batches, int64_t n_batches,
-                                      qv_buffer **out, qv_error *err) QV_NODISCARD;
+QV_API qv_status qv_json_write_buffer(const qv_schema *schema, qv_array *const *batches,
+                                      int64_t n_batches, qv_buffer **out,
+                                      qv_error *err) QV_NODISCARD;
 
 /**
  * Write the JSON integration file to `path` atomically (a temporary file
  * beside it, fsync, rename). `options` may be NULL (plain JSON).
  */
-QV_API qv_status qv_json_write(const char *path, const qv_schema *schema,
-                               qv_array *const *batches, int64_t n_batches,
-                               const qv_json_write_options *options, qv_error *err) QV_NODISCARD;
+QV_API qv_status qv_json_write(const char *path, const qv_schema *schema, qv_array *const *batches,
+                               int64_t n_batches, const qv_json_write_options *options,
+                               qv_error *err) QV_NODISCARD;
 
 /**
  * Describe the first difference between two schemas. Returns true when
@@ -109,16 +109,15 @@ QV_API qv_status qv_json_write(const char *path, const qv_schema *schema,
  * "field 'a.item': type: expected int32, found int64" or
  * "schema metadata: expected [k='v'], found []".
  */
-QV_API bool qv_schema_diff(const qv_schema *expected, const qv_schema *actual,
-                           qv_error *diff);
+QV_API bool qv_schema_diff(const qv_schema *expected, const qv_schema *actual, qv_error *diff);
 
 /**
  * As qv_schema_diff for two fields, with `path` naming the field in the
  * message ("field 'path': ..."). Compares name, nullability, type and,
  * with check_metadata, metadata (recursively).
  */
-QV_API bool qv_field_diff(const qv_field *expected, const qv_field *actual,
-                          const char *path, bool check_metadata, qv_error *diff);
+QV_API bool qv_field_diff(const qv_field *expected, const qv_field *actual, const char *path,
+                          bool check_metadata, qv_error *diff);
 
 #ifdef __cplusplus
 }

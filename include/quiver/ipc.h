@@ -28,8 +28,8 @@ extern "C" {
 #endif
 
 typedef enum qv_ipc_format {
-  QV_FORMAT_FILE = 0,   /**< IPC file format (Feather v2) */
-  QV_FORMAT_STREAM = 1  /**< IPC stream format */
+  QV_FORMAT_FILE = 0,  /**< IPC file format (Feather v2) */
+  QV_FORMAT_STREAM = 1 /**< IPC stream format */
 } qv_ipc_format;
 
 typedef enum qv_compression {
@@ -57,9 +57,9 @@ typedef struct qv_batch_location {
   int64_t metadata_length; /**< bytes of flatbuffer metadata (incl. padding) */
   int64_t body_offset;     /**< absolute offset of the body */
   int64_t body_length;
-  int64_t num_rows;        /**< record batches: rows; dictionaries: values */
-  int64_t dict_id;         /**< dictionary batches only; else -1 */
-  bool is_delta;           /**< dictionary batches only */
+  int64_t num_rows; /**< record batches: rows; dictionaries: values */
+  int64_t dict_id;  /**< dictionary batches only; else -1 */
+  bool is_delta;    /**< dictionary batches only */
 } qv_batch_location;
 
 /**
@@ -84,8 +84,8 @@ QV_API qv_status qv_reader_open_buffer(qv_buffer *buf, const qv_read_options *op
  * access (qv_reader_batch) is not available and fails with QV_EARG.
  * The descriptor is not closed by the reader.
  */
-QV_API qv_status qv_reader_open_fd(int fd, const qv_read_options *options,
-                                   qv_reader **out, qv_error *err) QV_NODISCARD;
+QV_API qv_status qv_reader_open_fd(int fd, const qv_read_options *options, qv_reader **out,
+                                   qv_error *err) QV_NODISCARD;
 
 /** Whether the persisted stream index (docs/design.md, "Stream index") is
  *  used: DEFAULT = yes unless QV_INDEX_CACHE=0 (or off/no/false) is set. */
@@ -117,8 +117,8 @@ typedef struct qv_index_options {
  * index is complete (lazy streams); qv_reader_close closes it.
  */
 QV_API qv_status qv_reader_open_file(const char *path, const qv_read_options *options,
-                              const qv_index_options *index, qv_reader **out,
-                              qv_error *err) QV_NODISCARD;
+                                     const qv_index_options *index, qv_reader **out,
+                                     qv_error *err) QV_NODISCARD;
 
 /**
  * qv_reader_open_file on a mapping the caller made of `path` with
@@ -127,11 +127,10 @@ QV_API qv_status qv_reader_open_file(const char *path, const qv_read_options *op
  * are read from the mapping and the cache is not used). Errors carry no
  * path prefix.
  */
-QV_API qv_status qv_reader_open_mapped(qv_buffer *map, const char *path,
-                                const qv_file_identity *id,
-                                const qv_read_options *options,
-                                const qv_index_options *index, qv_reader **out,
-                                qv_error *err) QV_NODISCARD;
+QV_API qv_status qv_reader_open_mapped(qv_buffer *map, const char *path, const qv_file_identity *id,
+                                       const qv_read_options *options,
+                                       const qv_index_options *index, qv_reader **out,
+                                       qv_error *err) QV_NODISCARD;
 
 /**
  * Extend the index of a lazily opened stream to record batch `upto`
@@ -179,12 +178,10 @@ QV_API int64_t qv_reader_num_rows(const qv_reader *r);
 /** Rows of batch i (random access only). */
 QV_API int64_t qv_reader_batch_rows(const qv_reader *r, int64_t i);
 /** Location of record batch i (random access only), or NULL. */
-QV_API const qv_batch_location *qv_reader_batch_location(const qv_reader *r,
-                                                         int64_t i);
+QV_API const qv_batch_location *qv_reader_batch_location(const qv_reader *r, int64_t i);
 /** Number of dictionary batches and their locations (random access). */
 QV_API int64_t qv_reader_num_dictionary_batches(const qv_reader *r);
-QV_API const qv_batch_location *qv_reader_dictionary_location(const qv_reader *r,
-                                                              int64_t i);
+QV_API const qv_batch_location *qv_reader_dictionary_location(const qv_reader *r, int64_t i);
 /** Custom metadata of the file footer (file format), or NULL. */
 QV_API const qv_metadata *qv_reader_footer_metadata(const qv_reader *r);
 
@@ -219,13 +216,14 @@ QV_API qv_status qv_reader_next(qv_reader *r, qv_array **out, qv_error *err) QV_
  * (qv_reader_set_decompress_budget).
  */
 QV_API qv_status qv_reader_batch_select(qv_reader *r, int64_t i, const int32_t *columns,
-                                 int32_t n_columns, int64_t max_rows, qv_array **out,
-                                 qv_error *err) QV_NODISCARD;
+                                        int32_t n_columns, int64_t max_rows, qv_array **out,
+                                        qv_error *err) QV_NODISCARD;
 
 /** qv_reader_next with the selection of qv_reader_batch_select (every
  *  reader kind; the cursor moves by one batch whatever max_rows is). */
 QV_API qv_status qv_reader_next_select(qv_reader *r, const int32_t *columns, int32_t n_columns,
-                                int64_t max_rows, qv_array **out, qv_error *err) QV_NODISCARD;
+                                       int64_t max_rows, qv_array **out,
+                                       qv_error *err) QV_NODISCARD;
 
 /**
  * The decompression budget: a bound on the bytes of decompressed buffers
@@ -297,9 +295,8 @@ typedef struct qv_batch_source {
  * calls src->release from its own release; on failure src->release runs
  * before this returns.
  */
-QV_API qv_status qv_export_batch_stream(const qv_batch_source *src,
-                                        struct ArrowArrayStream *out, qv_error *err)
-    QV_NODISCARD;
+QV_API qv_status qv_export_batch_stream(const qv_batch_source *src, struct ArrowArrayStream *out,
+                                        qv_error *err) QV_NODISCARD;
 
 #ifdef __cplusplus
 }

@@ -39,8 +39,7 @@ QV_API void qv_strbuf_clear(qv_strbuf *sb);
 QV_API const char *qv_strbuf_cstr(const qv_strbuf *sb);
 /** Make room for `n` more bytes (plus the NUL). QV_ENOMEM on failure. */
 QV_API qv_status qv_strbuf_reserve(qv_strbuf *sb, int64_t n, qv_error *err);
-QV_API qv_status qv_strbuf_append(qv_strbuf *sb, const void *bytes, int64_t n,
-                                  qv_error *err);
+QV_API qv_status qv_strbuf_append(qv_strbuf *sb, const void *bytes, int64_t n, qv_error *err);
 QV_API qv_status qv_strbuf_append_str(qv_strbuf *sb, const char *s, qv_error *err);
 QV_API qv_status qv_strbuf_append_char(qv_strbuf *sb, char c, qv_error *err);
 QV_API qv_status qv_strbuf_printf(qv_strbuf *sb, qv_error *err, const char *fmt, ...)
@@ -54,16 +53,16 @@ QV_API qv_status qv_strbuf_printf(qv_strbuf *sb, qv_error *err, const char *fmt,
  * than a read out of bounds. QV_ERANGE when `row` is outside the array.
  * On failure `out` may hold a partial rendering.
  */
-QV_API qv_status qv_format_value_json(const qv_array *array, int64_t row,
-                                      qv_strbuf *out, qv_error *err) QV_NODISCARD;
+QV_API qv_status qv_format_value_json(const qv_array *array, int64_t row, qv_strbuf *out,
+                                      qv_error *err) QV_NODISCARD;
 
 /**
  * Append row `row` of a record batch (a STRUCT array) as one JSON object
  * {"column": value, ...} (columns in schema order, no trailing newline).
  * QV_ETYPE when `batch` is not a STRUCT array.
  */
-QV_API qv_status qv_format_row_json(const qv_array *batch, int64_t row,
-                                    qv_strbuf *out, qv_error *err) QV_NODISCARD;
+QV_API qv_status qv_format_row_json(const qv_array *batch, int64_t row, qv_strbuf *out,
+                                    qv_error *err) QV_NODISCARD;
 
 /**
  * Append the JSON string literal (with quotes) for `n` bytes of text.

@@ -57,8 +57,8 @@ typedef struct qv_rng {
  * holds `n_entropy` 32-bit words (may be NULL when n_entropy is 0; an empty
  * entropy is what `SeedSequence([])` uses). Writes `n_out` words to out.
  */
-QV_API void qv_seed_sequence_generate(const uint32_t *entropy, size_t n_entropy,
-                                      uint32_t *out, size_t n_out);
+QV_API void qv_seed_sequence_generate(const uint32_t *entropy, size_t n_entropy, uint32_t *out,
+                                      size_t n_out);
 
 /** `np.random.default_rng(seed)` for an integer seed 0 <= seed < 2**64. */
 QV_API void qv_rng_init(qv_rng *rng, uint64_t seed);
@@ -102,8 +102,7 @@ QV_API qv_status qv_rng_permutation(qv_rng *rng, int64_t n, int64_t *out,
  * `np.random.default_rng(seed).permutation(n)`, written to out[0..n).
  * The caller owns `out` (n elements). Errors as qv_rng_permutation.
  */
-QV_API qv_status qv_permutation(uint64_t seed, int64_t n, int64_t *out,
-                                qv_error *err) QV_NODISCARD;
+QV_API qv_status qv_permutation(uint64_t seed, int64_t n, int64_t *out, qv_error *err) QV_NODISCARD;
 
 #ifdef __cplusplus
 }

@@ -82,11 +82,11 @@ extern "C" {
 /** How one key column is stored in rows: a zero-allocation summary of its
  *  qv_type. */
 typedef struct qv_row_column_meta {
-  bool is_fixed_length;  /**< false for binary-like columns */
-  bool is_null_type;     /**< the null type (always NULL, no buffers) */
-  int32_t fixed_length;  /**< fixed: bytes per value, 0 for boolean and the
+  bool is_fixed_length; /**< false for binary-like columns */
+  bool is_null_type;    /**< the null type (always NULL, no buffers) */
+  int32_t fixed_length; /**< fixed: bytes per value, 0 for boolean and the
                               null type; var-length: 0 */
-  int32_t offset_width;  /**< var-length: bytes per array offset (4 or 8) */
+  int32_t offset_width; /**< var-length: bytes per array offset (4 or 8) */
 } qv_row_column_meta;
 
 /**
@@ -103,13 +103,13 @@ QV_API qv_status qv_row_column_meta_from_type(const qv_type *t, qv_row_column_me
 
 typedef struct qv_row_metadata {
   int32_t num_cols;
-  qv_row_column_meta *cols;       /**< logical (input) order; owned */
-  int32_t row_alignment;          /**< power of two; every row starts at a
+  qv_row_column_meta *cols;         /**< logical (input) order; owned */
+  int32_t row_alignment;            /**< power of two; every row starts at a
                                        multiple of it */
-  int32_t string_alignment;       /**< power of two <= row_alignment */
+  int32_t string_alignment;         /**< power of two <= row_alignment */
   int32_t null_masks_bytes_per_row; /**< smallest power of two with
                                          8 * bytes >= num_cols (>= 1) */
-  bool is_fixed_length;           /**< no var-length columns */
+  bool is_fixed_length;             /**< no var-length columns */
   /** Fixed-length tables: bytes per row, a multiple of row_alignment.
    *  Var-length tables: bytes of the fixed part (fixed columns and the end
    *  array) rounded up to string_alignment; the first var field starts here. */
@@ -118,9 +118,9 @@ typedef struct qv_row_metadata {
    *  0 for fixed-length tables. */
   int32_t varbinary_end_array_offset;
   int32_t num_varbinary_cols;
-  int32_t *column_order;          /**< encoded position -> logical column */
-  int32_t *inverse_column_order;  /**< logical column -> encoded position */
-  int32_t *column_offsets;        /**< encoded position -> byte offset in row
+  int32_t *column_order;         /**< encoded position -> logical column */
+  int32_t *inverse_column_order; /**< logical column -> encoded position */
+  int32_t *column_offsets;       /**< encoded position -> byte offset in row
                                        (var columns: their end-array slot) */
 } qv_row_metadata;
 
@@ -165,13 +165,13 @@ QV_API bool qv_row_metadata_compatible(const qv_row_metadata *a, const qv_row_me
  * until the next call that appends to the table (growth may move them).
  */
 typedef struct qv_row_table {
-  qv_row_metadata md;     /**< owned copy */
+  qv_row_metadata md; /**< owned copy */
   int64_t num_rows;
-  uint8_t *null_masks;    /**< num_rows * null_masks_bytes_per_row bytes */
+  uint8_t *null_masks; /**< num_rows * null_masks_bytes_per_row bytes */
   /** Fixed-length tables: rows (num_rows * fixed_length bytes).
    *  Var-length tables: int64 row offsets (num_rows + 1 of them). */
   uint8_t *fixed;
-  uint8_t *var;           /**< var-length rows; NULL for fixed tables */
+  uint8_t *var;            /**< var-length rows; NULL for fixed tables */
   int64_t rows_capacity_;  /**< rows the fixed buffers can hold */
   int64_t bytes_capacity_; /**< bytes the var buffer can hold */
 } qv_row_table;
@@ -194,8 +194,7 @@ static inline const uint8_t *qv_row_table_row(const qv_row_table *t, int64_t i,
 }
 
 /** Row i's null mask (null_masks_bytes_per_row bytes). */
-static inline const uint8_t *qv_row_table_null_mask(const qv_row_table *t,
-                                                    int64_t i) {
+static inline const uint8_t *qv_row_table_null_mask(const qv_row_table *t, int64_t i) {
   return t->null_masks + i * (int64_t)t->md.null_masks_bytes_per_row;
 }
 
@@ -232,8 +231,7 @@ QV_API qv_status qv_row_table_append_empty(qv_row_table *t, int64_t num_rows,
  * to `t`. The metadata must be compatible (QV_EARG otherwise); ids must be
  * inside `from` (QV_ERANGE). `from` may not be `t`.
  */
-QV_API qv_status qv_row_table_append_selection_from(qv_row_table *t,
-                                                    const qv_row_table *from,
+QV_API qv_status qv_row_table_append_selection_from(qv_row_table *t, const qv_row_table *from,
                                                     const int64_t *ids, int64_t n,
                                                     qv_error *err) QV_NODISCARD;
 
@@ -256,8 +254,8 @@ QV_API qv_status qv_row_encode(qv_row_table *t, qv_array *const *cols, const int
                                int64_t n, qv_error *err) QV_NODISCARD;
 
 /** Like qv_row_encode but appends after the existing rows. */
-QV_API qv_status qv_row_encode_append(qv_row_table *t, qv_array *const *cols,
-                                      const int64_t *sel, int64_t n, qv_error *err) QV_NODISCARD;
+QV_API qv_status qv_row_encode_append(qv_row_table *t, qv_array *const *cols, const int64_t *sel,
+                                      int64_t n, qv_error *err) QV_NODISCARD;
 
 /**
  * Decode rows [start, start + n) of `t` into new arrays, one per key column
@@ -274,8 +272,8 @@ QV_API qv_status qv_row_encode_append(qv_row_table *t, qv_array *const *cols,
  * string column's data would exceed int32 offsets.
  */
 QV_API qv_status qv_row_decode(const qv_row_table *t, int64_t start, int64_t n,
-                               qv_type *const *types, qv_array *const *dictionaries,
-                               qv_array **out, qv_error *err) QV_NODISCARD;
+                               qv_type *const *types, qv_array *const *dictionaries, qv_array **out,
+                               qv_error *err) QV_NODISCARD;
 
 /* ------------------------------------------------------------------------ */
 /* Compare                                                                   */
@@ -291,10 +289,10 @@ QV_API qv_status qv_row_decode(const qv_row_table *t, int64_t start, int64_t n,
  *    their count in *out_num_mismatch.
  */
 QV_API qv_status qv_row_compare_columns(const qv_row_table *t, qv_array *const *cols,
-                                        const int64_t *sel, const int64_t *row_ids,
-                                        int64_t n, bool null_equals_null,
-                                        uint8_t *out_match, int64_t *out_mismatch,
-                                        int64_t *out_num_mismatch, qv_error *err) QV_NODISCARD;
+                                        const int64_t *sel, const int64_t *row_ids, int64_t n,
+                                        bool null_equals_null, uint8_t *out_match,
+                                        int64_t *out_mismatch, int64_t *out_num_mismatch,
+                                        qv_error *err) QV_NODISCARD;
 
 /**
  * Compare row a_ids[i] of `a` (i when a_ids is NULL) with row b_ids[i] of
@@ -302,8 +300,8 @@ QV_API qv_status qv_row_compare_columns(const qv_row_table *t, qv_array *const *
  * Outputs as qv_row_compare_columns; out_mismatch receives the `a` ids.
  */
 QV_API qv_status qv_row_compare_rows(const qv_row_table *a, const int64_t *a_ids,
-                                     const qv_row_table *b, const int64_t *b_ids,
-                                     int64_t n, bool null_equals_null, uint8_t *out_match,
+                                     const qv_row_table *b, const int64_t *b_ids, int64_t n,
+                                     bool null_equals_null, uint8_t *out_match,
                                      int64_t *out_mismatch, int64_t *out_num_mismatch,
                                      qv_error *err) QV_NODISCARD;
 
@@ -367,10 +365,9 @@ QV_API qv_row_simd qv_row_simd_level(void);
  * mask bytes in hex. *out is a NUL-terminated string the caller frees with
  * free(). Fails with QV_ERANGE when the range is outside the keys.
  */
-QV_API qv_status qv_row_layout_json(qv_array *const *keys, int32_t num_keys,
-                                    int32_t row_alignment, int32_t string_alignment,
-                                    int64_t start, int64_t end, char **out, qv_error *err)
-    QV_NODISCARD;
+QV_API qv_status qv_row_layout_json(qv_array *const *keys, int32_t num_keys, int32_t row_alignment,
+                                    int32_t string_alignment, int64_t start, int64_t end,
+                                    char **out, qv_error *err) QV_NODISCARD;
 
 #ifdef __cplusplus
 }

@@ -192,8 +192,8 @@ QV_API qv_status qv_table_take(qv_table *t, const int64_t *indices, int64_t n, q
  * values drop the row (pyarrow's default). Batches whose mask is all true
  * are kept as they are (zero copy); batch boundaries are preserved.
  */
-QV_API qv_status qv_table_filter(qv_table *t, qv_array *mask, qv_table **out, qv_error *err)
-    QV_NODISCARD;
+QV_API qv_status qv_table_filter(qv_table *t, qv_array *mask, qv_table **out,
+                                 qv_error *err) QV_NODISCARD;
 
 /** Columns by index, in the given order (a reorder), repeats allowed; n may
  *  be 0. Zero copy. */
@@ -217,8 +217,8 @@ QV_API qv_status qv_table_add_column(qv_table *t, int32_t pos, const qv_field *f
                                      qv_error *err) QV_NODISCARD;
 /** qv_table_add_column at the end. */
 QV_API qv_status qv_table_append_column(qv_table *t, const qv_field *field, qv_array *const *chunks,
-                                        int64_t n_chunks, qv_table **out, qv_error *err)
-    QV_NODISCARD;
+                                        int64_t n_chunks, qv_table **out,
+                                        qv_error *err) QV_NODISCARD;
 /** Replace column `pos` (0..num_columns-1) by a new one (see add). */
 QV_API qv_status qv_table_set_column(qv_table *t, int32_t pos, const qv_field *field,
                                      qv_array *const *chunks, int64_t n_chunks, qv_table **out,
@@ -231,8 +231,8 @@ QV_API qv_status qv_table_set_column(qv_table *t, int32_t pos, const qv_field *f
  * takes target's field nullability/metadata and schema metadata. Columns
  * whose type does not change are not touched.
  */
-QV_API qv_status qv_table_cast(qv_table *t, const qv_schema *target, qv_table **out, qv_error *err)
-    QV_NODISCARD;
+QV_API qv_status qv_table_cast(qv_table *t, const qv_schema *target, qv_table **out,
+                               qv_error *err) QV_NODISCARD;
 
 /** One batch per table (per block of a concatenation), each column
  *  concatenated (qv_array_concat). An empty table keeps 0 batches. */
@@ -249,8 +249,8 @@ QV_API qv_status qv_table_combine_batches(qv_table *t, qv_table **out, qv_error 
  * replays, such as added columns) as Arrow IPC stream bytes. *out is
  * malloc'ed (free()).
  */
-QV_API qv_status qv_table_recipe(qv_table *t, uint8_t **out, int64_t *out_len, qv_error *err)
-    QV_NODISCARD;
+QV_API qv_status qv_table_recipe(qv_table *t, uint8_t **out, int64_t *out_len,
+                                 qv_error *err) QV_NODISCARD;
 
 /**
  * Rebuild a table from a recipe. The input is untrusted: every count and
@@ -276,8 +276,8 @@ struct qv_write_options;
  * (QV_ENOTSUP; write a stream).
  */
 QV_API qv_status qv_table_write_path(qv_table *t, const char *path,
-                                     const struct qv_write_options *options, qv_error *err)
-    QV_NODISCARD;
+                                     const struct qv_write_options *options,
+                                     qv_error *err) QV_NODISCARD;
 
 /**
  * Export the table as an ArrowArrayStream of its record batches (schema
@@ -293,8 +293,8 @@ QV_API qv_status qv_table_write_path(qv_table *t, const char *path,
  * memory), or replace files by rename instead of truncating or rewriting
  * them in place.
  */
-QV_API qv_status qv_table_export_stream(qv_table *t, struct ArrowArrayStream *out, qv_error *err)
-    QV_NODISCARD;
+QV_API qv_status qv_table_export_stream(qv_table *t, struct ArrowArrayStream *out,
+                                        qv_error *err) QV_NODISCARD;
 
 #ifdef __cplusplus
 }

@@ -37,10 +37,10 @@ typedef enum qv_type_id {
   QV_DECIMAL64,
   QV_DECIMAL128,
   QV_DECIMAL256,
-  QV_DATE32,  /* days since epoch, int32 */
-  QV_DATE64,  /* ms since epoch, int64 */
-  QV_TIME32,  /* unit s or ms */
-  QV_TIME64,  /* unit us or ns */
+  QV_DATE32, /* days since epoch, int32 */
+  QV_DATE64, /* ms since epoch, int64 */
+  QV_TIME32, /* unit s or ms */
+  QV_TIME64, /* unit us or ns */
   QV_TIMESTAMP,
   QV_DURATION,
   QV_INTERVAL_MONTHS,         /* int32 months */
@@ -67,12 +67,7 @@ typedef enum qv_type_id {
   QV_TYPE_ID_COUNT
 } qv_type_id;
 
-typedef enum qv_time_unit {
-  QV_SECOND = 0,
-  QV_MILLI = 1,
-  QV_MICRO = 2,
-  QV_NANO = 3
-} qv_time_unit;
+typedef enum qv_time_unit { QV_SECOND = 0, QV_MILLI = 1, QV_MICRO = 2, QV_NANO = 3 } qv_time_unit;
 
 /** One key/value pair. Both are NUL-terminated copies; the explicit
  *  lengths allow embedded NUL bytes (Arrow metadata is bytes). */
@@ -93,9 +88,9 @@ typedef struct qv_type qv_type;
 
 /** A named child of a nested type, or a top-level column. */
 typedef struct qv_field {
-  char *name;       /* owned, never NULL ("" when the file has none) */
+  char *name; /* owned, never NULL ("" when the file has none) */
   bool nullable;
-  qv_type *type;    /* owned reference */
+  qv_type *type; /* owned reference */
   qv_metadata metadata;
 } qv_field;
 
@@ -139,9 +134,8 @@ QV_API void qv_type_unref(qv_type *t);
 
 /** Append a child field (name copied; `type` reference taken over on
  *  success; metadata copied when not NULL). */
-QV_API qv_status qv_type_add_child(qv_type *t, const char *name, bool nullable,
-                                   qv_type *type, const qv_metadata *metadata,
-                                   qv_error *err) QV_NODISCARD;
+QV_API qv_status qv_type_add_child(qv_type *t, const char *name, bool nullable, qv_type *type,
+                                   const qv_metadata *metadata, qv_error *err) QV_NODISCARD;
 
 /** Convenience constructors (one reference, NULL on allocation failure). */
 QV_API qv_type *qv_type_timestamp(qv_time_unit unit, const char *timezone);
@@ -214,16 +208,13 @@ typedef struct qv_schema {
 QV_API qv_schema *qv_schema_new(qv_type *struct_type);
 QV_API qv_schema *qv_schema_ref(qv_schema *s);
 QV_API void qv_schema_unref(qv_schema *s);
-static inline int32_t qv_schema_num_fields(const qv_schema *s) {
-  return s->type->n_children;
-}
+static inline int32_t qv_schema_num_fields(const qv_schema *s) { return s->type->n_children; }
 static inline const qv_field *qv_schema_field(const qv_schema *s, int32_t i) {
   return &s->type->children[i];
 }
 /** Index of the first column with this name, or -1. */
 QV_API int32_t qv_schema_find(const qv_schema *s, const char *name);
-QV_API bool qv_schema_equals(const qv_schema *a, const qv_schema *b,
-                             bool check_metadata);
+QV_API bool qv_schema_equals(const qv_schema *a, const qv_schema *b, bool check_metadata);
 
 #ifdef __cplusplus
 }

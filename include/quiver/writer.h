@@ -44,10 +44,10 @@ extern "C" {
 #define QV_WRITE_DEFAULT_BATCH_ROWS 1000
 
 typedef struct qv_write_options {
-  qv_ipc_format format;        /**< QV_FORMAT_FILE (0, default) or STREAM */
-  qv_compression compression;  /**< body compression, NONE by default */
-  int compression_level;       /**< codec level; 0 = the codec's default */
-  int alignment;               /**< body/buffer alignment: 8 (0 = 8) or 64 */
+  qv_ipc_format format;       /**< QV_FORMAT_FILE (0, default) or STREAM */
+  qv_compression compression; /**< body compression, NONE by default */
+  int compression_level;      /**< codec level; 0 = the codec's default */
+  int alignment;              /**< body/buffer alignment: 8 (0 = 8) or 64 */
   /** Larger batches are split (zero-copy slices) into record batches of at
    *  most this many rows. 0 = QV_WRITE_DEFAULT_BATCH_ROWS; < 0 = never
    *  split. */
@@ -75,9 +75,8 @@ QV_API qv_status qv_writer_open_path(const char *path, const qv_schema *schema,
  * descriptor is not closed by the writer. No atomicity: on error the bytes
  * already written stay written.
  */
-QV_API qv_status qv_writer_open_fd(int fd, const qv_schema *schema,
-                                   const qv_write_options *options, qv_writer **out,
-                                   qv_error *err) QV_NODISCARD;
+QV_API qv_status qv_writer_open_fd(int fd, const qv_schema *schema, const qv_write_options *options,
+                                   qv_writer **out, qv_error *err) QV_NODISCARD;
 
 /**
  * Write one record batch: a STRUCT array whose children are the columns
@@ -135,16 +134,16 @@ struct ArrowArrayStream;
  * rows written.
  */
 QV_API qv_status qv_write_arrow_stream_path(struct ArrowArrayStream *in, const char *path,
-                                            const qv_write_options *options,
-                                            int64_t *out_rows, qv_error *err) QV_NODISCARD;
+                                            const qv_write_options *options, int64_t *out_rows,
+                                            qv_error *err) QV_NODISCARD;
 
 /**
  * As qv_write_arrow_stream_path, to an open descriptor (not closed; no
  * atomicity: on failure the bytes already written stay written).
  */
 QV_API qv_status qv_write_arrow_stream_fd(struct ArrowArrayStream *in, int fd,
-                                          const qv_write_options *options,
-                                          int64_t *out_rows, qv_error *err) QV_NODISCARD;
+                                          const qv_write_options *options, int64_t *out_rows,
+                                          qv_error *err) QV_NODISCARD;
 
 #ifdef __cplusplus
 }

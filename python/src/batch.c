@@ -75,7 +75,8 @@ PyObject *qvpy_schema_capsule(const qv_schema *schema) {
 bool qvpy_check_requested(PyObject *req, const qv_schema *schema) {
   if (req == NULL || req == Py_None) return true;
   if (!PyCapsule_IsValid(req, "arrow_schema")) {
-    PyErr_SetString(qvpy_TypeError, "requested_schema must be None or an 'arrow_schema' "
+    PyErr_SetString(qvpy_TypeError,
+                    "requested_schema must be None or an 'arrow_schema' "
                     "PyCapsule");
     return false;
   }
@@ -134,7 +135,8 @@ static PyObject *Batch_num_rows(BatchObject *self, void *closure) {
 }
 
 static PyObject *Batch_to_pylist(BatchObject *self, PyObject *unused) {
-  PyObject *list = qvpy_mapped_bytes_there(self->array) ? PyList_New((Py_ssize_t)self->array->length) : NULL;
+  PyObject *list =
+      qvpy_mapped_bytes_there(self->array) ? PyList_New((Py_ssize_t)self->array->length) : NULL;
   for (int64_t i = 0; list != NULL && i < self->array->length; i++) {
     PyObject *row = qvpy_row_dict(self->array, i);
     if (row == NULL) Py_CLEAR(list);
@@ -192,7 +194,8 @@ static PyMethodDef Batch_methods[] = {
     {"to_pydict", (PyCFunction)Batch_to_pydict, METH_NOARGS,
      "to_pydict($self, /)\n--\n\nThe columns as a {column: [values]} dict."},
     {"__arrow_c_schema__", (PyCFunction)Batch_arrow_c_schema, METH_NOARGS,
-     "__arrow_c_schema__($self, /)\n--\n\nThe schema as an 'arrow_schema' PyCapsule (struct ArrowSchema)."},
+     "__arrow_c_schema__($self, /)\n--\n\nThe schema as an 'arrow_schema' PyCapsule (struct "
+     "ArrowSchema)."},
     {"__arrow_c_array__", (PyCFunction)(void (*)(void))Batch_arrow_c_array,
      METH_VARARGS | METH_KEYWORDS,
      "__arrow_c_array__($self, /, requested_schema=None)\n--\n\nThe batch as a pair of PyCapsules "
@@ -213,8 +216,9 @@ PyTypeObject qvpy_BatchType = {
     .tp_repr = (reprfunc)Batch_repr,
     .tp_as_sequence = &Batch_as_sequence,
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "A record batch of a dataset (from Dataset.iter), exported to Arrow "
-              "consumers through __arrow_c_array__ without a copy.",
+    .tp_doc =
+        "A record batch of a dataset (from Dataset.iter), exported to Arrow "
+        "consumers through __arrow_c_array__ without a copy.",
     .tp_methods = Batch_methods,
     .tp_getset = Batch_getset,
 };

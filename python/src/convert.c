@@ -10,8 +10,8 @@
 
 /* Kinds of Python values a column may hold, inferred as pyarrow does. */
 enum { K_NONE, K_BOOL, K_INT, K_FLOAT, K_STR, K_BYTES, K_LIST, K_STRUCT };
-static const char *const kind_names[] = {"None", "bool", "int", "float", "str", "bytes", "list",
-                                         "dict"};
+static const char *const kind_names[] = {"None", "bool",  "int",  "float",
+                                         "str",  "bytes", "list", "dict"};
 
 /* The inferred type of a column (or of list items, struct fields). */
 typedef struct inferred {
@@ -58,16 +58,17 @@ typedef struct val_where {
 
 static bool infer(inferred *t, PyObject *v, const val_where *w, int depth) {
   if (depth > QVPY_MAX_DEPTH) {
-    PyErr_Format(qvpy_TypeError, "%s: column '%s', row %lld: values nested deeper than %d",
-                 w->what, w->col, (long long)w->row, QVPY_MAX_DEPTH);
+    PyErr_Format(qvpy_TypeError, "%s: column '%s', row %lld: values nested deeper than %d", w->what,
+                 w->col, (long long)w->row, QVPY_MAX_DEPTH);
     return false;
   }
   int k = kind_of(v);
   if (k < 0) {
-    PyErr_Format(qvpy_TypeError, "%s: column '%s', row %lld: cannot convert a value of type "
+    PyErr_Format(qvpy_TypeError,
+                 "%s: column '%s', row %lld: cannot convert a value of type "
                  "%.100s to Arrow (expected None, bool, int, float, str, bytes, list, dict, or "
-                 "an array with __arrow_c_array__ for the whole column)", w->what, w->col,
-                 (long long)w->row, Py_TYPE(v)->tp_name);
+                 "an array with __arrow_c_array__ for the whole column)",
+                 w->what, w->col, (long long)w->row, Py_TYPE(v)->tp_name);
     return false;
   }
   if (k == K_NONE) return true;
@@ -77,9 +78,10 @@ static bool infer(inferred *t, PyObject *v, const val_where *w, int depth) {
     if (t->kind == K_INT && k == K_FLOAT) {
       t->kind = K_FLOAT;
     } else if (!(t->kind == K_FLOAT && k == K_INT)) {
-      PyErr_Format(qvpy_TypeError, "%s: column '%s', row %lld: a %s value among %s values (a "
-                   "column holds one type; only int and float mix, as float)", w->what, w->col,
-                   (long long)w->row, kind_names[k], kind_names[t->kind]);
+      PyErr_Format(qvpy_TypeError,
+                   "%s: column '%s', row %lld: a %s value among %s values (a "
+                   "column holds one type; only int and float mix, as float)",
+                   w->what, w->col, (long long)w->row, kind_names[k], kind_names[t->kind]);
       return false;
     }
   }
@@ -94,8 +96,10 @@ static bool infer(inferred *t, PyObject *v, const val_where *w, int depth) {
     Py_ssize_t pos = 0;
     while (PyDict_Next(v, &pos, &key, &val)) {
       if (!PyUnicode_Check(key)) {
-        PyErr_Format(qvpy_TypeError, "%s: column '%s', row %lld: dict keys must be str, found "
-                     "%.100s", w->what, w->col, (long long)w->row, Py_TYPE(key)->tp_name);
+        PyErr_Format(qvpy_TypeError,
+                     "%s: column '%s', row %lld: dict keys must be str, found "
+                     "%.100s",
+                     w->what, w->col, (long long)w->row, Py_TYPE(key)->tp_name);
         return false;
       }
       Py_ssize_t n = PyList_GET_SIZE(t->names), j = 0;
@@ -125,8 +129,8 @@ static bool infer(inferred *t, PyObject *v, const val_where *w, int depth) {
 
 /* The Arrow type of an inferred kind (new reference), or NULL with an error. */
 static qv_type *type_of(const inferred *t) {
-  static const qv_type_id ids[] = {QV_NA, QV_BOOL, QV_INT64, QV_DOUBLE, QV_STRING, QV_BINARY,
-                                   QV_LIST, QV_STRUCT};
+  static const qv_type_id ids[] = {QV_NA,     QV_BOOL,   QV_INT64, QV_DOUBLE,
+                                   QV_STRING, QV_BINARY, QV_LIST,  QV_STRUCT};
   qv_type *ty = qv_type_new(ids[t->kind]);
   if (ty == NULL) {
     PyErr_NoMemory();
@@ -159,16 +163,16 @@ static bool append_value(qv_builder *b, const inferred *t, PyObject *v, const va
     st = qv_builder_append_null(b, &err);
   } else {
     switch (t->kind) {
-      case K_BOOL:
-        st = qv_builder_append_bool(b, v == Py_True, &err);
-        break;
+      case K_BOOL: st = qv_builder_append_bool(b, v == Py_True, &err); break;
       case K_INT: {
         int overflow = 0;
         long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
         if (x == -1 && PyErr_Occurred()) return false;
         if (overflow) {
-          PyErr_Format(PyExc_OverflowError, "%s: column '%s', row %lld: int %R does not fit in "
-                       "int64", w->what, w->col, (long long)w->row, v);
+          PyErr_Format(PyExc_OverflowError,
+                       "%s: column '%s', row %lld: int %R does not fit in "
+                       "int64",
+                       w->what, w->col, (long long)w->row, v);
           return false;
         }
         st = qv_builder_append_int(b, x, &err);
@@ -211,8 +215,7 @@ static bool append_value(qv_builder *b, const inferred *t, PyObject *v, const va
         if (st == QV_OK) st = qv_builder_end_struct(b, &err);
         break;
       }
-      default:
-        break;
+      default: break;
     }
   }
   if (st != QV_OK) {
@@ -236,8 +239,10 @@ static bool import_arrow(PyObject *obj, const char *what, qv_array **out) {
   if (s == NULL || a == NULL) {
     Py_DECREF(pair);
     if (!PyErr_Occurred())
-      PyErr_Format(qvpy_TypeError, "%s: __arrow_c_array__ of %.100s did not return a pair of "
-                   "capsules", what, Py_TYPE(obj)->tp_name);
+      PyErr_Format(qvpy_TypeError,
+                   "%s: __arrow_c_array__ of %.100s did not return a pair of "
+                   "capsules",
+                   what, Py_TYPE(obj)->tp_name);
     return false;
   }
   qv_field f;
@@ -260,8 +265,10 @@ static bool column_of(PyObject *obj, const char *what, const char *col, int64_t 
                       qv_array **out) {
   if (PyObject_HasAttrString(obj, "__arrow_c_array__")) return import_arrow(obj, what, out);
   if (!PyList_Check(obj) && !PyTuple_Check(obj)) {
-    PyErr_Format(qvpy_TypeError, "%s: column '%s': expected a list of values or an Arrow array "
-                 "(__arrow_c_array__), not %.100s", what, col, Py_TYPE(obj)->tp_name);
+    PyErr_Format(qvpy_TypeError,
+                 "%s: column '%s': expected a list of values or an Arrow array "
+                 "(__arrow_c_array__), not %.100s",
+                 what, col, Py_TYPE(obj)->tp_name);
     return false;
   }
   PyObject *seq = PySequence_Fast(obj, "");
@@ -330,14 +337,17 @@ bool qvpy_result_struct(PyObject *r, const char *what, int64_t first_row, qv_arr
     if ((*out)->type->id == QV_STRUCT && (*out)->null_count == 0) return true;
     qv_array_unref(*out);
     *out = NULL;
-    PyErr_Format(qvpy_TypeError, "%s: the function returned a %.100s that is not a record "
-                 "batch (a struct array without nulls); return a dict of columns", what,
-                 Py_TYPE(r)->tp_name);
+    PyErr_Format(qvpy_TypeError,
+                 "%s: the function returned a %.100s that is not a record "
+                 "batch (a struct array without nulls); return a dict of columns",
+                 what, Py_TYPE(r)->tp_name);
     return false;
   }
   if (!PyDict_Check(r)) {
-    PyErr_Format(qvpy_TypeError, "%s: the function must return a dict of columns (or None to "
-                 "leave the dataset unchanged), not %.100s", what, Py_TYPE(r)->tp_name);
+    PyErr_Format(qvpy_TypeError,
+                 "%s: the function must return a dict of columns (or None to "
+                 "leave the dataset unchanged), not %.100s",
+                 what, Py_TYPE(r)->tp_name);
     return false;
   }
   Py_ssize_t n = PyDict_GET_SIZE(r);
@@ -362,10 +372,11 @@ bool qvpy_result_struct(PyObject *r, const char *what, int64_t first_row, qv_arr
   }
   for (int32_t i = 1; ok && i < k; i++)
     if (cols[i]->length != cols[0]->length) {
-      PyErr_Format(qvpy_ValueError, "%s: the function returned columns of different lengths: "
-                   "'%U' has %lld values, '%U' %lld", what, PyList_GET_ITEM(names, 0),
-                   (long long)cols[0]->length, PyList_GET_ITEM(names, i),
-                   (long long)cols[i]->length);
+      PyErr_Format(qvpy_ValueError,
+                   "%s: the function returned columns of different lengths: "
+                   "'%U' has %lld values, '%U' %lld",
+                   what, PyList_GET_ITEM(names, 0), (long long)cols[0]->length,
+                   PyList_GET_ITEM(names, i), (long long)cols[i]->length);
       ok = false;
     }
   if (ok) {

@@ -36,7 +36,8 @@ static void Dataset_dealloc(DatasetObject *self) {
 }
 
 static PyObject *Dataset_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
-  PyErr_SetString(qvpy_TypeError, "quiver.Dataset cannot be created directly: use "
+  PyErr_SetString(qvpy_TypeError,
+                  "quiver.Dataset cannot be created directly: use "
                   "quiver.open(path)");
   return NULL;
 }
@@ -110,10 +111,8 @@ static PyObject *take_columns(qv_dataset *ds, const int64_t *rows, int64_t n) {
   qv_array *b = NULL;
   qv_error err;
   qv_status st;
-  Py_BEGIN_ALLOW_THREADS
-  st = qv_dataset_take(ds, rows, n, &b, &err);
-  Py_END_ALLOW_THREADS
-  if (st != QV_OK) return qvpy_raise_qv(st, &err);
+  Py_BEGIN_ALLOW_THREADS st = qv_dataset_take(ds, rows, n, &b, &err);
+  Py_END_ALLOW_THREADS if (st != QV_OK) return qvpy_raise_qv(st, &err);
   PyObject *r = qvpy_columns_dict(b);
   qv_array_unref(b);
   return r;
@@ -124,10 +123,8 @@ static PyObject *column_list(qv_dataset *ds, const char *name) {
   qv_table *t = NULL;
   qv_error err;
   qv_status st;
-  Py_BEGIN_ALLOW_THREADS
-  st = qv_dataset_column(ds, name, &t, &err);
-  Py_END_ALLOW_THREADS
-  if (st != QV_OK) return qvpy_raise_qv(st, &err);
+  Py_BEGIN_ALLOW_THREADS st = qv_dataset_column(ds, name, &t, &err);
+  Py_END_ALLOW_THREADS if (st != QV_OK) return qvpy_raise_qv(st, &err);
   PyObject *list = PyList_New((Py_ssize_t)qv_table_num_rows(t));
   Py_ssize_t pos = 0;
   for (int64_t i = 0; list != NULL && i < qv_table_num_batches(t); i++) {
@@ -157,8 +154,8 @@ static PyObject *column_list(qv_dataset *ds, const char *name) {
 /* Whether `key` is a sequence of row numbers other than a list, tuple or
  * range: a 1-d numpy integer array, say (datasets accepts them). */
 static bool is_row_array(PyObject *key) {
-  return !PyLong_Check(key) && !PyUnicode_Check(key) && !PyBytes_Check(key) &&
-         !PyDict_Check(key) && PySequence_Check(key) && PyObject_HasAttrString(key, "ndim");
+  return !PyLong_Check(key) && !PyUnicode_Check(key) && !PyBytes_Check(key) && !PyDict_Check(key) &&
+         PySequence_Check(key) && PyObject_HasAttrString(key, "ndim");
 }
 
 /* ds[i] -> row dict; ds[a:b:c] and ds[[i, j, ...]] -> {column: [values]};
@@ -171,8 +168,11 @@ static PyObject *getitem_python(DatasetObject *self, PyObject *key) {
     if (name == NULL) return NULL;
     if (qv_dataset_column_index(self->ds, name) < 0) {
       PyObject *names = qvpy_column_names_of(qv_dataset_schema(self->ds));
-      if (names != NULL) PyErr_Format(qvpy_KeyError, "Column %R not in the dataset. Current "
-                                      "columns in the dataset: %R", key, names);
+      if (names != NULL)
+        PyErr_Format(qvpy_KeyError,
+                     "Column %R not in the dataset. Current "
+                     "columns in the dataset: %R",
+                     key, names);
       Py_XDECREF(names);
       return NULL;
     }
@@ -213,8 +213,10 @@ static PyObject *getitem_python(DatasetObject *self, PyObject *key) {
     PyMem_Free(rows);
     return r;
   }
-  PyErr_Format(qvpy_TypeError, "dataset indices must be an int, a slice, a list of ints or a "
-               "column name, not %.100s", Py_TYPE(key)->tp_name);
+  PyErr_Format(qvpy_TypeError,
+               "dataset indices must be an int, a slice, a list of ints or a "
+               "column name, not %.100s",
+               Py_TYPE(key)->tp_name);
   return NULL;
 }
 
@@ -237,8 +239,8 @@ static PyObject *Dataset_getitem_python(DatasetObject *self, PyObject *key) {
  * capsule). */
 static PyObject *table_stream(qv_table *t) {
   struct ArrowArrayStream *s = NULL;
-  PyObject *cap = qvpy_new_capsule(sizeof *s, "arrow_array_stream", qvpy_stream_capsule_free,
-                                   (void **)&s);
+  PyObject *cap =
+      qvpy_new_capsule(sizeof *s, "arrow_array_stream", qvpy_stream_capsule_free, (void **)&s);
   qv_error err;
   qv_status st = cap ? qv_table_export_stream(t, s, &err) : QV_OK;
   qv_table_unref(t);
@@ -264,10 +266,8 @@ static PyObject *Dataset_arrow(DatasetObject *self, PyObject *key) {
     if (name == NULL) return NULL;
     if (qv_dataset_column_index(self->ds, name) < 0)
       return getitem_python(self, key); /* raises the KeyError */
-    Py_BEGIN_ALLOW_THREADS
-    st = qv_dataset_column(self->ds, name, &t, &err);
-    Py_END_ALLOW_THREADS
-    return st == QV_OK ? table_stream(t) : qvpy_raise_qv(st, &err);
+    Py_BEGIN_ALLOW_THREADS st = qv_dataset_column(self->ds, name, &t, &err);
+    Py_END_ALLOW_THREADS return st == QV_OK ? table_stream(t) : qvpy_raise_qv(st, &err);
   }
   int64_t first = 0, len = 0;
   int64_t *rows = NULL;
@@ -287,27 +287,24 @@ static PyObject *Dataset_arrow(DatasetObject *self, PyObject *key) {
   } else if (PyIndex_Check(key) && !PyBool_Check(key) && !is_row_array(key)) {
     if (!qvpy_arg_int64(key, "index", &first)) return NULL;
     if (first < -n || first >= n)
-      return PyErr_Format(qvpy_IndexError, "index %lld is out of range for a dataset of %lld "
-                          "rows", (long long)first, (long long)n);
+      return PyErr_Format(qvpy_IndexError,
+                          "index %lld is out of range for a dataset of %lld "
+                          "rows",
+                          (long long)first, (long long)n);
     if (first < 0) first += n;
     len = 1;
-  } else if (PyList_Check(key) || PyTuple_Check(key) || PyRange_Check(key) ||
-             is_row_array(key)) {
+  } else if (PyList_Check(key) || PyTuple_Check(key) || PyRange_Check(key) || is_row_array(key)) {
     if (!qvpy_arg_rows(key, n, true, &rows, &len)) return NULL;
   } else {
     return getitem_python(self, key); /* raises the TypeError */
   }
   if (rows == NULL) {
-    Py_BEGIN_ALLOW_THREADS
-    st = qv_dataset_slice(self->ds, first, len, &t, &err);
-    Py_END_ALLOW_THREADS
-    return st == QV_OK ? table_stream(t) : qvpy_raise_qv(st, &err);
+    Py_BEGIN_ALLOW_THREADS st = qv_dataset_slice(self->ds, first, len, &t, &err);
+    Py_END_ALLOW_THREADS return st == QV_OK ? table_stream(t) : qvpy_raise_qv(st, &err);
   }
   qv_array *b = NULL;
-  Py_BEGIN_ALLOW_THREADS
-  st = qv_dataset_take(self->ds, rows, len, &b, &err);
-  Py_END_ALLOW_THREADS
-  PyMem_Free(rows);
+  Py_BEGIN_ALLOW_THREADS st = qv_dataset_take(self->ds, rows, len, &b, &err);
+  Py_END_ALLOW_THREADS PyMem_Free(rows);
   if (st != QV_OK) return qvpy_raise_qv(st, &err);
   return qvpy_new_batch(b, (qv_schema *)qv_dataset_schema(self->ds));
 }
@@ -334,9 +331,9 @@ static int Dataset_set_format_state(DatasetObject *self, PyObject *v, void *c) {
 
 /* Methods implemented in quiver/_formats.py (format glue, no per-value
  * work): each forwards self and its arguments. */
-#define FORMATS_METHOD(name)                                                              \
-  static PyObject *Dataset_##name(DatasetObject *self, PyObject *args, PyObject *kwargs) { \
-    return qvpy_call_formats(#name, (PyObject *)self, args, kwargs);                      \
+#define FORMATS_METHOD(name)                                                                       \
+  static PyObject *Dataset_##name(DatasetObject *self, PyObject *args, PyObject *kwargs) {         \
+    return qvpy_call_formats(#name, (PyObject *)self, args, kwargs);                               \
   }
 FORMATS_METHOD(with_format)
 FORMATS_METHOD(set_format)
@@ -362,10 +359,8 @@ static PyObject *Dataset_select(DatasetObject *self, PyObject *args, PyObject *k
   qv_dataset *out = NULL;
   qv_error err;
   qv_status st;
-  Py_BEGIN_ALLOW_THREADS
-  st = qv_dataset_select(self->ds, rows, n, &o, &out, &err);
-  Py_END_ALLOW_THREADS
-  PyMem_Free(rows);
+  Py_BEGIN_ALLOW_THREADS st = qv_dataset_select(self->ds, rows, n, &o, &out, &err);
+  Py_END_ALLOW_THREADS PyMem_Free(rows);
   return qvpy_derive(self, qvpy_result(st, out, &err), "select", args, kwargs);
 }
 
@@ -381,11 +376,10 @@ static PyObject *Dataset_shuffle(DatasetObject *self, PyObject *args, PyObject *
   qv_dataset *out = NULL;
   qv_error err;
   qv_status st;
-  Py_BEGIN_ALLOW_THREADS
-  st = qv_dataset_shuffle(self->ds, seed, &o, &out, &err);
+  Py_BEGIN_ALLOW_THREADS st = qv_dataset_shuffle(self->ds, seed, &o, &out, &err);
   Py_END_ALLOW_THREADS
-  /* the origin holds the seed used (drawn when seed=None) */
-  PyObject *r = qvpy_result(st, out, &err);
+      /* the origin holds the seed used (drawn when seed=None) */
+      PyObject *r = qvpy_result(st, out, &err);
   PyObject *a = r ? Py_BuildValue("(K)", (unsigned long long)seed) : NULL;
   PyObject *k = a ? Py_BuildValue("{s:O}", "cache", cache ? Py_True : Py_False) : NULL;
   if (r != NULL && k == NULL) Py_CLEAR(r);
@@ -400,16 +394,18 @@ static PyObject *Dataset_sort(DatasetObject *self, PyObject *args, PyObject *kwa
   PyObject *cols_obj, *rev_obj = Py_False;
   const char *placement = "at_end";
   int cache = 0;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|Os$p:sort", kw, &cols_obj, &rev_obj,
-                                   &placement, &cache))
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|Os$p:sort", kw, &cols_obj, &rev_obj, &placement,
+                                   &cache))
     return NULL;
   qv_null_placement nulls;
   if (strcmp(placement, "at_end") == 0 || strcmp(placement, "last") == 0) nulls = QV_NULLS_AT_END;
   else if (strcmp(placement, "at_start") == 0 || strcmp(placement, "first") == 0)
     nulls = QV_NULLS_AT_START;
   else
-    return PyErr_Format(qvpy_ValueError, "null_placement must be 'at_end' or 'at_start', "
-                        "found '%s'", placement);
+    return PyErr_Format(qvpy_ValueError,
+                        "null_placement must be 'at_end' or 'at_start', "
+                        "found '%s'",
+                        placement);
   PyObject *keep = NULL;
   const char **cols = NULL;
   int32_t n = 0;
@@ -430,8 +426,7 @@ static PyObject *Dataset_sort(DatasetObject *self, PyObject *args, PyObject *kwa
     for (int32_t i = 0; i < n; i++) {
       PyObject *b = PySequence_Fast_GET_ITEM(rev_obj, i);
       if (!PyBool_Check(b)) {
-        PyErr_Format(qvpy_TypeError, "reverse must hold bools, found %.100s",
-                     Py_TYPE(b)->tp_name);
+        PyErr_Format(qvpy_TypeError, "reverse must hold bools, found %.100s", Py_TYPE(b)->tp_name);
         goto done;
       }
       desc[i] = b == Py_True;
@@ -449,10 +444,8 @@ static PyObject *Dataset_sort(DatasetObject *self, PyObject *args, PyObject *kwa
   qv_dataset *out = NULL;
   qv_error err;
   qv_status st;
-  Py_BEGIN_ALLOW_THREADS
-  st = qv_dataset_sort(self->ds, cols, n, desc, nulls, &o, &out, &err);
-  Py_END_ALLOW_THREADS
-  PyMem_Free(desc);
+  Py_BEGIN_ALLOW_THREADS st = qv_dataset_sort(self->ds, cols, n, desc, nulls, &o, &out, &err);
+  Py_END_ALLOW_THREADS PyMem_Free(desc);
   PyMem_Free(cols);
   Py_DECREF(keep);
   return qvpy_derive(self, qvpy_result(st, out, &err), "sort", args, kwargs);
@@ -467,13 +460,13 @@ static PyObject *Dataset_shard(DatasetObject *self, PyObject *args, PyObject *kw
   static char *kw[] = {"num_shards", "index", "contiguous", NULL};
   PyObject *ns_obj, *ix_obj;
   int contiguous = 1;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|p:shard", kw, &ns_obj, &ix_obj,
-                                   &contiguous))
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|p:shard", kw, &ns_obj, &ix_obj, &contiguous))
     return NULL;
   int64_t ns, ix;
-  if (!qvpy_arg_int64(ns_obj, "num_shards", &ns) || !qvpy_arg_int64(ix_obj, "index", &ix)) return NULL;
-  if (ns < 1) return PyErr_Format(qvpy_ValueError, "num_shards must be >= 1, found %lld",
-                                  (long long)ns);
+  if (!qvpy_arg_int64(ns_obj, "num_shards", &ns) || !qvpy_arg_int64(ix_obj, "index", &ix))
+    return NULL;
+  if (ns < 1)
+    return PyErr_Format(qvpy_ValueError, "num_shards must be >= 1, found %lld", (long long)ns);
   if (ix < 0 || ix >= ns)
     return PyErr_Format(qvpy_ValueError, "index %lld is out of range for %lld shards",
                         (long long)ix, (long long)ns);
@@ -481,10 +474,8 @@ static PyObject *Dataset_shard(DatasetObject *self, PyObject *args, PyObject *kw
   qv_dataset *out = NULL;
   qv_error err;
   qv_status st;
-  Py_BEGIN_ALLOW_THREADS
-  st = qv_dataset_shard(self->ds, ns, ix, contiguous != 0, &o, &out, &err);
-  Py_END_ALLOW_THREADS
-  return qvpy_derive(self, qvpy_result(st, out, &err), "shard", args, kwargs);
+  Py_BEGIN_ALLOW_THREADS st = qv_dataset_shard(self->ds, ns, ix, contiguous != 0, &o, &out, &err);
+  Py_END_ALLOW_THREADS return qvpy_derive(self, qvpy_result(st, out, &err), "shard", args, kwargs);
 }
 
 /* test_size / train_size: None, a float fraction or an int count. */
@@ -505,8 +496,7 @@ static bool arg_split_size(PyObject *o, const char *what, qv_split_size *out) {
   return false;
 }
 
-static PyObject *Dataset_train_test_split(DatasetObject *self, PyObject *args,
-                                          PyObject *kwargs) {
+static PyObject *Dataset_train_test_split(DatasetObject *self, PyObject *args, PyObject *kwargs) {
   static char *kw[] = {"test_size", "train_size", "shuffle", "seed", "cache", NULL};
   PyObject *test_obj = Py_None, *train_obj = Py_None, *seed_obj = Py_None;
   int shuffle = 1, cache = 0;
@@ -523,10 +513,9 @@ static PyObject *Dataset_train_test_split(DatasetObject *self, PyObject *args,
   qv_dataset *tr = NULL, *te = NULL;
   qv_error err;
   qv_status st;
-  Py_BEGIN_ALLOW_THREADS
-  st = qv_dataset_train_test_split(self->ds, test, train, shuffle != 0, seed, &o, &tr, &te, &err);
-  Py_END_ALLOW_THREADS
-  if (st != QV_OK) return qvpy_raise_qv(st, &err);
+  Py_BEGIN_ALLOW_THREADS st =
+      qv_dataset_train_test_split(self->ds, test, train, shuffle != 0, seed, &o, &tr, &te, &err);
+  Py_END_ALLOW_THREADS if (st != QV_OK) return qvpy_raise_qv(st, &err);
   PyObject *a = wrap(tr);
   PyObject *b = wrap(te);
   /* the origins hold the seed used (drawn when seed=None) */
@@ -551,10 +540,9 @@ static PyObject *Dataset_flatten_indices(DatasetObject *self, PyObject *args, Py
   qv_dataset *out = NULL;
   qv_error err;
   qv_status st;
-  Py_BEGIN_ALLOW_THREADS
-  st = qv_dataset_flatten_indices(self->ds, &o, &out, &err);
-  Py_END_ALLOW_THREADS
-  return qvpy_derive(self, qvpy_result(st, out, &err), "flatten_indices", args, kwargs);
+  Py_BEGIN_ALLOW_THREADS st = qv_dataset_flatten_indices(self->ds, &o, &out, &err);
+  Py_END_ALLOW_THREADS return qvpy_derive(self, qvpy_result(st, out, &err), "flatten_indices", args,
+                                          kwargs);
 }
 
 typedef qv_status (*names_fn)(qv_dataset *, const char *const *, int32_t, qv_dataset **,
@@ -579,13 +567,11 @@ static PyObject *names_transform(DatasetObject *self, PyObject *arg, const char 
 }
 
 static PyObject *Dataset_select_columns(DatasetObject *self, PyObject *arg) {
-  return names_transform(self, arg, "column_names", "select_columns",
-                         qv_dataset_select_columns);
+  return names_transform(self, arg, "column_names", "select_columns", qv_dataset_select_columns);
 }
 
 static PyObject *Dataset_remove_columns(DatasetObject *self, PyObject *arg) {
-  return names_transform(self, arg, "column_names", "remove_columns",
-                         qv_dataset_remove_columns);
+  return names_transform(self, arg, "column_names", "remove_columns", qv_dataset_remove_columns);
 }
 
 /* Rename; `op` and `args` (the method's) for the result's origin. */
@@ -620,8 +606,7 @@ static PyObject *Dataset_rename_columns(DatasetObject *self, PyObject *mapping) 
       PyErr_SetString(qvpy_TypeError, "rename_columns: names must be str");
       goto done;
     }
-    if ((from[i] = PyUnicode_AsUTF8(k)) == NULL || (to[i] = PyUnicode_AsUTF8(v)) == NULL)
-      goto done;
+    if ((from[i] = PyUnicode_AsUTF8(k)) == NULL || (to[i] = PyUnicode_AsUTF8(v)) == NULL) goto done;
     i++;
   }
   PyObject *a = PyTuple_Pack(1, mapping);
@@ -674,12 +659,10 @@ static PyObject *Dataset_save_to_disk(DatasetObject *self, PyObject *args, PyObj
   PyObject *r = NULL;
   if (qvpy_save_options(size_obj, shards_obj, &so)) {
     qv_status st;
-    Py_BEGIN_ALLOW_THREADS
-    st = qv_dataset_save_to_disk(self->ds, PyBytes_AS_STRING(path), &so, NULL, &err);
-    Py_END_ALLOW_THREADS
-    if (st != QV_OK) qvpy_raise_qv(st, &err);
-    else r = Py_NewRef(Py_None);
-  }
+    Py_BEGIN_ALLOW_THREADS st =
+        qv_dataset_save_to_disk(self->ds, PyBytes_AS_STRING(path), &so, NULL, &err);
+    Py_END_ALLOW_THREADS if (st != QV_OK) qvpy_raise_qv(st, &err);
+    else r = Py_NewRef(Py_None); }
   Py_DECREF(path);
   return r;
 }
@@ -694,7 +677,8 @@ static PyObject *Dataset_arrow_c_stream(DatasetObject *self, PyObject *args, PyO
   if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|O:__arrow_c_stream__", kw, &req)) return NULL;
   if (!qvpy_check_requested(req, qv_dataset_schema(self->ds))) return NULL;
   struct ArrowArrayStream *s = NULL;
-  PyObject *cap = qvpy_new_capsule(sizeof *s, "arrow_array_stream", qvpy_stream_capsule_free, (void **)&s);
+  PyObject *cap =
+      qvpy_new_capsule(sizeof *s, "arrow_array_stream", qvpy_stream_capsule_free, (void **)&s);
   if (cap == NULL) return NULL;
   qv_error err;
   qv_status st = qv_dataset_export_stream(self->ds, 0, s, &err);
@@ -708,15 +692,13 @@ static PyObject *Dataset_arrow_c_stream(DatasetObject *self, PyObject *args, PyO
 /* ---- iteration ---------------------------------------------------------- */
 
 typedef struct {
-  PyObject_HEAD
-  qv_dataset_iter *it;
-  qv_schema *schema;  /* reference (BatchIter) */
-  qv_array *batch;    /* current batch (RowIter) */
-  int64_t pos;        /* next row in batch (RowIter) */
+  PyObject_HEAD qv_dataset_iter *it;
+  qv_schema *schema; /* reference (BatchIter) */
+  qv_array *batch;   /* current batch (RowIter) */
+  int64_t pos;       /* next row in batch (RowIter) */
 } IterObject;
 
-static PyObject *new_iter(PyTypeObject *type, qv_dataset *ds, int64_t batch_size,
-                          bool drop_last) {
+static PyObject *new_iter(PyTypeObject *type, qv_dataset *ds, int64_t batch_size, bool drop_last) {
   IterObject *o = PyObject_New(IterObject, type);
   if (o == NULL) return NULL;
   o->it = NULL;
@@ -823,8 +805,7 @@ static PyObject *Dataset_iter(DatasetObject *self, PyObject *args, PyObject *kwa
   static char *kw[] = {"batch_size", "drop_last_batch", NULL};
   PyObject *bs_obj = Py_None;
   int drop_last = 0;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|Op:iter", kw, &bs_obj, &drop_last))
-    return NULL;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|Op:iter", kw, &bs_obj, &drop_last)) return NULL;
   if (self->format != NULL) return qvpy_call_formats("iterate", (PyObject *)self, args, kwargs);
   if (bs_obj == Py_None) return Dataset_iter_rows(self);
   return qvpy_call_formats("iterate", (PyObject *)self, args, kwargs);
@@ -832,20 +813,24 @@ static PyObject *Dataset_iter(DatasetObject *self, PyObject *args, PyObject *kwa
 
 static PyMethodDef Dataset_methods[] = {
     {"select", (PyCFunction)(void (*)(void))Dataset_select, METH_VARARGS | METH_KEYWORDS,
-     "select($self, /, indices, *, cache=False)\n--\n\nThe rows at these positions (an iterable of ints)."},
+     "select($self, /, indices, *, cache=False)\n--\n\nThe rows at these positions (an iterable of "
+     "ints)."},
     {"shuffle", (PyCFunction)(void (*)(void))Dataset_shuffle, METH_VARARGS | METH_KEYWORDS,
-     "shuffle($self, /, seed=None, *, cache=False)\n--\n\nRows in numpy default_rng(seed).permutation order, "
+     "shuffle($self, /, seed=None, *, cache=False)\n--\n\nRows in numpy "
+     "default_rng(seed).permutation order, "
      "as datasets' shuffle."},
     {"sort", (PyCFunction)(void (*)(void))Dataset_sort, METH_VARARGS | METH_KEYWORDS,
      "sort($self, /, column_names, reverse=False, null_placement='at_end', *, cache=False)"
      "\n--\n\nStable sort by one column or a list of columns."},
     {"filter", (PyCFunction)(void (*)(void))qvpy_Dataset_filter, METH_VARARGS | METH_KEYWORDS,
      "filter($self, /, function, *, batched=False, batch_size=1000, new_fingerprint=None, "
-     "cache=False)\n--\n\nThe rows where the expression string (docs/expressions.md) is true, or for which the "
+     "cache=False)\n--\n\nThe rows where the expression string (docs/expressions.md) is true, or "
+     "for which the "
      "callable returns a true value (batched: a list of them per batch of columns)."},
     {"map", (PyCFunction)(void (*)(void))qvpy_Dataset_map, METH_VARARGS | METH_KEYWORDS,
      "map($self, /, function=None, *, set=None, batched=False, batch_size=1000, "
-     "remove_columns=None, num_proc=None, new_fingerprint=None, cache=False)\n--\n\ndatasets' map with a Python callable "
+     "remove_columns=None, num_proc=None, new_fingerprint=None, cache=False)\n--\n\ndatasets' map "
+     "with a Python callable "
      "(row dict -> dict of columns, or batched: dict of column lists -> dict of column lists "
      "or Arrow arrays), or with set={name: expression} evaluated in C (docs/python.md)."},
     {"shard", (PyCFunction)(void (*)(void))Dataset_shard, METH_VARARGS | METH_KEYWORDS,
@@ -856,7 +841,8 @@ static PyMethodDef Dataset_methods[] = {
      "cache=False)\n--\n\n{'train': Dataset, 'test': Dataset}."},
     {"flatten_indices", (PyCFunction)(void (*)(void))Dataset_flatten_indices,
      METH_VARARGS | METH_KEYWORDS,
-     "flatten_indices($self, /, *, cache=False)\n--\n\nThe rows as mapped, materialised without a mapping."},
+     "flatten_indices($self, /, *, cache=False)\n--\n\nThe rows as mapped, materialised without a "
+     "mapping."},
     {"select_columns", (PyCFunction)Dataset_select_columns, METH_O,
      "select_columns($self, column_names, /)\n--\n\nOnly these columns, in this order."},
     {"remove_columns", (PyCFunction)Dataset_remove_columns, METH_O,
@@ -870,20 +856,27 @@ static PyMethodDef Dataset_methods[] = {
      "save_to_disk($self, /, dataset_path, max_shard_size=None, num_shards=None)\n--\n\nWrite the "
      "save_to_disk layout datasets.load_from_disk reads."},
     {"iter", (PyCFunction)(void (*)(void))Dataset_iter, METH_VARARGS | METH_KEYWORDS,
-     "iter($self, /, batch_size=None, drop_last_batch=False)\n--\n\nBatches of batch_size rows in the "
+     "iter($self, /, batch_size=None, drop_last_batch=False)\n--\n\nBatches of batch_size rows in "
+     "the "
      "dataset's format ({column: [values]} without one); rows for batch_size=None."},
     {"iter_batches", (PyCFunction)Dataset_batches, METH_VARARGS,
-     "iter_batches($self, batch_size, drop_last_batch=False, /)\n--\n\nquiver.Batch objects of batch_size rows (zero copy without an indices mapping), "
+     "iter_batches($self, batch_size, drop_last_batch=False, /)\n--\n\nquiver.Batch objects of "
+     "batch_size rows (zero copy without an indices mapping), "
      "whatever the format."},
     {"_arrow", (PyCFunction)Dataset_arrow, METH_O,
-     "_arrow($self, key, /)\n--\n\nThe rows or column ds[key] selects as Arrow data (an 'arrow_array_stream' "
+     "_arrow($self, key, /)\n--\n\nThe rows or column ds[key] selects as Arrow data (an "
+     "'arrow_array_stream' "
      "capsule or a quiver.Batch), for quiver._formats."},
     {"_getitem_python", (PyCFunction)Dataset_getitem_python, METH_O,
      "_getitem_python($self, key, /)\n--\n\nds[key] as Python values, whatever the format."},
     {"_with_format", (PyCFunction)Dataset_with_format_state, METH_O,
-     "_with_format($self, state, /)\n--\n\nA new Dataset object over the same data with this format state."},
-#define FM(name, sig, doc) {#name, (PyCFunction)(void (*)(void))Dataset_##name, \
-     METH_VARARGS | METH_KEYWORDS, #name "($self, /, " sig ")\n--\n\n" doc}
+     "_with_format($self, state, /)\n--\n\nA new Dataset object over the same data with this "
+     "format state."},
+#define FM(name, sig, doc)                                                                         \
+  {                                                                                                \
+#name, (PyCFunction)(void (*)(void))Dataset_##name, METH_VARARGS | METH_KEYWORDS,              \
+        #name "($self, /, " sig ")\n--\n\n" doc                                                    \
+  }
     FM(with_format, "type=None, columns=None, output_all_columns=False, **format_kwargs",
        "A new Dataset object returning rows in this format (datasets' with_format)."),
     FM(set_format, "type=None, columns=None, output_all_columns=False, **format_kwargs",
@@ -897,7 +890,8 @@ static PyMethodDef Dataset_methods[] = {
        "Set a transform in place (datasets' set_transform)."),
 #undef FM
     {"__getitems__", (PyCFunction)(void (*)(void))Dataset_getitems, METH_VARARGS | METH_KEYWORDS,
-     "__getitems__($self, keys, /)\n--\n\nds[keys] as a list of row dicts (what torch's DataLoader calls)."},
+     "__getitems__($self, keys, /)\n--\n\nds[keys] as a list of row dicts (what torch's DataLoader "
+     "calls)."},
     {"_recipes", (PyCFunction)qvpy_Dataset_recipes, METH_NOARGS,
      "_recipes($self, /)\n--\n\n(data table recipe, indices mapping recipe or None) as bytes "
      "(qv_table_recipe; used by pickling)."},
@@ -908,7 +902,8 @@ static PyMethodDef Dataset_methods[] = {
      "__arrow_c_schema__($self, /)\n--\n\nThe schema as an 'arrow_schema' PyCapsule."},
     {"__arrow_c_stream__", (PyCFunction)(void (*)(void))Dataset_arrow_c_stream,
      METH_VARARGS | METH_KEYWORDS,
-     "__arrow_c_stream__($self, /, requested_schema=None)\n--\n\nThe rows as an 'arrow_array_stream' "
+     "__arrow_c_stream__($self, /, requested_schema=None)\n--\n\nThe rows as an "
+     "'arrow_array_stream' "
      "PyCapsule (zero copy without an indices mapping)."},
     {NULL, NULL, 0, NULL}};
 
@@ -924,7 +919,8 @@ static PyGetSetDef Dataset_getset[] = {
      "How the dataset was made (plain data replayed when unpickling), or None.", NULL},
     {"format", (getter)Dataset_format, NULL,
      "The output format, as datasets' format: {'type', 'format_kwargs', 'columns', "
-     "'output_all_columns'}.", NULL},
+     "'output_all_columns'}.",
+     NULL},
     {"_format", (getter)Dataset_format_state, (setter)Dataset_set_format_state,
      "The format state (quiver._formats), or None.", NULL},
     {"cache_files", (getter)Dataset_cache_files, NULL,
@@ -947,8 +943,9 @@ PyTypeObject qvpy_DatasetType = {
     .tp_as_mapping = &Dataset_as_mapping,
     .tp_iter = (getiterfunc)Dataset_tp_iter,
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "A dataset (Hugging Face datasets' Dataset) over memory-mapped Arrow files. "
-              "Immutable: transforms return new datasets. Open one with quiver.open(path).",
+    .tp_doc =
+        "A dataset (Hugging Face datasets' Dataset) over memory-mapped Arrow files. "
+        "Immutable: transforms return new datasets. Open one with quiver.open(path).",
     .tp_methods = Dataset_methods,
     .tp_getset = Dataset_getset,
     .tp_new = Dataset_new,

@@ -20,8 +20,8 @@ PyObject *qvpy_call_python(const char *module, const char *attr, PyObject *arg) 
 }
 
 PyObject *qvpy_mod_dataset_dict_save(PyObject *mod, PyObject *args, PyObject *kwargs) {
-  static char *kw[] = {"datasets", "names", "dataset_dict_path", "max_shard_size", "num_shards",
-                       NULL};
+  static char *kw[] = {"datasets",       "names",      "dataset_dict_path",
+                       "max_shard_size", "num_shards", NULL};
   PyObject *dsl, *namel, *path = NULL, *size_obj = Py_None, *shards_obj = Py_None;
   if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO&|OO:_dataset_dict_save_to_disk", kw, &dsl,
                                    &namel, PyUnicode_FSConverter, &path, &size_obj, &shards_obj))
@@ -36,8 +36,7 @@ PyObject *qvpy_mod_dataset_dict_save(PyObject *mod, PyObject *args, PyObject *kw
   if (nseq == NULL) goto done;
   Py_ssize_t n = PySequence_Fast_GET_SIZE(dseq);
   if (PySequence_Fast_GET_SIZE(nseq) != n) {
-    PyErr_Format(qvpy_ValueError, "%zd datasets but %zd names", n,
-                 PySequence_Fast_GET_SIZE(nseq));
+    PyErr_Format(qvpy_ValueError, "%zd datasets but %zd names", n, PySequence_Fast_GET_SIZE(nseq));
     goto done;
   }
   ds = PyMem_Calloc((size_t)n + 1, sizeof *ds);
@@ -63,10 +62,9 @@ PyObject *qvpy_mod_dataset_dict_save(PyObject *mod, PyObject *args, PyObject *kw
   }
   qv_error err;
   qv_status st;
-  Py_BEGIN_ALLOW_THREADS
-  st = qv_dataset_dict_save_to_disk(ds, names, (int64_t)n, PyBytes_AS_STRING(path), &so, &err);
-  Py_END_ALLOW_THREADS
-  if (st != QV_OK) qvpy_raise_qv(st, &err);
+  Py_BEGIN_ALLOW_THREADS st =
+      qv_dataset_dict_save_to_disk(ds, names, (int64_t)n, PyBytes_AS_STRING(path), &so, &err);
+  Py_END_ALLOW_THREADS if (st != QV_OK) qvpy_raise_qv(st, &err);
   else r = Py_NewRef(Py_None);
 done:
   PyMem_Free(ds);

@@ -51,13 +51,16 @@ static bool map_rows(pyfn *p, const qv_array *batch, int64_t first_row, qv_array
     if (i == 0) none = r == Py_None;
     if (none != (r == Py_None) || (r != Py_None && !PyDict_Check(r))) {
       if (r != Py_None && !PyDict_Check(r))
-        PyErr_Format(qvpy_TypeError, "map: row %lld: the function must return a dict of "
+        PyErr_Format(qvpy_TypeError,
+                     "map: row %lld: the function must return a dict of "
                      "columns (or None to leave the dataset unchanged), not %.100s",
                      (long long)(first_row + i), Py_TYPE(r)->tp_name);
       else
-        PyErr_Format(qvpy_TypeError, "map: row %lld: the function returned %s, while for "
-                     "earlier rows it returned %s", (long long)(first_row + i),
-                     none ? "a dict" : "None", none ? "None" : "a dict");
+        PyErr_Format(qvpy_TypeError,
+                     "map: row %lld: the function returned %s, while for "
+                     "earlier rows it returned %s",
+                     (long long)(first_row + i), none ? "a dict" : "None",
+                     none ? "None" : "a dict");
       Py_DECREF(r);
       ok = false;
       break;
@@ -75,9 +78,10 @@ static bool map_rows(pyfn *p, const qv_array *batch, int64_t first_row, qv_array
       }
       if (ok && PyDict_GET_SIZE(r) != PyList_GET_SIZE(names)) {
         PyObject *got = PyDict_Keys(r);
-        PyErr_Format(qvpy_TypeError, "map: row %lld: the function returned columns %R, while "
-                     "for row %lld it returned %R", (long long)(first_row + i), got,
-                     (long long)first_row, names);
+        PyErr_Format(qvpy_TypeError,
+                     "map: row %lld: the function returned columns %R, while "
+                     "for row %lld it returned %R",
+                     (long long)(first_row + i), got, (long long)first_row, names);
         Py_XDECREF(got);
         ok = false;
       }
@@ -87,7 +91,8 @@ static bool map_rows(pyfn *p, const qv_array *batch, int64_t first_row, qv_array
         PyObject *l = PyDict_GetItemWithError(lists, key);
         if (l == NULL) {
           if (!PyErr_Occurred())
-            PyErr_Format(qvpy_TypeError, "map: row %lld: the function returned column %R, "
+            PyErr_Format(qvpy_TypeError,
+                         "map: row %lld: the function returned column %R, "
                          "which it did not return for row %lld (columns %R)",
                          (long long)(first_row + i), key, (long long)first_row, names);
           ok = false;
@@ -129,8 +134,8 @@ static qv_status pymap_call(void *ctx, const qv_array *batch, int64_t first_row,
 
 /* qv_filter_fn.call for a Python predicate: a truth value per row, or
  * (batched) a sequence of them per batch. */
-static qv_status pyfilter_call(void *ctx, const qv_array *batch, int64_t first_row,
-                               uint8_t *keep, qv_error *err) {
+static qv_status pyfilter_call(void *ctx, const qv_array *batch, int64_t first_row, uint8_t *keep,
+                               qv_error *err) {
   pyfn *p = ctx;
   PyGILState_STATE g = PyGILState_Ensure();
   bool ok = true;
@@ -140,12 +145,15 @@ static qv_status pyfilter_call(void *ctx, const qv_array *batch, int64_t first_r
     Py_XDECREF(cols);
     PyObject *seq = r ? PySequence_Fast(r, "") : NULL;
     if (r != NULL && seq == NULL) {
-      PyErr_Format(qvpy_TypeError, "filter: a batched function must return a list of bools, "
-                   "not %.100s", Py_TYPE(r)->tp_name);
+      PyErr_Format(qvpy_TypeError,
+                   "filter: a batched function must return a list of bools, "
+                   "not %.100s",
+                   Py_TYPE(r)->tp_name);
     } else if (seq != NULL && PySequence_Fast_GET_SIZE(seq) != batch->length) {
-      PyErr_Format(qvpy_ValueError, "filter: the function returned %zd values for a batch of "
-                   "%lld rows (rows %lld..%lld)", PySequence_Fast_GET_SIZE(seq),
-                   (long long)batch->length, (long long)first_row,
+      PyErr_Format(qvpy_ValueError,
+                   "filter: the function returned %zd values for a batch of "
+                   "%lld rows (rows %lld..%lld)",
+                   PySequence_Fast_GET_SIZE(seq), (long long)batch->length, (long long)first_row,
                    (long long)(first_row + batch->length - 1));
       Py_CLEAR(seq);
     }
@@ -250,13 +258,14 @@ static bool arg_batch_size(PyObject *o, int64_t *out) {
 }
 
 PyObject *qvpy_Dataset_map(DatasetObject *self, PyObject *args, PyObject *kwargs) {
-  static char *kw[] = {"function", "set", "batched", "batch_size", "remove_columns",
-                       "num_proc", "new_fingerprint", "cache", NULL};
+  static char *kw[] = {
+      "function",        "set",   "batched", "batch_size", "remove_columns", "num_proc",
+      "new_fingerprint", "cache", NULL};
   PyObject *fn = Py_None, *set = Py_None, *bs_obj = NULL, *rm_obj = Py_None, *np_obj = Py_None,
            *nfp = Py_None;
   int batched = 0, cache = 0;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|O$OpOOOOp:map", kw, &fn, &set, &batched,
-                                   &bs_obj, &rm_obj, &np_obj, &nfp, &cache))
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|O$OpOOOOp:map", kw, &fn, &set, &batched, &bs_obj,
+                                   &rm_obj, &np_obj, &nfp, &cache))
     return NULL;
   if ((fn == Py_None) == (set == Py_None))
     return PyErr_Format(qvpy_TypeError, "map takes a function or set={name: expression}, %s",
@@ -271,19 +280,23 @@ PyObject *qvpy_Dataset_map(DatasetObject *self, PyObject *args, PyObject *kwargs
     int64_t np = 0;
     if (!qvpy_arg_int64(np_obj, "num_proc", &np)) return NULL;
     if (np < 1 || np > 4096)
-      return PyErr_Format(qvpy_ValueError, "num_proc must be an int between 1 and 4096, found "
-                          "%lld", (long long)np);
+      return PyErr_Format(qvpy_ValueError,
+                          "num_proc must be an int between 1 and 4096, found "
+                          "%lld",
+                          (long long)np);
     if (fn != Py_None && np > 1)
-      return PyErr_Format(qvpy_ValueError, "map: num_proc=%lld with a Python function: quiver's "
+      return PyErr_Format(qvpy_ValueError,
+                          "map: num_proc=%lld with a Python function: quiver's "
                           "workers are forked processes, which cannot safely run the Python "
                           "interpreter; run it in this process (num_proc=None) or use set= "
-                          "expressions, which run in C", (long long)np);
+                          "expressions, which run in C",
+                          (long long)np);
     mo.num_proc = (int)np;
   }
   PyObject *rm_keep = NULL;
   if (rm_obj != Py_None &&
       !qvpy_arg_names(rm_obj, "remove_columns", &rm_keep, (const char ***)&mo.remove_columns,
-                 &mo.n_remove_columns))
+                      &mo.n_remove_columns))
     return NULL;
   qv_dataset_options o = qvpy_options(cache);
   qv_dataset *out = NULL;
@@ -304,24 +317,26 @@ PyObject *qvpy_Dataset_map(DatasetObject *self, PyObject *args, PyObject *kwargs
       Py_ssize_t pos = 0, i = 0;
       while (PyDict_Next(set, &pos, &key, &val)) {
         if (!PyUnicode_Check(key) || !PyUnicode_Check(val)) {
-          PyErr_Format(qvpy_TypeError, "map: set maps str column names to str expressions, "
-                       "found %.100s: %.100s", Py_TYPE(key)->tp_name, Py_TYPE(val)->tp_name);
+          PyErr_Format(qvpy_TypeError,
+                       "map: set maps str column names to str expressions, "
+                       "found %.100s: %.100s",
+                       Py_TYPE(key)->tp_name, Py_TYPE(val)->tp_name);
           break;
         }
-        if ((names[i] = PyUnicode_AsUTF8(key)) == NULL || (exprs[i] = PyUnicode_AsUTF8(val)) == NULL)
+        if ((names[i] = PyUnicode_AsUTF8(key)) == NULL ||
+            (exprs[i] = PyUnicode_AsUTF8(val)) == NULL)
           break;
         i++;
       }
       if (nfp != Py_None && !PyUnicode_Check(nfp))
         PyErr_Format(qvpy_TypeError, "new_fingerprint must be a str or None, not %.100s",
                      Py_TYPE(nfp)->tp_name);
-      else if (nfp != Py_None)
-        o.new_fingerprint = PyUnicode_AsUTF8(nfp);
+      else if (nfp != Py_None) o.new_fingerprint = PyUnicode_AsUTF8(nfp);
       if (!PyErr_Occurred()) {
-        Py_BEGIN_ALLOW_THREADS
-        st = qv_dataset_map_exprs(self->ds, names, exprs, (int32_t)n, &mo, &o, &out, &err);
-        Py_END_ALLOW_THREADS
-        ret = qvpy_derive(self, qvpy_result(st, out, &err), "map", args, kwargs);
+        Py_BEGIN_ALLOW_THREADS st =
+            qv_dataset_map_exprs(self->ds, names, exprs, (int32_t)n, &mo, &o, &out, &err);
+        Py_END_ALLOW_THREADS ret =
+            qvpy_derive(self, qvpy_result(st, out, &err), "map", args, kwargs);
       }
     }
     PyMem_Free(names);
@@ -337,10 +352,8 @@ PyObject *qvpy_Dataset_map(DatasetObject *self, PyObject *args, PyObject *kwargs
        * default size; batched ones get batch_size rows. */
       mo.batched = true;
       if (!batched) mo.batch_size = QV_DATASET_MAP_BATCH_SIZE;
-      Py_BEGIN_ALLOW_THREADS
-      st = qv_dataset_map(self->ds, &mf, &mo, &o, &out, &err);
-      Py_END_ALLOW_THREADS
-      ret = py_result(&p, st, out, &err);
+      Py_BEGIN_ALLOW_THREADS st = qv_dataset_map(self->ds, &mf, &mo, &o, &out, &err);
+      Py_END_ALLOW_THREADS ret = py_result(&p, st, out, &err);
       if (cache) ret = qvpy_tables_origin(ret);
     }
     qv_fingerprint_args_free(params);
@@ -354,8 +367,8 @@ PyObject *qvpy_Dataset_filter(DatasetObject *self, PyObject *args, PyObject *kwa
   static char *kw[] = {"function", "batched", "batch_size", "new_fingerprint", "cache", NULL};
   PyObject *fn, *bs_obj = NULL, *nfp = Py_None;
   int batched = 0, cache = 0;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|$pOOp:filter", kw, &fn, &batched, &bs_obj,
-                                   &nfp, &cache))
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|$pOOp:filter", kw, &fn, &batched, &bs_obj, &nfp,
+                                   &cache))
     return NULL;
   qv_dataset_options o = qvpy_options(cache);
   qv_dataset *out = NULL;
@@ -370,14 +383,15 @@ PyObject *qvpy_Dataset_filter(DatasetObject *self, PyObject *args, PyObject *kwa
                             Py_TYPE(nfp)->tp_name);
       if ((o.new_fingerprint = PyUnicode_AsUTF8(nfp)) == NULL) return NULL;
     }
-    Py_BEGIN_ALLOW_THREADS
-    st = qv_dataset_filter(self->ds, where, &o, &out, &err);
-    Py_END_ALLOW_THREADS
-    return qvpy_derive(self, qvpy_result(st, out, &err), "filter", args, kwargs);
+    Py_BEGIN_ALLOW_THREADS st = qv_dataset_filter(self->ds, where, &o, &out, &err);
+    Py_END_ALLOW_THREADS return qvpy_derive(self, qvpy_result(st, out, &err), "filter", args,
+                                            kwargs);
   }
   if (!PyCallable_Check(fn))
-    return PyErr_Format(qvpy_TypeError, "filter takes an expression string (see "
-                        "docs/expressions.md) or a callable, not %.100s", Py_TYPE(fn)->tp_name);
+    return PyErr_Format(qvpy_TypeError,
+                        "filter takes an expression string (see "
+                        "docs/expressions.md) or a callable, not %.100s",
+                        Py_TYPE(fn)->tp_name);
   int64_t bs = 0;
   if (!arg_batch_size(bs_obj, &bs)) return NULL;
   if (bs < 0) bs = qv_dataset_num_rows(self->ds) > 0 ? qv_dataset_num_rows(self->ds) : 1;
@@ -389,10 +403,8 @@ PyObject *qvpy_Dataset_filter(DatasetObject *self, PyObject *args, PyObject *kwa
     return NULL;
   pyfn p = {fn, batched != 0, "filter", NULL, NULL, NULL};
   qv_filter_fn ff = {"quiver.python", "1", pyfilter_call, &p, params};
-  Py_BEGIN_ALLOW_THREADS
-  st = qv_dataset_filter_fn(self->ds, &ff, bs, &o, &out, &err);
-  Py_END_ALLOW_THREADS
-  qv_fingerprint_args_free(params);
+  Py_BEGIN_ALLOW_THREADS st = qv_dataset_filter_fn(self->ds, &ff, bs, &o, &out, &err);
+  Py_END_ALLOW_THREADS qv_fingerprint_args_free(params);
   PyObject *ret = py_result(&p, st, out, &err);
   return cache ? qvpy_tables_origin(ret) : ret;
 }

@@ -73,8 +73,8 @@ PyObject *qvpy_derive(DatasetObject *parent, PyObject *result, const char *op, P
   PyObject *a = plain_copy(args ? args : Py_None, &budget, 0);
   PyObject *k = a ? plain_copy(kwargs ? kwargs : Py_None, &budget, 0) : NULL;
   if (a != NULL && k != NULL) {
-    PyObject *origin = Py_BuildValue("(OsOO)", parent->origin, op, args ? a : Py_None,
-                                     kwargs ? k : Py_None);
+    PyObject *origin =
+        Py_BuildValue("(OsOO)", parent->origin, op, args ? a : Py_None, kwargs ? k : Py_None);
     if (origin != NULL) Py_XSETREF(((DatasetObject *)result)->origin, origin);
   }
   Py_XDECREF(a);
@@ -93,10 +93,8 @@ static PyObject *recipe_bytes(qv_table *t) {
   int64_t len = 0;
   qv_error err;
   qv_status st;
-  Py_BEGIN_ALLOW_THREADS
-  st = qv_table_recipe(t, &buf, &len, &err);
-  Py_END_ALLOW_THREADS
-  if (st != QV_OK) return qvpy_raise_qv(st, &err);
+  Py_BEGIN_ALLOW_THREADS st = qv_table_recipe(t, &buf, &len, &err);
+  Py_END_ALLOW_THREADS if (st != QV_OK) return qvpy_raise_qv(st, &err);
   PyObject *b = PyBytes_FromStringAndSize((const char *)buf, (Py_ssize_t)len);
   free(buf);
   return b;
@@ -155,7 +153,8 @@ static qv_status indices_rows(qv_table *t, int64_t n_rows, int64_t **out, int64_
     if (col == NULL || col->type->id != QV_UINT64 || qv_array_null_count(col) != 0 ||
         col->n_buffers < 2 || col->buffers[1] == NULL ||
         (first + b->length) * 8 > col->buffers[1]->size || pos + b->length > total) {
-      st = qv_error_set(err, QV_EINVAL, "pickle: the indices recipe is not one uint64 column "
+      st = qv_error_set(err, QV_EINVAL,
+                        "pickle: the indices recipe is not one uint64 column "
                         "without nulls");
     } else {
       const uint8_t *p = col->buffers[1]->data + first * 8;
@@ -163,9 +162,10 @@ static qv_status indices_rows(qv_table *t, int64_t n_rows, int64_t **out, int64_
         uint64_t v;
         memcpy(&v, p + j * 8, 8);
         if (v >= (uint64_t)n_rows)
-          st = qv_error_set(err, QV_EINVAL, "pickle: index %llu (row %lld) is outside the "
-                            "data's %lld rows", (unsigned long long)v, (long long)(pos + j),
-                            (long long)n_rows);
+          st = qv_error_set(err, QV_EINVAL,
+                            "pickle: index %llu (row %lld) is outside the "
+                            "data's %lld rows",
+                            (unsigned long long)v, (long long)(pos + j), (long long)n_rows);
         rows[pos + j] = (int64_t)v;
       }
       pos += b->length;
@@ -195,8 +195,7 @@ PyObject *qvpy_mod_from_recipes(PyObject *mod, PyObject *args) {
   int64_t *rows = NULL, n = 0;
   qv_error err;
   qv_status st;
-  Py_BEGIN_ALLOW_THREADS
-  st = qv_table_from_recipe(data.buf, (int64_t)data.len, &dt, &err);
+  Py_BEGIN_ALLOW_THREADS st = qv_table_from_recipe(data.buf, (int64_t)data.len, &dt, &err);
   if (st == QV_OK) st = qv_dataset_from_table(dt, fp, &base, &err);
   if (st == QV_OK && ix_obj != Py_None) {
     st = qv_table_from_recipe(indices.buf, (int64_t)indices.len, &it, &err);
@@ -209,8 +208,7 @@ PyObject *qvpy_mod_from_recipes(PyObject *mod, PyObject *args) {
   } else if (st == QV_OK) {
     out = qv_dataset_ref(base);
   }
-  Py_END_ALLOW_THREADS
-  PyMem_RawFree(rows);
+  Py_END_ALLOW_THREADS PyMem_RawFree(rows);
   qv_table_unref(dt);
   qv_table_unref(it);
   qv_dataset_unref(base);

@@ -23,14 +23,15 @@
 
 #include <sys/stat.h>
 
-PyObject *qvpy_QuiverError;   /* quiver.QuiverError */
-PyObject *qvpy_ValueError;    /* quiver.QuiverValueError(QuiverError, ValueError) */
-PyObject *qvpy_IndexError;    /* quiver.QuiverIndexError(QuiverError, IndexError) */
-PyObject *qvpy_KeyError;      /* quiver.QuiverKeyError(QuiverError, KeyError, ValueError) */
-PyObject *qvpy_TypeError;     /* quiver.QuiverTypeError(QuiverError, TypeError) */
-PyObject *qvpy_FileNotFoundError; /* quiver.QuiverFileNotFoundError(QuiverError, FileNotFoundError) */
-PyObject *qvpy_json_loads;    /* json.loads */
-PyObject *qvpy_decimal_cls;   /* decimal.Decimal */
+PyObject *qvpy_QuiverError; /* quiver.QuiverError */
+PyObject *qvpy_ValueError;  /* quiver.QuiverValueError(QuiverError, ValueError) */
+PyObject *qvpy_IndexError;  /* quiver.QuiverIndexError(QuiverError, IndexError) */
+PyObject *qvpy_KeyError;    /* quiver.QuiverKeyError(QuiverError, KeyError, ValueError) */
+PyObject *qvpy_TypeError;   /* quiver.QuiverTypeError(QuiverError, TypeError) */
+PyObject
+    *qvpy_FileNotFoundError; /* quiver.QuiverFileNotFoundError(QuiverError, FileNotFoundError) */
+PyObject *qvpy_json_loads;   /* json.loads */
+PyObject *qvpy_decimal_cls;  /* decimal.Decimal */
 
 /* ------------------------------------------------------------------------ */
 /* Errors                                                                    */
@@ -117,10 +118,8 @@ bool qvpy_arg_seed(PyObject *o, uint64_t *out) {
 /* Column names: a str or a sequence of str, as UTF-8 pointers into the
  * returned list's items (*out freed with PyMem_Free; the list kept alive
  * in *keep). */
-bool qvpy_arg_names(PyObject *o, const char *what, PyObject **keep, const char ***out,
-                      int32_t *n) {
-  PyObject *seq = PyUnicode_Check(o) ? PyTuple_Pack(1, o)
-                                     : PySequence_Fast(o, "");
+bool qvpy_arg_names(PyObject *o, const char *what, PyObject **keep, const char ***out, int32_t *n) {
+  PyObject *seq = PyUnicode_Check(o) ? PyTuple_Pack(1, o) : PySequence_Fast(o, "");
   if (seq == NULL) {
     PyErr_Format(qvpy_TypeError, "%s must be a str or a list of str, not %.100s", what,
                  Py_TYPE(o)->tp_name);
@@ -177,8 +176,10 @@ bool qvpy_arg_rows(PyObject *o, int64_t n_rows, bool negative_ok, int64_t **out,
     ok = qvpy_arg_int64(PySequence_Fast_GET_ITEM(seq, i), "an index", &given);
     rows[i] = negative_ok && given < 0 ? given + n_rows : given;
     if (ok && (rows[i] < 0 || rows[i] >= n_rows)) {
-      PyErr_Format(qvpy_IndexError, "index %lld (position %zd) is out of range for a dataset "
-                   "of %lld rows", (long long)given, i, (long long)n_rows);
+      PyErr_Format(qvpy_IndexError,
+                   "index %lld (position %zd) is out of range for a dataset "
+                   "of %lld rows",
+                   (long long)given, i, (long long)n_rows);
       ok = false;
     }
   }
@@ -202,7 +203,8 @@ PyObject *qvpy_call_formats(const char *fn, PyObject *self, PyObject *args, PyOb
   PyObject *r = NULL;
   if (a != NULL) {
     PyTuple_SET_ITEM(a, 0, Py_NewRef(self));
-    for (Py_ssize_t i = 0; i < n; i++) PyTuple_SET_ITEM(a, i + 1, Py_NewRef(PyTuple_GET_ITEM(args, i)));
+    for (Py_ssize_t i = 0; i < n; i++)
+      PyTuple_SET_ITEM(a, i + 1, Py_NewRef(PyTuple_GET_ITEM(args, i)));
     r = PyObject_Call(f, a, kwargs);
     Py_DECREF(a);
   }
@@ -238,15 +240,15 @@ static PyObject *mod_open(PyObject *mod, PyObject *args, PyObject *kwargs) {
   /* with `data`, `path` is an indices mapping file over the dataset there */
   qv_dataset_choice choice = {0};
   qv_dataset_open_options oo = {split, d, &choice};
-  Py_BEGIN_ALLOW_THREADS
-  st = qv_dataset_open_ex(p, &oo, &ds, &err);
+  Py_BEGIN_ALLOW_THREADS st = qv_dataset_open_ex(p, &oo, &ds, &err);
   Py_END_ALLOW_THREADS
-  /* the library's typed choice in this API's words */
-  const char *words = st == QV_OK                          ? NULL
-                      : choice.kind == QV_CHOICE_DATA      ? " (quiver.open(path, data=..., split=...))"
-                      : choice.kind == QV_CHOICE_SPLIT && choice.wanted == NULL
-                          ? " (quiver.open(path, split=...))"
-                          : NULL;
+      /* the library's typed choice in this API's words */
+      const char *words =
+          st == QV_OK                     ? NULL
+          : choice.kind == QV_CHOICE_DATA ? " (quiver.open(path, data=..., split=...))"
+          : choice.kind == QV_CHOICE_SPLIT && choice.wanted == NULL
+              ? " (quiver.open(path, split=...))"
+              : NULL;
   if (words != NULL) {
     size_t n = strlen(err.message);
     snprintf(err.message + n, sizeof err.message - n, "%s", words);
@@ -308,8 +310,10 @@ static PyObject *mod_concatenate(PyObject *mod, PyObject *args, PyObject *kwargs
   for (Py_ssize_t i = 0; i < n; i++) {
     PyObject *o = PySequence_Fast_GET_ITEM(seq, i);
     if (!PyObject_TypeCheck(o, &qvpy_DatasetType)) {
-      PyErr_Format(qvpy_TypeError, "concatenate_datasets: item %zd is a %.100s, not a "
-                   "quiver.Dataset", i, Py_TYPE(o)->tp_name);
+      PyErr_Format(qvpy_TypeError,
+                   "concatenate_datasets: item %zd is a %.100s, not a "
+                   "quiver.Dataset",
+                   i, Py_TYPE(o)->tp_name);
       PyMem_Free(ds);
       Py_DECREF(seq);
       return NULL;
@@ -320,10 +324,8 @@ static PyObject *mod_concatenate(PyObject *mod, PyObject *args, PyObject *kwargs
   qv_dataset *out = NULL;
   qv_error err;
   qv_status st;
-  Py_BEGIN_ALLOW_THREADS
-  st = qv_dataset_concatenate(ds, (int64_t)n, axis, &o, &out, &err);
-  Py_END_ALLOW_THREADS
-  PyMem_Free(ds);
+  Py_BEGIN_ALLOW_THREADS st = qv_dataset_concatenate(ds, (int64_t)n, axis, &o, &out, &err);
+  Py_END_ALLOW_THREADS PyMem_Free(ds);
   PyObject *r = qvpy_result(st, out, &err);
   /* The origin (pickle.c) when every part has one. */
   PyObject *origins = r ? PyTuple_New(n) : NULL;
@@ -347,12 +349,14 @@ static PyObject *mod_version(PyObject *mod, PyObject *unused) {
 
 static PyMethodDef module_methods[] = {
     {"open", (PyCFunction)(void (*)(void))mod_open, METH_VARARGS | METH_KEYWORDS,
-     "open($module, /, path, split=None, data=None)\n--\n\nA Dataset over an Arrow file, a save_to_disk "
+     "open($module, /, path, split=None, data=None)\n--\n\nA Dataset over an Arrow file, a "
+     "save_to_disk "
      "directory (Dataset or DatasetDict split), a load_dataset cache directory, or an "
      "indices mapping file (cache-*.arrow; with data=, the dataset it indexes)."},
     {"concatenate_datasets", (PyCFunction)(void (*)(void))mod_concatenate,
      METH_VARARGS | METH_KEYWORDS,
-     "concatenate_datasets($module, /, dsets, axis=0)\n--\n\nOne Dataset of the datasets, as datasets' concatenate_datasets."},
+     "concatenate_datasets($module, /, dsets, axis=0)\n--\n\nOne Dataset of the datasets, as "
+     "datasets' concatenate_datasets."},
     {"_from_recipes", (PyCFunction)qvpy_mod_from_recipes, METH_VARARGS,
      "_from_recipes($module, data, indices, fingerprint, /)\n--\n\nA Dataset rebuilt from "
      "table recipes (Dataset._recipes(); used by unpickling)."},
@@ -402,8 +406,7 @@ static bool add_errors(PyObject *m) {
       {"quiver.QuiverTypeError", "An argument of the wrong type (datasets raises TypeError).",
        &qvpy_TypeError},
       {"quiver.QuiverFileNotFoundError",
-       "A path that does not exist (datasets raises FileNotFoundError).",
-       &qvpy_FileNotFoundError},
+       "A path that does not exist (datasets raises FileNotFoundError).", &qvpy_FileNotFoundError},
   };
   PyObject *bases[] = {PyExc_ValueError, PyExc_IndexError, PyExc_KeyError, PyExc_TypeError,
                        PyExc_FileNotFoundError};
@@ -430,7 +433,8 @@ PyMODINIT_FUNC PyInit__quiver(void);
 
 PyMODINIT_FUNC PyInit__quiver(void) {
   if (!qvpy_values_init()) return NULL;
-  PyTypeObject *types[] = {&qvpy_DatasetType, &qvpy_BatchType, &qvpy_RowIterType, &qvpy_BatchIterType};
+  PyTypeObject *types[] = {&qvpy_DatasetType, &qvpy_BatchType, &qvpy_RowIterType,
+                           &qvpy_BatchIterType};
   for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
     if (PyType_Ready(types[i]) < 0) return NULL;
   PyObject *json = PyImport_ImportModule("json");

@@ -50,17 +50,15 @@ extern PyObject *qvpy_decimal_cls; /* decimal.Decimal */
 
 /* ---- types ------------------------------------------------------------- */
 typedef struct {
-  PyObject_HEAD
-  qv_dataset *ds;   /* reference */
-  PyObject *origin; /* how it was made, as plain data (pickle.c), or NULL */
+  PyObject_HEAD qv_dataset *ds; /* reference */
+  PyObject *origin;             /* how it was made, as plain data (pickle.c), or NULL */
   PyObject *format; /* the output format (quiver._formats state), or NULL: rows as Python
                        values, straight from C (docs/python.md, "Formats") */
 } DatasetObject;
 
 typedef struct {
-  PyObject_HEAD
-  qv_array *array;   /* STRUCT array, reference */
-  qv_schema *schema; /* reference */
+  PyObject_HEAD qv_array *array; /* STRUCT array, reference */
+  qv_schema *schema;             /* reference */
 } BatchObject;
 
 extern PyTypeObject qvpy_DatasetType, qvpy_BatchType, qvpy_RowIterType, qvpy_BatchIterType;
@@ -81,8 +79,7 @@ bool qvpy_arg_seed(PyObject *o, uint64_t *out);
 /** Column names (a str or a sequence of str) as UTF-8 pointers into the
  * list kept alive in *keep (the caller drops it); *out freed with
  * PyMem_Free. */
-bool qvpy_arg_names(PyObject *o, const char *what, PyObject **keep, const char ***out,
-                    int32_t *n);
+bool qvpy_arg_names(PyObject *o, const char *what, PyObject **keep, const char ***out, int32_t *n);
 /** Row numbers from an iterable of ints checked against [0, n_rows)
  * (negative from the end when negative_ok); *out freed with PyMem_Free. */
 bool qvpy_arg_rows(PyObject *o, int64_t n_rows, bool negative_ok, int64_t **out, int64_t *n);

@@ -8,9 +8,9 @@
 
 #include <datetime.h>
 
-static PyObject *zoneinfo_cls;  /* zoneinfo.ZoneInfo, imported on first use */
-static PyObject *pd_timestamp;  /* pandas.Timestamp, or Py_None without pandas */
-static PyObject *pd_timedelta;  /* pandas.Timedelta */
+static PyObject *zoneinfo_cls; /* zoneinfo.ZoneInfo, imported on first use */
+static PyObject *pd_timestamp; /* pandas.Timestamp, or Py_None without pandas */
+static PyObject *pd_timedelta; /* pandas.Timedelta */
 
 /* datetime.h's C API pointer is per translation unit: this file's copy. */
 bool qvpy_values_init(void) {
@@ -32,8 +32,7 @@ static const uint8_t *elem(const qv_array *a, int b, int64_t k, int64_t width);
 /* Element `k` (physical) of buffer `b` read as a `width`-byte integer
  * (quiver/array.h's qv_load_int), or false when it lies outside the
  * buffer. */
-static bool read_int(const qv_array *a, int b, int64_t k, int width, bool is_signed,
-                     int64_t *out) {
+static bool read_int(const qv_array *a, int b, int64_t k, int width, bool is_signed, int64_t *out) {
   const uint8_t *p = elem(a, b, k, width);
   if (p == NULL) return false;
   *out = qv_load_int(p, width, !is_signed, 0);
@@ -42,8 +41,7 @@ static bool read_int(const qv_array *a, int b, int64_t k, int width, bool is_sig
 
 /* Pointer to `width` bytes of element k of buffer b, or NULL. */
 static const uint8_t *elem(const qv_array *a, int b, int64_t k, int64_t width) {
-  if (b >= a->n_buffers || a->buffers[b] == NULL || k < 0 ||
-      (k + 1) * width > a->buffers[b]->size)
+  if (b >= a->n_buffers || a->buffers[b] == NULL || k < 0 || (k + 1) * width > a->buffers[b]->size)
     return NULL;
   return a->buffers[b]->data + k * width;
 }
@@ -57,8 +55,10 @@ static int64_t floor_div(int64_t a, int64_t b) {
  * civil_from_days). Python's date range is years 1..9999. */
 static PyObject *date_of_days(int64_t days, int *y, int *m, int *d) {
   if (days < -719162 || days > 2932896) {
-    PyErr_Format(PyExc_OverflowError, "date %lld days from 1970-01-01 is outside Python's "
-                 "date range (years 1 to 9999)", (long long)days);
+    PyErr_Format(PyExc_OverflowError,
+                 "date %lld days from 1970-01-01 is outside Python's "
+                 "date range (years 1 to 9999)",
+                 (long long)days);
     return NULL;
   }
   int64_t z = days + 719468;
@@ -138,7 +138,8 @@ static PyObject *timestamp_of(int64_t v, const qv_type *t) {
       return r;
     }
     if (v % 1000 != 0) {
-      PyErr_Format(qvpy_ValueError, "timestamp %lld ns has nanoseconds, which "
+      PyErr_Format(qvpy_ValueError,
+                   "timestamp %lld ns has nanoseconds, which "
                    "datetime.datetime cannot hold (install pandas for pandas.Timestamp)",
                    (long long)v);
       return NULL;
@@ -151,8 +152,7 @@ static PyObject *timestamp_of(int64_t v, const qv_type *t) {
   int y, m, d;
   if (date_of_days(days, &y, &m, &d) == NULL) return NULL;
   int hh = (int)(sod / 3600), mi = (int)(sod / 60 % 60), ss = (int)(sod % 60);
-  if (t->timezone == NULL)
-    return PyDateTime_FromDateAndTime(y, m, d, hh, mi, ss, (int)us);
+  if (t->timezone == NULL) return PyDateTime_FromDateAndTime(y, m, d, hh, mi, ss, (int)us);
   PyObject *tz = tzinfo_of(t->timezone);
   if (tz == NULL) return NULL;
   PyObject *utc = PyDateTimeAPI->DateTime_FromDateAndTime(y, m, d, hh, mi, ss, (int)us, tz,
@@ -171,7 +171,8 @@ static PyObject *duration_of(int64_t v, qv_time_unit unit) {
     if (cls == NULL) return NULL;
     if (cls != Py_None) return PyObject_CallFunction(cls, "Ls", (long long)v, "ns");
     if (v % 1000 != 0) {
-      PyErr_Format(qvpy_ValueError, "duration %lld ns has nanoseconds, which "
+      PyErr_Format(qvpy_ValueError,
+                   "duration %lld ns has nanoseconds, which "
                    "datetime.timedelta cannot hold (install pandas for pandas.Timedelta)",
                    (long long)v);
       return NULL;
@@ -195,7 +196,10 @@ static PyObject *time_of(int64_t v, qv_time_unit unit) {
   int64_t ps = per_second[unit];
   if (v < 0 || v >= 86400 * ps) {
     PyErr_Format(qvpy_ValueError, "time of day %lld (%s) is outside one day", (long long)v,
-                 unit == QV_SECOND ? "s" : unit == QV_MILLI ? "ms" : unit == QV_MICRO ? "us" : "ns");
+                 unit == QV_SECOND  ? "s"
+                 : unit == QV_MILLI ? "ms"
+                 : unit == QV_MICRO ? "us"
+                                    : "ns");
     return NULL;
   }
   int64_t secs = v / ps, frac = v % ps;
@@ -280,10 +284,16 @@ PyObject *qvpy_value_of(const qv_array *a, int64_t row, int depth) {
     case QV_BOOL:
       if (elem(a, 1, k >> 3, 1) == NULL) return bad_array(a, "value", row);
       return PyBool_FromLong(qv_bit_get(a->buffers[1]->data, k));
-    case QV_INT8: case QV_INT16: case QV_INT32: case QV_INT64:
+    case QV_INT8:
+    case QV_INT16:
+    case QV_INT32:
+    case QV_INT64:
       if (!read_int(a, 1, k, qv_type_byte_width(t), true, &v)) return bad_array(a, "value", row);
       return PyLong_FromLongLong(v);
-    case QV_UINT8: case QV_UINT16: case QV_UINT32: case QV_UINT64:
+    case QV_UINT8:
+    case QV_UINT16:
+    case QV_UINT32:
+    case QV_UINT64:
       if (!read_int(a, 1, k, qv_type_byte_width(t), false, &v)) return bad_array(a, "value", row);
       return PyLong_FromUnsignedLongLong((unsigned long long)(uint64_t)v);
     case QV_HALF_FLOAT: {
@@ -307,16 +317,20 @@ PyObject *qvpy_value_of(const qv_array *a, int64_t row, int depth) {
       memcpy(&d, p, 8);
       return PyFloat_FromDouble(d);
     }
-    case QV_DECIMAL32: case QV_DECIMAL64: case QV_DECIMAL128: case QV_DECIMAL256:
-      return decimal_of(a, k, row);
-    case QV_DATE32: case QV_DATE64: {
+    case QV_DECIMAL32:
+    case QV_DECIMAL64:
+    case QV_DECIMAL128:
+    case QV_DECIMAL256: return decimal_of(a, k, row);
+    case QV_DATE32:
+    case QV_DATE64: {
       if (!read_int(a, 1, k, id == QV_DATE32 ? 4 : 8, true, &v)) return bad_array(a, "value", row);
       int y, m, d;
       if (date_of_days(id == QV_DATE64 ? floor_div(v, 86400000) : v, &y, &m, &d) == NULL)
         return NULL;
       return PyDate_FromDate(y, m, d);
     }
-    case QV_TIME32: case QV_TIME64:
+    case QV_TIME32:
+    case QV_TIME64:
       if (!read_int(a, 1, k, id == QV_TIME32 ? 4 : 8, true, &v)) return bad_array(a, "value", row);
       return time_of(v, t->unit);
     case QV_TIMESTAMP:
@@ -328,19 +342,22 @@ PyObject *qvpy_value_of(const qv_array *a, int64_t row, int depth) {
     case QV_INTERVAL_MONTHS:
       if (!read_int(a, 1, k, 4, true, &v)) return bad_array(a, "value", row);
       return PyLong_FromLongLong(v);
-    case QV_BINARY: case QV_STRING: case QV_LARGE_BINARY: case QV_LARGE_STRING: {
+    case QV_BINARY:
+    case QV_STRING:
+    case QV_LARGE_BINARY:
+    case QV_LARGE_STRING: {
       int w = (id == QV_BINARY || id == QV_STRING) ? 4 : 8;
       int64_t s, e;
       if (!read_int(a, 1, k, w, true, &s) || !read_int(a, 1, k + 1, w, true, &e))
         return bad_array(a, "offset", row);
-      if (s < 0 || e < s || a->n_buffers < 3 || a->buffers[2] == NULL ||
-          e > a->buffers[2]->size) {
+      if (s < 0 || e < s || a->n_buffers < 3 || a->buffers[2] == NULL || e > a->buffers[2]->size) {
         if (s == e) return bytes_value(id, (const uint8_t *)"", 0);
         return bad_array(a, "value bytes", row);
       }
       return bytes_value(id, a->buffers[2]->data + s, e - s);
     }
-    case QV_BINARY_VIEW: case QV_STRING_VIEW: {
+    case QV_BINARY_VIEW:
+    case QV_STRING_VIEW: {
       const uint8_t *p = elem(a, 1, k, 16);
       if (p == NULL) return bad_array(a, "view", row);
       int32_t len, buf, off;
@@ -360,7 +377,9 @@ PyObject *qvpy_value_of(const qv_array *a, int64_t row, int depth) {
       if (p == NULL) return bad_array(a, "value", row);
       return PyBytes_FromStringAndSize((const char *)p, t->byte_width);
     }
-    case QV_LIST: case QV_LARGE_LIST: case QV_MAP: {
+    case QV_LIST:
+    case QV_LARGE_LIST:
+    case QV_MAP: {
       int w = id == QV_LARGE_LIST ? 8 : 4;
       int64_t s, e;
       if (!read_int(a, 1, k, w, true, &s) || !read_int(a, 1, k + 1, w, true, &e))
@@ -388,7 +407,8 @@ PyObject *qvpy_value_of(const qv_array *a, int64_t row, int depth) {
       }
       return list;
     }
-    case QV_LIST_VIEW: case QV_LARGE_LIST_VIEW: {
+    case QV_LIST_VIEW:
+    case QV_LARGE_LIST_VIEW: {
       int w = id == QV_LIST_VIEW ? 4 : 8;
       int64_t s, n;
       if (!read_int(a, 1, k, w, true, &s) || !read_int(a, 2, k, w, true, &n) || n < 0 ||
@@ -401,9 +421,9 @@ PyObject *qvpy_value_of(const qv_array *a, int64_t row, int depth) {
       if (n > 0 && k > INT64_MAX / n - 1) return bad_array(a, "list", row);
       return list_of(a, a->n_children > 0 ? a->children[0] : NULL, k * n, k * n + n, row, depth);
     }
-    case QV_STRUCT:
-      return struct_of(a, k, depth);
-    case QV_SPARSE_UNION: case QV_DENSE_UNION: {
+    case QV_STRUCT: return struct_of(a, k, depth);
+    case QV_SPARSE_UNION:
+    case QV_DENSE_UNION: {
       int64_t code;
       if (!read_int(a, 0, k, 1, true, &code)) return bad_array(a, "type id", row);
       int32_t ci = -1;
@@ -434,21 +454,25 @@ PyObject *qvpy_value_of(const qv_array *a, int64_t row, int depth) {
       int64_t lo = 0, hi = ends->length; /* first run whose end is > k */
       while (lo < hi) {
         int64_t mid = lo + (hi - lo) / 2;
-        if (!read_int(ends, 1, ends->offset + mid, w, true, &v)) return bad_array(a, "run end", row);
+        if (!read_int(ends, 1, ends->offset + mid, w, true, &v))
+          return bad_array(a, "run end", row);
         if (v > k) hi = mid;
         else lo = mid + 1;
       }
       if (lo >= ends->length || lo >= a->children[1]->length) return bad_array(a, "run", row);
       return qvpy_value_of(a->children[1], lo, depth + 1);
     }
-    case QV_INTERVAL_DAY_TIME: case QV_INTERVAL_MONTH_DAY_NANO: case QV_NA:
-    case QV_TYPE_ID_COUNT:
-      break;
+    case QV_INTERVAL_DAY_TIME:
+    case QV_INTERVAL_MONTH_DAY_NANO:
+    case QV_NA:
+    case QV_TYPE_ID_COUNT: break;
   }
   char name[256];
   qv_type_to_string(t, name, sizeof name);
-  PyErr_Format(PyExc_NotImplementedError, "quiver cannot convert values of type %s to Python "
-               "objects (read them through pyarrow: pyarrow.table(ds))", name);
+  PyErr_Format(PyExc_NotImplementedError,
+               "quiver cannot convert values of type %s to Python "
+               "objects (read them through pyarrow: pyarrow.table(ds))",
+               name);
   return NULL;
 }
 

@@ -18,21 +18,21 @@ const qv_type *qvc_column_type(const qv_chunked_column *c) {
 qv_status qvc_column_check(const qv_chunked_column *c, const char *what, int32_t index,
                            int64_t *out_len, qv_error *err) {
   const qv_type *t = qvc_column_type(c);
-  if (t == NULL)
-    return qv_error_set(err, QV_EARG, "%s %d: no type and no chunks", what, index);
+  if (t == NULL) return qv_error_set(err, QV_EARG, "%s %d: no type and no chunks", what, index);
   if (c->n_chunks < 0 || (c->n_chunks > 0 && c->chunks == NULL))
-    return qv_error_set(err, QV_EARG, "%s %d: %" PRId64 " chunks but no chunk array", what,
-                        index, c->n_chunks);
+    return qv_error_set(err, QV_EARG, "%s %d: %" PRId64 " chunks but no chunk array", what, index,
+                        c->n_chunks);
   int64_t len = 0;
   for (int64_t i = 0; i < c->n_chunks; i++) {
     const qv_array *a = c->chunks[i];
-    if (a == NULL) return qv_error_set(err, QV_EARG, "%s %d: chunk %" PRId64 " is NULL", what, index, i);
+    if (a == NULL)
+      return qv_error_set(err, QV_EARG, "%s %d: chunk %" PRId64 " is NULL", what, index, i);
     if (!qv_type_equals(a->type, t, false)) {
       char got[128], want[128];
       qv_type_to_string(a->type, got, sizeof got);
       qv_type_to_string(t, want, sizeof want);
-      return qv_error_set(err, QV_ETYPE, "%s %d: chunk %" PRId64 " has type %s, expected %s",
-                          what, index, i, got, want);
+      return qv_error_set(err, QV_ETYPE, "%s %d: chunk %" PRId64 " has type %s, expected %s", what,
+                          index, i, got, want);
     }
     if (a->length < 0 || qv_add_overflow(len, a->length, &len))
       return qv_error_set(err, QV_EARG, "%s %d: chunk lengths overflow", what, index);

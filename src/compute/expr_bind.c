@@ -36,27 +36,36 @@ const char *qvx_kind_name(qvx_kind k, bool is_binary) {
   return "?";
 }
 
-static bool is_numeric(qvx_kind k) {
-  return k == QVX_K_I64 || k == QVX_K_U64 || k == QVX_K_F64;
-}
+static bool is_numeric(qvx_kind k) { return k == QVX_K_I64 || k == QVX_K_U64 || k == QVX_K_F64; }
 
 /* Evaluation kind of a column type. */
 static qvx_kind kind_of_type(const qv_type *t, bool *is_binary) {
   *is_binary = false;
   switch (t->id) {
     case QV_BOOL: return QVX_K_BOOL;
-    case QV_INT8: case QV_INT16: case QV_INT32: case QV_INT64:
-    case QV_UINT8: case QV_UINT16: case QV_UINT32:
-      return QVX_K_I64;
+    case QV_INT8:
+    case QV_INT16:
+    case QV_INT32:
+    case QV_INT64:
+    case QV_UINT8:
+    case QV_UINT16:
+    case QV_UINT32: return QVX_K_I64;
     case QV_UINT64: return QVX_K_U64;
-    case QV_HALF_FLOAT: case QV_FLOAT: case QV_DOUBLE: return QVX_K_F64;
-    case QV_STRING: case QV_LARGE_STRING: case QV_STRING_VIEW: return QVX_K_STR;
-    case QV_BINARY: case QV_LARGE_BINARY: case QV_BINARY_VIEW:
-      *is_binary = true;
-      return QVX_K_STR;
-    case QV_LIST: case QV_LARGE_LIST: case QV_LIST_VIEW: case QV_LARGE_LIST_VIEW:
-    case QV_FIXED_SIZE_LIST: case QV_MAP:
-      return QVX_K_LIST;
+    case QV_HALF_FLOAT:
+    case QV_FLOAT:
+    case QV_DOUBLE: return QVX_K_F64;
+    case QV_STRING:
+    case QV_LARGE_STRING:
+    case QV_STRING_VIEW: return QVX_K_STR;
+    case QV_BINARY:
+    case QV_LARGE_BINARY:
+    case QV_BINARY_VIEW: *is_binary = true; return QVX_K_STR;
+    case QV_LIST:
+    case QV_LARGE_LIST:
+    case QV_LIST_VIEW:
+    case QV_LARGE_LIST_VIEW:
+    case QV_FIXED_SIZE_LIST:
+    case QV_MAP: return QVX_K_LIST;
     case QV_DICTIONARY: {
       if (!t->value_type || !t->index_type || !qv_type_id_is_integer(t->index_type->id) ||
           t->value_type->id == QV_DICTIONARY)
@@ -231,7 +240,8 @@ static qv_status bind_column(binder *bd, const qvx_node *x, qvx_bnode **out) {
   qv_bound_expr *b = bd->b;
   int32_t id = -1;
   for (int32_t c = 0; c < b->n_cols && id < 0; c++)
-    if (b->cols[c].depth == depth && memcmp(b->cols[c].path, path, sizeof(int32_t) * (size_t)depth) == 0)
+    if (b->cols[c].depth == depth &&
+        memcmp(b->cols[c].path, path, sizeof(int32_t) * (size_t)depth) == 0)
       id = c;
   if (id < 0) {
     qvx_col *cols = realloc(b->cols, sizeof *cols * (size_t)(b->n_cols + 1));
@@ -260,9 +270,7 @@ static qv_status bind_column(binder *bd, const qvx_node *x, qvx_bnode **out) {
 
 static qv_status bind_node(binder *bd, const qvx_node *x, qvx_bnode **out);
 
-static bool is_null_lit(const qvx_bnode *n) {
-  return n->kind == QVX_B_LIT && n->out == QVX_K_NULL;
-}
+static bool is_null_lit(const qvx_bnode *n) { return n->kind == QVX_B_LIT && n->out == QVX_K_NULL; }
 
 /* Give an untyped null literal the kind its context needs. */
 static void type_null(qvx_bnode *n, qvx_kind k) {
@@ -275,8 +283,7 @@ static qv_status need_value(binder *bd, const qvx_node *x, const qvx_bnode *n) {
   char d[200];
   describe(bd, x, n, d, sizeof d);
   if (n->out == QVX_K_LIST)
-    return bind_err(bd, QV_ETYPE, x->start,
-                    "%s can only be used in len() or with 'is null'", d);
+    return bind_err(bd, QV_ETYPE, x->start, "%s can only be used in len() or with 'is null'", d);
   return bind_err(bd, QV_ETYPE, x->start,
                   "%s can only be used with 'is null' (expressions compute with bool, integer, "
                   "floating-point, string and binary columns, dictionaries of those, and lists "
@@ -369,8 +376,7 @@ static qv_status bind_unary_num(binder *bd, const qvx_node *x, qvx_bnode *n) {
   if (!is_numeric(n->a->out)) {
     char d[200];
     describe(bd, x->args[0], n->a, d, sizeof d);
-    if (n->kind == QVX_B_NEG)
-      return bind_err(bd, QV_ETYPE, n->op_pos, "cannot negate %s", d);
+    if (n->kind == QVX_B_NEG) return bind_err(bd, QV_ETYPE, n->op_pos, "cannot negate %s", d);
     return bind_err(bd, QV_ETYPE, n->op_pos, "abs() needs a number, found %s", d);
   }
   n->out = n->a->out == QVX_K_F64 ? QVX_K_F64 : QVX_K_I64;
@@ -419,12 +425,12 @@ static qv_status bind_in(binder *bd, const qvx_node *x, qvx_bnode *n) {
   bool any_float = lk == QVX_K_F64;
   for (int32_t k = 1; k < x->n_args; k++) {
     const qvx_lit *l = &x->args[k]->lit;
-    qvx_kind ik = l->kind == QVX_LIT_NULL ? QVX_K_NULL
-                  : l->kind == QVX_LIT_BOOL ? QVX_K_BOOL
-                  : l->kind == QVX_LIT_INT ? QVX_K_I64
-                  : l->kind == QVX_LIT_UINT ? QVX_K_U64
+    qvx_kind ik = l->kind == QVX_LIT_NULL    ? QVX_K_NULL
+                  : l->kind == QVX_LIT_BOOL  ? QVX_K_BOOL
+                  : l->kind == QVX_LIT_INT   ? QVX_K_I64
+                  : l->kind == QVX_LIT_UINT  ? QVX_K_U64
                   : l->kind == QVX_LIT_FLOAT ? QVX_K_F64
-                  : QVX_K_STR;
+                                             : QVX_K_STR;
     if (ik == QVX_K_NULL) {
       n->in_has_null = true;
       continue;
@@ -433,8 +439,9 @@ static qv_status bind_in(binder *bd, const qvx_node *x, qvx_bnode *n) {
       char d[200];
       describe(bd, x->args[0], lhs, d, sizeof d);
       int len = (int)(x->args[k]->end - x->args[k]->start);
-      return bind_err(bd, QV_ETYPE, x->args[k]->start, "cannot compare %s with %.*s (%s) in the 'in' list",
-                      d, len > 40 ? 40 : len, bd->b->text + x->args[k]->start, qvx_kind_name(ik, false));
+      return bind_err(bd, QV_ETYPE, x->args[k]->start,
+                      "cannot compare %s with %.*s (%s) in the 'in' list", d, len > 40 ? 40 : len,
+                      bd->b->text + x->args[k]->start, qvx_kind_name(ik, false));
     }
     if (ik == QVX_K_F64) any_float = true;
   }
@@ -550,8 +557,9 @@ static qv_status bind_call(binder *bd, const qvx_node *x, qvx_bnode *n) {
     if (c->out != QVX_K_STR) {
       char d[200];
       describe(bd, x->args[k], c, d, sizeof d);
-      return bind_err(bd, QV_ETYPE, x->args[k]->start, "%s() needs a string or binary %s argument, found %s",
-                      fname, k ? "second" : "first", d);
+      return bind_err(bd, QV_ETYPE, x->args[k]->start,
+                      "%s() needs a string or binary %s argument, found %s", fname,
+                      k ? "second" : "first", d);
     }
   }
   n->out = QVX_K_BOOL;
@@ -572,9 +580,9 @@ static bool utf8_valid(const uint8_t *s, int64_t n) {
     if (len == 0 || c > 0xF4 || i + len > n) return false;
     for (int k = 1; k < len; k++)
       if ((s[i + k] & 0xC0) != 0x80) return false;
-    if (c == 0xE0 && s[i + 1] < 0xA0) return false; /* overlong */
+    if (c == 0xE0 && s[i + 1] < 0xA0) return false;  /* overlong */
     if (c == 0xED && s[i + 1] >= 0xA0) return false; /* surrogate */
-    if (c == 0xF0 && s[i + 1] < 0x90) return false; /* overlong */
+    if (c == 0xF0 && s[i + 1] < 0x90) return false;  /* overlong */
     if (c == 0xF4 && s[i + 1] >= 0x90) return false; /* > U+10FFFF */
     i += len;
   }
@@ -617,9 +625,9 @@ static qv_status bind_node(binder *bd, const qvx_node *x, qvx_bnode **out) {
   if (x->kind == QVX_N_LITERAL) return bind_literal(bd, x, out);
   if (x->kind == QVX_N_COLUMN) return bind_column(bd, x, out);
   static const qvx_bkind kinds[] = {
-      [QVX_N_NOT] = QVX_B_NOT,   [QVX_N_NEG] = QVX_B_NEG,         [QVX_N_AND] = QVX_B_AND,
-      [QVX_N_OR] = QVX_B_OR,     [QVX_N_CMP] = QVX_B_CMP,         [QVX_N_ARITH] = QVX_B_ARITH,
-      [QVX_N_IS_NULL] = QVX_B_IS_NULL, [QVX_N_IN] = QVX_B_IN, [QVX_N_CALL] = QVX_B_STRFN};
+      [QVX_N_NOT] = QVX_B_NOT,         [QVX_N_NEG] = QVX_B_NEG, [QVX_N_AND] = QVX_B_AND,
+      [QVX_N_OR] = QVX_B_OR,           [QVX_N_CMP] = QVX_B_CMP, [QVX_N_ARITH] = QVX_B_ARITH,
+      [QVX_N_IS_NULL] = QVX_B_IS_NULL, [QVX_N_IN] = QVX_B_IN,   [QVX_N_CALL] = QVX_B_STRFN};
   qvx_bnode *n = new_bnode(bd, kinds[x->kind], x);
   if (!n) return oom(bd);
   n->op = x->op;
@@ -650,8 +658,11 @@ static qv_status bind_node(binder *bd, const qvx_node *x, qvx_bnode **out) {
  * (null indices map to null). */
 static bool strict(const qvx_bnode *n) {
   switch (n->kind) {
-    case QVX_B_AND: case QVX_B_OR: case QVX_B_IS_NULL: return false;
-    case QVX_B_LIT: case QVX_B_COL: return true;
+    case QVX_B_AND:
+    case QVX_B_OR:
+    case QVX_B_IS_NULL: return false;
+    case QVX_B_LIT:
+    case QVX_B_COL: return true;
     default: return (!n->a || strict(n->a)) && (!n->b || strict(n->b));
   }
 }
@@ -768,10 +779,8 @@ qv_status qv_predicate_compile(const char *text, const qv_schema *schema, qv_bou
   if (st != QV_OK) return st;
   if (b->root->out != QVX_K_BOOL) {
     char ty[96];
-    if (b->root->kind == QVX_B_COL)
-      qv_type_to_string(b->cols[b->root->col].type, ty, sizeof ty);
-    else
-      snprintf(ty, sizeof ty, "%s", qvx_kind_name(b->root->out, b->root->is_binary));
+    if (b->root->kind == QVX_B_COL) qv_type_to_string(b->cols[b->root->col].type, ty, sizeof ty);
+    else snprintf(ty, sizeof ty, "%s", qvx_kind_name(b->root->out, b->root->is_binary));
     st = qvx_error_at(err, QV_ETYPE, b->text, b->len, b->root->start,
                       "a filter needs a boolean expression, found %s", ty);
     qv_bound_expr_free(b);

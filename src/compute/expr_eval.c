@@ -31,7 +31,6 @@
 #include "core/guard_internal.h"
 #include "core/numeric_internal.h"
 
-
 /* A column resolved in the current batch. */
 typedef struct colref {
   const qv_array *leaf; /* the column's array */
@@ -43,9 +42,9 @@ typedef struct colref {
 
 typedef struct ctx {
   qv_bound_expr *b;
-  int64_t n;               /* rows being computed */
+  int64_t n; /* rows being computed */
   colref *cols;
-  const qv_array *dict;    /* inside a DICT node: the dictionary array */
+  const qv_array *dict; /* inside a DICT node: the dictionary array */
   qv_error *err;
 } ctx;
 
@@ -72,8 +71,8 @@ static void *grow(ctx *c, qvx_scratch *s, int64_t bytes) {
   return s->p;
 }
 
-#define GROW(var, type, scratch, bytes)                                         \
-  type var = grow(c, (scratch), (bytes));                                       \
+#define GROW(var, type, scratch, bytes)                                                            \
+  type var = grow(c, (scratch), (bytes));                                                          \
   if (!var) return QV_ENOMEM
 
 /* dst[0, n) = src[off, off + n); src holds at least ceil((off+n)/8) bytes. */
@@ -102,9 +101,7 @@ static bool bits_any(const uint8_t *bits, int64_t n) {
   return false;
 }
 
-static inline bool vbit(const uint8_t *valid, int64_t i) {
-  return !valid || qv_bit_get(valid, i);
-}
+static inline bool vbit(const uint8_t *valid, int64_t i) { return !valid || qv_bit_get(valid, i); }
 
 /* out = a & b for bitmaps that may be NULL (all ones). Returns the result
  * bitmap (one of the inputs when the other is NULL). */
@@ -136,8 +133,7 @@ static qv_status eval_err(ctx *c, const qvx_bnode *n, qv_status st, int64_t row,
   va_end(ap);
   int len = (int)(n->end - n->start);
   const char *t = c->b->text + n->start;
-  if (len > 60)
-    return qv_error_set(c->err, st, "%s in '%.57s...' at row %" PRId64, msg, t, row);
+  if (len > 60) return qv_error_set(c->err, st, "%s in '%.57s...' at row %" PRId64, msg, t, row);
   return qv_error_set(c->err, st, "%s in '%.*s' at row %" PRId64, msg, len, t, row);
 }
 
@@ -218,8 +214,7 @@ static int bytes_cmp(const uint8_t *a, int64_t an, const uint8_t *b, int64_t bn)
 /* Columns                                                                   */
 
 static bool has_validity_slot(qv_type_id id) {
-  return id != QV_NA && id != QV_SPARSE_UNION && id != QV_DENSE_UNION &&
-         id != QV_RUN_END_ENCODED;
+  return id != QV_NA && id != QV_SPARSE_UNION && id != QV_DENSE_UNION && id != QV_RUN_END_ENCODED;
 }
 
 /* Resolve every bound column in the batch and check its type. */
@@ -276,7 +271,8 @@ static qv_status load_validity(ctx *c, int32_t col, const colref *r, qvx_scratch
     *out = v;
     return QV_OK;
   }
-  const qv_buffer *own = (has_validity_slot(a->type->id) && a->n_buffers > 0) ? a->buffers[0] : NULL;
+  const qv_buffer *own =
+      (has_validity_slot(a->type->id) && a->n_buffers > 0) ? a->buffers[0] : NULL;
   if (own && own->size < (r->base + n + 7) / 8)
     return col_err(c, col, QV_EINVAL, "validity bitmap has %" PRId64 " bytes, needs %" PRId64,
                    own->size, (r->base + n + 7) / 8);
@@ -306,18 +302,19 @@ static qv_status load_numbers(ctx *c, int32_t col, const qv_array *a, int64_t ba
                               void *out) {
   int32_t w = qv_type_byte_width(a->type);
   if (a->n_buffers < 2 || !a->buffers[1] || a->buffers[1]->size < (base + n) * (int64_t)w)
-    return col_err(c, col, QV_EINVAL, "values buffer is too short for %" PRId64 " values", base + n);
+    return col_err(c, col, QV_EINVAL, "values buffer is too short for %" PRId64 " values",
+                   base + n);
   const uint8_t *p = a->buffers[1]->data + base * w;
   int64_t *oi = out;
   double *of = out;
   switch (a->type->id) {
-#define LOAD(ID, T, DST, CAST)                                                  \
-  case ID:                                                                      \
-    for (int64_t i = 0; i < n; i++) {                                           \
-      T x;                                                                      \
-      memcpy(&x, p + sizeof(T) * (size_t)i, sizeof(T));                         \
-      DST[i] = (CAST)x;                                                         \
-    }                                                                           \
+#define LOAD(ID, T, DST, CAST)                                                                     \
+  case ID:                                                                                         \
+    for (int64_t i = 0; i < n; i++) {                                                              \
+      T x;                                                                                         \
+      memcpy(&x, p + sizeof(T) * (size_t)i, sizeof(T));                                            \
+      DST[i] = (CAST)x;                                                                            \
+    }                                                                                              \
     break;
     LOAD(QV_INT8, int8_t, oi, int64_t)
     LOAD(QV_INT16, int16_t, oi, int64_t)
@@ -388,12 +385,14 @@ static qv_status load_indices(ctx *c, int32_t col, const qv_array *a, int64_t ba
     }
     if ((uint64_t)idx[i] >= (uint64_t)d)
       return col_err(c, col, QV_EINVAL,
-                     "row %" PRId64 ": dictionary index %" PRId64 " is out of range (the "
+                     "row %" PRId64 ": dictionary index %" PRId64
+                     " is out of range (the "
                      "dictionary has %" PRId64 " values)",
                      i, idx[i], d);
   }
   /* Null dictionary values make their rows null. */
-  const qv_buffer *dv = has_validity_slot(dict->type->id) && dict->n_buffers > 0 ? dict->buffers[0] : NULL;
+  const qv_buffer *dv =
+      has_validity_slot(dict->type->id) && dict->n_buffers > 0 ? dict->buffers[0] : NULL;
   if (dict->type->id == QV_NA) dv = NULL;
   if (dv && dv->size < (dict->offset + d + 7) / 8)
     return col_err(c, col, QV_EINVAL, "dictionary validity bitmap is too short");
@@ -405,7 +404,8 @@ static qv_status load_indices(ctx *c, int32_t col, const qv_array *a, int64_t ba
       v = nv;
     }
     for (int64_t i = 0; i < rows; i++)
-      if (dict->type->id == QV_NA || !qv_bit_get(dv->data, dict->offset + idx[i])) qv_bit_clear(v, i);
+      if (dict->type->id == QV_NA || !qv_bit_get(dv->data, dict->offset + idx[i]))
+        qv_bit_clear(v, i);
     valid = v;
   }
   *valid_out = valid;
@@ -440,8 +440,7 @@ static qv_status eval_col(ctx *c, qvx_bnode *n, qvx_vec *out) {
   }
   out->valid = valid;
   switch (n->out) {
-    case QVX_K_ANY:
-      return QV_OK;
+    case QVX_K_ANY: return QV_OK;
     case QVX_K_LIST:
       out->list = a;
       out->list_base = base;
@@ -658,36 +657,36 @@ static qv_status eval_logic(ctx *c, qvx_bnode *n, const uint8_t *care, qvx_vec *
 }
 
 /* Pack `cond(i)` for i in [0, rows) into bits, eight rows per byte. */
-#define PACK_BITS(bits, rows, COND)                                             \
-  do {                                                                          \
-    int64_t full_ = (rows) / 8;                                                 \
-    for (int64_t k_ = 0; k_ < full_; k_++) {                                    \
-      uint8_t byte_ = 0;                                                        \
-      for (int j_ = 0; j_ < 8; j_++) {                                          \
-        int64_t i = k_ * 8 + j_;                                                \
-        byte_ |= (uint8_t)((COND) ? 1u << j_ : 0u);                             \
-      }                                                                         \
-      (bits)[k_] = byte_;                                                       \
-    }                                                                           \
-    if ((rows) & 7) {                                                           \
-      uint8_t byte_ = 0;                                                        \
-      for (int j_ = 0; j_ < (int)((rows) & 7); j_++) {                          \
-        int64_t i = full_ * 8 + j_;                                             \
-        byte_ |= (uint8_t)((COND) ? 1u << j_ : 0u);                             \
-      }                                                                         \
-      (bits)[full_] = byte_;                                                    \
-    }                                                                           \
+#define PACK_BITS(bits, rows, COND)                                                                \
+  do {                                                                                             \
+    int64_t full_ = (rows) / 8;                                                                    \
+    for (int64_t k_ = 0; k_ < full_; k_++) {                                                       \
+      uint8_t byte_ = 0;                                                                           \
+      for (int j_ = 0; j_ < 8; j_++) {                                                             \
+        int64_t i = k_ * 8 + j_;                                                                   \
+        byte_ |= (uint8_t)((COND) ? 1u << j_ : 0u);                                                \
+      }                                                                                            \
+      (bits)[k_] = byte_;                                                                          \
+    }                                                                                              \
+    if ((rows)&7) {                                                                                \
+      uint8_t byte_ = 0;                                                                           \
+      for (int j_ = 0; j_ < (int)((rows)&7); j_++) {                                               \
+        int64_t i = full_ * 8 + j_;                                                                \
+        byte_ |= (uint8_t)((COND) ? 1u << j_ : 0u);                                                \
+      }                                                                                            \
+      (bits)[full_] = byte_;                                                                       \
+    }                                                                                              \
   } while (0)
 
 /* Expand one comparison loop per operator. */
-#define CMP_OPS(bits, rows, X, Y)                                               \
-  switch (op) {                                                                 \
-    case QVX_EQ: PACK_BITS(bits, rows, (X) == (Y)); break;                      \
-    case QVX_NE: PACK_BITS(bits, rows, (X) != (Y)); break;                      \
-    case QVX_LT: PACK_BITS(bits, rows, (X) < (Y)); break;                       \
-    case QVX_LE: PACK_BITS(bits, rows, (X) <= (Y)); break;                      \
-    case QVX_GT: PACK_BITS(bits, rows, (X) > (Y)); break;                       \
-    default: PACK_BITS(bits, rows, (X) >= (Y)); break;                          \
+#define CMP_OPS(bits, rows, X, Y)                                                                  \
+  switch (op) {                                                                                    \
+    case QVX_EQ: PACK_BITS(bits, rows, (X) == (Y)); break;                                         \
+    case QVX_NE: PACK_BITS(bits, rows, (X) != (Y)); break;                                         \
+    case QVX_LT: PACK_BITS(bits, rows, (X) < (Y)); break;                                          \
+    case QVX_LE: PACK_BITS(bits, rows, (X) <= (Y)); break;                                         \
+    case QVX_GT: PACK_BITS(bits, rows, (X) > (Y)); break;                                          \
+    default: PACK_BITS(bits, rows, (X) >= (Y)); break;                                             \
   }
 
 /* Three-way comparison of int64 with uint64. */
@@ -735,7 +734,7 @@ static qv_status eval_cmp(ctx *c, qvx_bnode *n, const uint8_t *care, qvx_vec *ou
     for (int64_t k = 0; k < bm_bytes(rows); k++) {
       uint8_t p = x[k], q = y[k], r;
       switch (op) {
-        case QVX_EQ: r = (uint8_t)~(p ^ q); break;
+        case QVX_EQ: r = (uint8_t) ~(p ^ q); break;
         case QVX_NE: r = p ^ q; break;
         case QVX_LT: r = (uint8_t)(~p & q); break;
         case QVX_LE: r = (uint8_t)(~p | q); break;
@@ -780,14 +779,14 @@ static inline double fmod_py(double x, double y) {
 }
 
 /* First row where `bad(i)` holds on a valid, cared-for row, or -1. */
-#define FIRST_BAD(rows, valid, care, BAD, result)                               \
-  do {                                                                          \
-    (result) = -1;                                                              \
-    for (int64_t i = 0; i < (rows); i++)                                        \
-      if ((BAD) && vbit((valid), i) && vbit((care), i)) {                       \
-        (result) = i;                                                           \
-        break;                                                                  \
-      }                                                                         \
+#define FIRST_BAD(rows, valid, care, BAD, result)                                                  \
+  do {                                                                                             \
+    (result) = -1;                                                                                 \
+    for (int64_t i = 0; i < (rows); i++)                                                           \
+      if ((BAD) && vbit((valid), i) && vbit((care), i)) {                                          \
+        (result) = i;                                                                              \
+        break;                                                                                     \
+      }                                                                                            \
   } while (0)
 
 static qv_status eval_arith(ctx *c, qvx_bnode *n, const uint8_t *care, qvx_vec *out) {
@@ -807,11 +806,21 @@ static qv_status eval_arith(ctx *c, qvx_bnode *n, const uint8_t *care, qvx_vec *
     QV_RETURN_NOT_OK(as_f64(c, &b, &n->s_aux2, &y));
     GROW(r, double *, &n->s_values, 8 * rows);
     switch (n->op) {
-      case QVX_ADD: for (int64_t i = 0; i < rows; i++) r[i] = x[i] + y[i]; break;
-      case QVX_SUB: for (int64_t i = 0; i < rows; i++) r[i] = x[i] - y[i]; break;
-      case QVX_MUL: for (int64_t i = 0; i < rows; i++) r[i] = x[i] * y[i]; break;
-      case QVX_DIV: for (int64_t i = 0; i < rows; i++) r[i] = x[i] / y[i]; break;
-      default: for (int64_t i = 0; i < rows; i++) r[i] = fmod_py(x[i], y[i]); break;
+      case QVX_ADD:
+        for (int64_t i = 0; i < rows; i++) r[i] = x[i] + y[i];
+        break;
+      case QVX_SUB:
+        for (int64_t i = 0; i < rows; i++) r[i] = x[i] - y[i];
+        break;
+      case QVX_MUL:
+        for (int64_t i = 0; i < rows; i++) r[i] = x[i] * y[i];
+        break;
+      case QVX_DIV:
+        for (int64_t i = 0; i < rows; i++) r[i] = x[i] / y[i];
+        break;
+      default:
+        for (int64_t i = 0; i < rows; i++) r[i] = fmod_py(x[i], y[i]);
+        break;
     }
     out->values = r;
     return QV_OK;
@@ -854,8 +863,12 @@ static qv_status eval_arith(ctx *c, qvx_bnode *n, const uint8_t *care, qvx_vec *
   if (ovf) {
     int64_t tmp;
     switch (n->op) {
-      case QVX_ADD: FIRST_BAD(rows, valid, care, __builtin_add_overflow(x[i], y[i], &tmp), bad); break;
-      case QVX_SUB: FIRST_BAD(rows, valid, care, __builtin_sub_overflow(x[i], y[i], &tmp), bad); break;
+      case QVX_ADD:
+        FIRST_BAD(rows, valid, care, __builtin_add_overflow(x[i], y[i], &tmp), bad);
+        break;
+      case QVX_SUB:
+        FIRST_BAD(rows, valid, care, __builtin_sub_overflow(x[i], y[i], &tmp), bad);
+        break;
       default: FIRST_BAD(rows, valid, care, __builtin_mul_overflow(x[i], y[i], &tmp), bad); break;
     }
     if (bad >= 0)
@@ -880,8 +893,10 @@ static qv_status eval_unary_num(ctx *c, qvx_bnode *n, const uint8_t *care, qvx_v
   if (n->out == QVX_K_F64) {
     const double *x = a.values;
     GROW(r, double *, &n->s_values, 8 * rows);
-    if (neg) for (int64_t i = 0; i < rows; i++) r[i] = -x[i];
-    else for (int64_t i = 0; i < rows; i++) r[i] = fabs(x[i]);
+    if (neg)
+      for (int64_t i = 0; i < rows; i++) r[i] = -x[i];
+    else
+      for (int64_t i = 0; i < rows; i++) r[i] = fabs(x[i]);
     out->values = r;
     return QV_OK;
   }
@@ -912,22 +927,23 @@ static qv_status eval_is_null(ctx *c, qvx_bnode *n, const uint8_t *care, qvx_vec
   GROW(bits, uint8_t *, &n->s_values, bm_bytes(rows));
   if (!a.valid) memset(bits, n->negated ? 0xff : 0, (size_t)bm_bytes(rows));
   else if (n->negated) memcpy(bits, a.valid, (size_t)bm_bytes(rows));
-  else for (int64_t k = 0; k < bm_bytes(rows); k++) bits[k] = (uint8_t)~a.valid[k];
+  else
+    for (int64_t k = 0; k < bm_bytes(rows); k++) bits[k] = (uint8_t)~a.valid[k];
   bool_result(out, rows, NULL, bits);
   return QV_OK;
 }
 
 /* Binary search helpers for `in`. */
-#define BSEARCH(arr, cnt, key, found)                                           \
-  do {                                                                          \
-    int64_t lo_ = 0, hi_ = (cnt);                                               \
-    (found) = false;                                                            \
-    while (lo_ < hi_) {                                                         \
-      int64_t mid_ = lo_ + (hi_ - lo_) / 2;                                     \
-      if ((arr)[mid_] < (key)) lo_ = mid_ + 1;                                  \
-      else hi_ = mid_;                                                          \
-    }                                                                           \
-    (found) = lo_ < (cnt) && (arr)[lo_] == (key);                               \
+#define BSEARCH(arr, cnt, key, found)                                                              \
+  do {                                                                                             \
+    int64_t lo_ = 0, hi_ = (cnt);                                                                  \
+    (found) = false;                                                                               \
+    while (lo_ < hi_) {                                                                            \
+      int64_t mid_ = lo_ + (hi_ - lo_) / 2;                                                        \
+      if ((arr)[mid_] < (key)) lo_ = mid_ + 1;                                                     \
+      else hi_ = mid_;                                                                             \
+    }                                                                                              \
+    (found) = lo_ < (cnt) && (arr)[lo_] == (key);                                                  \
   } while (0)
 
 static bool str_in_set(const qvx_bnode *n, const uint8_t *p, int64_t len) {
@@ -996,7 +1012,8 @@ static qv_status eval_in(ctx *c, qvx_bnode *n, const uint8_t *care, qvx_vec *out
   const uint8_t *valid = a.valid;
   if (n->in_has_null) {
     GROW(v, uint8_t *, &n->s_valid, bm_bytes(rows));
-    for (int64_t k = 0; k < bm_bytes(rows); k++) v[k] = (uint8_t)((a.valid ? a.valid[k] : 0xff) & found[k]);
+    for (int64_t k = 0; k < bm_bytes(rows); k++)
+      v[k] = (uint8_t)((a.valid ? a.valid[k] : 0xff) & found[k]);
     valid = v;
   }
   if (n->negated)
@@ -1134,7 +1151,8 @@ static qv_status eval_dict(ctx *c, qvx_bnode *n, qvx_vec *out) {
     }
     if ((uint64_t)idx[i] >= (uint64_t)d)
       return col_err(c, n->col, QV_EINVAL,
-                     "row %" PRId64 ": dictionary index %" PRId64 " is out of range (the "
+                     "row %" PRId64 ": dictionary index %" PRId64
+                     " is out of range (the "
                      "dictionary has %" PRId64 " values)",
                      i, idx[i], d);
   }
@@ -1165,7 +1183,8 @@ static qv_status eval_dict(ctx *c, qvx_bnode *n, qvx_vec *out) {
     GROW(vals, uint64_t *, &n->s_values, 8 * rows);
     const uint64_t *src = res->values;
     if (d == 0) memset(vals, 0, (size_t)(8 * rows));
-    else for (int64_t i = 0; i < rows; i++) vals[i] = src[idx[i]];
+    else
+      for (int64_t i = 0; i < rows; i++) vals[i] = src[idx[i]];
     out->values = vals;
   }
   return QV_OK;
@@ -1195,11 +1214,12 @@ static qv_status eval(ctx *c, qvx_bnode *n, const uint8_t *care, qvx_vec *out) {
 /* Entry points                                                              */
 
 static qv_status run(qv_bound_expr *b, const qv_array *batch, qvx_vec *out, qv_error *err) {
-  if (!b || !batch) return qv_error_set(err, QV_EARG, "expression evaluation needs a bound expression and a batch");
-  if (batch->length < 0)
-    return qv_error_set(err, QV_EINVAL, "batch has a negative length");
+  if (!b || !batch)
+    return qv_error_set(err, QV_EARG, "expression evaluation needs a bound expression and a batch");
+  if (batch->length < 0) return qv_error_set(err, QV_EINVAL, "batch has a negative length");
   if (batch->type->id != QV_STRUCT)
-    return qv_error_set(err, QV_ETYPE, "expression evaluation needs a record batch (a struct array)");
+    return qv_error_set(err, QV_ETYPE,
+                        "expression evaluation needs a record batch (a struct array)");
   colref stack_cols[8];
   colref *cols = b->n_cols <= 8 ? stack_cols : malloc(sizeof *cols * (size_t)b->n_cols);
   if (!cols) return qv_error_set(err, QV_ENOMEM, "out of memory evaluating an expression");
@@ -1216,8 +1236,7 @@ static qv_status new_buffer_copy(const void *src, int64_t n, qv_buffer **out, qv
   return QV_OK;
 }
 
-static qv_status eval_impl(qv_bound_expr *b, const qv_array *batch, qv_array **out,
-                           qv_error *err) {
+static qv_status eval_impl(qv_bound_expr *b, const qv_array *batch, qv_array **out, qv_error *err) {
   *out = NULL;
   qvx_vec v;
   QV_RETURN_NOT_OK(run(b, batch, &v, err));
@@ -1238,9 +1257,7 @@ static qv_status eval_impl(qv_bound_expr *b, const qv_array *batch, qv_array **o
   if (v.valid) st = new_buffer_copy(v.valid, (rows + 7) / 8, &a->buffers[0], err);
   if (st == QV_OK) {
     switch (v.kind) {
-      case QVX_K_BOOL:
-        st = new_buffer_copy(v.values, (rows + 7) / 8, &a->buffers[1], err);
-        break;
+      case QVX_K_BOOL: st = new_buffer_copy(v.values, (rows + 7) / 8, &a->buffers[1], err); break;
       case QVX_K_STR: {
         /* Copy the strings out (int32 offsets; refuse more than 2 GiB). */
         int64_t total = 0;
@@ -1249,8 +1266,11 @@ static qv_status eval_impl(qv_bound_expr *b, const qv_array *batch, qv_array **o
           int64_t len;
           if (!vbit(v.valid, i)) continue;
           if (!str_at(&v.str, i, &p, &len)) {
-            st = qv_error_set(err, QV_EINVAL, "row %" PRId64 ": string offsets or views point "
-                              "outside their buffers (malformed array)", i);
+            st = qv_error_set(err, QV_EINVAL,
+                              "row %" PRId64
+                              ": string offsets or views point "
+                              "outside their buffers (malformed array)",
+                              i);
             break;
           }
           total += len;
@@ -1272,9 +1292,7 @@ static qv_status eval_impl(qv_bound_expr *b, const qv_array *batch, qv_array **o
         memcpy(a->buffers[1]->data + 4 * rows, &pos, 4);
         break;
       }
-      default:
-        st = new_buffer_copy(v.values, 8 * rows, &a->buffers[1], err);
-        break;
+      default: st = new_buffer_copy(v.values, 8 * rows, &a->buffers[1], err); break;
     }
   }
   if (st != QV_OK) {

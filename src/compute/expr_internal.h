@@ -72,8 +72,8 @@ typedef enum qvx_fn {
 
 typedef struct qvx_node {
   qvx_node_kind kind;
-  int op;       /* qvx_op or qvx_fn */
-  bool negated; /* is not null / not in */
+  int op;             /* qvx_op or qvx_fn */
+  bool negated;       /* is not null / not in */
   int32_t start, end; /* byte span of the whole node in the text */
   int32_t op_pos;     /* byte position of the operator / function name */
   int32_t depth;      /* 1 for leaves */
@@ -101,8 +101,8 @@ const char *qvx_fn_name(int fn);
  * text), then ":", the line holding byte `pos` and a caret under it.
  * Returns st.
  */
-qv_status qvx_error_at(qv_error *err, qv_status st, const char *text, int64_t len,
-                       int64_t pos, const char *fmt, ...) QV_PRINTF(6, 7);
+qv_status qvx_error_at(qv_error *err, qv_status st, const char *text, int64_t len, int64_t pos,
+                       const char *fmt, ...) QV_PRINTF(6, 7);
 
 /** Append the canonical rendering of one node (see qv_expr_to_string). */
 qv_status qvx_render(const qvx_node *n, qv_strbuf *out, qv_error *err);
@@ -149,10 +149,10 @@ typedef enum qvx_str_mode {
 
 typedef struct qvx_str {
   qvx_str_mode mode;
-  const uint8_t *offsets; /* OFF32/OFF64: offsets buffer; VIEW: views */
-  int64_t base;           /* physical slot of logical element 0 */
-  const uint8_t *data;    /* OFF32/OFF64: data; SCALAR: the bytes */
-  int64_t data_size;      /* OFF32/OFF64: data size; SCALAR: length */
+  const uint8_t *offsets;  /* OFF32/OFF64: offsets buffer; VIEW: views */
+  int64_t base;            /* physical slot of logical element 0 */
+  const uint8_t *data;     /* OFF32/OFF64: data; SCALAR: the bytes */
+  int64_t data_size;       /* OFF32/OFF64: data size; SCALAR: length */
   qv_buffer *const *vbufs; /* VIEW: variadic buffers */
   int32_t n_vbufs;
   const int64_t *indirect; /* when set: logical i reads element indirect[i] */
@@ -174,8 +174,8 @@ typedef struct qvx_vec {
 typedef struct qvx_col {
   int32_t depth;
   int32_t path[QVX_MAX_PATH];
-  char *name;     /* dotted display name */
-  qv_type *type;  /* the leaf's type (reference) */
+  char *name;    /* dotted display name */
+  qv_type *type; /* the leaf's type (reference) */
 } qvx_col;
 
 /* A growable scratch area owned by a node and reused across batches. */
@@ -188,14 +188,14 @@ typedef struct qvx_bnode {
   qvx_bkind kind;
   int op;
   bool negated;
-  qvx_kind out;     /* kind of the result */
-  bool is_binary;   /* STR results: binary rather than string */
-  bool can_fail;    /* may raise an error at evaluation */
-  bool in_dict;     /* COL: read the dictionary's values (inside a DICT) */
-  int32_t ref_col;  /* -1 no column, -2 several, else the one column used */
+  qvx_kind out;    /* kind of the result */
+  bool is_binary;  /* STR results: binary rather than string */
+  bool can_fail;   /* may raise an error at evaluation */
+  bool in_dict;    /* COL: read the dictionary's values (inside a DICT) */
+  int32_t ref_col; /* -1 no column, -2 several, else the one column used */
   int32_t start, end, op_pos;
-  int32_t col;      /* COL: index into qv_bound_expr.cols */
-  qvx_lit lit;      /* LIT (string bytes owned by the bound expression) */
+  int32_t col;             /* COL: index into qv_bound_expr.cols */
+  qvx_lit lit;             /* LIT (string bytes owned by the bound expression) */
   struct qvx_bnode *a, *b; /* operands */
   /* IN: the literal set, sorted, in the comparison kind `in_kind` */
   qvx_kind in_kind;

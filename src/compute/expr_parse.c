@@ -74,8 +74,8 @@ static int64_t cols_between(const char *t, int64_t a, int64_t b) {
 /* Bytes of context kept before the caret when a long line is cut. */
 #define EXCERPT_BEFORE 36
 
-qv_status qvx_error_at(qv_error *err, qv_status st, const char *text, int64_t len,
-                       int64_t pos, const char *fmt, ...) {
+qv_status qvx_error_at(qv_error *err, qv_status st, const char *text, int64_t len, int64_t pos,
+                       const char *fmt, ...) {
   if (!err) return st;
   char msg[512];
   va_list ap;
@@ -126,10 +126,8 @@ qv_status qvx_error_at(qv_error *err, qv_status st, const char *text, int64_t le
   excerpt[e] = '\0';
   int64_t caret = (cut_front ? 3 : 0) + cols_between(text, ws, pos);
   char where[64];
-  if (multiline)
-    snprintf(where, sizeof where, "line %" PRId64 ", column %" PRId64, line, col);
-  else
-    snprintf(where, sizeof where, "column %" PRId64, col);
+  if (multiline) snprintf(where, sizeof where, "line %" PRId64 ", column %" PRId64, line, col);
+  else snprintf(where, sizeof where, "column %" PRId64, col);
   char pad[EXCERPT_MAX + 8];
   if (caret > EXCERPT_MAX + 4) caret = EXCERPT_MAX + 4;
   memset(pad, ' ', (size_t)caret);
@@ -188,15 +186,13 @@ static bool ident_char(int c) { return isalnum(c) || c == '_' || c >= 0x80; }
 static const struct {
   const char *word;
   tok_kind kind;
-} KEYWORDS[] = {{"and", T_AND},   {"or", T_OR},     {"not", T_NOT},
-                {"is", T_IS},     {"in", T_IN},     {"null", T_NULL},
-                {"true", T_TRUE}, {"false", T_FALSE}};
+} KEYWORDS[] = {{"and", T_AND}, {"or", T_OR},     {"not", T_NOT},   {"is", T_IS},
+                {"in", T_IN},   {"null", T_NULL}, {"true", T_TRUE}, {"false", T_FALSE}};
 
 static tok_kind keyword_kind(const char *s, int64_t n) {
   for (size_t k = 0; k < sizeof KEYWORDS / sizeof KEYWORDS[0]; k++) {
     size_t wl = strlen(KEYWORDS[k].word);
-    if ((size_t)n == wl && strncasecmp(s, KEYWORDS[k].word, wl) == 0)
-      return KEYWORDS[k].kind;
+    if ((size_t)n == wl && strncasecmp(s, KEYWORDS[k].word, wl) == 0) return KEYWORDS[k].kind;
   }
   return T_IDENT;
 }
@@ -277,11 +273,28 @@ static qv_status lex_string(parser *p, int64_t i, token *tok, int64_t *next) {
       return perr(p, i, "unterminated string literal (no closing %s)", q == '"' ? "\"" : "'");
     char e = t[j + 1];
     switch (e) {
-      case '\\': case '\'': case '"': out[o++] = e; j += 2; break;
-      case 'n': out[o++] = '\n'; j += 2; break;
-      case 't': out[o++] = '\t'; j += 2; break;
-      case 'r': out[o++] = '\r'; j += 2; break;
-      case '0': out[o++] = '\0'; j += 2; break;
+      case '\\':
+      case '\'':
+      case '"':
+        out[o++] = e;
+        j += 2;
+        break;
+      case 'n':
+        out[o++] = '\n';
+        j += 2;
+        break;
+      case 't':
+        out[o++] = '\t';
+        j += 2;
+        break;
+      case 'r':
+        out[o++] = '\r';
+        j += 2;
+        break;
+      case '0':
+        out[o++] = '\0';
+        j += 2;
+        break;
       case 'x': {
         int h1 = j + 2 < p->len ? hexval((uint8_t)t[j + 2]) : -1;
         int h2 = j + 3 < p->len ? hexval((uint8_t)t[j + 3]) : -1;
@@ -307,9 +320,12 @@ static qv_status lex_string(parser *p, int64_t i, token *tok, int64_t *next) {
       }
       default:
         if ((uint8_t)e < 0x20 || (uint8_t)e >= 0x7f)
-          return perr(p, j, "unknown escape in a string literal (known: \\\\ \\' \\\" \\n \\t \\r \\0 \\xHH \\uHHHH)");
+          return perr(p, j,
+                      "unknown escape in a string literal (known: \\\\ \\' \\\" \\n \\t \\r \\0 "
+                      "\\xHH \\uHHHH)");
         return perr(p, j,
-                    "unknown escape '\\%c' in a string literal (known: \\\\ \\' \\\" \\n \\t \\r \\0 \\xHH \\uHHHH)",
+                    "unknown escape '\\%c' in a string literal (known: \\\\ \\' \\\" \\n \\t \\r "
+                    "\\0 \\xHH \\uHHHH)",
                     e);
     }
   }
@@ -443,19 +459,30 @@ static qv_status lex(parser *p) {
         case '*': tok.op = QVX_MUL; break;
         case '/': tok.op = QVX_DIV; break;
         case '%': tok.op = QVX_MOD; break;
-        case '=': tok.op = QVX_EQ; if (c2 == '=') next++; break;
+        case '=':
+          tok.op = QVX_EQ;
+          if (c2 == '=') next++;
+          break;
         case '!':
-          if (c2 == '=') { tok.op = QVX_NE; next++; }
-          else tok.kind = T_NOT;
+          if (c2 == '=') {
+            tok.op = QVX_NE;
+            next++;
+          } else tok.kind = T_NOT;
           break;
         case '<':
-          if (c2 == '=') { tok.op = QVX_LE; next++; }
-          else if (c2 == '>') { tok.op = QVX_NE; next++; }
-          else tok.op = QVX_LT;
+          if (c2 == '=') {
+            tok.op = QVX_LE;
+            next++;
+          } else if (c2 == '>') {
+            tok.op = QVX_NE;
+            next++;
+          } else tok.op = QVX_LT;
           break;
         case '>':
-          if (c2 == '=') { tok.op = QVX_GE; next++; }
-          else tok.op = QVX_GT;
+          if (c2 == '=') {
+            tok.op = QVX_GE;
+            next++;
+          } else tok.op = QVX_GT;
           break;
         case '&':
           if (c2 != '&') return perr(p, i, "unexpected '&' (did you mean '&&' or 'and'?)");
@@ -594,7 +621,8 @@ static qv_status parse_literal(parser *p, qvx_node **out) {
         n->lit.kind = QVX_LIT_INT;
         n->lit.i = t->u == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)t->u;
       } else {
-        return perr(p, start, "integer literal -%" PRIu64 " is out of range (the smallest is %" PRId64 ")",
+        return perr(p, start,
+                    "integer literal -%" PRIu64 " is out of range (the smallest is %" PRId64 ")",
                     t->u, INT64_MIN);
       }
       break;
@@ -608,8 +636,14 @@ static qv_status parse_literal(parser *p, qvx_node **out) {
       n->lit.slen = t->slen;
       break;
     case T_NULL: n->lit.kind = QVX_LIT_NULL; break;
-    case T_TRUE: n->lit.kind = QVX_LIT_BOOL; n->lit.b = true; break;
-    default: n->lit.kind = QVX_LIT_BOOL; n->lit.b = false; break;
+    case T_TRUE:
+      n->lit.kind = QVX_LIT_BOOL;
+      n->lit.b = true;
+      break;
+    default:
+      n->lit.kind = QVX_LIT_BOOL;
+      n->lit.b = false;
+      break;
   }
   *out = n;
   return QV_OK;
@@ -638,7 +672,8 @@ static qv_status parse_call(parser *p, qvx_node **out) {
   while (k < N_FUNCTIONS && strcasecmp(FUNCTIONS[k].name, name->s) != 0) k++;
   if (k == N_FUNCTIONS || name->quoted)
     return perr(p, name->start,
-                "unknown function '%s' (known: abs, contains, ends_with, len, starts_with)", name->s);
+                "unknown function '%s' (known: abs, contains, ends_with, len, starts_with)",
+                name->s);
   const token *open = advance(p);
   qvx_node *args[2] = {NULL, NULL};
   int32_t count = 0; /* arguments seen (extra ones are parsed, then refused) */
@@ -847,7 +882,8 @@ static qv_status parse_pred(parser *p, qvx_node **out) {
       neg = true;
     }
     if (peek(p)->kind != T_NULL)
-      return expected(p, peek(p), neg ? "'null' after 'is not'" : "'null' or 'not null' after 'is'");
+      return expected(p, peek(p),
+                      neg ? "'null' after 'is not'" : "'null' or 'not null' after 'is'");
     const token *nul = advance(p);
     qvx_node *n = new_node(p, QVX_N_IS_NULL, lhs->start, nul->end);
     if (!n) return QV_ENOMEM;
@@ -1018,8 +1054,7 @@ void qv_expr_free(qv_expr *e) {
 /* Canonical rendering                                                       */
 
 const char *qvx_op_name(int op) {
-  static const char *const names[] = {"==", "!=", "<", "<=", ">", ">=",
-                                      "+",  "-",  "*", "/",  "%"};
+  static const char *const names[] = {"==", "!=", "<", "<=", ">", ">=", "+", "-", "*", "/", "%"};
   return op >= 0 && op <= QVX_MOD ? names[op] : "?";
 }
 
@@ -1086,9 +1121,8 @@ qv_status qvx_render(const qvx_node *n, qv_strbuf *out, qv_error *err) {
     case QVX_N_NEG: {
       /* "(-(-5))" rather than "(--5)" for a negative literal operand. */
       const qvx_node *a = n->args[0];
-      bool wrap = a->kind == QVX_N_LITERAL &&
-                  ((a->lit.kind == QVX_LIT_INT && a->lit.i < 0) ||
-                   (a->lit.kind == QVX_LIT_FLOAT && signbit(a->lit.f)));
+      bool wrap = a->kind == QVX_N_LITERAL && ((a->lit.kind == QVX_LIT_INT && a->lit.i < 0) ||
+                                               (a->lit.kind == QVX_LIT_FLOAT && signbit(a->lit.f)));
       PUT(wrap ? "(-(" : "(-");
       QV_RETURN_NOT_OK(qvx_render(a, out, err));
       PUT(wrap ? "))" : ")");

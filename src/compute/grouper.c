@@ -34,8 +34,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/guard_internal.h"
 #include "compute/compute_internal.h"
+#include "core/guard_internal.h"
 #include "quiver/row.h"
 
 #define GROUPER_MINIBATCH 4096
@@ -61,13 +61,13 @@ struct qv_grouper {
   qv_row_table batch;  /* the current minibatch */
   uint64_t *group_hash;
   int64_t n_groups, hash_cap;
-  uint8_t *ctrl;       /* n_blocks * 8 control bytes */
-  uint32_t *slots;     /* n_blocks * 8 group ids */
+  uint8_t *ctrl;   /* n_blocks * 8 control bytes */
+  uint32_t *slots; /* n_blocks * 8 group ids */
   int64_t n_blocks;
-  int shift;           /* 64 - log2(n_blocks) */
-  int64_t *sel;        /* minibatch scratch */
+  int shift;    /* 64 - log2(n_blocks) */
+  int64_t *sel; /* minibatch scratch */
   uint64_t *hashes;
-  int64_t *pending;    /* batch rows of the groups created in this minibatch */
+  int64_t *pending; /* batch rows of the groups created in this minibatch */
 };
 
 /* ------------------------------------------------------------------------ */
@@ -143,11 +143,11 @@ static inline uint64_t load64(const uint8_t *p) {
 /* Null masks of npr bytes (a power of two) are equal. */
 static inline bool same_mask(const uint8_t *a, const uint8_t *b, int64_t npr) {
   switch (npr) {
-  case 1: return a[0] == b[0];
-  case 2: return a[0] == b[0] && a[1] == b[1];
-  case 4: return memcmp(a, b, 4) == 0;
-  case 8: return load64(a) == load64(b);
-  default: return memcmp(a, b, (size_t)npr) == 0;
+    case 1: return a[0] == b[0];
+    case 2: return a[0] == b[0] && a[1] == b[1];
+    case 4: return memcmp(a, b, 4) == 0;
+    case 8: return load64(a) == load64(b);
+    default: return memcmp(a, b, (size_t)npr) == 0;
   }
 }
 
@@ -191,7 +191,6 @@ static inline uint32_t probe(const qv_grouper *g, uint64_t h, int64_t i, int64_t
 /* ------------------------------------------------------------------------ */
 /* Key normalisation                                                         */
 
-
 /* Bytes of view element p (offset applied) with bounds checks. */
 /* Bytes of logical element i of a view array (quiver/array.h's
  * bounds-checked qv_array_view_bytes), or an error naming it. */
@@ -200,8 +199,10 @@ static qv_status view_bytes(const qv_array *a, int64_t i, const uint8_t **out, i
   int32_t n = 0;
   if (!qv_array_view_bytes(a, i, out, &n))
     return qv_error_set(err, QV_EINVAL,
-                        "grouper: view %" PRId64 " has a negative length or points outside "
-                        "its data buffers", a->offset + i);
+                        "grouper: view %" PRId64
+                        " has a negative length or points outside "
+                        "its data buffers",
+                        a->offset + i);
   *len = n;
   return QV_OK;
 }
@@ -214,8 +215,8 @@ static qv_status new_buf(int64_t size, qv_buffer **out, qv_error *err) {
 static qv_status views_to_large(const qv_array *a, qv_type *large_type, qv_array **out,
                                 qv_error *err) {
   int64_t n = a->length, total = 0;
-  if (n > 0 && (a->n_buffers < 2 || !a->buffers[1] ||
-                a->buffers[1]->size < (a->offset + n) * QV_VIEW_SIZE))
+  if (n > 0 &&
+      (a->n_buffers < 2 || !a->buffers[1] || a->buffers[1]->size < (a->offset + n) * QV_VIEW_SIZE))
     return qv_error_set(err, QV_EINVAL, "grouper: views buffer too small");
   bool has_valid = a->buffers[0] != NULL;
   for (int64_t i = 0; i < n; i++) {
@@ -255,13 +256,33 @@ static qv_status views_to_large(const qv_array *a, qv_type *large_type, qv_array
 
 static int64_t read_index(const uint8_t *p, qv_type_id id, int64_t i) {
   switch (id) {
-  case QV_INT8: return (int8_t)p[i];
-  case QV_UINT8: return p[i];
-  case QV_INT16: { int16_t v; memcpy(&v, p + 2 * i, 2); return v; }
-  case QV_UINT16: { uint16_t v; memcpy(&v, p + 2 * i, 2); return v; }
-  case QV_INT32: { int32_t v; memcpy(&v, p + 4 * i, 4); return v; }
-  case QV_UINT32: { uint32_t v; memcpy(&v, p + 4 * i, 4); return v; }
-  default: { int64_t v; memcpy(&v, p + 8 * i, 8); return v; } /* uint64 > INT64_MAX: negative */
+    case QV_INT8: return (int8_t)p[i];
+    case QV_UINT8: return p[i];
+    case QV_INT16: {
+      int16_t v;
+      memcpy(&v, p + 2 * i, 2);
+      return v;
+    }
+    case QV_UINT16: {
+      uint16_t v;
+      memcpy(&v, p + 2 * i, 2);
+      return v;
+    }
+    case QV_INT32: {
+      int32_t v;
+      memcpy(&v, p + 4 * i, 4);
+      return v;
+    }
+    case QV_UINT32: {
+      uint32_t v;
+      memcpy(&v, p + 4 * i, 4);
+      return v;
+    }
+    default: {
+      int64_t v;
+      memcpy(&v, p + 8 * i, 8);
+      return v;
+    } /* uint64 > INT64_MAX: negative */
   }
 }
 
@@ -390,7 +411,8 @@ qv_status qv_grouper_new(qv_type *const *key_types, int32_t n_keys, qv_grouper *
       if ((st = qv_row_column_meta_from_type(t, &m, err)) != QV_OK) {
         char name[128];
         qv_type_to_string(t, name, sizeof name);
-        st = qv_error_set(err, QV_ETYPE, "grouper: key %d: cannot group values of type %s", j, name);
+        st =
+            qv_error_set(err, QV_ETYPE, "grouper: key %d: cannot group values of type %s", j, name);
         goto fail;
       }
       g->enc_types[j] = qv_type_ref(t);
@@ -442,8 +464,9 @@ static qv_status run(qv_grouper *g, qv_array *const *keys, uint32_t *out_ids, bo
       return qv_error_set(err, QV_ETYPE, "grouper: key %d has type %s, expected %s", j, got, want);
     }
     if (n >= 0 && keys[j]->length != n)
-      return qv_error_set(err, QV_EARG, "grouper: key %d has %" PRId64 " rows but key 0 has %" PRId64,
-                          j, keys[j]->length, n);
+      return qv_error_set(err, QV_EARG,
+                          "grouper: key %d has %" PRId64 " rows but key 0 has %" PRId64, j,
+                          keys[j]->length, n);
     n = keys[j]->length;
   }
   if (n > 0 && !out_ids) return qv_error_set(err, QV_EARG, "grouper: out_ids is NULL");
@@ -456,8 +479,7 @@ static qv_status run(qv_grouper *g, qv_array *const *keys, uint32_t *out_ids, bo
       st = views_to_large(keys[j], g->enc_types[j], &cols[j], err);
     else if (id == QV_DICTIONARY)
       st = dict_to_ids(&g->dicts[j], keys[j], g->enc_types[j], &cols[j], err);
-    else
-      cols[j] = qv_array_ref(keys[j]);
+    else cols[j] = qv_array_ref(keys[j]);
   }
   for (int64_t base = 0; base < n && st == QV_OK; base += GROUPER_MINIBATCH) {
     int64_t m = n - base < GROUPER_MINIBATCH ? n - base : GROUPER_MINIBATCH;
@@ -489,7 +511,8 @@ static qv_status run(qv_grouper *g, qv_array *const *keys, uint32_t *out_ids, bo
       out_ids[base + i] = id;
     }
     if (npend > 0) {
-      qv_status ast = qv_row_table_append_selection_from(&g->groups, &g->batch, g->pending, npend, err);
+      qv_status ast =
+          qv_row_table_append_selection_from(&g->groups, &g->batch, g->pending, npend, err);
       if (st == QV_OK) st = ast;
       if (ast != QV_OK) g->n_groups = committed; /* keep table and rows consistent */
     }
@@ -616,10 +639,8 @@ qv_status qv_grouper_uniques(qv_grouper *g, qv_array **out, qv_error *err) {
     qv_type_id id = g->types[j]->id;
     if (id == QV_BINARY_VIEW || id == QV_STRING_VIEW)
       st = large_to_views(dec[j], g->types[j], &out[j], err);
-    else if (id == QV_DICTIONARY)
-      st = ids_to_dict(g, j, dec[j], &out[j], err);
-    else
-      out[j] = qv_array_ref(dec[j]);
+    else if (id == QV_DICTIONARY) st = ids_to_dict(g, j, dec[j], &out[j], err);
+    else out[j] = qv_array_ref(dec[j]);
   }
   for (int32_t j = 0; j < nk; j++) qv_array_unref(dec[j]);
   free(dec);

@@ -54,10 +54,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/guard_internal.h"
 #include "compute/compute_internal.h"
-#include "core/radix_internal.h"
 #include "compute/sort_internal.h"
+#include "core/guard_internal.h"
+#include "core/radix_internal.h"
 
 /* Ranges this small are finished by insertion sort over all keys. */
 #define SMALL_SORT 16
@@ -212,31 +212,30 @@ static int cmp_one(const qvs_key *K, uint32_t a, uint32_t b) {
   if (ca != cb) return class_rank(K, ca) < class_rank(K, cb) ? -1 : 1;
   if (ca != QVS_VALUE) return 0;
   switch (K->kind) {
-  case QVS_U64:
-    return K->u64[a] < K->u64[b] ? -1 : K->u64[a] > K->u64[b];
-  case QVS_WIDE: {
-    const uint64_t *x = K->words + (int64_t)a * K->nwords, *y = K->words + (int64_t)b * K->nwords;
-    for (int32_t w = 0; w < K->nwords; w++)
-      if (x[w] != y[w]) return x[w] < y[w] ? -1 : 1;
-    return 0;
-  }
-  default: {
-    /* The depth-0 keys decide unless both strings go on past 7 bytes. */
-    uint64_t x = K->u64[a], y = K->u64[b];
-    int r;
-    if (x != y) {
-      r = x < y ? -1 : 1;
-    } else if ((x & 0xff) < 8) {
-      r = 0;
-    } else {
-      const uint8_t *pa, *pb;
-      uint32_t la, lb;
-      qvs_bytes(K, a, &pa, &la);
-      qvs_bytes(K, b, &pb, &lb);
-      r = bytes_cmp(pa, la, pb, lb, 7);
+    case QVS_U64: return K->u64[a] < K->u64[b] ? -1 : K->u64[a] > K->u64[b];
+    case QVS_WIDE: {
+      const uint64_t *x = K->words + (int64_t)a * K->nwords, *y = K->words + (int64_t)b * K->nwords;
+      for (int32_t w = 0; w < K->nwords; w++)
+        if (x[w] != y[w]) return x[w] < y[w] ? -1 : 1;
+      return 0;
     }
-    return K->descending ? -r : r;
-  }
+    default: {
+      /* The depth-0 keys decide unless both strings go on past 7 bytes. */
+      uint64_t x = K->u64[a], y = K->u64[b];
+      int r;
+      if (x != y) {
+        r = x < y ? -1 : 1;
+      } else if ((x & 0xff) < 8) {
+        r = 0;
+      } else {
+        const uint8_t *pa, *pb;
+        uint32_t la, lb;
+        qvs_bytes(K, a, &pa, &la);
+        qvs_bytes(K, b, &pb, &lb);
+        r = bytes_cmp(pa, la, pb, lb, 7);
+      }
+      return K->descending ? -r : r;
+    }
   }
 }
 
@@ -431,9 +430,9 @@ static qv_status sort_values(sorter *s, int64_t lo, int64_t hi, int32_t k, bool 
   }
   bool alias = top && s->alias0;
   switch (s->keys[k].kind) {
-  case QVS_U64: return sort_u64(s, lo, hi, k, alias);
-  case QVS_WIDE: return sort_wide(s, lo, hi, k);
-  default: return sort_bytes(s, lo, hi, k, alias);
+    case QVS_U64: return sort_u64(s, lo, hi, k, alias);
+    case QVS_WIDE: return sort_wide(s, lo, hi, k);
+    default: return sort_bytes(s, lo, hi, k, alias);
   }
 }
 
@@ -526,8 +525,7 @@ qv_status qvs_sort(const qvs_key *keys, int32_t n_keys, int64_t n, uint32_t *per
   qv_status st;
   if (!s.vt || !s.kbuf || !s.hist)
     st = qv_error_set(err, QV_ENOMEM, "sort: out of memory (%" PRId64 " rows)", n);
-  else
-    st = sort_range(&s, 0, n, 0, true);
+  else st = sort_range(&s, 0, n, 0, true);
   qvs_free(s.vt);
   free(s.hist);
   if (own_kbuf) qvs_free(s.kbuf);
@@ -546,8 +544,7 @@ qv_status qvs_sort(const qvs_key *keys, int32_t n_keys, int64_t n, uint32_t *per
  * null rows (in row order: ties) around them as the key places them. No
  * permutation array, no second key array. Returns false, with nothing
  * touched, when the words would not fit; QV_ENOMEM through *st. */
-static bool sort_packed(const qvs_key *K, int64_t n, int64_t *out, qv_status *st,
-                        qv_error *err) {
+static bool sort_packed(const qvs_key *K, int64_t n, int64_t *out, qv_status *st, qv_error *err) {
   uint64_t *k = K->u64;
   const uint8_t *cls = K->n_nan + K->n_null > 0 ? K->cls : NULL;
   uint64_t mn = UINT64_MAX, mx = 0;
@@ -629,8 +626,7 @@ static qv_status sort_body(void *ctx, qv_error *err) {
     char what[32];
     snprintf(what, sizeof what, "sort key %d", k);
     st = qvs_key_build(&nk[k], qvc_column_type(col), col->chunks, col->n_chunks, n,
-                       keys[k].descending, keys[k].null_placement == QV_NULLS_AT_START, what,
-                       err);
+                       keys[k].descending, keys[k].null_placement == QV_NULLS_AT_START, what, err);
   }
   if (st != QV_OK || n < 2) {
     if (st == QV_OK && n == 1) out[0] = 0;
@@ -645,8 +641,7 @@ static qv_status sort_body(void *ctx, qv_error *err) {
   return st;
 }
 
-qv_status qv_sort_indices(const qv_sort_key *keys, int32_t n_keys, int64_t *out,
-                          qv_error *err) {
+qv_status qv_sort_indices(const qv_sort_key *keys, int32_t n_keys, int64_t *out, qv_error *err) {
   if (n_keys < 1 || keys == NULL)
     return qv_error_set(err, QV_EARG, "sort: at least one sort key is needed (got %d)", n_keys);
   int64_t n = -1;
@@ -654,8 +649,8 @@ qv_status qv_sort_indices(const qv_sort_key *keys, int32_t n_keys, int64_t *out,
     int64_t len;
     QV_RETURN_NOT_OK(qvc_column_check(&keys[k].column, "sort key", k, &len, err));
     if (n >= 0 && len != n)
-      return qv_error_set(err, QV_EARG,
-                          "sort: key %d has %" PRId64 " rows but key 0 has %" PRId64, k, len, n);
+      return qv_error_set(err, QV_EARG, "sort: key %d has %" PRId64 " rows but key 0 has %" PRId64,
+                          k, len, n);
     n = len;
   }
   if (n > QV_SORT_MAX_ROWS)

@@ -47,12 +47,12 @@ typedef struct qvs_key {
   bool descending;
   bool nulls_first;
   int64_t n;
-  uint8_t *cls;          /* n classes; NULL when every row is a value */
+  uint8_t *cls; /* n classes; NULL when every row is a value */
   int64_t n_nan, n_null;
-  uint64_t *u64;         /* QVS_U64: n keys; QVS_BYTES: n depth-0 string keys */
-  int32_t nwords;        /* QVS_WIDE */
-  uint64_t *words;       /* QVS_WIDE: n * nwords */
-  qvs_chunk *chunks;     /* QVS_BYTES: n_chunks (empty chunks left out) */
+  uint64_t *u64;     /* QVS_U64: n keys; QVS_BYTES: n depth-0 string keys */
+  int32_t nwords;    /* QVS_WIDE */
+  uint64_t *words;   /* QVS_WIDE: n * nwords */
+  qvs_chunk *chunks; /* QVS_BYTES: n_chunks (empty chunks left out) */
   int64_t n_chunks;
 } qvs_key;
 
@@ -142,9 +142,9 @@ static inline uint64_t qvs_str_key0_padded(const uint8_t *p, uint32_t len) {
  * (free with qvs_key_reset); QVS_BYTES keys point into the chunks, which
  * must outlive k.
  */
-qv_status qvs_key_build(qvs_key *k, const qv_type *type, qv_array *const *chunks,
-                        int64_t n_chunks, int64_t n, bool descending, bool nulls_first,
-                        const char *what, qv_error *err);
+qv_status qvs_key_build(qvs_key *k, const qv_type *type, qv_array *const *chunks, int64_t n_chunks,
+                        int64_t n, bool descending, bool nulls_first, const char *what,
+                        qv_error *err);
 
 /** Free what qvs_key_build allocated and zero k. NULL-safe. */
 void qvs_key_reset(qvs_key *k);

@@ -25,8 +25,8 @@
 #include <inttypes.h>
 #include <stdint.h>
 #include <stdlib.h>
-#include <sys/mman.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "compute/sort_internal.h"
 
@@ -56,7 +56,8 @@ void *qvs_alloc(size_t bytes, bool zero) {
     h.mapped = rounded + HUGE_PAGE;
     h.base = mmap(NULL, h.mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (h.base == MAP_FAILED) return NULL;
-    p = (uint8_t *)(((uintptr_t)h.base + ALLOC_HEADER + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1));
+    p = (uint8_t *)(((uintptr_t)h.base + ALLOC_HEADER + HUGE_PAGE - 1) &
+                    ~(uintptr_t)(HUGE_PAGE - 1));
 #ifdef MADV_HUGEPAGE
     madvise(p, rounded, MADV_HUGEPAGE);
 #endif
@@ -94,7 +95,8 @@ static const uint8_t *validity_of(const qv_array *a) {
 static qv_status set_class(qvs_key *k, int64_t r, uint8_t c, qv_error *err) {
   if (k->cls == NULL) {
     k->cls = qvs_alloc((size_t)(k->n > 0 ? k->n : 1), true);
-    if (k->cls == NULL) return qv_error_set(err, QV_ENOMEM, "sort: out of memory (%" PRId64 " row classes)", k->n);
+    if (k->cls == NULL)
+      return qv_error_set(err, QV_ENOMEM, "sort: out of memory (%" PRId64 " row classes)", k->n);
   }
   k->cls[r] = c;
   if (c == QVS_NAN) k->n_nan++;
@@ -108,13 +110,10 @@ static qv_status check_values(const qv_array *a, int64_t w, const char *what, in
   int64_t need = (a->offset + a->length) * w;
   if (a->length == 0 || w == 0) return QV_OK;
   if (a->n_buffers < 2 || a->buffers[1] == NULL || a->buffers[1]->size < need)
-    return qv_error_set(err, QV_EINVAL,
-                        "%s: chunk %" PRId64 ": values buffer holds %" PRId64
-                        " bytes, needs %" PRId64,
-                        what, chunk,
-                        (a->n_buffers < 2 || a->buffers[1] == NULL) ? (int64_t)0
-                                                                     : a->buffers[1]->size,
-                        need);
+    return qv_error_set(
+        err, QV_EINVAL,
+        "%s: chunk %" PRId64 ": values buffer holds %" PRId64 " bytes, needs %" PRId64, what, chunk,
+        (a->n_buffers < 2 || a->buffers[1] == NULL) ? (int64_t)0 : a->buffers[1]->size, need);
   return QV_OK;
 }
 
@@ -126,28 +125,75 @@ static uint64_t sign_extend(uint64_t x, int w) {
 }
 
 /* How a fixed-width type maps to a uint64 key. */
-typedef enum fixed_kind { FK_UNSIGNED, FK_SIGNED, FK_HALF, FK_FLOAT, FK_DOUBLE, FK_BYTES } fixed_kind;
+typedef enum fixed_kind {
+  FK_UNSIGNED,
+  FK_SIGNED,
+  FK_HALF,
+  FK_FLOAT,
+  FK_DOUBLE,
+  FK_BYTES
+} fixed_kind;
 
 static bool fixed_kind_of(const qv_type *t, fixed_kind *fk, int *w) {
   switch (t->id) {
-  case QV_UINT8: *fk = FK_UNSIGNED; *w = 1; return true;
-  case QV_UINT16: *fk = FK_UNSIGNED; *w = 2; return true;
-  case QV_UINT32: *fk = FK_UNSIGNED; *w = 4; return true;
-  case QV_UINT64: *fk = FK_UNSIGNED; *w = 8; return true;
-  case QV_INT8: *fk = FK_SIGNED; *w = 1; return true;
-  case QV_INT16: *fk = FK_SIGNED; *w = 2; return true;
-  case QV_INT32: case QV_DATE32: case QV_TIME32: case QV_DECIMAL32:
-    *fk = FK_SIGNED; *w = 4; return true;
-  case QV_INT64: case QV_DATE64: case QV_TIME64: case QV_TIMESTAMP: case QV_DURATION:
-  case QV_DECIMAL64:
-    *fk = FK_SIGNED; *w = 8; return true;
-  case QV_HALF_FLOAT: *fk = FK_HALF; *w = 2; return true;
-  case QV_FLOAT: *fk = FK_FLOAT; *w = 4; return true;
-  case QV_DOUBLE: *fk = FK_DOUBLE; *w = 8; return true;
-  case QV_FIXED_SIZE_BINARY:
-    if (t->byte_width < 0 || t->byte_width > 8) return false;
-    *fk = FK_BYTES; *w = t->byte_width; return true;
-  default: return false;
+    case QV_UINT8:
+      *fk = FK_UNSIGNED;
+      *w = 1;
+      return true;
+    case QV_UINT16:
+      *fk = FK_UNSIGNED;
+      *w = 2;
+      return true;
+    case QV_UINT32:
+      *fk = FK_UNSIGNED;
+      *w = 4;
+      return true;
+    case QV_UINT64:
+      *fk = FK_UNSIGNED;
+      *w = 8;
+      return true;
+    case QV_INT8:
+      *fk = FK_SIGNED;
+      *w = 1;
+      return true;
+    case QV_INT16:
+      *fk = FK_SIGNED;
+      *w = 2;
+      return true;
+    case QV_INT32:
+    case QV_DATE32:
+    case QV_TIME32:
+    case QV_DECIMAL32:
+      *fk = FK_SIGNED;
+      *w = 4;
+      return true;
+    case QV_INT64:
+    case QV_DATE64:
+    case QV_TIME64:
+    case QV_TIMESTAMP:
+    case QV_DURATION:
+    case QV_DECIMAL64:
+      *fk = FK_SIGNED;
+      *w = 8;
+      return true;
+    case QV_HALF_FLOAT:
+      *fk = FK_HALF;
+      *w = 2;
+      return true;
+    case QV_FLOAT:
+      *fk = FK_FLOAT;
+      *w = 4;
+      return true;
+    case QV_DOUBLE:
+      *fk = FK_DOUBLE;
+      *w = 8;
+      return true;
+    case QV_FIXED_SIZE_BINARY:
+      if (t->byte_width < 0 || t->byte_width > 8) return false;
+      *fk = FK_BYTES;
+      *w = t->byte_width;
+      return true;
+    default: return false;
   }
 }
 
@@ -161,10 +207,10 @@ static uint64_t float_order(uint64_t x, int bits) {
 
 static bool is_nan_bits(uint64_t x, int bits) {
   switch (bits) {
-  case 16: return (x & 0x7c00) == 0x7c00 && (x & 0x3ff) != 0;
-  case 32: return (x & 0x7f800000u) == 0x7f800000u && (x & 0x7fffffu) != 0;
-  default: return (x & 0x7ff0000000000000ull) == 0x7ff0000000000000ull &&
-                  (x & 0xfffffffffffffull) != 0;
+    case 16: return (x & 0x7c00) == 0x7c00 && (x & 0x3ff) != 0;
+    case 32: return (x & 0x7f800000u) == 0x7f800000u && (x & 0x7fffffu) != 0;
+    default:
+      return (x & 0x7ff0000000000000ull) == 0x7ff0000000000000ull && (x & 0xfffffffffffffull) != 0;
   }
 }
 
@@ -174,7 +220,8 @@ static inline __attribute__((always_inline)) void int_keys(uint64_t *out, const 
                                                            int64_t len, int w, bool sign,
                                                            uint64_t flip) {
   if (sign) {
-    for (int64_t i = 0; i < len; i++) out[i] = (sign_extend(load_le(v + i * w, w), w) ^ SIGN64) ^ flip;
+    for (int64_t i = 0; i < len; i++)
+      out[i] = (sign_extend(load_le(v + i * w, w), w) ^ SIGN64) ^ flip;
   } else {
     for (int64_t i = 0; i < len; i++) out[i] = load_le(v + i * w, w) ^ flip;
   }
@@ -182,9 +229,11 @@ static inline __attribute__((always_inline)) void int_keys(uint64_t *out, const 
 
 /* Keys of `len` floats of width w at v (rows row.. of the column): valid
  * NaN rows get class NaN (and key 0). Inlined for each constant width. */
-static inline __attribute__((always_inline)) qv_status
-float_keys(qvs_key *k, const uint8_t *v, const uint8_t *valid, int64_t voff, int64_t row,
-           int64_t len, int w, uint64_t flip, qv_error *err) {
+static inline __attribute__((always_inline)) qv_status float_keys(qvs_key *k, const uint8_t *v,
+                                                                  const uint8_t *valid,
+                                                                  int64_t voff, int64_t row,
+                                                                  int64_t len, int w, uint64_t flip,
+                                                                  qv_error *err) {
   uint64_t *out = k->u64 + row;
   for (int64_t i = 0; i < len; i++) {
     uint64_t x = load_le(v + i * w, w);
@@ -212,32 +261,31 @@ static qv_status build_fixed(qvs_key *k, const qv_type *t, qv_array *const *chun
     const uint8_t *v = (a->length && w) ? a->buffers[1]->data + a->offset * w : NULL;
     uint64_t *out = k->u64 + row;
     switch (fk) {
-    case FK_UNSIGNED:
-    case FK_SIGNED: {
-      bool sign = fk == FK_SIGNED;
-      switch (w) {
-      case 1: int_keys(out, v, a->length, 1, sign, flip); break;
-      case 2: int_keys(out, v, a->length, 2, sign, flip); break;
-      case 4: int_keys(out, v, a->length, 4, sign, flip); break;
-      default: int_keys(out, v, a->length, 8, sign, flip);
+      case FK_UNSIGNED:
+      case FK_SIGNED: {
+        bool sign = fk == FK_SIGNED;
+        switch (w) {
+          case 1: int_keys(out, v, a->length, 1, sign, flip); break;
+          case 2: int_keys(out, v, a->length, 2, sign, flip); break;
+          case 4: int_keys(out, v, a->length, 4, sign, flip); break;
+          default: int_keys(out, v, a->length, 8, sign, flip);
+        }
+        break;
       }
-      break;
-    }
-    case FK_BYTES:
-      for (int64_t i = 0; i < a->length; i++) {
-        uint64_t x = 0;
-        for (int j = 0; j < w; j++) x |= (uint64_t)v[i * w + j] << (56 - 8 * j);
-        out[i] = x ^ flip;
-      }
-      break;
-    case FK_HALF:
-      QV_RETURN_NOT_OK(float_keys(k, v, valid, a->offset, row, a->length, 2, flip, err));
-      break;
-    case FK_FLOAT:
-      QV_RETURN_NOT_OK(float_keys(k, v, valid, a->offset, row, a->length, 4, flip, err));
-      break;
-    default:
-      QV_RETURN_NOT_OK(float_keys(k, v, valid, a->offset, row, a->length, 8, flip, err));
+      case FK_BYTES:
+        for (int64_t i = 0; i < a->length; i++) {
+          uint64_t x = 0;
+          for (int j = 0; j < w; j++) x |= (uint64_t)v[i * w + j] << (56 - 8 * j);
+          out[i] = x ^ flip;
+        }
+        break;
+      case FK_HALF:
+        QV_RETURN_NOT_OK(float_keys(k, v, valid, a->offset, row, a->length, 2, flip, err));
+        break;
+      case FK_FLOAT:
+        QV_RETURN_NOT_OK(float_keys(k, v, valid, a->offset, row, a->length, 4, flip, err));
+        break;
+      default: QV_RETURN_NOT_OK(float_keys(k, v, valid, a->offset, row, a->length, 8, flip, err));
     }
     if (valid) {
       for (int64_t i = 0; i < a->length; i++)
@@ -251,8 +299,8 @@ static qv_status build_fixed(qvs_key *k, const qv_type *t, qv_array *const *chun
   return QV_OK;
 }
 
-static qv_status build_bool(qvs_key *k, qv_array *const *chunks, int64_t n_chunks,
-                            const char *what, qv_error *err) {
+static qv_status build_bool(qvs_key *k, qv_array *const *chunks, int64_t n_chunks, const char *what,
+                            qv_error *err) {
   uint64_t flip = k->descending ? ~0ull : 0;
   int64_t row = 0;
   for (int64_t c = 0; c < n_chunks; c++) {
@@ -275,8 +323,8 @@ static qv_status build_bool(qvs_key *k, qv_array *const *chunks, int64_t n_chunk
   return QV_OK;
 }
 
-static qv_status build_wide(qvs_key *k, const qv_type *t, qv_array *const *chunks,
-                            int64_t n_chunks, const char *what, qv_error *err) {
+static qv_status build_wide(qvs_key *k, const qv_type *t, qv_array *const *chunks, int64_t n_chunks,
+                            const char *what, qv_error *err) {
   bool decimal = t->id == QV_DECIMAL128 || t->id == QV_DECIMAL256;
   int w = decimal ? (t->id == QV_DECIMAL128 ? 16 : 32) : t->byte_width;
   int nw = k->nwords;
@@ -303,8 +351,7 @@ static qv_status build_wide(qvs_key *k, const qv_type *t, qv_array *const *chunk
       } else {
         for (int j = 0; j < nw; j++) {
           uint64_t x = 0;
-          for (int b = 0; b < 8 && 8 * j + b < w; b++)
-            x |= (uint64_t)p[8 * j + b] << (56 - 8 * b);
+          for (int b = 0; b < 8 && 8 * j + b < w; b++) x |= (uint64_t)p[8 * j + b] << (56 - 8 * b);
           out[j] = x ^ flip;
         }
       }
@@ -328,14 +375,14 @@ static qv_status build_bytes(qvs_key *k, const qv_type *t, qv_array *const *chun
     if (view) {
       if (a->n_buffers < 2 || !a->buffers[1] ||
           a->buffers[1]->size < (a->offset + a->length) * QV_VIEW_SIZE)
-        return qv_error_set(err, QV_EINVAL, "%s: chunk %" PRId64 ": views buffer too small",
-                            what, c);
+        return qv_error_set(err, QV_EINVAL, "%s: chunk %" PRId64 ": views buffer too small", what,
+                            c);
     } else {
       int64_t ow = large ? 8 : 4;
       if (a->n_buffers < 3 || !a->buffers[1] ||
           a->buffers[1]->size < (a->offset + a->length + 1) * ow)
-        return qv_error_set(err, QV_EINVAL, "%s: chunk %" PRId64 ": offsets buffer too small",
-                            what, c);
+        return qv_error_set(err, QV_EINVAL, "%s: chunk %" PRId64 ": offsets buffer too small", what,
+                            c);
     }
     int64_t data_size = (!view && a->buffers[2]) ? a->buffers[2]->size : 0;
     static const uint8_t empty[8];
@@ -362,8 +409,9 @@ static qv_status build_bytes(qvs_key *k, const qv_type *t, qv_array *const *chun
         int32_t len, bi, off;
         memcpy(&len, v, 4);
         if (len < 0)
-          return qv_error_set(err, QV_EINVAL, "%s: chunk %" PRId64 ": view %" PRId64
-                              " has negative length %d", what, c, i, len);
+          return qv_error_set(err, QV_EINVAL,
+                              "%s: chunk %" PRId64 ": view %" PRId64 " has negative length %d",
+                              what, c, i, len);
         if (len <= QV_VIEW_INLINE_MAX) {
           base = v + 4; /* 12 inline bytes */
           b = 0;
@@ -376,7 +424,8 @@ static qv_status build_bytes(qvs_key *k, const qv_type *t, qv_array *const *chun
               (int64_t)off + len > a->buffers[2 + bi]->size)
             return qv_error_set(err, QV_EINVAL,
                                 "%s: chunk %" PRId64 ": view %" PRId64
-                                " points outside its data buffers (buffer %d, range [%d, %" PRId64 "))",
+                                " points outside its data buffers (buffer %d, range [%d, %" PRId64
+                                "))",
                                 what, c, i, bi, off, (int64_t)off + len);
           base = a->buffers[2 + bi]->data;
           b = off;
@@ -395,15 +444,16 @@ static qv_status build_bytes(qvs_key *k, const qv_type *t, qv_array *const *chun
         }
         if (b < 0 || e < b || e > data_size)
           return qv_error_set(err, QV_EINVAL,
-                              "%s: chunk %" PRId64 ": value %" PRId64 " spans [%" PRId64 ", %" PRId64
-                              ") outside the %" PRId64 "-byte data buffer",
+                              "%s: chunk %" PRId64 ": value %" PRId64 " spans [%" PRId64
+                              ", %" PRId64 ") outside the %" PRId64 "-byte data buffer",
                               what, c, i, b, e, data_size);
         base = data;
         room = b + 8 <= data_size;
       }
       if (e - b > (int64_t)UINT32_MAX)
-        return qv_error_set(err, QV_ENOTSUP, "%s: chunk %" PRId64 ": value %" PRId64
-                            " is %" PRId64 " bytes long; sort keys are limited to 4 GiB",
+        return qv_error_set(err, QV_ENOTSUP,
+                            "%s: chunk %" PRId64 ": value %" PRId64 " is %" PRId64
+                            " bytes long; sort keys are limited to 4 GiB",
                             what, c, i, e - b);
       uint32_t len = (uint32_t)(e - b);
       k->u64[r] = room ? qvs_str_key0_padded(base + b, len) : qvs_str_key(base + b, len, 0);
@@ -416,20 +466,51 @@ static qv_status build_bytes(qvs_key *k, const qv_type *t, qv_array *const *chun
 static uint64_t dict_index(const uint8_t *p, qv_type_id id, int64_t i, bool *neg) {
   *neg = false;
   switch (id) {
-  case QV_INT8: { int8_t v = (int8_t)p[i]; *neg = v < 0; return (uint64_t)(int64_t)v; }
-  case QV_UINT8: return p[i];
-  case QV_INT16: { int16_t v; memcpy(&v, p + 2 * i, 2); *neg = v < 0; return (uint64_t)(int64_t)v; }
-  case QV_UINT16: { uint16_t v; memcpy(&v, p + 2 * i, 2); return v; }
-  case QV_INT32: { int32_t v; memcpy(&v, p + 4 * i, 4); *neg = v < 0; return (uint64_t)(int64_t)v; }
-  case QV_UINT32: { uint32_t v; memcpy(&v, p + 4 * i, 4); return v; }
-  case QV_INT64: { int64_t v; memcpy(&v, p + 8 * i, 8); *neg = v < 0; return (uint64_t)v; }
-  default: { uint64_t v; memcpy(&v, p + 8 * i, 8); return v; }
+    case QV_INT8: {
+      int8_t v = (int8_t)p[i];
+      *neg = v < 0;
+      return (uint64_t)(int64_t)v;
+    }
+    case QV_UINT8: return p[i];
+    case QV_INT16: {
+      int16_t v;
+      memcpy(&v, p + 2 * i, 2);
+      *neg = v < 0;
+      return (uint64_t)(int64_t)v;
+    }
+    case QV_UINT16: {
+      uint16_t v;
+      memcpy(&v, p + 2 * i, 2);
+      return v;
+    }
+    case QV_INT32: {
+      int32_t v;
+      memcpy(&v, p + 4 * i, 4);
+      *neg = v < 0;
+      return (uint64_t)(int64_t)v;
+    }
+    case QV_UINT32: {
+      uint32_t v;
+      memcpy(&v, p + 4 * i, 4);
+      return v;
+    }
+    case QV_INT64: {
+      int64_t v;
+      memcpy(&v, p + 8 * i, 8);
+      *neg = v < 0;
+      return (uint64_t)v;
+    }
+    default: {
+      uint64_t v;
+      memcpy(&v, p + 8 * i, 8);
+      return v;
+    }
   }
 }
 
 /* Dictionary keys: rank of each decoded value among all dictionary values. */
-static qv_status build_dict(qvs_key *k, const qv_type *t, qv_array *const *chunks,
-                            int64_t n_chunks, const char *what, qv_error *err) {
+static qv_status build_dict(qvs_key *k, const qv_type *t, qv_array *const *chunks, int64_t n_chunks,
+                            const char *what, qv_error *err) {
   qv_status st = QV_OK;
   int iw = qv_type_byte_width(t->index_type);
   qv_array **dicts = calloc((size_t)(n_chunks ? n_chunks : 1), sizeof *dicts);
@@ -453,8 +534,9 @@ static qv_status build_dict(qvs_key *k, const qv_type *t, qv_array *const *chunk
       goto done;
     }
     if (!qv_type_equals(d->type, t->value_type, false)) {
-      st = qv_error_set(err, QV_ETYPE, "%s: chunk %" PRId64 ": dictionary values do not have the value type",
-                        what, c);
+      st = qv_error_set(err, QV_ETYPE,
+                        "%s: chunk %" PRId64 ": dictionary values do not have the value type", what,
+                        c);
       goto done;
     }
     int64_t j = nd;
@@ -469,7 +551,8 @@ static qv_status build_dict(qvs_key *k, const qv_type *t, qv_array *const *chunk
     dict_of[c] = j;
   }
   if (total > QV_SORT_MAX_ROWS) {
-    st = qv_error_set(err, QV_ENOTSUP, "%s: dictionaries hold %" PRId64 " values in all", what, total);
+    st = qv_error_set(err, QV_ENOTSUP, "%s: dictionaries hold %" PRId64 " values in all", what,
+                      total);
     goto done;
   }
   char dwhat[96];
@@ -508,8 +591,8 @@ static qv_status build_dict(qvs_key *k, const qv_type *t, qv_array *const *chunk
       uint64_t x = dict_index(idx, t->index_type->id, i, &neg);
       if (neg || x >= (uint64_t)dlen) {
         st = qv_error_set(err, QV_EINVAL,
-                          "%s: chunk %" PRId64 ": dictionary index %s%" PRIu64
-                          " at row %" PRId64 " is outside the %" PRId64 "-value dictionary",
+                          "%s: chunk %" PRId64 ": dictionary index %s%" PRIu64 " at row %" PRId64
+                          " is outside the %" PRId64 "-value dictionary",
                           what, c, neg ? "-" : "", neg ? (uint64_t)0 - x : x, i, dlen);
         break;
       }
@@ -535,9 +618,9 @@ done:
   return st;
 }
 
-qv_status qvs_key_build(qvs_key *k, const qv_type *type, qv_array *const *chunks,
-                        int64_t n_chunks, int64_t n, bool descending, bool nulls_first,
-                        const char *what, qv_error *err) {
+qv_status qvs_key_build(qvs_key *k, const qv_type *type, qv_array *const *chunks, int64_t n_chunks,
+                        int64_t n, bool descending, bool nulls_first, const char *what,
+                        qv_error *err) {
   memset(k, 0, sizeof *k);
   k->descending = descending;
   k->nulls_first = nulls_first;
@@ -548,56 +631,61 @@ qv_status qvs_key_build(qvs_key *k, const qv_type *type, qv_array *const *chunks
   int w;
   qv_status st = QV_OK;
   switch (type->id) {
-  case QV_NA:
-    k->kind = QVS_U64;
-    k->u64 = qvs_alloc(rows * sizeof(uint64_t), true);
-    k->cls = qvs_alloc(rows, false);
-    if (!k->u64 || !k->cls) goto nomem;
-    memset(k->cls, QVS_NULL, rows);
-    k->n_null = n;
-    return QV_OK;
-  case QV_BOOL:
-    k->kind = QVS_U64;
-    if (!(k->u64 = qvs_alloc(rows * sizeof(uint64_t), false))) goto nomem;
-    st = build_bool(k, chunks, n_chunks, what, err);
-    break;
-  case QV_DECIMAL128: case QV_DECIMAL256:
-    k->kind = QVS_WIDE;
-    k->nwords = type->id == QV_DECIMAL128 ? 2 : 4;
-    if (!(k->words = qvs_alloc(rows * sizeof(uint64_t) * (size_t)k->nwords, false))) goto nomem;
-    st = build_wide(k, type, chunks, n_chunks, what, err);
-    break;
-  case QV_BINARY: case QV_STRING: case QV_LARGE_BINARY: case QV_LARGE_STRING:
-  case QV_BINARY_VIEW: case QV_STRING_VIEW:
-    k->kind = QVS_BYTES;
-    k->chunks = malloc(sizeof(qvs_chunk) * (size_t)(n_chunks > 0 ? n_chunks : 1));
-    k->u64 = qvs_alloc(rows * sizeof(uint64_t), false);
-    if (!k->chunks || !k->u64) goto nomem;
-    st = build_bytes(k, type, chunks, n_chunks, what, err);
-    break;
-  case QV_DICTIONARY:
-    k->kind = QVS_U64;
-    if (!(k->u64 = qvs_alloc(rows * sizeof(uint64_t), false))) goto nomem;
-    st = build_dict(k, type, chunks, n_chunks, what, err);
-    break;
-  default:
-    if (type->id == QV_FIXED_SIZE_BINARY && type->byte_width > 8) {
+    case QV_NA:
+      k->kind = QVS_U64;
+      k->u64 = qvs_alloc(rows * sizeof(uint64_t), true);
+      k->cls = qvs_alloc(rows, false);
+      if (!k->u64 || !k->cls) goto nomem;
+      memset(k->cls, QVS_NULL, rows);
+      k->n_null = n;
+      return QV_OK;
+    case QV_BOOL:
+      k->kind = QVS_U64;
+      if (!(k->u64 = qvs_alloc(rows * sizeof(uint64_t), false))) goto nomem;
+      st = build_bool(k, chunks, n_chunks, what, err);
+      break;
+    case QV_DECIMAL128:
+    case QV_DECIMAL256:
       k->kind = QVS_WIDE;
-      k->nwords = (type->byte_width + 7) / 8;
-      size_t bytes;
-      if (__builtin_mul_overflow(rows, sizeof(uint64_t) * (size_t)k->nwords, &bytes) ||
-          !(k->words = qvs_alloc(bytes, false)))
-        goto nomem;
+      k->nwords = type->id == QV_DECIMAL128 ? 2 : 4;
+      if (!(k->words = qvs_alloc(rows * sizeof(uint64_t) * (size_t)k->nwords, false))) goto nomem;
       st = build_wide(k, type, chunks, n_chunks, what, err);
       break;
-    }
-    if (!fixed_kind_of(type, &fk, &w)) {
-      qv_type_to_string(type, tname, sizeof tname);
-      return qv_error_set(err, QV_ETYPE, "%s: cannot sort values of type %s", what, tname);
-    }
-    k->kind = QVS_U64;
-    if (!(k->u64 = qvs_alloc(rows * sizeof(uint64_t), false))) goto nomem;
-    st = build_fixed(k, type, chunks, n_chunks, what, err);
+    case QV_BINARY:
+    case QV_STRING:
+    case QV_LARGE_BINARY:
+    case QV_LARGE_STRING:
+    case QV_BINARY_VIEW:
+    case QV_STRING_VIEW:
+      k->kind = QVS_BYTES;
+      k->chunks = malloc(sizeof(qvs_chunk) * (size_t)(n_chunks > 0 ? n_chunks : 1));
+      k->u64 = qvs_alloc(rows * sizeof(uint64_t), false);
+      if (!k->chunks || !k->u64) goto nomem;
+      st = build_bytes(k, type, chunks, n_chunks, what, err);
+      break;
+    case QV_DICTIONARY:
+      k->kind = QVS_U64;
+      if (!(k->u64 = qvs_alloc(rows * sizeof(uint64_t), false))) goto nomem;
+      st = build_dict(k, type, chunks, n_chunks, what, err);
+      break;
+    default:
+      if (type->id == QV_FIXED_SIZE_BINARY && type->byte_width > 8) {
+        k->kind = QVS_WIDE;
+        k->nwords = (type->byte_width + 7) / 8;
+        size_t bytes;
+        if (__builtin_mul_overflow(rows, sizeof(uint64_t) * (size_t)k->nwords, &bytes) ||
+            !(k->words = qvs_alloc(bytes, false)))
+          goto nomem;
+        st = build_wide(k, type, chunks, n_chunks, what, err);
+        break;
+      }
+      if (!fixed_kind_of(type, &fk, &w)) {
+        qv_type_to_string(type, tname, sizeof tname);
+        return qv_error_set(err, QV_ETYPE, "%s: cannot sort values of type %s", what, tname);
+      }
+      k->kind = QVS_U64;
+      if (!(k->u64 = qvs_alloc(rows * sizeof(uint64_t), false))) goto nomem;
+      st = build_fixed(k, type, chunks, n_chunks, what, err);
   }
   if (st != QV_OK) qvs_key_reset(k);
   return st;

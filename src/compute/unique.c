@@ -28,7 +28,8 @@ qv_status qv_unique(const qv_chunked_column *column, qv_array **out, qv_error *e
   int64_t *first_chunk = malloc(sizeof(int64_t) * (size_t)cap);
   int64_t *first_row = malloc(sizeof(int64_t) * (size_t)cap);
   qv_status st = QV_OK;
-  if (!ids || !first_chunk || !first_row) st = qv_error_set(err, QV_ENOMEM, "unique: out of memory");
+  if (!ids || !first_chunk || !first_row)
+    st = qv_error_set(err, QV_ENOMEM, "unique: out of memory");
   for (int64_t c = 0; c < column->n_chunks && st == QV_OK; c++) {
     qv_array *chunk = column->chunks[c];
     if ((st = qv_grouper_consume(g, &chunk, ids, err)) != QV_OK) break;

@@ -54,32 +54,24 @@ int64_t qv_array_null_count(qv_array *a) {
   int64_t nc = __atomic_load_n(&a->null_count, __ATOMIC_RELAXED);
   if (nc >= 0) return nc;
   switch (a->type->id) {
-    case QV_NA:
-      nc = a->length;
-      break;
+    case QV_NA: nc = a->length; break;
     case QV_SPARSE_UNION:
     case QV_DENSE_UNION:
-    case QV_RUN_END_ENCODED:
-      nc = 0;
-      break;
+    case QV_RUN_END_ENCODED: nc = 0; break;
     default:
-      if (a->n_buffers == 0 || a->buffers[0] == NULL || a->length == 0)
-        nc = 0;
-      else
-        nc = a->length - qv_bitmap_count(a->buffers[0]->data, a->offset, a->length);
+      if (a->n_buffers == 0 || a->buffers[0] == NULL || a->length == 0) nc = 0;
+      else nc = a->length - qv_bitmap_count(a->buffers[0]->data, a->offset, a->length);
   }
   __atomic_store_n(&a->null_count, nc, __ATOMIC_RELAXED);
   return nc;
 }
 
-qv_status qv_array_slice(qv_array *a, int64_t offset, int64_t length,
-                         qv_array **out, qv_error *err) {
+qv_status qv_array_slice(qv_array *a, int64_t offset, int64_t length, qv_array **out,
+                         qv_error *err) {
   int64_t end;
   if (offset < 0 || length < 0 || qv_add_overflow(offset, length, &end) || end > a->length)
-    return qv_error_set(err, QV_ERANGE,
-                        "slice [%lld, %lld) is outside an array of length %lld",
-                        (long long)offset, (long long)(offset + length),
-                        (long long)a->length);
+    return qv_error_set(err, QV_ERANGE, "slice [%lld, %lld) is outside an array of length %lld",
+                        (long long)offset, (long long)(offset + length), (long long)a->length);
   qv_array *s = qv_array_new(a->type, a->n_buffers, a->n_children);
   if (s == NULL) return qv_error_set(err, QV_ENOMEM, "out of memory (slice)");
   for (int32_t i = 0; i < a->n_buffers; i++) s->buffers[i] = qv_buffer_ref(a->buffers[i]);

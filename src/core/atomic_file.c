@@ -172,11 +172,13 @@ static char *dir_of(const char *path) {
 
 qv_status qv_fsync_dir(const char *dir, qv_error *err) {
   int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return qv_error_set(err, QV_EIO, "cannot open directory '%s': %s", dir, strerror(errno));
+  if (fd < 0)
+    return qv_error_set(err, QV_EIO, "cannot open directory '%s': %s", dir, strerror(errno));
   int rc = fsync(fd);
   int e = errno;
   close(fd);
-  if (rc != 0) return qv_error_set(err, QV_EIO, "fsync of directory '%s' failed: %s", dir, strerror(e));
+  if (rc != 0)
+    return qv_error_set(err, QV_EIO, "fsync of directory '%s' failed: %s", dir, strerror(e));
   qv_crash_point("fsync-dir");
   return QV_OK;
 }
@@ -217,8 +219,8 @@ qv_status qv_atomic_file_open(const char *path, qv_atomic_file **out, qv_error *
     if (fd < 0 && errno != EEXIST) break;
   }
   if (fd < 0) {
-    qv_status st = qv_error_set(err, QV_EIO, "cannot create a temporary file beside '%s': %s",
-                                path, strerror(errno));
+    qv_status st = qv_error_set(err, QV_EIO, "cannot create a temporary file beside '%s': %s", path,
+                                strerror(errno));
     free(f);
     free(target);
     free(tmp);
@@ -328,8 +330,7 @@ static qv_status empty_dir(int fd, const char *name, int depth, qv_error *err) {
       }
       int sub = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
       if (sub < 0) {
-        st = qv_error_set(err, QV_EIO, "cannot open '%s/%s': %s", name, e->d_name,
-                          strerror(errno));
+        st = qv_error_set(err, QV_EIO, "cannot open '%s/%s': %s", name, e->d_name, strerror(errno));
         break;
       }
       st = empty_dir(sub, e->d_name, depth + 1, err);
@@ -337,8 +338,7 @@ static qv_status empty_dir(int fd, const char *name, int depth, qv_error *err) {
         st = qv_error_set(err, QV_EIO, "cannot remove '%s/%s': %s", name, e->d_name,
                           strerror(errno));
     } else if (unlinkat(dirfd(d), e->d_name, 0) != 0 && errno != ENOENT) {
-      st = qv_error_set(err, QV_EIO, "cannot remove '%s/%s': %s", name, e->d_name,
-                        strerror(errno));
+      st = qv_error_set(err, QV_EIO, "cannot remove '%s/%s': %s", name, e->d_name, strerror(errno));
     }
     if (st == QV_OK) qv_crash_point("remove");
   }
@@ -404,8 +404,8 @@ qv_status qv_atomic_dir_open(const char *path, qv_atomic_dir **out, qv_error *er
       if (rc != 0 && errno != EEXIST) break;
     }
     if (rc != 0)
-      st = qv_error_set(err, QV_EIO, "cannot create a temporary directory beside '%s': %s",
-                        target, strerror(errno));
+      st = qv_error_set(err, QV_EIO, "cannot create a temporary directory beside '%s': %s", target,
+                        strerror(errno));
   }
   if (st != QV_OK) {
     free(target);
@@ -487,8 +487,7 @@ qv_status qv_atomic_dir_commit(qv_atomic_dir *d, bool *out_exchanged, qv_error *
   if (out_exchanged) *out_exchanged = false;
   if (d == NULL) return qv_error_set(err, QV_EARG, "no directory to commit");
   int fd = open(d->tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  qv_status st = fd < 0 ? qv_error_set(err, QV_EIO, "cannot open '%s': %s", d->tmp,
-                                       strerror(errno))
+  qv_status st = fd < 0 ? qv_error_set(err, QV_EIO, "cannot open '%s': %s", d->tmp, strerror(errno))
                         : sync_tree(fd, d->tmp, 1, err);
   if (st != QV_OK) {
     qv_atomic_dir_abort(d);
@@ -575,8 +574,8 @@ qv_status qv_atomic_dir_commit(qv_atomic_dir *d, bool *out_exchanged, qv_error *
 qv_status qv_atomic_reclaim(const char *dir, int64_t *out_removed, qv_error *err) {
   if (out_removed) *out_removed = 0;
   DIR *d = opendir(dir);
-  if (d == NULL) return qv_error_set(err, QV_EIO, "cannot read directory '%s': %s", dir,
-                                     strerror(errno));
+  if (d == NULL)
+    return qv_error_set(err, QV_EIO, "cannot read directory '%s': %s", dir, strerror(errno));
   qv_status st = QV_OK;
   struct dirent *e;
   while ((e = readdir(d)) != NULL) {

@@ -35,8 +35,8 @@ int64_t qv_bitmap_count(const uint8_t *bits, int64_t offset, int64_t length) {
   return count;
 }
 
-void qv_bitmap_copy(uint8_t *dst, int64_t dst_offset, const uint8_t *src,
-                    int64_t src_offset, int64_t length) {
+void qv_bitmap_copy(uint8_t *dst, int64_t dst_offset, const uint8_t *src, int64_t src_offset,
+                    int64_t length) {
   if (length <= 0) return;
   if ((dst_offset & 7) == 0 && (src_offset & 7) == 0) {
     int64_t bytes = length >> 3;

@@ -83,14 +83,12 @@ static void heap_release(void *ctx, void *data, int64_t capacity) {
 
 qv_status qv_buffer_alloc(int64_t size, qv_buffer **out, qv_error *err) {
   if (size < 0 || size > (INT64_MAX >> 2))
-    return qv_error_set(err, QV_ENOMEM, "cannot allocate a buffer of %lld bytes",
-                        (long long)size);
+    return qv_error_set(err, QV_ENOMEM, "cannot allocate a buffer of %lld bytes", (long long)size);
   qv_buffer *b = calloc(1, sizeof *b);
   void *data = b ? heap_zalloc(size) : NULL;
   if (data == NULL) {
     free(b);
-    return qv_error_set(err, QV_ENOMEM, "out of memory allocating %lld bytes",
-                        (long long)size);
+    return qv_error_set(err, QV_ENOMEM, "out of memory allocating %lld bytes", (long long)size);
   }
   b->data = data;
   b->size = size;
@@ -104,8 +102,7 @@ qv_status qv_buffer_alloc(int64_t size, qv_buffer **out, qv_error *err) {
 qv_status qv_buffer_resize(qv_buffer *buf, int64_t new_size, qv_error *err) {
   if (buf->release_ != heap_release || buf->parent_ != NULL ||
       __atomic_load_n(&buf->refcount_, __ATOMIC_ACQUIRE) != 1)
-    return qv_error_set(err, QV_EARG,
-                        "qv_buffer_resize: buffer is not an unshared heap buffer");
+    return qv_error_set(err, QV_EARG, "qv_buffer_resize: buffer is not an unshared heap buffer");
   if (new_size < 0 || new_size > (INT64_MAX >> 2))
     return qv_error_set(err, QV_ENOMEM, "cannot resize a buffer to %lld bytes",
                         (long long)new_size);
@@ -128,8 +125,7 @@ qv_status qv_buffer_resize(qv_buffer *buf, int64_t new_size, qv_error *err) {
   return QV_OK;
 }
 
-qv_status qv_buffer_append(qv_buffer *buf, const void *src, int64_t n,
-                           qv_error *err) {
+qv_status qv_buffer_append(qv_buffer *buf, const void *src, int64_t n, qv_error *err) {
   if (n <= 0) return QV_OK;
   int64_t old = buf->size;
   QV_RETURN_NOT_OK(qv_buffer_resize(buf, old + n, err));
@@ -137,13 +133,11 @@ qv_status qv_buffer_append(qv_buffer *buf, const void *src, int64_t n,
   return QV_OK;
 }
 
-qv_status qv_buffer_view(qv_buffer *parent, int64_t offset, int64_t size,
-                         qv_buffer **out, qv_error *err) {
+qv_status qv_buffer_view(qv_buffer *parent, int64_t offset, int64_t size, qv_buffer **out,
+                         qv_error *err) {
   int64_t end;
-  if (offset < 0 || size < 0 || qv_add_overflow(offset, size, &end) ||
-      end > parent->size)
-    return qv_error_set(err, QV_EINVAL,
-                        "range [%lld, %lld+%lld) is outside a buffer of %lld bytes",
+  if (offset < 0 || size < 0 || qv_add_overflow(offset, size, &end) || end > parent->size)
+    return qv_error_set(err, QV_EINVAL, "range [%lld, %lld+%lld) is outside a buffer of %lld bytes",
                         (long long)offset, (long long)offset, (long long)size,
                         (long long)parent->size);
   qv_buffer *root = parent->parent_ ? parent->parent_ : parent;
@@ -158,8 +152,8 @@ qv_status qv_buffer_view(qv_buffer *parent, int64_t offset, int64_t size,
 }
 
 qv_status qv_buffer_wrap(void *data, int64_t size,
-                         void (*release)(void *ctx, void *data, int64_t size),
-                         void *ctx, qv_buffer **out, qv_error *err) {
+                         void (*release)(void *ctx, void *data, int64_t size), void *ctx,
+                         qv_buffer **out, qv_error *err) {
   if (size < 0) return qv_error_set(err, QV_EARG, "negative buffer size %lld", (long long)size);
   qv_buffer *b = calloc(1, sizeof *b);
   if (b == NULL) return qv_error_set(err, QV_ENOMEM, "out of memory (buffer)");
@@ -172,11 +166,10 @@ qv_status qv_buffer_wrap(void *data, int64_t size,
   return QV_OK;
 }
 
-qv_status qv_buffer_map_file(const char *path, qv_buffer **out,
-                             qv_file_identity *out_identity, qv_error *err) {
+qv_status qv_buffer_map_file(const char *path, qv_buffer **out, qv_file_identity *out_identity,
+                             qv_error *err) {
   int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return qv_error_set(err, QV_EIO, "cannot open '%s': %s", path, strerror(errno));
+  if (fd < 0) return qv_error_set(err, QV_EIO, "cannot open '%s': %s", path, strerror(errno));
   struct stat st;
   if (fstat(fd, &st) != 0) {
     int e = errno;
@@ -189,8 +182,7 @@ qv_status qv_buffer_map_file(const char *path, qv_buffer **out,
   }
   if (out_identity != NULL) {
     out_identity->size = (int64_t)st.st_size;
-    out_identity->mtime_ns =
-        (int64_t)st.st_mtim.tv_sec * 1000000000 + (int64_t)st.st_mtim.tv_nsec;
+    out_identity->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + (int64_t)st.st_mtim.tv_nsec;
     out_identity->dev = (uint64_t)st.st_dev;
     out_identity->ino = (uint64_t)st.st_ino;
   }
@@ -218,8 +210,7 @@ qv_status qv_buffer_map_file(const char *path, qv_buffer **out,
   return st2;
 }
 
-qv_status qv_buffer_read_fd(int fd, int64_t max_bytes, qv_buffer **out,
-                            qv_error *err) {
+qv_status qv_buffer_read_fd(int fd, int64_t max_bytes, qv_buffer **out, qv_error *err) {
   qv_buffer *b;
   QV_RETURN_NOT_OK(qv_buffer_alloc(0, &b, err));
   uint8_t chunk[65536];

@@ -42,13 +42,13 @@
 /* Dictionary memo: value bytes -> index, open addressing                    */
 
 typedef struct memo {
-  int64_t n;         /* values in the dictionary */
-  int64_t cap;       /* slots (power of two, 0 before first use) */
-  uint64_t *hashes;  /* per slot */
-  int64_t *slots;    /* per slot: index + 1, 0 = empty */
-  uint8_t *keys;     /* value bytes, back to back */
+  int64_t n;        /* values in the dictionary */
+  int64_t cap;      /* slots (power of two, 0 before first use) */
+  uint64_t *hashes; /* per slot */
+  int64_t *slots;   /* per slot: index + 1, 0 = empty */
+  uint8_t *keys;    /* value bytes, back to back */
   int64_t keys_len, keys_cap;
-  int64_t *key_off;  /* n + 1 offsets into keys */
+  int64_t *key_off; /* n + 1 offsets into keys */
   int64_t key_off_cap;
 } memo;
 
@@ -140,11 +140,11 @@ static bool memo_insert(memo *m, const uint8_t *p, int64_t len, uint64_t h) {
 struct qv_builder {
   qv_type *type;
   qv_builder *parent;
-  char *path;        /* dotted field path for messages ("" at the root) */
+  char *path; /* dotted field path for messages ("" at the root) */
   bool nullable;
   int64_t length;
   int64_t null_count;
-  int32_t width;     /* fixed: value bytes; var/list: offset bytes;
+  int32_t width; /* fixed: value bytes; var/list: offset bytes;
                         dictionary: index bytes; REE: run-end bytes */
   qv_buffer *validity;
   qv_buffer *b1, *b2;
@@ -160,9 +160,9 @@ struct qv_builder {
   int64_t open_arg;   /* union: child index; REE: run length */
   /* dictionary */
   memo memo;
-  qv_array *dict_prev; /* the dictionary as of the last finish */
+  qv_array *dict_prev;    /* the dictionary as of the last finish */
   qv_array *dict_pending; /* the one being finished */
-  int64_t max_index;   /* largest index appended by index (-1: none) */
+  int64_t max_index;      /* largest index appended by index (-1: none) */
   /* run-end encoded */
   int64_t n_runs;
   bool key_set, key_null; /* the last run's value, for by-value appends */
@@ -183,25 +183,19 @@ static qv_status berr(const qv_builder *b, qv_error *err, qv_status st, const ch
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
   qv_type_to_string(b->type, type, sizeof type);
-  if (b->path[0])
-    return qv_error_set(err, st, "builder '%s' (%s): %s: %s", b->path, type, op, msg);
+  if (b->path[0]) return qv_error_set(err, st, "builder '%s' (%s): %s: %s", b->path, type, op, msg);
   return qv_error_set(err, st, "builder (%s): %s: %s", type, op, msg);
 }
 
 static bool is_list_like(qv_type_id id) {
-  return id == QV_LIST || id == QV_LARGE_LIST || id == QV_LIST_VIEW ||
-         id == QV_LARGE_LIST_VIEW || id == QV_MAP || id == QV_FIXED_SIZE_LIST;
+  return id == QV_LIST || id == QV_LARGE_LIST || id == QV_LIST_VIEW || id == QV_LARGE_LIST_VIEW ||
+         id == QV_MAP || id == QV_FIXED_SIZE_LIST;
 }
-static bool is_union(qv_type_id id) {
-  return id == QV_SPARSE_UNION || id == QV_DENSE_UNION;
-}
+static bool is_union(qv_type_id id) { return id == QV_SPARSE_UNION || id == QV_DENSE_UNION; }
 static bool is_var_binary(qv_type_id id) {
-  return id == QV_BINARY || id == QV_STRING || id == QV_LARGE_BINARY ||
-         id == QV_LARGE_STRING;
+  return id == QV_BINARY || id == QV_STRING || id == QV_LARGE_BINARY || id == QV_LARGE_STRING;
 }
-static bool is_view(qv_type_id id) {
-  return id == QV_BINARY_VIEW || id == QV_STRING_VIEW;
-}
+static bool is_view(qv_type_id id) { return id == QV_BINARY_VIEW || id == QV_STRING_VIEW; }
 static bool is_utf8(qv_type_id id) {
   return id == QV_STRING || id == QV_LARGE_STRING || id == QV_STRING_VIEW;
 }
@@ -215,35 +209,49 @@ static const char *takes(const qv_type *t) {
   switch (t->id) {
     case QV_NA: return "append_null";
     case QV_BOOL: return "append_bool, append_null";
-    case QV_INT8: case QV_UINT8: case QV_INT16: case QV_UINT16: case QV_INT32:
-    case QV_UINT32: case QV_INT64: case QV_UINT64:
+    case QV_INT8:
+    case QV_UINT8:
+    case QV_INT16:
+    case QV_UINT16:
+    case QV_INT32:
+    case QV_UINT32:
+    case QV_INT64:
+    case QV_UINT64:
       return "append_int, append_uint, append_values, append_bytes (raw), append_null";
-    case QV_HALF_FLOAT: case QV_FLOAT: case QV_DOUBLE:
-      return "append_double, append_values, append_bytes (raw), append_null";
-    case QV_DECIMAL32: case QV_DECIMAL64: case QV_DECIMAL128: case QV_DECIMAL256:
+    case QV_HALF_FLOAT:
+    case QV_FLOAT:
+    case QV_DOUBLE: return "append_double, append_values, append_bytes (raw), append_null";
+    case QV_DECIMAL32:
+    case QV_DECIMAL64:
+    case QV_DECIMAL128:
+    case QV_DECIMAL256:
       return "append_int, append_uint, append_decimal, append_values, append_bytes "
              "(raw), append_null";
     case QV_INTERVAL_DAY_TIME:
       return "append_day_time, append_values, append_bytes (raw), append_null";
     case QV_INTERVAL_MONTH_DAY_NANO:
       return "append_month_day_nano, append_values, append_bytes (raw), append_null";
-    case QV_BINARY: case QV_STRING: case QV_LARGE_BINARY: case QV_LARGE_STRING:
-    case QV_BINARY_VIEW: case QV_STRING_VIEW:
-      return "append_bytes, append_string, append_null";
-    case QV_FIXED_SIZE_BINARY:
-      return "append_bytes (byte_width bytes), append_values, append_null";
-    case QV_LIST: case QV_LARGE_LIST: case QV_LIST_VIEW: case QV_LARGE_LIST_VIEW:
-    case QV_MAP: case QV_FIXED_SIZE_LIST:
-      return "begin_list/end_list, append_null";
+    case QV_BINARY:
+    case QV_STRING:
+    case QV_LARGE_BINARY:
+    case QV_LARGE_STRING:
+    case QV_BINARY_VIEW:
+    case QV_STRING_VIEW: return "append_bytes, append_string, append_null";
+    case QV_FIXED_SIZE_BINARY: return "append_bytes (byte_width bytes), append_values, append_null";
+    case QV_LIST:
+    case QV_LARGE_LIST:
+    case QV_LIST_VIEW:
+    case QV_LARGE_LIST_VIEW:
+    case QV_MAP:
+    case QV_FIXED_SIZE_LIST: return "begin_list/end_list, append_null";
     case QV_STRUCT: return "begin_struct/end_struct, append_structs, append_null";
-    case QV_SPARSE_UNION: case QV_DENSE_UNION:
-      return "begin_union/end_union, append_null";
+    case QV_SPARSE_UNION:
+    case QV_DENSE_UNION: return "begin_union/end_union, append_null";
     case QV_DICTIONARY:
       return "the appends of its value type (by value), append_index, append_null";
     case QV_RUN_END_ENCODED:
       return "the appends of its value type (by value), begin_run/end_run, append_null";
-    default:
-      return "append_int, append_values, append_bytes (raw), append_null";
+    default: return "append_int, append_values, append_bytes (raw), append_null";
   }
 }
 
@@ -300,8 +308,16 @@ static int64_t load_int(const uint8_t *p, int64_t i, int w) { return qv_load_int
 static void store_int(uint8_t *p, int64_t i, int w, int64_t v) {
   switch (w) {
     case 1: p[i] = (uint8_t)v; break;
-    case 2: { int16_t x = (int16_t)v; memcpy(p + 2 * i, &x, 2); break; }
-    case 4: { int32_t x = (int32_t)v; memcpy(p + 4 * i, &x, 4); break; }
+    case 2: {
+      int16_t x = (int16_t)v;
+      memcpy(p + 2 * i, &x, 2);
+      break;
+    }
+    case 4: {
+      int32_t x = (int32_t)v;
+      memcpy(p + 4 * i, &x, 4);
+      break;
+    }
     default: memcpy(p + 8 * i, &v, 8); break;
   }
 }
@@ -342,9 +358,8 @@ static char *join_path(const char *parent, const char *name) {
   return p;
 }
 
-static qv_status builder_make(const qv_type *t, qv_builder *parent, const char *name,
-                              bool nullable, int depth, qv_builder **out,
-                              qv_error *err) {
+static qv_status builder_make(const qv_type *t, qv_builder *parent, const char *name, bool nullable,
+                              int depth, qv_builder **out, qv_error *err) {
   *out = NULL;
   if (t == NULL) return qv_error_set(err, QV_EARG, "qv_builder_new: NULL type");
   if (depth > QV_BUILDER_MAX_DEPTH)
@@ -364,8 +379,13 @@ static qv_status builder_make(const qv_type *t, qv_builder *parent, const char *
   }
   qv_type_id id = t->id;
   switch (id) {
-    case QV_BINARY: case QV_STRING: case QV_LIST: case QV_MAP: b->width = 4; break;
-    case QV_LARGE_BINARY: case QV_LARGE_STRING: case QV_LARGE_LIST: b->width = 8; break;
+    case QV_BINARY:
+    case QV_STRING:
+    case QV_LIST:
+    case QV_MAP: b->width = 4; break;
+    case QV_LARGE_BINARY:
+    case QV_LARGE_STRING:
+    case QV_LARGE_LIST: b->width = 8; break;
     case QV_LIST_VIEW: b->width = 4; break;
     case QV_LARGE_LIST_VIEW: b->width = 8; break;
     case QV_DICTIONARY:
@@ -387,9 +407,7 @@ static qv_status builder_make(const qv_type *t, qv_builder *parent, const char *
       b->width = qv_type_byte_width(re);
       break;
     }
-    default:
-      b->width = qv_type_byte_width(t);
-      break;
+    default: b->width = qv_type_byte_width(t); break;
   }
   if (is_list_like(id) && t->n_children != 1) {
     st = berr(b, err, QV_EARG, "qv_builder_new", "the type needs exactly one child, has %d",
@@ -397,8 +415,7 @@ static qv_status builder_make(const qv_type *t, qv_builder *parent, const char *
     goto fail;
   }
   if (id == QV_FIXED_SIZE_LIST && t->list_size < 0) {
-    st = berr(b, err, QV_EARG, "qv_builder_new", "negative list size %d",
-              (int)t->list_size);
+    st = berr(b, err, QV_EARG, "qv_builder_new", "negative list size %d", (int)t->list_size);
     goto fail;
   }
   if (is_union(id) && t->n_children > 0 && t->type_codes == NULL) {
@@ -530,8 +547,7 @@ static qv_builder *kid(const qv_builder *b, int32_t i) {
 
 static qv_status check_closed(qv_builder *b, const char *op, qv_error *err) {
   if (b->open)
-    return berr(b, err, QV_EARG, op, "an element is open (call %s first)",
-                closer(b->type->id));
+    return berr(b, err, QV_EARG, op, "an element is open (call %s first)", closer(b->type->id));
   return QV_OK;
 }
 
@@ -556,8 +572,10 @@ static qv_status check_kids(qv_builder *b, const char *op, qv_error *err) {
 static qv_status run_end_fits(qv_builder *b, int64_t n, const char *op, qv_error *err) {
   int64_t end;
   if (qv_add_overflow(b->length, n, &end) || end > signed_max(b->width))
-    return berr(b, err, QV_ERANGE, op, "%lld more elements would pass %lld, the largest "
-                "run end of %s", (long long)n, (long long)signed_max(b->width),
+    return berr(b, err, QV_ERANGE, op,
+                "%lld more elements would pass %lld, the largest "
+                "run end of %s",
+                (long long)n, (long long)signed_max(b->width),
                 qv_type_id_name(b->type->children[0].type->id));
   return QV_OK;
 }
@@ -579,8 +597,7 @@ static qv_status nulls_raw(qv_builder *b, int64_t n, const char *op, qv_error *e
   QV_RETURN_NOT_OK(check_kids(b, op, err));
   qv_type_id id = b->type->id;
   int64_t len = b->length, total;
-  if (qv_add_overflow(len, n, &total))
-    return berr(b, err, QV_ERANGE, op, "length overflows");
+  if (qv_add_overflow(len, n, &total)) return berr(b, err, QV_ERANGE, op, "length overflows");
   if (is_union(id)) {
     if (b->n_children == 0)
       return berr(b, err, QV_ETYPE, op, "a union without children cannot hold a null");
@@ -590,8 +607,7 @@ static qv_status nulls_raw(qv_builder *b, int64_t n, const char *op, qv_error *e
       if (b->committed[0] + n > INT32_MAX)
         return berr(b, err, QV_ERANGE, op, "dense union offsets pass the int32 range");
       QV_RETURN_NOT_OK(bsize(&b->b2, total * 4, err));
-      for (int64_t k = 0; k < n; k++)
-        store_int(b->b2->data, len + k, 4, b->committed[0] + k);
+      for (int64_t k = 0; k < n; k++) store_int(b->b2->data, len + k, 4, b->committed[0] + k);
     }
     int32_t nc = id == QV_DENSE_UNION ? 1 : b->n_children;
     for (int32_t c = 0; c < nc; c++) {
@@ -616,20 +632,25 @@ static qv_status nulls_raw(qv_builder *b, int64_t n, const char *op, qv_error *e
   }
   if (id != QV_NA) QV_RETURN_NOT_OK(put_validity(b, n, false, err));
   switch (id) {
-    case QV_NA:
-      break;
+    case QV_NA: break;
     case QV_BOOL:
       QV_RETURN_NOT_OK(bsize(&b->b1, bitmap_bytes(total), err));
       set_bits(b->b1->data, len, n, false);
       break;
-    case QV_BINARY: case QV_STRING: case QV_LARGE_BINARY: case QV_LARGE_STRING:
-    case QV_LIST: case QV_LARGE_LIST: case QV_MAP: {
+    case QV_BINARY:
+    case QV_STRING:
+    case QV_LARGE_BINARY:
+    case QV_LARGE_STRING:
+    case QV_LIST:
+    case QV_LARGE_LIST:
+    case QV_MAP: {
       int64_t last = last_offset(b);
       QV_RETURN_NOT_OK(bsize(&b->b1, (total + 1) * b->width, err));
       for (int64_t k = 1; k <= n; k++) store_int(b->b1->data, len + k, b->width, last);
       break;
     }
-    case QV_LIST_VIEW: case QV_LARGE_LIST_VIEW:
+    case QV_LIST_VIEW:
+    case QV_LARGE_LIST_VIEW:
       QV_RETURN_NOT_OK(bsize(&b->b1, total * b->width, err));
       QV_RETURN_NOT_OK(bsize(&b->b2, total * b->width, err));
       for (int64_t k = 0; k < n; k++) {
@@ -637,7 +658,8 @@ static qv_status nulls_raw(qv_builder *b, int64_t n, const char *op, qv_error *e
         store_int(b->b2->data, len + k, b->width, 0);
       }
       break;
-    case QV_BINARY_VIEW: case QV_STRING_VIEW:
+    case QV_BINARY_VIEW:
+    case QV_STRING_VIEW:
       QV_RETURN_NOT_OK(bsize(&b->b1, total * QV_VIEW_SIZE, err));
       memset(b->b1->data + len * QV_VIEW_SIZE, 0, (size_t)(n * QV_VIEW_SIZE));
       break;
@@ -667,8 +689,7 @@ static qv_status nulls_raw(qv_builder *b, int64_t n, const char *op, qv_error *e
 
 static qv_status append_nulls(qv_builder *b, int64_t n, const char *op, qv_error *err) {
   if (b == NULL) return qv_error_set(err, QV_EARG, "qv_builder_%s: NULL builder", op);
-  if (!b->nullable && n > 0)
-    return berr(b, err, QV_EARG, op, "the field is not nullable");
+  if (!b->nullable && n > 0) return berr(b, err, QV_EARG, op, "the field is not nullable");
   return nulls_raw(b, n, op, err);
 }
 
@@ -682,9 +703,7 @@ qv_status qv_builder_append_nulls(qv_builder *b, int64_t n, qv_error *err) {
 
 /* ---- scalars: encode -------------------------------------------------- */
 
-typedef enum kind {
-  K_BOOL, K_INT, K_UINT, K_DOUBLE, K_BYTES, K_DECIMAL, K_DAY_TIME, K_MDN
-} kind;
+typedef enum kind { K_BOOL, K_INT, K_UINT, K_DOUBLE, K_BYTES, K_DECIMAL, K_DAY_TIME, K_MDN } kind;
 
 /* A value on its way in: the caller's input (by kind), then the bytes the
  * layout stores (p, len; fixed-width values live in `fixed`). */
@@ -704,17 +723,15 @@ typedef struct scalar {
 static qv_status wrong_kind(qv_builder *b, const char *op, qv_error *err) {
   char t[160];
   qv_type_to_string(b->type, t, sizeof t);
-  return berr(b, err, QV_ETYPE, op, "wrong kind of value for %s (it takes %s)", t,
-              takes(b->type));
+  return berr(b, err, QV_ETYPE, op, "wrong kind of value for %s (it takes %s)", t, takes(b->type));
 }
 
-static qv_status out_of_range(qv_builder *b, const qv_type *t, const char *op,
-                              const scalar *s, qv_error *err) {
+static qv_status out_of_range(qv_builder *b, const qv_type *t, const char *op, const scalar *s,
+                              qv_error *err) {
   char v[40];
   if (s->k == K_UINT) snprintf(v, sizeof v, "%llu", (unsigned long long)s->u);
   else snprintf(v, sizeof v, "%lld", (long long)s->i);
-  return berr(b, err, QV_ERANGE, op, "value %s is out of range for %s", v,
-              qv_type_id_name(t->id));
+  return berr(b, err, QV_ERANGE, op, "value %s is out of range for %s", v, qv_type_id_name(t->id));
 }
 
 /* Two's complement negation of a w-byte little-endian integer. */
@@ -794,8 +811,10 @@ static qv_status decimal_from_text(qv_builder *b, const qv_type *t, const char *
       int64_t pos = ni + nf - 1 - k; /* index into the digits int|frac */
       char c = pos < 0 ? '0' : pos < ni ? ip[pos] : fp[pos - ni];
       if (c != '0')
-        return berr(b, err, QV_ERANGE, op, "'%.64s' has more fractional digits than the "
-                    "scale %d", text, (int)t->scale);
+        return berr(b, err, QV_ERANGE, op,
+                    "'%.64s' has more fractional digits than the "
+                    "scale %d",
+                    text, (int)t->scale);
     }
     total = ni + nf - drop;
     if (total < 0) total = 0;
@@ -814,9 +833,10 @@ static qv_status decimal_from_text(qv_builder *b, const qv_type *t, const char *
   while (z < n - 1 && digits[z] == '0') z++;
   sig = n - z;
   if (!(sig == 1 && digits[z] == '0') && sig > t->precision)
-    return berr(b, err, QV_ERANGE, op, "'%.64s' has %lld significant digits at scale %d, "
-                "more than the precision %d", text, (long long)sig, (int)t->scale,
-                (int)t->precision);
+    return berr(b, err, QV_ERANGE, op,
+                "'%.64s' has %lld significant digits at scale %d, "
+                "more than the precision %d",
+                text, (long long)sig, (int)t->scale, (int)t->precision);
   int w = qv_type_byte_width(t);
   memset(s->fixed, 0, sizeof s->fixed);
   if (!qv_num_decimal_parse(digits, n, w, s->fixed))
@@ -828,8 +848,7 @@ static qv_status decimal_from_text(qv_builder *b, const qv_type *t, const char *
 
 /* Encode the input in s as the bytes type t stores (checking kind and
  * range); errors are reported for builder b. */
-static qv_status encode(qv_builder *b, const qv_type *t, scalar *s, const char *op,
-                        qv_error *err) {
+static qv_status encode(qv_builder *b, const qv_type *t, scalar *s, const char *op, qv_error *err) {
   qv_type_id id = t->id;
   int w = qv_type_byte_width(t);
   memset(s->fixed, 0, sizeof s->fixed);
@@ -848,9 +867,9 @@ static qv_status encode(qv_builder *b, const qv_type *t, scalar *s, const char *
       if (id >= QV_DECIMAL32 && id <= QV_DECIMAL256)
         return decimal_from_int(b, t, neg, mag, op, s, err);
       bool is_int = qv_type_id_is_integer(id);
-      bool is_signed = qv_type_id_is_signed_integer(id) || id == QV_DATE32 ||
-                       id == QV_DATE64 || id == QV_TIME32 || id == QV_TIME64 ||
-                       id == QV_TIMESTAMP || id == QV_DURATION || id == QV_INTERVAL_MONTHS;
+      bool is_signed = qv_type_id_is_signed_integer(id) || id == QV_DATE32 || id == QV_DATE64 ||
+                       id == QV_TIME32 || id == QV_TIME64 || id == QV_TIMESTAMP ||
+                       id == QV_DURATION || id == QV_INTERVAL_MONTHS;
       if (!is_int && !(is_signed && s->k == K_INT)) return wrong_kind(b, op, err);
       if (is_signed) {
         uint64_t lim = (uint64_t)signed_max(w) + (neg ? 1u : 0u);
@@ -922,8 +941,8 @@ static qv_status encode(qv_builder *b, const qv_type *t, scalar *s, const char *
 static qv_status store_view(qv_builder *b, const scalar *s, const char *op, qv_error *err) {
   uint8_t v[QV_VIEW_SIZE] = {0};
   if (s->len > INT32_MAX)
-    return berr(b, err, QV_ERANGE, op, "a view holds at most %d bytes, found %lld",
-                INT32_MAX, (long long)s->len);
+    return berr(b, err, QV_ERANGE, op, "a view holds at most %d bytes, found %lld", INT32_MAX,
+                (long long)s->len);
   int32_t len32 = (int32_t)s->len;
   memcpy(v, &len32, 4);
   if (s->len <= QV_VIEW_INLINE_MAX) {
@@ -964,9 +983,10 @@ static qv_status store(qv_builder *b, const scalar *s, const char *op, qv_error 
   } else if (is_var_binary(id)) {
     int64_t last = last_offset(b), end;
     if (qv_add_overflow(last, s->len, &end) || (b->width == 4 && end > INT32_MAX))
-      return berr(b, err, QV_ERANGE, op, "the data would pass %lld bytes, the limit of "
-                  "32-bit offsets (use large_%s)", (long long)INT32_MAX,
-                  id == QV_STRING ? "string" : "binary");
+      return berr(b, err, QV_ERANGE, op,
+                  "the data would pass %lld bytes, the limit of "
+                  "32-bit offsets (use large_%s)",
+                  (long long)INT32_MAX, id == QV_STRING ? "string" : "binary");
     QV_RETURN_NOT_OK(bsize(&b->b2, end, err));
     if (s->len) memcpy(b->b2->data + last, s->p, (size_t)s->len);
     QV_RETURN_NOT_OK(put_offset(&b->b1, b->width, n + 1, end, err));
@@ -991,14 +1011,13 @@ static qv_status put_index(qv_builder *b, int64_t idx, qv_error *err) {
   return QV_OK;
 }
 
-static int64_t dict_base(const qv_builder *b) {
-  return b->dict_prev ? b->dict_prev->length : 0;
-}
+static int64_t dict_base(const qv_builder *b) { return b->dict_prev ? b->dict_prev->length : 0; }
 
 static qv_status dict_put(qv_builder *b, const scalar *s, const char *op, qv_error *err) {
   qv_builder *v = b->values;
   if (v->open || v->length + dict_base(b) != b->memo.n)
-    return berr(b, err, QV_EARG, op, "the dictionary holds values appended through "
+    return berr(b, err, QV_EARG, op,
+                "the dictionary holds values appended through "
                 "qv_builder_values (by index); appends by value cannot be mixed with them");
   uint64_t h = XXH3_64bits(s->p, (size_t)s->len);
   int64_t slot;
@@ -1006,8 +1025,10 @@ static qv_status dict_put(qv_builder *b, const scalar *s, const char *op, qv_err
   if (idx < 0) {
     idx = b->memo.n;
     if (idx > index_max(b->type->index_type))
-      return berr(b, err, QV_ERANGE, op, "the dictionary is full: %s indices address %lld "
-                  "values", qv_type_id_name(b->type->index_type->id), (long long)idx);
+      return berr(b, err, QV_ERANGE, op,
+                  "the dictionary is full: %s indices address %lld "
+                  "values",
+                  qv_type_id_name(b->type->index_type->id), (long long)idx);
     QV_RETURN_NOT_OK(store(v, s, op, err));
     if (!memo_insert(&b->memo, s->p, s->len, h))
       return qv_error_set(err, QV_ENOMEM, "out of memory (dictionary hash table)");
@@ -1046,7 +1067,7 @@ static qv_status ree_put(qv_builder *b, const scalar *s, const char *op, qv_erro
 static qv_status append_scalar(qv_builder *b, scalar *s, const char *op, qv_error *err) {
   if (b == NULL) return qv_error_set(err, QV_EARG, "qv_builder_%s: NULL builder", op);
   qv_type_id id = b->type->id;
-  const qv_type *vt = id == QV_DICTIONARY          ? b->type->value_type
+  const qv_type *vt = id == QV_DICTIONARY        ? b->type->value_type
                       : id == QV_RUN_END_ENCODED ? b->type->children[1].type
                                                  : b->type;
   if ((id == QV_DICTIONARY || id == QV_RUN_END_ENCODED) &&
@@ -1087,8 +1108,7 @@ static qv_status append_bytes(qv_builder *b, const void *data, int64_t len, cons
   return append_scalar(b, &s, op, err);
 }
 
-qv_status qv_builder_append_bytes(qv_builder *b, const void *data, int64_t len,
-                                  qv_error *err) {
+qv_status qv_builder_append_bytes(qv_builder *b, const void *data, int64_t len, qv_error *err) {
   return append_bytes(b, data, len, "append_bytes", err);
 }
 
@@ -1103,8 +1123,7 @@ qv_status qv_builder_append_decimal(qv_builder *b, const char *text, qv_error *e
   return append_scalar(b, &s, "append_decimal", err);
 }
 
-qv_status qv_builder_append_day_time(qv_builder *b, int32_t days, int32_t millis,
-                                     qv_error *err) {
+qv_status qv_builder_append_day_time(qv_builder *b, int32_t days, int32_t millis, qv_error *err) {
   scalar s = {.k = K_DAY_TIME, .days = days, .sub = millis};
   return append_scalar(b, &s, "append_day_time", err);
 }
@@ -1115,8 +1134,7 @@ qv_status qv_builder_append_month_day_nano(qv_builder *b, int32_t months, int32_
   return append_scalar(b, &s, "append_month_day_nano", err);
 }
 
-qv_status qv_builder_append_values(qv_builder *b, const void *values, int64_t n,
-                                   qv_error *err) {
+qv_status qv_builder_append_values(qv_builder *b, const void *values, int64_t n, qv_error *err) {
   const char *op = "append_values";
   if (b == NULL) return qv_error_set(err, QV_EARG, "qv_builder_append_values: NULL builder");
   if (!is_fixed(b->type)) return wrong_kind(b, op, err);
@@ -1138,8 +1156,7 @@ qv_status qv_builder_begin_list(qv_builder *b, qv_error *err) {
   const char *op = "begin_list";
   if (b == NULL) return qv_error_set(err, QV_EARG, "qv_builder_begin_list: NULL builder");
   if (!is_list_like(b->type->id)) return wrong_kind(b, op, err);
-  if (b->open)
-    return berr(b, err, QV_EARG, op, "an element is already open (call end_list first)");
+  if (b->open) return berr(b, err, QV_EARG, op, "an element is already open (call end_list first)");
   QV_RETURN_NOT_OK(check_kids(b, op, err));
   b->open = true;
   b->open_start = b->children[0]->length;
@@ -1161,9 +1178,10 @@ qv_status qv_builder_end_list(qv_builder *b, qv_error *err) {
     return berr(b, err, QV_EARG, op, "a fixed_size_list element takes %d values, found %lld",
                 (int)b->type->list_size, (long long)n);
   if (b->width == 4 && c->length > INT32_MAX)
-    return berr(b, err, QV_ERANGE, op, "child '%s' holds %lld values, past the limit of "
-                "32-bit offsets (use the large_ type)", child_name(b, 0),
-                (long long)c->length);
+    return berr(b, err, QV_ERANGE, op,
+                "child '%s' holds %lld values, past the limit of "
+                "32-bit offsets (use the large_ type)",
+                child_name(b, 0), (long long)c->length);
   if (id == QV_LIST || id == QV_LARGE_LIST || id == QV_MAP) {
     QV_RETURN_NOT_OK(put_offset(&b->b1, b->width, len + 1, c->length, err));
   } else if (id == QV_LIST_VIEW || id == QV_LARGE_LIST_VIEW) {
@@ -1261,11 +1279,15 @@ qv_status qv_builder_end_union(qv_builder *b, qv_error *err) {
                   child_name(b, i), closer(c->type->id));
     int64_t got = c->length - b->committed[i];
     if (i == sel && got != 1)
-      return berr(b, err, QV_EARG, op, "child '%s' holds %lld values for this element, "
-                  "expected 1", child_name(b, i), (long long)got);
+      return berr(b, err, QV_EARG, op,
+                  "child '%s' holds %lld values for this element, "
+                  "expected 1",
+                  child_name(b, i), (long long)got);
     if (i != sel && got != 0)
-      return berr(b, err, QV_EARG, op, "child '%s' got %lld values, but the element holds "
-                  "child '%s'", child_name(b, i), (long long)got, child_name(b, sel));
+      return berr(b, err, QV_EARG, op,
+                  "child '%s' got %lld values, but the element holds "
+                  "child '%s'",
+                  child_name(b, i), (long long)got, child_name(b, sel));
   }
   int64_t len = b->length;
   if (id == QV_DENSE_UNION && b->committed[sel] > INT32_MAX)
@@ -1303,8 +1325,8 @@ qv_status qv_builder_begin_run(qv_builder *b, int64_t n, qv_error *err) {
   const char *op = "begin_run";
   if (b == NULL) return qv_error_set(err, QV_EARG, "qv_builder_begin_run: NULL builder");
   if (b->type->id != QV_RUN_END_ENCODED) return wrong_kind(b, op, err);
-  if (n < 1) return berr(b, err, QV_EARG, op, "a run has at least 1 element, found %lld",
-                         (long long)n);
+  if (n < 1)
+    return berr(b, err, QV_EARG, op, "a run has at least 1 element, found %lld", (long long)n);
   if (b->open) return berr(b, err, QV_EARG, op, "a run is already open (call end_run first)");
   QV_RETURN_NOT_OK(check_kids(b, op, err));
   QV_RETURN_NOT_OK(run_end_fits(b, n, op, err));
@@ -1340,14 +1362,15 @@ static qv_status check_tree(qv_builder *b, qv_error *err) {
   const char *op = "finish";
   QV_RETURN_NOT_OK(check_closed(b, op, err));
   QV_RETURN_NOT_OK(check_kids(b, op, err));
-  for (int32_t i = 0; i < b->n_children; i++)
-    QV_RETURN_NOT_OK(check_tree(b->children[i], err));
+  for (int32_t i = 0; i < b->n_children; i++) QV_RETURN_NOT_OK(check_tree(b->children[i], err));
   if (b->values) QV_RETURN_NOT_OK(check_tree(b->values, err));
   if (b->type->id == QV_DICTIONARY) {
     int64_t n = dict_base(b) + b->values->length;
     if (b->max_index >= n)
-      return berr(b, err, QV_ERANGE, op, "index %lld is out of range for a dictionary of "
-                  "%lld values", (long long)b->max_index, (long long)n);
+      return berr(b, err, QV_ERANGE, op,
+                  "index %lld is out of range for a dictionary of "
+                  "%lld values",
+                  (long long)b->max_index, (long long)n);
   }
   return QV_OK;
 }
@@ -1389,34 +1412,34 @@ static qv_status build(qv_builder *b, qv_array **out, qv_error *err) {
     st = fit(&b->validity, bitmap_bytes(len), &a->buffers[0], err);
   if (st != QV_OK) goto done;
   switch (id) {
-    case QV_NA:
-      break;
-    case QV_BOOL:
-      st = fit(&b->b1, bitmap_bytes(len), &a->buffers[1], err);
-      break;
-    case QV_BINARY: case QV_STRING: case QV_LARGE_BINARY: case QV_LARGE_STRING: {
+    case QV_NA: break;
+    case QV_BOOL: st = fit(&b->b1, bitmap_bytes(len), &a->buffers[1], err); break;
+    case QV_BINARY:
+    case QV_STRING:
+    case QV_LARGE_BINARY:
+    case QV_LARGE_STRING: {
       int64_t last = last_offset(b);
       st = fit(&b->b1, (len + 1) * b->width, &a->buffers[1], err);
       if (st == QV_OK) st = fit(&b->b2, last, &a->buffers[2], err);
       break;
     }
-    case QV_BINARY_VIEW: case QV_STRING_VIEW:
+    case QV_BINARY_VIEW:
+    case QV_STRING_VIEW:
       st = fit(&b->b1, len * QV_VIEW_SIZE, &a->buffers[1], err);
       for (int32_t k = 0; k < b->n_vdata && st == QV_OK; k++)
         st = fit(&b->vdata[k], b->vdata[k]->size, &a->buffers[2 + k], err);
       break;
-    case QV_LIST: case QV_LARGE_LIST: case QV_MAP:
-      st = fit(&b->b1, (len + 1) * b->width, &a->buffers[1], err);
-      break;
-    case QV_LIST_VIEW: case QV_LARGE_LIST_VIEW:
+    case QV_LIST:
+    case QV_LARGE_LIST:
+    case QV_MAP: st = fit(&b->b1, (len + 1) * b->width, &a->buffers[1], err); break;
+    case QV_LIST_VIEW:
+    case QV_LARGE_LIST_VIEW:
       st = fit(&b->b1, len * b->width, &a->buffers[1], err);
       if (st == QV_OK) st = fit(&b->b2, len * b->width, &a->buffers[2], err);
       break;
-    case QV_FIXED_SIZE_LIST: case QV_STRUCT:
-      break;
-    case QV_SPARSE_UNION:
-      st = fit(&b->b1, len, &a->buffers[0], err);
-      break;
+    case QV_FIXED_SIZE_LIST:
+    case QV_STRUCT: break;
+    case QV_SPARSE_UNION: st = fit(&b->b1, len, &a->buffers[0], err); break;
     case QV_DENSE_UNION:
       st = fit(&b->b1, len, &a->buffers[0], err);
       if (st == QV_OK) st = fit(&b->b2, len * 4, &a->buffers[1], err);
@@ -1452,9 +1475,7 @@ static qv_status build(qv_builder *b, qv_array **out, qv_error *err) {
       }
       break;
     }
-    default: /* fixed width */
-      st = fit(&b->b1, len * b->width, &a->buffers[1], err);
-      break;
+    default: /* fixed width */ st = fit(&b->b1, len * b->width, &a->buffers[1], err); break;
   }
   if (st == QV_OK && id != QV_RUN_END_ENCODED)
     for (int32_t i = 0; i < b->n_children && st == QV_OK; i++)

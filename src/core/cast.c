@@ -60,9 +60,7 @@ static qv_status unsupported(const qv_type *from, const qv_type *to, qv_error *e
   return qv_error_set(err, QV_ENOTSUP, "cast from %s to %s is not supported", n.from, n.to);
 }
 
-static qv_status oom(qv_error *err) {
-  return qv_error_set(err, QV_ENOMEM, "cast: out of memory");
-}
+static qv_status oom(qv_error *err) { return qv_error_set(err, QV_ENOMEM, "cast: out of memory"); }
 
 static bool valid_at(const qv_array *a, int64_t i) {
   return a->buffers[0] == NULL || qv_bit_get(a->buffers[0]->data, a->offset + i);
@@ -126,27 +124,33 @@ qv_status qv_array_nulls(qv_type *type, int64_t length, qv_array **out, qv_error
     st = alloc_zero((length + 7) / 8, &a->buffers[0], err);
   int64_t n = length;
   switch (id) {
-    case QV_NA:
-      break;
+    case QV_NA: break;
     case QV_BOOL:
       if (st == QV_OK) st = alloc_zero((n + 7) / 8, &a->buffers[1], err);
       break;
-    case QV_BINARY: case QV_STRING: case QV_LARGE_BINARY: case QV_LARGE_STRING: {
+    case QV_BINARY:
+    case QV_STRING:
+    case QV_LARGE_BINARY:
+    case QV_LARGE_STRING: {
       int64_t w = qvk_is_large(id) ? 8 : 4;
       if (st == QV_OK) st = alloc_zero((n + 1) * w, &a->buffers[1], err);
       if (st == QV_OK) st = alloc_zero(0, &a->buffers[2], err);
       break;
     }
-    case QV_BINARY_VIEW: case QV_STRING_VIEW:
+    case QV_BINARY_VIEW:
+    case QV_STRING_VIEW:
       if (st == QV_OK) st = alloc_zero(n * QV_VIEW_SIZE, &a->buffers[1], err);
       break;
-    case QV_LIST: case QV_LARGE_LIST: case QV_MAP: {
+    case QV_LIST:
+    case QV_LARGE_LIST:
+    case QV_MAP: {
       int64_t w = qvk_is_large(id) ? 8 : 4;
       if (st == QV_OK) st = alloc_zero((n + 1) * w, &a->buffers[1], err);
       if (st == QV_OK) st = qv_array_nulls(type->children[0].type, 0, &a->children[0], err);
       break;
     }
-    case QV_LIST_VIEW: case QV_LARGE_LIST_VIEW: {
+    case QV_LIST_VIEW:
+    case QV_LARGE_LIST_VIEW: {
       int64_t w = qvk_is_large(id) ? 8 : 4;
       if (st == QV_OK) st = alloc_zero(n * w, &a->buffers[1], err);
       if (st == QV_OK) st = alloc_zero(n * w, &a->buffers[2], err);
@@ -156,8 +160,8 @@ qv_status qv_array_nulls(qv_type *type, int64_t length, qv_array **out, qv_error
     case QV_FIXED_SIZE_LIST: {
       int64_t m;
       if (qv_mul_overflow(n, type->list_size, &m)) {
-        st = qv_error_set(err, QV_ENOMEM, "nulls: %lld lists of %d values overflow",
-                          (long long)n, type->list_size);
+        st = qv_error_set(err, QV_ENOMEM, "nulls: %lld lists of %d values overflow", (long long)n,
+                          type->list_size);
         break;
       }
       if (st == QV_OK) st = qv_array_nulls(type->children[0].type, m, &a->children[0], err);
@@ -167,7 +171,8 @@ qv_status qv_array_nulls(qv_type *type, int64_t length, qv_array **out, qv_error
       for (int32_t k = 0; k < nc && st == QV_OK; k++)
         st = qv_array_nulls(type->children[k].type, n, &a->children[k], err);
       break;
-    case QV_SPARSE_UNION: case QV_DENSE_UNION: {
+    case QV_SPARSE_UNION:
+    case QV_DENSE_UNION: {
       if (nc == 0 && n > 0) {
         st = qv_error_set(err, QV_ETYPE, "nulls: a union without children has no null value");
         break;
@@ -183,8 +188,8 @@ qv_status qv_array_nulls(qv_type *type, int64_t length, qv_array **out, qv_error
         }
       }
       for (int32_t k = 0; k < nc && st == QV_OK; k++)
-        st = qv_array_nulls(type->children[k].type,
-                            (id == QV_SPARSE_UNION || k == 0) ? n : 0, &a->children[k], err);
+        st = qv_array_nulls(type->children[k].type, (id == QV_SPARSE_UNION || k == 0) ? n : 0,
+                            &a->children[k], err);
       if (id == QV_DENSE_UNION && n > INT32_MAX)
         st = qv_error_set(err, QV_ERANGE, "nulls: dense union of %lld rows", (long long)n);
       break;
@@ -217,8 +222,7 @@ qv_status qv_array_nulls(qv_type *type, int64_t length, qv_array **out, qv_error
     default: {
       int32_t w = qvk_value_bytes(type);
       if (w <= 0) {
-        st = qv_error_set(err, QV_ENOTSUP, "nulls: type %s is not supported",
-                          qv_type_id_name(id));
+        st = qv_error_set(err, QV_ENOTSUP, "nulls: type %s is not supported", qv_type_id_name(id));
         break;
       }
       int64_t bytes;
@@ -272,7 +276,7 @@ static i128 load_int(const uint8_t *p, qv_type_id id, int64_t i) {
     return (i128)v;
   }
   return qv_load_int(p, qv_type_bit_width(&(qv_type){.id = id}) / 8,
-                      !qv_type_id_is_signed_integer(id), i);
+                     !qv_type_id_is_signed_integer(id), i);
 }
 
 static double load_float(const uint8_t *p, qv_type_id id, int64_t i) {
@@ -395,8 +399,8 @@ static qv_status cast_numeric(qv_array *a, qv_type *to, qv_array **out, qv_error
           break;
         }
         /* Exact comparison against the bounds: |v| < 2^64 fits i128. */
-        if (v < -18446744073709551616.0 || v >= 18446744073709551616.0 ||
-            (i128)v < int_min(t) || (i128)v > int_max(t)) {
+        if (v < -18446744073709551616.0 || v >= 18446744073709551616.0 || (i128)v < int_min(t) ||
+            (i128)v > int_max(t)) {
           st = qv_error_set(err, QV_ERANGE,
                             "cast from %s to %s: row %lld: float value %.17g is out of range",
                             nm.from, nm.to, (long long)i, v);
@@ -434,8 +438,8 @@ static int64_t unit_ticks(qv_time_unit u) {
 
 /* Integer conversion v -> v * mul / div (one of them 1), int32 or int64
  * storage, with overflow and data-loss checks. */
-static qv_status cast_scaled(qv_array *a, qv_type *to, int64_t mul, int64_t div,
-                             qv_array **out, qv_error *err) {
+static qv_status cast_scaled(qv_array *a, qv_type *to, int64_t mul, int64_t div, qv_array **out,
+                             qv_error *err) {
   int64_t n = a->length;
   int32_t wf = qv_type_bit_width(a->type) / 8, wt = qv_type_bit_width(to) / 8;
   qv_array *r = qv_array_new(to, 2, 0);
@@ -457,9 +461,9 @@ static qv_status cast_scaled(qv_array *a, qv_type *to, int64_t mul, int64_t div,
     if (div > 1) {
       if (v % div != 0) {
         names_of(a->type, to, &nm);
-        st = qv_error_set(err, QV_ERANGE,
-                          "cast from %s to %s would lose data: row %lld: value %lld",
-                          nm.from, nm.to, (long long)i, (long long)v);
+        st =
+            qv_error_set(err, QV_ERANGE, "cast from %s to %s would lose data: row %lld: value %lld",
+                         nm.from, nm.to, (long long)i, (long long)v);
         break;
       }
       x = v / div;
@@ -528,8 +532,8 @@ static qv_status rebase_offsets(qv_array *a, int32_t wt, qv_buffer **out, int64_
   *last = n == 0 ? *first : qv_load_int(p, wf, false, a->offset + n);
   if (wt == 4 && *last - *first > INT32_MAX)
     return qv_error_set(err, QV_ERANGE,
-                        "cast from %s to %s: %lld bytes/values do not fit 32-bit offsets",
-                        nm->from, nm->to, (long long)(*last - *first));
+                        "cast from %s to %s: %lld bytes/values do not fit 32-bit offsets", nm->from,
+                        nm->to, (long long)(*last - *first));
   if (wf == wt && *first == 0 && a->offset == 0) {
     *out = qv_buffer_ref(a->buffers[1]);
     return QV_OK;
@@ -628,8 +632,7 @@ static qv_status cast_struct(qv_array *a, qv_type *to, qv_array **out, qv_error 
     qv_array *child = NULL;
     st = qv_array_slice(a->children[k], a->offset, a->length, &child, err);
     if (st == QV_OK) st = cast_impl(child, to->children[k].type, &r->children[k], err);
-    if (st != QV_OK)
-      qv_error_prefix(err, st, "field '%s': ", to->children[k].name);
+    if (st != QV_OK) qv_error_prefix(err, st, "field '%s': ", to->children[k].name);
     qv_array_unref(child);
   }
   if (st != QV_OK) {
@@ -700,8 +703,7 @@ static qv_status cast_dict_to_dict(qv_array *a, qv_type *to, qv_array **out, qv_
   qv_array *ci = NULL, *cd = NULL;
   qv_status st = cast_impl(indices, to->index_type, &ci, err);
   qv_array_unref(indices);
-  if (st == QV_OK && a->dictionary != NULL)
-    st = cast_impl(a->dictionary, to->value_type, &cd, err);
+  if (st == QV_OK && a->dictionary != NULL) st = cast_impl(a->dictionary, to->value_type, &cd, err);
   if (st == QV_OK && a->dictionary == NULL) st = qv_array_nulls(to->value_type, 0, &cd, err);
   if (st != QV_OK) {
     qv_array_unref(ci);
@@ -750,8 +752,7 @@ static qv_status cast_impl(qv_array *a, qv_type *to, qv_array **out, qv_error *e
   if (is_binary_like(f) && is_binary_like(t)) return cast_binary(a, to, out, err);
   if ((f == QV_LIST || f == QV_LARGE_LIST) && (t == QV_LIST || t == QV_LARGE_LIST))
     return cast_list(a, to, out, err);
-  if (f == QV_FIXED_SIZE_LIST && t == QV_FIXED_SIZE_LIST &&
-      a->type->list_size == to->list_size)
+  if (f == QV_FIXED_SIZE_LIST && t == QV_FIXED_SIZE_LIST && a->type->list_size == to->list_size)
     return cast_fsl(a, to, out, err);
   if (f == QV_STRUCT && t == QV_STRUCT && a->type->n_children == to->n_children)
     return cast_struct(a, to, out, err);

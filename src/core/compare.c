@@ -134,7 +134,8 @@ static bool lvalid(const qv_array *arr, int64_t i) {
 static void list_range(const qv_array *arr, int64_t i, int64_t *start, int64_t *len) {
   int64_t p = arr->offset + i;
   switch (arr->type->id) {
-    case QV_LIST: case QV_MAP: {
+    case QV_LIST:
+    case QV_MAP: {
       int32_t o[2];
       memcpy(o, arr->buffers[1]->data + p * 4, 8);
       *start = o[0];
@@ -171,21 +172,24 @@ static void list_range(const qv_array *arr, int64_t i, int64_t *start, int64_t *
 static bool bytes_at(const qv_array *arr, int64_t i, const uint8_t **data, int64_t *len) {
   int64_t p = arr->offset + i;
   switch (arr->type->id) {
-    case QV_BINARY: case QV_STRING: {
+    case QV_BINARY:
+    case QV_STRING: {
       int32_t o[2];
       memcpy(o, arr->buffers[1]->data + p * 4, 8);
       *data = arr->buffers[2] ? arr->buffers[2]->data + o[0] : (const uint8_t *)"";
       *len = (int64_t)o[1] - o[0];
       return true;
     }
-    case QV_LARGE_BINARY: case QV_LARGE_STRING: {
+    case QV_LARGE_BINARY:
+    case QV_LARGE_STRING: {
       int64_t o[2];
       memcpy(o, arr->buffers[1]->data + p * 8, 16);
       *data = arr->buffers[2] ? arr->buffers[2]->data + o[0] : (const uint8_t *)"";
       *len = o[1] - o[0];
       return true;
     }
-    case QV_BINARY_VIEW: case QV_STRING_VIEW: {
+    case QV_BINARY_VIEW:
+    case QV_STRING_VIEW: {
       int32_t size;
       if (!qv_array_view_bytes(arr, i, data, &size)) return false;
       *len = size;
@@ -222,8 +226,8 @@ static void render_bytes(sbuf *s, const uint8_t *d, int64_t n, bool text) {
 
 static void render(sbuf *s, const qv_array *arr, int64_t i, int depth);
 
-static void render_list(sbuf *s, const qv_array *child, int64_t start, int64_t len,
-                        int depth, bool map) {
+static void render_list(sbuf *s, const qv_array *child, int64_t start, int64_t len, int depth,
+                        bool map) {
   sb_put(s, map ? "{" : "[");
   for (int64_t k = 0; k < len && !sb_full(s); k++) {
     if (k) sb_put(s, ", ");
@@ -231,8 +235,7 @@ static void render_list(sbuf *s, const qv_array *child, int64_t start, int64_t l
       sb_put(s, "... %" PRId64 " more", len - k);
       break;
     }
-    if (map && child->type->id == QV_STRUCT && child->n_children == 2 &&
-        lvalid(child, start + k)) {
+    if (map && child->type->id == QV_STRUCT && child->n_children == 2 && lvalid(child, start + k)) {
       render(s, child->children[0], child->offset + start + k, depth + 1);
       sb_put(s, ": ");
       render(s, child->children[1], child->offset + start + k, depth + 1);
@@ -256,21 +259,32 @@ static void render(sbuf *s, const qv_array *arr, int64_t i, int depth) {
   int64_t p = arr->offset + i;
   const uint8_t *v = (arr->n_buffers > 1 && arr->buffers[1]) ? arr->buffers[1]->data : NULL;
   switch (t->id) {
-    case QV_BOOL:
-      sb_put(s, qv_bit_get(arr->buffers[1]->data, p) ? "true" : "false");
-      return;
-    case QV_INT8: case QV_INT16: case QV_INT32: case QV_INT64:
-    case QV_DATE32: case QV_DATE64: case QV_TIME32: case QV_TIME64:
-    case QV_TIMESTAMP: case QV_DURATION: case QV_INTERVAL_MONTHS: {
+    case QV_BOOL: sb_put(s, qv_bit_get(arr->buffers[1]->data, p) ? "true" : "false"); return;
+    case QV_INT8:
+    case QV_INT16:
+    case QV_INT32:
+    case QV_INT64:
+    case QV_DATE32:
+    case QV_DATE64:
+    case QV_TIME32:
+    case QV_TIME64:
+    case QV_TIMESTAMP:
+    case QV_DURATION:
+    case QV_INTERVAL_MONTHS: {
       int64_t x = qv_load_int(v, (int32_t)fixed_width(t), false, p);
       sb_put(s, "%" PRId64, x);
       return;
     }
-    case QV_UINT8: case QV_UINT16: case QV_UINT32: case QV_UINT64: {
+    case QV_UINT8:
+    case QV_UINT16:
+    case QV_UINT32:
+    case QV_UINT64: {
       sb_put(s, "%" PRIu64, qv_array_uint_at(arr, i));
       return;
     }
-    case QV_HALF_FLOAT: case QV_FLOAT: case QV_DOUBLE: {
+    case QV_HALF_FLOAT:
+    case QV_FLOAT:
+    case QV_DOUBLE: {
       char buf[32];
       if (t->id == QV_HALF_FLOAT) {
         uint16_t h;
@@ -288,7 +302,10 @@ static void render(sbuf *s, const qv_array *arr, int64_t i, int depth) {
       sb_put(s, "%s", buf);
       return;
     }
-    case QV_DECIMAL32: case QV_DECIMAL64: case QV_DECIMAL128: case QV_DECIMAL256: {
+    case QV_DECIMAL32:
+    case QV_DECIMAL64:
+    case QV_DECIMAL128:
+    case QV_DECIMAL256: {
       char buf[QV_DECIMAL_STRING_MAX];
       int64_t w = fixed_width(t);
       qv_decimal_to_string(v + p * w, (int)w, t->scale, buf);
@@ -309,8 +326,13 @@ static void render(sbuf *s, const qv_array *arr, int64_t i, int depth) {
       sb_put(s, "{months: %d, days: %d, nanoseconds: %" PRId64 "}", md[0], md[1], ns);
       return;
     }
-    case QV_BINARY: case QV_LARGE_BINARY: case QV_BINARY_VIEW: case QV_FIXED_SIZE_BINARY:
-    case QV_STRING: case QV_LARGE_STRING: case QV_STRING_VIEW: {
+    case QV_BINARY:
+    case QV_LARGE_BINARY:
+    case QV_BINARY_VIEW:
+    case QV_FIXED_SIZE_BINARY:
+    case QV_STRING:
+    case QV_LARGE_STRING:
+    case QV_STRING_VIEW: {
       const uint8_t *d;
       int64_t n;
       if (!bytes_at(arr, i, &d, &n)) {
@@ -321,8 +343,12 @@ static void render(sbuf *s, const qv_array *arr, int64_t i, int depth) {
       render_bytes(s, d, n, text);
       return;
     }
-    case QV_LIST: case QV_LARGE_LIST: case QV_LIST_VIEW: case QV_LARGE_LIST_VIEW:
-    case QV_FIXED_SIZE_LIST: case QV_MAP: {
+    case QV_LIST:
+    case QV_LARGE_LIST:
+    case QV_LIST_VIEW:
+    case QV_LARGE_LIST_VIEW:
+    case QV_FIXED_SIZE_LIST:
+    case QV_MAP: {
       int64_t start, len;
       list_range(arr, i, &start, &len);
       render_list(s, arr->children[0], start, len, depth, t->id == QV_MAP);
@@ -336,7 +362,8 @@ static void render(sbuf *s, const qv_array *arr, int64_t i, int depth) {
       }
       sb_put(s, "}");
       return;
-    case QV_SPARSE_UNION: case QV_DENSE_UNION: {
+    case QV_SPARSE_UNION:
+    case QV_DENSE_UNION: {
       int k = union_child(arr, i);
       if (k < 0) {
         sb_put(s, "<type code %d>", (int8_t)arr->buffers[0]->data[p]);
@@ -346,15 +373,9 @@ static void render(sbuf *s, const qv_array *arr, int64_t i, int depth) {
       render(s, arr->children[k], union_child_index(arr, i), depth + 1);
       return;
     }
-    case QV_DICTIONARY:
-      render(s, arr->dictionary, qv_array_int_at(arr, i), depth);
-      return;
-    case QV_RUN_END_ENCODED:
-      render(s, arr->children[1], ree_run(arr, i), depth);
-      return;
-    default:
-      sb_put(s, "?");
-      return;
+    case QV_DICTIONARY: render(s, arr->dictionary, qv_array_int_at(arr, i), depth); return;
+    case QV_RUN_END_ENCODED: render(s, arr->children[1], ree_run(arr, i), depth); return;
+    default: sb_put(s, "?"); return;
   }
 }
 
@@ -396,8 +417,8 @@ static bool mismatch(cmp_ctx *c, const qv_array *e, int64_t i, const qv_array *a
   return false;
 }
 
-static bool cmp_range(cmp_ctx *c, const qv_array *e, int64_t ei, const qv_array *a,
-                      int64_t ai, int64_t n, int64_t *at);
+static bool cmp_range(cmp_ctx *c, const qv_array *e, int64_t ei, const qv_array *a, int64_t ai,
+                      int64_t n, int64_t *at);
 
 static bool has_nulls(const qv_array *arr, int64_t i, int64_t n) {
   if (n == 0 || arr->n_buffers == 0 || arr->buffers[0] == NULL) return false;
@@ -429,15 +450,15 @@ static bool float_eq(const qv_type *t, const uint8_t *x, const uint8_t *y) {
   }
 }
 
-static bool cmp_fixed(cmp_ctx *c, const qv_array *e, int64_t ei, const qv_array *a,
-                      int64_t ai, int64_t n, int64_t *at) {
+static bool cmp_fixed(cmp_ctx *c, const qv_array *e, int64_t ei, const qv_array *a, int64_t ai,
+                      int64_t n, int64_t *at) {
   int64_t w = fixed_width(e->type);
   const uint8_t *ve = e->buffers[1]->data + (e->offset + ei) * w;
   const uint8_t *va = a->buffers[1]->data + (a->offset + ai) * w;
   bool nulls = has_nulls(e, ei, n) || has_nulls(a, ai, n);
   if (!nulls && memcmp(ve, va, (size_t)(n * w)) == 0) return true;
-  bool is_float = e->type->id == QV_HALF_FLOAT || e->type->id == QV_FLOAT ||
-                  e->type->id == QV_DOUBLE;
+  bool is_float =
+      e->type->id == QV_HALF_FLOAT || e->type->id == QV_FLOAT || e->type->id == QV_DOUBLE;
   for (int64_t k = 0; k < n; k++) {
     if (nulls) {
       bool be = bitmap_valid(e, ei + k), ba = bitmap_valid(a, ai + k);
@@ -465,8 +486,13 @@ static bool cmp_value(cmp_ctx *c, const qv_array *e, int64_t i, const qv_array *
           qv_bit_get(a->buffers[1]->data, a->offset + j))
         return mismatch(c, e, i, a, j);
       return true;
-    case QV_BINARY: case QV_STRING: case QV_LARGE_BINARY: case QV_LARGE_STRING:
-    case QV_BINARY_VIEW: case QV_STRING_VIEW: case QV_FIXED_SIZE_BINARY: {
+    case QV_BINARY:
+    case QV_STRING:
+    case QV_LARGE_BINARY:
+    case QV_LARGE_STRING:
+    case QV_BINARY_VIEW:
+    case QV_STRING_VIEW:
+    case QV_FIXED_SIZE_BINARY: {
       const uint8_t *de, *da;
       int64_t ne, na;
       if (!bytes_at(e, i, &de, &ne) || !bytes_at(a, j, &da, &na) || ne != na ||
@@ -474,8 +500,12 @@ static bool cmp_value(cmp_ctx *c, const qv_array *e, int64_t i, const qv_array *
         return mismatch(c, e, i, a, j);
       return true;
     }
-    case QV_LIST: case QV_LARGE_LIST: case QV_LIST_VIEW: case QV_LARGE_LIST_VIEW:
-    case QV_FIXED_SIZE_LIST: case QV_MAP: {
+    case QV_LIST:
+    case QV_LARGE_LIST:
+    case QV_LIST_VIEW:
+    case QV_LARGE_LIST_VIEW:
+    case QV_FIXED_SIZE_LIST:
+    case QV_MAP: {
       int64_t se, le, sa, la, k;
       list_range(e, i, &se, &le);
       list_range(a, j, &sa, &la);
@@ -489,14 +519,14 @@ static bool cmp_value(cmp_ctx *c, const qv_array *e, int64_t i, const qv_array *
     case QV_STRUCT:
       for (int32_t f = 0; f < e->n_children; f++) {
         int64_t k;
-        if (!cmp_range(c, e->children[f], e->offset + i, a->children[f], a->offset + j, 1,
-                       &k)) {
+        if (!cmp_range(c, e->children[f], e->offset + i, a->children[f], a->offset + j, 1, &k)) {
           path_prepend(c, ".%s", t->children[f].name);
           return false;
         }
       }
       return true;
-    case QV_SPARSE_UNION: case QV_DENSE_UNION: {
+    case QV_SPARSE_UNION:
+    case QV_DENSE_UNION: {
       int ke = union_child(e, i), ka = union_child(a, j);
       if (ke != ka || ke < 0) return mismatch(c, e, i, a, j);
       int64_t k;
@@ -514,8 +544,7 @@ static bool cmp_value(cmp_ctx *c, const qv_array *e, int64_t i, const qv_array *
     }
     case QV_RUN_END_ENCODED: {
       int64_t k;
-      return cmp_range(c, e->children[1], ree_run(e, i), a->children[1], ree_run(a, j), 1,
-                       &k);
+      return cmp_range(c, e->children[1], ree_run(e, i), a->children[1], ree_run(a, j), 1, &k);
     }
     default: {
       int64_t k;
@@ -527,12 +556,11 @@ static bool cmp_value(cmp_ctx *c, const qv_array *e, int64_t i, const qv_array *
 /* Compare e[ei, ei+n) with a[ai, ai+n) (logical indices). On a difference
  * returns false with *at the position within the range, c->msg the values
  * and c->path the location below this array. */
-static bool cmp_range(cmp_ctx *c, const qv_array *e, int64_t ei, const qv_array *a,
-                      int64_t ai, int64_t n, int64_t *at) {
+static bool cmp_range(cmp_ctx *c, const qv_array *e, int64_t ei, const qv_array *a, int64_t ai,
+                      int64_t n, int64_t *at) {
   const qv_type *t = e->type;
   if (n == 0 || t->id == QV_NA) return true;
-  if (fixed_width(t) > 0 && t->id != QV_FIXED_SIZE_BINARY)
-    return cmp_fixed(c, e, ei, a, ai, n, at);
+  if (fixed_width(t) > 0 && t->id != QV_FIXED_SIZE_BINARY) return cmp_fixed(c, e, ei, a, ai, n, at);
   /* Record batches and null-free structs: compare column by column so
    * that the fast paths of the children apply. */
   if (t->id == QV_STRUCT && !has_nulls(e, ei, n) && !has_nulls(a, ai, n)) {
@@ -627,8 +655,7 @@ bool qv_metadata_equal_unordered(const qv_metadata *x, const qv_metadata *y) {
   return eq;
 }
 
-static bool diff_fail(qv_error *diff, const char *path, const char *fmt, ...)
-    QV_PRINTF(3, 4);
+static bool diff_fail(qv_error *diff, const char *path, const char *fmt, ...) QV_PRINTF(3, 4);
 static bool diff_fail(qv_error *diff, const char *path, const char *fmt, ...) {
   if (diff == NULL) return false;
   sbuf s = {diff->message, sizeof diff->message, 0};
@@ -643,10 +670,13 @@ static bool diff_fail(qv_error *diff, const char *path, const char *fmt, ...) {
 
 static bool type_params_equal(const qv_type *x, const qv_type *y) {
   switch (x->id) {
-    case QV_DECIMAL32: case QV_DECIMAL64: case QV_DECIMAL128: case QV_DECIMAL256:
-      return x->precision == y->precision && x->scale == y->scale;
-    case QV_TIME32: case QV_TIME64: case QV_DURATION:
-      return x->unit == y->unit;
+    case QV_DECIMAL32:
+    case QV_DECIMAL64:
+    case QV_DECIMAL128:
+    case QV_DECIMAL256: return x->precision == y->precision && x->scale == y->scale;
+    case QV_TIME32:
+    case QV_TIME64:
+    case QV_DURATION: return x->unit == y->unit;
     case QV_TIMESTAMP:
       if (x->unit != y->unit) return false;
       if (x->timezone == NULL || y->timezone == NULL) return x->timezone == y->timezone;
@@ -654,7 +684,8 @@ static bool type_params_equal(const qv_type *x, const qv_type *y) {
     case QV_FIXED_SIZE_BINARY: return x->byte_width == y->byte_width;
     case QV_FIXED_SIZE_LIST: return x->list_size == y->list_size;
     case QV_MAP: return x->keys_sorted == y->keys_sorted;
-    case QV_SPARSE_UNION: case QV_DENSE_UNION:
+    case QV_SPARSE_UNION:
+    case QV_DENSE_UNION:
       if (x->n_children != y->n_children) return false;
       for (int32_t k = 0; k < x->n_children; k++)
         if (x->type_codes[k] != y->type_codes[k]) return false;
@@ -668,8 +699,8 @@ bool qv_field_diff_at(const qv_field *e, const qv_field *a, char *path, size_t p
   if (strcmp(e->name, a->name) != 0)
     return diff_fail(diff, path, "name: expected '%s', found '%s'", e->name, a->name);
   if (e->nullable != a->nullable)
-    return diff_fail(diff, path, "nullable: expected %s, found %s",
-                     e->nullable ? "true" : "false", a->nullable ? "true" : "false");
+    return diff_fail(diff, path, "nullable: expected %s, found %s", e->nullable ? "true" : "false",
+                     a->nullable ? "true" : "false");
   if (check_md && !qv_metadata_equal_unordered(&e->metadata, &a->metadata)) {
     if (diff == NULL) return false;
     char me[384], ma[384];
@@ -682,8 +713,8 @@ bool qv_field_diff_at(const qv_field *e, const qv_field *a, char *path, size_t p
   return qv_type_diff_at(e->type, a->type, path, path_len, check_md, diff);
 }
 
-bool qv_type_diff_at(const qv_type *e, const qv_type *a, char *path, size_t path_len,
-                     bool check_md, qv_error *diff) {
+bool qv_type_diff_at(const qv_type *e, const qv_type *a, char *path, size_t path_len, bool check_md,
+                     qv_error *diff) {
   if (e->id != a->id || !type_params_equal(e, a)) {
     if (diff == NULL) return false;
     char te[256], ta[256];
@@ -719,17 +750,18 @@ bool qv_type_diff_at(const qv_type *e, const qv_type *a, char *path, size_t path
 bool qv_array_equals(const qv_array *expected, const qv_array *actual, qv_error *diff) {
   if (expected == actual) return true;
   if (expected == NULL || actual == NULL) {
-    if (diff) snprintf(diff->message, sizeof diff->message, "expected %s array, found %s",
-                       expected ? "an" : "no", actual ? "one" : "none");
+    if (diff)
+      snprintf(diff->message, sizeof diff->message, "expected %s array, found %s",
+               expected ? "an" : "no", actual ? "one" : "none");
     return false;
   }
   char path[QV_DIFF_PATH_CAP];
   path[0] = '\0';
   if (!qv_type_diff_at(expected->type, actual->type, path, 0, false, diff)) return false;
   if (expected->length != actual->length) {
-    if (diff) snprintf(diff->message, sizeof diff->message,
-                       "length: expected %" PRId64 ", found %" PRId64, expected->length,
-                       actual->length);
+    if (diff)
+      snprintf(diff->message, sizeof diff->message, "length: expected %" PRId64 ", found %" PRId64,
+               expected->length, actual->length);
     return false;
   }
   cmp_ctx c;

@@ -25,13 +25,13 @@
  * difference returns false and, when `diff` is not NULL, writes
  * "field 'PATH': WHAT: expected X, found Y" (no "field" part at the top).
  */
-bool qv_type_diff_at(const qv_type *expected, const qv_type *actual, char *path,
-                     size_t path_len, bool check_metadata, qv_error *diff);
+bool qv_type_diff_at(const qv_type *expected, const qv_type *actual, char *path, size_t path_len,
+                     bool check_metadata, qv_error *diff);
 
 /** As qv_type_diff_at for two fields: name, nullability, metadata (with
  *  check_metadata), then the type. */
-bool qv_field_diff_at(const qv_field *expected, const qv_field *actual, char *path,
-                      size_t path_len, bool check_metadata, qv_error *diff);
+bool qv_field_diff_at(const qv_field *expected, const qv_field *actual, char *path, size_t path_len,
+                      bool check_metadata, qv_error *diff);
 
 /** Metadata equality ignoring the order of the pairs, as Arrow C++'s
  *  KeyValueMetadata::Equals (writers reorder the extension keys). Unlike

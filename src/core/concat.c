@@ -39,16 +39,15 @@
 #include "core/guard_internal.h"
 #include "core/kernels_internal.h"
 
-static qv_status concat_impl(qv_array *const *in, int64_t n, qv_array **out,
-                             qv_error *err);
+static qv_status concat_impl(qv_array *const *in, int64_t n, qv_array **out, qv_error *err);
 
 static qv_status oom(qv_error *err, const char *what) {
   return qv_error_set(err, QV_ENOMEM, "concat: out of memory (%s)", what);
 }
 
 /* Merge validity bitmaps into out->buffers[0] (left NULL if no nulls). */
-static qv_status concat_validity(qv_array *const *in, int64_t n, int64_t total,
-                                 qv_array *out, qv_error *err) {
+static qv_status concat_validity(qv_array *const *in, int64_t n, int64_t total, qv_array *out,
+                                 qv_error *err) {
   int64_t nulls = 0;
   for (int64_t i = 0; i < n; i++) nulls += qv_array_null_count(in[i]);
   out->null_count = nulls;
@@ -68,8 +67,8 @@ static qv_status concat_validity(qv_array *const *in, int64_t n, int64_t total,
 
 /* Slices of child `k` of each input, over per-input ranges, concatenated. */
 static qv_status concat_child_ranges(qv_array *const *in, int64_t n, int32_t k,
-                                     const int64_t *start, const int64_t *len,
-                                     qv_array **out, qv_error *err) {
+                                     const int64_t *start, const int64_t *len, qv_array **out,
+                                     qv_error *err) {
   qv_array **parts = calloc((size_t)(n > 0 ? n : 1), sizeof *parts);
   if (parts == NULL) return oom(err, "child slices");
   qv_status st = QV_OK;
@@ -134,8 +133,7 @@ static qv_status offsets_overflow(qv_error *err, const qv_type *t, int64_t need)
  * or child that input i references.
  */
 static qv_status concat_offsets(qv_array *const *in, int64_t n, int64_t total, bool large,
-                                qv_array *out, int64_t *start, int64_t *len,
-                                qv_error *err) {
+                                qv_array *out, int64_t *start, int64_t *len, qv_error *err) {
   int32_t w = large ? 8 : 4;
   qv_buffer *buf = NULL;
   QV_RETURN_NOT_OK(qv_buffer_alloc((total + 1) * w, &buf, err));
@@ -289,8 +287,7 @@ static qv_status concat_list_view(qv_array *const *in, int64_t n, int64_t total,
   return st;
 }
 
-static qv_status concat_struct_like(qv_array *const *in, int64_t n, qv_array *out,
-                                    qv_error *err) {
+static qv_status concat_struct_like(qv_array *const *in, int64_t n, qv_array *out, qv_error *err) {
   int64_t *start = calloc((size_t)(2 * n + 1), sizeof *start);
   if (start == NULL) return oom(err, "ranges");
   int64_t *len = start + n;
@@ -306,8 +303,8 @@ static qv_status concat_struct_like(qv_array *const *in, int64_t n, qv_array *ou
   return st;
 }
 
-static qv_status concat_dense_union(qv_array *const *in, int64_t n, int64_t total,
-                                    qv_array *out, qv_error *err) {
+static qv_status concat_dense_union(qv_array *const *in, int64_t n, int64_t total, qv_array *out,
+                                    qv_error *err) {
   int8_t map[QVK_UNION_CODES];
   qvk_union_map(out->type, map);
   int32_t nk = out->n_children;
@@ -332,8 +329,10 @@ static qv_status concat_dense_union(qv_array *const *in, int64_t n, int64_t tota
       int k = ids[j] >= 0 ? map[ids[j]] : -1;
       if (k < 0) {
         free(lo);
-        return qv_error_set(err, QV_EINVAL, "concat: array %lld: row %lld has type id %d "
-                            "that is not in the union", (long long)i, (long long)j, ids[j]);
+        return qv_error_set(err, QV_EINVAL,
+                            "concat: array %lld: row %lld has type id %d "
+                            "that is not in the union",
+                            (long long)i, (long long)j, ids[j]);
       }
       int64_t c = i * nk + k;
       if (o[j] < lo[c]) lo[c] = o[j];
@@ -379,8 +378,8 @@ static qv_status concat_dense_union(qv_array *const *in, int64_t n, int64_t tota
   return st;
 }
 
-static qv_status concat_dictionary(qv_array *const *in, int64_t n, int64_t total,
-                                   qv_array *out, qv_error *err) {
+static qv_status concat_dictionary(qv_array *const *in, int64_t n, int64_t total, qv_array *out,
+                                   qv_error *err) {
   const qv_type *it = out->type->index_type;
   int32_t w = qv_type_bit_width(it) / 8;
   QV_RETURN_NOT_OK(concat_fixed(in, n, total, w, out, err));
@@ -425,8 +424,8 @@ static qv_status concat_dictionary(qv_array *const *in, int64_t n, int64_t total
   return QV_OK;
 }
 
-qv_status qvk_unify_dictionaries(qv_array *const *arrays, int64_t n, int64_t *base,
-                                 qv_array **out, qv_error *err) {
+qv_status qvk_unify_dictionaries(qv_array *const *arrays, int64_t n, int64_t *base, qv_array **out,
+                                 qv_error *err) {
   qv_array **distinct = malloc(sizeof *distinct * (size_t)(n > 0 ? n : 1));
   int64_t *start = malloc(sizeof *start * (size_t)(n > 0 ? n : 1));
   if (distinct == NULL || start == NULL) {
@@ -506,8 +505,7 @@ static qv_status concat_ree(qv_array *const *in, int64_t n, int64_t total, qv_ar
   return st;
 }
 
-static qv_status concat_impl(qv_array *const *in, int64_t n, qv_array **out,
-                             qv_error *err) {
+static qv_status concat_impl(qv_array *const *in, int64_t n, qv_array **out, qv_error *err) {
   qv_type *t = in[0]->type;
   int64_t total = 0;
   for (int64_t i = 0; i < n; i++)
@@ -521,33 +519,23 @@ static qv_status concat_impl(qv_array *const *in, int64_t n, qv_array **out,
   if (qvk_has_validity_slot(t->id)) st = concat_validity(in, n, total, a, err);
   if (st == QV_OK) {
     switch (t->id) {
-      case QV_NA:
-        a->null_count = total;
-        break;
-      case QV_BOOL:
-        st = concat_bool(in, n, total, a, err);
-        break;
-      case QV_BINARY: case QV_STRING:
-        st = concat_binary(in, n, total, false, a, err);
-        break;
-      case QV_LARGE_BINARY: case QV_LARGE_STRING:
-        st = concat_binary(in, n, total, true, a, err);
-        break;
-      case QV_BINARY_VIEW: case QV_STRING_VIEW:
-        st = concat_views(in, n, total, a, err);
-        break;
-      case QV_LIST: case QV_MAP:
-        st = concat_list(in, n, total, false, a, err);
-        break;
-      case QV_LARGE_LIST:
-        st = concat_list(in, n, total, true, a, err);
-        break;
-      case QV_LIST_VIEW: case QV_LARGE_LIST_VIEW:
+      case QV_NA: a->null_count = total; break;
+      case QV_BOOL: st = concat_bool(in, n, total, a, err); break;
+      case QV_BINARY:
+      case QV_STRING: st = concat_binary(in, n, total, false, a, err); break;
+      case QV_LARGE_BINARY:
+      case QV_LARGE_STRING: st = concat_binary(in, n, total, true, a, err); break;
+      case QV_BINARY_VIEW:
+      case QV_STRING_VIEW: st = concat_views(in, n, total, a, err); break;
+      case QV_LIST:
+      case QV_MAP: st = concat_list(in, n, total, false, a, err); break;
+      case QV_LARGE_LIST: st = concat_list(in, n, total, true, a, err); break;
+      case QV_LIST_VIEW:
+      case QV_LARGE_LIST_VIEW:
         st = concat_list_view(in, n, total, t->id == QV_LARGE_LIST_VIEW, a, err);
         break;
-      case QV_FIXED_SIZE_LIST: case QV_STRUCT:
-        st = concat_struct_like(in, n, a, err);
-        break;
+      case QV_FIXED_SIZE_LIST:
+      case QV_STRUCT: st = concat_struct_like(in, n, a, err); break;
       case QV_SPARSE_UNION:
         st = concat_slot(in, n, total, 1, 0, &a->buffers[0], err);
         if (st == QV_OK) st = concat_struct_like(in, n, a, err);
@@ -556,12 +544,8 @@ static qv_status concat_impl(qv_array *const *in, int64_t n, qv_array **out,
         st = concat_slot(in, n, total, 1, 0, &a->buffers[0], err);
         if (st == QV_OK) st = concat_dense_union(in, n, total, a, err);
         break;
-      case QV_DICTIONARY:
-        st = concat_dictionary(in, n, total, a, err);
-        break;
-      case QV_RUN_END_ENCODED:
-        st = concat_ree(in, n, total, a, err);
-        break;
+      case QV_DICTIONARY: st = concat_dictionary(in, n, total, a, err); break;
+      case QV_RUN_END_ENCODED: st = concat_ree(in, n, total, a, err); break;
       default: {
         int32_t width = qvk_value_bytes(t);
         if (width <= 0) {
@@ -594,11 +578,9 @@ static qv_status concat_body(void *ctx, qv_error *err) {
   return concat_impl(c->arrays, c->n, &c->out, err);
 }
 
-qv_status qv_array_concat(qv_array *const *arrays, int64_t n, qv_array **out,
-                          qv_error *err) {
+qv_status qv_array_concat(qv_array *const *arrays, int64_t n, qv_array **out, qv_error *err) {
   if (arrays == NULL || n < 1)
-    return qv_error_set(err, QV_EARG, "concat: needs at least one array (got %lld)",
-                        (long long)n);
+    return qv_error_set(err, QV_EARG, "concat: needs at least one array (got %lld)", (long long)n);
   for (int64_t i = 0; i < n; i++) {
     if (arrays[i] == NULL)
       return qv_error_set(err, QV_EARG, "concat: array %lld is NULL", (long long)i);

@@ -29,7 +29,7 @@
 #include "core/guard_internal.h"
 
 struct qv_guard_region {
-  uintptr_t lo, hi; /* atomics: [lo, hi) mapped; hi == 0: free node */
+  uintptr_t lo, hi;      /* atomics: [lo, hi) mapped; hi == 0: free node */
   qv_guard_region *next; /* immutable once published */
   /* under reg_mu: */
   char *path;
@@ -57,8 +57,8 @@ static int installed; /* atomic */
 /* ------------------------------------------------------------------------ */
 /* Registry                                                                  */
 
-qv_guard_region *qv_guard_region_add(const void *data, int64_t size, const char *path,
-                                     uint64_t dev, uint64_t ino) {
+qv_guard_region *qv_guard_region_add(const void *data, int64_t size, const char *path, uint64_t dev,
+                                     uint64_t ino) {
   if (data == NULL || size <= 0) return NULL;
   char *p = strdup(path);
   if (p == NULL) return NULL;
@@ -102,8 +102,7 @@ void qv_guard_region_remove(qv_guard_region *r) {
 /* Async-signal-safe: is addr inside a live registered mapping? */
 static bool region_holds(const void *addr) {
   uintptr_t a = (uintptr_t)addr;
-  for (qv_guard_region *r = __atomic_load_n(&reg_head, __ATOMIC_ACQUIRE); r != NULL;
-       r = r->next) {
+  for (qv_guard_region *r = __atomic_load_n(&reg_head, __ATOMIC_ACQUIRE); r != NULL; r = r->next) {
     uintptr_t hi = __atomic_load_n(&r->hi, __ATOMIC_ACQUIRE);
     uintptr_t lo = __atomic_load_n(&r->lo, __ATOMIC_ACQUIRE);
     if (hi != 0 && a >= lo && a < hi) return true;
@@ -216,7 +215,8 @@ qv_status qv_guard_fault_error(const void *addr, qv_error *err) {
   }
   pthread_mutex_unlock(&reg_mu);
   if (!found)
-    return qv_error_set(err, QV_ECHANGED, "a mapped file shrank while open (its mapping is "
+    return qv_error_set(err, QV_ECHANGED,
+                        "a mapped file shrank while open (its mapping is "
                         "gone)");
   struct stat st;
   if (stat(path, &st) != 0)
@@ -308,8 +308,8 @@ qv_status qv_guard_check_arrays(const qv_array *const *arrays, int64_t n, qv_err
   return qv_guard_run(check_body, &c, err);
 }
 
-qv_status qv_guard_run_checked(const qv_array *const *arrays, int64_t n, qv_guard_fn fn,
-                               void *ctx, qv_error *err) {
+qv_status qv_guard_run_checked(const qv_array *const *arrays, int64_t n, qv_guard_fn fn, void *ctx,
+                               qv_error *err) {
   check_ctx c = {arrays, n, NULL, 0};
   QV_RETURN_NOT_OK(qv_guard_run(check_body, &c, err));
   return qv_guard_run(fn, ctx, err);

@@ -17,8 +17,8 @@ typedef struct qv_guard_region qv_guard_region;
  * as one the handler recovers from. NULL when out of memory. The region
  * is owned by the caller until qv_guard_region_remove, which must run
  * before the mapping goes away. */
-qv_guard_region *qv_guard_region_add(const void *data, int64_t size, const char *path,
-                                     uint64_t dev, uint64_t ino);
+qv_guard_region *qv_guard_region_add(const void *data, int64_t size, const char *path, uint64_t dev,
+                                     uint64_t ino);
 void qv_guard_region_remove(qv_guard_region *r);
 
 /* fn(ctx, err) under a recovery point; after a recovery returns
@@ -46,7 +46,7 @@ qv_status qv_guard_check_arrays(const qv_array *const *arrays, int64_t n, qv_err
 /* Check the n arrays (NULL entries skipped) with qv_guard_check_array,
  * then run fn under a guard: the usual shape of a guarded entry point, so
  * that a file that shrank before the call fails before fn allocates. */
-qv_status qv_guard_run_checked(const qv_array *const *arrays, int64_t n, qv_guard_fn fn,
-                               void *ctx, qv_error *err);
+qv_status qv_guard_run_checked(const qv_array *const *arrays, int64_t n, qv_guard_fn fn, void *ctx,
+                               qv_error *err);
 
 #endif /* QUIVER_CORE_GUARD_INTERNAL_H */

@@ -18,8 +18,7 @@
 
 /* True when the type's arrays carry a validity bitmap in buffers[0]. */
 static inline bool qvk_has_validity_slot(qv_type_id id) {
-  return id != QV_NA && id != QV_SPARSE_UNION && id != QV_DENSE_UNION &&
-         id != QV_RUN_END_ENCODED;
+  return id != QV_NA && id != QV_SPARSE_UNION && id != QV_DENSE_UNION && id != QV_RUN_END_ENCODED;
 }
 
 /* Bytes per value of a fixed-width (non-bool) type, or 0. */
@@ -38,8 +37,16 @@ static inline bool qvk_is_large(qv_type_id id) {
 static inline void qvk_store_int(uint8_t *p, int32_t bytes, int64_t i, int64_t v) {
   switch (bytes) {
     case 1: p[i] = (uint8_t)v; break;
-    case 2: { uint16_t x = (uint16_t)v; memcpy(p + i * 2, &x, 2); break; }
-    case 4: { uint32_t x = (uint32_t)v; memcpy(p + i * 4, &x, 4); break; }
+    case 2: {
+      uint16_t x = (uint16_t)v;
+      memcpy(p + i * 2, &x, 2);
+      break;
+    }
+    case 4: {
+      uint32_t x = (uint32_t)v;
+      memcpy(p + i * 4, &x, 4);
+      break;
+    }
     default: memcpy(p + i * 8, &v, 8); break;
   }
 }
@@ -98,7 +105,7 @@ static inline void qvk_bits_set_range(uint8_t *dst, int64_t off, int64_t len) {
  * order and base[i] receives where array i's dictionary starts in it.
  * (Defined in concat.c.)
  */
-qv_status qvk_unify_dictionaries(qv_array *const *arrays, int64_t n, int64_t *base,
-                                 qv_array **out, qv_error *err);
+qv_status qvk_unify_dictionaries(qv_array *const *arrays, int64_t n, int64_t *base, qv_array **out,
+                                 qv_error *err);
 
 #endif /* QUIVER_KERNELS_INTERNAL_H */

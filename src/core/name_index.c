@@ -56,8 +56,7 @@ qv_status qv_name_index_init(qv_name_index *ix, qv_name_at_fn name_at, const voi
 static int64_t probe(const qv_name_index *ix, const char *name, uint64_t h) {
   int64_t j = (int64_t)(h & (uint64_t)(ix->cap - 1));
   while (ix->slots[j] != 0) {
-    if (ix->hashes[j] == h && strcmp(ix->name_at(ix->ctx, ix->slots[j] - 1), name) == 0)
-      return j;
+    if (ix->hashes[j] == h && strcmp(ix->name_at(ix->ctx, ix->slots[j] - 1), name) == 0) return j;
     j = (j + 1) & (ix->cap - 1);
   }
   return j;
@@ -81,8 +80,8 @@ qv_status qv_name_index_add(qv_name_index *ix, int32_t i, int32_t *first, qv_err
   return QV_OK;
 }
 
-qv_status qv_name_index_build(qv_name_index *ix, qv_name_at_fn name_at, const void *ctx,
-                              int32_t n, qv_error *err) {
+qv_status qv_name_index_build(qv_name_index *ix, qv_name_at_fn name_at, const void *ctx, int32_t n,
+                              qv_error *err) {
   qv_status st = qv_name_index_init(ix, name_at, ctx, n, err);
   for (int32_t i = 0; i < n && st == QV_OK; i++) {
     int32_t first;

@@ -42,8 +42,8 @@ qv_status qv_name_index_init(qv_name_index *ix, qv_name_at_fn name_at, const voi
 qv_status qv_name_index_add(qv_name_index *ix, int32_t i, int32_t *first, qv_error *err);
 
 /** Init + add positions 0..n-1 (duplicates keep their first position). */
-qv_status qv_name_index_build(qv_name_index *ix, qv_name_at_fn name_at, const void *ctx,
-                              int32_t n, qv_error *err);
+qv_status qv_name_index_build(qv_name_index *ix, qv_name_at_fn name_at, const void *ctx, int32_t n,
+                              qv_error *err);
 
 /** First position added with this name, or -1. */
 int32_t qv_name_index_find(const qv_name_index *ix, const char *name);

@@ -48,8 +48,7 @@ static int mag_cmp_pow2(const uint32_t *m, int bitpos) {
   return 0;
 }
 
-bool qv_num_decimal_parse(const char *s, int64_t len, int nbytes,
-                            uint8_t *out) {
+bool qv_num_decimal_parse(const char *s, int64_t len, int nbytes, uint8_t *out) {
   if (nbytes != 4 && nbytes != 8 && nbytes != 16 && nbytes != 32) return false;
   int64_t i = 0;
   bool neg = false;
@@ -145,7 +144,7 @@ uint16_t qv_double_to_half(double d) {
   }
   int e;
   double f = frexp(a, &e); /* a = f * 2^e, f in [0.5, 1) */
-  int exp = e - 1;          /* a = (2f) * 2^exp */
+  int exp = e - 1;         /* a = (2f) * 2^exp */
   double mant = rint((2.0 * f - 1.0) * 1024.0);
   if (mant >= 1024.0) {
     mant = 0;

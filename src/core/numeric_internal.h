@@ -22,8 +22,7 @@
  * two's complement little-endian integer. Returns false when the text is
  * not an integer or its value does not fit the width.
  */
-bool qv_num_decimal_parse(const char *s, int64_t len, int nbytes,
-                            uint8_t *out);
+bool qv_num_decimal_parse(const char *s, int64_t len, int nbytes, uint8_t *out);
 
 /* Rendering decimals and converting half floats are public (quiver/array.h:
  * qv_decimal_to_string, qv_half_to_double, qv_double_to_half). */

@@ -175,8 +175,7 @@ void qv_pool_wait(qv_pool *p, qv_pool_group *group) {
   pthread_mutex_unlock(&p->mu);
 }
 
-void qv_pool_run(qv_pool *p, int64_t n, void (*fn)(void *ctx, int64_t i, int worker),
-                 void *ctx) {
+void qv_pool_run(qv_pool *p, int64_t n, void (*fn)(void *ctx, int64_t i, int worker), void *ctx) {
   qv_pool_group g = {0};
   if (p == NULL || n <= 1 || !qv_pool_submit(p, &g, n, fn, ctx)) {
     for (int64_t i = 0; i < n; i++) fn(ctx, i, 0);

@@ -57,7 +57,6 @@ qv_status qv_pool_check(qv_pool *p, qv_error *err);
 
 /** Submit and wait: fn(ctx, i, worker) for every i in [0, n). When the
  *  queue cannot grow the loop runs on the caller. */
-void qv_pool_run(qv_pool *p, int64_t n, void (*fn)(void *ctx, int64_t i, int worker),
-                 void *ctx);
+void qv_pool_run(qv_pool *p, int64_t n, void (*fn)(void *ctx, int64_t i, int worker), void *ctx);
 
 #endif /* QUIVER_CORE_PARALLEL_INTERNAL_H */

@@ -37,28 +37,28 @@ static int digit_bits(int64_t m, int bits) {
  * that repeats (a skewed top digit) would otherwise make each count wait
  * for the previous one. */
 void qv_radix_count(const uint64_t *k, int64_t m, uint64_t sub, int lo, int dw, int passes,
-                         uint32_t *hist) {
+                    uint32_t *hist) {
   size_t nd = (size_t)1 << dw;
   uint64_t dm = nd - 1;
   uint32_t *h2 = hist + (size_t)passes * nd;
   memset(hist, 0, sizeof(uint32_t) * 2 * nd * (size_t)passes);
-#define QVS_COUNT(NP)                                                          \
-  for (int64_t i = 0; i + 1 < m; i += 2) {                                     \
-    uint64_t x = (k[i] - sub) >> lo, y = (k[i + 1] - sub) >> lo;               \
-    for (int p = 0; p < (NP); p++) {                                           \
-      hist[(size_t)p * nd + ((x >> (p * dw)) & dm)]++;                         \
-      h2[(size_t)p * nd + ((y >> (p * dw)) & dm)]++;                           \
-    }                                                                          \
-  }                                                                            \
+#define QVS_COUNT(NP)                                                                              \
+  for (int64_t i = 0; i + 1 < m; i += 2) {                                                         \
+    uint64_t x = (k[i] - sub) >> lo, y = (k[i + 1] - sub) >> lo;                                   \
+    for (int p = 0; p < (NP); p++) {                                                               \
+      hist[(size_t)p * nd + ((x >> (p * dw)) & dm)]++;                                             \
+      h2[(size_t)p * nd + ((y >> (p * dw)) & dm)]++;                                               \
+    }                                                                                              \
+  }                                                                                                \
   break;
   switch (passes) {
-  case 1: QVS_COUNT(1)
-  case 2: QVS_COUNT(2)
-  case 3: QVS_COUNT(3)
-  case 4: QVS_COUNT(4)
-  case 5: QVS_COUNT(5)
-  case 6: QVS_COUNT(6)
-  default: QVS_COUNT(passes) /* narrower digits: up to 8 passes */
+    case 1: QVS_COUNT(1)
+    case 2: QVS_COUNT(2)
+    case 3: QVS_COUNT(3)
+    case 4: QVS_COUNT(4)
+    case 5: QVS_COUNT(5)
+    case 6: QVS_COUNT(6)
+    default: QVS_COUNT(passes) /* narrower digits: up to 8 passes */
   }
 #undef QVS_COUNT
   if (m & 1) {
@@ -70,7 +70,7 @@ void qv_radix_count(const uint64_t *k, int64_t m, uint64_t sub, int lo, int dw, 
 
 /* The counts of every pass are taken in one read (qv_radix_count). */
 bool qv_radix_sort_words(uint64_t *w, uint64_t *t, int64_t m, int lo, int bits, uint32_t *hist,
-                      uint64_t t_mask) {
+                         uint64_t t_mask) {
   int dw = digit_bits(m, bits);
   int passes = (bits + dw - 1) / dw;
   size_t nd = (size_t)1 << dw;
@@ -101,4 +101,3 @@ bool qv_radix_sort_words(uint64_t *w, uint64_t *t, int64_t m, int lo, int bits, 
   }
   return src != w;
 }
-

@@ -82,9 +82,7 @@ static qv_status oom(qv_error *err, const char *what) {
   return qv_error_set(err, QV_ENOMEM, "take: out of memory (%s)", what);
 }
 
-static void *xcalloc(int64_t n, size_t size) {
-  return calloc((size_t)(n > 0 ? n : 1), size);
-}
+static void *xcalloc(int64_t n, size_t size) { return calloc((size_t)(n > 0 ? n : 1), size); }
 
 /* Child k of every chunk (malloc'd list the caller frees). */
 static qv_array **child_chunks(const gsrc *s, int32_t k) {
@@ -96,9 +94,8 @@ static qv_array **child_chunks(const gsrc *s, int32_t k) {
 
 /* Gather a child (children[k] of every chunk) at the given rows, to the
  * given output rows (dest may be NULL). */
-static qv_status gather_child(const gsrc *s, int32_t k, const int64_t *chunk,
-                              const int64_t *row, int64_t n, const int64_t *dest,
-                              qv_array **out, qv_error *err) {
+static qv_status gather_child(const gsrc *s, int32_t k, const int64_t *chunk, const int64_t *row,
+                              int64_t n, const int64_t *dest, qv_array **out, qv_error *err) {
   qv_array **cc = child_chunks(s, k);
   if (cc == NULL) return oom(err, "child list");
   gsrc cs = {cc, s->n_chunks, s->n_chunks > 1 ? chunk : NULL, row, n, dest, s->pool};
@@ -186,7 +183,9 @@ static void rows_task(void *ctx, int64_t p, int worker) {
 }
 
 static void run_rows(const gsrc *s, rows_fn fn, void *ctx) {
-  int parts = s->pool != NULL && s->dest != NULL && s->n >= qv_take_parallel_min_n ? qv_pool_size(s->pool) : 1;
+  int parts = s->pool != NULL && s->dest != NULL && s->n >= qv_take_parallel_min_n
+                  ? qv_pool_size(s->pool)
+                  : 1;
   if (parts <= 1) {
     fn(ctx, 0, s->n);
     return;
@@ -200,27 +199,25 @@ static void run_rows(const gsrc *s, rows_fn fn, void *ctx) {
  * large gathers): the value PREFETCH_AHEAD rows on is prefetched, its
  * address now being a good guess of what the loop reads next. */
 #define PREFETCH_AHEAD 16
-#define GATHER_WIDTH(W)                                                        \
-  do {                                                                         \
-    if (dest != NULL && bases != NULL) {                                       \
-      int64_t m = hi - lo > PREFETCH_AHEAD ? hi - PREFETCH_AHEAD : lo;         \
-      for (int64_t i = lo; i < m; i++) {                                       \
-        int64_t a = i + PREFETCH_AHEAD;                                        \
-        __builtin_prefetch(bases[chunk[a]] + row[a] * (W));                    \
-        memcpy(dst + dest[i] * (W), bases[chunk[i]] + row[i] * (W), (W));      \
-      }                                                                        \
-      for (int64_t i = m; i < hi; i++)                                         \
-        memcpy(dst + dest[i] * (W), bases[chunk[i]] + row[i] * (W), (W));      \
-    } else if (dest != NULL) {                                                 \
-      for (int64_t i = lo; i < hi; i++)                                        \
-        memcpy(dst + dest[i] * (W), base0 + row[i] * (W), (W));                \
-    } else if (bases == NULL) {                                                \
-      for (int64_t i = lo; i < hi; i++)                                        \
-        memcpy(dst + i * (W), base0 + row[i] * (W), (W));                      \
-    } else {                                                                   \
-      for (int64_t i = lo; i < hi; i++)                                        \
-        memcpy(dst + i * (W), bases[chunk[i]] + row[i] * (W), (W));            \
-    }                                                                          \
+#define GATHER_WIDTH(W)                                                                            \
+  do {                                                                                             \
+    if (dest != NULL && bases != NULL) {                                                           \
+      int64_t m = hi - lo > PREFETCH_AHEAD ? hi - PREFETCH_AHEAD : lo;                             \
+      for (int64_t i = lo; i < m; i++) {                                                           \
+        int64_t a = i + PREFETCH_AHEAD;                                                            \
+        __builtin_prefetch(bases[chunk[a]] + row[a] * (W));                                        \
+        memcpy(dst + dest[i] * (W), bases[chunk[i]] + row[i] * (W), (W));                          \
+      }                                                                                            \
+      for (int64_t i = m; i < hi; i++)                                                             \
+        memcpy(dst + dest[i] * (W), bases[chunk[i]] + row[i] * (W), (W));                          \
+    } else if (dest != NULL) {                                                                     \
+      for (int64_t i = lo; i < hi; i++) memcpy(dst + dest[i] * (W), base0 + row[i] * (W), (W));    \
+    } else if (bases == NULL) {                                                                    \
+      for (int64_t i = lo; i < hi; i++) memcpy(dst + i * (W), base0 + row[i] * (W), (W));          \
+    } else {                                                                                       \
+      for (int64_t i = lo; i < hi; i++)                                                            \
+        memcpy(dst + i * (W), bases[chunk[i]] + row[i] * (W), (W));                                \
+    }                                                                                              \
   } while (0)
 
 typedef struct slot_rows_ctx {
@@ -247,8 +244,8 @@ static void slot_rows(void *ctx, int64_t lo, int64_t hi) {
     case 32: GATHER_WIDTH(32); break;
     default:
       for (int64_t i = lo; i < hi; i++)
-        memcpy(dst + DEST(s, i) * width,
-               (bases ? bases[chunk[i]] : base0) + row[i] * width, (size_t)width);
+        memcpy(dst + DEST(s, i) * width, (bases ? bases[chunk[i]] : base0) + row[i] * width,
+               (size_t)width);
   }
 }
 
@@ -339,9 +336,8 @@ static inline void range_of(const qv_array *a, bool large, int64_t r, int64_t *s
  * `limit` is the length of what offsets index (data bytes or child rows)
  * per chunk, checked.
  */
-static qv_status build_offsets(const gsrc *s, bool large, bool child_limit,
-                               qv_buffer **offsets_out, int64_t *starts, int64_t *total,
-                               qv_error *err) {
+static qv_status build_offsets(const gsrc *s, bool large, bool child_limit, qv_buffer **offsets_out,
+                               int64_t *starts, int64_t *total, qv_error *err) {
   int32_t w = large ? 8 : 4;
   qv_buffer *buf = NULL;
   QV_RETURN_NOT_OK(qv_buffer_alloc((s->n + 1) * w, &buf, err));
@@ -381,10 +377,10 @@ static qv_status build_offsets(const gsrc *s, bool large, bool child_limit,
  * over the rows run in parts on the pool's threads (run_rows). */
 typedef struct bin_rows_ctx {
   const gsrc *s;
-  int32_t w;                 /* offset width */
-  const uint8_t **from;      /* where the bytes of row i start */
-  uint8_t *offs, *data;      /* output */
-  int64_t bad;               /* first row with offsets outside its data (n: none) */
+  int32_t w;            /* offset width */
+  const uint8_t **from; /* where the bytes of row i start */
+  uint8_t *offs, *data; /* output */
+  int64_t bad;          /* first row with offsets outside its data (n: none) */
 } bin_rows_ctx;
 
 static void bin_size_rows(void *ctx, int64_t lo, int64_t hi) {
@@ -401,9 +397,8 @@ static void bin_size_rows(void *ctx, int64_t lo, int64_t hi) {
     range_of(a, w == 8, s->row[i], &start, &end);
     if (start < 0 || end < start || end > a->buffers[2]->size) {
       int64_t seen = __atomic_load_n(&x->bad, __ATOMIC_RELAXED);
-      while (i < seen && !__atomic_compare_exchange_n(&x->bad, &seen, i, false,
-                                                      __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
-      }
+      while (i < seen && !__atomic_compare_exchange_n(&x->bad, &seen, i, false, __ATOMIC_RELAXED,
+                                                      __ATOMIC_RELAXED)) {}
       return;
     }
     x->from[i] = a->buffers[2]->data + start;
@@ -590,17 +585,18 @@ static int32_t flat_child_width(const gsrc *s) {
  * one memcpy (and one bitmap copy when the child has nulls), rather than a
  * child row list gathered element by element. `starts` are the ranges'
  * first child rows, `offs` the new offsets. */
-static qv_status gather_list_flat(const gsrc *s, bool large, int32_t width,
-                                  const int64_t *starts, const qv_buffer *offs, int64_t total,
-                                  qv_array **out, qv_error *err) {
+static qv_status gather_list_flat(const gsrc *s, bool large, int32_t width, const int64_t *starts,
+                                  const qv_buffer *offs, int64_t total, qv_array **out,
+                                  qv_error *err) {
   qv_type *t = s->chunks[0]->children[0]->type;
   qv_array *a = qv_array_new(t, 2, 0);
   if (a == NULL) return oom(err, "array");
   a->length = total;
   a->null_count = 0;
   int64_t bytes;
-  qv_status st = qv_mul_overflow(total, width, &bytes) ? oom(err, "values")
-                                                       : qv_buffer_alloc(bytes, &a->buffers[1], err);
+  qv_status st = qv_mul_overflow(total, width, &bytes)
+                     ? oom(err, "values")
+                     : qv_buffer_alloc(bytes, &a->buffers[1], err);
   bool nulls = false;
   for (int64_t c = 0; c < s->n_chunks && !nulls; c++)
     nulls = qv_array_null_count(s->chunks[c]->children[0]) > 0;
@@ -725,8 +721,7 @@ static qv_status gather_struct_like(const gsrc *s, qv_array *out, qv_error *err)
   QV_RETURN_NOT_OK(shifted_rows(s, &rows, err));
   qv_status st = QV_OK;
   for (int32_t k = 0; k < out->n_children && st == QV_OK; k++)
-    st = gather_child(s, k, s->chunk, rows ? rows : s->row, s->n, s->dest, &out->children[k],
-                      err);
+    st = gather_child(s, k, s->chunk, rows ? rows : s->row, s->n, s->dest, &out->children[k], err);
   free(rows);
   return st;
 }
@@ -918,12 +913,16 @@ done:
 /* Layouts whose kernels write to output rows (gsrc.dest) themselves. */
 static bool scatters(qv_type_id id) {
   switch (id) {
-    case QV_LIST: case QV_MAP: case QV_LARGE_LIST: case QV_LIST_VIEW:
-    case QV_LARGE_LIST_VIEW: case QV_FIXED_SIZE_LIST: case QV_DENSE_UNION:
-    case QV_DICTIONARY: case QV_RUN_END_ENCODED:
-      return false;
-    default:
-      return true;
+    case QV_LIST:
+    case QV_MAP:
+    case QV_LARGE_LIST:
+    case QV_LIST_VIEW:
+    case QV_LARGE_LIST_VIEW:
+    case QV_FIXED_SIZE_LIST:
+    case QV_DENSE_UNION:
+    case QV_DICTIONARY:
+    case QV_RUN_END_ENCODED: return false;
+    default: return true;
   }
 }
 
@@ -959,49 +958,28 @@ static qv_status gather(const gsrc *s, qv_array **out, qv_error *err) {
   if (qvk_has_validity_slot(t->id)) st = gather_validity(s, a, err);
   if (st == QV_OK) {
     switch (t->id) {
-      case QV_NA:
-        a->null_count = s->n;
-        break;
-      case QV_BOOL:
-        st = gather_bool(s, a, err);
-        break;
-      case QV_BINARY: case QV_STRING:
-        st = gather_binary(s, false, a, err);
-        break;
-      case QV_LARGE_BINARY: case QV_LARGE_STRING:
-        st = gather_binary(s, true, a, err);
-        break;
-      case QV_BINARY_VIEW: case QV_STRING_VIEW:
-        st = gather_views(s, a, err);
-        break;
-      case QV_LIST: case QV_MAP:
-        st = gather_list(s, false, false, a, err);
-        break;
-      case QV_LARGE_LIST:
-        st = gather_list(s, true, false, a, err);
-        break;
-      case QV_LIST_VIEW: case QV_LARGE_LIST_VIEW:
-        st = gather_list_view(s, t->id == QV_LARGE_LIST_VIEW, a, err);
-        break;
-      case QV_FIXED_SIZE_LIST:
-        st = gather_fsl(s, a, err);
-        break;
-      case QV_STRUCT:
-        st = gather_struct_like(s, a, err);
-        break;
+      case QV_NA: a->null_count = s->n; break;
+      case QV_BOOL: st = gather_bool(s, a, err); break;
+      case QV_BINARY:
+      case QV_STRING: st = gather_binary(s, false, a, err); break;
+      case QV_LARGE_BINARY:
+      case QV_LARGE_STRING: st = gather_binary(s, true, a, err); break;
+      case QV_BINARY_VIEW:
+      case QV_STRING_VIEW: st = gather_views(s, a, err); break;
+      case QV_LIST:
+      case QV_MAP: st = gather_list(s, false, false, a, err); break;
+      case QV_LARGE_LIST: st = gather_list(s, true, false, a, err); break;
+      case QV_LIST_VIEW:
+      case QV_LARGE_LIST_VIEW: st = gather_list_view(s, t->id == QV_LARGE_LIST_VIEW, a, err); break;
+      case QV_FIXED_SIZE_LIST: st = gather_fsl(s, a, err); break;
+      case QV_STRUCT: st = gather_struct_like(s, a, err); break;
       case QV_SPARSE_UNION:
         st = gather_slot(s, 1, 0, &a->buffers[0], err);
         if (st == QV_OK) st = gather_struct_like(s, a, err);
         break;
-      case QV_DENSE_UNION:
-        st = gather_dense_union(s, a, err);
-        break;
-      case QV_DICTIONARY:
-        st = gather_dictionary(s, a, err);
-        break;
-      case QV_RUN_END_ENCODED:
-        st = gather_ree(s, a, err);
-        break;
+      case QV_DENSE_UNION: st = gather_dense_union(s, a, err); break;
+      case QV_DICTIONARY: st = gather_dictionary(s, a, err); break;
+      case QV_RUN_END_ENCODED: st = gather_ree(s, a, err); break;
       default: {
         int32_t width = qvk_value_bytes(t);
         if (width <= 0) {
@@ -1034,8 +1012,8 @@ static qv_status gather_body(void *ctx, qv_error *err) {
 /* gather() under a guard; a pool task that stopped on a fault fails it. */
 static qv_status guarded_gather(const gsrc *s, qv_array **out, qv_error *err) {
   gather_call g = {s, NULL};
-  qv_status st = qv_guard_run_checked((const qv_array *const *)s->chunks, s->n_chunks,
-                                      gather_body, &g, err);
+  qv_status st =
+      qv_guard_run_checked((const qv_array *const *)s->chunks, s->n_chunks, gather_body, &g, err);
   if (st == QV_OK) st = qv_pool_check(s->pool, err);
   if (st != QV_OK) {
     qv_array_unref(g.out);
@@ -1067,12 +1045,14 @@ qv_status qv_take_chunked_to(qv_array *const *chunks, int64_t n_chunks, const in
 }
 
 qv_status qv_array_take_chunked(qv_array *const *chunks, int64_t n_chunks,
-                                const int64_t *chunk_index, const int64_t *row_index,
-                                int64_t n, qv_array **out, qv_error *err) {
+                                const int64_t *chunk_index, const int64_t *row_index, int64_t n,
+                                qv_array **out, qv_error *err) {
   if (chunks == NULL || n_chunks < 1 || n < 0 ||
       ((chunk_index == NULL || row_index == NULL) && n > 0))
-    return qv_error_set(err, QV_EARG, "take_chunked: needs at least one chunk (got %lld) "
-                        "and %lld (chunk, row) pairs", (long long)n_chunks, (long long)n);
+    return qv_error_set(err, QV_EARG,
+                        "take_chunked: needs at least one chunk (got %lld) "
+                        "and %lld (chunk, row) pairs",
+                        (long long)n_chunks, (long long)n);
   for (int64_t c = 0; c < n_chunks; c++) {
     if (chunks[c] == NULL)
       return qv_error_set(err, QV_EARG, "take_chunked: chunk %lld is NULL", (long long)c);

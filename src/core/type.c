@@ -98,9 +98,8 @@ static char *dup_str(const char *s) {
   return d;
 }
 
-qv_status qv_type_add_child(qv_type *t, const char *name, bool nullable,
-                            qv_type *type, const qv_metadata *metadata,
-                            qv_error *err) {
+qv_status qv_type_add_child(qv_type *t, const char *name, bool nullable, qv_type *type,
+                            const qv_metadata *metadata, qv_error *err) {
   qv_field *grown = realloc(t->children, sizeof *grown * (size_t)(t->n_children + 1));
   if (grown == NULL) return qv_error_set(err, QV_ENOMEM, "out of memory (type child)");
   t->children = grown;
@@ -189,8 +188,7 @@ bool qv_type_equals(const qv_type *a, const qv_type *b, bool check_metadata) {
           !qv_type_equals(a->value_type, b->value_type, check_metadata))
         return false;
       break;
-    default:
-      break;
+    default: break;
   }
   if (a->n_children != b->n_children) return false;
   for (int32_t i = 0; i < a->n_children; i++) {
@@ -205,14 +203,29 @@ bool qv_type_equals(const qv_type *a, const qv_type *b, bool check_metadata) {
 int32_t qv_type_bit_width(const qv_type *t) {
   switch (t->id) {
     case QV_BOOL: return 1;
-    case QV_INT8: case QV_UINT8: return 8;
-    case QV_INT16: case QV_UINT16: case QV_HALF_FLOAT: return 16;
-    case QV_INT32: case QV_UINT32: case QV_FLOAT: case QV_DATE32: case QV_TIME32:
-    case QV_INTERVAL_MONTHS: case QV_DECIMAL32: return 32;
-    case QV_INT64: case QV_UINT64: case QV_DOUBLE: case QV_DATE64: case QV_TIME64:
-    case QV_TIMESTAMP: case QV_DURATION: case QV_INTERVAL_DAY_TIME: case QV_DECIMAL64:
-      return 64;
-    case QV_DECIMAL128: case QV_INTERVAL_MONTH_DAY_NANO: return 128;
+    case QV_INT8:
+    case QV_UINT8: return 8;
+    case QV_INT16:
+    case QV_UINT16:
+    case QV_HALF_FLOAT: return 16;
+    case QV_INT32:
+    case QV_UINT32:
+    case QV_FLOAT:
+    case QV_DATE32:
+    case QV_TIME32:
+    case QV_INTERVAL_MONTHS:
+    case QV_DECIMAL32: return 32;
+    case QV_INT64:
+    case QV_UINT64:
+    case QV_DOUBLE:
+    case QV_DATE64:
+    case QV_TIME64:
+    case QV_TIMESTAMP:
+    case QV_DURATION:
+    case QV_INTERVAL_DAY_TIME:
+    case QV_DECIMAL64: return 64;
+    case QV_DECIMAL128:
+    case QV_INTERVAL_MONTH_DAY_NANO: return 128;
     case QV_DECIMAL256: return 256;
     case QV_FIXED_SIZE_BINARY: return 8 * t->byte_width;
     default: return 0;
@@ -231,13 +244,23 @@ bool qv_type_id_is_signed_integer(qv_type_id id) {
 
 int32_t qv_type_num_buffers(qv_type_id id) {
   switch (id) {
-    case QV_NA: case QV_RUN_END_ENCODED: return 0;
-    case QV_FIXED_SIZE_LIST: case QV_STRUCT: case QV_SPARSE_UNION: return 1;
-    case QV_BINARY: case QV_STRING: case QV_LARGE_BINARY: case QV_LARGE_STRING:
-    case QV_LIST_VIEW: case QV_LARGE_LIST_VIEW: return 3;
-    case QV_LIST: case QV_LARGE_LIST: case QV_MAP: case QV_DENSE_UNION:
-    case QV_BINARY_VIEW: case QV_STRING_VIEW:
-      return 2;
+    case QV_NA:
+    case QV_RUN_END_ENCODED: return 0;
+    case QV_FIXED_SIZE_LIST:
+    case QV_STRUCT:
+    case QV_SPARSE_UNION: return 1;
+    case QV_BINARY:
+    case QV_STRING:
+    case QV_LARGE_BINARY:
+    case QV_LARGE_STRING:
+    case QV_LIST_VIEW:
+    case QV_LARGE_LIST_VIEW: return 3;
+    case QV_LIST:
+    case QV_LARGE_LIST:
+    case QV_MAP:
+    case QV_DENSE_UNION:
+    case QV_BINARY_VIEW:
+    case QV_STRING_VIEW: return 2;
     default: return 2; /* validity + values; dictionary: validity + indices */
   }
 }
@@ -273,19 +296,18 @@ static const char *unit_name(qv_time_unit u) {
 static void type_print(sbuf *s, const qv_type *t) {
   const char *name = qv_type_id_name(t->id);
   switch (t->id) {
-    case QV_DECIMAL32: case QV_DECIMAL64: case QV_DECIMAL128: case QV_DECIMAL256:
-      sb_put(s, "%s(%d, %d)", name, t->precision, t->scale);
-      return;
-    case QV_TIME32: case QV_TIME64: case QV_DURATION:
-      sb_put(s, "%s[%s]", name, unit_name(t->unit));
-      return;
+    case QV_DECIMAL32:
+    case QV_DECIMAL64:
+    case QV_DECIMAL128:
+    case QV_DECIMAL256: sb_put(s, "%s(%d, %d)", name, t->precision, t->scale); return;
+    case QV_TIME32:
+    case QV_TIME64:
+    case QV_DURATION: sb_put(s, "%s[%s]", name, unit_name(t->unit)); return;
     case QV_TIMESTAMP:
       if (t->timezone) sb_put(s, "timestamp[%s, tz=%s]", unit_name(t->unit), t->timezone);
       else sb_put(s, "timestamp[%s]", unit_name(t->unit));
       return;
-    case QV_FIXED_SIZE_BINARY:
-      sb_put(s, "fixed_size_binary[%d]", t->byte_width);
-      return;
+    case QV_FIXED_SIZE_BINARY: sb_put(s, "fixed_size_binary[%d]", t->byte_width); return;
     case QV_DICTIONARY:
       sb_put(s, "dictionary<values=");
       type_print(s, t->value_type);
@@ -293,13 +315,16 @@ static void type_print(sbuf *s, const qv_type *t) {
              t->ordered ? 1 : 0);
       return;
     case QV_FIXED_SIZE_LIST:
-    case QV_LIST: case QV_LARGE_LIST: case QV_LIST_VIEW: case QV_LARGE_LIST_VIEW:
-    case QV_MAP: case QV_STRUCT: case QV_SPARSE_UNION: case QV_DENSE_UNION:
-    case QV_RUN_END_ENCODED:
-      break;
-    default:
-      sb_put(s, "%s", name);
-      return;
+    case QV_LIST:
+    case QV_LARGE_LIST:
+    case QV_LIST_VIEW:
+    case QV_LARGE_LIST_VIEW:
+    case QV_MAP:
+    case QV_STRUCT:
+    case QV_SPARSE_UNION:
+    case QV_DENSE_UNION:
+    case QV_RUN_END_ENCODED: break;
+    default: sb_put(s, "%s", name); return;
   }
   if (t->id == QV_MAP && t->n_children == 1 && t->children[0].type->n_children == 2) {
     const qv_type *e = t->children[0].type;
@@ -313,10 +338,8 @@ static void type_print(sbuf *s, const qv_type *t) {
   sb_put(s, "%s<", name);
   for (int32_t i = 0; i < t->n_children; i++) {
     if (i) sb_put(s, ", ");
-    if (t->id == QV_SPARSE_UNION || t->id == QV_DENSE_UNION)
-      sb_put(s, "%s: ", t->children[i].name);
-    else
-      sb_put(s, "%s: ", t->children[i].name);
+    if (t->id == QV_SPARSE_UNION || t->id == QV_DENSE_UNION) sb_put(s, "%s: ", t->children[i].name);
+    else sb_put(s, "%s: ", t->children[i].name);
     type_print(s, t->children[i].type);
     if (!t->children[i].nullable) sb_put(s, " not null");
     if (t->id == QV_SPARSE_UNION || t->id == QV_DENSE_UNION)
@@ -344,8 +367,8 @@ static char *dup_bytes(const char *p, int64_t n) {
   return d;
 }
 
-qv_status qv_metadata_append(qv_metadata *md, const char *key, int64_t key_len,
-                             const char *value, int64_t value_len, qv_error *err) {
+qv_status qv_metadata_append(qv_metadata *md, const char *key, int64_t key_len, const char *value,
+                             int64_t value_len, qv_error *err) {
   if (key_len < 0) key_len = (int64_t)strlen(key);
   if (value_len < 0) value_len = (int64_t)strlen(value);
   qv_kv *grown = realloc(md->kv, sizeof *grown * (size_t)(md->n + 1));
@@ -369,8 +392,8 @@ qv_status qv_metadata_copy(qv_metadata *dst, const qv_metadata *src, qv_error *e
   dst->n = 0;
   dst->kv = NULL;
   for (int64_t i = 0; i < src->n; i++) {
-    qv_status st = qv_metadata_append(dst, src->kv[i].key, src->kv[i].key_len,
-                                      src->kv[i].value, src->kv[i].value_len, err);
+    qv_status st = qv_metadata_append(dst, src->kv[i].key, src->kv[i].key_len, src->kv[i].value,
+                                      src->kv[i].value_len, err);
     if (st != QV_OK) {
       qv_metadata_reset(dst);
       return st;

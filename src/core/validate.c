@@ -35,8 +35,7 @@ typedef struct vstate {
   qv_error *err;
 } vstate;
 
-static qv_status validate_array(vstate *V, const qv_array *a, const char *path,
-                                int depth);
+static qv_status validate_array(vstate *V, const qv_array *a, const char *path, int depth);
 
 QV_PRINTF(3, 4)
 static qv_status fail(vstate *V, const char *path, const char *fmt, ...) {
@@ -53,8 +52,7 @@ static void child_path(char *dst, const char *path, const char *name) {
   size_t n = strlen(path);
   if (n > 0 && path[n - 1] == '\'')
     snprintf(dst, QV_VALIDATE_PATH_MAX, "%.*s.%s'", (int)(n - 1), path, name);
-  else
-    snprintf(dst, QV_VALIDATE_PATH_MAX, "%s.%s", path, name);
+  else snprintf(dst, QV_VALIDATE_PATH_MAX, "%s.%s", path, name);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -67,18 +65,25 @@ static int64_t fixed_width(const qv_type *t) { return qv_type_byte_width(t); }
  * view types, which have at least 2. */
 static int32_t expected_buffers(qv_type_id id) {
   switch (id) {
-    case QV_NA: case QV_RUN_END_ENCODED: return 0;
-    case QV_FIXED_SIZE_LIST: case QV_STRUCT: case QV_SPARSE_UNION: return 1;
-    case QV_BINARY: case QV_STRING: case QV_LARGE_BINARY: case QV_LARGE_STRING:
-    case QV_LIST_VIEW: case QV_LARGE_LIST_VIEW: return 3;
-    case QV_BINARY_VIEW: case QV_STRING_VIEW: return -1;
+    case QV_NA:
+    case QV_RUN_END_ENCODED: return 0;
+    case QV_FIXED_SIZE_LIST:
+    case QV_STRUCT:
+    case QV_SPARSE_UNION: return 1;
+    case QV_BINARY:
+    case QV_STRING:
+    case QV_LARGE_BINARY:
+    case QV_LARGE_STRING:
+    case QV_LIST_VIEW:
+    case QV_LARGE_LIST_VIEW: return 3;
+    case QV_BINARY_VIEW:
+    case QV_STRING_VIEW: return -1;
     default: return 2;
   }
 }
 
 static bool has_validity(qv_type_id id) {
-  return id != QV_NA && id != QV_SPARSE_UNION && id != QV_DENSE_UNION &&
-         id != QV_RUN_END_ENCODED;
+  return id != QV_NA && id != QV_SPARSE_UNION && id != QV_DENSE_UNION && id != QV_RUN_END_ENCODED;
 }
 
 static int64_t buf_size(const qv_array *a, int i) {
@@ -90,34 +95,30 @@ static const uint8_t *buf_data(const qv_array *a, int i) {
 }
 
 /* Buffer i must hold `need` bytes and be aligned for `align`-byte loads. */
-static qv_status need_bytes(vstate *V, const char *path, const qv_array *a,
-                            int i, const char *name, int64_t need,
-                            int64_t align) {
+static qv_status need_bytes(vstate *V, const char *path, const qv_array *a, int i, const char *name,
+                            int64_t need, int64_t align) {
   if (buf_size(a, i) < need)
     return fail(V, path,
                 "buffer %d (%s) has %lld bytes but %lld are required "
                 "(length %lld, offset %lld)",
-                i, name, (long long)buf_size(a, i), (long long)need,
-                (long long)a->length, (long long)a->offset);
-  if (align > 1 && need > 0 &&
-      ((uintptr_t)buf_data(a, i) & (uintptr_t)(align - 1)) != 0)
-    return fail(V, path, "buffer %d (%s) is not aligned to %lld bytes", i,
-                name, (long long)align);
+                i, name, (long long)buf_size(a, i), (long long)need, (long long)a->length,
+                (long long)a->offset);
+  if (align > 1 && need > 0 && ((uintptr_t)buf_data(a, i) & (uintptr_t)(align - 1)) != 0)
+    return fail(V, path, "buffer %d (%s) is not aligned to %lld bytes", i, name, (long long)align);
   return QV_OK;
 }
 
 /* need_bytes for n elements of `width` bytes, overflow-checked. */
-static qv_status need_elems(vstate *V, const char *path, const qv_array *a,
-                            int i, const char *name, int64_t n,
-                            int64_t width) {
+static qv_status need_elems(vstate *V, const char *path, const qv_array *a, int i, const char *name,
+                            int64_t n, int64_t width) {
   int64_t need;
   if (qv_mul_overflow(n, width, &need))
-    return fail(V, path, "buffer %d (%s): %lld elements of %lld bytes overflow",
-                i, name, (long long)n, (long long)width);
+    return fail(V, path, "buffer %d (%s): %lld elements of %lld bytes overflow", i, name,
+                (long long)n, (long long)width);
   /* Loads are at most 8 bytes wide; fixed-size binary needs no alignment. */
   int64_t align = (width == 2 || width == 4 || width == 8) ? width
-                  : (width == 16 || width == 32)          ? 8
-                                                          : 1;
+                  : (width == 16 || width == 32)           ? 8
+                                                           : 1;
   return need_bytes(V, path, a, i, name, need, align);
 }
 
@@ -137,41 +138,40 @@ static int64_t count_nulls(const qv_array *a) {
 /* Tight loops                                                               */
 
 /* First i in [0, n-1) with o[i] > o[i+1], or -1. */
-#define QV_DEFINE_FIRST_DECREASE(NAME, T)                                      \
-  static int64_t NAME(const T *o, int64_t n) {                                 \
-    for (int64_t base = 0; base + 1 < n; base += QV_VALIDATE_BLOCK) {          \
-      int64_t stop = n - 1 - base > QV_VALIDATE_BLOCK ? base + QV_VALIDATE_BLOCK \
-                                                      : n - 1;                 \
-      int bad = 0;                                                             \
-      for (int64_t i = base; i < stop; i++) bad |= o[i] > o[i + 1];            \
-      if (bad)                                                                 \
-        for (int64_t i = base; i < stop; i++)                                  \
-          if (o[i] > o[i + 1]) return i;                                       \
-    }                                                                          \
-    return -1;                                                                 \
+#define QV_DEFINE_FIRST_DECREASE(NAME, T)                                                          \
+  static int64_t NAME(const T *o, int64_t n) {                                                     \
+    for (int64_t base = 0; base + 1 < n; base += QV_VALIDATE_BLOCK) {                              \
+      int64_t stop = n - 1 - base > QV_VALIDATE_BLOCK ? base + QV_VALIDATE_BLOCK : n - 1;          \
+      int bad = 0;                                                                                 \
+      for (int64_t i = base; i < stop; i++) bad |= o[i] > o[i + 1];                                \
+      if (bad)                                                                                     \
+        for (int64_t i = base; i < stop; i++)                                                      \
+          if (o[i] > o[i + 1]) return i;                                                           \
+    }                                                                                              \
+    return -1;                                                                                     \
   }
 QV_DEFINE_FIRST_DECREASE(first_decrease_i32, int32_t)
 QV_DEFINE_FIRST_DECREASE(first_decrease_i64, int64_t)
 QV_DEFINE_FIRST_DECREASE(first_decrease_i16, int16_t)
 
 /* First i in [0, n) whose (offset, size) escapes [0, limit], or -1. */
-#define QV_DEFINE_FIRST_BAD_RANGE(NAME, T)                                     \
-  static int64_t NAME(const T *off, const T *size, int64_t n, int64_t limit) { \
-    uint64_t ulim = (uint64_t)limit;                                           \
-    for (int64_t base = 0; base < n; base += QV_VALIDATE_BLOCK) {              \
-      int64_t stop = n - base > QV_VALIDATE_BLOCK ? base + QV_VALIDATE_BLOCK : n; \
-      int bad = 0;                                                             \
-      for (int64_t i = base; i < stop; i++) {                                  \
-        uint64_t uo = (uint64_t)(int64_t)off[i], us = (uint64_t)(int64_t)size[i]; \
-        bad |= (uo > ulim) | (us > ulim - uo);                                 \
-      }                                                                        \
-      if (bad)                                                                 \
-        for (int64_t i = base; i < stop; i++) {                                \
-          uint64_t uo = (uint64_t)(int64_t)off[i], us = (uint64_t)(int64_t)size[i]; \
-          if ((uo > ulim) | (us > ulim - uo)) return i;                        \
-        }                                                                      \
-    }                                                                          \
-    return -1;                                                                 \
+#define QV_DEFINE_FIRST_BAD_RANGE(NAME, T)                                                         \
+  static int64_t NAME(const T *off, const T *size, int64_t n, int64_t limit) {                     \
+    uint64_t ulim = (uint64_t)limit;                                                               \
+    for (int64_t base = 0; base < n; base += QV_VALIDATE_BLOCK) {                                  \
+      int64_t stop = n - base > QV_VALIDATE_BLOCK ? base + QV_VALIDATE_BLOCK : n;                  \
+      int bad = 0;                                                                                 \
+      for (int64_t i = base; i < stop; i++) {                                                      \
+        uint64_t uo = (uint64_t)(int64_t)off[i], us = (uint64_t)(int64_t)size[i];                  \
+        bad |= (uo > ulim) | (us > ulim - uo);                                                     \
+      }                                                                                            \
+      if (bad)                                                                                     \
+        for (int64_t i = base; i < stop; i++) {                                                    \
+          uint64_t uo = (uint64_t)(int64_t)off[i], us = (uint64_t)(int64_t)size[i];                \
+          if ((uo > ulim) | (us > ulim - uo)) return i;                                            \
+        }                                                                                          \
+    }                                                                                              \
+    return -1;                                                                                     \
   }
 QV_DEFINE_FIRST_BAD_RANGE(first_bad_range_i32, int32_t)
 QV_DEFINE_FIRST_BAD_RANGE(first_bad_range_i64, int64_t)
@@ -179,40 +179,36 @@ QV_DEFINE_FIRST_BAD_RANGE(first_bad_range_i64, int64_t)
 /* First i in [0, n) with a valid slot (validity bit at vbase+i) whose index
  * is outside [0, limit), or -1. One branch-free pass per block ignoring
  * validity; bad blocks are rescanned honouring it. */
-#define QV_DEFINE_FIRST_BAD_INDEX(NAME, T)                                     \
-  static int64_t NAME(const T *idx, int64_t n, uint64_t limit,                 \
-                      const uint8_t *validity, int64_t vbase) {                \
-    for (int64_t base = 0; base < n; base += QV_VALIDATE_BLOCK) {              \
-      int64_t stop = n - base > QV_VALIDATE_BLOCK ? base + QV_VALIDATE_BLOCK : n; \
-      int bad = 0;                                                             \
-      for (int64_t i = base; i < stop; i++)                                    \
-        bad |= (uint64_t)(int64_t)idx[i] >= limit;                             \
-      if (bad)                                                                 \
-        for (int64_t i = base; i < stop; i++)                                  \
-          if ((uint64_t)(int64_t)idx[i] >= limit &&                            \
-              slot_valid(validity, vbase + i))                                 \
-            return i;                                                          \
-    }                                                                          \
-    return -1;                                                                 \
+#define QV_DEFINE_FIRST_BAD_INDEX(NAME, T)                                                         \
+  static int64_t NAME(const T *idx, int64_t n, uint64_t limit, const uint8_t *validity,            \
+                      int64_t vbase) {                                                             \
+    for (int64_t base = 0; base < n; base += QV_VALIDATE_BLOCK) {                                  \
+      int64_t stop = n - base > QV_VALIDATE_BLOCK ? base + QV_VALIDATE_BLOCK : n;                  \
+      int bad = 0;                                                                                 \
+      for (int64_t i = base; i < stop; i++) bad |= (uint64_t)(int64_t)idx[i] >= limit;             \
+      if (bad)                                                                                     \
+        for (int64_t i = base; i < stop; i++)                                                      \
+          if ((uint64_t)(int64_t)idx[i] >= limit && slot_valid(validity, vbase + i)) return i;     \
+    }                                                                                              \
+    return -1;                                                                                     \
   }
 QV_DEFINE_FIRST_BAD_INDEX(first_bad_index_i8, int8_t)
 QV_DEFINE_FIRST_BAD_INDEX(first_bad_index_i16, int16_t)
 QV_DEFINE_FIRST_BAD_INDEX(first_bad_index_i32, int32_t)
 QV_DEFINE_FIRST_BAD_INDEX(first_bad_index_i64, int64_t)
 /* Unsigned indices: no sign extension. */
-#define QV_DEFINE_FIRST_BAD_UINDEX(NAME, T)                                    \
-  static int64_t NAME(const T *idx, int64_t n, uint64_t limit,                 \
-                      const uint8_t *validity, int64_t vbase) {                \
-    for (int64_t base = 0; base < n; base += QV_VALIDATE_BLOCK) {              \
-      int64_t stop = n - base > QV_VALIDATE_BLOCK ? base + QV_VALIDATE_BLOCK : n; \
-      int bad = 0;                                                             \
-      for (int64_t i = base; i < stop; i++) bad |= (uint64_t)idx[i] >= limit;  \
-      if (bad)                                                                 \
-        for (int64_t i = base; i < stop; i++)                                  \
-          if ((uint64_t)idx[i] >= limit && slot_valid(validity, vbase + i))    \
-            return i;                                                          \
-    }                                                                          \
-    return -1;                                                                 \
+#define QV_DEFINE_FIRST_BAD_UINDEX(NAME, T)                                                        \
+  static int64_t NAME(const T *idx, int64_t n, uint64_t limit, const uint8_t *validity,            \
+                      int64_t vbase) {                                                             \
+    for (int64_t base = 0; base < n; base += QV_VALIDATE_BLOCK) {                                  \
+      int64_t stop = n - base > QV_VALIDATE_BLOCK ? base + QV_VALIDATE_BLOCK : n;                  \
+      int bad = 0;                                                                                 \
+      for (int64_t i = base; i < stop; i++) bad |= (uint64_t)idx[i] >= limit;                      \
+      if (bad)                                                                                     \
+        for (int64_t i = base; i < stop; i++)                                                      \
+          if ((uint64_t)idx[i] >= limit && slot_valid(validity, vbase + i)) return i;              \
+    }                                                                                              \
+    return -1;                                                                                     \
   }
 QV_DEFINE_FIRST_BAD_UINDEX(first_bad_index_u8, uint8_t)
 QV_DEFINE_FIRST_BAD_UINDEX(first_bad_index_u16, uint16_t)
@@ -261,19 +257,15 @@ int64_t qv_utf8_valid_prefix(const uint8_t *s, int64_t n) {
   return n;
 }
 
-static bool utf8_valid(const uint8_t *s, int64_t n) {
-  return qv_utf8_valid_prefix(s, n) == n;
-}
+static bool utf8_valid(const uint8_t *s, int64_t n) { return qv_utf8_valid_prefix(s, n) == n; }
 
 /* ------------------------------------------------------------------------ */
 /* Per-layout checks                                                         */
 
-static qv_status check_validity(vstate *V, const qv_array *a, const char *path,
-                                int64_t end) {
+static qv_status check_validity(vstate *V, const qv_array *a, const char *path, int64_t end) {
   if (a->buffers[0] == NULL) {
     if (a->null_count > 0)
-      return fail(V, path, "null_count %lld but no validity buffer",
-                  (long long)a->null_count);
+      return fail(V, path, "null_count %lld but no validity buffer", (long long)a->null_count);
     return QV_OK;
   }
   QV_RETURN_NOT_OK(need_bytes(V, path, a, 0, "validity", bitmap_bytes(end), 1));
@@ -290,9 +282,8 @@ static qv_status check_validity(vstate *V, const qv_array *a, const char *path,
 
 /* Offsets buffer `bi` of a binary/list array: length+1 entries from the
  * array offset, monotonic (DEFAULT), first >= 0, last <= limit. */
-static qv_status check_offsets(vstate *V, const qv_array *a, const char *path,
-                               int bi, int width, int64_t end, int64_t limit,
-                               const char *limit_what) {
+static qv_status check_offsets(vstate *V, const qv_array *a, const char *path, int bi, int width,
+                               int64_t end, int64_t limit, const char *limit_what) {
   if (a->length == 0) return QV_OK;
   int64_t n_off = a->length + 1;
   QV_RETURN_NOT_OK(need_elems(V, path, a, bi, "offsets", end + 1, width));
@@ -305,8 +296,8 @@ static qv_status check_offsets(vstate *V, const qv_array *a, const char *path,
     if (V->level >= QV_VALIDATE_DEFAULT) {
       int64_t i = first_decrease_i32(o, n_off);
       if (i >= 0)
-        return fail(V, path, "offsets not monotonic at index %lld (%d > %d)",
-                    (long long)i, o[i], o[i + 1]);
+        return fail(V, path, "offsets not monotonic at index %lld (%d > %d)", (long long)i, o[i],
+                    o[i + 1]);
     }
   } else {
     const int64_t *o = (const int64_t *)p + a->offset;
@@ -315,19 +306,17 @@ static qv_status check_offsets(vstate *V, const qv_array *a, const char *path,
     if (V->level >= QV_VALIDATE_DEFAULT) {
       int64_t i = first_decrease_i64(o, n_off);
       if (i >= 0)
-        return fail(V, path,
-                    "offsets not monotonic at index %lld (%lld > %lld)",
-                    (long long)i, (long long)o[i], (long long)o[i + 1]);
+        return fail(V, path, "offsets not monotonic at index %lld (%lld > %lld)", (long long)i,
+                    (long long)o[i], (long long)o[i + 1]);
     }
   }
-  if (first < 0)
-    return fail(V, path, "first offset %lld is negative", (long long)first);
+  if (first < 0) return fail(V, path, "first offset %lld is negative", (long long)first);
   if (first > last)
-    return fail(V, path, "first offset %lld is greater than last offset %lld",
-                (long long)first, (long long)last);
+    return fail(V, path, "first offset %lld is greater than last offset %lld", (long long)first,
+                (long long)last);
   if (last > limit)
-    return fail(V, path, "last offset %lld exceeds %s %lld", (long long)last,
-                limit_what, (long long)limit);
+    return fail(V, path, "last offset %lld exceeds %s %lld", (long long)last, limit_what,
+                (long long)limit);
   return QV_OK;
 }
 
@@ -340,8 +329,8 @@ static int64_t first_bad_utf8(const qv_array *a, int width) {
   const uint8_t *validity = a->buffers[0] ? a->buffers[0]->data : NULL;
   const uint8_t *op = buf_data(a, 1);
   int64_t first, last;
-#define QV_OFF(i)                                                              \
-  (width == 4 ? (int64_t)((const int32_t *)op)[a->offset + (i)]               \
+#define QV_OFF(i)                                                                                  \
+  (width == 4 ? (int64_t)((const int32_t *)op)[a->offset + (i)]                                    \
               : ((const int64_t *)op)[a->offset + (i)])
   first = QV_OFF(0);
   last = QV_OFF(a->length);
@@ -366,11 +355,9 @@ static int64_t first_bad_utf8(const qv_array *a, int width) {
   return -1;
 }
 
-static qv_status validate_binary(vstate *V, const qv_array *a,
-                                 const char *path, int64_t end) {
+static qv_status validate_binary(vstate *V, const qv_array *a, const char *path, int64_t end) {
   int width = (a->type->id == QV_BINARY || a->type->id == QV_STRING) ? 4 : 8;
-  QV_RETURN_NOT_OK(check_offsets(V, a, path, 1, width, end, buf_size(a, 2),
-                                 "data size"));
+  QV_RETURN_NOT_OK(check_offsets(V, a, path, 1, width, end, buf_size(a, 2), "data size"));
   if (V->level >= QV_VALIDATE_FULL &&
       (a->type->id == QV_STRING || a->type->id == QV_LARGE_STRING)) {
     int64_t i = first_bad_utf8(a, width);
@@ -379,8 +366,7 @@ static qv_status validate_binary(vstate *V, const qv_array *a,
   return QV_OK;
 }
 
-static qv_status validate_views(vstate *V, const qv_array *a, const char *path,
-                                int64_t end) {
+static qv_status validate_views(vstate *V, const qv_array *a, const char *path, int64_t end) {
   QV_RETURN_NOT_OK(need_elems(V, path, a, 1, "views", end, QV_VIEW_SIZE));
   if (V->level < QV_VALIDATE_DEFAULT) return QV_OK;
   const uint8_t *views = buf_data(a, 1);
@@ -394,8 +380,7 @@ static qv_status validate_views(vstate *V, const qv_array *a, const char *path,
     const int32_t *v = (const int32_t *)(views + slot * QV_VIEW_SIZE);
     int32_t len = v[0];
     if (len < 0)
-      return fail(V, path, "view at index %lld has negative length %d",
-                  (long long)i, len);
+      return fail(V, path, "view at index %lld has negative length %d", (long long)i, len);
     const uint8_t *bytes;
     if (len <= QV_VIEW_INLINE_MAX) {
       bytes = (const uint8_t *)(v + 1);
@@ -419,23 +404,19 @@ static qv_status validate_views(vstate *V, const qv_array *a, const char *path,
         return fail(V, path,
                     "view at index %lld: range [%d, %lld) is outside data "
                     "buffer %d of %lld bytes",
-                    (long long)i, off, (long long)off + len, bi,
-                    (long long)size);
+                    (long long)i, off, (long long)off + len, bi, (long long)size);
       bytes = buf_data(a, 2 + bi) + off;
       if (full && memcmp(bytes, v + 1, 4) != 0)
-        return fail(V, path,
-                    "view at index %lld: inline prefix differs from its data",
+        return fail(V, path, "view at index %lld: inline prefix differs from its data",
                     (long long)i);
     }
     if (full && is_string && !utf8_valid(bytes, len))
-      return fail(V, path, "invalid UTF-8 in value at index %lld",
-                  (long long)i);
+      return fail(V, path, "invalid UTF-8 in value at index %lld", (long long)i);
   }
   return QV_OK;
 }
 
-static qv_status validate_list_view(vstate *V, const qv_array *a,
-                                    const char *path, int64_t end) {
+static qv_status validate_list_view(vstate *V, const qv_array *a, const char *path, int64_t end) {
   int width = a->type->id == QV_LIST_VIEW ? 4 : 8;
   QV_RETURN_NOT_OK(need_elems(V, path, a, 1, "offsets", end, width));
   QV_RETURN_NOT_OK(need_elems(V, path, a, 2, "sizes", end, width));
@@ -464,8 +445,7 @@ static qv_status validate_list_view(vstate *V, const qv_array *a,
               (long long)i, o, s, (long long)limit);
 }
 
-static qv_status validate_union(vstate *V, const qv_array *a, const char *path,
-                                int64_t end) {
+static qv_status validate_union(vstate *V, const qv_array *a, const char *path, int64_t end) {
   const qv_type *t = a->type;
   bool dense = t->id == QV_DENSE_UNION;
   QV_RETURN_NOT_OK(need_elems(V, path, a, 0, "type_ids", end, 1));
@@ -476,22 +456,18 @@ static qv_status validate_union(vstate *V, const qv_array *a, const char *path,
   for (int32_t c = 0; c < t->n_children; c++) {
     int32_t code = t->type_codes ? t->type_codes[c] : c;
     if (code < 0 || code > 127 || child_of[code] >= 0)
-      return fail(V, path, "invalid or duplicate union type code %d",
-                  (int)code);
+      return fail(V, path, "invalid or duplicate union type code %d", (int)code);
     child_of[code] = (int8_t)c;
     if (!dense && a->children[c]->length < end)
       return fail(V, path,
                   "child '%s' has length %lld but the sparse union needs "
                   "%lld",
-                  t->children[c].name, (long long)a->children[c]->length,
-                  (long long)end);
+                  t->children[c].name, (long long)a->children[c]->length, (long long)end);
   }
   if (V->level < QV_VALIDATE_DEFAULT) return QV_OK;
   const int8_t *ids = (const int8_t *)buf_data(a, 0) + a->offset;
   for (int64_t base = 0; base < a->length; base += QV_VALIDATE_BLOCK) {
-    int64_t stop = a->length - base > QV_VALIDATE_BLOCK
-                       ? base + QV_VALIDATE_BLOCK
-                       : a->length;
+    int64_t stop = a->length - base > QV_VALIDATE_BLOCK ? base + QV_VALIDATE_BLOCK : a->length;
     int bad = 0;
     for (int64_t i = base; i < stop; i++)
       bad |= (child_of[(uint8_t)ids[i] & 0x7F] < 0) | (ids[i] < 0);
@@ -505,8 +481,7 @@ static qv_status validate_union(vstate *V, const qv_array *a, const char *path,
   }
   if (dense) {
     int64_t child_len[128];
-    for (int32_t c = 0; c < t->n_children; c++)
-      child_len[c] = a->children[c]->length;
+    for (int32_t c = 0; c < t->n_children; c++) child_len[c] = a->children[c]->length;
     const int32_t *offs = (const int32_t *)buf_data(a, 1) + a->offset;
     for (int64_t i = 0; i < a->length; i++) {
       int c = child_of[ids[i]];
@@ -514,15 +489,13 @@ static qv_status validate_union(vstate *V, const qv_array *a, const char *path,
         return fail(V, path,
                     "dense union offset %d at index %lld is out of range for "
                     "child '%s' of length %lld",
-                    offs[i], (long long)i, t->children[c].name,
-                    (long long)child_len[c]);
+                    offs[i], (long long)i, t->children[c].name, (long long)child_len[c]);
     }
   }
   return QV_OK;
 }
 
-static qv_status validate_dictionary(vstate *V, const qv_array *a,
-                                     const char *path, int64_t end,
+static qv_status validate_dictionary(vstate *V, const qv_array *a, const char *path, int64_t end,
                                      int depth) {
   const qv_type *t = a->type;
   if (t->index_type == NULL || !qv_type_id_is_integer(t->index_type->id))
@@ -533,8 +506,7 @@ static qv_status validate_dictionary(vstate *V, const qv_array *a,
   if (a->dictionary == NULL) return fail(V, path, "dictionary is missing");
   if (t->value_type && a->dictionary->type->id != t->value_type->id)
     return fail(V, path, "dictionary has type %s but the field expects %s",
-                qv_type_id_name(a->dictionary->type->id),
-                qv_type_id_name(t->value_type->id));
+                qv_type_id_name(a->dictionary->type->id), qv_type_id_name(t->value_type->id));
   if (!(V->flags & QV_VALIDATE_SKIP_DICTIONARY_VALUES)) {
     char sub[QV_VALIDATE_PATH_MAX];
     child_path(sub, path, "dictionary");
@@ -547,10 +519,10 @@ static qv_status validate_dictionary(vstate *V, const qv_array *a,
   int64_t n = a->length, o = a->offset, i = -1;
   long long bad_value = 0;
   switch (ix) {
-#define QV_IDX_CASE(ID, T, FN)                                                 \
-  case ID:                                                                     \
-    i = FN((const T *)p + o, n, limit, validity, o);                           \
-    if (i >= 0) bad_value = (long long)((const T *)p)[o + i];                  \
+#define QV_IDX_CASE(ID, T, FN)                                                                     \
+  case ID:                                                                                         \
+    i = FN((const T *)p + o, n, limit, validity, o);                                               \
+    if (i >= 0) bad_value = (long long)((const T *)p)[o + i];                                      \
     break;
     QV_IDX_CASE(QV_INT8, int8_t, first_bad_index_i8)
     QV_IDX_CASE(QV_INT16, int16_t, first_bad_index_i16)
@@ -564,24 +536,21 @@ static qv_status validate_dictionary(vstate *V, const qv_array *a,
     default: break;
   }
   if (i >= 0)
-    return fail(V, path,
-                "dictionary index %lld at index %lld is out of range [0, %lld)",
-                bad_value, (long long)i, (long long)limit);
+    return fail(V, path, "dictionary index %lld at index %lld is out of range [0, %lld)", bad_value,
+                (long long)i, (long long)limit);
   return QV_OK;
 }
 
 /* Run ends: a child array of int16/32/64 without nulls; values at least
  * as long; strictly increasing and positive (DEFAULT); the last run end
  * covers offset + length. */
-static qv_status validate_ree(vstate *V, const qv_array *a, const char *path,
-                              int64_t end) {
+static qv_status validate_ree(vstate *V, const qv_array *a, const char *path, int64_t end) {
   const qv_array *re = a->children[0], *values = a->children[1];
   qv_type_id rid = re->type->id;
   if (rid != QV_INT16 && rid != QV_INT32 && rid != QV_INT64)
     return fail(V, path, "run ends have type %s, expected int16, int32 or int64",
                 qv_type_id_name(rid));
-  if (count_nulls(re) != 0)
-    return fail(V, path, "run ends contain nulls");
+  if (count_nulls(re) != 0) return fail(V, path, "run ends contain nulls");
   if (values->length < re->length)
     return fail(V, path, "values length %lld is less than run ends length %lld",
                 (long long)values->length, (long long)re->length);
@@ -601,7 +570,10 @@ static qv_status validate_ree(vstate *V, const qv_array *a, const char *path,
       if (V->level >= QV_VALIDATE_DEFAULT) bad = first_decrease_i16(r, n);
       if (bad < 0 && V->level >= QV_VALIDATE_DEFAULT)
         for (int64_t i = 0; i + 1 < n; i++)
-          if (r[i] == r[i + 1]) { bad = i; break; }
+          if (r[i] == r[i + 1]) {
+            bad = i;
+            break;
+          }
       break;
     }
     case QV_INT32: {
@@ -611,7 +583,10 @@ static qv_status validate_ree(vstate *V, const qv_array *a, const char *path,
       if (V->level >= QV_VALIDATE_DEFAULT) bad = first_decrease_i32(r, n);
       if (bad < 0 && V->level >= QV_VALIDATE_DEFAULT)
         for (int64_t i = 0; i + 1 < n; i++)
-          if (r[i] == r[i + 1]) { bad = i; break; }
+          if (r[i] == r[i + 1]) {
+            bad = i;
+            break;
+          }
       break;
     }
     default: {
@@ -621,13 +596,14 @@ static qv_status validate_ree(vstate *V, const qv_array *a, const char *path,
       if (V->level >= QV_VALIDATE_DEFAULT) bad = first_decrease_i64(r, n);
       if (bad < 0 && V->level >= QV_VALIDATE_DEFAULT)
         for (int64_t i = 0; i + 1 < n; i++)
-          if (r[i] == r[i + 1]) { bad = i; break; }
+          if (r[i] == r[i + 1]) {
+            bad = i;
+            break;
+          }
       break;
     }
   }
-  if (first < 1)
-    return fail(V, path, "run end %lld at index 0 is not positive",
-                (long long)first);
+  if (first < 1) return fail(V, path, "run end %lld at index 0 is not positive", (long long)first);
   if (bad >= 0) {
     long long x, y;
     if (rid == QV_INT16) {
@@ -640,22 +616,19 @@ static qv_status validate_ree(vstate *V, const qv_array *a, const char *path,
       x = ((const int64_t *)p)[o + bad];
       y = ((const int64_t *)p)[o + bad + 1];
     }
-    return fail(V, path,
-                "run ends not strictly increasing at index %lld (%lld >= %lld)",
+    return fail(V, path, "run ends not strictly increasing at index %lld (%lld >= %lld)",
                 (long long)bad, x, y);
   }
   if (last < end)
-    return fail(V, path,
-                "last run end %lld is less than offset + length %lld",
-                (long long)last, (long long)end);
+    return fail(V, path, "last run end %lld is less than offset + length %lld", (long long)last,
+                (long long)end);
   return QV_OK;
 }
 
 /* ------------------------------------------------------------------------ */
 /* Driver                                                                    */
 
-static qv_status validate_children(vstate *V, const qv_array *a,
-                                   const char *path, int depth) {
+static qv_status validate_children(vstate *V, const qv_array *a, const char *path, int depth) {
   for (int32_t c = 0; c < a->n_children; c++) {
     char sub[QV_VALIDATE_PATH_MAX];
     child_path(sub, path, a->type->children[c].name);
@@ -664,36 +637,32 @@ static qv_status validate_children(vstate *V, const qv_array *a,
   return QV_OK;
 }
 
-static qv_status validate_array(vstate *V, const qv_array *a, const char *path,
-                                int depth) {
+static qv_status validate_array(vstate *V, const qv_array *a, const char *path, int depth) {
   if (depth > QV_VALIDATE_MAX_DEPTH)
     return fail(V, path, "nesting deeper than %d levels", QV_VALIDATE_MAX_DEPTH);
   const qv_type *t = a->type;
   if (a->length < 0 || a->offset < 0)
-    return fail(V, path, "negative length %lld or offset %lld",
-                (long long)a->length, (long long)a->offset);
+    return fail(V, path, "negative length %lld or offset %lld", (long long)a->length,
+                (long long)a->offset);
   int64_t end;
   if (qv_add_overflow(a->offset, a->length, &end))
-    return fail(V, path, "offset %lld + length %lld overflows",
-                (long long)a->offset, (long long)a->length);
+    return fail(V, path, "offset %lld + length %lld overflows", (long long)a->offset,
+                (long long)a->length);
   if (a->null_count > a->length)
-    return fail(V, path, "null_count %lld exceeds length %lld",
-                (long long)a->null_count, (long long)a->length);
+    return fail(V, path, "null_count %lld exceeds length %lld", (long long)a->null_count,
+                (long long)a->length);
 
   int32_t nb = expected_buffers(t->id);
   if (nb >= 0 ? a->n_buffers != nb : a->n_buffers < 2)
-    return fail(V, path, "%s array has %d buffers, expected %s%d",
-                qv_type_id_name(t->id), a->n_buffers, nb >= 0 ? "" : "at least ",
-                nb >= 0 ? nb : 2);
+    return fail(V, path, "%s array has %d buffers, expected %s%d", qv_type_id_name(t->id),
+                a->n_buffers, nb >= 0 ? "" : "at least ", nb >= 0 ? nb : 2);
   if (a->n_children != t->n_children)
-    return fail(V, path, "%s array has %d children but its type has %d",
-                qv_type_id_name(t->id), a->n_children, t->n_children);
+    return fail(V, path, "%s array has %d children but its type has %d", qv_type_id_name(t->id),
+                a->n_children, t->n_children);
   for (int32_t c = 0; c < a->n_children; c++) {
-    if (a->children[c] == NULL)
-      return fail(V, path, "child %d is missing", c);
+    if (a->children[c] == NULL) return fail(V, path, "child %d is missing", c);
     if (a->children[c]->type->id != t->children[c].type->id)
-      return fail(V, path, "child '%s' has type %s but the type says %s",
-                  t->children[c].name,
+      return fail(V, path, "child '%s' has type %s but the type says %s", t->children[c].name,
                   qv_type_id_name(a->children[c]->type->id),
                   qv_type_id_name(t->children[c].type->id));
   }
@@ -705,17 +674,20 @@ static qv_status validate_array(vstate *V, const qv_array *a, const char *path,
         return fail(V, path, "null array has null_count %lld, expected %lld",
                     (long long)a->null_count, (long long)a->length);
       return QV_OK;
-    case QV_BOOL:
-      return need_bytes(V, path, a, 1, "values", bitmap_bytes(end), 1);
-    case QV_BINARY: case QV_STRING: case QV_LARGE_BINARY: case QV_LARGE_STRING:
-      return validate_binary(V, a, path, end);
-    case QV_BINARY_VIEW: case QV_STRING_VIEW:
-      return validate_views(V, a, path, end);
-    case QV_LIST: case QV_LARGE_LIST: case QV_MAP: {
+    case QV_BOOL: return need_bytes(V, path, a, 1, "values", bitmap_bytes(end), 1);
+    case QV_BINARY:
+    case QV_STRING:
+    case QV_LARGE_BINARY:
+    case QV_LARGE_STRING: return validate_binary(V, a, path, end);
+    case QV_BINARY_VIEW:
+    case QV_STRING_VIEW: return validate_views(V, a, path, end);
+    case QV_LIST:
+    case QV_LARGE_LIST:
+    case QV_MAP: {
       if (a->n_children != 1) return fail(V, path, "list array needs one child");
       int width = t->id == QV_LARGE_LIST ? 8 : 4;
-      QV_RETURN_NOT_OK(check_offsets(V, a, path, 1, width, end,
-                                     a->children[0]->length, "child length"));
+      QV_RETURN_NOT_OK(
+          check_offsets(V, a, path, 1, width, end, a->children[0]->length, "child length"));
       if (t->id == QV_MAP) {
         const qv_array *entries = a->children[0];
         if (entries->type->id != QV_STRUCT || entries->n_children != 2)
@@ -724,8 +696,7 @@ static qv_status validate_array(vstate *V, const qv_array *a, const char *path,
          * bitmaps are only known to be long enough once validated. */
         QV_RETURN_NOT_OK(validate_children(V, a, path, depth));
         if (V->level >= QV_VALIDATE_DEFAULT) {
-          if (count_nulls(entries) != 0)
-            return fail(V, path, "map entries contain nulls");
+          if (count_nulls(entries) != 0) return fail(V, path, "map entries contain nulls");
           if (count_nulls(entries->children[0]) != 0)
             return fail(V, path, "map keys contain nulls");
         }
@@ -733,13 +704,13 @@ static qv_status validate_array(vstate *V, const qv_array *a, const char *path,
       }
       return validate_children(V, a, path, depth);
     }
-    case QV_LIST_VIEW: case QV_LARGE_LIST_VIEW:
+    case QV_LIST_VIEW:
+    case QV_LARGE_LIST_VIEW:
       if (a->n_children != 1) return fail(V, path, "list view array needs one child");
       QV_RETURN_NOT_OK(validate_list_view(V, a, path, end));
       return validate_children(V, a, path, depth);
     case QV_FIXED_SIZE_LIST: {
-      if (a->n_children != 1)
-        return fail(V, path, "fixed-size list array needs one child");
+      if (a->n_children != 1) return fail(V, path, "fixed-size list array needs one child");
       int64_t need;
       if (t->list_size < 0 || qv_mul_overflow(end, t->list_size, &need))
         return fail(V, path, "invalid list size %d", t->list_size);
@@ -747,8 +718,8 @@ static qv_status validate_array(vstate *V, const qv_array *a, const char *path,
         return fail(V, path,
                     "child '%s' has length %lld but %lld lists of size %d "
                     "need %lld",
-                    t->children[0].name, (long long)a->children[0]->length,
-                    (long long)end, t->list_size, (long long)need);
+                    t->children[0].name, (long long)a->children[0]->length, (long long)end,
+                    t->list_size, (long long)need);
       return validate_children(V, a, path, depth);
     }
     case QV_STRUCT:
@@ -757,20 +728,17 @@ static qv_status validate_array(vstate *V, const qv_array *a, const char *path,
           return fail(V, path,
                       "child '%s' has length %lld, less than the struct's "
                       "%lld",
-                      t->children[c].name, (long long)a->children[c]->length,
-                      (long long)end);
+                      t->children[c].name, (long long)a->children[c]->length, (long long)end);
       return validate_children(V, a, path, depth);
-    case QV_SPARSE_UNION: case QV_DENSE_UNION:
+    case QV_SPARSE_UNION:
+    case QV_DENSE_UNION:
       if (a->n_children > 127)
-        return fail(V, path, "union has %d children, at most 127 allowed",
-                    a->n_children);
+        return fail(V, path, "union has %d children, at most 127 allowed", a->n_children);
       QV_RETURN_NOT_OK(validate_union(V, a, path, end));
       return validate_children(V, a, path, depth);
-    case QV_DICTIONARY:
-      return validate_dictionary(V, a, path, end, depth);
+    case QV_DICTIONARY: return validate_dictionary(V, a, path, end, depth);
     case QV_RUN_END_ENCODED:
-      if (a->n_children != 2)
-        return fail(V, path, "run-end encoded array needs two children");
+      if (a->n_children != 2) return fail(V, path, "run-end encoded array needs two children");
       QV_RETURN_NOT_OK(validate_children(V, a, path, depth));
       return validate_ree(V, a, path, end);
     default: {
@@ -798,16 +766,15 @@ static qv_status validate_body(void *ctx, qv_error *err) {
   return validate_array(&V, c->a, c->path, 0);
 }
 
-qv_status qv_array_validate_ex(const qv_array *a, qv_validate_level level,
-                               const char *path, unsigned flags,
-                               qv_error *err) {
+qv_status qv_array_validate_ex(const qv_array *a, qv_validate_level level, const char *path,
+                               unsigned flags, qv_error *err) {
   if (a == NULL) return qv_error_set(err, QV_EARG, "qv_array_validate: NULL array");
   if (level <= QV_VALIDATE_NONE) return QV_OK;
   validate_call c = {a, level, path && path[0] ? path : "array", flags};
   return qv_guard_run_leaf(validate_body, &c, err);
 }
 
-qv_status qv_array_validate(const qv_array *a, qv_validate_level level,
-                            const char *path, qv_error *err) {
+qv_status qv_array_validate(const qv_array *a, qv_validate_level level, const char *path,
+                            qv_error *err) {
   return qv_array_validate_ex(a, level, path, 0, err);
 }

@@ -18,9 +18,8 @@ enum {
 };
 
 /** qv_array_validate with flags (QV_VALIDATE_* above). */
-qv_status qv_array_validate_ex(const qv_array *a, qv_validate_level level,
-                               const char *path, unsigned flags,
-                               qv_error *err);
+qv_status qv_array_validate_ex(const qv_array *a, qv_validate_level level, const char *path,
+                               unsigned flags, qv_error *err);
 
 /** Length of the valid UTF-8 prefix of s[0..n) (n when all of it is valid
  *  UTF-8 per RFC 3629: no overlongs, surrogates or code points past

@@ -83,8 +83,7 @@ static qv_status copy_meta(qv_dataset *ds, const qv_dataset *meta) {
     ds->format_columns = calloc((size_t)meta->n_format_columns, sizeof(char *));
     if (ds->format_columns == NULL) return QV_ENOMEM;
     for (int32_t i = 0; i < meta->n_format_columns; i++) {
-      if ((ds->format_columns[i] = qv_ds_strdup(meta->format_columns[i])) == NULL)
-        return QV_ENOMEM;
+      if ((ds->format_columns[i] = qv_ds_strdup(meta->format_columns[i])) == NULL) return QV_ENOMEM;
       ds->n_format_columns = i + 1;
     }
   }
@@ -98,8 +97,7 @@ static void prune_format_columns(qv_dataset *ds) {
   for (int32_t i = 0; i < ds->n_format_columns; i++) {
     if (qv_schema_find(qv_table_schema(ds->data), ds->format_columns[i]) >= 0)
       ds->format_columns[k++] = ds->format_columns[i];
-    else
-      free(ds->format_columns[i]);
+    else free(ds->format_columns[i]);
   }
   ds->n_format_columns = k;
 }
@@ -135,8 +133,7 @@ qv_status qv_ds_new(qv_table *data, qv_table *indices, const char *fp, qv_hf_fea
 
 qv_status qv_ds_derive(const qv_dataset *ds, qv_table *data, qv_table *indices, const char *fp,
                        qv_hf_feature *features, qv_dataset **out, qv_error *err) {
-  if (features == NULL && (features = qv_hf_feature_copy(ds->features)) == NULL)
-    return oom(err);
+  if (features == NULL && (features = qv_hf_feature_copy(ds->features)) == NULL) return oom(err);
   return qv_ds_new(data, indices, fp, features, ds, out, err);
 }
 
@@ -337,8 +334,8 @@ qv_status qv_ds_open_file(const char *path, qv_table *table, qv_dataset **out, q
 }
 
 /* The data table of a Dataset directory: its shards, concatenated. */
-static qv_status open_shards(const qv_hf_split *sp, const qv_hf_feature *features,
-                             qv_table **out, qv_error *err) {
+static qv_status open_shards(const qv_hf_split *sp, const qv_hf_feature *features, qv_table **out,
+                             qv_error *err) {
   if (sp->n_files == 0) {
     if (features == NULL)
       return qv_error_set(err, QV_EINVAL, "%s: no data files and no features", sp->dir);
@@ -632,8 +629,7 @@ qv_status qv_ds_cache_path(const qv_dataset *ds, const qv_dataset_options *opts,
   *out = NULL;
   if (opts != NULL && opts->cache_file_name != NULL) {
     if (opts->keep_in_memory)
-      return qv_error_set(err, QV_EARG,
-                          "use either keep_in_memory or a cache file name, not both");
+      return qv_error_set(err, QV_EARG, "use either keep_in_memory or a cache file name, not both");
     if (suffix == NULL) {
       *out = qv_ds_strdup(opts->cache_file_name);
     } else {
@@ -745,8 +741,8 @@ bool qv_ds_cache_reusable(const char *path) {
     if (unlink(path) == 0)
       qv_ds_warn("cache file '%s' is corrupt (%s); removed it, rebuilding", path, problem);
     else
-      qv_ds_warn("cache file '%s' is corrupt (%s) and cannot be moved aside: %s; rebuilding",
-                 path, problem, strerror(errno));
+      qv_ds_warn("cache file '%s' is corrupt (%s) and cannot be moved aside: %s; rebuilding", path,
+                 problem, strerror(errno));
     return false;
   }
   qv_ds_warn("cache file '%s' is corrupt (%s); moved aside to '%s', rebuilding", path, problem,
@@ -775,8 +771,8 @@ qv_status qv_dataset_cleanup_cache_files(const qv_dataset *ds, int64_t *out_remo
   struct dirent *e;
   while (st == QV_OK && (e = readdir(d)) != NULL) {
     size_t len = strlen(e->d_name);
-    bool quarantined = strncmp(e->d_name, "cache-", 6) == 0 &&
-                       strstr(e->d_name, ".arrow.corrupt-") != NULL;
+    bool quarantined =
+        strncmp(e->d_name, "cache-", 6) == 0 && strstr(e->d_name, ".arrow.corrupt-") != NULL;
     if (!quarantined && (strncmp(e->d_name, "cache-", 6) != 0 || len < 12 ||
                          strcmp(e->d_name + len - 6, ".arrow") != 0))
       continue;
@@ -787,8 +783,7 @@ qv_status qv_dataset_cleanup_cache_files(const qv_dataset *ds, int64_t *out_remo
     if (in_use) continue;
     if (unlink(full) != 0)
       st = qv_error_set(err, QV_EIO, "%s: cannot remove: %s", full, strerror(errno));
-    else
-      (*out_removed)++;
+    else (*out_removed)++;
   }
   if (d != NULL) closedir(d);
   /* and what dead writers left there (core/atomic_internal.h) */
@@ -881,8 +876,8 @@ qv_status qv_dataset_take(qv_dataset *ds, const int64_t *rows, int64_t n, qv_arr
   if (ds->indices == NULL) return qv_table_gather(ds->data, rows, n, out, err);
   qv_array *mapped = NULL;
   QV_RETURN_NOT_OK(qv_ds_compose(ds, rows, n, &mapped, err));
-  qv_status st = qv_table_gather(ds->data, (const int64_t *)mapped->buffers[1]->data +
-                                               mapped->offset, n, out, err);
+  qv_status st = qv_table_gather(
+      ds->data, (const int64_t *)mapped->buffers[1]->data + mapped->offset, n, out, err);
   qv_array_unref(mapped);
   return st;
 }
@@ -893,8 +888,7 @@ qv_status qv_dataset_row(qv_dataset *ds, int64_t row, qv_array **out, qv_error *
   if (ds->indices != NULL) {
     QV_RETURN_NOT_OK(qv_dataset_data_rows(ds, row, 1, &data_row, err));
     if (data_row >= qv_table_num_rows(ds->data))
-      return qv_error_set(err, QV_ERANGE,
-                          "indices mapping: row %lld maps to data row %lld of %lld",
+      return qv_error_set(err, QV_ERANGE, "indices mapping: row %lld maps to data row %lld of %lld",
                           (long long)row, (long long)data_row,
                           (long long)qv_table_num_rows(ds->data));
   }
@@ -943,8 +937,7 @@ qv_status qv_ds_mapped_columns(qv_dataset *ds, const int32_t *cols, int32_t n, q
   }
   qv_dataset tmp = *ds;
   tmp.data = sel;
-  qv_status st = qv_ds_write_rows(&tmp, NULL, qv_table_schema(sel), 0, NULL, NULL, NULL, out,
-                                  err);
+  qv_status st = qv_ds_write_rows(&tmp, NULL, qv_table_schema(sel), 0, NULL, NULL, NULL, out, err);
   qv_table_unref(sel);
   return st;
 }
@@ -971,8 +964,8 @@ struct qv_dataset_iter {
   /* with a mapping: the gathered window [win_start, win_start+window->length) */
   qv_array *window;
   int64_t win_start;
-  int64_t win_rows;      /* rows gathered per window */
-  int64_t *scratch;      /* win_rows data row numbers */
+  int64_t win_rows; /* rows gathered per window */
+  int64_t *scratch; /* win_rows data row numbers */
   /* without: the data batch holding `pos` */
   qv_array *cur;
   int64_t cur_batch, cur_start;
@@ -1016,8 +1009,7 @@ void qv_dataset_iter_free(qv_dataset_iter *it) {
 
 /* Rows [pos, pos+len) of an unmapped dataset: a slice of one data batch,
  * or slices of several concatenated column by column. */
-static qv_status next_unmapped(qv_dataset_iter *it, int64_t len, qv_array **out,
-                               qv_error *err) {
+static qv_status next_unmapped(qv_dataset_iter *it, int64_t len, qv_array **out, qv_error *err) {
   qv_table *t = it->ds->data;
   if (it->cur == NULL || it->pos >= it->cur_start + it->cur->length) {
     int64_t b = 0, r = 0;

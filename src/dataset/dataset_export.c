@@ -17,13 +17,11 @@
 
 /* The C stream with an indices mapping: a batch source over an iterator. */
 typedef struct dstream {
-  qv_dataset *ds;       /* reference: the schema */
-  qv_dataset_iter *it;  /* holds its own dataset reference */
+  qv_dataset *ds;      /* reference: the schema */
+  qv_dataset_iter *it; /* holds its own dataset reference */
 } dstream;
 
-static const qv_schema *ds_schema(void *ctx) {
-  return qv_dataset_schema(((dstream *)ctx)->ds);
-}
+static const qv_schema *ds_schema(void *ctx) { return qv_dataset_schema(((dstream *)ctx)->ds); }
 
 static qv_status ds_next(void *ctx, qv_array **batch, qv_error *err) {
   return qv_dataset_iter_next(((dstream *)ctx)->it, batch, NULL, err);
@@ -36,8 +34,8 @@ static void ds_release(void *ctx) {
   free(p);
 }
 
-qv_status qv_dataset_export_stream(qv_dataset *ds, int64_t batch_size,
-                                   struct ArrowArrayStream *out, qv_error *err) {
+qv_status qv_dataset_export_stream(qv_dataset *ds, int64_t batch_size, struct ArrowArrayStream *out,
+                                   qv_error *err) {
   if (ds == NULL || out == NULL)
     return qv_error_set(err, QV_EARG, "qv_dataset_export_stream: NULL argument");
   if (batch_size < 0)

@@ -81,8 +81,7 @@ static qv_status as_uint64(qv_array *values, qv_array **out, qv_error *err) {
   return QV_OK;
 }
 
-qv_status qv_ds_indices_check(const char *path, qv_table *t, int64_t expected_rows,
-                              qv_error *err) {
+qv_status qv_ds_indices_check(const char *path, qv_table *t, int64_t expected_rows, qv_error *err) {
   const qv_schema *s = qv_table_schema(t);
   if (!qv_hf_is_indices_schema(s)) {
     char ty[64] = "";
@@ -90,7 +89,8 @@ qv_status qv_ds_indices_check(const char *path, qv_table *t, int64_t expected_ro
     return qv_error_set(err, QV_EINVAL,
                         "%s: not an indices mapping: expected one uint64 column 'indices', found "
                         "%d column(s)%s%s%s%s",
-                        path, qv_schema_num_fields(s), qv_schema_num_fields(s) ? ", the first '" : "",
+                        path, qv_schema_num_fields(s),
+                        qv_schema_num_fields(s) ? ", the first '" : "",
                         qv_schema_num_fields(s) ? qv_schema_field(s, 0)->name : "",
                         qv_schema_num_fields(s) ? "': " : "", ty);
   }
@@ -170,8 +170,7 @@ qv_status qv_ds_compose(const qv_dataset *ds, const int64_t *rows, int64_t n, qv
   qv_status st = QV_OK;
   if (qv_array_null_count(col) > 0)
     st = qv_error_set(err, QV_EINVAL, "indices mapping holds nulls");
-  else
-    *out = qv_array_ref(col);
+  else *out = qv_array_ref(col);
   qv_array_unref(g);
   return st;
 }
@@ -181,16 +180,15 @@ qv_status qv_ds_with_indices(const qv_dataset *ds, qv_table *indices, const char
   return qv_ds_derive(ds, ds->data, indices, fp, NULL, out, err);
 }
 
-qv_status qv_ds_select_contiguous(qv_dataset *ds, int64_t start, int64_t length,
-                                  const char *fp, qv_dataset **out, qv_error *err) {
+qv_status qv_ds_select_contiguous(qv_dataset *ds, int64_t start, int64_t length, const char *fp,
+                                  qv_dataset **out, qv_error *err) {
   int64_t size = qv_dataset_num_rows(ds);
   if (size == 0) {
     *out = qv_dataset_ref(ds);
     return QV_OK;
   }
   if (start < 0 || start >= size || length < 0 || length > size - start)
-    return qv_error_set(err, QV_ERANGE,
-                        "rows [%lld, %lld) out of range for dataset of size %lld",
+    return qv_error_set(err, QV_ERANGE, "rows [%lld, %lld) out of range for dataset of size %lld",
                         (long long)start, (long long)(start + length), (long long)size);
   qv_table *t = NULL;
   qv_status st;
@@ -208,9 +206,9 @@ qv_status qv_ds_select_contiguous(qv_dataset *ds, int64_t start, int64_t length,
 /* The body of qv_ds_select_fp / qv_ds_select_buf: `owner` (may be NULL)
  * is a heap buffer holding `indices`, shared instead of copied when the
  * selection is used as it is (no mapping to compose with). */
-static qv_status select_impl(qv_dataset *ds, const int64_t *indices, int64_t n,
-                             qv_buffer *owner, const char *fp, const char *path,
-                             int64_t writer_batch_size, qv_dataset **out, qv_error *err) {
+static qv_status select_impl(qv_dataset *ds, const int64_t *indices, int64_t n, qv_buffer *owner,
+                             const char *fp, const char *path, int64_t writer_batch_size,
+                             qv_dataset **out, qv_error *err) {
   if (qv_dataset_num_rows(ds) == 0) {
     *out = qv_dataset_ref(ds);
     return QV_OK;
@@ -228,8 +226,8 @@ static qv_status select_impl(qv_dataset *ds, const int64_t *indices, int64_t n,
         return qv_error_set(err, QV_ERANGE, "index %lld out of range for dataset of size %lld",
                             (long long)indices[i], (long long)size);
     qv_buffer *view = NULL;
-    QV_RETURN_NOT_OK(qv_buffer_view(owner, (int64_t)((const uint8_t *)indices - owner->data),
-                                    n * 8, &view, err));
+    QV_RETURN_NOT_OK(qv_buffer_view(owner, (int64_t)((const uint8_t *)indices - owner->data), n * 8,
+                                    &view, err));
     qv_status st = qv_ds_indices_array(view, n, &values, err);
     qv_buffer_unref(view);
     QV_RETURN_NOT_OK(st);
@@ -253,8 +251,8 @@ qv_status qv_ds_select_fp(qv_dataset *ds, const int64_t *indices, int64_t n, con
 qv_status qv_ds_select_buf(qv_dataset *ds, qv_buffer *buf, int64_t offset, int64_t n,
                            const char *fp, const char *path, int64_t writer_batch_size,
                            qv_dataset **out, qv_error *err) {
-  return select_impl(ds, (const int64_t *)buf->data + offset, n, buf, fp, path,
-                     writer_batch_size, out, err);
+  return select_impl(ds, (const int64_t *)buf->data + offset, n, buf, fp, path, writer_batch_size,
+                     out, err);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -301,8 +299,8 @@ qv_status qv_ds_indices_scan(qv_table *t, const char *path, int64_t bound, int64
   return QV_OK;
 }
 
-qv_status qv_ds_with_indices_table(qv_dataset *data, const char *path, qv_table *t,
-                                   bool scanned, int64_t max, qv_dataset **out, qv_error *err) {
+qv_status qv_ds_with_indices_table(qv_dataset *data, const char *path, qv_table *t, bool scanned,
+                                   int64_t max, qv_dataset **out, qv_error *err) {
   if (data->indices != NULL)
     return qv_error_set(err, QV_EARG,
                         "%s: the data to map already has an indices mapping; an indices file "
@@ -324,7 +322,8 @@ qv_status qv_ds_with_indices_table(qv_dataset *data, const char *path, qv_table 
     st = qv_fingerprint_of_file(path, NULL, NULL, id, err);
     if (st == QV_OK) st = qv_fingerprint_args_new(&args, err);
     if (st == QV_OK) st = qv_fingerprint_arg_str(args, "file", id, err);
-    if (st == QV_OK) st = qv_fingerprint_update(data->fingerprint, "quiver.indices_file", args, fp, err);
+    if (st == QV_OK)
+      st = qv_fingerprint_update(data->fingerprint, "quiver.indices_file", args, fp, err);
     qv_fingerprint_args_free(args);
   }
   if (st == QV_OK) st = qv_ds_with_indices(data, t, fp, out, err);
@@ -354,8 +353,8 @@ qv_status qv_ds_indices_fit(const qv_hf_dir *dir, int64_t max, int64_t **out, in
 }
 
 qv_status qv_dataset_indices_candidates(const qv_hf_dir *dir, const char *indices_path,
-                                        int64_t **out_sources, int64_t *out_n,
-                                        int64_t *out_max, qv_error *err) {
+                                        int64_t **out_sources, int64_t *out_n, int64_t *out_max,
+                                        qv_error *err) {
   qv_table *t = NULL;
   QV_RETURN_NOT_OK(qv_ds_indices_open(indices_path, -1, &t, err));
   int64_t max = 0;

@@ -22,15 +22,15 @@
 
 struct qv_dataset {
   long refcount;
-  qv_table *data;             /* reference */
-  qv_table *indices;          /* reference or NULL */
+  qv_table *data;    /* reference */
+  qv_table *indices; /* reference or NULL */
   char fingerprint[QV_FINGERPRINT_SIZE];
-  qv_hf_feature *features;    /* owned QV_HF_DICT, one key per column */
-  char *info_json;            /* dataset_info.json text (NULL: a fresh info) */
-  char *split;                /* NULL for None */
+  qv_hf_feature *features; /* owned QV_HF_DICT, one key per column */
+  char *info_json;         /* dataset_info.json text (NULL: a fresh info) */
+  char *split;             /* NULL for None */
   /* output format (state.json) */
-  char *format_type;          /* NULL for None */
-  char *format_kwargs;        /* compact JSON object text, never NULL */
+  char *format_type;   /* NULL for None */
+  char *format_kwargs; /* compact JSON object text, never NULL */
   bool has_format_columns;
   int32_t n_format_columns;
   char **format_columns;
@@ -46,9 +46,8 @@ char *qv_ds_strdup(const char *s);
  * with fingerprint `fp` and features `features` (taken over), copying
  * info, split and format from `meta` (may be NULL: fresh). On failure the
  * taken features are freed. */
-qv_status qv_ds_new(qv_table *data, qv_table *indices, const char *fp,
-                    qv_hf_feature *features, const qv_dataset *meta, qv_dataset **out,
-                    qv_error *err);
+qv_status qv_ds_new(qv_table *data, qv_table *indices, const char *fp, qv_hf_feature *features,
+                    const qv_dataset *meta, qv_dataset **out, qv_error *err);
 
 /* The same dataset with another data table / indices / fingerprint; the
  * features are copied from `ds` unless `features` (taken over) is given. */
@@ -141,8 +140,7 @@ qv_status qv_ds_indices_array(qv_buffer *buf, int64_t n, qv_array **out, qv_erro
 /* Check that `t` (the mapped file `path`) is an indices mapping: one
  * unsigned 64-bit column "indices" (QV_EINVAL otherwise); expected_rows
  * >= 0 is checked. */
-qv_status qv_ds_indices_check(const char *path, qv_table *t, int64_t expected_rows,
-                              qv_error *err);
+qv_status qv_ds_indices_check(const char *path, qv_table *t, int64_t expected_rows, qv_error *err);
 /* One pass over an indices table: nulls fail (naming the row); with
  * bound >= 0 the first value >= bound fails; *out_max gets the largest
  * value (-1 when empty, INT64_MAX when >= 2^63). */
@@ -151,8 +149,8 @@ qv_status qv_ds_indices_scan(qv_table *t, const char *path, int64_t bound, int64
 /* qv_dataset_with_indices_file over `t`, the file `path` already mapped
  * and checked (qv_ds_indices_check); `max` is its largest value when
  * `scanned` (nulls refused already), else it is scanned here. */
-qv_status qv_ds_with_indices_table(qv_dataset *data, const char *path, qv_table *t,
-                                   bool scanned, int64_t max, qv_dataset **out, qv_error *err);
+qv_status qv_ds_with_indices_table(qv_dataset *data, const char *path, qv_table *t, bool scanned,
+                                   int64_t max, qv_dataset **out, qv_error *err);
 /* The sources of `dir` with more rows than `max` (all of them for -1):
  * *out (free()) their indices, *out_n their number. */
 qv_status qv_ds_indices_fit(const qv_hf_dir *dir, int64_t max, int64_t **out, int64_t *out_n,
@@ -182,8 +180,8 @@ qv_status qv_ds_select_buf(qv_dataset *ds, qv_buffer *buf, int64_t offset, int64
                            const char *fp, const char *path, int64_t writer_batch_size,
                            qv_dataset **out, qv_error *err);
 /* Contiguous select with a precomputed fingerprint. */
-qv_status qv_ds_select_contiguous(qv_dataset *ds, int64_t start, int64_t length,
-                                  const char *fp, qv_dataset **out, qv_error *err);
+qv_status qv_ds_select_contiguous(qv_dataset *ds, int64_t start, int64_t length, const char *fp,
+                                  qv_dataset **out, qv_error *err);
 
 /* The columns cols[0..n) of ds's data over the rows as mapped: zero copy
  * without a mapping, gathered into memory with one. *out: new reference. */
@@ -222,9 +220,8 @@ void qv_ds_sink_abort(qv_ds_sink *s);
 /* Write the rows of `ds` (as mapped) to `path` (NULL: an in-memory table)
  * with schema `schema` (the file schema), windows of `window` rows. */
 qv_status qv_ds_write_rows(qv_dataset *ds, const char *path, const qv_schema *schema,
-                           int64_t writer_batch_size, qv_progress_fn progress,
-                           void *progress_ctx, const char *what, qv_table **out_table,
-                           qv_error *err);
+                           int64_t writer_batch_size, qv_progress_fn progress, void *progress_ctx,
+                           const char *what, qv_table **out_table, qv_error *err);
 /* flatten_indices with explicit options (used by concatenate/add_column). */
 qv_status qv_ds_flatten(qv_dataset *ds, const qv_dataset_options *opts, qv_dataset **out,
                         qv_error *err);

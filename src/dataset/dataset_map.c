@@ -34,20 +34,18 @@
 #include "dataset/dataset_internal.h"
 #include "quiver/ipc.h"
 
-static qv_status oom(qv_error *err) {
-  return qv_error_set(err, QV_ENOMEM, "map: out of memory");
-}
+static qv_status oom(qv_error *err) { return qv_error_set(err, QV_ENOMEM, "map: out of memory"); }
 
 /* Everything one shard's map needs. */
 typedef struct map_job {
   const qv_map_fn *fn;
   bool batched;
-  int64_t batch_size;      /* resolved (>= 1) */
+  int64_t batch_size; /* resolved (>= 1) */
   bool drop_last;
-  int32_t n_input;         /* input column indices (-1 count: all) */
+  int32_t n_input; /* input column indices (-1 count: all) */
   const int32_t *input;
-  qv_type *input_type;     /* STRUCT of the input columns, or NULL (all) */
-  bool *removed;           /* [num_columns] */
+  qv_type *input_type; /* STRUCT of the input columns, or NULL (all) */
+  bool *removed;       /* [num_columns] */
   int64_t writer_batch_size;
   int rank;
   int64_t offset;          /* dataset row of the shard's row 0 */
@@ -55,7 +53,7 @@ typedef struct map_job {
   qv_progress_fn progress; /* may be NULL */
   void *progress_ctx;
   int64_t progress_total;
-  int progress_fd;         /* worker: pipe for progress records, else -1 */
+  int progress_fd; /* worker: pipe for progress records, else -1 */
 } map_job;
 
 /* Outcome of one shard. */
@@ -77,12 +75,12 @@ static void result_reset(map_result *r) {
 /* Output columns of one batch: the input's (minus removed ones), replaced
  * or followed by the function's. Builds the schema on the first batch. */
 typedef struct out_state {
-  qv_schema *schema;     /* data schema of the output (no metadata) */
+  qv_schema *schema; /* data schema of the output (no metadata) */
   qv_schema *file_schema;
   qv_hf_feature *features;
-  int32_t n;             /* output columns */
-  int32_t *src;          /* per output column: >= 0 input column, < 0 -(k+1) function column */
-  qv_ds_sink *sink;      /* opened at the first output (memory or cache file) */
+  int32_t n;        /* output columns */
+  int32_t *src;     /* per output column: >= 0 input column, < 0 -(k+1) function column */
+  qv_ds_sink *sink; /* opened at the first output (memory or cache file) */
 } out_state;
 
 static void out_reset(out_state *o) {
@@ -188,10 +186,9 @@ static qv_status out_batch(out_state *o, const map_job *job, int64_t call, const
       char a[128], b[128];
       qv_type_to_string(fout->children[k]->type, a, sizeof a);
       qv_type_to_string(want->children[j].type, b, sizeof b);
-      st = qv_error_set(err, QV_ETYPE,
-                        "map %s@%s: call %lld returned column '%s' as %s, earlier calls as %s",
-                        job->fn->name, job->fn->version, (long long)call,
-                        want->children[j].name, a, b);
+      st = qv_error_set(
+          err, QV_ETYPE, "map %s@%s: call %lld returned column '%s' as %s, earlier calls as %s",
+          job->fn->name, job->fn->version, (long long)call, want->children[j].name, a, b);
       break;
     }
     st = qv_array_slice(fout->children[k], fout->offset, rows, &ch[j], err);
@@ -230,8 +227,7 @@ static void report_progress(const map_job *job, int64_t delta, int64_t done) {
 }
 
 /* The input batch the function sees: the chosen columns (zero copy). */
-static qv_status input_view(const map_job *job, qv_array *batch, qv_array **out,
-                            qv_error *err) {
+static qv_status input_view(const map_job *job, qv_array *batch, qv_array **out, qv_error *err) {
   if (job->input_type == NULL) {
     *out = qv_array_ref(batch);
     return QV_OK;
@@ -395,7 +391,7 @@ typedef struct worker {
   pid_t pid;
   int fd;
   int rank;
-  char tag;             /* final record, 0 until read */
+  char tag; /* final record, 0 until read */
   int32_t code;
   char msg[QV_ERROR_SIZE];
   char buf[16 + QV_ERROR_SIZE];
@@ -514,8 +510,7 @@ static qv_status run_workers(qv_dataset **shards, const int *ranks, int n, int p
       close(w->fd);
       w->fd = -1;
       int status = 0;
-      while (waitpid(w->pid, &status, 0) < 0 && errno == EINTR) {
-      }
+      while (waitpid(w->pid, &status, 0) < 0 && errno == EINTR) {}
       finished++;
       if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0)) remove_temporaries(paths[w->rank]);
       if (w->tag == 'o' || w->tag == 'k') {
@@ -523,8 +518,7 @@ static qv_status run_workers(qv_dataset **shards, const int *ranks, int n, int p
       } else if (w->tag == 'e') {
         st = qv_error_set(err, (qv_status)w->code, "map worker %d: %s", w->rank, w->msg);
       } else if (WIFSIGNALED(status)) {
-        st = qv_error_set(err, QV_EIO, "map worker %d died (signal %d)", w->rank,
-                          WTERMSIG(status));
+        st = qv_error_set(err, QV_EIO, "map worker %d died (signal %d)", w->rank, WTERMSIG(status));
       } else {
         st = qv_error_set(err, QV_EIO, "map worker %d exited with status %d without a result",
                           w->rank, WIFEXITED(status) ? WEXITSTATUS(status) : -1);
@@ -536,12 +530,10 @@ static qv_status run_workers(qv_dataset **shards, const int *ranks, int n, int p
   for (int i = 0; i < started; i++) {
     if (ws[i].fd < 0) continue;
     char sink[4096];
-    while (read(ws[i].fd, sink, sizeof sink) > 0) {
-    }
+    while (read(ws[i].fd, sink, sizeof sink) > 0) {}
     close(ws[i].fd);
     int status;
-    while (waitpid(ws[i].pid, &status, 0) < 0 && errno == EINTR) {
-    }
+    while (waitpid(ws[i].pid, &status, 0) < 0 && errno == EINTR) {}
     if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0)) remove_temporaries(paths[ws[i].rank]);
   }
   for (int i = 0; i < n; i++) recipe_reset(&recs[i]);
@@ -821,8 +813,7 @@ static qv_status plan_shard(map_run *m, int r, int64_t start, int64_t end, int64
 static qv_status open_scratch(map_run *m, qv_error *err) {
   const char *t = getenv("TMPDIR");
   char where[PATH_MAX];
-  if ((size_t)snprintf(where, sizeof where, "%s/quiver-map", t && *t ? t : "/tmp") >=
-      sizeof where)
+  if ((size_t)snprintf(where, sizeof where, "%s/quiver-map", t && *t ? t : "/tmp") >= sizeof where)
     return qv_error_set(err, QV_EARG, "%s: path too long", where);
   QV_RETURN_NOT_OK(qv_atomic_dir_open(where, &m->scratch, err));
   char tmpdir[PATH_MAX];
@@ -832,8 +823,7 @@ static qv_status open_scratch(map_run *m, qv_error *err) {
     char p[PATH_MAX + 32];
     if ((size_t)snprintf(p, sizeof p, "%s/shard-%05d.arrow", tmpdir, m->todo[i]) >= sizeof p)
       st = qv_error_set(err, QV_EARG, "%s: path too long", tmpdir);
-    else if ((m->paths[m->todo[i]] = qv_ds_strdup(p)) == NULL)
-      st = oom(err);
+    else if ((m->paths[m->todo[i]] = qv_ds_strdup(p)) == NULL) st = oom(err);
   }
   return st;
 }

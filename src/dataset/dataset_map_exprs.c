@@ -75,17 +75,15 @@ static qv_status set_params(const char *const *names, qv_expr *const *parsed, in
   return QV_OK;
 }
 
-qv_status qv_dataset_map_exprs(qv_dataset *ds, const char *const *names,
-                               const char *const *exprs, int32_t n,
-                               const qv_map_options *map_opts, const qv_dataset_options *opts,
-                               qv_dataset **out, qv_error *err) {
+qv_status qv_dataset_map_exprs(qv_dataset *ds, const char *const *names, const char *const *exprs,
+                               int32_t n, const qv_map_options *map_opts,
+                               const qv_dataset_options *opts, qv_dataset **out, qv_error *err) {
   if (ds == NULL || out == NULL) return qv_error_set(err, QV_EARG, "map: no dataset");
   if (n < 1 || names == NULL || exprs == NULL)
     return qv_error_set(err, QV_EARG, "map: no expression to set (at least one NAME=EXPR)");
   for (int32_t i = 0; i < n; i++) {
     if (names[i] == NULL || names[i][0] == '\0' || exprs[i] == NULL)
-      return qv_error_set(err, QV_EARG, "map: set %d: empty column name or expression",
-                          (int)i);
+      return qv_error_set(err, QV_EARG, "map: set %d: empty column name or expression", (int)i);
     for (int32_t j = 0; j < i; j++)
       if (strcmp(names[i], names[j]) == 0)
         return qv_error_set(err, QV_EARG, "map: column '%s' is set twice", names[i]);

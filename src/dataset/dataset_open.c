@@ -61,8 +61,7 @@ static bool is_regular_in(const char *dir, const char *name) {
 static bool looks_like_text(const uint8_t *b, size_t n) {
   if (n == 0) return false;
   for (size_t i = 0; i < n; i++)
-    if ((b[i] < 0x20 && b[i] != '\t' && b[i] != '\n' && b[i] != '\r') || b[i] == 0x7f)
-      return false;
+    if ((b[i] < 0x20 && b[i] != '\t' && b[i] != '\n' && b[i] != '\r') || b[i] == 0x7f) return false;
   return true;
 }
 
@@ -133,8 +132,7 @@ static qv_status sniff_bytes(const char *path, const uint8_t *b, size_t n, int64
       return QV_OK;
     }
   }
-  return qv_error_set(err, QV_EINVAL, "%s: not an Arrow IPC file or stream: found %s", path,
-                      found);
+  return qv_error_set(err, QV_EINVAL, "%s: not an Arrow IPC file or stream: found %s", path, found);
 }
 
 qv_status qv_path_sniff(const char *path, qv_path_kind *out, qv_error *err) {
@@ -269,8 +267,8 @@ static const char *base_name(const char *path) {
 /* An indices mapping file composed with the one dataset of its directory
  * it can index. The file is the classified table (scanned already); the
  * directory listing takes its role and rows from there. */
-static qv_status open_indices(const qv_path_info *info, qv_dataset_choice *choice,
-                              qv_dataset **out, qv_error *err) {
+static qv_status open_indices(const qv_path_info *info, qv_dataset_choice *choice, qv_dataset **out,
+                              qv_error *err) {
   const char *path = info->path;
   char *dir = parent_dir(path);
   if (dir == NULL) return oom(err);
@@ -287,14 +285,14 @@ static qv_status open_indices(const qv_path_info *info, qv_dataset_choice *choic
     qv_strbuf sb;
     qv_strbuf_init(&sb);
     if (n == 0) {
-      qv_strbuf_printf(&sb, NULL, "no dataset in %s has more than %lld rows", dir,
-                       (long long)max);
+      qv_strbuf_printf(&sb, NULL, "no dataset in %s has more than %lld rows", dir, (long long)max);
       if (d->n_sources > 0) qv_strbuf_printf(&sb, NULL, " (");
       qv_ds_list_sources(d, NULL, d->n_sources, &sb);
       if (d->n_sources > 0) qv_strbuf_printf(&sb, NULL, ")");
     } else {
-      qv_strbuf_printf(&sb, NULL, "ambiguous: %lld datasets in %s have more than %lld rows: ",
-                       (long long)n, dir, (long long)max);
+      qv_strbuf_printf(&sb, NULL,
+                       "ambiguous: %lld datasets in %s have more than %lld rows: ", (long long)n,
+                       dir, (long long)max);
       qv_ds_list_sources(d, idx, n, &sb);
     }
     st = qv_error_set(err, QV_EINVAL,
@@ -346,15 +344,16 @@ static qv_status open_in_cache(const qv_hf_dir *d, const char *split, qv_dataset
     st = qv_error_set(err, QV_EARG, "%s: a Dataset directory has no split '%s' (its datasets: %s)",
                       d->path, split, qv_strbuf_cstr(&others));
   else
-    st = qv_error_set(err, QV_EARG, "%s: a load_dataset cache directory: %s%s%s (splits: %s; "
+    st = qv_error_set(err, QV_EARG,
+                      "%s: a load_dataset cache directory: %s%s%s (splits: %s; "
                       "datasets: %s)",
                       d->path, split ? "no split or dataset '" : "choose a split",
                       split ? split : "", split ? "'" : "",
                       d->n_splits ? qv_strbuf_cstr(&names) : "none", qv_strbuf_cstr(&others));
   qv_strbuf_reset(&names);
   qv_strbuf_reset(&others);
-  choice_splits(choice, d,
-                d->layout == QV_HF_LAYOUT_DATASET ? QV_PATH_DATASET : QV_PATH_CACHE_DIR, split);
+  choice_splits(choice, d, d->layout == QV_HF_LAYOUT_DATASET ? QV_PATH_DATASET : QV_PATH_CACHE_DIR,
+                split);
   return st;
 }
 
@@ -379,8 +378,8 @@ static qv_status open_dir(const qv_hf_dir *d, const char *split, qv_dataset_choi
 }
 
 qv_status qv_dataset_open_classified(const qv_path_info *info,
-                                     const qv_dataset_open_options *options,
-                                     qv_dataset **out, qv_error *err) {
+                                     const qv_dataset_open_options *options, qv_dataset **out,
+                                     qv_error *err) {
   const char *split = options ? options->split : NULL;
   const char *data = options ? options->data : NULL;
   qv_dataset_choice *choice = options ? options->choice : NULL;
@@ -420,8 +419,7 @@ qv_status qv_dataset_open_ex(const char *path, const qv_dataset_open_options *op
   return st;
 }
 
-qv_status qv_dataset_open(const char *path, const char *split, qv_dataset **out,
-                          qv_error *err) {
+qv_status qv_dataset_open(const char *path, const char *split, qv_dataset **out, qv_error *err) {
   qv_dataset_open_options o = {split, NULL, NULL};
   return qv_dataset_open_ex(path, &o, out, err);
 }

@@ -38,14 +38,14 @@ static bool ignore_cache(const qv_dataset_options *opts) { return opts && opts->
 
 /* New argument set; fingerprint of `transform` with it; freed. Errors of
  * the argument calls are sticky and reported by qv_fingerprint_update. */
-#define FP_ARGS_BEGIN(a)                                                                 \
-  qv_fingerprint_args *a = NULL;                                                         \
+#define FP_ARGS_BEGIN(a)                                                                           \
+  qv_fingerprint_args *a = NULL;                                                                   \
   QV_RETURN_NOT_OK(qv_fingerprint_args_new(&a, err))
-#define FP_ARGS_END(a, ds, opts, transform, fp)                                          \
-  do {                                                                                   \
-    qv_status fp_st_ = qv_ds_fingerprint(ds, opts, transform, a, fp, err);                \
-    qv_fingerprint_args_free(a);                                                         \
-    if (fp_st_ != QV_OK) return fp_st_;                                                  \
+#define FP_ARGS_END(a, ds, opts, transform, fp)                                                    \
+  do {                                                                                             \
+    qv_status fp_st_ = qv_ds_fingerprint(ds, opts, transform, a, fp, err);                         \
+    qv_fingerprint_args_free(a);                                                                   \
+    if (fp_st_ != QV_OK) return fp_st_;                                                            \
   } while (0)
 
 /* The cache file of an indices transform and, when it exists (and may be
@@ -81,11 +81,10 @@ qv_status qv_dataset_select(qv_dataset *ds, const int64_t *indices, int64_t n,
 }
 
 qv_status qv_dataset_select_range(qv_dataset *ds, int64_t start, int64_t length,
-                                  const qv_dataset_options *opts, qv_dataset **out,
-                                  qv_error *err) {
+                                  const qv_dataset_options *opts, qv_dataset **out, qv_error *err) {
   if (start < 0 || length < 0)
-    return qv_error_set(err, QV_EARG, "select: bad range start %lld length %lld",
-                        (long long)start, (long long)length);
+    return qv_error_set(err, QV_EARG, "select: bad range start %lld length %lld", (long long)start,
+                        (long long)length);
   int64_t *idx = malloc(sizeof(int64_t) * (size_t)(length > 0 ? length : 1));
   if (idx == NULL) return oom(err);
   for (int64_t i = 0; i < length; i++) idx[i] = start + i;
@@ -123,8 +122,9 @@ qv_status qv_dataset_shuffle(qv_dataset *ds, uint64_t seed, const qv_dataset_opt
 qv_status qv_dataset_shard(qv_dataset *ds, int64_t num_shards, int64_t index, bool contiguous,
                            const qv_dataset_options *opts, qv_dataset **out, qv_error *err) {
   if (num_shards < 1 || index < 0 || index >= num_shards)
-    return qv_error_set(err, QV_EARG, "shard: index should be in [0, num_shards-1] (index %lld, "
-                                      "num_shards %lld)",
+    return qv_error_set(err, QV_EARG,
+                        "shard: index should be in [0, num_shards-1] (index %lld, "
+                        "num_shards %lld)",
                         (long long)index, (long long)num_shards);
   char fp[QV_FINGERPRINT_SIZE];
   FP_ARGS_BEGIN(a);
@@ -209,8 +209,9 @@ qv_status qv_dataset_train_test_split(qv_dataset *ds, qv_split_size test_size,
     return QV_OK;
   }
   if (opts && opts->cache_file_name)
-    return qv_error_set(err, QV_EARG, "train_test_split: one cache file name cannot name two "
-                                      "splits");
+    return qv_error_set(err, QV_EARG,
+                        "train_test_split: one cache file name cannot name two "
+                        "splits");
   if (test_size.kind == QV_SIZE_NONE && train_size.kind == QV_SIZE_NONE) {
     test_size.kind = QV_SIZE_FRACTION;
     test_size.fraction = 0.25;
@@ -259,10 +260,10 @@ qv_status qv_dataset_train_test_split(qv_dataset *ds, qv_split_size test_size,
                         "set will be empty. Adjust any of the aforementioned parameters.",
                         (long long)n, tb, rb);
   char fp_train[QV_FINGERPRINT_SIZE], fp_test[QV_FINGERPRINT_SIZE];
-  QV_RETURN_NOT_OK(split_fp(ds, opts, test_size, train_size, shuffle, seed,
-                            "train_new_fingerprint", fp_train, err));
-  QV_RETURN_NOT_OK(split_fp(ds, opts, test_size, train_size, shuffle, seed,
-                            "test_new_fingerprint", fp_test, err));
+  QV_RETURN_NOT_OK(split_fp(ds, opts, test_size, train_size, shuffle, seed, "train_new_fingerprint",
+                            fp_train, err));
+  QV_RETURN_NOT_OK(split_fp(ds, opts, test_size, train_size, shuffle, seed, "test_new_fingerprint",
+                            fp_test, err));
   if (!shuffle) {
     qv_status st = qv_ds_select_contiguous(ds, 0, n_train, fp_train, out_train, err);
     if (st == QV_OK) st = qv_ds_select_contiguous(ds, n_train, n_test, fp_test, out_test, err);
@@ -292,8 +293,7 @@ qv_status qv_dataset_train_test_split(qv_dataset *ds, qv_split_size test_size,
       st = qv_ds_select_buf(ds, perm, n_test, n_train, fp_train, path_train, idx_wbs(opts),
                             out_train, err);
     if (st == QV_OK)
-      st = qv_ds_select_buf(ds, perm, 0, n_test, fp_test, path_test, idx_wbs(opts), out_test,
-                            err);
+      st = qv_ds_select_buf(ds, perm, 0, n_test, fp_test, path_test, idx_wbs(opts), out_test, err);
     qv_buffer_unref(perm);
   }
   free(path_train);
@@ -332,7 +332,7 @@ static qv_status kept_push_bits(kept *k, const uint8_t *bits, int64_t len, int64
 }
 
 typedef struct filter_pred {
-  qv_bound_expr *expr;      /* or */
+  qv_bound_expr *expr; /* or */
   const qv_filter_fn *fn;
 } filter_pred;
 
@@ -341,8 +341,7 @@ static qv_status pred_eval(filter_pred *p, const qv_array *batch, int64_t first,
   if (p->expr != NULL) return qv_bound_expr_select(p->expr, batch, bits, count, err);
   memset(bits, 0, (size_t)((batch->length + 7) / 8));
   qv_status st = p->fn->call(p->fn->ctx, batch, first, bits, err);
-  if (st != QV_OK)
-    return qv_error_prefix(err, st, "filter %s@%s: ", p->fn->name, p->fn->version);
+  if (st != QV_OK) return qv_error_prefix(err, st, "filter %s@%s: ", p->fn->name, p->fn->version);
   *count = qv_bitmap_count(bits, 0, batch->length);
   return QV_OK;
 }
@@ -400,8 +399,7 @@ static qv_status filter_run(qv_dataset *ds, filter_pred *p, int64_t batch_size, 
       if (st == QV_OK && ds->indices != NULL)
         st = qv_dataset_data_rows(ds, first, batch->length, rows, err);
       if (st == QV_OK)
-        st = kept_push_bits(&k, bits, batch->length, count, ds->indices ? rows : NULL, first,
-                            err);
+        st = kept_push_bits(&k, bits, batch->length, count, ds->indices ? rows : NULL, first, err);
       progress(opts, "filter", first + batch->length, n);
       qv_array_unref(batch);
     }
@@ -453,8 +451,7 @@ qv_status qv_dataset_filter(qv_dataset *ds, const char *where, const qv_dataset_
 }
 
 qv_status qv_dataset_filter_fn(qv_dataset *ds, const qv_filter_fn *fn, int64_t batch_size,
-                               const qv_dataset_options *opts, qv_dataset **out,
-                               qv_error *err) {
+                               const qv_dataset_options *opts, qv_dataset **out, qv_error *err) {
   if (fn == NULL || fn->call == NULL || fn->name == NULL || fn->version == NULL)
     return qv_error_set(err, QV_EARG, "filter: the function needs a name, a version and a call");
   if (batch_size < 0) return qv_error_set(err, QV_EARG, "filter: negative batch size");
@@ -481,8 +478,8 @@ qv_status qv_dataset_filter_fn(qv_dataset *ds, const qv_filter_fn *fn, int64_t b
 /* flatten_indices                                                           */
 
 /* A cached data file may be reused when its columns are the dataset's. */
-static qv_status check_same_columns(const char *path, const qv_schema *want,
-                                    const qv_schema *got, qv_error *err) {
+static qv_status check_same_columns(const char *path, const qv_schema *want, const qv_schema *got,
+                                    qv_error *err) {
   bool same = qv_schema_num_fields(want) == qv_schema_num_fields(got);
   for (int32_t c = 0; same && c < qv_schema_num_fields(want); c++)
     same = strcmp(qv_schema_field(want, c)->name, qv_schema_field(got, c)->name) == 0 &&
@@ -569,8 +566,7 @@ static void reset_format(qv_dataset *ds) {
 
 /* One in-memory mapping over datasets stacked vertically (axis 0): each
  * dataset's rows as data rows, shifted by the data rows before it. */
-static qv_status stacked_indices(qv_dataset *const *d, int64_t n, qv_table **out,
-                                 qv_error *err) {
+static qv_status stacked_indices(qv_dataset *const *d, int64_t n, qv_table **out, qv_error *err) {
   int64_t total = 0;
   for (int64_t i = 0; i < n; i++) total += qv_dataset_num_rows(d[i]);
   qv_buffer *buf = NULL;
@@ -593,10 +589,8 @@ static qv_status stacked_indices(qv_dataset *const *d, int64_t n, qv_table **out
 }
 
 qv_status qv_dataset_concatenate(qv_dataset *const *datasets, int64_t n, int axis,
-                                 const qv_dataset_options *opts, qv_dataset **out,
-                                 qv_error *err) {
-  if (n < 1 || datasets == NULL)
-    return qv_error_set(err, QV_EARG, "concatenate: no datasets");
+                                 const qv_dataset_options *opts, qv_dataset **out, qv_error *err) {
+  if (n < 1 || datasets == NULL) return qv_error_set(err, QV_EARG, "concatenate: no datasets");
   if (axis != 0 && axis != 1)
     return qv_error_set(err, QV_EARG, "concatenate: axis must be 0 or 1, found %d", axis);
   qv_dataset **d = calloc((size_t)n, sizeof *d);
@@ -636,9 +630,9 @@ qv_status qv_dataset_concatenate(qv_dataset *const *datasets, int64_t n, int axi
     for (int64_t i = 1; i < m && st == QV_OK; i++) {
       const qv_hf_feature *fi = d[i]->features;
       if (fi->n_children != f0->n_children)
-        st = qv_error_set(err, QV_EARG,
-                          "concatenate: dataset %lld has %d columns, dataset 0 has %d",
-                          (long long)i, fi->n_children, f0->n_children);
+        st =
+            qv_error_set(err, QV_EARG, "concatenate: dataset %lld has %d columns, dataset 0 has %d",
+                         (long long)i, fi->n_children, f0->n_children);
       for (int32_t c = 0; c < f0->n_children && st == QV_OK; c++) {
         const qv_hf_feature *g = qv_hf_dict_child(fi, c, f0->keys[c]);
         if (g == NULL)
@@ -743,9 +737,8 @@ static qv_status with_columns(qv_dataset *ds, qv_table *t, const int32_t *idx, i
   return qv_ds_derive(ds, t, ds->indices, fp, f, out, err);
 }
 
-qv_status qv_dataset_rename_columns(qv_dataset *ds, const char *const *from,
-                                    const char *const *to, int32_t n, qv_dataset **out,
-                                    qv_error *err) {
+qv_status qv_dataset_rename_columns(qv_dataset *ds, const char *const *from, const char *const *to,
+                                    int32_t n, qv_dataset **out, qv_error *err) {
   int32_t nc = qv_dataset_num_columns(ds);
   int32_t *idx = calloc((size_t)(n > 0 ? n : 1), sizeof *idx);
   int32_t *all = calloc((size_t)(nc > 0 ? nc : 1), sizeof *all);
@@ -764,14 +757,12 @@ qv_status qv_dataset_rename_columns(qv_dataset *ds, const char *const *from,
   for (int32_t i = 0; st == QV_OK && i < n; i++) {
     if (to[i] == NULL || to[i][0] == '\0')
       st = qv_error_set(err, QV_EARG, "rename_columns: empty new name for '%s'", from[i]);
-    else
-      names[idx[i]] = to[i];
+    else names[idx[i]] = to[i];
   }
   for (int32_t c = 0; st == QV_OK && c < nc; c++)
     for (int32_t j = 0; j < c && st == QV_OK; j++)
       if (strcmp(names[c], names[j]) == 0)
-        st = qv_error_set(err, QV_EARG, "rename_columns: column '%s' would appear twice",
-                          names[c]);
+        st = qv_error_set(err, QV_EARG, "rename_columns: column '%s' would appear twice", names[c]);
   char fp[QV_FINGERPRINT_SIZE];
   qv_fingerprint_args *a = NULL;
   if (st == QV_OK) st = qv_fingerprint_args_new(&a, err);
@@ -865,8 +856,8 @@ static qv_status feature_json(const qv_hf_feature *f, qv_strbuf *sb, qv_error *e
 }
 
 /* Cast the data to `features` (taken over; keys = the dataset's columns). */
-static qv_status cast_to(qv_dataset *ds, qv_hf_feature *features, const char *fp,
-                         qv_dataset **out, qv_error *err) {
+static qv_status cast_to(qv_dataset *ds, qv_hf_feature *features, const char *fp, qv_dataset **out,
+                         qv_error *err) {
   int32_t nc = qv_dataset_num_columns(ds);
   int32_t *idx = calloc((size_t)(nc > 0 ? nc : 1), sizeof *idx);
   qv_status st = idx ? QV_OK : oom(err);
@@ -875,8 +866,7 @@ static qv_status cast_to(qv_dataset *ds, qv_hf_feature *features, const char *fp
                       "cast: the features have %d columns, the dataset %d (the names must be the "
                       "same)",
                       features->n_children, nc);
-  if (st == QV_OK)
-    st = find_columns(ds, "cast", (const char *const *)features->keys, nc, idx, err);
+  if (st == QV_OK) st = find_columns(ds, "cast", (const char *const *)features->keys, nc, idx, err);
   qv_table *sel = NULL, *t = NULL;
   qv_schema *target = NULL;
   if (st == QV_OK) st = qv_table_select(ds->data, idx, nc, &sel, err);
@@ -916,9 +906,8 @@ qv_status qv_dataset_cast(qv_dataset *ds, const qv_hf_feature *features, qv_data
   return cast_to(ds, copy, fp, out, err);
 }
 
-qv_status qv_dataset_cast_column(qv_dataset *ds, const char *column,
-                                 const qv_hf_feature *feature, qv_dataset **out,
-                                 qv_error *err) {
+qv_status qv_dataset_cast_column(qv_dataset *ds, const char *column, const qv_hf_feature *feature,
+                                 qv_dataset **out, qv_error *err) {
   int32_t c = column ? qv_dataset_column_index(ds, column) : -1;
   if (c < 0)
     return qv_error_set(err, QV_EARG, "cast_column: column '%s' not in the dataset",
@@ -952,13 +941,11 @@ qv_status qv_dataset_cast_column(qv_dataset *ds, const char *column,
 
 qv_status qv_dataset_add_column(qv_dataset *ds, const char *name, qv_array *const *chunks,
                                 int64_t n_chunks, const qv_hf_feature *feature,
-                                const qv_dataset_options *opts, qv_dataset **out,
-                                qv_error *err) {
+                                const qv_dataset_options *opts, qv_dataset **out, qv_error *err) {
   if (name == NULL || name[0] == '\0') return qv_error_set(err, QV_EARG, "add_column: no name");
   if (qv_dataset_column_index(ds, name) >= 0)
     return qv_error_set(err, QV_EARG, "add_column: column '%s' already exists", name);
-  if (n_chunks < 1 || chunks == NULL)
-    return qv_error_set(err, QV_EARG, "add_column: no values");
+  if (n_chunks < 1 || chunks == NULL) return qv_error_set(err, QV_EARG, "add_column: no values");
   int64_t total = 0;
   for (int64_t i = 0; i < n_chunks; i++) total += chunks[i]->length;
   if (total != qv_dataset_num_rows(ds))

@@ -35,9 +35,8 @@ static qv_status oom(qv_error *err) {
 #define WRITE_WINDOW_ROWS 65536
 
 qv_status qv_ds_write_rows(qv_dataset *ds, const char *path, const qv_schema *schema,
-                           int64_t writer_batch_size, qv_progress_fn progress,
-                           void *progress_ctx, const char *what, qv_table **out_table,
-                           qv_error *err) {
+                           int64_t writer_batch_size, qv_progress_fn progress, void *progress_ctx,
+                           const char *what, qv_table **out_table, qv_error *err) {
   int64_t wbs = writer_batch_size > 0 ? writer_batch_size : QV_DATASET_WRITER_BATCH_SIZE;
   int64_t total = qv_dataset_num_rows(ds);
   qv_ds_sink *sink = NULL;
@@ -84,15 +83,13 @@ static int64_t nbytes(const qv_array *a, int64_t start, int64_t count) {
   if (count <= 0) return 0;
   int64_t n = 0;
   qv_type_id id = a->type->id;
-  bool has_validity = a->n_buffers > 0 && a->buffers[0] != NULL && id != QV_SPARSE_UNION &&
-                      id != QV_DENSE_UNION;
+  bool has_validity =
+      a->n_buffers > 0 && a->buffers[0] != NULL && id != QV_SPARSE_UNION && id != QV_DENSE_UNION;
   if (has_validity) n += (count + 7) / 8;
   int32_t bw = qv_type_byte_width(a->type);
   switch (id) {
-    case QV_NA:
-      return 0;
-    case QV_BOOL:
-      return n + (count + 7) / 8;
+    case QV_NA: return 0;
+    case QV_BOOL: return n + (count + 7) / 8;
     case QV_BINARY:
     case QV_STRING:
     case QV_LARGE_BINARY:
@@ -123,8 +120,7 @@ static int64_t nbytes(const qv_array *a, int64_t start, int64_t count) {
       if (a->dictionary) n += nbytes(a->dictionary, a->dictionary->offset, a->dictionary->length);
       return n;
     }
-    default:
-      break;
+    default: break;
   }
   if (bw > 0) return n + count * bw;
   /* views, unions, run-end encoded: every buffer, whole. */
@@ -144,16 +140,14 @@ static bool needs_decoding(const qv_hf_feature *f, bool ignore_decode) {
         if (needs_decoding(f->children[i], false)) return true;
       return false;
     case QV_HF_LIST:
-    case QV_HF_LARGE_LIST:
-      return f->n_children == 1 && needs_decoding(f->children[0], false);
+    case QV_HF_LARGE_LIST: return f->n_children == 1 && needs_decoding(f->children[0], false);
     case QV_HF_MEDIA:
     case QV_HF_JSON: {
       if (ignore_decode) return true;
       json_t *d = f->params_ ? json_object_get((json_t *)f->params_, "decode") : NULL;
       return d == NULL || !json_is_false(d);
     }
-    default:
-      return false;
+    default: return false;
   }
 }
 
@@ -361,9 +355,8 @@ static qv_status check_replaceable(const char *dst, qv_error *err) {
   struct stat sb;
   if (lstat(dst, &sb) != 0) return QV_OK; /* new */
   if (S_ISLNK(sb.st_mode))
-    return qv_error_set(err, QV_EARG,
-                        "destination '%s' is a symbolic link; give the directory it points to",
-                        dst);
+    return qv_error_set(
+        err, QV_EARG, "destination '%s' is a symbolic link; give the directory it points to", dst);
   if (!S_ISDIR(sb.st_mode))
     return qv_error_set(err, QV_EARG, "destination '%s' exists and is not a directory", dst);
   if (has_entry(dst, QV_HF_STATE_JSON) || has_entry(dst, QV_HF_DICT_JSON)) return QV_OK;
@@ -432,16 +425,16 @@ static qv_status check_not_self(const qv_dataset *ds, const char *real, qv_error
 
 /* Check the destination for `n` datasets, create its parent, and open the
  * temporary directory beside it. */
-static qv_status dst_begin(qv_dataset *const *dss, int64_t n, const char *path,
-                           qv_atomic_dir **out, qv_error *err) {
+static qv_status dst_begin(qv_dataset *const *dss, int64_t n, const char *path, qv_atomic_dir **out,
+                           qv_error *err) {
   char dst[PATH_MAX], parent[PATH_MAX], base[NAME_MAX + 1];
   QV_RETURN_NOT_OK(split_dst(path, dst, parent, base, err));
   QV_RETURN_NOT_OK(make_dirs(parent, err));
   char real[PATH_MAX], rparent[PATH_MAX];
   if (realpath(parent, rparent) == NULL)
     return qv_error_set(err, QV_EIO, "%s: %s", parent, strerror(errno));
-  if ((size_t)snprintf(real, sizeof real, "%s%s%s", rparent,
-                       strcmp(rparent, "/") == 0 ? "" : "/", base) >= sizeof real)
+  if ((size_t)snprintf(real, sizeof real, "%s%s%s", rparent, strcmp(rparent, "/") == 0 ? "" : "/",
+                       base) >= sizeof real)
     return qv_error_set(err, QV_EARG, "%s: path too long", path);
   for (int64_t i = 0; i < n; i++) QV_RETURN_NOT_OK(check_not_self(dss[i], real, err));
   QV_RETURN_NOT_OK(check_replaceable(dst, err));
@@ -463,8 +456,8 @@ static qv_status save_into(qv_dataset *ds, const char *dir, const qv_save_option
   int64_t rows = qv_dataset_num_rows(ds);
   int64_t num_shards = o.num_shards;
   if (num_shards == 0)
-    num_shards = qv_hf_plan_num_shards(nbytes_est, o.max_shard_size, 0,
-                                       qv_table_num_rows(ds->data));
+    num_shards =
+        qv_hf_plan_num_shards(nbytes_est, o.max_shard_size, 0, qv_table_num_rows(ds->data));
   /* datasets: min(DEFAULT_MAX_BATCH_SIZE, get_writer_batch_size_from_data_size) */
   int64_t wbs = QV_DATASET_WRITER_BATCH_SIZE;
   if (nbytes_est > 0) {
@@ -578,8 +571,8 @@ qv_status qv_dataset_save_to_disk(qv_dataset *ds, const char *dir, const qv_save
 }
 
 qv_status qv_dataset_dict_save_to_disk(qv_dataset *const *datasets, const char *const *names,
-                                       int64_t n, const char *dir,
-                                       const qv_save_options *opts, qv_error *err) {
+                                       int64_t n, const char *dir, const qv_save_options *opts,
+                                       qv_error *err) {
   for (int64_t i = 0; i < n; i++) {
     QV_RETURN_NOT_OK(check_save_options(datasets[i], opts, err));
     QV_RETURN_NOT_OK(qv_hf_check_relative_name("split name", names[i], err));
@@ -600,8 +593,7 @@ qv_status qv_dataset_dict_save_to_disk(qv_dataset *const *datasets, const char *
       st = qv_error_set(err, QV_EARG, "%s: path too long", dir);
     else if (mkdir(sub, 0777) != 0)
       st = qv_error_set(err, QV_EIO, "%s: mkdir: %s", sub, strerror(errno));
-    else
-      st = save_into(datasets[i], sub, opts, NULL, err);
+    else st = save_into(datasets[i], sub, opts, NULL, err);
   }
   qv_strbuf sb;
   qv_strbuf_init(&sb);

@@ -16,8 +16,8 @@
 #include "quiver/writer.h"
 
 struct qv_ds_sink {
-  qv_schema *schema;  /* reference */
-  qv_writer *w;       /* NULL: in memory */
+  qv_schema *schema; /* reference */
+  qv_writer *w;      /* NULL: in memory */
   char *path;
   int64_t batch_rows;
   bool gather;

@@ -31,8 +31,8 @@
 #define TAG_FLOAT 'F'
 #define TAG_STR 'S'
 #define TAG_BYTES 'Y'
-#define TAG_INT_ARRAY 'A'   /* all elements representable as int64 */
-#define TAG_UINT_ARRAY 'a'  /* some element >= 2**63 */
+#define TAG_INT_ARRAY 'A'  /* all elements representable as int64 */
+#define TAG_UINT_ARRAY 'a' /* some element >= 2**63 */
 #define TAG_LIST 'L'
 #define TAG_DICT 'D'
 /* The one NaN every NaN encodes as. */
@@ -62,14 +62,12 @@ static void quote(const char *s, char *out, size_t cap) {
 
 qv_status qv_fingerprint_validate(const char *fp, qv_error *err) {
   if (fp == NULL || fp[0] == '\0')
-    return qv_error_set(err, QV_EARG,
-                        "invalid fingerprint '': it must be a non-empty string");
+    return qv_error_set(err, QV_EARG, "invalid fingerprint '': it must be a non-empty string");
   char q[FP_QUOTE_MAX * 4 + 8];
   size_t len = strlen(fp);
   if (len > QV_FINGERPRINT_MAX_LEN) {
     quote(fp, q, sizeof q);
-    return qv_error_set(err, QV_EARG,
-                        "invalid fingerprint '%s': %zu bytes, at most %d", q, len,
+    return qv_error_set(err, QV_EARG, "invalid fingerprint '%s': %zu bytes, at most %d", q, len,
                         QV_FINGERPRINT_MAX_LEN);
   }
   for (size_t i = 0; i < len; i++) {
@@ -81,8 +79,7 @@ qv_status qv_fingerprint_validate(const char *fp, qv_error *err) {
       else snprintf(what, sizeof what, "%c", c);
       return qv_error_set(err, QV_EARG,
                           "invalid fingerprint '%s': character '%s' at byte %zu "
-                          "is not allowed (none of " FP_FORBIDDEN
-                          " or control characters)",
+                          "is not allowed (none of " FP_FORBIDDEN " or control characters)",
                           q, what, i);
     }
   }
@@ -130,8 +127,7 @@ static bool put_str(fp_buf *b, uint8_t tag, const void *p, size_t n) {
 }
 
 static bool put_int(fp_buf *b, bool negative, uint64_t magnitude) {
-  return put_u8(b, TAG_INT) && put_u8(b, negative ? 1 : 0) &&
-         put_u64(b, magnitude);
+  return put_u8(b, TAG_INT) && put_u8(b, negative ? 1 : 0) && put_u64(b, magnitude);
 }
 
 /* xxh64 of n 8-byte values as little-endian bytes: on the (little-endian)
@@ -151,15 +147,15 @@ static void hex16(uint64_t h, char out[QV_FINGERPRINT_SIZE]) {
 /* Argument sets                                                             */
 
 typedef struct fp_entry {
-  char *key;       /* NUL-terminated copy; NULL for list elements */
+  char *key; /* NUL-terminated copy; NULL for list elements */
   size_t key_len;
-  uint8_t *val;    /* encoded value */
+  uint8_t *val; /* encoded value */
   size_t val_len;
 } fp_entry;
 
 typedef struct fp_frame {
   bool is_dict;
-  char *key;       /* this container's key in its parent (NULL in a list) */
+  char *key; /* this container's key in its parent (NULL in a list) */
   fp_entry *entries;
   size_t n, cap;
 } fp_frame;
@@ -183,8 +179,7 @@ static void frame_clear(fp_frame *f) {
 
 qv_status qv_fingerprint_args_new(qv_fingerprint_args **out, qv_error *err) {
   qv_fingerprint_args *a = calloc(1, sizeof *a);
-  if (a == NULL)
-    return qv_error_set(err, QV_ENOMEM, "fingerprint arguments: out of memory");
+  if (a == NULL) return qv_error_set(err, QV_ENOMEM, "fingerprint arguments: out of memory");
   a->frames[0].is_dict = true;
   *out = a;
   return QV_OK;
@@ -197,10 +192,9 @@ void qv_fingerprint_args_free(qv_fingerprint_args *a) {
 }
 
 /* Record the first failure; every later call repeats it. */
-static qv_status fail(qv_fingerprint_args *a, qv_error *err, qv_status st,
-                      const char *fmt, ...) QV_PRINTF(4, 5);
-static qv_status fail(qv_fingerprint_args *a, qv_error *err, qv_status st,
-                      const char *fmt, ...) {
+static qv_status fail(qv_fingerprint_args *a, qv_error *err, qv_status st, const char *fmt, ...)
+    QV_PRINTF(4, 5);
+static qv_status fail(qv_fingerprint_args *a, qv_error *err, qv_status st, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(a->sticky_err.message, sizeof a->sticky_err.message, fmt, ap);
@@ -224,8 +218,7 @@ static const char *key_problem(const qv_fingerprint_args *a, const char *key) {
 }
 
 /* Append one encoded value (ownership of val taken) under key. */
-static qv_status push(qv_fingerprint_args *a, const char *key, fp_buf *val,
-                      qv_error *err) {
+static qv_status push(qv_fingerprint_args *a, const char *key, fp_buf *val, qv_error *err) {
   fp_frame *f = &a->frames[a->depth];
   char *k = NULL;
   if (key != NULL && (k = strdup(key)) == NULL) goto oom;
@@ -245,18 +238,18 @@ oom:
 }
 
 /* Common head of every add: sticky error, key rules. */
-#define ARG_PROLOGUE(a, key, err)                                              \
-  do {                                                                         \
-    if ((a)->sticky != QV_OK) return sticky((a), (err));                       \
-    const char *problem_ = key_problem((a), (key));                            \
-    if (problem_ != NULL)                                                      \
-      return fail((a), (err), QV_EARG, "fingerprint argument '%s': %s",        \
-                  (key) ? (key) : "(NULL)", problem_);                         \
+#define ARG_PROLOGUE(a, key, err)                                                                  \
+  do {                                                                                             \
+    if ((a)->sticky != QV_OK) return sticky((a), (err));                                           \
+    const char *problem_ = key_problem((a), (key));                                                \
+    if (problem_ != NULL)                                                                          \
+      return fail((a), (err), QV_EARG, "fingerprint argument '%s': %s", (key) ? (key) : "(NULL)",  \
+                  problem_);                                                                       \
   } while (0)
 
 /* Finish an add whose encoding is in v (ok = every put succeeded). */
-static qv_status finish_add(qv_fingerprint_args *a, const char *key, fp_buf *v,
-                            bool ok, qv_error *err) {
+static qv_status finish_add(qv_fingerprint_args *a, const char *key, fp_buf *v, bool ok,
+                            qv_error *err) {
   if (!ok) {
     free(v->data);
     return fail(a, err, QV_ENOMEM, "fingerprint arguments: out of memory");
@@ -264,23 +257,21 @@ static qv_status finish_add(qv_fingerprint_args *a, const char *key, fp_buf *v,
   return push(a, key, v, err);
 }
 
-qv_status qv_fingerprint_arg_none(qv_fingerprint_args *a, const char *key,
-                                  qv_error *err) {
+qv_status qv_fingerprint_arg_none(qv_fingerprint_args *a, const char *key, qv_error *err) {
   ARG_PROLOGUE(a, key, err);
   fp_buf v = {0};
   return finish_add(a, key, &v, put_u8(&v, TAG_NONE), err);
 }
 
-qv_status qv_fingerprint_arg_bool(qv_fingerprint_args *a, const char *key,
-                                  bool value, qv_error *err) {
+qv_status qv_fingerprint_arg_bool(qv_fingerprint_args *a, const char *key, bool value,
+                                  qv_error *err) {
   ARG_PROLOGUE(a, key, err);
   fp_buf v = {0};
-  return finish_add(a, key, &v, put_u8(&v, TAG_BOOL) && put_u8(&v, value ? 1 : 0),
-                    err);
+  return finish_add(a, key, &v, put_u8(&v, TAG_BOOL) && put_u8(&v, value ? 1 : 0), err);
 }
 
-qv_status qv_fingerprint_arg_int(qv_fingerprint_args *a, const char *key,
-                                 int64_t value, qv_error *err) {
+qv_status qv_fingerprint_arg_int(qv_fingerprint_args *a, const char *key, int64_t value,
+                                 qv_error *err) {
   ARG_PROLOGUE(a, key, err);
   fp_buf v = {0};
   /* Magnitude without overflow for INT64_MIN. */
@@ -288,15 +279,15 @@ qv_status qv_fingerprint_arg_int(qv_fingerprint_args *a, const char *key,
   return finish_add(a, key, &v, put_int(&v, value < 0, mag), err);
 }
 
-qv_status qv_fingerprint_arg_uint(qv_fingerprint_args *a, const char *key,
-                                  uint64_t value, qv_error *err) {
+qv_status qv_fingerprint_arg_uint(qv_fingerprint_args *a, const char *key, uint64_t value,
+                                  qv_error *err) {
   ARG_PROLOGUE(a, key, err);
   fp_buf v = {0};
   return finish_add(a, key, &v, put_int(&v, false, value), err);
 }
 
-qv_status qv_fingerprint_arg_float(qv_fingerprint_args *a, const char *key,
-                                   double value, qv_error *err) {
+qv_status qv_fingerprint_arg_float(qv_fingerprint_args *a, const char *key, double value,
+                                   qv_error *err) {
   ARG_PROLOGUE(a, key, err);
   uint64_t bits;
   memcpy(&bits, &value, 8);
@@ -305,9 +296,8 @@ qv_status qv_fingerprint_arg_float(qv_fingerprint_args *a, const char *key,
   return finish_add(a, key, &v, put_u8(&v, TAG_FLOAT) && put_u64(&v, bits), err);
 }
 
-qv_status qv_fingerprint_arg_strn(qv_fingerprint_args *a, const char *key,
-                                  const char *value, size_t len,
-                                  qv_error *err) {
+qv_status qv_fingerprint_arg_strn(qv_fingerprint_args *a, const char *key, const char *value,
+                                  size_t len, qv_error *err) {
   ARG_PROLOGUE(a, key, err);
   if (value == NULL && len > 0)
     return fail(a, err, QV_EARG, "fingerprint argument '%s': string is NULL",
@@ -316,18 +306,16 @@ qv_status qv_fingerprint_arg_strn(qv_fingerprint_args *a, const char *key,
   return finish_add(a, key, &v, put_str(&v, TAG_STR, value, len), err);
 }
 
-qv_status qv_fingerprint_arg_str(qv_fingerprint_args *a, const char *key,
-                                 const char *value, qv_error *err) {
+qv_status qv_fingerprint_arg_str(qv_fingerprint_args *a, const char *key, const char *value,
+                                 qv_error *err) {
   if (a->sticky == QV_OK && value == NULL)
-    return fail(a, err, QV_EARG,
-                "fingerprint argument '%s': string is NULL (use _none)",
+    return fail(a, err, QV_EARG, "fingerprint argument '%s': string is NULL (use _none)",
                 key ? key : "(list element)");
   return qv_fingerprint_arg_strn(a, key, value, value ? strlen(value) : 0, err);
 }
 
-qv_status qv_fingerprint_arg_bytes(qv_fingerprint_args *a, const char *key,
-                                   const void *value, size_t len,
-                                   qv_error *err) {
+qv_status qv_fingerprint_arg_bytes(qv_fingerprint_args *a, const char *key, const void *value,
+                                   size_t len, qv_error *err) {
   ARG_PROLOGUE(a, key, err);
   if (value == NULL && len > 0)
     return fail(a, err, QV_EARG, "fingerprint argument '%s': bytes are NULL",
@@ -336,16 +324,19 @@ qv_status qv_fingerprint_arg_bytes(qv_fingerprint_args *a, const char *key,
   return finish_add(a, key, &v, put_str(&v, TAG_BYTES, value, len), err);
 }
 
-static qv_status add_array(qv_fingerprint_args *a, const char *key,
-                           const uint64_t *values, int64_t n, bool is_unsigned,
-                           qv_error *err) {
+static qv_status add_array(qv_fingerprint_args *a, const char *key, const uint64_t *values,
+                           int64_t n, bool is_unsigned, qv_error *err) {
   ARG_PROLOGUE(a, key, err);
   if (n < 0)
-    return fail(a, err, QV_EARG, "fingerprint argument '%s': array length %lld "
-                "is negative", key ? key : "(list element)", (long long)n);
+    return fail(a, err, QV_EARG,
+                "fingerprint argument '%s': array length %lld "
+                "is negative",
+                key ? key : "(list element)", (long long)n);
   if (n > 0 && values == NULL)
-    return fail(a, err, QV_EARG, "fingerprint argument '%s': array values are "
-                "NULL for length %lld", key ? key : "(list element)", (long long)n);
+    return fail(a, err, QV_EARG,
+                "fingerprint argument '%s': array values are "
+                "NULL for length %lld",
+                key ? key : "(list element)", (long long)n);
   uint8_t tag = TAG_INT_ARRAY;
   if (is_unsigned) {
     uint64_t any = 0;
@@ -353,32 +344,26 @@ static qv_status add_array(qv_fingerprint_args *a, const char *key,
     if (any >> 63) tag = TAG_UINT_ARRAY;
   }
   fp_buf v = {0};
-  bool ok = put_u8(&v, tag) && put_u64(&v, (uint64_t)n) &&
-            put_u64(&v, hash_u64_le(values, n));
+  bool ok = put_u8(&v, tag) && put_u64(&v, (uint64_t)n) && put_u64(&v, hash_u64_le(values, n));
   return finish_add(a, key, &v, ok, err);
 }
 
 qv_status qv_fingerprint_arg_int_array(qv_fingerprint_args *a, const char *key,
-                                       const int64_t *values, int64_t n,
-                                       qv_error *err) {
+                                       const int64_t *values, int64_t n, qv_error *err) {
   /* int64 and uint64 share their 8 bytes; the element type only decides
    * whether values >= 2**63 exist (never for int64). */
-  return add_array(a, key, (const uint64_t *)(const void *)values, n, false,
-                   err);
+  return add_array(a, key, (const uint64_t *)(const void *)values, n, false, err);
 }
 
-qv_status qv_fingerprint_arg_uint_array(qv_fingerprint_args *a,
-                                        const char *key, const uint64_t *values,
-                                        int64_t n, qv_error *err) {
+qv_status qv_fingerprint_arg_uint_array(qv_fingerprint_args *a, const char *key,
+                                        const uint64_t *values, int64_t n, qv_error *err) {
   return add_array(a, key, values, n, true, err);
 }
 
-static qv_status begin(qv_fingerprint_args *a, const char *key, bool is_dict,
-                       qv_error *err) {
+static qv_status begin(qv_fingerprint_args *a, const char *key, bool is_dict, qv_error *err) {
   ARG_PROLOGUE(a, key, err);
   if (a->depth == QV_FINGERPRINT_MAX_DEPTH)
-    return fail(a, err, QV_EARG,
-                "fingerprint argument '%s': nesting deeper than %d levels",
+    return fail(a, err, QV_EARG, "fingerprint argument '%s': nesting deeper than %d levels",
                 key ? key : "(list element)", QV_FINGERPRINT_MAX_DEPTH);
   char *k = NULL;
   if (key != NULL && (k = strdup(key)) == NULL)
@@ -390,13 +375,11 @@ static qv_status begin(qv_fingerprint_args *a, const char *key, bool is_dict,
   return QV_OK;
 }
 
-qv_status qv_fingerprint_arg_begin_list(qv_fingerprint_args *a, const char *key,
-                                        qv_error *err) {
+qv_status qv_fingerprint_arg_begin_list(qv_fingerprint_args *a, const char *key, qv_error *err) {
   return begin(a, key, false, err);
 }
 
-qv_status qv_fingerprint_arg_begin_dict(qv_fingerprint_args *a, const char *key,
-                                        qv_error *err) {
+qv_status qv_fingerprint_arg_begin_dict(qv_fingerprint_args *a, const char *key, qv_error *err) {
   return begin(a, key, true, err);
 }
 
@@ -410,8 +393,7 @@ static int entry_cmp(const void *x, const void *y) {
 
 /* Encode a container: 'L' or 'D', count, entries (dictionaries sorted by
  * key). `dup` receives a duplicated key, if any (then nothing is encoded). */
-static qv_status encode_frame(const fp_frame *f, fp_buf *out,
-                              const fp_entry **dup) {
+static qv_status encode_frame(const fp_frame *f, fp_buf *out, const fp_entry **dup) {
   *dup = NULL;
   const fp_entry **order = malloc((f->n ? f->n : 1) * sizeof *order);
   if (order == NULL) return QV_ENOMEM;
@@ -425,30 +407,26 @@ static qv_status encode_frame(const fp_frame *f, fp_buf *out,
         return QV_EARG;
       }
   }
-  bool ok = put_u8(out, f->is_dict ? TAG_DICT : TAG_LIST) &&
-            put_u64(out, (uint64_t)f->n);
+  bool ok = put_u8(out, f->is_dict ? TAG_DICT : TAG_LIST) && put_u64(out, (uint64_t)f->n);
   for (size_t i = 0; ok && i < f->n; i++) {
     if (f->is_dict)
-      ok = put_u64(out, (uint64_t)order[i]->key_len) &&
-           put(out, order[i]->key, order[i]->key_len);
+      ok = put_u64(out, (uint64_t)order[i]->key_len) && put(out, order[i]->key, order[i]->key_len);
     ok = ok && put(out, order[i]->val, order[i]->val_len);
   }
   free(order);
   return ok ? QV_OK : QV_ENOMEM;
 }
 
-static qv_status encode_failed(qv_fingerprint_args *a, qv_status st,
-                               const fp_entry *dup, qv_error *err) {
-  if (st == QV_ENOMEM)
-    return fail(a, err, QV_ENOMEM, "fingerprint arguments: out of memory");
+static qv_status encode_failed(qv_fingerprint_args *a, qv_status st, const fp_entry *dup,
+                               qv_error *err) {
+  if (st == QV_ENOMEM) return fail(a, err, QV_ENOMEM, "fingerprint arguments: out of memory");
   return fail(a, err, QV_EARG, "fingerprint argument '%s' given twice", dup->key);
 }
 
 qv_status qv_fingerprint_arg_end(qv_fingerprint_args *a, qv_error *err) {
   if (a->sticky != QV_OK) return sticky(a, err);
   if (a->depth == 0)
-    return fail(a, err, QV_EARG,
-                "fingerprint arguments: end without an open list or dictionary");
+    return fail(a, err, QV_EARG, "fingerprint arguments: end without an open list or dictionary");
   fp_frame *f = &a->frames[a->depth];
   fp_buf v = {0};
   const fp_entry *dup;
@@ -470,13 +448,12 @@ qv_status qv_fingerprint_arg_end(qv_fingerprint_args *a, qv_error *err) {
 /* Fingerprints                                                              */
 
 qv_status qv_fingerprint_update(const char *previous, const char *transform,
-                                const qv_fingerprint_args *args,
-                                char out[QV_FINGERPRINT_SIZE], qv_error *err) {
+                                const qv_fingerprint_args *args, char out[QV_FINGERPRINT_SIZE],
+                                qv_error *err) {
   qv_status st = qv_fingerprint_validate(previous, err);
   if (st != QV_OK) return qv_error_prefix(err, st, "fingerprint update: previous ");
   if (transform == NULL || transform[0] == '\0')
-    return qv_error_set(err, QV_EARG,
-                        "fingerprint update: the transform name is empty");
+    return qv_error_set(err, QV_EARG, "fingerprint update: the transform name is empty");
   if (args != NULL && args->sticky != QV_OK) {
     if (err != NULL) *err = args->sticky_err;
     return args->sticky;
@@ -495,8 +472,7 @@ qv_status qv_fingerprint_update(const char *previous, const char *transform,
     st = encode_frame(&args->frames[0], &b, &dup);
     if (st == QV_EARG) {
       free(b.data);
-      return qv_error_set(err, QV_EARG, "fingerprint argument '%s' given twice",
-                          dup->key);
+      return qv_error_set(err, QV_EARG, "fingerprint argument '%s' given twice", dup->key);
     }
     ok = st == QV_OK;
   } else if (ok) {
@@ -511,18 +487,15 @@ qv_status qv_fingerprint_update(const char *previous, const char *transform,
   return QV_OK;
 }
 
-qv_status qv_fingerprint_from_identity(const char *path, int64_t size,
-                                       int64_t mtime_ns,
-                                       char out[QV_FINGERPRINT_SIZE],
-                                       qv_error *err) {
+qv_status qv_fingerprint_from_identity(const char *path, int64_t size, int64_t mtime_ns,
+                                       char out[QV_FINGERPRINT_SIZE], qv_error *err) {
   if (path == NULL || path[0] == '\0')
     return qv_error_set(err, QV_EARG, "file fingerprint: the path is empty");
   fp_buf b = {0};
   bool ok = put(&b, FP_IDENTITY_PREFIX, strlen(FP_IDENTITY_PREFIX)) &&
             put_str(&b, TAG_STR, path, strlen(path)) &&
             put_int(&b, size < 0, size < 0 ? 0 - (uint64_t)size : (uint64_t)size) &&
-            put_int(&b, mtime_ns < 0,
-                    mtime_ns < 0 ? 0 - (uint64_t)mtime_ns : (uint64_t)mtime_ns);
+            put_int(&b, mtime_ns < 0, mtime_ns < 0 ? 0 - (uint64_t)mtime_ns : (uint64_t)mtime_ns);
   if (!ok) {
     free(b.data);
     return qv_error_set(err, QV_ENOMEM, "file fingerprint: out of memory");
@@ -534,8 +507,7 @@ qv_status qv_fingerprint_from_identity(const char *path, int64_t size,
 
 #define HF_METADATA_KEY "huggingface"
 
-qv_status qv_fingerprint_from_metadata(const qv_metadata *md,
-                                       char out[QV_FINGERPRINT_SIZE],
+qv_status qv_fingerprint_from_metadata(const qv_metadata *md, char out[QV_FINGERPRINT_SIZE],
                                        bool *found, qv_error *err) {
   *found = false;
   const qv_kv *kv = md != NULL ? qv_metadata_find(md, HF_METADATA_KEY) : NULL;
@@ -550,16 +522,14 @@ qv_status qv_fingerprint_from_metadata(const qv_metadata *md,
   qv_status st = QV_OK;
   if (!json_is_object(root)) {
     st = qv_error_set(err, QV_EINVAL,
-                      "schema metadata '" HF_METADATA_KEY
-                      "': expected a JSON object");
+                      "schema metadata '" HF_METADATA_KEY "': expected a JSON object");
   } else {
     json_t *fp = json_object_get(root, "fingerprint");
     if (fp == NULL || json_is_null(fp)) {
       /* absent: not found */
     } else if (!json_is_string(fp)) {
       st = qv_error_set(err, QV_EINVAL,
-                        "schema metadata '" HF_METADATA_KEY
-                        "': \"fingerprint\" is not a string");
+                        "schema metadata '" HF_METADATA_KEY "': \"fingerprint\" is not a string");
     } else {
       const char *s = json_string_value(fp);
       st = qv_fingerprint_validate(s, err);
@@ -567,8 +537,7 @@ qv_status qv_fingerprint_from_metadata(const qv_metadata *md,
         memcpy(out, s, strlen(s) + 1); /* validated: <= 64 bytes */
         *found = true;
       } else {
-        st = qv_error_prefix(err, QV_EINVAL,
-                             "schema metadata '" HF_METADATA_KEY "': ");
+        st = qv_error_prefix(err, QV_EINVAL, "schema metadata '" HF_METADATA_KEY "': ");
       }
     }
   }
@@ -576,10 +545,9 @@ qv_status qv_fingerprint_from_metadata(const qv_metadata *md,
   return st;
 }
 
-qv_status qv_fingerprint_of_file(const char *path,
-                                 const qv_metadata *schema_metadata,
-                                 const qv_file_identity *id,
-                                 char out[QV_FINGERPRINT_SIZE], qv_error *err) {
+qv_status qv_fingerprint_of_file(const char *path, const qv_metadata *schema_metadata,
+                                 const qv_file_identity *id, char out[QV_FINGERPRINT_SIZE],
+                                 qv_error *err) {
   bool found;
   QV_RETURN_NOT_OK(qv_fingerprint_from_metadata(schema_metadata, out, &found, err));
   if (found) return QV_OK;
@@ -587,8 +555,8 @@ qv_status qv_fingerprint_of_file(const char *path,
     return qv_error_set(err, QV_EARG, "file fingerprint: the path is empty");
   char *abs = realpath(path, NULL);
   if (abs == NULL)
-    return qv_error_set(err, QV_EIO, "file fingerprint: cannot resolve '%s': %s",
-                        path, strerror(errno));
+    return qv_error_set(err, QV_EIO, "file fingerprint: cannot resolve '%s': %s", path,
+                        strerror(errno));
   int64_t size, mtime_ns;
   if (id != NULL) {
     size = id->size;
@@ -598,8 +566,7 @@ qv_status qv_fingerprint_of_file(const char *path,
     if (stat(abs, &st) != 0) {
       int e = errno;
       free(abs);
-      return qv_error_set(err, QV_EIO, "file fingerprint: cannot stat '%s': %s",
-                          path, strerror(e));
+      return qv_error_set(err, QV_EIO, "file fingerprint: cannot stat '%s': %s", path, strerror(e));
     }
     size = (int64_t)st.st_size;
     mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + (int64_t)st.st_mtim.tv_nsec;

@@ -16,13 +16,15 @@
 #include "dataset/dataset_internal.h"
 #include "dataset/hf_internal.h"
 
-
 /* Extension names pyarrow registers itself: a file column carrying one is
  * read as that extension type, which datasets has no feature for (except
  * arrow.json -> Json). */
-static const char *const kCanonicalExtensions[] = {
-    "arrow.uuid", "arrow.bool8", "arrow.fixed_shape_tensor", "arrow.variable_shape_tensor",
-    "arrow.opaque", "arrow.parquet.variant"};
+static const char *const kCanonicalExtensions[] = {"arrow.uuid",
+                                                   "arrow.bool8",
+                                                   "arrow.fixed_shape_tensor",
+                                                   "arrow.variable_shape_tensor",
+                                                   "arrow.opaque",
+                                                   "arrow.parquet.variant"};
 
 #define EXT_NAME_KEY "ARROW:extension:name"
 #define EXT_META_KEY "ARROW:extension:metadata"
@@ -110,8 +112,7 @@ static bool parse_int_range(const char *s, const char *e, bool allow_sign, int64
 static bool starts_with(const char *s, const char *p) { return strncmp(s, p, strlen(p)) == 0; }
 
 /* dtype string -> new qv_type (one reference), as string_to_arrow. */
-qv_status qv_hf_dtype_to_type(const char *dtype, const char *where, qv_type **out,
-                              qv_error *err) {
+qv_status qv_hf_dtype_to_type(const char *dtype, const char *where, qv_type **out, qv_error *err) {
   for (size_t i = 0; i < sizeof kDtypeNames / sizeof kDtypeNames[0]; i++)
     if (strcmp(dtype, kDtypeNames[i].name) == 0) {
       *out = qv_type_new(kDtypeNames[i].id);
@@ -267,8 +268,7 @@ static bool type_to_dtype(const qv_type *t, char *buf, size_t cap) {
       if ((unsigned)t->unit > 3) return false;
       if (t->timezone == NULL || t->timezone[0] == '\0')
         snprintf(buf, cap, "timestamp[%s]", kUnitNames[t->unit]);
-      else
-        snprintf(buf, cap, "timestamp[%s, tz=%s]", kUnitNames[t->unit], t->timezone);
+      else snprintf(buf, cap, "timestamp[%s, tz=%s]", kUnitNames[t->unit], t->timezone);
       return strlen(buf) < cap - 1;
     case QV_DURATION:
       if ((unsigned)t->unit > 3) return false;
@@ -282,8 +282,7 @@ static bool type_to_dtype(const qv_type *t, char *buf, size_t cap) {
     case QV_FIXED_SIZE_BINARY:
       snprintf(buf, cap, "fixed_size_binary[%d]", (int)t->byte_width);
       return true;
-    case QV_DICTIONARY:
-      return t->value_type != NULL && type_to_dtype(t->value_type, buf, cap);
+    case QV_DICTIONARY: return t->value_type != NULL && type_to_dtype(t->value_type, buf, cap);
     default: return false;
   }
   snprintf(buf, cap, "%s", name);
@@ -354,7 +353,8 @@ static qv_status list_of_string_child(qv_type *parent, const char *name, qv_erro
 
 static qv_status implied(const qv_hf_feature *f, int depth, qv_type **out, qv_metadata *md,
                          qv_error *err) {
-  if (depth > QV_HF_MAX_DEPTH + 2) return qv_error_set(err, QV_EINVAL, "features nested too deeply");
+  if (depth > QV_HF_MAX_DEPTH + 2)
+    return qv_error_set(err, QV_EINVAL, "features nested too deeply");
   qv_type *t = NULL;
   qv_status st = QV_OK;
   switch (f->kind) {
@@ -485,16 +485,16 @@ static const char *registered_ext(const qv_field *f) {
   if (strcmp(name, JSON_EXT_NAME) == 0) return name;
   for (size_t i = 0; i < sizeof kCanonicalExtensions / sizeof kCanonicalExtensions[0]; i++)
     if (strcmp(name, kCanonicalExtensions[i]) == 0) return name;
-  if (starts_with(name, QV_HF_ARRAY_EXT_PREFIX) && strlen(name) == strlen(QV_HF_ARRAY_EXT_PREFIX) +
-                                                                      1 +
-                                                                      strlen(QV_HF_ARRAY_EXT_SUFFIX))
+  if (starts_with(name, QV_HF_ARRAY_EXT_PREFIX) &&
+      strlen(name) == strlen(QV_HF_ARRAY_EXT_PREFIX) + 1 + strlen(QV_HF_ARRAY_EXT_SUFFIX))
     return name;
   return NULL; /* unregistered: pyarrow reads the storage type */
 }
 
 static int array_ext_ndims(const char *name) {
   size_t p = strlen(QV_HF_ARRAY_EXT_PREFIX);
-  if (!starts_with(name, QV_HF_ARRAY_EXT_PREFIX) || strlen(name) != p + 1 + strlen(QV_HF_ARRAY_EXT_SUFFIX) ||
+  if (!starts_with(name, QV_HF_ARRAY_EXT_PREFIX) ||
+      strlen(name) != p + 1 + strlen(QV_HF_ARRAY_EXT_SUFFIX) ||
       strcmp(name + p + 1, QV_HF_ARRAY_EXT_SUFFIX) != 0)
     return 0;
   int nd = name[p] - '0';
@@ -520,10 +520,9 @@ static qv_status array_from_ext(const qv_field *field, int ndims, const char *pa
   }
   f->ndims = ndims;
   if (!json_is_array(v) || json_array_size(v) != 2) {
-    st = qv_error_set(err, QV_EINVAL,
-                      "%s: extension %s metadata must be [shape, dtype], found '%.*s'", path,
-                      qv_field_extension_name(field), (int)(kv->value_len > 80 ? 80 : kv->value_len),
-                      kv->value);
+    st = qv_error_set(
+        err, QV_EINVAL, "%s: extension %s metadata must be [shape, dtype], found '%.*s'", path,
+        qv_field_extension_name(field), (int)(kv->value_len > 80 ? 80 : kv->value_len), kv->value);
   } else {
     json_t *obj = json_object();
     if (obj == NULL || json_object_set(obj, "shape", json_array_get(v, 0)) != 0 ||
@@ -670,7 +669,7 @@ static qv_status derive(const qv_field *field, const char *path, int depth, qv_h
       qv_hf_path_attr(&sub, path, ".feature");
       QV_RETURN_NOT_OK(derive(&t->children[0], sub.s, depth + 1, &item, err));
       return qv_hf_make_list(t->id == QV_LARGE_LIST ? QV_HF_LARGE_LIST : QV_HF_LIST, item,
-                       t->id == QV_FIXED_SIZE_LIST ? t->list_size : -1, out, err);
+                             t->id == QV_FIXED_SIZE_LIST ? t->list_size : -1, out, err);
     }
     default: {
       char dtype[300];
@@ -714,8 +713,8 @@ qv_status qv_hf_features_resolve(const qv_schema *schema, qv_hf_feature **out,
    * 1M columns take minutes): the metadata's features by key, and the
    * schema's names for the duplicate check. */
   qv_name_index by_key = {0}, seen = {0};
-  bool md_dict = md.features != NULL && md.features->kind == QV_HF_DICT &&
-                 md.features->keys != NULL;
+  bool md_dict =
+      md.features != NULL && md.features->kind == QV_HF_DICT && md.features->keys != NULL;
   qv_status st = QV_OK;
   if (res == NULL || from == NULL) st = qv_error_set(err, QV_ENOMEM, "out of memory (features)");
   if (st == QV_OK && md_dict)
@@ -789,8 +788,9 @@ qv_status qv_hf_features_check(const qv_hf_feature *features, const qv_schema *s
     if (strcmp(want, have) == 0)
       why = !field->nullable ? " (the file's column is not nullable)"
                              : " (the extension types differ)";
-    qv_status st = qv_error_set(err, QV_EINVAL, "column '%s': features imply %s but the file has %s%s",
-                                field->name, want, have, why);
+    qv_status st =
+        qv_error_set(err, QV_EINVAL, "column '%s': features imply %s but the file has %s%s",
+                     field->name, want, have, why);
     qv_type_unref(t);
     qv_metadata_reset(&md);
     return st;

@@ -68,7 +68,6 @@ static const hf_plain_type *plain_type(const char *type_name) {
   return NULL;
 }
 
-
 const char *const qv_hf_array_names[6] = {NULL, NULL, "Array2D", "Array3D", "Array4D", "Array5D"};
 
 /* ------------------------------------------------------------------------ */
@@ -147,8 +146,7 @@ fail:
 }
 
 /* Append a child (and key, for dicts); takes `child` over on success. */
-qv_status qv_hf_add_child(qv_hf_feature *f, const char *key, qv_hf_feature *child,
-                          qv_error *err) {
+qv_status qv_hf_add_child(qv_hf_feature *f, const char *key, qv_hf_feature *child, qv_error *err) {
   if (f->n_children >= INT32_MAX - 1) return qv_error_set(err, QV_ENOMEM, "too many features");
   qv_hf_feature **ch = realloc(f->children, sizeof *ch * (size_t)(f->n_children + 1));
   if (ch == NULL) return qv_error_set(err, QV_ENOMEM, "out of memory (features)");
@@ -203,8 +201,8 @@ static qv_status keep_id(qv_hf_feature *f, const json_t *obj, qv_error *err) {
   return QV_OK;
 }
 
-static qv_status get_string_list(const json_t *v, const char *path, const char *what,
-                                 char ***out, int64_t *out_n, qv_error *err) {
+static qv_status get_string_list(const json_t *v, const char *path, const char *what, char ***out,
+                                 int64_t *out_n, qv_error *err) {
   if (!json_is_array(v))
     return qv_error_set(err, QV_EINVAL, "%s: '%s' must be a list of strings, found %s", path, what,
                         qv_hf_json_kind(v));
@@ -215,8 +213,9 @@ static qv_status get_string_list(const json_t *v, const char *path, const char *
     const json_t *e = json_array_get(v, i);
     if (!json_is_string(e)) {
       free_strs(s, (int64_t)i);
-      return qv_error_set(err, QV_EINVAL, "%s: '%s' must be a list of strings, found %s at index %zu",
-                          path, what, qv_hf_json_kind(e), i);
+      return qv_error_set(err, QV_EINVAL,
+                          "%s: '%s' must be a list of strings, found %s at index %zu", path, what,
+                          qv_hf_json_kind(e), i);
     }
     if ((s[i] = qv_ds_strdup(json_string_value(e))) == NULL) {
       free_strs(s, (int64_t)i);
@@ -265,8 +264,7 @@ static qv_status get_length(const json_t *obj, const char *path, const char *typ
   json_t *len = json_object_get(obj, "length");
   *out = -1;
   if (len == NULL) return QV_OK;
-  if (!json_is_integer(len) || json_integer_value(len) < -1 ||
-      json_integer_value(len) > INT32_MAX)
+  if (!json_is_integer(len) || json_integer_value(len) < -1 || json_integer_value(len) > INT32_MAX)
     return qv_error_set(err, QV_EINVAL,
                         "%s: %s 'length' must be -1 or a non-negative 32-bit integer, found %s",
                         path, type_name, qv_hf_json_kind(len));
@@ -274,8 +272,8 @@ static qv_status get_length(const json_t *obj, const char *path, const char *typ
   return QV_OK;
 }
 
-qv_status qv_hf_make_list(qv_hf_kind kind, qv_hf_feature *item, int64_t length,
-                          qv_hf_feature **out, qv_error *err) {
+qv_status qv_hf_make_list(qv_hf_kind kind, qv_hf_feature *item, int64_t length, qv_hf_feature **out,
+                          qv_error *err) {
   qv_hf_feature *l = qv_hf_node_new(kind, kind == QV_HF_LIST ? "List" : "LargeList");
   if (l == NULL) {
     qv_hf_feature_free(item);
@@ -334,8 +332,7 @@ qv_status qv_hf_parse_array_shape(const json_t *obj, const char *path, qv_hf_fea
     if (!json_is_integer(d) || json_integer_value(d) < 0)
       return qv_error_set(err, QV_EINVAL,
                           "%s: %s 'shape' dimension %d must be a non-negative integer%s, found %s",
-                          path, f->type_name, (int)i, i == 0 ? " or null" : "",
-                          qv_hf_json_kind(d));
+                          path, f->type_name, (int)i, i == 0 ? " or null" : "", qv_hf_json_kind(d));
     f->shape[i] = json_integer_value(d);
   }
   return QV_OK;
@@ -360,8 +357,8 @@ qv_status qv_hf_require_dtype(const json_t *obj, const char *path, qv_hf_feature
   return st;
 }
 
-qv_status qv_hf_parse_typed(const json_t *obj, const char *type_name, const char *path,
-                            int depth, qv_hf_feature **out, qv_error *err) {
+qv_status qv_hf_parse_typed(const json_t *obj, const char *type_name, const char *path, int depth,
+                            qv_hf_feature **out, qv_error *err) {
   qv_status st = QV_OK;
   qv_hf_feature *f = NULL;
   qv_hf_path sub;
@@ -456,8 +453,7 @@ qv_status qv_hf_parse_typed(const json_t *obj, const char *type_name, const char
     const json_t *langs = json_object_get(obj, "languages");
     if (langs == NULL)
       st = qv_error_set(err, QV_EINVAL, "%s: Translation is missing 'languages'", path);
-    else
-      st = get_string_list(langs, path, "languages", &f->names, &f->n_names, err);
+    else st = get_string_list(langs, path, "languages", &f->names, &f->n_names, err);
   } else if (strcmp(type_name, "TranslationVariableLanguages") == 0) {
     if ((f = qv_hf_node_new(QV_HF_TRANSLATION_VL, "TranslationVariableLanguages")) == NULL)
       goto oom;
@@ -553,8 +549,7 @@ qv_status qv_hf_features_from_json(const json_t *obj, const char *where, qv_hf_f
   return parse_dict(obj, where, 0, out, err);
 }
 
-qv_status qv_hf_features_parse(const char *text, int64_t len, qv_hf_feature **out,
-                               qv_error *err) {
+qv_status qv_hf_features_parse(const char *text, int64_t len, qv_hf_feature **out, qv_error *err) {
   json_t *v = NULL;
   QV_RETURN_NOT_OK(qv_hf_json_load("features", text, len, &v, err));
   qv_status st = qv_hf_features_from_json(v, "features", out, err);
@@ -600,8 +595,7 @@ json_t *qv_hf_feature_to_json(const qv_hf_feature *f) {
       for (int32_t i = 0; o && i < f->n_children; i++)
         o = set_or_fail(o, f->keys[i], qv_hf_feature_to_json(f->children[i]));
       return o;
-    case QV_HF_VALUE:
-      return finish_typed(set_or_fail(o, "dtype", json_string(f->dtype)), f);
+    case QV_HF_VALUE: return finish_typed(set_or_fail(o, "dtype", json_string(f->dtype)), f);
     case QV_HF_CLASS_LABEL:
       return finish_typed(set_or_fail(o, "names", str_list_json(f->names, f->n_names)), f);
     case QV_HF_LIST:
@@ -700,7 +694,8 @@ static qv_status repr_names(qv_strbuf *out, char *const *names, int64_t n, qv_er
 }
 
 static qv_status repr_node(const qv_hf_feature *f, qv_strbuf *out, int depth, qv_error *err) {
-  if (depth > QV_HF_MAX_DEPTH + 2) return qv_error_set(err, QV_EINVAL, "features nested too deeply");
+  if (depth > QV_HF_MAX_DEPTH + 2)
+    return qv_error_set(err, QV_EINVAL, "features nested too deeply");
   switch (f->kind) {
     case QV_HF_DICT:
       QV_RETURN_NOT_OK(qv_strbuf_append_char(out, '{', err));
@@ -816,8 +811,7 @@ bool qv_hf_feature_equals(const qv_hf_feature *a, const qv_hf_feature *b) {
     case QV_HF_VALUE: return strcmp(a->dtype, b->dtype) == 0;
     case QV_HF_CLASS_LABEL:
     case QV_HF_TRANSLATION:
-    case QV_HF_TRANSLATION_VL:
-      return strs_equal(a->names, a->n_names, b->names, b->n_names);
+    case QV_HF_TRANSLATION_VL: return strs_equal(a->names, a->n_names, b->names, b->n_names);
     case QV_HF_LIST:
       if (a->length != b->length) return false;
       return qv_hf_feature_equals(a->children[0], b->children[0]);
@@ -851,8 +845,7 @@ void qv_hf_metadata_reset(qv_hf_metadata *md) {
   md->fingerprint = NULL;
 }
 
-qv_status qv_hf_metadata_parse(const char *text, int64_t len, qv_hf_metadata *out,
-                               qv_error *err) {
+qv_status qv_hf_metadata_parse(const char *text, int64_t len, qv_hf_metadata *out, qv_error *err) {
   json_t *v = NULL;
   QV_RETURN_NOT_OK(qv_hf_json_load("huggingface metadata", text, len, &v, err));
   qv_hf_metadata md = {NULL, NULL};

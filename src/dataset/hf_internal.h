@@ -17,18 +17,17 @@
  * "," / ": " with newlines and `indent` spaces per level (json.dump(indent=N)).
  * With sort_keys every object's keys are sorted (code point order).
  */
-qv_status qv_pyjson_dump(qv_strbuf *out, const json_t *v, int indent,
-                         bool sort_keys, qv_error *err);
+qv_status qv_pyjson_dump(qv_strbuf *out, const json_t *v, int indent, bool sort_keys,
+                         qv_error *err);
 
 /** Append a JSON string literal with Python's ensure_ascii escaping; bytes
  *  that are not valid UTF-8 become \ufffd. */
-qv_status qv_pyjson_string(qv_strbuf *out, const char *s, size_t n,
-                           qv_error *err);
+qv_status qv_pyjson_string(qv_strbuf *out, const char *s, size_t n, qv_error *err);
 
 /** Parse `len` bytes of JSON text (any value; NUL bytes in strings are
  *  refused). QV_EINVAL "WHAT: invalid JSON at line L, column C: TEXT". */
-qv_status qv_hf_json_load(const char *what, const char *text, int64_t len,
-                          json_t **out, qv_error *err);
+qv_status qv_hf_json_load(const char *what, const char *text, int64_t len, json_t **out,
+                          qv_error *err);
 
 /** Short name of a JSON value's kind for messages ("string", "object"...). */
 const char *qv_hf_json_kind(const json_t *v);
@@ -38,8 +37,8 @@ bool qv_hf_json_py_equal(const json_t *a, const json_t *b);
 
 /** Parse a features object (already loaded). `where` names it in errors
  *  ("features", "dataset_info.json: features"). */
-qv_status qv_hf_features_from_json(const json_t *obj, const char *where,
-                                   qv_hf_feature **out, qv_error *err);
+qv_status qv_hf_features_from_json(const json_t *obj, const char *where, qv_hf_feature **out,
+                                   qv_error *err);
 
 /** The to_dict() JSON of a feature tree (new reference), NULL on OOM. */
 json_t *qv_hf_feature_to_json(const qv_hf_feature *f);
@@ -104,16 +103,15 @@ qv_hf_feature *qv_hf_node_new(qv_hf_kind kind, const char *type_name);
 
 /** Append `child` (and a copy of `key`, for dicts; NULL for lists) to `f`.
  *  Takes `child` over on success only. */
-qv_status qv_hf_add_child(qv_hf_feature *f, const char *key, qv_hf_feature *child,
-                          qv_error *err);
+qv_status qv_hf_add_child(qv_hf_feature *f, const char *key, qv_hf_feature *child, qv_error *err);
 
 /** qv_name_index callback: key `i` of the dict feature `ctx`. */
 const char *qv_hf_feature_key_at(const void *ctx, int32_t i);
 
 /** A List (length >= 0: fixed size) or LargeList node over `item`; takes
  *  `item` over, also on failure. *out is the caller's. */
-qv_status qv_hf_make_list(qv_hf_kind kind, qv_hf_feature *item, int64_t length,
-                          qv_hf_feature **out, qv_error *err);
+qv_status qv_hf_make_list(qv_hf_kind kind, qv_hf_feature *item, int64_t length, qv_hf_feature **out,
+                          qv_error *err);
 
 /** Sorted copy of the pointers in names[0..n) (the strings stay borrowed);
  *  caller frees the array. NULL on OOM. */
@@ -126,17 +124,15 @@ qv_status qv_hf_parse_array_shape(const json_t *obj, const char *path, qv_hf_fea
 
 /** Set f->dtype (owned by f) from obj's "dtype", checked to name an Arrow
  *  type. */
-qv_status qv_hf_require_dtype(const json_t *obj, const char *path, qv_hf_feature *f,
-                              qv_error *err);
+qv_status qv_hf_require_dtype(const json_t *obj, const char *path, qv_hf_feature *f, qv_error *err);
 
 /** Parse the object `obj` whose "_type" is `type_name` into a new node
  *  (*out, the caller's). `depth` bounds nesting. */
-qv_status qv_hf_parse_typed(const json_t *obj, const char *type_name, const char *path,
-                            int depth, qv_hf_feature **out, qv_error *err);
+qv_status qv_hf_parse_typed(const json_t *obj, const char *type_name, const char *path, int depth,
+                            qv_hf_feature **out, qv_error *err);
 
 /** Value dtype string -> new qv_type (one reference, the caller's), as
  *  datasets' string_to_arrow. `where` names the feature in errors. */
-qv_status qv_hf_dtype_to_type(const char *dtype, const char *where, qv_type **out,
-                              qv_error *err);
+qv_status qv_hf_dtype_to_type(const char *dtype, const char *where, qv_type **out, qv_error *err);
 
 #endif /* QUIVER_HF_INTERNAL_H */

@@ -52,8 +52,7 @@ static qv_status put_u16(qv_strbuf *out, uint32_t u, qv_error *err) {
   return qv_strbuf_printf(out, err, "\\u%04x", (unsigned)u);
 }
 
-qv_status qv_pyjson_string(qv_strbuf *out, const char *str, size_t n,
-                           qv_error *err) {
+qv_status qv_pyjson_string(qv_strbuf *out, const char *str, size_t n, qv_error *err) {
   const uint8_t *s = (const uint8_t *)str;
   QV_RETURN_NOT_OK(qv_strbuf_append_char(out, '"', err));
   size_t i = 0;
@@ -121,7 +120,8 @@ static qv_status dump(qv_strbuf *out, const json_t *v, int indent, bool sort_key
     case JSON_FALSE: return qv_strbuf_append_str(out, "false", err);
     case JSON_INTEGER: return qv_strbuf_printf(out, err, "%lld", (long long)json_integer_value(v));
     case JSON_REAL: return qv_format_double(out, json_real_value(v), err);
-    case JSON_STRING: return qv_pyjson_string(out, json_string_value(v), json_string_length(v), err);
+    case JSON_STRING:
+      return qv_pyjson_string(out, json_string_value(v), json_string_length(v), err);
     case JSON_ARRAY: {
       size_t n = json_array_size(v);
       if (n == 0) return qv_strbuf_append_str(out, "[]", err);
@@ -142,7 +142,9 @@ static qv_status dump(qv_strbuf *out, const json_t *v, int indent, bool sort_key
       size_t k = 0;
       const char *key;
       json_t *val;
-      json_object_foreach((json_t *)v, key, val) { if (k < n) keys[k++] = key; }
+      json_object_foreach((json_t *)v, key, val) {
+        if (k < n) keys[k++] = key;
+      }
       if (sort_keys) qsort(keys, k, sizeof *keys, key_cmp);
       qv_status st = qv_strbuf_append_char(out, '{', err);
       for (size_t i = 0; st == QV_OK && i < k; i++) {

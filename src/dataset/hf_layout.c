@@ -46,15 +46,15 @@ static void free_strs(char **s, int64_t n) {
 qv_status qv_hf_check_relative_name(const char *what, const char *name, qv_error *err) {
   if (name[0] == '\0') return qv_error_set(err, QV_EINVAL, "%s is empty", what);
   if (name[0] == '/')
-    return qv_error_set(err, QV_EINVAL,
-                        "%s '%s' escapes the dataset directory (absolute path)", what, name);
+    return qv_error_set(err, QV_EINVAL, "%s '%s' escapes the dataset directory (absolute path)",
+                        what, name);
   const char *p = name;
   while (*p) {
     const char *e = strchr(p, '/');
     size_t n = e ? (size_t)(e - p) : strlen(p);
     if (n == 2 && p[0] == '.' && p[1] == '.')
-      return qv_error_set(err, QV_EINVAL,
-                          "%s '%s' escapes the dataset directory (contains '..')", what, name);
+      return qv_error_set(err, QV_EINVAL, "%s '%s' escapes the dataset directory (contains '..')",
+                          what, name);
     p += n;
     while (*p == '/') p++;
   }
@@ -69,8 +69,7 @@ static qv_status check_split_name(const char *name, qv_error *err) {
   QV_RETURN_NOT_OK(qv_hf_check_relative_name(what, name, err));
   if (strchr(name, '/') != NULL || strcmp(name, ".") == 0)
     return qv_error_set(err, QV_EINVAL,
-                        "dataset_dict.json: split name '%s' is not a single directory name",
-                        name);
+                        "dataset_dict.json: split name '%s' is not a single directory name", name);
   return QV_OK;
 }
 
@@ -222,8 +221,8 @@ qv_status qv_hf_state_emit(const qv_hf_state *s, qv_strbuf *out, qv_error *err) 
       st = qv_error_set(err, QV_EARG, "state: format_kwargs must be a JSON object");
   }
   if (st == QV_OK) {
-    json_t *cols = s->has_format_columns ? strs_json(s->format_columns, s->n_format_columns)
-                                         : json_null();
+    json_t *cols =
+        s->has_format_columns ? strs_json(s->format_columns, s->n_format_columns) : json_null();
     if (json_object_set_new(o, "_data_files", json_incref(files)) ||
         json_object_set_new(o, "_fingerprint", str_or_null(s->fingerprint)) ||
         json_object_set_new(o, "_format_columns", cols) ||
@@ -245,17 +244,29 @@ qv_status qv_hf_state_emit(const qv_hf_state *s, qv_strbuf *out, qv_error *err) 
 /* dataset_info.json                                                         */
 
 struct qv_hf_info {
-  json_t *obj;               /* the whole object, "features" as read */
-  qv_hf_feature *features;   /* parsed features or NULL */
+  json_t *obj;             /* the whole object, "features" as read */
+  qv_hf_feature *features; /* parsed features or NULL */
 };
 
 /* DatasetInfo's dataclass fields; the first four have default_factory=str
  * (always written), the rest default to None (omitted when None). */
-static const char *const kInfoFields[] = {
-    "description", "citation", "homepage", "license", "features", "post_processed",
-    "supervised_keys", "builder_name", "dataset_name", "config_name", "version", "splits",
-    "download_checksums", "download_size", "post_processing_size", "dataset_size",
-    "size_in_bytes"};
+static const char *const kInfoFields[] = {"description",
+                                          "citation",
+                                          "homepage",
+                                          "license",
+                                          "features",
+                                          "post_processed",
+                                          "supervised_keys",
+                                          "builder_name",
+                                          "dataset_name",
+                                          "config_name",
+                                          "version",
+                                          "splits",
+                                          "download_checksums",
+                                          "download_size",
+                                          "post_processing_size",
+                                          "dataset_size",
+                                          "size_in_bytes"};
 #define N_INFO_FIELDS (sizeof kInfoFields / sizeof kInfoFields[0])
 #define N_INFO_ALWAYS 4
 
@@ -320,8 +331,7 @@ const char *qv_hf_info_string(const qv_hf_info *info, const char *key) {
   return json_is_string(v) ? json_string_value(v) : NULL;
 }
 
-qv_status qv_hf_info_set_features(qv_hf_info *info, const qv_hf_feature *features,
-                                  qv_error *err) {
+qv_status qv_hf_info_set_features(qv_hf_info *info, const qv_hf_feature *features, qv_error *err) {
   qv_hf_feature *copy = NULL;
   if (features != NULL && (copy = qv_hf_feature_copy(features)) == NULL)
     return qv_error_set(err, QV_ENOMEM, "out of memory");
@@ -471,11 +481,11 @@ qv_status qv_hf_parse_size(const char *text, int64_t *out, qv_error *err) {
     int64_t mult;
     bool bits_rule;
   } kUnits[] = {
-      {"PIB", INT64_C(1) << 50, false}, {"TIB", INT64_C(1) << 40, false},
-      {"GIB", INT64_C(1) << 30, false}, {"MIB", INT64_C(1) << 20, false},
-      {"KIB", INT64_C(1) << 10, false}, {"PB", INT64_C(1000000000000000), true},
+      {"PIB", INT64_C(1) << 50, false},     {"TIB", INT64_C(1) << 40, false},
+      {"GIB", INT64_C(1) << 30, false},     {"MIB", INT64_C(1) << 20, false},
+      {"KIB", INT64_C(1) << 10, false},     {"PB", INT64_C(1000000000000000), true},
       {"TB", INT64_C(1000000000000), true}, {"GB", INT64_C(1000000000), true},
-      {"MB", INT64_C(1000000), true},   {"KB", INT64_C(1000), true},
+      {"MB", INT64_C(1000000), true},       {"KB", INT64_C(1000), true},
   };
   size_t n = strlen(text);
   int64_t mult = 1;
@@ -588,16 +598,15 @@ bool qv_hf_is_indices_schema(const qv_schema *s) {
 }
 
 qv_hf_file_role qv_hf_file_role_of(const char *path, const qv_schema *s) {
-  return starts_with(base_name(path), "cache-") && qv_hf_is_indices_schema(s)
-             ? QV_HF_FILE_INDICES
-             : QV_HF_FILE_DATA;
+  return starts_with(base_name(path), "cache-") && qv_hf_is_indices_schema(s) ? QV_HF_FILE_INDICES
+                                                                              : QV_HF_FILE_DATA;
 }
 
 /* Role and rows of a file, mapped once as a table (*table: a new
  * reference): an indices mapping is a cache-*.arrow file whose schema is
  * one uint64 column "indices" (what datasets writes). */
-static qv_status file_info(const char *path, qv_hf_file_role *role, int64_t *rows,
-                           qv_table **table, qv_error *err) {
+static qv_status file_info(const char *path, qv_hf_file_role *role, int64_t *rows, qv_table **table,
+                           qv_error *err) {
   qv_table *t = NULL;
   qv_status st = qv_table_open_path(path, NULL, &t, err);
   if (st != QV_OK && st != QV_ENOMEM) {
@@ -701,11 +710,12 @@ static qv_status check_inside(const char *dir_real, const char *file_path, const
     return qv_error_set(err, errno == ENOENT ? QV_EINVAL : QV_EIO, "%s '%s': %s", what, name,
                         errno == ENOENT ? "no such file" : strerror(errno));
   size_t n = strlen(dir_real);
-  bool inside = strncmp(real, dir_real, n) == 0 && (real[n] == '/' || (n == 1 && dir_real[0] == '/'));
+  bool inside =
+      strncmp(real, dir_real, n) == 0 && (real[n] == '/' || (n == 1 && dir_real[0] == '/'));
   qv_status st = QV_OK;
   if (!inside)
-    st = qv_error_set(err, QV_EINVAL,
-                      "%s '%s' escapes the dataset directory (resolves to '%s')", what, name, real);
+    st = qv_error_set(err, QV_EINVAL, "%s '%s' escapes the dataset directory (resolves to '%s')",
+                      what, name, real);
   free(real);
   return st;
 }
@@ -823,8 +833,7 @@ static qv_status list_arrow_files(const char *dir, const qv_hf_known_file *known
       else if (shard >= 0)
         role = QV_HF_FILE_DATA, rows = shards->files[shard].rows,
         t = qv_table_ref(shards->files[shard].table);
-      else
-        fst = file_info(p, &role, &rows, &t, &ferr);
+      else fst = file_info(p, &role, &rows, &t, &ferr);
       if (fst == QV_ENOMEM) st = qv_error_set(err, QV_ENOMEM, "out of memory");
       if (fst != QV_OK && fst != QV_ENOMEM) role = QV_HF_FILE_UNREADABLE, rows = 0;
       /* The cache files of transforms (cache-*) are not kept mapped: a
@@ -922,8 +931,7 @@ static json_t *json_get_string_member(json_t *o, const char *key) {
 /* One builder split `name` (its SplitInfo `si`) of cache directory `dir`. */
 static qv_status open_builder_split(const char *dir, const char *dir_real, const qv_hf_dir *d,
                                     const char *info_text, int64_t info_len, json_t *info,
-                                    const char *name, json_t *si, qv_hf_split *sp,
-                                    qv_error *err) {
+                                    const char *name, json_t *si, qv_hf_split *sp, qv_error *err) {
   char what[256];
   snprintf(what, sizeof what, "%s/dataset_info.json: split", dir);
   QV_RETURN_NOT_OK(qv_hf_check_relative_name(what, name, err));
@@ -943,36 +951,35 @@ static qv_status open_builder_split(const char *dir, const char *dir_real, const
   const char *dname = json_string_value(dn);
   if (dname[0] == '\0' || strchr(dname, '/') != NULL || strcmp(dname, "..") == 0 ||
       strcmp(dname, ".") == 0)
-    return qv_error_set(err, QV_EINVAL, "%s '%s': dataset name '%s' is not a file name", what,
-                        name, dname);
+    return qv_error_set(err, QV_EINVAL, "%s '%s': dataset name '%s' is not a file name", what, name,
+                        dname);
   json_t *lens = json_is_object(si) ? json_object_get(si, "shard_lengths") : NULL;
   if (lens != NULL && !json_is_null(lens) && !json_is_array(lens))
     return qv_error_set(err, QV_EINVAL, "%s '%s': shard_lengths must be a list, found %s", what,
                         name, qv_hf_json_kind(lens));
-  int64_t n_shards = json_is_array(lens) && json_array_size(lens) > 1
-                         ? (int64_t)json_array_size(lens)
-                         : 1;
+  int64_t n_shards =
+      json_is_array(lens) && json_array_size(lens) > 1 ? (int64_t)json_array_size(lens) : 1;
   char *prefix = snake_case(dname);
   if (prefix == NULL) return qv_error_set(err, QV_ENOMEM, "out of memory");
   int64_t total = 0;
   for (int64_t i = 0; i < n_shards && st == QV_OK; i++) {
     char fname[1024];
-    if (n_shards == 1)
-      snprintf(fname, sizeof fname, "%s-%s.arrow", prefix, name);
+    if (n_shards == 1) snprintf(fname, sizeof fname, "%s-%s.arrow", prefix, name);
     else
       snprintf(fname, sizeof fname, "%s-%s-%05lld-of-%05lld.arrow", prefix, name, (long long)i,
                (long long)n_shards);
     int64_t fi = find_file(d, fname);
     if (fi < 0) {
-      st = qv_error_set(err, QV_EINVAL, "%s '%s': its data file '%s' is missing", what, name,
-                        fname);
+      st =
+          qv_error_set(err, QV_EINVAL, "%s '%s': its data file '%s' is missing", what, name, fname);
       break;
     }
     const qv_hf_file *f = &d->files[fi];
     json_t *len_i = n_shards > 1 ? json_array_get(lens, (size_t)i) : NULL;
     if (n_shards > 1 && (!json_is_integer(len_i) || json_integer_value(len_i) != f->rows))
-      st = qv_error_set(err, QV_EINVAL, "%s '%s': '%s' holds %lld rows, shard_lengths[%lld] says %s%lld",
-                        what, name, fname, (long long)f->rows, (long long)i,
+      st = qv_error_set(err, QV_EINVAL,
+                        "%s '%s': '%s' holds %lld rows, shard_lengths[%lld] says %s%lld", what,
+                        name, fname, (long long)f->rows, (long long)i,
                         json_is_integer(len_i) ? "" : "(not an integer) ",
                         json_is_integer(len_i) ? (long long)json_integer_value(len_i) : 0LL);
     if (f->role == QV_HF_FILE_UNREADABLE)
@@ -1003,7 +1010,8 @@ static qv_status open_builder_split(const char *dir, const char *dir_real, const
     st = qv_fingerprint_args_new(&args, err);
     if (st == QV_OK) st = qv_fingerprint_arg_str(args, "dir", dir_real, err);
     if (st == QV_OK) st = qv_fingerprint_arg_str(args, "split", name, err);
-    if (st == QV_OK) st = qv_fingerprint_update("quiver-builder", "quiver.builder_split", args, fp, err);
+    if (st == QV_OK)
+      st = qv_fingerprint_update("quiver-builder", "quiver.builder_split", args, fp, err);
     qv_fingerprint_args_free(args);
   }
   free(rel);
@@ -1049,7 +1057,7 @@ static qv_status open_builder_splits(const char *dir, qv_hf_dir *d, qv_error *er
   if (st == QV_OK) st = qv_hf_json_load("dataset_info.json", text, len, &info, err);
   if (st != QV_OK) qv_error_prefix(err, st, "%s/", dir);
   json_t *splits = json_is_object(info) ? json_object_get(info, "splits") : NULL;
-  size_t n = json_is_object(splits) ? json_object_size(splits)
+  size_t n = json_is_object(splits)  ? json_object_size(splits)
              : json_is_array(splits) ? json_array_size(splits)
                                      : 0;
   if (st == QV_OK && n > 0) {
@@ -1077,12 +1085,11 @@ static qv_status open_builder_splits(const char *dir, qv_hf_dir *d, qv_error *er
         json_t *nm = json_get_string_member(si, "name");
         d->n_splits = (int64_t)i + 1;
         if (nm == NULL)
-          st = qv_error_set(err, QV_EINVAL, "%s/dataset_info.json: splits[%zu] has no name", dir,
-                            i);
+          st =
+              qv_error_set(err, QV_EINVAL, "%s/dataset_info.json: splits[%zu] has no name", dir, i);
         else
           st = keep_split_error(open_builder_split(dir, dir_real, d, text, len, info,
-                                                   json_string_value(nm), si, &d->splits[i],
-                                                   &serr),
+                                                   json_string_value(nm), si, &d->splits[i], &serr),
                                 &d->splits[i], &serr, err);
       }
     }
@@ -1117,8 +1124,8 @@ int64_t qv_hf_dir_find_source(const qv_hf_dir *dir, const char *name) {
   return -1;
 }
 
-static qv_status add_source(qv_hf_dir *d, qv_hf_source_kind kind, const char *name,
-                            int64_t split, const char *fp, qv_hf_source **out, qv_error *err) {
+static qv_status add_source(qv_hf_dir *d, qv_hf_source_kind kind, const char *name, int64_t split,
+                            const char *fp, qv_hf_source **out, qv_error *err) {
   qv_hf_source *g = realloc(d->sources, sizeof *g * (size_t)(d->n_sources + 1));
   if (g == NULL) return qv_error_set(err, QV_ENOMEM, "out of memory");
   d->sources = g;
@@ -1200,8 +1207,7 @@ static qv_status build_sources(qv_hf_dir *d, qv_error *err) {
     if (f->role != QV_HF_FILE_DATA || f->source >= 0) continue;
     char fp[QV_FINGERPRINT_SIZE];
     long rank, count;
-    if (!parse_worker_name(f->name, fp, &rank, &count) || rank != 0 || count > d->n_files)
-      continue;
+    if (!parse_worker_name(f->name, fp, &rank, &count) || rank != 0 || count > d->n_files) continue;
     /* Ranks 1..count-1 with the same fingerprint and count. */
     int64_t *members = calloc((size_t)count, sizeof *members);
     if (members == NULL) return qv_error_set(err, QV_ENOMEM, "out of memory");
@@ -1245,8 +1251,7 @@ qv_status qv_hf_dir_open(const char *path, qv_hf_dir **out, qv_error *err) {
 qv_status qv_hf_dir_open_known(const char *path, const qv_hf_known_file *known, qv_hf_dir **out,
                                qv_error *err) {
   struct stat sb;
-  if (stat(path, &sb) != 0)
-    return qv_error_set(err, QV_EIO, "%s: %s", path, strerror(errno));
+  if (stat(path, &sb) != 0) return qv_error_set(err, QV_EIO, "%s: %s", path, strerror(errno));
   qv_hf_dir *d = calloc(1, sizeof *d);
   if (d == NULL || (d->path = dup_str(path)) == NULL) {
     free(d);
@@ -1261,16 +1266,16 @@ qv_status qv_hf_dir_open_known(const char *path, const qv_hf_known_file *known, 
     } else {
       d->n_splits = 1;
       const char *slash = strrchr(path, '/');
-      d->splits[0].dir = slash ? strndup(path, (size_t)(slash - path) + (slash == path))
-                               : dup_str(".");
+      d->splits[0].dir =
+          slash ? strndup(path, (size_t)(slash - path) + (slash == path)) : dup_str(".");
       qv_hf_file_role role = QV_HF_FILE_DATA;
       int64_t rows = 0;
       qv_table *t = NULL;
       if (d->splits[0].dir == NULL) st = qv_error_set(err, QV_ENOMEM, "out of memory");
       if (st == QV_OK) st = file_info(path, &role, &rows, &t, err);
       if (st == QV_OK)
-        st = add_file(&d->splits[0].files, &d->splits[0].n_files, base_name(path), path, role,
-                      rows, t, err);
+        st = add_file(&d->splits[0].files, &d->splits[0].n_files, base_name(path), path, role, rows,
+                      t, err);
       qv_table_unref(t);
     }
   } else if (!S_ISDIR(sb.st_mode)) {
@@ -1293,7 +1298,8 @@ qv_status qv_hf_dir_open_known(const char *path, const qv_hf_known_file *known, 
       if (st == QV_OK && (d->splits = calloc(n > 0 ? (size_t)n : 1, sizeof *d->splits)) == NULL)
         st = qv_error_set(err, QV_ENOMEM, "out of memory");
       char *real = st == QV_OK ? realpath(path, NULL) : NULL;
-      if (st == QV_OK && real == NULL) st = qv_error_set(err, QV_EIO, "%s: %s", path, strerror(errno));
+      if (st == QV_OK && real == NULL)
+        st = qv_error_set(err, QV_EIO, "%s: %s", path, strerror(errno));
       for (int64_t i = 0; i < n && st == QV_OK; i++) {
         d->n_splits = i + 1;
         char *sdir = join_path(path, names[i]);
@@ -1315,8 +1321,8 @@ qv_status qv_hf_dir_open_known(const char *path, const qv_hf_known_file *known, 
         if (st == QV_OK) st = check_inside(real, sdir, what, names[i], err);
         if (st == QV_OK) {
           qv_error serr = {{0}};
-          st = keep_split_error(open_dataset(sdir, &d->splits[i], &serr), &d->splits[i], &serr,
-                                err);
+          st =
+              keep_split_error(open_dataset(sdir, &d->splits[i], &serr), &d->splits[i], &serr, err);
         }
         free(sdir);
       }

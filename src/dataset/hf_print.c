@@ -9,8 +9,8 @@
  */
 #include <string.h>
 
-#include "dataset/hf_internal.h"
 #include "core/guard_internal.h"
+#include "dataset/hf_internal.h"
 
 /* Does any ClassLabel live under f? */
 static bool has_label(const qv_hf_feature *f, int depth) {
@@ -52,8 +52,8 @@ static qv_status render_range(const qv_array *child, int64_t s, int64_t e, const
   return qv_strbuf_append_char(out, ']', err);
 }
 
-static qv_status render_struct(const qv_array *a, int64_t k, const qv_hf_feature *f,
-                               qv_strbuf *out, int depth, qv_error *err) {
+static qv_status render_struct(const qv_array *a, int64_t k, const qv_hf_feature *f, qv_strbuf *out,
+                               int depth, qv_error *err) {
   QV_RETURN_NOT_OK(qv_strbuf_append_char(out, '{', err));
   for (int32_t i = 0; i < a->type->n_children && i < a->n_children; i++) {
     if (i) QV_RETURN_NOT_OK(qv_strbuf_append_char(out, ',', err));
@@ -84,8 +84,8 @@ static qv_status render(const qv_array *a, int64_t row, const qv_hf_feature *f, 
     int64_t v;
     if (!read_int(a, k, &v)) return bad(err, a, row);
     if (v >= 0 && v < f->n_names)
-      return qv_json_append_string(out, (const uint8_t *)f->names[v],
-                                   (int64_t)strlen(f->names[v]), err);
+      return qv_json_append_string(out, (const uint8_t *)f->names[v], (int64_t)strlen(f->names[v]),
+                                   err);
     return qv_format_value_json(a, row, out, err);
   }
   if (f->kind == QV_HF_DICT && id == QV_STRUCT) return render_struct(a, k, f, out, depth, err);
@@ -108,8 +108,7 @@ static qv_status render(const qv_array *a, int64_t row, const qv_hf_feature *f, 
         memcpy(&e, p + 8, 8);
       }
     } else if (id == QV_FIXED_SIZE_LIST) {
-      if (qv_mul_overflow(k, a->type->list_size, &s) ||
-          qv_add_overflow(s, a->type->list_size, &e))
+      if (qv_mul_overflow(k, a->type->list_size, &s) || qv_add_overflow(s, a->type->list_size, &e))
         return bad(err, a, row);
     } else {
       return qv_format_value_json(a, row, out, err);

@@ -22,14 +22,14 @@ __extension__ typedef unsigned __int128 qv_u128;
 /* ------------------------------------------------------------------------ */
 /* SeedSequence (numpy.random.SeedSequence, pool_size 4, no spawn key)       */
 
-#define SS_POOL_SIZE 4           /* 32-bit words of pooled entropy */
-#define SS_INIT_A 0x43b0d7e5u    /* first multiplier of the entropy hash */
-#define SS_MULT_A 0x931e8875u    /* its per-use multiplier */
-#define SS_INIT_B 0x8b51f9ddu    /* first multiplier of the output hash */
-#define SS_MULT_B 0x58f38dedu    /* its per-use multiplier */
+#define SS_POOL_SIZE 4            /* 32-bit words of pooled entropy */
+#define SS_INIT_A 0x43b0d7e5u     /* first multiplier of the entropy hash */
+#define SS_MULT_A 0x931e8875u     /* its per-use multiplier */
+#define SS_INIT_B 0x8b51f9ddu     /* first multiplier of the output hash */
+#define SS_MULT_B 0x58f38dedu     /* its per-use multiplier */
 #define SS_MIX_MULT_L 0xca01f9ddu /* mix(): weight of the destination word */
 #define SS_MIX_MULT_R 0x4973f715u /* mix(): weight of the source word */
-#define SS_XSHIFT 16             /* half a 32-bit word */
+#define SS_XSHIFT 16              /* half a 32-bit word */
 
 /* Hash one word; the multiplier evolves with every call (in/out). */
 static uint32_t ss_hashmix(uint32_t value, uint32_t *mult) {
@@ -46,12 +46,10 @@ static uint32_t ss_mix(uint32_t x, uint32_t y) {
 }
 
 /* Mix `n` entropy words into the pool, as SeedSequence.mix_entropy. */
-static void ss_pool(const uint32_t *entropy, size_t n,
-                    uint32_t pool[SS_POOL_SIZE]) {
+static void ss_pool(const uint32_t *entropy, size_t n, uint32_t pool[SS_POOL_SIZE]) {
   uint32_t mult = SS_INIT_A;
   /* Hash the first words in; missing words hash as 0. */
-  for (size_t i = 0; i < SS_POOL_SIZE; i++)
-    pool[i] = ss_hashmix(i < n ? entropy[i] : 0u, &mult);
+  for (size_t i = 0; i < SS_POOL_SIZE; i++) pool[i] = ss_hashmix(i < n ? entropy[i] : 0u, &mult);
   /* Every word affects every other. */
   for (size_t src = 0; src < SS_POOL_SIZE; src++)
     for (size_t dst = 0; dst < SS_POOL_SIZE; dst++)
@@ -62,8 +60,8 @@ static void ss_pool(const uint32_t *entropy, size_t n,
       pool[dst] = ss_mix(pool[dst], ss_hashmix(entropy[src], &mult));
 }
 
-void qv_seed_sequence_generate(const uint32_t *entropy, size_t n_entropy,
-                               uint32_t *out, size_t n_out) {
+void qv_seed_sequence_generate(const uint32_t *entropy, size_t n_entropy, uint32_t *out,
+                               size_t n_out) {
   uint32_t pool[SS_POOL_SIZE];
   ss_pool(entropy, n_entropy, pool);
   uint32_t mult = SS_INIT_B;
@@ -90,9 +88,7 @@ typedef struct pcg {
   uint32_t buf32;
 } pcg;
 
-static inline qv_u128 u128_make(uint64_t hi, uint64_t lo) {
-  return ((qv_u128)hi << 64) | lo;
-}
+static inline qv_u128 u128_make(uint64_t hi, uint64_t lo) { return ((qv_u128)hi << 64) | lo; }
 
 static inline void pcg_load(pcg *p, const qv_rng *rng) {
   p->state = u128_make(rng->state_hi, rng->state_lo);
@@ -141,9 +137,11 @@ static inline uint64_t pcg_interval(pcg *p, uint64_t max) {
   uint64_t mask = ~0ull >> __builtin_clzll(max);
   uint64_t v;
   if (max <= 0xffffffffull) {
-    do v = pcg_next32(p) & mask; while (v > max);
+    do v = pcg_next32(p) & mask;
+    while (v > max);
   } else {
-    do v = pcg_next64(p) & mask; while (v > max);
+    do v = pcg_next64(p) & mask;
+    while (v > max);
   }
   return v;
 }
@@ -208,14 +206,10 @@ uint64_t qv_rng_interval(qv_rng *rng, uint64_t max) {
  * prefetches to cover memory latency. */
 #define QV_SHUFFLE_AHEAD 32
 
-qv_status qv_rng_shuffle_i64(qv_rng *rng, int64_t *data, int64_t n,
-                             qv_error *err) {
-  if (n < 0)
-    return qv_error_set(err, QV_EARG, "shuffle: length %lld is negative",
-                        (long long)n);
+qv_status qv_rng_shuffle_i64(qv_rng *rng, int64_t *data, int64_t n, qv_error *err) {
+  if (n < 0) return qv_error_set(err, QV_EARG, "shuffle: length %lld is negative", (long long)n);
   if (n > 0 && data == NULL)
-    return qv_error_set(err, QV_EARG, "shuffle: data is NULL for length %lld",
-                        (long long)n);
+    return qv_error_set(err, QV_EARG, "shuffle: data is NULL for length %lld", (long long)n);
   if (n < 2) return QV_OK; /* numpy draws nothing for 0 or 1 element */
   pcg p;
   pcg_load(&p, rng);
@@ -252,21 +246,16 @@ qv_status qv_rng_shuffle_i64(qv_rng *rng, int64_t *data, int64_t n,
   return QV_OK;
 }
 
-qv_status qv_rng_permutation(qv_rng *rng, int64_t n, int64_t *out,
-                             qv_error *err) {
+qv_status qv_rng_permutation(qv_rng *rng, int64_t n, int64_t *out, qv_error *err) {
   if (n < 0)
-    return qv_error_set(err, QV_EARG, "permutation: length %lld is negative",
-                        (long long)n);
+    return qv_error_set(err, QV_EARG, "permutation: length %lld is negative", (long long)n);
   if (n > 0 && out == NULL)
-    return qv_error_set(err, QV_EARG,
-                        "permutation: output is NULL for length %lld",
-                        (long long)n);
+    return qv_error_set(err, QV_EARG, "permutation: output is NULL for length %lld", (long long)n);
   for (int64_t i = 0; i < n; i++) out[i] = i;
   return qv_rng_shuffle_i64(rng, out, n, err);
 }
 
-qv_status qv_permutation(uint64_t seed, int64_t n, int64_t *out,
-                         qv_error *err) {
+qv_status qv_permutation(uint64_t seed, int64_t n, int64_t *out, qv_error *err) {
   qv_rng rng;
   qv_rng_init(&rng, seed);
   return qv_rng_permutation(&rng, n, out, err);

@@ -81,27 +81,21 @@ static int64_t format_of(const qv_type *t, char *out, int64_t cap) {
     case QV_DECIMAL32:
     case QV_DECIMAL64:
     case QV_DECIMAL256:
-      return snprintf(out, (size_t)cap, "d:%d,%d,%d", (int)t->precision,
-                      (int)t->scale, (int)qv_type_bit_width(t));
+      return snprintf(out, (size_t)cap, "d:%d,%d,%d", (int)t->precision, (int)t->scale,
+                      (int)qv_type_bit_width(t));
     case QV_DECIMAL128:
-      return snprintf(out, (size_t)cap, "d:%d,%d", (int)t->precision,
-                      (int)t->scale);
+      return snprintf(out, (size_t)cap, "d:%d,%d", (int)t->precision, (int)t->scale);
     case QV_TIME32:
-    case QV_TIME64:
-      return snprintf(out, (size_t)cap, "tt%s", unit_char(t->unit));
+    case QV_TIME64: return snprintf(out, (size_t)cap, "tt%s", unit_char(t->unit));
     case QV_TIMESTAMP:
       return snprintf(out, (size_t)cap, "ts%s:%s", unit_char(t->unit),
                       t->timezone ? t->timezone : "");
-    case QV_DURATION:
-      return snprintf(out, (size_t)cap, "tD%s", unit_char(t->unit));
-    case QV_FIXED_SIZE_BINARY:
-      return snprintf(out, (size_t)cap, "w:%d", (int)t->byte_width);
-    case QV_FIXED_SIZE_LIST:
-      return snprintf(out, (size_t)cap, "+w:%d", (int)t->list_size);
+    case QV_DURATION: return snprintf(out, (size_t)cap, "tD%s", unit_char(t->unit));
+    case QV_FIXED_SIZE_BINARY: return snprintf(out, (size_t)cap, "w:%d", (int)t->byte_width);
+    case QV_FIXED_SIZE_LIST: return snprintf(out, (size_t)cap, "+w:%d", (int)t->list_size);
     case QV_SPARSE_UNION:
     case QV_DENSE_UNION: {
-      int64_t n = snprintf(out, (size_t)cap, "+u%c:",
-                           t->id == QV_DENSE_UNION ? 'd' : 's');
+      int64_t n = snprintf(out, (size_t)cap, "+u%c:", t->id == QV_DENSE_UNION ? 'd' : 's');
       for (int32_t i = 0; i < t->n_children; i++) {
         char tmp[16];
         int k = snprintf(tmp, sizeof tmp, "%s%d", i ? "," : "",
@@ -112,8 +106,7 @@ static int64_t format_of(const qv_type *t, char *out, int64_t cap) {
       return n;
     }
     case QV_DICTIONARY:
-    case QV_TYPE_ID_COUNT:
-      return -1;
+    case QV_TYPE_ID_COUNT: return -1;
   }
   if (!fixed) return -1;
   return snprintf(out, (size_t)cap, "%s", fixed);
@@ -139,22 +132,18 @@ static bool put_i32(char **p, int64_t v) {
 }
 
 /* Encoded metadata (malloc'ed) or NULL for empty metadata. */
-static qv_status encode_metadata(const qv_metadata *md, char **out,
-                                 qv_error *err) {
+static qv_status encode_metadata(const qv_metadata *md, char **out, qv_error *err) {
   *out = NULL;
   if (!md || md->n == 0) return QV_OK;
   int64_t size = 4;
   for (int64_t i = 0; i < md->n; i++) {
     if (md->kv[i].key_len > INT32_MAX || md->kv[i].value_len > INT32_MAX ||
-        qv_add_overflow(size, 8 + md->kv[i].key_len + md->kv[i].value_len,
-                        &size))
-      return qv_error_set(err, QV_ENOMEM,
-                          "metadata pair %lld is too large to export",
+        qv_add_overflow(size, 8 + md->kv[i].key_len + md->kv[i].value_len, &size))
+      return qv_error_set(err, QV_ENOMEM, "metadata pair %lld is too large to export",
                           (long long)i);
   }
   if (md->n > INT32_MAX)
-    return qv_error_set(err, QV_ENOMEM, "too many metadata pairs (%lld)",
-                        (long long)md->n);
+    return qv_error_set(err, QV_ENOMEM, "too many metadata pairs (%lld)", (long long)md->n);
   char *buf = malloc((size_t)size);
   if (!buf) return qv_error_set(err, QV_ENOMEM, "out of memory (metadata)");
   char *p = buf;
@@ -171,16 +160,13 @@ static qv_status encode_metadata(const qv_metadata *md, char **out,
   return QV_OK;
 }
 
-static qv_status decode_metadata(const char *enc, qv_metadata *md,
-                                 qv_error *err) {
+static qv_status decode_metadata(const char *enc, qv_metadata *md, qv_error *err) {
   md->n = 0;
   md->kv = NULL;
   if (!enc) return QV_OK;
   int32_t n;
   memcpy(&n, enc, 4);
-  if (n < 0)
-    return qv_error_set(err, QV_EINVAL,
-                        "metadata: negative pair count %d", (int)n);
+  if (n < 0) return qv_error_set(err, QV_EINVAL, "metadata: negative pair count %d", (int)n);
   const char *p = enc + 4;
   for (int32_t i = 0; i < n; i++) {
     int32_t kl, vl;
@@ -188,9 +174,8 @@ static qv_status decode_metadata(const char *enc, qv_metadata *md,
     p += 4;
     if (kl < 0) {
       qv_metadata_reset(md);
-      return qv_error_set(err, QV_EINVAL,
-                          "metadata: pair %d has negative key length %d",
-                          (int)i, (int)kl);
+      return qv_error_set(err, QV_EINVAL, "metadata: pair %d has negative key length %d", (int)i,
+                          (int)kl);
     }
     const char *k = p;
     p += kl;
@@ -198,9 +183,8 @@ static qv_status decode_metadata(const char *enc, qv_metadata *md,
     p += 4;
     if (vl < 0) {
       qv_metadata_reset(md);
-      return qv_error_set(err, QV_EINVAL,
-                          "metadata: pair %d has negative value length %d",
-                          (int)i, (int)vl);
+      return qv_error_set(err, QV_EINVAL, "metadata: pair %d has negative value length %d", (int)i,
+                          (int)vl);
     }
     qv_status st = qv_metadata_append(md, k, kl, p, vl, err);
     if (st != QV_OK) {
@@ -256,13 +240,11 @@ static char *dup_str(const char *s) {
  * Fill `out` (assumed uninitialised) describing `type` with the given name
  * (may be NULL), flags and metadata. On failure `out` is released.
  */
-static qv_status export_type(const qv_type *type, const char *name,
-                             int64_t flags, const qv_metadata *md,
-                             struct ArrowSchema *out, int depth,
+static qv_status export_type(const qv_type *type, const char *name, int64_t flags,
+                             const qv_metadata *md, struct ArrowSchema *out, int depth,
                              qv_error *err) {
   memset(out, 0, sizeof *out);
-  if (depth > 64)
-    return qv_error_set(err, QV_ENOTSUP, "export: type nesting deeper than 64");
+  if (depth > 64) return qv_error_set(err, QV_ENOTSUP, "export: type nesting deeper than 64");
   schema_private *p = calloc(1, sizeof *p);
   if (!p) return qv_error_set(err, QV_ENOMEM, "out of memory (schema export)");
   out->private_data = p;
@@ -272,8 +254,7 @@ static qv_status export_type(const qv_type *type, const char *name,
   char fmt_small[64];
   int64_t need = qv_cdata_format(type, fmt_small, sizeof fmt_small);
   if (need < 0) {
-    st = qv_error_set(err, QV_ENOTSUP,
-                      "export: type %s has no C data format string",
+    st = qv_error_set(err, QV_ENOTSUP, "export: type %s has no C data format string",
                       qv_type_id_name(type->id));
     goto fail;
   }
@@ -297,13 +278,11 @@ static qv_status export_type(const qv_type *type, const char *name,
     if (!p->dict) goto oom;
     p->dict->release = NULL;
     out->dictionary = p->dict;
-    st = export_type(type->value_type, NULL, ARROW_FLAG_NULLABLE, NULL,
-                     p->dict, depth + 1, err);
+    st = export_type(type->value_type, NULL, ARROW_FLAG_NULLABLE, NULL, p->dict, depth + 1, err);
     if (st != QV_OK) goto fail;
     layout = type->index_type;
   }
-  if (layout->id == QV_MAP && layout->keys_sorted)
-    flags |= ARROW_FLAG_MAP_KEYS_SORTED;
+  if (layout->id == QV_MAP && layout->keys_sorted) flags |= ARROW_FLAG_MAP_KEYS_SORTED;
   out->flags = flags;
 
   if (layout->n_children > 0) {
@@ -316,8 +295,8 @@ static qv_status export_type(const qv_type *type, const char *name,
     out->n_children = n;
     for (int32_t i = 0; i < n; i++) {
       const qv_field *f = &layout->children[i];
-      st = export_type(f->type, f->name, f->nullable ? ARROW_FLAG_NULLABLE : 0,
-                       &f->metadata, &p->child_structs[i], depth + 1, err);
+      st = export_type(f->type, f->name, f->nullable ? ARROW_FLAG_NULLABLE : 0, &f->metadata,
+                       &p->child_structs[i], depth + 1, err);
       if (st != QV_OK) {
         if (err) qv_error_prefix(err, st, "field '%s': ", f->name);
         goto fail;
@@ -333,20 +312,16 @@ fail:
   return st;
 }
 
-qv_status qv_export_field(const qv_field *field, struct ArrowSchema *out,
-                          qv_error *err) {
+qv_status qv_export_field(const qv_field *field, struct ArrowSchema *out, qv_error *err) {
   if (!field || !out || !field->type)
     return qv_error_set(err, QV_EARG, "qv_export_field: NULL argument");
-  return export_type(field->type, field->name,
-                     field->nullable ? ARROW_FLAG_NULLABLE : 0,
+  return export_type(field->type, field->name, field->nullable ? ARROW_FLAG_NULLABLE : 0,
                      &field->metadata, out, 0, err);
 }
 
-qv_status qv_export_schema(const qv_schema *schema, struct ArrowSchema *out,
-                           qv_error *err) {
+qv_status qv_export_schema(const qv_schema *schema, struct ArrowSchema *out, qv_error *err) {
   if (!schema || !out || !schema->type || schema->type->id != QV_STRUCT)
-    return qv_error_set(err, QV_EARG,
-                        "qv_export_schema: NULL or non-struct schema");
+    return qv_error_set(err, QV_EARG, "qv_export_schema: NULL or non-struct schema");
   return export_type(schema->type, "", 0, &schema->metadata, out, 0, err);
 }
 
@@ -354,7 +329,7 @@ qv_status qv_export_schema(const qv_schema *schema, struct ArrowSchema *out,
 /* Array export                                                              */
 
 typedef struct array_private {
-  qv_array *array;    /* the reference that keeps every buffer alive */
+  qv_array *array; /* the reference that keeps every buffer alive */
   const void **buffers;
   int64_t *variadic_sizes; /* view arrays: sizes of the data buffers */
   struct ArrowArray **child_ptrs;
@@ -383,16 +358,11 @@ static void release_array(struct ArrowArray *a) {
   a->private_data = NULL;
 }
 
-static bool is_view_id(qv_type_id id) {
-  return id == QV_BINARY_VIEW || id == QV_STRING_VIEW;
-}
+static bool is_view_id(qv_type_id id) { return id == QV_BINARY_VIEW || id == QV_STRING_VIEW; }
 
-static qv_status export_array(qv_array *a, struct ArrowArray *out, int depth,
-                              qv_error *err) {
+static qv_status export_array(qv_array *a, struct ArrowArray *out, int depth, qv_error *err) {
   memset(out, 0, sizeof *out);
-  if (depth > 64)
-    return qv_error_set(err, QV_ENOTSUP,
-                        "export: array nesting deeper than 64");
+  if (depth > 64) return qv_error_set(err, QV_ENOTSUP, "export: array nesting deeper than 64");
   array_private *p = calloc(1, sizeof *p);
   if (!p) return qv_error_set(err, QV_ENOMEM, "out of memory (array export)");
   out->private_data = p;
@@ -405,11 +375,9 @@ static qv_status export_array(qv_array *a, struct ArrowArray *out, int depth,
   out->offset = a->offset;
   out->null_count = a->null_count;
   if (id == QV_NA) out->null_count = a->length;
-  else if (id == QV_SPARSE_UNION || id == QV_DENSE_UNION ||
-           id == QV_RUN_END_ENCODED)
+  else if (id == QV_SPARSE_UNION || id == QV_DENSE_UNION || id == QV_RUN_END_ENCODED)
     out->null_count = 0;
-  else if (a->n_buffers > 0 && a->buffers[0] == NULL)
-    out->null_count = 0;
+  else if (a->n_buffers > 0 && a->buffers[0] == NULL) out->null_count = 0;
 
   /* Buffers: quiver's layout is the C layout, plus the sizes buffer that
    * view arrays carry in C. */
@@ -452,8 +420,7 @@ static qv_status export_array(qv_array *a, struct ArrowArray *out, int depth,
   }
   if (id == QV_DICTIONARY) {
     if (!a->dictionary) {
-      st = qv_error_set(err, QV_EARG,
-                        "export: dictionary array without dictionary values");
+      st = qv_error_set(err, QV_EARG, "export: dictionary array without dictionary values");
       goto fail;
     }
     p->dict = calloc(1, sizeof *p->dict);
@@ -471,10 +438,8 @@ fail:
   return st;
 }
 
-qv_status qv_export_array(qv_array *array, struct ArrowArray *out,
-                          qv_error *err) {
-  if (!array || !out)
-    return qv_error_set(err, QV_EARG, "qv_export_array: NULL argument");
+qv_status qv_export_array(qv_array *array, struct ArrowArray *out, qv_error *err) {
+  if (!array || !out) return qv_error_set(err, QV_EARG, "qv_export_array: NULL argument");
   return export_array(array, out, 0, err);
 }
 
@@ -491,8 +456,7 @@ int qv_cdata_errno(qv_status st) {
     case QV_ECHANGED: return EIO;
     case QV_EINVAL:
     case QV_EARG:
-    case QV_ETYPE:
-      return EINVAL;
+    case QV_ETYPE: return EINVAL;
   }
   return EINVAL;
 }
@@ -568,8 +532,7 @@ static qv_status reader_next(void *ctx, qv_array **batch, qv_error *err) {
 }
 static void reader_release(void *ctx) { qv_reader_close(ctx); }
 
-qv_status qv_export_reader_stream(qv_reader *r, struct ArrowArrayStream *out,
-                                  qv_error *err) {
+qv_status qv_export_reader_stream(qv_reader *r, struct ArrowArrayStream *out, qv_error *err) {
   if (!r || !out) {
     qv_reader_close(r);
     return qv_error_set(err, QV_EARG, "qv_export_reader_stream: NULL argument");
@@ -617,12 +580,11 @@ static bool parse_unit(char c, qv_time_unit *u) {
   }
 }
 
-static qv_status import_type(const struct ArrowSchema *in, import_ctx *ctx,
-                             int depth, qv_type **out, qv_error *err);
+static qv_status import_type(const struct ArrowSchema *in, import_ctx *ctx, int depth,
+                             qv_type **out, qv_error *err);
 
 static qv_status bad_format(qv_error *err, const char *fmt) {
-  return qv_error_set(err, QV_EINVAL, "unknown or malformed format string '%s'",
-                      fmt);
+  return qv_error_set(err, QV_EINVAL, "unknown or malformed format string '%s'", fmt);
 }
 
 /* Simple one-token formats. */
@@ -631,17 +593,36 @@ static qv_type_id simple_id(const char *f) {
     const char *fmt;
     qv_type_id id;
   } table[] = {
-      {"n", QV_NA},         {"b", QV_BOOL},          {"c", QV_INT8},
-      {"C", QV_UINT8},      {"s", QV_INT16},         {"S", QV_UINT16},
-      {"i", QV_INT32},      {"I", QV_UINT32},        {"l", QV_INT64},
-      {"L", QV_UINT64},     {"e", QV_HALF_FLOAT},    {"f", QV_FLOAT},
-      {"g", QV_DOUBLE},     {"z", QV_BINARY},        {"Z", QV_LARGE_BINARY},
-      {"u", QV_STRING},     {"U", QV_LARGE_STRING},  {"vz", QV_BINARY_VIEW},
-      {"vu", QV_STRING_VIEW}, {"tdD", QV_DATE32},    {"tdm", QV_DATE64},
-      {"tiM", QV_INTERVAL_MONTHS}, {"tiD", QV_INTERVAL_DAY_TIME},
-      {"tin", QV_INTERVAL_MONTH_DAY_NANO}, {"+l", QV_LIST},
-      {"+L", QV_LARGE_LIST}, {"+vl", QV_LIST_VIEW},
-      {"+vL", QV_LARGE_LIST_VIEW}, {"+s", QV_STRUCT}, {"+m", QV_MAP},
+      {"n", QV_NA},
+      {"b", QV_BOOL},
+      {"c", QV_INT8},
+      {"C", QV_UINT8},
+      {"s", QV_INT16},
+      {"S", QV_UINT16},
+      {"i", QV_INT32},
+      {"I", QV_UINT32},
+      {"l", QV_INT64},
+      {"L", QV_UINT64},
+      {"e", QV_HALF_FLOAT},
+      {"f", QV_FLOAT},
+      {"g", QV_DOUBLE},
+      {"z", QV_BINARY},
+      {"Z", QV_LARGE_BINARY},
+      {"u", QV_STRING},
+      {"U", QV_LARGE_STRING},
+      {"vz", QV_BINARY_VIEW},
+      {"vu", QV_STRING_VIEW},
+      {"tdD", QV_DATE32},
+      {"tdm", QV_DATE64},
+      {"tiM", QV_INTERVAL_MONTHS},
+      {"tiD", QV_INTERVAL_DAY_TIME},
+      {"tin", QV_INTERVAL_MONTH_DAY_NANO},
+      {"+l", QV_LIST},
+      {"+L", QV_LARGE_LIST},
+      {"+vl", QV_LIST_VIEW},
+      {"+vL", QV_LARGE_LIST_VIEW},
+      {"+s", QV_STRUCT},
+      {"+m", QV_MAP},
       {"+r", QV_RUN_END_ENCODED},
   };
   for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
@@ -659,8 +640,7 @@ static qv_status type_from_format(const char *f, qv_type **out, qv_error *err) {
   } else if (f[0] == 'd' && f[1] == ':') {
     int32_t prec, scale, bw = 128;
     p = f + 2;
-    if (!parse_i32(&p, &prec) || *p++ != ',' || !parse_i32(&p, &scale))
-      return bad_format(err, f);
+    if (!parse_i32(&p, &prec) || *p++ != ',' || !parse_i32(&p, &scale)) return bad_format(err, f);
     if (*p == ',') {
       p++;
       if (!parse_i32(&p, &bw)) return bad_format(err, f);
@@ -672,8 +652,7 @@ static qv_status type_from_format(const char *f, qv_type **out, qv_error *err) {
       case 128: id = QV_DECIMAL128; break;
       case 256: id = QV_DECIMAL256; break;
       default:
-        return qv_error_set(err, QV_ENOTSUP,
-                            "format '%s': decimal bit width %d", f, (int)bw);
+        return qv_error_set(err, QV_ENOTSUP, "format '%s': decimal bit width %d", f, (int)bw);
     }
     t = qv_type_new(id);
     if (t) {
@@ -692,8 +671,7 @@ static qv_status type_from_format(const char *f, qv_type **out, qv_error *err) {
     if (!parse_i32(&p, &n) || *p != '\0' || n < 0) return bad_format(err, f);
     t = qv_type_new(QV_FIXED_SIZE_LIST);
     if (t) t->list_size = n;
-  } else if (f[0] == 't' && (f[1] == 't' || f[1] == 'D') && f[2] &&
-             f[3] == '\0') {
+  } else if (f[0] == 't' && (f[1] == 't' || f[1] == 'D') && f[2] && f[3] == '\0') {
     qv_time_unit u;
     if (!parse_unit(f[2], &u)) return bad_format(err, f);
     if (f[1] == 'D') id = QV_DURATION;
@@ -704,8 +682,7 @@ static qv_status type_from_format(const char *f, qv_type **out, qv_error *err) {
     qv_time_unit u;
     if (!parse_unit(f[2], &u)) return bad_format(err, f);
     t = qv_type_timestamp(u, f[4] ? f + 4 : NULL);
-  } else if (f[0] == '+' && f[1] == 'u' && (f[2] == 'd' || f[2] == 's') &&
-             f[3] == ':') {
+  } else if (f[0] == '+' && f[1] == 'u' && (f[2] == 'd' || f[2] == 's') && f[3] == ':') {
     t = qv_type_new(f[2] == 'd' ? QV_DENSE_UNION : QV_SPARSE_UNION);
     /* type codes are attached by the caller once children are known */
   } else {
@@ -729,9 +706,8 @@ static qv_status parse_union_codes(const char *f, qv_type *t, qv_error *err) {
       if (!parse_i32(&p, &c) || c < 0 || c > 127) goto bad;
       if (k >= n) {
         free(codes);
-        return qv_error_set(err, QV_EINVAL,
-                            "format '%s': more type codes than the %d children",
-                            f, (int)n);
+        return qv_error_set(err, QV_EINVAL, "format '%s': more type codes than the %d children", f,
+                            (int)n);
       }
       codes[k++] = c;
       if (*p == '\0') break;
@@ -740,9 +716,8 @@ static qv_status parse_union_codes(const char *f, qv_type *t, qv_error *err) {
   }
   if (k != n) {
     free(codes);
-    return qv_error_set(err, QV_EINVAL,
-                        "format '%s': %d type codes for %d children", f,
-                        (int)k, (int)n);
+    return qv_error_set(err, QV_EINVAL, "format '%s': %d type codes for %d children", f, (int)k,
+                        (int)n);
   }
   free(t->type_codes);
   t->type_codes = codes;
@@ -759,35 +734,27 @@ static int32_t expected_children(qv_type_id id) {
     case QV_LIST_VIEW:
     case QV_LARGE_LIST_VIEW:
     case QV_FIXED_SIZE_LIST:
-    case QV_MAP:
-      return 1;
-    case QV_RUN_END_ENCODED:
-      return 2;
+    case QV_MAP: return 1;
+    case QV_RUN_END_ENCODED: return 2;
     case QV_STRUCT:
     case QV_SPARSE_UNION:
-    case QV_DENSE_UNION:
-      return -1; /* any */
-    default:
-      return 0;
+    case QV_DENSE_UNION: return -1; /* any */
+    default: return 0;
   }
 }
 
-static qv_status import_type(const struct ArrowSchema *in, import_ctx *ctx,
-                             int depth, qv_type **out, qv_error *err) {
-  if (depth > 64)
-    return qv_error_set(err, QV_ENOTSUP, "import: type nesting deeper than 64");
-  if (!in->format)
-    return qv_error_set(err, QV_EINVAL, "import: NULL format string");
+static qv_status import_type(const struct ArrowSchema *in, import_ctx *ctx, int depth,
+                             qv_type **out, qv_error *err) {
+  if (depth > 64) return qv_error_set(err, QV_ENOTSUP, "import: type nesting deeper than 64");
+  if (!in->format) return qv_error_set(err, QV_EINVAL, "import: NULL format string");
   if (in->n_children < 0 || (in->n_children > 0 && !in->children))
-    return qv_error_set(err, QV_EINVAL, "import: format '%s': bad children",
-                        in->format);
+    return qv_error_set(err, QV_EINVAL, "import: format '%s': bad children", in->format);
   qv_type *t = NULL;
   QV_RETURN_NOT_OK(type_from_format(in->format, &t, err));
   int32_t want = expected_children(t->id);
   if ((want >= 0 && in->n_children != want) || in->n_children > INT32_MAX) {
     qv_type_unref(t);
-    return qv_error_set(err, QV_EINVAL,
-                        "import: format '%s' expects %d children, found %lld",
+    return qv_error_set(err, QV_EINVAL, "import: format '%s' expects %d children, found %lld",
                         in->format, (int)want, (long long)in->n_children);
   }
   if (t->id == QV_MAP) t->keys_sorted = (in->flags & ARROW_FLAG_MAP_KEYS_SORTED) != 0;
@@ -796,8 +763,7 @@ static qv_status import_type(const struct ArrowSchema *in, import_ctx *ctx,
   for (int64_t i = 0; i < in->n_children; i++) {
     const struct ArrowSchema *c = in->children[i];
     if (!c || !c->release) {
-      st = qv_error_set(err, QV_EINVAL, "import: child %lld is released",
-                        (long long)i);
+      st = qv_error_set(err, QV_EINVAL, "import: child %lld is released", (long long)i);
       goto fail;
     }
     /* Dictionary id numbering is depth-first, parents before children. */
@@ -813,8 +779,8 @@ static qv_status import_type(const struct ArrowSchema *in, import_ctx *ctx,
       qv_type_unref(ct);
       goto fail;
     }
-    st = qv_type_add_child(t, c->name ? c->name : "",
-                           (c->flags & ARROW_FLAG_NULLABLE) != 0, ct, &md, err);
+    st = qv_type_add_child(t, c->name ? c->name : "", (c->flags & ARROW_FLAG_NULLABLE) != 0, ct,
+                           &md, err);
     qv_metadata_reset(&md);
     if (st != QV_OK) {
       qv_type_unref(ct);
@@ -875,8 +841,7 @@ void qv_import_field_reset(qv_field *f) {
 qv_status qv_import_field(struct ArrowSchema *in, qv_field *out, qv_error *err) {
   if (!in || !out || !in->release) {
     consume_schema(in);
-    return qv_error_set(err, QV_EARG,
-                        "qv_import_field: NULL or released ArrowSchema");
+    return qv_error_set(err, QV_EARG, "qv_import_field: NULL or released ArrowSchema");
   }
   import_ctx ctx = {0};
   qv_field f;
@@ -897,17 +862,15 @@ qv_status qv_import_field(struct ArrowSchema *in, qv_field *out, qv_error *err) 
   return QV_OK;
 }
 
-qv_status qv_import_schema(struct ArrowSchema *in, qv_schema **out,
-                           qv_error *err) {
+qv_status qv_import_schema(struct ArrowSchema *in, qv_schema **out, qv_error *err) {
   if (!in || !out || !in->release) {
     consume_schema(in);
-    return qv_error_set(err, QV_EARG,
-                        "qv_import_schema: NULL or released ArrowSchema");
+    return qv_error_set(err, QV_EARG, "qv_import_schema: NULL or released ArrowSchema");
   }
   if (!in->format || strcmp(in->format, "+s") != 0 || in->dictionary) {
-    qv_status st = qv_error_set(
-        err, QV_EINVAL, "import schema: expected a struct ('+s'), found '%s'",
-        in->format ? in->format : "(null)");
+    qv_status st =
+        qv_error_set(err, QV_EINVAL, "import schema: expected a struct ('+s'), found '%s'",
+                     in->format ? in->format : "(null)");
     consume_schema(in);
     return st;
   }
@@ -957,65 +920,56 @@ static void holder_buffer_release(void *ctx, void *data, int64_t size) {
 /* Wrap foreign `ptr` of `size` bytes as a buffer holding `h`. A NULL
  * pointer gives a zeroed heap buffer of `size` bytes (so an empty
  * array's offsets buffer reads as {0}). */
-static qv_status wrap_buffer(import_holder *h, const void *ptr, int64_t size,
-                             qv_buffer **out, qv_error *err) {
+static qv_status wrap_buffer(import_holder *h, const void *ptr, int64_t size, qv_buffer **out,
+                             qv_error *err) {
   if (!ptr) return qv_buffer_alloc(size, out, err);
   __atomic_add_fetch(&h->refs, 1, __ATOMIC_ACQ_REL);
-  qv_status st = qv_buffer_wrap((void *)(uintptr_t)ptr, size,
-                                holder_buffer_release, h, out, err);
+  qv_status st = qv_buffer_wrap((void *)(uintptr_t)ptr, size, holder_buffer_release, h, out, err);
   if (st != QV_OK) __atomic_sub_fetch(&h->refs, 1, __ATOMIC_ACQ_REL);
   return st;
 }
 
-static qv_status mul_size(int64_t a, int64_t b, int64_t *out, qv_error *err,
-                          const char *path) {
+static qv_status mul_size(int64_t a, int64_t b, int64_t *out, qv_error *err, const char *path) {
   if (qv_mul_overflow(a, b, out))
     return qv_error_set(err, QV_EINVAL, "%s: buffer size overflows", path);
   return QV_OK;
 }
 
-static qv_status import_node(import_holder *h, const struct ArrowArray *in,
-                             const qv_type *type, const char *path, int depth,
-                             qv_array **out, qv_error *err);
+static qv_status import_node(import_holder *h, const struct ArrowArray *in, const qv_type *type,
+                             const char *path, int depth, qv_array **out, qv_error *err);
 
 /* Check the node's length, offset, buffer and child counts and dictionary
  * against `type`. *out_nbuf: the qv_array's buffer count (a view array's
  * variadic buffers, without the sizes buffer). */
-static qv_status check_node(const struct ArrowArray *in, const qv_type *type,
-                            const char *path, int64_t *out_nbuf,
-                            qv_error *err) {
+static qv_status check_node(const struct ArrowArray *in, const qv_type *type, const char *path,
+                            int64_t *out_nbuf, qv_error *err) {
   qv_type_id id = type->id;
   if (in->length < 0 || in->offset < 0)
-    return qv_error_set(err, QV_EINVAL, "%s: negative length %lld or offset %lld",
-                        path, (long long)in->length, (long long)in->offset);
+    return qv_error_set(err, QV_EINVAL, "%s: negative length %lld or offset %lld", path,
+                        (long long)in->length, (long long)in->offset);
   int64_t L;
   if (qv_add_overflow(in->length, in->offset, &L))
     return qv_error_set(err, QV_EINVAL, "%s: offset + length overflows", path);
-  if (in->n_buffers < 0 || (in->n_buffers > 0 && !in->buffers) ||
-      in->n_children < 0 || (in->n_children > 0 && !in->children))
+  if (in->n_buffers < 0 || (in->n_buffers > 0 && !in->buffers) || in->n_children < 0 ||
+      (in->n_children > 0 && !in->children))
     return qv_error_set(err, QV_EINVAL, "%s: malformed ArrowArray", path);
 
   int64_t want_buffers = qv_type_num_buffers(id);
   int64_t qv_nbuf = want_buffers;
   if (is_view_id(id)) {
     if (in->n_buffers < 3)
-      return qv_error_set(err, QV_EINVAL,
-                          "%s: view array needs at least 3 buffers, found %lld",
+      return qv_error_set(err, QV_EINVAL, "%s: view array needs at least 3 buffers, found %lld",
                           path, (long long)in->n_buffers);
     qv_nbuf = in->n_buffers - 1;
-    if (qv_nbuf > INT32_MAX)
-      return qv_error_set(err, QV_EINVAL, "%s: too many buffers", path);
+    if (qv_nbuf > INT32_MAX) return qv_error_set(err, QV_EINVAL, "%s: too many buffers", path);
   } else if (in->n_buffers != want_buffers) {
-    return qv_error_set(err, QV_EINVAL, "%s: type %s expects %lld buffers, found %lld",
-                        path, qv_type_id_name(id), (long long)want_buffers,
-                        (long long)in->n_buffers);
+    return qv_error_set(err, QV_EINVAL, "%s: type %s expects %lld buffers, found %lld", path,
+                        qv_type_id_name(id), (long long)want_buffers, (long long)in->n_buffers);
   }
   int32_t want_children = id == QV_DICTIONARY ? 0 : type->n_children;
   if (in->n_children != want_children)
-    return qv_error_set(err, QV_EINVAL,
-                        "%s: type %s expects %d children, found %lld", path,
-                        qv_type_id_name(id), (int)want_children,
-                        (long long)in->n_children);
+    return qv_error_set(err, QV_EINVAL, "%s: type %s expects %d children, found %lld", path,
+                        qv_type_id_name(id), (int)want_children, (long long)in->n_children);
   if ((id == QV_DICTIONARY) != (in->dictionary != NULL))
     return qv_error_set(err, QV_EINVAL, "%s: dictionary %s", path,
                         id == QV_DICTIONARY ? "missing" : "unexpected");
@@ -1027,18 +981,14 @@ static qv_status check_node(const struct ArrowArray *in, const qv_type *type,
 /* Byte sizes of the fixed buffers of a node of `layout` with L = offset +
  * length slots, from the layout (a string's data size from its last
  * offset). */
-static qv_status layout_sizes(const qv_type *layout, const void *const *bp,
-                              int64_t L, const char *path, int64_t sizes[3],
-                              qv_error *err) {
+static qv_status layout_sizes(const qv_type *layout, const void *const *bp, int64_t L,
+                              const char *path, int64_t sizes[3], qv_error *err) {
   qv_status st = QV_OK;
   int64_t bitmap_bytes = L / 8 + (L % 8 != 0);
   switch (layout->id) {
     case QV_NA:
-    case QV_RUN_END_ENCODED:
-      break;
-    case QV_BOOL:
-      sizes[0] = sizes[1] = bitmap_bytes;
-      break;
+    case QV_RUN_END_ENCODED: break;
+    case QV_BOOL: sizes[0] = sizes[1] = bitmap_bytes; break;
     case QV_BINARY:
     case QV_STRING:
     case QV_LARGE_BINARY:
@@ -1060,8 +1010,8 @@ static qv_status layout_sizes(const qv_type *layout, const void *const *bp,
         return qv_error_set(err, QV_EINVAL, "%s: buffer 1 (offsets) is NULL", path);
       }
       if (last < 0) {
-        return qv_error_set(err, QV_EINVAL, "%s: last offset %lld is negative",
-                            path, (long long)last);
+        return qv_error_set(err, QV_EINVAL, "%s: last offset %lld is negative", path,
+                            (long long)last);
       }
       sizes[2] = last;
       break;
@@ -1090,12 +1040,8 @@ static qv_status layout_sizes(const qv_type *layout, const void *const *bp,
       break;
     }
     case QV_FIXED_SIZE_LIST:
-    case QV_STRUCT:
-      sizes[0] = bitmap_bytes;
-      break;
-    case QV_SPARSE_UNION:
-      sizes[0] = L;
-      break;
+    case QV_STRUCT: sizes[0] = bitmap_bytes; break;
+    case QV_SPARSE_UNION: sizes[0] = L; break;
     case QV_FIXED_SIZE_BINARY:
       sizes[0] = bitmap_bytes;
       st = mul_size(L, layout->byte_width, &sizes[1], err, path);
@@ -1121,17 +1067,14 @@ static qv_status layout_sizes(const qv_type *layout, const void *const *bp,
 /* Wrap the node's validity, offset/value (and list-view size) buffers:
  * a NULL validity buffer means all valid; other NULL buffers only where
  * they need no bytes. */
-static qv_status wrap_fixed_buffers(import_holder *h,
-                                    const struct ArrowArray *in, qv_array *a,
-                                    const qv_type *layout,
-                                    const int64_t sizes[3], int64_t L,
-                                    int64_t fixed_bufs, const char *path,
-                                    qv_error *err) {
+static qv_status wrap_fixed_buffers(import_holder *h, const struct ArrowArray *in, qv_array *a,
+                                    const qv_type *layout, const int64_t sizes[3], int64_t L,
+                                    int64_t fixed_bufs, const char *path, qv_error *err) {
   const void *const *bp = in->buffers;
   qv_type_id id = a->type->id;
   qv_status st;
-  bool has_validity = !(id == QV_SPARSE_UNION || id == QV_DENSE_UNION ||
-                        id == QV_NA || id == QV_RUN_END_ENCODED);
+  bool has_validity =
+      !(id == QV_SPARSE_UNION || id == QV_DENSE_UNION || id == QV_NA || id == QV_RUN_END_ENCODED);
   for (int64_t i = 0; i < fixed_bufs; i++) {
     if (i == 0 && has_validity && !bp[0]) {
       if (in->null_count > 0) {
@@ -1144,15 +1087,11 @@ static qv_status wrap_fixed_buffers(import_holder *h,
       continue; /* no validity buffer: all valid */
     }
     if (!bp[i] && sizes[i] > 0 &&
-        !(i == 1 && L == 0 && (layout->id == QV_BINARY ||
-                               layout->id == QV_STRING ||
-                               layout->id == QV_LARGE_BINARY ||
-                               layout->id == QV_LARGE_STRING ||
-                               layout->id == QV_LIST ||
-                               layout->id == QV_LARGE_LIST ||
-                               layout->id == QV_MAP))) {
-      return qv_error_set(err, QV_EINVAL,
-                          "%s: buffer %lld is NULL but needs %lld bytes", path,
+        !(i == 1 && L == 0 &&
+          (layout->id == QV_BINARY || layout->id == QV_STRING || layout->id == QV_LARGE_BINARY ||
+           layout->id == QV_LARGE_STRING || layout->id == QV_LIST || layout->id == QV_LARGE_LIST ||
+           layout->id == QV_MAP))) {
+      return qv_error_set(err, QV_EINVAL, "%s: buffer %lld is NULL but needs %lld bytes", path,
                           (long long)i, (long long)sizes[i]);
     }
     st = wrap_buffer(h, bp[i], sizes[i], &a->buffers[i], err);
@@ -1162,16 +1101,14 @@ static qv_status wrap_fixed_buffers(import_holder *h,
 }
 
 /* Wrap a view array's variadic data buffers, sized by its last buffer. */
-static qv_status wrap_view_buffers(import_holder *h,
-                                   const struct ArrowArray *in, qv_array *a,
+static qv_status wrap_view_buffers(import_holder *h, const struct ArrowArray *in, qv_array *a,
                                    const char *path, qv_error *err) {
   const void *const *bp = in->buffers;
   qv_status st;
   int64_t nvar = in->n_buffers - 3;
   const int64_t *vs = bp[in->n_buffers - 1];
   if (nvar > 0 && !vs) {
-    return qv_error_set(err, QV_EINVAL,
-                        "%s: variadic buffer sizes buffer is NULL", path);
+    return qv_error_set(err, QV_EINVAL, "%s: variadic buffer sizes buffer is NULL", path);
   }
   for (int64_t i = 0; i < nvar; i++) {
     int64_t sz;
@@ -1189,9 +1126,8 @@ static qv_status wrap_view_buffers(import_holder *h,
 }
 
 /* Import the node's children and dictionary. */
-static qv_status import_children(import_holder *h, const struct ArrowArray *in,
-                                 const qv_type *type, qv_array *a,
-                                 const char *path, int depth, qv_error *err) {
+static qv_status import_children(import_holder *h, const struct ArrowArray *in, const qv_type *type,
+                                 qv_array *a, const char *path, int depth, qv_error *err) {
   qv_status st;
   for (int64_t i = 0; i < in->n_children; i++) {
     const struct ArrowArray *c = in->children[i];
@@ -1210,19 +1146,16 @@ static qv_status import_children(import_holder *h, const struct ArrowArray *in,
     if (!in->dictionary->release) {
       return qv_error_set(err, QV_EINVAL, "%s: released", dpath);
     }
-    st = import_node(h, in->dictionary, type->value_type, dpath, depth + 1,
-                     &a->dictionary, err);
+    st = import_node(h, in->dictionary, type->value_type, dpath, depth + 1, &a->dictionary, err);
     if (st != QV_OK) return st;
   }
   return QV_OK;
 }
 
 /* Build the qv_array for one node. */
-static qv_status import_node(import_holder *h, const struct ArrowArray *in,
-                             const qv_type *type, const char *path, int depth,
-                             qv_array **out, qv_error *err) {
-  if (depth > 64)
-    return qv_error_set(err, QV_ENOTSUP, "%s: nesting deeper than 64", path);
+static qv_status import_node(import_holder *h, const struct ArrowArray *in, const qv_type *type,
+                             const char *path, int depth, qv_array **out, qv_error *err) {
+  if (depth > 64) return qv_error_set(err, QV_ENOTSUP, "%s: nesting deeper than 64", path);
   qv_type_id id = type->id;
   int64_t qv_nbuf;
   QV_RETURN_NOT_OK(check_node(in, type, path, &qv_nbuf, err));
@@ -1230,8 +1163,7 @@ static qv_status import_node(import_holder *h, const struct ArrowArray *in,
   const qv_type *layout = id == QV_DICTIONARY ? type->index_type : type;
   bool view = is_view_id(id);
 
-  qv_array *a = qv_array_new((qv_type *)(uintptr_t)type, (int32_t)qv_nbuf,
-                             (int32_t)in->n_children);
+  qv_array *a = qv_array_new((qv_type *)(uintptr_t)type, (int32_t)qv_nbuf, (int32_t)in->n_children);
   if (!a) return qv_error_set(err, QV_ENOMEM, "out of memory (array import)");
   a->length = in->length;
   a->offset = in->offset;
@@ -1240,8 +1172,7 @@ static qv_status import_node(import_holder *h, const struct ArrowArray *in,
   int64_t sizes[3] = {0, 0, 0};
   qv_status st = layout_sizes(layout, in->buffers, L, path, sizes, err);
   if (st == QV_OK)
-    st = wrap_fixed_buffers(h, in, a, layout, sizes, L, view ? 2 : qv_nbuf,
-                            path, err);
+    st = wrap_fixed_buffers(h, in, a, layout, sizes, L, view ? 2 : qv_nbuf, path, err);
   if (st == QV_OK && view) st = wrap_view_buffers(h, in, a, path, err);
   if (st == QV_OK) st = import_children(h, in, type, a, path, depth, err);
   if (st != QV_OK) {
@@ -1252,25 +1183,23 @@ static qv_status import_node(import_holder *h, const struct ArrowArray *in,
   return QV_OK;
 }
 
-qv_status qv_import_array(struct ArrowArray *in, const qv_type *type,
-                          qv_array **out, qv_error *err) {
+qv_status qv_import_array(struct ArrowArray *in, const qv_type *type, qv_array **out,
+                          qv_error *err) {
   if (!in || !in->release || !type || !out) {
     if (in && in->release) in->release(in);
-    return qv_error_set(err, QV_EARG,
-                        "qv_import_array: NULL argument or released array");
+    return qv_error_set(err, QV_EARG, "qv_import_array: NULL argument or released array");
   }
   import_holder *h = malloc(sizeof *h);
   if (!h) {
     in->release(in);
     return qv_error_set(err, QV_ENOMEM, "out of memory (array import)");
   }
-  h->array = *in;    /* move: the holder owns it now */
+  h->array = *in; /* move: the holder owns it now */
   in->release = NULL;
-  h->refs = 1;       /* construction reference */
+  h->refs = 1; /* construction reference */
   qv_array *a = NULL;
   qv_status st = import_node(h, &h->array, type, "imported array", 0, &a, err);
-  if (st == QV_OK)
-    st = qv_array_validate(a, QV_VALIDATE_MINIMAL, "imported array", err);
+  if (st == QV_OK) st = qv_array_validate(a, QV_VALIDATE_MINIMAL, "imported array", err);
   holder_unref(h); /* buffers keep it alive from here */
   if (st != QV_OK) {
     qv_array_unref(a);
@@ -1297,11 +1226,11 @@ static qv_status errno_to_status(int code) {
   }
 }
 
-static qv_status stream_error(struct ArrowArrayStream *s, int code,
-                              const char *what, qv_error *err) {
+static qv_status stream_error(struct ArrowArrayStream *s, int code, const char *what,
+                              qv_error *err) {
   const char *msg = s->get_last_error ? s->get_last_error(s) : NULL;
-  return qv_error_set(err, errno_to_status(code), "C stream %s failed (%s): %s",
-                      what, strerror(code), msg ? msg : "no details");
+  return qv_error_set(err, errno_to_status(code), "C stream %s failed (%s): %s", what,
+                      strerror(code), msg ? msg : "no details");
 }
 
 void qv_stream_import_close(qv_stream_import *s) {
@@ -1311,12 +1240,11 @@ void qv_stream_import_close(qv_stream_import *s) {
   free(s);
 }
 
-qv_status qv_stream_import_open(struct ArrowArrayStream *stream,
-                                qv_stream_import **out, qv_error *err) {
+qv_status qv_stream_import_open(struct ArrowArrayStream *stream, qv_stream_import **out,
+                                qv_error *err) {
   if (!stream || !stream->release || !out) {
     if (stream && stream->release) stream->release(stream);
-    return qv_error_set(err, QV_EARG,
-                        "qv_stream_import_open: NULL or released stream");
+    return qv_error_set(err, QV_EARG, "qv_stream_import_open: NULL or released stream");
   }
   qv_stream_import *s = calloc(1, sizeof *s);
   if (!s) {
@@ -1342,15 +1270,11 @@ qv_status qv_stream_import_open(struct ArrowArrayStream *stream,
   return QV_OK;
 }
 
-const qv_schema *qv_stream_import_schema(const qv_stream_import *s) {
-  return s->schema;
-}
+const qv_schema *qv_stream_import_schema(const qv_stream_import *s) { return s->schema; }
 
-qv_status qv_stream_import_next(qv_stream_import *s, qv_array **out,
-                                qv_error *err) {
+qv_status qv_stream_import_next(qv_stream_import *s, qv_array **out, qv_error *err) {
   *out = NULL;
-  if (!s->stream.release)
-    return qv_error_set(err, QV_EARG, "C stream already released");
+  if (!s->stream.release) return qv_error_set(err, QV_EARG, "C stream already released");
   struct ArrowArray arr;
   memset(&arr, 0, sizeof arr);
   int code = s->stream.get_next(&s->stream, &arr);
@@ -1359,9 +1283,8 @@ qv_status qv_stream_import_next(qv_stream_import *s, qv_array **out,
   return qv_import_array(&arr, s->schema->type, out, err);
 }
 
-qv_status qv_import_stream(struct ArrowArrayStream *stream,
-                           qv_schema **out_schema, qv_array ***out_batches,
-                           int64_t *out_n, qv_error *err) {
+qv_status qv_import_stream(struct ArrowArrayStream *stream, qv_schema **out_schema,
+                           qv_array ***out_batches, int64_t *out_n, qv_error *err) {
   qv_stream_import *s = NULL;
   QV_RETURN_NOT_OK(qv_stream_import_open(stream, &s, err));
   qv_array **batches = NULL;

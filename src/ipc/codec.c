@@ -49,8 +49,8 @@ static void store_le64(uint8_t *p, int64_t value) {
 
 /* Decode one or more concatenated LZ4 frames from src into exactly
  * dst_len bytes at dst. */
-static qv_status lz4_decode(const uint8_t *src, size_t src_len, uint8_t *dst,
-                            size_t dst_len, qv_error *err) {
+static qv_status lz4_decode(const uint8_t *src, size_t src_len, uint8_t *dst, size_t dst_len,
+                            qv_error *err) {
   LZ4F_dctx *dctx = NULL;
   size_t rc = LZ4F_createDecompressionContext(&dctx, LZ4F_VERSION);
   if (LZ4F_isError(rc))
@@ -67,8 +67,7 @@ static qv_status lz4_decode(const uint8_t *src, size_t src_len, uint8_t *dst,
     size_t out = overflow_probe ? sizeof scratch : dst_len - dpos;
     hint = LZ4F_decompress(dctx, out_ptr, &out, src + spos, &in, NULL);
     if (LZ4F_isError(hint)) {
-      st = qv_error_set(err, QV_EINVAL, "LZ4_FRAME: corrupt frame: %s",
-                        LZ4F_getErrorName(hint));
+      st = qv_error_set(err, QV_EINVAL, "LZ4_FRAME: corrupt frame: %s", LZ4F_getErrorName(hint));
       goto done;
     }
     if (overflow_probe && out > 0) {
@@ -79,8 +78,7 @@ static qv_status lz4_decode(const uint8_t *src, size_t src_len, uint8_t *dst,
       goto done;
     }
     if (in == 0 && out == 0) {
-      st = qv_error_set(err, QV_EINVAL,
-                        "LZ4_FRAME: decoder made no progress at input byte %zu",
+      st = qv_error_set(err, QV_EINVAL, "LZ4_FRAME: decoder made no progress at input byte %zu",
                         spos);
       goto done;
     }
@@ -88,9 +86,8 @@ static qv_status lz4_decode(const uint8_t *src, size_t src_len, uint8_t *dst,
     dpos += out;
   }
   if (hint != 0) {
-    st = qv_error_set(err, QV_EINVAL,
-                      "LZ4_FRAME: truncated frame (%zu input bytes consumed)",
-                      spos);
+    st =
+        qv_error_set(err, QV_EINVAL, "LZ4_FRAME: truncated frame (%zu input bytes consumed)", spos);
     goto done;
   }
   if (dpos != dst_len)
@@ -103,8 +100,8 @@ done:
   return st;
 }
 
-static qv_status zstd_decode(const uint8_t *src, size_t src_len, uint8_t *dst,
-                             size_t dst_len, qv_error *err) {
+static qv_status zstd_decode(const uint8_t *src, size_t src_len, uint8_t *dst, size_t dst_len,
+                             qv_error *err) {
   size_t got = ZSTD_decompress(dst, dst_len, src, src_len);
   if (ZSTD_isError(got)) {
     if (ZSTD_getErrorCode(got) == ZSTD_error_dstSize_tooSmall)
@@ -112,8 +109,7 @@ static qv_status zstd_decode(const uint8_t *src, size_t src_len, uint8_t *dst,
                           "ZSTD: frame decodes to more than the declared %zu "
                           "bytes",
                           dst_len);
-    return qv_error_set(err, QV_EINVAL, "ZSTD: corrupt frame: %s",
-                        ZSTD_getErrorName(got));
+    return qv_error_set(err, QV_EINVAL, "ZSTD: corrupt frame: %s", ZSTD_getErrorName(got));
   }
   if (got != dst_len)
     return qv_error_set(err, QV_EINVAL,
@@ -141,8 +137,8 @@ static qv_status zstd_decode_prefix(const uint8_t *src, size_t src_len, uint8_t 
     }
     if (in.pos == before_in && out.pos == before_out) { /* input ended */
       st = qv_error_set(err, QV_EINVAL,
-                        "ZSTD: frame decodes to %zu bytes, fewer than the %zu needed",
-                        out.pos, dst_len);
+                        "ZSTD: frame decodes to %zu bytes, fewer than the %zu needed", out.pos,
+                        dst_len);
       break;
     }
   }
@@ -151,8 +147,8 @@ static qv_status zstd_decode_prefix(const uint8_t *src, size_t src_len, uint8_t 
 }
 
 /* As zstd_decode_prefix for LZ4 frames. */
-static qv_status lz4_decode_prefix(const uint8_t *src, size_t src_len, uint8_t *dst,
-                                   size_t dst_len, qv_error *err) {
+static qv_status lz4_decode_prefix(const uint8_t *src, size_t src_len, uint8_t *dst, size_t dst_len,
+                                   qv_error *err) {
   LZ4F_dctx *dctx = NULL;
   size_t rc = LZ4F_createDecompressionContext(&dctx, LZ4F_VERSION);
   if (LZ4F_isError(rc))
@@ -169,8 +165,8 @@ static qv_status lz4_decode_prefix(const uint8_t *src, size_t src_len, uint8_t *
     }
     if (in == 0 && out == 0) {
       st = qv_error_set(err, QV_EINVAL,
-                        "LZ4_FRAME: frame decodes to %zu bytes, fewer than the %zu needed",
-                        dpos, dst_len);
+                        "LZ4_FRAME: frame decodes to %zu bytes, fewer than the %zu needed", dpos,
+                        dst_len);
       break;
     }
     spos += in;
@@ -193,13 +189,13 @@ qv_status qv_ipc_compressed_length(qv_compression codec, const qv_buffer *compre
                         codec_name(codec), (long long)compressed->size);
   *declared = load_le64(compressed->data);
   if (*declared < 0 && *declared != QV_CODEC_UNCOMPRESSED)
-    return qv_error_set(err, QV_EINVAL, "%s: negative uncompressed length %lld",
-                        codec_name(codec), (long long)*declared);
+    return qv_error_set(err, QV_EINVAL, "%s: negative uncompressed length %lld", codec_name(codec),
+                        (long long)*declared);
   return QV_OK;
 }
 
-qv_status qv_ipc_decompress_into(qv_compression codec, const qv_buffer *compressed,
-                                 uint8_t *dst, int64_t len, qv_error *err) {
+qv_status qv_ipc_decompress_into(qv_compression codec, const qv_buffer *compressed, uint8_t *dst,
+                                 int64_t len, qv_error *err) {
   int64_t declared;
   QV_RETURN_NOT_OK(qv_ipc_compressed_length(codec, compressed, &declared, err));
   if (len < 0 || len > declared || declared == QV_CODEC_UNCOMPRESSED)
@@ -216,9 +212,8 @@ qv_status qv_ipc_decompress_into(qv_compression codec, const qv_buffer *compress
                                       : lz4_decode_prefix(src, src_len, dst, (size_t)len, err);
 }
 
-qv_status qv_ipc_decompress(qv_compression codec, qv_buffer *compressed,
-                            int64_t max_alloc, qv_buffer **out,
-                            qv_error *err) {
+qv_status qv_ipc_decompress(qv_compression codec, qv_buffer *compressed, int64_t max_alloc,
+                            qv_buffer **out, qv_error *err) {
   *out = NULL;
   int64_t declared;
   QV_RETURN_NOT_OK(qv_ipc_compressed_length(codec, compressed, &declared, err));
@@ -227,15 +222,14 @@ qv_status qv_ipc_decompress(qv_compression codec, qv_buffer *compressed,
     return QV_OK;
   }
   if (declared == QV_CODEC_UNCOMPRESSED)
-    return qv_buffer_view(compressed, QV_CODEC_PREFIX_LEN,
-                          compressed->size - QV_CODEC_PREFIX_LEN, out, err);
+    return qv_buffer_view(compressed, QV_CODEC_PREFIX_LEN, compressed->size - QV_CODEC_PREFIX_LEN,
+                          out, err);
   if (max_alloc <= 0) max_alloc = QV_DEFAULT_MAX_ALLOC;
   if (declared > max_alloc)
     return qv_error_set(err, QV_ENOMEM,
                         "%s: uncompressed length %lld exceeds the limit of "
                         "%lld bytes (max_alloc)",
-                        codec_name(codec), (long long)declared,
-                        (long long)max_alloc);
+                        codec_name(codec), (long long)declared, (long long)max_alloc);
   qv_buffer *dst = NULL;
   QV_RETURN_NOT_OK(qv_buffer_alloc(declared, &dst, err));
   qv_status st = qv_ipc_decompress_into(codec, compressed, dst->data, declared, err);
@@ -280,16 +274,15 @@ int64_t qv_ipc_compress_bound(qv_compression codec, int level, int64_t len) {
   return (int64_t)bound + QV_CODEC_PREFIX_LEN;
 }
 
-qv_status qv_ipc_compress_into(qv_codec_ctx **ctx, qv_compression codec, int level,
-                               const void *src, int64_t len, uint8_t *dst, int64_t dst_cap,
-                               int64_t *written, qv_error *err) {
+qv_status qv_ipc_compress_into(qv_codec_ctx **ctx, qv_compression codec, int level, const void *src,
+                               int64_t len, uint8_t *dst, int64_t dst_cap, int64_t *written,
+                               qv_error *err) {
   qv_codec_ctx *local = NULL, **pc = ctx ? ctx : &local;
   int64_t bound = qv_ipc_compress_bound(codec, level, len);
   if (len <= 0 || bound < 0 || dst_cap < bound)
     return qv_error_set(err, QV_EARG,
                         "qv_ipc_compress_into: %s: bad length %lld or room %lld (need %lld)",
-                        codec_name(codec), (long long)len, (long long)dst_cap,
-                        (long long)bound);
+                        codec_name(codec), (long long)len, (long long)dst_cap, (long long)bound);
   if (*pc == NULL && (*pc = calloc(1, sizeof **pc)) == NULL)
     return qv_error_set(err, QV_ENOMEM, "out of memory (codec context)");
   qv_codec_ctx *c = *pc;
@@ -310,8 +303,7 @@ qv_status qv_ipc_compress_into(qv_codec_ctx **ctx, qv_compression codec, int lev
     lz4_prefs(&prefs, level, len);
     n = LZ4F_compressFrame(dst + QV_CODEC_PREFIX_LEN, cap, src, (size_t)len, &prefs);
     if (LZ4F_isError(n)) {
-      st = qv_error_set(err, QV_EINVAL, "LZ4_FRAME: compression failed: %s",
-                        LZ4F_getErrorName(n));
+      st = qv_error_set(err, QV_EINVAL, "LZ4_FRAME: compression failed: %s", LZ4F_getErrorName(n));
       goto done;
     }
   }
@@ -322,20 +314,17 @@ done:
   return st;
 }
 
-qv_status qv_ipc_compress(qv_compression codec, int level, const void *src,
-                          int64_t len, qv_buffer **out, qv_error *err) {
+qv_status qv_ipc_compress(qv_compression codec, int level, const void *src, int64_t len,
+                          qv_buffer **out, qv_error *err) {
   *out = NULL;
   if (len < 0)
-    return qv_error_set(err, QV_EARG, "qv_ipc_compress: negative length %lld",
-                        (long long)len);
+    return qv_error_set(err, QV_EARG, "qv_ipc_compress: negative length %lld", (long long)len);
   if (codec != QV_COMPRESSION_LZ4_FRAME && codec != QV_COMPRESSION_ZSTD)
-    return qv_error_set(err, QV_EARG, "qv_ipc_compress: unknown codec %d",
-                        (int)codec);
+    return qv_error_set(err, QV_EARG, "qv_ipc_compress: unknown codec %d", (int)codec);
   if (len == 0) return qv_buffer_alloc(0, out, err);
   int64_t bound = qv_ipc_compress_bound(codec, level, len);
   if (bound < 0)
-    return qv_error_set(err, QV_ENOMEM,
-                        "%s: cannot compress %lld bytes (no size bound)",
+    return qv_error_set(err, QV_ENOMEM, "%s: cannot compress %lld bytes (no size bound)",
                         codec_name(codec), (long long)len);
   qv_buffer *dst = NULL;
   QV_RETURN_NOT_OK(qv_buffer_alloc(bound, &dst, err));

@@ -12,9 +12,9 @@
 #include <string.h>
 
 /* Sizes of the format's offset types. */
-#define FB_UOFFSET_SIZE 4 /* uint32 forward offset; also vector lengths */
-#define FB_SOFFSET_SIZE 4 /* int32 table -> vtable offset */
-#define FB_VOFFSET_SIZE 2 /* uint16 vtable entries */
+#define FB_UOFFSET_SIZE 4  /* uint32 forward offset; also vector lengths */
+#define FB_SOFFSET_SIZE 4  /* int32 table -> vtable offset */
+#define FB_VOFFSET_SIZE 2  /* uint16 vtable entries */
 #define FB_VTABLE_HEADER 4 /* vtable size + object size */
 
 typedef struct fb_verifier {
@@ -26,42 +26,32 @@ typedef struct fb_verifier {
 } fb_verifier;
 
 /* An opaque table: a union member this build does not know about. */
-static const qv_fb_table_desc fb_opaque_table = {"(unknown union member)", 0,
-                                                 NULL};
+static const qv_fb_table_desc fb_opaque_table = {"(unknown union member)", 0, NULL};
 
 static int64_t fb_field_size(const qv_fb_field_desc *f) {
   switch (f->kind) {
-  case QV_FB_SCALAR:
-  case QV_FB_STRUCT:
-    return f->size;
-  case QV_FB_UNION_TYPE:
-    return 1;
-  default:
-    return FB_UOFFSET_SIZE;
+    case QV_FB_SCALAR:
+    case QV_FB_STRUCT: return f->size;
+    case QV_FB_UNION_TYPE: return 1;
+    default: return FB_UOFFSET_SIZE;
   }
 }
 
 static int64_t fb_field_align(const qv_fb_field_desc *f) {
   switch (f->kind) {
-  case QV_FB_SCALAR:
-    return f->size;
-  case QV_FB_STRUCT:
-    return f->align ? f->align : 1;
-  case QV_FB_UNION_TYPE:
-    return 1;
-  default:
-    return FB_UOFFSET_SIZE;
+    case QV_FB_SCALAR: return f->size;
+    case QV_FB_STRUCT: return f->align ? f->align : 1;
+    case QV_FB_UNION_TYPE: return 1;
+    default: return FB_UOFFSET_SIZE;
   }
 }
 
 /* Charge `n` units of work; fails once the budget is spent. */
-static qv_status fb_charge(fb_verifier *v, int64_t n, const char *what,
-                           int64_t pos) {
+static qv_status fb_charge(fb_verifier *v, int64_t n, const char *what, int64_t pos) {
   v->budget -= n;
   if (v->budget < 0) {
     return qv_error_set(v->err, QV_EINVAL,
-                        "flatbuffer: %s at offset %" PRId64
-                        ": more than %" PRId64
+                        "flatbuffer: %s at offset %" PRId64 ": more than %" PRId64
                         " tables and vector elements visited (limit for a "
                         "%" PRId64 "-byte buffer)",
                         what, pos, v->limit, v->size);
@@ -75,16 +65,14 @@ static qv_status fb_charge(fb_verifier *v, int64_t n, const char *what,
  * are forward-only, non-zero and below 2^31 as the reference verifier
  * requires.
  */
-static qv_status fb_deref(fb_verifier *v, const char *table, int64_t tpos,
-                          const char *field, int64_t at, int64_t *target) {
+static qv_status fb_deref(fb_verifier *v, const char *table, int64_t tpos, const char *field,
+                          int64_t at, int64_t *target) {
   uint32_t off = qv_fb_read_u32(v->buf + at);
   int64_t t = at + (int64_t)off;
   if (off == 0 || off > (uint32_t)INT32_MAX || t >= v->size) {
     return qv_error_set(v->err, QV_EINVAL,
-                        "flatbuffer: table %s at offset %" PRId64
-                        ": field '%s': offset %" PRIu32 " at %" PRId64
-                        " points to %" PRId64 ", outside buffer [0, %" PRId64
-                        ")",
+                        "flatbuffer: table %s at offset %" PRId64 ": field '%s': offset %" PRIu32
+                        " at %" PRId64 " points to %" PRId64 ", outside buffer [0, %" PRId64 ")",
                         table, tpos, field, off, at, t, v->size);
   }
   *target = t;
@@ -92,9 +80,9 @@ static qv_status fb_deref(fb_verifier *v, const char *table, int64_t tpos,
 }
 
 /* Check a vector header at `pos`: aligned length, elements in bounds. */
-static qv_status fb_verify_vector(fb_verifier *v, const char *table,
-                                  int64_t tpos, const char *field, int64_t pos,
-                                  int64_t elem_size, int64_t *len_out) {
+static qv_status fb_verify_vector(fb_verifier *v, const char *table, int64_t tpos,
+                                  const char *field, int64_t pos, int64_t elem_size,
+                                  int64_t *len_out) {
   if (pos % FB_UOFFSET_SIZE != 0) {
     return qv_error_set(v->err, QV_EINVAL,
                         "flatbuffer: table %s at offset %" PRId64
@@ -115,9 +103,8 @@ static qv_status fb_verify_vector(fb_verifier *v, const char *table,
       qv_add_overflow(pos + FB_UOFFSET_SIZE, bytes, &end) || end > v->size) {
     return qv_error_set(v->err, QV_EINVAL,
                         "flatbuffer: table %s at offset %" PRId64
-                        ": field '%s': vector at offset %" PRId64
-                        " of %" PRId64 " elements x %" PRId64
-                        " bytes extends past end of buffer (%" PRId64
+                        ": field '%s': vector at offset %" PRId64 " of %" PRId64
+                        " elements x %" PRId64 " bytes extends past end of buffer (%" PRId64
                         " bytes)",
                         table, tpos, field, pos, len, elem_size, v->size);
   }
@@ -126,9 +113,8 @@ static qv_status fb_verify_vector(fb_verifier *v, const char *table,
 }
 
 /* Check a string at `pos`: length in bounds and a NUL terminator. */
-static qv_status fb_verify_string(fb_verifier *v, const char *table,
-                                  int64_t tpos, const char *field,
-                                  int64_t pos) {
+static qv_status fb_verify_string(fb_verifier *v, const char *table, int64_t tpos,
+                                  const char *field, int64_t pos) {
   if (pos % FB_UOFFSET_SIZE != 0) {
     return qv_error_set(v->err, QV_EINVAL,
                         "flatbuffer: table %s at offset %" PRId64
@@ -148,33 +134,29 @@ static qv_status fb_verify_string(fb_verifier *v, const char *table,
   if (nul >= v->size) {
     return qv_error_set(v->err, QV_EINVAL,
                         "flatbuffer: table %s at offset %" PRId64
-                        ": field '%s': string at offset %" PRId64
-                        " of length %" PRId64
-                        " (plus NUL) extends past end of buffer (%" PRId64
-                        " bytes)",
+                        ": field '%s': string at offset %" PRId64 " of length %" PRId64
+                        " (plus NUL) extends past end of buffer (%" PRId64 " bytes)",
                         table, tpos, field, pos, len, v->size);
   }
   if (v->buf[nul] != 0) {
     return qv_error_set(v->err, QV_EINVAL,
                         "flatbuffer: table %s at offset %" PRId64
-                        ": field '%s': string at offset %" PRId64
-                        " of length %" PRId64 " is missing its NUL terminator",
+                        ": field '%s': string at offset %" PRId64 " of length %" PRId64
+                        " is missing its NUL terminator",
                         table, tpos, field, pos, len);
   }
   return QV_OK;
 }
 
-static qv_status fb_verify_table(fb_verifier *v, int64_t pos,
-                                 const qv_fb_table_desc *desc, int depth);
+static qv_status fb_verify_table(fb_verifier *v, int64_t pos, const qv_fb_table_desc *desc,
+                                 int depth);
 
 /* Verify one described field of the table at tpos (vtable entries read). */
-static qv_status fb_verify_field(fb_verifier *v, const qv_fb_table_desc *desc,
-                                 int64_t tpos, int64_t vt, uint16_t vsize,
-                                 uint16_t tsize, const qv_fb_field_desc *f,
-                                 int depth) {
+static qv_status fb_verify_field(fb_verifier *v, const qv_fb_table_desc *desc, int64_t tpos,
+                                 int64_t vt, uint16_t vsize, uint16_t tsize,
+                                 const qv_fb_field_desc *f, int depth) {
   int64_t entry = FB_VTABLE_HEADER + (int64_t)FB_VOFFSET_SIZE * f->slot;
-  uint16_t off =
-      entry + FB_VOFFSET_SIZE <= vsize ? qv_fb_read_u16(v->buf + vt + entry) : 0;
+  uint16_t off = entry + FB_VOFFSET_SIZE <= vsize ? qv_fb_read_u16(v->buf + vt + entry) : 0;
   if (off == 0) return QV_OK; /* absent: the schema default applies */
   int64_t fsize = fb_field_size(f);
   if (off < FB_SOFFSET_SIZE || off + fsize > tsize) {
@@ -188,79 +170,75 @@ static qv_status fb_verify_field(fb_verifier *v, const qv_fb_table_desc *desc,
   int64_t align = fb_field_align(f);
   if (at % align != 0) {
     return qv_error_set(v->err, QV_EINVAL,
-                        "flatbuffer: table %s at offset %" PRId64
-                        ": field '%s' at offset %" PRId64
+                        "flatbuffer: table %s at offset %" PRId64 ": field '%s' at offset %" PRId64
                         " misaligned (must be a multiple of %" PRId64 ")",
                         desc->name, tpos, f->name, at, align);
   }
   int64_t target, len;
   switch (f->kind) {
-  case QV_FB_SCALAR:
-  case QV_FB_STRUCT:
-  case QV_FB_UNION_TYPE:
-    return QV_OK; /* inline: in bounds is all there is to check */
-  case QV_FB_STRING:
-    QV_RETURN_NOT_OK(fb_deref(v, desc->name, tpos, f->name, at, &target));
-    return fb_verify_string(v, desc->name, tpos, f->name, target);
-  case QV_FB_TABLE:
-    QV_RETURN_NOT_OK(fb_deref(v, desc->name, tpos, f->name, at, &target));
-    return fb_verify_table(v, target, f->table, depth + 1);
-  case QV_FB_VEC_SCALAR:
-    QV_RETURN_NOT_OK(fb_deref(v, desc->name, tpos, f->name, at, &target));
-    QV_RETURN_NOT_OK(
-        fb_verify_vector(v, desc->name, tpos, f->name, target, f->size, &len));
-    return fb_charge(v, 1, "vector", target);
-  case QV_FB_VEC_STRING:
-  case QV_FB_VEC_TABLE: {
-    QV_RETURN_NOT_OK(fb_deref(v, desc->name, tpos, f->name, at, &target));
-    QV_RETURN_NOT_OK(fb_verify_vector(v, desc->name, tpos, f->name, target,
-                                      FB_UOFFSET_SIZE, &len));
-    QV_RETURN_NOT_OK(fb_charge(v, 1 + len, "vector", target));
-    for (int64_t i = 0; i < len; i++) {
-      int64_t elem_at = target + FB_UOFFSET_SIZE + i * FB_UOFFSET_SIZE;
-      int64_t elem;
-      QV_RETURN_NOT_OK(fb_deref(v, desc->name, tpos, f->name, elem_at, &elem));
-      if (f->kind == QV_FB_VEC_STRING) {
-        QV_RETURN_NOT_OK(fb_verify_string(v, desc->name, tpos, f->name, elem));
-      } else {
-        QV_RETURN_NOT_OK(fb_verify_table(v, elem, f->table, depth + 1));
+    case QV_FB_SCALAR:
+    case QV_FB_STRUCT:
+    case QV_FB_UNION_TYPE: return QV_OK; /* inline: in bounds is all there is to check */
+    case QV_FB_STRING:
+      QV_RETURN_NOT_OK(fb_deref(v, desc->name, tpos, f->name, at, &target));
+      return fb_verify_string(v, desc->name, tpos, f->name, target);
+    case QV_FB_TABLE:
+      QV_RETURN_NOT_OK(fb_deref(v, desc->name, tpos, f->name, at, &target));
+      return fb_verify_table(v, target, f->table, depth + 1);
+    case QV_FB_VEC_SCALAR:
+      QV_RETURN_NOT_OK(fb_deref(v, desc->name, tpos, f->name, at, &target));
+      QV_RETURN_NOT_OK(fb_verify_vector(v, desc->name, tpos, f->name, target, f->size, &len));
+      return fb_charge(v, 1, "vector", target);
+    case QV_FB_VEC_STRING:
+    case QV_FB_VEC_TABLE: {
+      QV_RETURN_NOT_OK(fb_deref(v, desc->name, tpos, f->name, at, &target));
+      QV_RETURN_NOT_OK(
+          fb_verify_vector(v, desc->name, tpos, f->name, target, FB_UOFFSET_SIZE, &len));
+      QV_RETURN_NOT_OK(fb_charge(v, 1 + len, "vector", target));
+      for (int64_t i = 0; i < len; i++) {
+        int64_t elem_at = target + FB_UOFFSET_SIZE + i * FB_UOFFSET_SIZE;
+        int64_t elem;
+        QV_RETURN_NOT_OK(fb_deref(v, desc->name, tpos, f->name, elem_at, &elem));
+        if (f->kind == QV_FB_VEC_STRING) {
+          QV_RETURN_NOT_OK(fb_verify_string(v, desc->name, tpos, f->name, elem));
+        } else {
+          QV_RETURN_NOT_OK(fb_verify_table(v, elem, f->table, depth + 1));
+        }
       }
+      return QV_OK;
     }
-    return QV_OK;
-  }
-  case QV_FB_UNION: {
-    /* The tag is the field declared just before the value. */
-    int64_t tag_entry = entry - FB_VOFFSET_SIZE;
-    uint16_t tag_off = f->slot > 0 && tag_entry + FB_VOFFSET_SIZE <= vsize
-                           ? qv_fb_read_u16(v->buf + vt + tag_entry)
-                           : 0;
-    uint8_t tag = 0;
-    if (tag_off >= FB_SOFFSET_SIZE && tag_off < tsize) {
-      tag = v->buf[tpos + tag_off];
+    case QV_FB_UNION: {
+      /* The tag is the field declared just before the value. */
+      int64_t tag_entry = entry - FB_VOFFSET_SIZE;
+      uint16_t tag_off = f->slot > 0 && tag_entry + FB_VOFFSET_SIZE <= vsize
+                             ? qv_fb_read_u16(v->buf + vt + tag_entry)
+                             : 0;
+      uint8_t tag = 0;
+      if (tag_off >= FB_SOFFSET_SIZE && tag_off < tsize) {
+        tag = v->buf[tpos + tag_off];
+      }
+      if (tag == 0) return QV_OK; /* NONE: the value is never read */
+      const qv_fb_table_desc *member = &fb_opaque_table;
+      if (f->un && tag <= f->un->n_members && f->un->members[tag - 1]) {
+        member = f->un->members[tag - 1];
+      }
+      QV_RETURN_NOT_OK(fb_deref(v, desc->name, tpos, f->name, at, &target));
+      return fb_verify_table(v, target, member, depth + 1);
     }
-    if (tag == 0) return QV_OK; /* NONE: the value is never read */
-    const qv_fb_table_desc *member = &fb_opaque_table;
-    if (f->un && tag <= f->un->n_members && f->un->members[tag - 1]) {
-      member = f->un->members[tag - 1];
-    }
-    QV_RETURN_NOT_OK(fb_deref(v, desc->name, tpos, f->name, at, &target));
-    return fb_verify_table(v, target, member, depth + 1);
-  }
-  default:
-    return qv_error_set(v->err, QV_EINVAL,
-                        "flatbuffer: table %s: field '%s' has an invalid "
-                        "descriptor kind %d",
-                        desc->name, f->name, f->kind);
+    default:
+      return qv_error_set(v->err, QV_EINVAL,
+                          "flatbuffer: table %s: field '%s' has an invalid "
+                          "descriptor kind %d",
+                          desc->name, f->name, f->kind);
   }
 }
 
-static qv_status fb_verify_table(fb_verifier *v, int64_t pos,
-                                 const qv_fb_table_desc *desc, int depth) {
+static qv_status fb_verify_table(fb_verifier *v, int64_t pos, const qv_fb_table_desc *desc,
+                                 int depth) {
   const char *name = desc->name;
   if (depth > QV_FB_MAX_DEPTH) {
     return qv_error_set(v->err, QV_EINVAL,
-                        "flatbuffer: table %s at offset %" PRId64
-                        ": nesting depth exceeds %d",
+                        "flatbuffer: table %s at offset %" PRId64 ": nesting depth exceeds %d",
                         name, pos, QV_FB_MAX_DEPTH);
   }
   QV_RETURN_NOT_OK(fb_charge(v, 1, "table", pos));
@@ -273,30 +251,27 @@ static qv_status fb_verify_table(fb_verifier *v, int64_t pos,
   if (pos < 0 || pos > v->size - FB_SOFFSET_SIZE) {
     return qv_error_set(v->err, QV_EINVAL,
                         "flatbuffer: table %s at offset %" PRId64
-                        ": vtable offset extends past end of buffer (%" PRId64
-                        " bytes)",
+                        ": vtable offset extends past end of buffer (%" PRId64 " bytes)",
                         name, pos, v->size);
   }
   int64_t vt = pos - (int64_t)qv_fb_read_i32(v->buf + pos);
   if (vt < 0 || vt >= v->size) {
     return qv_error_set(v->err, QV_EINVAL,
-                        "flatbuffer: table %s at offset %" PRId64
-                        ": vtable offset %" PRId64 " out of bounds [0, %" PRId64
-                        ")",
+                        "flatbuffer: table %s at offset %" PRId64 ": vtable offset %" PRId64
+                        " out of bounds [0, %" PRId64 ")",
                         name, pos, vt, v->size);
   }
   if (vt % FB_VOFFSET_SIZE != 0) {
     return qv_error_set(v->err, QV_EINVAL,
-                        "flatbuffer: table %s at offset %" PRId64
-                        ": vtable at offset %" PRId64
+                        "flatbuffer: table %s at offset %" PRId64 ": vtable at offset %" PRId64
                         " misaligned (must be a multiple of 2)",
                         name, pos, vt);
   }
   if (vt > v->size - FB_VTABLE_HEADER) {
     return qv_error_set(v->err, QV_EINVAL,
                         "flatbuffer: table %s at offset %" PRId64
-                        ": vtable header at offset %" PRId64
-                        " extends past end of buffer (%" PRId64 " bytes)",
+                        ": vtable header at offset %" PRId64 " extends past end of buffer (%" PRId64
+                        " bytes)",
                         name, pos, vt, v->size);
   }
   uint16_t vsize = qv_fb_read_u16(v->buf + vt);
@@ -309,10 +284,8 @@ static qv_status fb_verify_table(fb_verifier *v, int64_t pos,
   }
   if (vt + vsize > v->size) {
     return qv_error_set(v->err, QV_EINVAL,
-                        "flatbuffer: table %s at offset %" PRId64
-                        ": vtable at offset %" PRId64
-                        " of size %u extends past end of buffer (%" PRId64
-                        " bytes)",
+                        "flatbuffer: table %s at offset %" PRId64 ": vtable at offset %" PRId64
+                        " of size %u extends past end of buffer (%" PRId64 " bytes)",
                         name, pos, vt, vsize, v->size);
   }
   if (tsize < FB_SOFFSET_SIZE) {
@@ -329,14 +302,13 @@ static qv_status fb_verify_table(fb_verifier *v, int64_t pos,
                         name, pos, tsize, v->size);
   }
   for (int i = 0; i < desc->n_fields; i++) {
-    QV_RETURN_NOT_OK(fb_verify_field(v, desc, pos, vt, vsize, tsize,
-                                     &desc->fields[i], depth));
+    QV_RETURN_NOT_OK(fb_verify_field(v, desc, pos, vt, vsize, tsize, &desc->fields[i], depth));
   }
   return QV_OK;
 }
 
-qv_status qv_fb_verify(const uint8_t *data, int64_t size,
-                       const qv_fb_table_desc *root, qv_error *err) {
+qv_status qv_fb_verify(const uint8_t *data, int64_t size, const qv_fb_table_desc *root,
+                       qv_error *err) {
   if (size < FB_UOFFSET_SIZE) {
     return qv_error_set(err, QV_EINVAL,
                         "flatbuffer: buffer of %" PRId64
@@ -346,8 +318,7 @@ qv_status qv_fb_verify(const uint8_t *data, int64_t size,
   }
   if (size > QV_FB_MAX_SIZE) {
     return qv_error_set(err, QV_EINVAL,
-                        "flatbuffer: buffer of %" PRId64
-                        " bytes exceeds the format's 2 GiB limit",
+                        "flatbuffer: buffer of %" PRId64 " bytes exceeds the format's 2 GiB limit",
                         size);
   }
   fb_verifier v = {data, size, 0, 0, err};
@@ -356,8 +327,7 @@ qv_status qv_fb_verify(const uint8_t *data, int64_t size,
   uint32_t root_off = qv_fb_read_u32(data);
   if ((int64_t)root_off >= size) {
     return qv_error_set(err, QV_EINVAL,
-                        "flatbuffer: root table offset %" PRIu32
-                        " out of bounds [0, %" PRId64 ")",
+                        "flatbuffer: root table offset %" PRIu32 " out of bounds [0, %" PRId64 ")",
                         root_off, size);
   }
   return fb_verify_table(&v, (int64_t)root_off, root, 1);
@@ -368,8 +338,7 @@ qv_status qv_fb_verify(const uint8_t *data, int64_t size,
 
 /* Locate the table at pos. Cheap bounds checks only: verification has
  * already proven the structure, these keep a misuse from reading wild. */
-static bool fb_make_table(const uint8_t *buf, int64_t size, int64_t pos,
-                          qv_fb_table *out) {
+static bool fb_make_table(const uint8_t *buf, int64_t size, int64_t pos, qv_fb_table *out) {
   memset(out, 0, sizeof *out);
   if (pos < 0 || pos > size - FB_SOFFSET_SIZE) return false;
   int64_t vt = pos - (int64_t)qv_fb_read_i32(buf + pos);
@@ -451,8 +420,8 @@ bool qv_fb_table_field(const qv_fb_table *t, int slot, qv_fb_table *out) {
 }
 
 /* String at pos: bounds-checked against the buffer. */
-static bool fb_string_at(const uint8_t *buf, int64_t size, int64_t pos,
-                         const char **s, int64_t *len) {
+static bool fb_string_at(const uint8_t *buf, int64_t size, int64_t pos, const char **s,
+                         int64_t *len) {
   if (pos < 0 || pos > size - FB_UOFFSET_SIZE) return false;
   int64_t n = (int64_t)qv_fb_read_u32(buf + pos);
   if (pos + FB_UOFFSET_SIZE + n >= size) return false;
@@ -461,8 +430,7 @@ static bool fb_string_at(const uint8_t *buf, int64_t size, int64_t pos,
   return true;
 }
 
-bool qv_fb_string(const qv_fb_table *t, int slot, const char **s,
-                  int64_t *len) {
+bool qv_fb_string(const qv_fb_table *t, int slot, const char **s, int64_t *len) {
   int64_t target = fb_indirect(t, slot);
   *s = NULL;
   *len = 0;
@@ -486,16 +454,13 @@ bool qv_fb_vec_table(const qv_fb_vec *v, int64_t i, qv_fb_table *out) {
     memset(out, 0, sizeof *out);
     return false;
   }
-  return fb_make_table(v->buf, v->size, at + (int64_t)qv_fb_read_u32(v->buf + at),
-                       out);
+  return fb_make_table(v->buf, v->size, at + (int64_t)qv_fb_read_u32(v->buf + at), out);
 }
 
-bool qv_fb_vec_string(const qv_fb_vec *v, int64_t i, const char **s,
-                      int64_t *len) {
+bool qv_fb_vec_string(const qv_fb_vec *v, int64_t i, const char **s, int64_t *len) {
   int64_t at = v->pos + i * FB_UOFFSET_SIZE;
   *s = NULL;
   *len = 0;
   if (i < 0 || i >= v->len || at > v->size - FB_UOFFSET_SIZE) return false;
-  return fb_string_at(v->buf, v->size,
-                      at + (int64_t)qv_fb_read_u32(v->buf + at), s, len);
+  return fb_string_at(v->buf, v->size, at + (int64_t)qv_fb_read_u32(v->buf + at), s, len);
 }

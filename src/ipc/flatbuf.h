@@ -38,15 +38,15 @@
 
 /** What a described field holds. */
 typedef enum qv_fb_kind {
-  QV_FB_SCALAR = 1,  /* inline scalar of `size` bytes, aligned to its size */
-  QV_FB_STRUCT,      /* inline struct of `size` bytes aligned to `align` */
-  QV_FB_STRING,      /* offset to a string */
-  QV_FB_TABLE,       /* offset to a table described by `table` */
-  QV_FB_VEC_SCALAR,  /* offset to a vector of `size`-byte scalars/structs */
-  QV_FB_VEC_STRING,  /* offset to a vector of offsets to strings */
-  QV_FB_VEC_TABLE,   /* offset to a vector of offsets to `table` tables */
-  QV_FB_UNION_TYPE,  /* the uint8 tag of a union */
-  QV_FB_UNION        /* the union value; its tag is the field at slot-1 */
+  QV_FB_SCALAR = 1, /* inline scalar of `size` bytes, aligned to its size */
+  QV_FB_STRUCT,     /* inline struct of `size` bytes aligned to `align` */
+  QV_FB_STRING,     /* offset to a string */
+  QV_FB_TABLE,      /* offset to a table described by `table` */
+  QV_FB_VEC_SCALAR, /* offset to a vector of `size`-byte scalars/structs */
+  QV_FB_VEC_STRING, /* offset to a vector of offsets to strings */
+  QV_FB_VEC_TABLE,  /* offset to a vector of offsets to `table` tables */
+  QV_FB_UNION_TYPE, /* the uint8 tag of a union */
+  QV_FB_UNION       /* the union value; its tag is the field at slot-1 */
 } qv_fb_kind;
 
 struct qv_fb_table_desc;
@@ -54,11 +54,11 @@ struct qv_fb_union_desc;
 
 /** One field of a table, as the schema declares it. */
 typedef struct qv_fb_field_desc {
-  const char *name;   /* schema name, used in error text */
-  uint16_t slot;      /* declaration index (vtable entry = 2 + slot) */
-  uint8_t kind;       /* qv_fb_kind */
-  uint8_t size;       /* SCALAR/STRUCT/VEC_SCALAR element size in bytes */
-  uint8_t align;      /* STRUCT / VEC_SCALAR element alignment (0 = size) */
+  const char *name;                     /* schema name, used in error text */
+  uint16_t slot;                        /* declaration index (vtable entry = 2 + slot) */
+  uint8_t kind;                         /* qv_fb_kind */
+  uint8_t size;                         /* SCALAR/STRUCT/VEC_SCALAR element size in bytes */
+  uint8_t align;                        /* STRUCT / VEC_SCALAR element alignment (0 = size) */
   const struct qv_fb_table_desc *table; /* TABLE / VEC_TABLE */
   const struct qv_fb_union_desc *un;    /* UNION */
 } qv_fb_field_desc;
@@ -92,32 +92,23 @@ typedef struct qv_fb_union_desc {
  * heuristic), so shared sub-objects cannot make verification quadratic.
  * Errors are QV_EINVAL with text starting "flatbuffer: ".
  */
-qv_status qv_fb_verify(const uint8_t *data, int64_t size,
-                       const qv_fb_table_desc *root, qv_error *err);
+qv_status qv_fb_verify(const uint8_t *data, int64_t size, const qv_fb_table_desc *root,
+                       qv_error *err);
 
 /* ------------------------------------------------------------------------ */
 /* Reader (for verified buffers)                                             */
 
 /** Little-endian loads from unaligned memory. */
-static inline uint16_t qv_fb_read_u16(const uint8_t *p) {
-  return (uint16_t)(p[0] | (p[1] << 8));
-}
+static inline uint16_t qv_fb_read_u16(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
 static inline uint32_t qv_fb_read_u32(const uint8_t *p) {
-  return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) |
-         ((uint32_t)p[3] << 24);
+  return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
 }
 static inline uint64_t qv_fb_read_u64(const uint8_t *p) {
   return (uint64_t)qv_fb_read_u32(p) | ((uint64_t)qv_fb_read_u32(p + 4) << 32);
 }
-static inline int16_t qv_fb_read_i16(const uint8_t *p) {
-  return (int16_t)qv_fb_read_u16(p);
-}
-static inline int32_t qv_fb_read_i32(const uint8_t *p) {
-  return (int32_t)qv_fb_read_u32(p);
-}
-static inline int64_t qv_fb_read_i64(const uint8_t *p) {
-  return (int64_t)qv_fb_read_u64(p);
-}
+static inline int16_t qv_fb_read_i16(const uint8_t *p) { return (int16_t)qv_fb_read_u16(p); }
+static inline int32_t qv_fb_read_i32(const uint8_t *p) { return (int32_t)qv_fb_read_u32(p); }
+static inline int64_t qv_fb_read_i64(const uint8_t *p) { return (int64_t)qv_fb_read_u64(p); }
 
 /** A table inside a buffer. Zero-initialised means "absent". */
 typedef struct qv_fb_table {
@@ -159,20 +150,17 @@ int64_t qv_fb_i64(const qv_fb_table *t, int slot, int64_t def);
 bool qv_fb_table_field(const qv_fb_table *t, int slot, qv_fb_table *out);
 /** String field: *s points into the buffer (NUL-terminated), *len excludes
  *  the NUL. False when absent. */
-bool qv_fb_string(const qv_fb_table *t, int slot, const char **s,
-                  int64_t *len);
+bool qv_fb_string(const qv_fb_table *t, int slot, const char **s, int64_t *len);
 /** Vector field; false (and an empty *out) when absent. */
 bool qv_fb_vector(const qv_fb_table *t, int slot, qv_fb_vec *out);
 
 /** Element i of a vector of scalars/structs of elem_size bytes. */
-static inline const uint8_t *qv_fb_vec_elem(const qv_fb_vec *v, int64_t i,
-                                            int64_t elem_size) {
+static inline const uint8_t *qv_fb_vec_elem(const qv_fb_vec *v, int64_t i, int64_t elem_size) {
   return v->buf + v->pos + i * elem_size;
 }
 /** Element i of a vector of tables / strings. */
 bool qv_fb_vec_table(const qv_fb_vec *v, int64_t i, qv_fb_table *out);
-bool qv_fb_vec_string(const qv_fb_vec *v, int64_t i, const char **s,
-                      int64_t *len);
+bool qv_fb_vec_string(const qv_fb_vec *v, int64_t i, const char **s, int64_t *len);
 
 /* ------------------------------------------------------------------------ */
 /* Builder                                                                   */
@@ -193,7 +181,7 @@ typedef uint32_t qv_fb_ref;
  * returning ref 0, and qv_fb_builder_finish reports the first one.
  */
 typedef struct qv_fb_builder {
-  uint8_t *buf;     /* data lives at buf[cap - used, cap) */
+  uint8_t *buf; /* data lives at buf[cap - used, cap) */
   int64_t cap;
   int64_t used;
   int64_t minalign; /* largest alignment requested so far */
@@ -201,8 +189,8 @@ typedef struct qv_fb_builder {
   char error[160];
   /* table under construction */
   bool in_table;
-  int64_t table_start; /* `used` when the table started */
-  int n_slots;         /* 1 + highest slot added */
+  int64_t table_start;                        /* `used` when the table started */
+  int n_slots;                                /* 1 + highest slot added */
   uint32_t slot_ref[QV_FB_BUILDER_MAX_SLOTS]; /* field position; 0 = absent */
 } qv_fb_builder;
 
@@ -214,11 +202,10 @@ void qv_fb_builder_reset(qv_fb_builder *b);
 qv_fb_ref qv_fb_create_string(qv_fb_builder *b, const char *s, int64_t len);
 /** A vector of `count` scalars/structs of `elem_size` bytes each, given in
  *  their little-endian wire form, elements aligned to `align`. */
-qv_fb_ref qv_fb_create_vector(qv_fb_builder *b, const void *elems,
-                              int64_t count, int64_t elem_size, int64_t align);
+qv_fb_ref qv_fb_create_vector(qv_fb_builder *b, const void *elems, int64_t count, int64_t elem_size,
+                              int64_t align);
 /** A vector of offsets to strings or tables. */
-qv_fb_ref qv_fb_create_vector_refs(qv_fb_builder *b, const qv_fb_ref *refs,
-                                   int64_t count);
+qv_fb_ref qv_fb_create_vector_refs(qv_fb_builder *b, const qv_fb_ref *refs, int64_t count);
 
 void qv_fb_start_table(qv_fb_builder *b);
 /** Scalar fields: written only when different from the default `def`
@@ -237,8 +224,7 @@ qv_fb_ref qv_fb_end_table(qv_fb_builder *b);
  * the builder (valid until the builder is reset), its size a multiple of
  * the largest alignment used (>= 8).
  */
-qv_status qv_fb_builder_finish(qv_fb_builder *b, qv_fb_ref root,
-                               const uint8_t **out, int64_t *out_size,
-                               qv_error *err);
+qv_status qv_fb_builder_finish(qv_fb_builder *b, qv_fb_ref root, const uint8_t **out,
+                               int64_t *out_size, qv_error *err);
 
 #endif /* QUIVER_IPC_FLATBUF_H */

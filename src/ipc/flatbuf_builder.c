@@ -59,9 +59,7 @@ static bool fb_reserve(qv_fb_builder *b, int64_t n) {
 }
 
 /* Pointer to the byte at distance `ref` from the end. */
-static uint8_t *fb_at(qv_fb_builder *b, int64_t ref) {
-  return b->buf + b->cap - ref;
-}
+static uint8_t *fb_at(qv_fb_builder *b, int64_t ref) { return b->buf + b->cap - ref; }
 
 /* Push n bytes (src may be NULL for zeros) to the front. */
 static bool fb_push(qv_fb_builder *b, const void *src, int64_t n) {
@@ -113,8 +111,7 @@ qv_fb_ref qv_fb_create_string(qv_fb_builder *b, const char *s, int64_t len) {
   return (qv_fb_ref)b->used;
 }
 
-qv_fb_ref qv_fb_create_vector(qv_fb_builder *b, const void *elems,
-                              int64_t count, int64_t elem_size,
+qv_fb_ref qv_fb_create_vector(qv_fb_builder *b, const void *elems, int64_t count, int64_t elem_size,
                               int64_t align) {
   int64_t bytes;
   if (b->in_table) fb_fail(b, QV_EARG, "vector created inside a table");
@@ -131,8 +128,7 @@ qv_fb_ref qv_fb_create_vector(qv_fb_builder *b, const void *elems,
   return (qv_fb_ref)b->used;
 }
 
-qv_fb_ref qv_fb_create_vector_refs(qv_fb_builder *b, const qv_fb_ref *refs,
-                                   int64_t count) {
+qv_fb_ref qv_fb_create_vector_refs(qv_fb_builder *b, const qv_fb_ref *refs, int64_t count) {
   if (b->in_table) fb_fail(b, QV_EARG, "vector created inside a table");
   if (count < 0 || count > UINT32_MAX / 4) {
     fb_fail(b, QV_EARG, "invalid vector length");
@@ -179,8 +175,7 @@ static bool fb_check_slot(qv_fb_builder *b, int slot) {
 }
 
 /* Push an inline scalar of n bytes (little-endian in `le`). */
-static void fb_add_scalar(qv_fb_builder *b, int slot, const uint8_t *le,
-                          int64_t n) {
+static void fb_add_scalar(qv_fb_builder *b, int slot, const uint8_t *le, int64_t n) {
   if (!fb_check_slot(b, slot)) return;
   if (!fb_prep(b, n, n) || !fb_push(b, le, n)) return;
   fb_track(b, slot);
@@ -243,9 +238,8 @@ qv_fb_ref qv_fb_end_table(qv_fb_builder *b) {
   return (qv_fb_ref)table_ref;
 }
 
-qv_status qv_fb_builder_finish(qv_fb_builder *b, qv_fb_ref root,
-                               const uint8_t **out, int64_t *out_size,
-                               qv_error *err) {
+qv_status qv_fb_builder_finish(qv_fb_builder *b, qv_fb_ref root, const uint8_t **out,
+                               int64_t *out_size, qv_error *err) {
   if (b->in_table) fb_fail(b, QV_EARG, "finish inside a table");
   if (b->minalign < 8) b->minalign = 8;
   if (fb_prep(b, b->minalign, 4)) fb_push_uoffset(b, root);

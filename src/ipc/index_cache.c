@@ -101,8 +101,7 @@ static qv_status parse_header(parser *ps, const uint8_t *p, int64_t n, qv_error 
   if ((n - IDX_HEADER - 8) % IDX_ENTRY != 0) return bad(err, "size is not header + entries");
   ps->count = (n - IDX_HEADER - 8) / IDX_ENTRY;
   if ((int64_t)get_u64(p + 64) != ps->count)
-    return qv_error_set(err, QV_EINVAL,
-                        "stream index cache: declares %lld entries, holds %lld",
+    return qv_error_set(err, QV_EINVAL, "stream index cache: declares %lld entries, holds %lld",
                         (long long)(int64_t)get_u64(p + 64), (long long)ps->count);
   const qv_index_key *key = ps->key;
   if (get_u64(p + 8) != key->dev || get_u64(p + 16) != key->ino ||
@@ -135,8 +134,7 @@ static qv_status parse_entry(parser *ps, const uint8_t *e, qv_error *err) {
   bool ok = x.offset == ps->expect && x.metadata_length > 0 && x.body_offset >= x.offset &&
             x.body_offset <= size &&
             ((hdr = x.body_offset - x.offset - x.metadata_length) == 4 || hdr == 8) &&
-            x.body_length >= 0 &&
-            x.num_rows >= 0 && e[45] <= 1 && e[46] == 0 && e[47] == 0 &&
+            x.body_length >= 0 && x.num_rows >= 0 && e[45] <= 1 && e[46] == 0 && e[47] == 0 &&
             !qv_add_overflow(x.body_offset, x.body_length, &stop) && stop <= size &&
             ((x.kind == QV_MSG_RECORD_BATCH && x.dict_id == -1 && !x.is_delta) ||
              x.kind == QV_MSG_DICTIONARY_BATCH);
@@ -169,9 +167,9 @@ static bool collect_one(void *ctx, const qv_index_msg *m, int64_t count) {
   return true;
 }
 
-qv_status qv_index_cache_parse(const uint8_t *p, int64_t n, const qv_index_key *key,
-                               int64_t first, qv_index_msg **out, int64_t *n_out,
-                               int64_t *end_out, qv_compression *comp_out, qv_error *err) {
+qv_status qv_index_cache_parse(const uint8_t *p, int64_t n, const qv_index_key *key, int64_t first,
+                               qv_index_msg **out, int64_t *n_out, int64_t *end_out,
+                               qv_compression *comp_out, qv_error *err) {
   *out = NULL;
   *n_out = 0;
   *end_out = 0;
@@ -197,8 +195,8 @@ qv_status qv_index_cache_parse(const uint8_t *p, int64_t n, const qv_index_key *
 }
 
 qv_status qv_index_cache_encode(const qv_index_key *key, int64_t first, int64_t end,
-                                qv_compression comp, const qv_index_msg *msgs, int64_t n, uint8_t **out,
-                                int64_t *out_size, qv_error *err) {
+                                qv_compression comp, const qv_index_msg *msgs, int64_t n,
+                                uint8_t **out, int64_t *out_size, qv_error *err) {
   int64_t size = IDX_HEADER + IDX_ENTRY * n + 8;
   uint8_t *p = calloc(1, (size_t)size);
   if (p == NULL) return qv_error_set(err, QV_ENOMEM, "out of memory (index cache)");
@@ -232,8 +230,8 @@ qv_status qv_index_cache_encode(const qv_index_key *key, int64_t first, int64_t 
 bool qv_index_cache_enabled(qv_index_cache_mode mode) {
   if (mode == QV_INDEX_CACHE_OFF) return false;
   const char *v = getenv("QV_INDEX_CACHE");
-  if (v != NULL && (strcmp(v, "0") == 0 || strcasecmp(v, "off") == 0 ||
-                    strcasecmp(v, "no") == 0 || strcasecmp(v, "false") == 0))
+  if (v != NULL && (strcmp(v, "0") == 0 || strcasecmp(v, "off") == 0 || strcasecmp(v, "no") == 0 ||
+                    strcasecmp(v, "false") == 0))
     return false;
   return true;
 }
@@ -272,8 +270,8 @@ static bool pread_full(int fd, uint8_t *dst, int64_t n, int64_t off) {
   return true;
 }
 
-bool qv_index_cache_load(const qv_index_key *key, int64_t first, qv_index_emit emit,
-                         void *ctx, int64_t *end_out, qv_compression *comp_out) {
+bool qv_index_cache_load(const qv_index_key *key, int64_t first, qv_index_emit emit, void *ctx,
+                         int64_t *end_out, qv_compression *comp_out) {
   char path[4200];
   if (!entry_path(key, path, sizeof path)) return false;
   int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
@@ -401,8 +399,8 @@ static bool make_dirs(char *dir) {
   return mkdir(dir, 0700) == 0 || errno == EEXIST;
 }
 
-bool qv_index_cache_store(const qv_index_key *key, int64_t first, int64_t end,
-                          qv_compression comp, const qv_index_msg *msgs, int64_t n) {
+bool qv_index_cache_store(const qv_index_key *key, int64_t first, int64_t end, qv_compression comp,
+                          const qv_index_msg *msgs, int64_t n) {
   char dir[4096], path[4200];
   int64_t max = qv_index_cache_max_bytes();
   if ((int64_t)IDX_HEADER + 8 + (int64_t)IDX_ENTRY * n > max) return false;

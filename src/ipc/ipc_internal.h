@@ -12,13 +12,12 @@
 /* Framing constants of the IPC format (Columnar.rst, "Encapsulated
  * message format"). */
 #define QV_IPC_CONTINUATION 0xFFFFFFFFu /* marks a post-0.15 message */
-#define QV_IPC_MAGIC "ARROW1"          /* file format magic, 6 bytes */
+#define QV_IPC_MAGIC "ARROW1"           /* file format magic, 6 bytes */
 #define QV_IPC_MAGIC_LEN 6
 #define QV_IPC_MAGIC_PADDED 8 /* magic + 2 padding bytes at file start */
 
 /* Metadata versions (Schema.fbs MetadataVersion). */
-enum { QV_METADATA_V1 = 0, QV_METADATA_V2, QV_METADATA_V3, QV_METADATA_V4,
-       QV_METADATA_V5 };
+enum { QV_METADATA_V1 = 0, QV_METADATA_V2, QV_METADATA_V3, QV_METADATA_V4, QV_METADATA_V5 };
 
 /* Message.fbs MessageHeader union type tags. */
 typedef enum qv_msg_type {
@@ -46,24 +45,24 @@ typedef struct qv_ipc_buffer_spec {
 typedef struct qv_ipc_batch_desc {
   int64_t length;
   int64_t n_nodes;
-  qv_ipc_node *nodes;              /* owned */
+  qv_ipc_node *nodes; /* owned */
   int64_t n_buffers;
-  qv_ipc_buffer_spec *buffers;     /* owned */
-  qv_compression compression;      /* BodyCompression codec, NONE if absent */
+  qv_ipc_buffer_spec *buffers; /* owned */
+  qv_compression compression;  /* BodyCompression codec, NONE if absent */
   int64_t n_variadic;
-  int64_t *variadic_counts;        /* owned; NULL when absent */
+  int64_t *variadic_counts; /* owned; NULL when absent */
 } qv_ipc_batch_desc;
 
 /** A decoded Message. */
 typedef struct qv_ipc_message {
-  int version;           /* QV_METADATA_V* */
+  int version; /* QV_METADATA_V* */
   qv_msg_type type;
   int64_t body_length;
-  qv_schema *schema;     /* QV_MSG_SCHEMA: owned reference */
-  bool big_endian;       /* QV_MSG_SCHEMA: Schema.endianness == Big */
-  qv_ipc_batch_desc batch; /* RECORD_BATCH / DICTIONARY_BATCH */
-  int64_t dict_id;       /* DICTIONARY_BATCH */
-  bool is_delta;         /* DICTIONARY_BATCH */
+  qv_schema *schema;           /* QV_MSG_SCHEMA: owned reference */
+  bool big_endian;             /* QV_MSG_SCHEMA: Schema.endianness == Big */
+  qv_ipc_batch_desc batch;     /* RECORD_BATCH / DICTIONARY_BATCH */
+  int64_t dict_id;             /* DICTIONARY_BATCH */
+  bool is_delta;               /* DICTIONARY_BATCH */
   qv_metadata custom_metadata; /* Message.custom_metadata */
 } qv_ipc_message;
 
@@ -77,7 +76,7 @@ typedef struct qv_ipc_block {
 /** A decoded File.fbs Footer. */
 typedef struct qv_ipc_footer {
   int version;
-  qv_schema *schema;      /* owned reference */
+  qv_schema *schema; /* owned reference */
   bool big_endian;
   int64_t n_dictionaries;
   qv_ipc_block *dictionaries; /* owned */
@@ -93,13 +92,13 @@ typedef struct qv_ipc_footer {
  * On failure the message is reset; on success the caller frees it with
  * qv_ipc_message_reset.
  */
-qv_status qv_ipc_decode_message(const uint8_t *data, int64_t size,
-                                qv_ipc_message *out, qv_error *err);
+qv_status qv_ipc_decode_message(const uint8_t *data, int64_t size, qv_ipc_message *out,
+                                qv_error *err);
 void qv_ipc_message_reset(qv_ipc_message *m);
 
 /** Verify and decode a Footer flatbuffer. Free with qv_ipc_footer_reset. */
-qv_status qv_ipc_decode_footer(const uint8_t *data, int64_t size,
-                               qv_ipc_footer *out, qv_error *err);
+qv_status qv_ipc_decode_footer(const uint8_t *data, int64_t size, qv_ipc_footer *out,
+                               qv_error *err);
 void qv_ipc_footer_reset(qv_ipc_footer *f);
 
 /*
@@ -116,32 +115,29 @@ void qv_ipc_footer_reset(qv_ipc_footer *f);
  *  m->schema and m->big_endian; RECORD_BATCH m->batch; DICTIONARY_BATCH
  *  m->batch, m->dict_id, m->is_delta), plus m->body_length and
  *  m->custom_metadata. m->version is ignored (V5 is written). */
-qv_status qv_ipc_encode_message(const qv_ipc_message *m, uint8_t **out,
-                                int64_t *out_size, qv_error *err);
+qv_status qv_ipc_encode_message(const qv_ipc_message *m, uint8_t **out, int64_t *out_size,
+                                qv_error *err);
 /** Schema message (body length 0, little-endian). */
-qv_status qv_ipc_encode_schema_message(const qv_schema *schema, uint8_t **out,
-                                       int64_t *out_size, qv_error *err);
+qv_status qv_ipc_encode_schema_message(const qv_schema *schema, uint8_t **out, int64_t *out_size,
+                                       qv_error *err);
 /** RecordBatch message describing a body of body_length bytes. */
-qv_status qv_ipc_encode_record_batch_message(const qv_ipc_batch_desc *desc,
-                                             int64_t body_length,
-                                             uint8_t **out, int64_t *out_size,
-                                             qv_error *err);
+qv_status qv_ipc_encode_record_batch_message(const qv_ipc_batch_desc *desc, int64_t body_length,
+                                             uint8_t **out, int64_t *out_size, qv_error *err);
 /** DictionaryBatch message. */
 qv_status qv_ipc_encode_dictionary_message(int64_t dict_id, bool is_delta,
-                                           const qv_ipc_batch_desc *desc,
-                                           int64_t body_length, uint8_t **out,
-                                           int64_t *out_size, qv_error *err);
+                                           const qv_ipc_batch_desc *desc, int64_t body_length,
+                                           uint8_t **out, int64_t *out_size, qv_error *err);
 /** File footer (f->version is ignored, V5 is written). */
-qv_status qv_ipc_encode_footer(const qv_ipc_footer *f, uint8_t **out,
-                               int64_t *out_size, qv_error *err);
+qv_status qv_ipc_encode_footer(const qv_ipc_footer *f, uint8_t **out, int64_t *out_size,
+                               qv_error *err);
 
 /*
  * Persisted stream index (index_cache.c; the file layout is documented
  * there). The reader converts its index to and from these entries.
  */
 typedef struct qv_index_msg {
-  int64_t offset;          /* framing of the message */
-  int64_t body_offset;     /* absolute */
+  int64_t offset;      /* framing of the message */
+  int64_t body_offset; /* absolute */
   int64_t body_length;
   int64_t num_rows;        /* rows (record batch) or values (dictionary) */
   int64_t dict_id;         /* dictionaries; -1 for record batches */
@@ -161,13 +157,13 @@ typedef struct qv_index_key {
  *  first message after the schema is at `first`. On success *out (malloc,
  *  caller frees) holds *n_out entries that tile [first, *end_out) inside
  *  key->size. Fails with QV_EINVAL on anything else (err may be NULL). */
-qv_status qv_index_cache_parse(const uint8_t *p, int64_t n, const qv_index_key *key,
-                               int64_t first, qv_index_msg **out, int64_t *n_out,
-                               int64_t *end_out, qv_compression *comp_out, qv_error *err);
+qv_status qv_index_cache_parse(const uint8_t *p, int64_t n, const qv_index_key *key, int64_t first,
+                               qv_index_msg **out, int64_t *n_out, int64_t *end_out,
+                               qv_compression *comp_out, qv_error *err);
 /** Encode entries into cache bytes (*out malloc'd, caller frees). */
 qv_status qv_index_cache_encode(const qv_index_key *key, int64_t first, int64_t end,
-                                qv_compression comp, const qv_index_msg *msgs, int64_t n, uint8_t **out,
-                                int64_t *out_size, qv_error *err);
+                                qv_compression comp, const qv_index_msg *msgs, int64_t n,
+                                uint8_t **out, int64_t *out_size, qv_error *err);
 /** False when `mode` is OFF or QV_INDEX_CACHE=0/off/no/false is set. */
 bool qv_index_cache_enabled(qv_index_cache_mode mode);
 /** Byte bound of the cache directory (QV_INDEX_CACHE_MAX_BYTES or 64 MiB). */
@@ -179,12 +175,12 @@ typedef bool (*qv_index_emit)(void *ctx, const qv_index_msg *m, int64_t count);
  *  on a valid hit. The entries emitted count only when it returns true (a
  *  later check may still fail). Never fails: a missing, unreadable or
  *  invalid file is a miss. */
-bool qv_index_cache_load(const qv_index_key *key, int64_t first, qv_index_emit emit,
-                         void *ctx, int64_t *end_out, qv_compression *comp_out);
+bool qv_index_cache_load(const qv_index_key *key, int64_t first, qv_index_emit emit, void *ctx,
+                         int64_t *end_out, qv_compression *comp_out);
 /** Store atomically and evict; true when stored. Silently does nothing
  *  when the directory cannot be created or written. */
-bool qv_index_cache_store(const qv_index_key *key, int64_t first, int64_t end,
-                          qv_compression comp, const qv_index_msg *msgs, int64_t n);
+bool qv_index_cache_store(const qv_index_key *key, int64_t first, int64_t end, qv_compression comp,
+                          const qv_index_msg *msgs, int64_t n);
 
 /** Dictionaries in force while decoding a batch, looked up by id. */
 typedef struct qv_ipc_dict_lookup {
@@ -223,18 +219,18 @@ int64_t qv_ipc_default_budget(void);
 
 /** Options and context for turning a batch body into arrays. */
 typedef struct qv_ipc_load_ctx {
-  qv_buffer *body;         /* the message body (view into the mapping) */
-  bool big_endian;         /* swap fixed-width values into owned memory */
-  int64_t max_alloc;       /* bound for any single decompressed buffer */
+  qv_buffer *body;   /* the message body (view into the mapping) */
+  bool big_endian;   /* swap fixed-width values into owned memory */
+  int64_t max_alloc; /* bound for any single decompressed buffer */
   qv_validate_level validation;
   qv_ipc_dict_lookup dicts;
-  int64_t message_index;   /* for error text ("message 3: ...") */
-  int metadata_version;    /* QV_METADATA_V4 / V5 of the message: V4 union
+  int64_t message_index; /* for error text ("message 3: ...") */
+  int metadata_version;  /* QV_METADATA_V4 / V5 of the message: V4 union
                               arrays carry a (skipped) validity buffer slot */
-  const bool *columns;     /* per top-level column: load it (NULL = all) */
-  bool limit_rows;         /* false (zero-initialised): all rows */
-  int64_t max_rows;        /* with limit_rows: at most this many rows */
-  qv_ipc_budget *budget;   /* decompressed bytes accounting, or NULL */
+  const bool *columns;   /* per top-level column: load it (NULL = all) */
+  bool limit_rows;       /* false (zero-initialised): all rows */
+  int64_t max_rows;      /* with limit_rows: at most this many rows */
+  qv_ipc_budget *budget; /* decompressed bytes accounting, or NULL */
 } qv_ipc_load_ctx;
 
 /**
@@ -260,10 +256,8 @@ typedef struct qv_ipc_load_ctx {
  * in ctx->budget and refused with QV_ENOMEM when it would pass the
  * budget's limit.
  */
-qv_status qv_ipc_load_batch(const qv_type *schema_type,
-                            const qv_ipc_batch_desc *desc,
-                            const qv_ipc_load_ctx *ctx, qv_array **out,
-                            qv_error *err);
+qv_status qv_ipc_load_batch(const qv_type *schema_type, const qv_ipc_batch_desc *desc,
+                            const qv_ipc_load_ctx *ctx, qv_array **out, qv_error *err);
 
 /**
  * Decompress one IPC-compressed buffer: 8-byte little-endian uncompressed
@@ -271,8 +265,8 @@ qv_status qv_ipc_load_batch(const qv_type *schema_type,
  * frame. Fails with QV_ENOMEM if the declared length exceeds max_alloc and
  * QV_EINVAL when the frame is corrupt or its decoded size differs.
  */
-qv_status qv_ipc_decompress(qv_compression codec, qv_buffer *compressed,
-                            int64_t max_alloc, qv_buffer **out, qv_error *err);
+qv_status qv_ipc_decompress(qv_compression codec, qv_buffer *compressed, int64_t max_alloc,
+                            qv_buffer **out, qv_error *err);
 
 /**
  * The uncompressed length an IPC-compressed buffer declares in its 8-byte
@@ -291,8 +285,8 @@ qv_status qv_ipc_compressed_length(qv_compression codec, const qv_buffer *compre
  * frame). QV_EARG when len exceeds the declared length or the buffer is
  * stored uncompressed; QV_EINVAL for corrupt or short frames.
  */
-qv_status qv_ipc_decompress_into(qv_compression codec, const qv_buffer *compressed,
-                                 uint8_t *dst, int64_t len, qv_error *err);
+qv_status qv_ipc_decompress_into(qv_compression codec, const qv_buffer *compressed, uint8_t *dst,
+                                 int64_t len, qv_error *err);
 
 /**
  * Compress `len` bytes at `src` into the IPC form: an 8-byte little-endian
@@ -302,8 +296,8 @@ qv_status qv_ipc_decompress_into(qv_compression codec, const qv_buffer *compress
  * without prefix). The caller owns *out. Storing incompressible data with
  * the -1 "uncompressed" prefix is left to the writer.
  */
-qv_status qv_ipc_compress(qv_compression codec, int level, const void *src,
-                          int64_t len, qv_buffer **out, qv_error *err);
+qv_status qv_ipc_compress(qv_compression codec, int level, const void *src, int64_t len,
+                          qv_buffer **out, qv_error *err);
 
 /** Reusable compressor state (a ZSTD / LZ4 frame context), one per
  *  thread; created on first use by qv_ipc_compress_into. */
@@ -321,9 +315,9 @@ int64_t qv_ipc_compress_bound(qv_compression codec, int level, int64_t len);
  * ctx = NULL for a one-off context. len must be > 0. Thread-safe for
  * distinct contexts.
  */
-qv_status qv_ipc_compress_into(qv_codec_ctx **ctx, qv_compression codec, int level,
-                               const void *src, int64_t len, uint8_t *dst, int64_t dst_cap,
-                               int64_t *written, qv_error *err);
+qv_status qv_ipc_compress_into(qv_codec_ctx **ctx, qv_compression codec, int level, const void *src,
+                               int64_t len, uint8_t *dst, int64_t dst_cap, int64_t *written,
+                               qv_error *err);
 
 /**
  * Record batch i (random access) with only the top-level columns whose

@@ -43,16 +43,16 @@ typedef struct dict_slot {
   qv_type *value_type; /* owned reference (from the first field using the id) */
   json_t *entry;       /* borrowed: the "dictionaries" entry, or NULL */
   int64_t entry_index;
-  qv_array *values;    /* owned once built */
-  int state;           /* 0 = not built, 1 = building, 2 = built */
+  qv_array *values; /* owned once built */
+  int state;        /* 0 = not built, 1 = building, 2 = built */
 } dict_slot;
 
 typedef struct reader {
   qv_error *err;
   dict_slot *dicts;
   int64_t n_dicts, cap_dicts;
-  const char *noun;   /* "field" (schema) or "column" (data) */
-  char where[64];     /* "schema", "batch 2", "dictionary id 3" */
+  const char *noun; /* "field" (schema) or "column" (data) */
+  char where[64];   /* "schema", "batch 2", "dictionary id 3" */
   char path[PATH_CAP];
   size_t path_len;
 } reader;
@@ -126,8 +126,8 @@ static qv_status get_int(reader *r, const json_t *obj, const char *key, int64_t 
     return fail(r, QV_EINVAL, "'%s' must be an integer, found %s", key, jtype(v));
   json_int_t x = json_integer_value(v);
   if (x < lo || x > hi)
-    return fail(r, QV_EINVAL, "'%s' is %lld, expected a value in [%lld, %lld]", key,
-                (long long)x, (long long)lo, (long long)hi);
+    return fail(r, QV_EINVAL, "'%s' is %lld, expected a value in [%lld, %lld]", key, (long long)x,
+                (long long)lo, (long long)hi);
   *out = x;
   return QV_OK;
 }
@@ -221,7 +221,8 @@ static bool hex_decode(const char *s, int64_t nbytes, uint8_t *out) {
 static qv_status parse_metadata(reader *r, const json_t *obj, qv_metadata *md) {
   json_t *v = json_object_get(obj, "metadata");
   if (v == NULL || json_is_null(v)) return QV_OK;
-  if (!json_is_array(v)) return fail(r, QV_EINVAL, "'metadata' must be an array, found %s", jtype(v));
+  if (!json_is_array(v))
+    return fail(r, QV_EINVAL, "'metadata' must be an array, found %s", jtype(v));
   size_t k;
   json_t *kv;
   json_array_foreach(v, k, kv) {
@@ -231,8 +232,7 @@ static qv_status parse_metadata(reader *r, const json_t *obj, qv_metadata *md) {
     if (key == NULL || !json_is_string(key) || val == NULL || !json_is_string(val))
       return fail(r, QV_EINVAL, "metadata[%zu] must have string 'key' and 'value'", k);
     QV_RETURN_NOT_OK(qv_metadata_append(md, json_string_value(key),
-                                        (int64_t)json_string_length(key),
-                                        json_string_value(val),
+                                        (int64_t)json_string_length(key), json_string_value(val),
                                         (int64_t)json_string_length(val), r->err));
   }
   return QV_OK;
@@ -295,7 +295,8 @@ static qv_status new_type(reader *r, const json_t *jt, qv_type **out) {
     else if (bw == 64) id = QV_DECIMAL64;
     else if (bw == 128) id = QV_DECIMAL128;
     else if (bw == 256) id = QV_DECIMAL256;
-    else return fail(r, QV_EINVAL, "decimal bitWidth %lld is not 32, 64, 128 or 256", (long long)bw);
+    else
+      return fail(r, QV_EINVAL, "decimal bitWidth %lld is not 32, 64, 128 or 256", (long long)bw);
   } else if (strcmp(name, "date") == 0) {
     const char *u;
     QV_RETURN_NOT_OK(get_string(r, jt, "unit", &u));
@@ -315,7 +316,8 @@ static qv_status new_type(reader *r, const json_t *jt, qv_type **out) {
     QV_RETURN_NOT_OK(parse_time_unit(r, jt, &unit));
     json_t *z = json_object_get(jt, "timezone");
     if (z != NULL && !json_is_null(z)) {
-      if (!json_is_string(z)) return fail(r, QV_EINVAL, "'timezone' must be a string, found %s", jtype(z));
+      if (!json_is_string(z))
+        return fail(r, QV_EINVAL, "'timezone' must be a string, found %s", jtype(z));
       tz = json_string_value(z);
     }
   } else if (strcmp(name, "duration") == 0) {
@@ -361,7 +363,10 @@ static qv_status new_type(reader *r, const json_t *jt, qv_type **out) {
   if (t == NULL) return oom(r);
   t->unit = unit;
   switch (id) {
-    case QV_DECIMAL32: case QV_DECIMAL64: case QV_DECIMAL128: case QV_DECIMAL256:
+    case QV_DECIMAL32:
+    case QV_DECIMAL64:
+    case QV_DECIMAL128:
+    case QV_DECIMAL256:
       t->precision = (int32_t)p1;
       t->scale = (int32_t)p2;
       break;
@@ -388,34 +393,43 @@ static qv_status new_type(reader *r, const json_t *jt, qv_type **out) {
 static qv_status finish_type(reader *r, const json_t *jt, qv_type *t) {
   int32_t n = t->n_children;
   switch (t->id) {
-    case QV_LIST: case QV_LARGE_LIST: case QV_LIST_VIEW: case QV_LARGE_LIST_VIEW:
+    case QV_LIST:
+    case QV_LARGE_LIST:
+    case QV_LIST_VIEW:
+    case QV_LARGE_LIST_VIEW:
     case QV_FIXED_SIZE_LIST:
-      if (n != 1) return fail(r, QV_EINVAL, "%s must have exactly 1 child, found %d",
-                              qv_type_id_name(t->id), (int)n);
+      if (n != 1)
+        return fail(r, QV_EINVAL, "%s must have exactly 1 child, found %d", qv_type_id_name(t->id),
+                    (int)n);
       return QV_OK;
     case QV_MAP:
-      if (n != 1 || t->children[0].type->id != QV_STRUCT ||
-          t->children[0].type->n_children != 2)
+      if (n != 1 || t->children[0].type->id != QV_STRUCT || t->children[0].type->n_children != 2)
         return fail(r, QV_EINVAL, "map must have 1 child, a struct of 2 fields (key, value)");
       return QV_OK;
     case QV_RUN_END_ENCODED: {
-      if (n != 2) return fail(r, QV_EINVAL, "run-end encoded must have 2 children, found %d", (int)n);
+      if (n != 2)
+        return fail(r, QV_EINVAL, "run-end encoded must have 2 children, found %d", (int)n);
       qv_type_id re = t->children[0].type->id;
-      if (strcmp(t->children[0].name, "run_ends") != 0 || strcmp(t->children[1].name, "values") != 0)
-        return fail(r, QV_EINVAL, "run-end encoded children must be named 'run_ends' and 'values', "
-                                  "found '%s' and '%s'", t->children[0].name, t->children[1].name);
+      if (strcmp(t->children[0].name, "run_ends") != 0 ||
+          strcmp(t->children[1].name, "values") != 0)
+        return fail(r, QV_EINVAL,
+                    "run-end encoded children must be named 'run_ends' and 'values', "
+                    "found '%s' and '%s'",
+                    t->children[0].name, t->children[1].name);
       if (re != QV_INT16 && re != QV_INT32 && re != QV_INT64)
         return fail(r, QV_EINVAL, "run_ends must be int16, int32 or int64, found %s",
                     qv_type_id_name(re));
       if (t->children[0].nullable) return fail(r, QV_EINVAL, "run_ends must not be nullable");
       return QV_OK;
     }
-    case QV_SPARSE_UNION: case QV_DENSE_UNION: {
+    case QV_SPARSE_UNION:
+    case QV_DENSE_UNION: {
       json_t *ids = json_object_get(jt, "typeIds");
       if (ids == NULL || !json_is_array(ids))
         return fail(r, QV_EINVAL, "union 'typeIds' must be an array");
       if ((int64_t)json_array_size(ids) != n)
-        return fail(r, QV_EINVAL, "union has %zu typeIds for %d children", json_array_size(ids), (int)n);
+        return fail(r, QV_EINVAL, "union has %zu typeIds for %d children", json_array_size(ids),
+                    (int)n);
       if (n > 0) {
         t->type_codes = malloc(sizeof(int32_t) * (size_t)n);
         if (t->type_codes == NULL) return oom(r);
@@ -431,11 +445,11 @@ static qv_status finish_type(reader *r, const json_t *jt, qv_type *t) {
       }
       return QV_OK;
     }
-    case QV_STRUCT:
-      return QV_OK;
+    case QV_STRUCT: return QV_OK;
     default:
-      if (n != 0) return fail(r, QV_EINVAL, "%s must have no children, found %d",
-                              qv_type_id_name(t->id), (int)n);
+      if (n != 0)
+        return fail(r, QV_EINVAL, "%s must have no children, found %d", qv_type_id_name(t->id),
+                    (int)n);
       return QV_OK;
   }
 }
@@ -453,8 +467,11 @@ static qv_status register_dict(reader *r, int64_t id, qv_type *value_type) {
       char a[128], b[128];
       qv_type_to_string(s->value_type, a, sizeof a);
       qv_type_to_string(value_type, b, sizeof b);
-      return fail(r, QV_EINVAL, "dictionary id %" PRId64 " is shared by fields of different "
-                  "value types (%s and %s)", id, a, b);
+      return fail(r, QV_EINVAL,
+                  "dictionary id %" PRId64
+                  " is shared by fields of different "
+                  "value types (%s and %s)",
+                  id, a, b);
     }
     return QV_OK;
   }
@@ -476,8 +493,8 @@ static qv_status register_dict(reader *r, int64_t id, qv_type *value_type) {
 typedef struct parsed_field {
   const char *name; /* borrowed from the JSON tree */
   bool nullable;
-  qv_type *type;    /* owned */
-  qv_metadata md;   /* owned */
+  qv_type *type;  /* owned */
+  qv_metadata md; /* owned */
 } parsed_field;
 
 static qv_status parse_field(reader *r, const json_t *jf, int depth, parsed_field *pf);
@@ -485,7 +502,8 @@ static qv_status parse_field(reader *r, const json_t *jf, int depth, parsed_fiel
 static qv_status parse_field_body(reader *r, const json_t *jf, int depth, parsed_field *pf) {
   json_t *jt = json_object_get(jf, "type");
   if (jt == NULL) return fail(r, QV_EINVAL, "missing 'type'");
-  if (!json_is_object(jt)) return fail(r, QV_EINVAL, "'type' must be an object, found %s", jtype(jt));
+  if (!json_is_object(jt))
+    return fail(r, QV_EINVAL, "'type' must be an object, found %s", jtype(jt));
   QV_RETURN_NOT_OK(get_bool(r, jf, "nullable", &pf->nullable));
   QV_RETURN_NOT_OK(new_type(r, jt, &pf->type));
   json_t *kids;
@@ -543,7 +561,8 @@ static qv_status parse_field_body(reader *r, const json_t *jf, int depth, parsed
 #define MAX_DEPTH 64
 
 static qv_status parse_field(reader *r, const json_t *jf, int depth, parsed_field *pf) {
-  if (!json_is_object(jf)) return fail(r, QV_EINVAL, "field must be an object, found %s", jtype(jf));
+  if (!json_is_object(jf))
+    return fail(r, QV_EINVAL, "field must be an object, found %s", jtype(jf));
   if (depth > MAX_DEPTH) return fail(r, QV_EINVAL, "fields nest deeper than %d levels", MAX_DEPTH);
   QV_RETURN_NOT_OK(get_string(r, jf, "name", &pf->name));
   size_t old = path_push(r, pf->name);
@@ -562,7 +581,8 @@ static qv_status parse_schema(reader *r, const json_t *root, qv_schema **out) {
   r->noun = "field";
   json_t *js = json_object_get(root, "schema");
   if (js == NULL) return fail(r, QV_EINVAL, "missing 'schema'");
-  if (!json_is_object(js)) return fail(r, QV_EINVAL, "'schema' must be an object, found %s", jtype(js));
+  if (!json_is_object(js))
+    return fail(r, QV_EINVAL, "'schema' must be an object, found %s", jtype(js));
   json_t *jf = json_object_get(js, "fields");
   if (jf == NULL || !json_is_array(jf)) return fail(r, QV_EINVAL, "'fields' must be an array");
   qv_type *st_type = qv_type_new(QV_STRUCT);
@@ -655,7 +675,11 @@ static qv_status parse_fixed_value(reader *r, const qv_type *t, int64_t k, const
   uint64_t u64;
   double d;
   switch (t->id) {
-    case QV_INT8: case QV_INT16: case QV_INT32: case QV_DATE32: case QV_TIME32:
+    case QV_INT8:
+    case QV_INT16:
+    case QV_INT32:
+    case QV_DATE32:
+    case QV_TIME32:
     case QV_INTERVAL_MONTHS: {
       int64_t w = value_width(t);
       int64_t lo = w == 1 ? INT8_MIN : w == 2 ? INT16_MIN : INT32_MIN;
@@ -663,23 +687,43 @@ static qv_status parse_fixed_value(reader *r, const qv_type *t, int64_t k, const
       if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi)
         return bad_value(r, "DATA", k, v, t);
       i64 = json_integer_value(v);
-      if (w == 1) { int8_t x = (int8_t)i64; memcpy(dst, &x, 1); }
-      else if (w == 2) { int16_t x = (int16_t)i64; memcpy(dst, &x, 2); }
-      else { int32_t x = (int32_t)i64; memcpy(dst, &x, 4); }
+      if (w == 1) {
+        int8_t x = (int8_t)i64;
+        memcpy(dst, &x, 1);
+      } else if (w == 2) {
+        int16_t x = (int16_t)i64;
+        memcpy(dst, &x, 2);
+      } else {
+        int32_t x = (int32_t)i64;
+        memcpy(dst, &x, 4);
+      }
       return QV_OK;
     }
-    case QV_UINT8: case QV_UINT16: case QV_UINT32: {
+    case QV_UINT8:
+    case QV_UINT16:
+    case QV_UINT32: {
       int64_t w = value_width(t);
       int64_t hi = w == 1 ? UINT8_MAX : w == 2 ? UINT16_MAX : (int64_t)UINT32_MAX;
       if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > hi)
         return bad_value(r, "DATA", k, v, t);
       u64 = (uint64_t)json_integer_value(v);
-      if (w == 1) { uint8_t x = (uint8_t)u64; memcpy(dst, &x, 1); }
-      else if (w == 2) { uint16_t x = (uint16_t)u64; memcpy(dst, &x, 2); }
-      else { uint32_t x = (uint32_t)u64; memcpy(dst, &x, 4); }
+      if (w == 1) {
+        uint8_t x = (uint8_t)u64;
+        memcpy(dst, &x, 1);
+      } else if (w == 2) {
+        uint16_t x = (uint16_t)u64;
+        memcpy(dst, &x, 2);
+      } else {
+        uint32_t x = (uint32_t)u64;
+        memcpy(dst, &x, 4);
+      }
       return QV_OK;
     }
-    case QV_INT64: case QV_DATE64: case QV_TIME64: case QV_TIMESTAMP: case QV_DURATION:
+    case QV_INT64:
+    case QV_DATE64:
+    case QV_TIME64:
+    case QV_TIMESTAMP:
+    case QV_DURATION:
       if (!json_to_i64(v, &i64)) return bad_value(r, "DATA", k, v, t);
       memcpy(dst, &i64, 8);
       return QV_OK;
@@ -703,22 +747,31 @@ static qv_status parse_fixed_value(reader *r, const qv_type *t, int64_t k, const
       if (!json_to_double(v, &d)) return bad_value(r, "DATA", k, v, t);
       memcpy(dst, &d, 8);
       return QV_OK;
-    case QV_DECIMAL32: case QV_DECIMAL64: case QV_DECIMAL128: case QV_DECIMAL256:
+    case QV_DECIMAL32:
+    case QV_DECIMAL64:
+    case QV_DECIMAL128:
+    case QV_DECIMAL256:
       if (!json_is_string(v) ||
           !qv_num_decimal_parse(json_string_value(v), (int64_t)json_string_length(v),
-                                  (int)value_width(t), dst))
+                                (int)value_width(t), dst))
         return bad_value(r, "DATA", k, v, t);
       return QV_OK;
     case QV_INTERVAL_DAY_TIME: {
       json_t *jd = json_object_get(v, "days"), *jm = json_object_get(v, "milliseconds");
       if (!json_is_object(v) || jd == NULL || jm == NULL || !json_to_i64(jd, &i64) ||
           i64 < INT32_MIN || i64 > INT32_MAX)
-        return fail(r, QV_EINVAL, "DATA[%" PRId64 "]: expected {\"days\": int32, "
-                    "\"milliseconds\": int32}", k);
+        return fail(r, QV_EINVAL,
+                    "DATA[%" PRId64
+                    "]: expected {\"days\": int32, "
+                    "\"milliseconds\": int32}",
+                    k);
       int32_t pair[2] = {(int32_t)i64, 0};
       if (!json_to_i64(jm, &i64) || i64 < INT32_MIN || i64 > INT32_MAX)
-        return fail(r, QV_EINVAL, "DATA[%" PRId64 "]: expected {\"days\": int32, "
-                    "\"milliseconds\": int32}", k);
+        return fail(r, QV_EINVAL,
+                    "DATA[%" PRId64
+                    "]: expected {\"days\": int32, "
+                    "\"milliseconds\": int32}",
+                    k);
       pair[1] = (int32_t)i64;
       memcpy(dst, pair, 8);
       return QV_OK;
@@ -730,8 +783,11 @@ static qv_status parse_fixed_value(reader *r, const qv_type *t, int64_t k, const
       if (!json_is_object(v) || jm == NULL || jd == NULL || jn == NULL || !json_to_i64(jm, &m) ||
           !json_to_i64(jd, &dd) || !json_to_i64(jn, &ns) || m < INT32_MIN || m > INT32_MAX ||
           dd < INT32_MIN || dd > INT32_MAX)
-        return fail(r, QV_EINVAL, "DATA[%" PRId64 "]: expected {\"months\": int32, \"days\": "
-                    "int32, \"nanoseconds\": int64}", k);
+        return fail(r, QV_EINVAL,
+                    "DATA[%" PRId64
+                    "]: expected {\"months\": int32, \"days\": "
+                    "int32, \"nanoseconds\": int64}",
+                    k);
       int32_t md[2] = {(int32_t)m, (int32_t)dd};
       memcpy(dst, md, 8);
       memcpy(dst + 8, &ns, 8);
@@ -740,10 +796,13 @@ static qv_status parse_fixed_value(reader *r, const qv_type *t, int64_t k, const
     case QV_FIXED_SIZE_BINARY: {
       int64_t w = t->byte_width;
       if (!json_is_string(v))
-        return fail(r, QV_EINVAL, "DATA[%" PRId64 "]: expected a hex string, found %s", k, jtype(v));
+        return fail(r, QV_EINVAL, "DATA[%" PRId64 "]: expected a hex string, found %s", k,
+                    jtype(v));
       if ((int64_t)json_string_length(v) != 2 * w)
-        return fail(r, QV_EINVAL, "DATA[%" PRId64 "]: hex string of %zu characters, expected %"
-                    PRId64 " (byteWidth %" PRId64 ")", k, json_string_length(v), 2 * w, w);
+        return fail(r, QV_EINVAL,
+                    "DATA[%" PRId64 "]: hex string of %zu characters, expected %" PRId64
+                    " (byteWidth %" PRId64 ")",
+                    k, json_string_length(v), 2 * w, w);
       if (!hex_decode(json_string_value(v), w, dst))
         return fail(r, QV_EINVAL, "DATA[%" PRId64 "]: '%.64s' is not hex", k, json_string_value(v));
       return QV_OK;
@@ -767,8 +826,8 @@ static qv_status parse_data(reader *r, const json_t *jc, const qv_type *t, int d
                             qv_array **out);
 
 /* A child column: check it is an object, push its name, parse. */
-static qv_status parse_child(reader *r, const json_t *kids, size_t k, const qv_field *f,
-                             int depth, qv_array **out) {
+static qv_status parse_child(reader *r, const json_t *kids, size_t k, const qv_field *f, int depth,
+                             qv_array **out) {
   json_t *jc = json_array_get(kids, k);
   size_t old = path_push(r, f->name);
   qv_status st;
@@ -829,15 +888,17 @@ static qv_status parse_int_buffer(reader *r, const json_t *jc, const char *key, 
     if (!json_to_i64(v, &x) || x < lo || x > hi) {
       qv_buffer_unref(b);
       if (json_is_integer(v) || json_is_string(v))
-        return fail(r, QV_EINVAL, "%s[%" PRId64 "]: %s%.40s%s is out of range [%" PRId64 ", %"
-                    PRId64 "]", key, k, json_is_string(v) ? "'" : "",
-                    json_is_string(v) ? json_string_value(v) : "", json_is_string(v) ? "'" : "",
-                    lo, hi);
+        return fail(r, QV_EINVAL,
+                    "%s[%" PRId64 "]: %s%.40s%s is out of range [%" PRId64 ", %" PRId64 "]", key, k,
+                    json_is_string(v) ? "'" : "", json_is_string(v) ? json_string_value(v) : "",
+                    json_is_string(v) ? "'" : "", lo, hi);
       return fail(r, QV_EINVAL, "%s[%" PRId64 "]: expected an integer, found %s", key, k, jtype(v));
     }
     if (width == 1) b->data[k] = (uint8_t)(int8_t)x;
-    else if (width == 4) { int32_t y = (int32_t)x; memcpy(b->data + 4 * k, &y, 4); }
-    else memcpy(b->data + 8 * k, &x, 8);
+    else if (width == 4) {
+      int32_t y = (int32_t)x;
+      memcpy(b->data + 4 * k, &y, 4);
+    } else memcpy(b->data + 8 * k, &x, 8);
   }
   *out = b;
   return QV_OK;
@@ -851,8 +912,9 @@ static qv_status check_offsets(reader *r, const qv_buffer *off, int width, int64
   for (int64_t k = 1; k <= count; k++) {
     int64_t cur = load_off(off, width, k);
     if (cur < prev)
-      return fail(r, QV_EINVAL, "OFFSET[%" PRId64 "] = %" PRId64 " is less than OFFSET[%" PRId64
-                  "] = %" PRId64, k, cur, k - 1, prev);
+      return fail(r, QV_EINVAL,
+                  "OFFSET[%" PRId64 "] = %" PRId64 " is less than OFFSET[%" PRId64 "] = %" PRId64,
+                  k, cur, k - 1, prev);
     prev = cur;
   }
   if (prev > limit)
@@ -887,15 +949,18 @@ static qv_status parse_binary(reader *r, const json_t *jc, const qv_type *t, int
       len /= 2;
     }
     if (len != want)
-      return fail(r, QV_EINVAL, "DATA[%" PRId64 "] has %" PRId64 " bytes, but OFFSET gives %" PRId64,
-                  k, len, want);
+      return fail(r, QV_EINVAL,
+                  "DATA[%" PRId64 "] has %" PRId64 " bytes, but OFFSET gives %" PRId64, k, len,
+                  want);
   }
   int64_t total = load_off(off, width, count) - base;
   QV_RETURN_NOT_OK(alloc_buf(r, total, &a->buffers[2]));
   for (int64_t k = 0; k <= count; k++) {
     int64_t o = load_off(off, width, k) - base;
-    if (width == 4) { int32_t y = (int32_t)o; memcpy(off->data + 4 * k, &y, 4); }
-    else memcpy(off->data + 8 * k, &o, 8);
+    if (width == 4) {
+      int32_t y = (int32_t)o;
+      memcpy(off->data + 4 * k, &y, 4);
+    } else memcpy(off->data + 8 * k, &o, 8);
   }
   for (int64_t k = 0; k < count; k++) {
     json_t *v = json_array_get(jd, (size_t)k);
@@ -972,22 +1037,30 @@ static qv_status parse_views(reader *r, const json_t *jc, const qv_type *t, int6
            *jo = json_object_get(v, "OFFSET");
     if (jp == NULL || !json_is_string(jp) || json_string_length(jp) != 2 * QV_VIEW_PREFIX_SIZE ||
         jbi == NULL || !json_is_integer(jbi) || jo == NULL || !json_is_integer(jo)) {
-      st = fail(r, QV_EINVAL, "VIEWS[%" PRId64 "]: SIZE %" PRId64 " needs PREFIX_HEX (8 hex "
-                "digits), BUFFER_INDEX and OFFSET", k, size);
+      st = fail(r, QV_EINVAL,
+                "VIEWS[%" PRId64 "]: SIZE %" PRId64
+                " needs PREFIX_HEX (8 hex "
+                "digits), BUFFER_INDEX and OFFSET",
+                k, size);
       break;
     }
     bi = json_integer_value(jbi);
     off = json_integer_value(jo);
     if (bi < 0 || bi >= (int64_t)nb) {
-      st = fail(r, QV_EINVAL, "VIEWS[%" PRId64 "]: BUFFER_INDEX %" PRId64 " is not one of the %zu "
-                "variadic buffers", k, bi, nb);
+      st = fail(r, QV_EINVAL,
+                "VIEWS[%" PRId64 "]: BUFFER_INDEX %" PRId64
+                " is not one of the %zu "
+                "variadic buffers",
+                k, bi, nb);
       break;
     }
     const qv_buffer *data = a->buffers[2 + bi];
     if (off < 0 || off > INT32_MAX || off + size > data->size) {
-      st = fail(r, QV_EINVAL, "VIEWS[%" PRId64 "]: bytes [%" PRId64 ", %" PRId64 ") are outside "
-                "variadic buffer %" PRId64 " of %" PRId64 " bytes", k, off, off + size, bi,
-                data->size);
+      st = fail(r, QV_EINVAL,
+                "VIEWS[%" PRId64 "]: bytes [%" PRId64 ", %" PRId64
+                ") are outside "
+                "variadic buffer %" PRId64 " of %" PRId64 " bytes",
+                k, off, off + size, bi, data->size);
       break;
     }
     uint8_t prefix[QV_VIEW_PREFIX_SIZE];
@@ -996,9 +1069,12 @@ static qv_status parse_views(reader *r, const json_t *jc, const qv_type *t, int6
       break;
     }
     if (memcmp(prefix, data->data + off, QV_VIEW_PREFIX_SIZE) != 0) {
-      st = fail(r, QV_EINVAL, "VIEWS[%" PRId64 "]: PREFIX_HEX %s does not match the first 4 "
-                "bytes of its data %02X%02X%02X%02X", k, json_string_value(jp),
-                data->data[off], data->data[off + 1], data->data[off + 2], data->data[off + 3]);
+      st = fail(r, QV_EINVAL,
+                "VIEWS[%" PRId64
+                "]: PREFIX_HEX %s does not match the first 4 "
+                "bytes of its data %02X%02X%02X%02X",
+                k, json_string_value(jp), data->data[off], data->data[off + 1], data->data[off + 2],
+                data->data[off + 3]);
       break;
     }
     int32_t bi32 = (int32_t)bi, off32 = (int32_t)off;
@@ -1031,26 +1107,26 @@ static qv_status parse_bool(reader *r, const json_t *jc, const qv_type *t, int64
     if (json_is_boolean(v)) qv_bit_put(a->buffers[1]->data, k, json_is_true(v));
     else if (json_is_integer(v) && (json_integer_value(v) & ~1) == 0)
       qv_bit_put(a->buffers[1]->data, k, json_integer_value(v) == 1);
-    else st = fail(r, QV_EINVAL, "DATA[%" PRId64 "]: expected true/false or 1/0, found %s", k,
-                   jtype(v));
+    else
+      st = fail(r, QV_EINVAL, "DATA[%" PRId64 "]: expected true/false or 1/0, found %s", k,
+                jtype(v));
   }
   *out = a;
   return st;
 }
 
 /* LIST, LARGE_LIST and MAP: OFFSET and the child. */
-static qv_status parse_list(reader *r, const json_t *jc, const qv_type *t, int64_t count,
-                            int depth, qv_array **out) {
+static qv_status parse_list(reader *r, const json_t *jc, const qv_type *t, int64_t count, int depth,
+                            qv_array **out) {
   qv_array *a = NULL;
   int width = t->id == QV_LARGE_LIST ? 8 : 4;
   qv_status st = new_array(r, t, count, 2, 1, &a);
   if (st == QV_OK)
-    st = parse_int_buffer(r, jc, "OFFSET", count + 1, width, 0,
-                          width == 8 ? INT64_MAX : INT32_MAX, NULL, &a->buffers[1]);
+    st = parse_int_buffer(r, jc, "OFFSET", count + 1, width, 0, width == 8 ? INT64_MAX : INT32_MAX,
+                          NULL, &a->buffers[1]);
   if (st == QV_OK) st = parse_children(r, jc, t, depth, a);
   if (st == QV_OK)
-    st = check_offsets(r, a->buffers[1], width, count, a->children[0]->length,
-                       "child's count");
+    st = check_offsets(r, a->buffers[1], width, count, a->children[0]->length, "child's count");
   *out = a;
   return st;
 }
@@ -1062,15 +1138,18 @@ static qv_status parse_list_view(reader *r, const json_t *jc, const qv_type *t, 
   int width = t->id == QV_LARGE_LIST_VIEW ? 8 : 4;
   int64_t hi = width == 8 ? INT64_MAX : INT32_MAX;
   qv_status st = new_array(r, t, count, 3, 1, &a);
-  if (st == QV_OK) st = parse_int_buffer(r, jc, "OFFSET", count, width, 0, hi, validity, &a->buffers[1]);
-  if (st == QV_OK) st = parse_int_buffer(r, jc, "SIZE", count, width, 0, hi, validity, &a->buffers[2]);
+  if (st == QV_OK)
+    st = parse_int_buffer(r, jc, "OFFSET", count, width, 0, hi, validity, &a->buffers[1]);
+  if (st == QV_OK)
+    st = parse_int_buffer(r, jc, "SIZE", count, width, 0, hi, validity, &a->buffers[2]);
   if (st == QV_OK) st = parse_children(r, jc, t, depth, a);
   for (int64_t k = 0; k < count && st == QV_OK; k++) {
     int64_t o = load_off(a->buffers[1], width, k), s = load_off(a->buffers[2], width, k);
     if (o + s > a->children[0]->length)
-      st = fail(r, QV_EINVAL, "OFFSET[%" PRId64 "] + SIZE[%" PRId64 "] = %" PRId64
-                " exceeds the child's count (%" PRId64 ")", k, k, o + s,
-                a->children[0]->length);
+      st = fail(r, QV_EINVAL,
+                "OFFSET[%" PRId64 "] + SIZE[%" PRId64 "] = %" PRId64
+                " exceeds the child's count (%" PRId64 ")",
+                k, k, o + s, a->children[0]->length);
   }
   *out = a;
   return st;
@@ -1099,8 +1178,8 @@ static qv_status parse_union(reader *r, const json_t *jc, const qv_type *t, int6
       int32_t o;
       memcpy(&o, a->buffers[1]->data + 4 * k, 4);
       if (o >= a->children[c]->length)
-        st = fail(r, QV_EINVAL, "OFFSET[%" PRId64 "]: %d is outside child '%s' of count %"
-                  PRId64, k, (int)o, t->children[c].name, a->children[c]->length);
+        st = fail(r, QV_EINVAL, "OFFSET[%" PRId64 "]: %d is outside child '%s' of count %" PRId64,
+                  k, (int)o, t->children[c].name, a->children[c]->length);
     }
   }
   if (st == QV_OK) a->null_count = 0;
@@ -1114,17 +1193,17 @@ static qv_status check_run_ends(reader *r, const qv_array *a, int64_t count) {
   const qv_array *re = a->children[0];
   int w = (int)value_width(re->type);
   if (re->length != a->children[1]->length)
-    return fail(r, QV_EINVAL, "run_ends has count %" PRId64 " but values has %" PRId64,
-                re->length, a->children[1]->length);
+    return fail(r, QV_EINVAL, "run_ends has count %" PRId64 " but values has %" PRId64, re->length,
+                a->children[1]->length);
   if (re->buffers[0] != NULL) return fail(r, QV_EINVAL, "run_ends must not contain nulls");
   int64_t prev = 0;
   for (int64_t k = 0; k < re->length; k++) {
-    int64_t e = w == 2 ? (int64_t)((int16_t *)re->buffers[1]->data)[k]
-              : w == 4 ? (int64_t)((int32_t *)re->buffers[1]->data)[k]
-                       : ((int64_t *)re->buffers[1]->data)[k];
+    int64_t e = w == 2   ? (int64_t)((int16_t *)re->buffers[1]->data)[k]
+                : w == 4 ? (int64_t)((int32_t *)re->buffers[1]->data)[k]
+                         : ((int64_t *)re->buffers[1]->data)[k];
     if (e <= prev)
-      return fail(r, QV_EINVAL, "run_ends[%" PRId64 "] = %" PRId64 " must be greater than %"
-                  PRId64, k, e, prev);
+      return fail(r, QV_EINVAL, "run_ends[%" PRId64 "] = %" PRId64 " must be greater than %" PRId64,
+                  k, e, prev);
     prev = e;
   }
   if (count > 0 && prev < count)
@@ -1181,8 +1260,10 @@ static qv_status parse_dict_indices(reader *r, const json_t *jc, const qv_type *
       memcpy(&idx, dst, 8);
     }
     if (idx < 0 || idx >= a->dictionary->length)
-      st = fail(r, QV_EINVAL, "DATA[%" PRId64 "]: index %" PRId64 " is outside dictionary id %"
-                PRId64 " of %" PRId64 " values", k, idx, t->dict_id, a->dictionary->length);
+      st = fail(r, QV_EINVAL,
+                "DATA[%" PRId64 "]: index %" PRId64 " is outside dictionary id %" PRId64
+                " of %" PRId64 " values",
+                k, idx, t->dict_id, a->dictionary->length);
   }
   *out = a;
   return st;
@@ -1221,14 +1302,16 @@ static qv_status parse_data_body(reader *r, const json_t *jc, const qv_type *t, 
       st = new_array(r, t, count, 0, 0, &a);
       if (st == QV_OK) a->null_count = count;
       break;
-    case QV_BOOL:
-      st = parse_bool(r, jc, t, count, validity, &a);
-      break;
-    case QV_BINARY: case QV_STRING: case QV_LARGE_BINARY: case QV_LARGE_STRING:
+    case QV_BOOL: st = parse_bool(r, jc, t, count, validity, &a); break;
+    case QV_BINARY:
+    case QV_STRING:
+    case QV_LARGE_BINARY:
+    case QV_LARGE_STRING:
       st = new_array(r, t, count, 3, 0, &a);
       if (st == QV_OK) st = parse_binary(r, jc, t, count, a);
       break;
-    case QV_BINARY_VIEW: case QV_STRING_VIEW:
+    case QV_BINARY_VIEW:
+    case QV_STRING_VIEW:
       st = parse_views(r, jc, t, count, validity, &a);
       if (st == QV_OK) {
         a->null_count = nulls;
@@ -1237,21 +1320,20 @@ static qv_status parse_data_body(reader *r, const json_t *jc, const qv_type *t, 
       }
       qv_buffer_unref(validity);
       return st;
-    case QV_LIST: case QV_LARGE_LIST: case QV_MAP:
-      st = parse_list(r, jc, t, count, depth, &a);
-      break;
-    case QV_LIST_VIEW: case QV_LARGE_LIST_VIEW:
-      st = parse_list_view(r, jc, t, count, validity, depth, &a);
-      break;
+    case QV_LIST:
+    case QV_LARGE_LIST:
+    case QV_MAP: st = parse_list(r, jc, t, count, depth, &a); break;
+    case QV_LIST_VIEW:
+    case QV_LARGE_LIST_VIEW: st = parse_list_view(r, jc, t, count, validity, depth, &a); break;
     case QV_FIXED_SIZE_LIST: {
       int64_t want;
       st = new_array(r, t, count, 1, 1, &a);
       if (st == QV_OK) st = parse_children(r, jc, t, depth, a);
-      if (st == QV_OK && (qv_mul_overflow(count, t->list_size, &want) ||
-                          a->children[0]->length != want))
-        st = fail(r, QV_EINVAL, "child '%s' has count %" PRId64 ", expected count * listSize = %"
-                  PRId64 " * %d", t->children[0].name, a->children[0]->length, count,
-                  (int)t->list_size);
+      if (st == QV_OK &&
+          (qv_mul_overflow(count, t->list_size, &want) || a->children[0]->length != want))
+        st = fail(r, QV_EINVAL,
+                  "child '%s' has count %" PRId64 ", expected count * listSize = %" PRId64 " * %d",
+                  t->children[0].name, a->children[0]->length, count, (int)t->list_size);
       break;
     }
     case QV_STRUCT:
@@ -1259,18 +1341,11 @@ static qv_status parse_data_body(reader *r, const json_t *jc, const qv_type *t, 
       if (st == QV_OK) st = parse_children(r, jc, t, depth, a);
       if (st == QV_OK) st = check_child_counts(r, a);
       break;
-    case QV_SPARSE_UNION: case QV_DENSE_UNION:
-      st = parse_union(r, jc, t, count, depth, &a);
-      break;
-    case QV_RUN_END_ENCODED:
-      st = parse_run_end(r, jc, t, count, depth, &a);
-      break;
-    case QV_DICTIONARY:
-      st = parse_dict_indices(r, jc, t, count, validity, &a);
-      break;
-    default:
-      st = parse_fixed(r, jc, t, count, validity, &a);
-      break;
+    case QV_SPARSE_UNION:
+    case QV_DENSE_UNION: st = parse_union(r, jc, t, count, depth, &a); break;
+    case QV_RUN_END_ENCODED: st = parse_run_end(r, jc, t, count, depth, &a); break;
+    case QV_DICTIONARY: st = parse_dict_indices(r, jc, t, count, validity, &a); break;
+    default: st = parse_fixed(r, jc, t, count, validity, &a); break;
   }
   if (st != QV_OK) {
     qv_buffer_unref(validity);
@@ -1302,8 +1377,7 @@ static qv_status get_dictionary(reader *r, int64_t id, qv_array **out) {
     *out = qv_array_ref(s->values);
     return QV_OK;
   }
-  if (s->state == 1)
-    return fail(r, QV_EINVAL, "dictionary id %" PRId64 " refers to itself", id);
+  if (s->state == 1) return fail(r, QV_EINVAL, "dictionary id %" PRId64 " refers to itself", id);
   s->state = 1;
   /* Switch the error context to the dictionary and back. */
   reader saved = *r;
@@ -1323,7 +1397,8 @@ static qv_status get_dictionary(reader *r, int64_t id, qv_array **out) {
   if (st == QV_OK) {
     json_t *jc = json_array_get(cols, 0);
     path_push(r, "values");
-    if (!json_is_object(jc)) st = fail(r, QV_EINVAL, "column must be an object, found %s", jtype(jc));
+    if (!json_is_object(jc))
+      st = fail(r, QV_EINVAL, "column must be an object, found %s", jtype(jc));
     else st = parse_data(r, jc, vt, 1, &values);
     if (st == QV_OK && values->length != count)
       st = fail(r, QV_EINVAL, "count is %" PRId64 ", but the dictionary batch count is %" PRId64,
@@ -1352,20 +1427,23 @@ static qv_status parse_dictionary_entries(reader *r, const json_t *root) {
   snprintf(r->where, sizeof r->where, "dictionaries");
   r->path_len = 0;
   r->path[0] = '\0';
-  if (!json_is_array(jd)) return fail(r, QV_EINVAL, "'dictionaries' must be an array, found %s", jtype(jd));
+  if (!json_is_array(jd))
+    return fail(r, QV_EINVAL, "'dictionaries' must be an array, found %s", jtype(jd));
   size_t k;
   json_t *e;
   json_array_foreach(jd, k, e) {
     snprintf(r->where, sizeof r->where, "dictionaries[%zu]", k);
-    if (!json_is_object(e)) return fail(r, QV_EINVAL, "entry must be an object, found %s", jtype(e));
+    if (!json_is_object(e))
+      return fail(r, QV_EINVAL, "entry must be an object, found %s", jtype(e));
     int64_t id;
     QV_RETURN_NOT_OK(get_int(r, e, "id", INT64_MIN, INT64_MAX, &id));
     dict_slot *s = find_dict(r, id);
     if (s == NULL)
       return fail(r, QV_EINVAL, "dictionary id %" PRId64 " is not used by any schema field", id);
     if (s->entry != NULL)
-      return fail(r, QV_EINVAL, "dictionary id %" PRId64 " appears twice (also dictionaries[%"
-                  PRId64 "])", id, s->entry_index);
+      return fail(r, QV_EINVAL,
+                  "dictionary id %" PRId64 " appears twice (also dictionaries[%" PRId64 "])", id,
+                  s->entry_index);
     s->entry = e;
     s->entry_index = (int64_t)k;
   }
@@ -1377,7 +1455,8 @@ static qv_status parse_batches(reader *r, const json_t *root, const qv_schema *s
   json_t *jb = json_object_get(root, "batches");
   snprintf(r->where, sizeof r->where, "batches");
   if (jb == NULL) return fail(r, QV_EINVAL, "missing 'batches'");
-  if (!json_is_array(jb)) return fail(r, QV_EINVAL, "'batches' must be an array, found %s", jtype(jb));
+  if (!json_is_array(jb))
+    return fail(r, QV_EINVAL, "'batches' must be an array, found %s", jtype(jb));
   size_t nb = json_array_size(jb);
   out->batches = calloc(nb ? nb : 1, sizeof *out->batches);
   if (out->batches == NULL) return oom(r);
@@ -1388,7 +1467,8 @@ static qv_status parse_batches(reader *r, const json_t *root, const qv_schema *s
     r->path_len = 0;
     r->path[0] = '\0';
     json_t *jbatch = json_array_get(jb, b);
-    if (!json_is_object(jbatch)) return fail(r, QV_EINVAL, "batch must be an object, found %s", jtype(jbatch));
+    if (!json_is_object(jbatch))
+      return fail(r, QV_EINVAL, "batch must be an object, found %s", jtype(jbatch));
     int64_t count;
     QV_RETURN_NOT_OK(get_int(r, jbatch, "count", 0, INT64_MAX, &count));
     json_t *cols = json_object_get(jbatch, "columns");
@@ -1402,8 +1482,8 @@ static qv_status parse_batches(reader *r, const json_t *root, const qv_schema *s
     batch->null_count = 0;
     out->batches[out->n_batches++] = batch;
     for (int32_t k = 0; k < st_type->n_children; k++) {
-      QV_RETURN_NOT_OK(parse_child(r, cols, (size_t)k, &st_type->children[k], 0,
-                                   &batch->children[k]));
+      QV_RETURN_NOT_OK(
+          parse_child(r, cols, (size_t)k, &st_type->children[k], 0, &batch->children[k]));
       if (batch->children[k]->length != count) {
         size_t old = path_push(r, st_type->children[k].name);
         qv_status st = fail(r, QV_EINVAL, "count is %" PRId64 ", but the batch count is %" PRId64,
@@ -1495,8 +1575,8 @@ static qv_status gunzip(const uint8_t *in, int64_t n, int64_t max, char **out, i
   for (;;) {
     if (len == cap) {
       if (cap > max) {
-        st = qv_error_set(err, QV_ENOMEM, "gzip: decompressed JSON exceeds the limit of %" PRId64
-                          " bytes", max);
+        st = qv_error_set(err, QV_ENOMEM,
+                          "gzip: decompressed JSON exceeds the limit of %" PRId64 " bytes", max);
         break;
       }
       int64_t ncap = cap * 2 > max + 1 ? max + 1 : cap * 2;

@@ -23,8 +23,7 @@ static inline int64_t load_off(const qv_buffer *b, int width, int64_t k) {
 
 /* Types whose arrays carry a validity bitmap (and a VALIDITY member). */
 static inline bool has_validity(qv_type_id id) {
-  return id != QV_NA && id != QV_SPARSE_UNION && id != QV_DENSE_UNION &&
-         id != QV_RUN_END_ENCODED;
+  return id != QV_NA && id != QV_SPARSE_UNION && id != QV_DENSE_UNION && id != QV_RUN_END_ENCODED;
 }
 
 #endif /* QUIVER_IPC_JSON_INTERNAL_H */

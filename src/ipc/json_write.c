@@ -17,8 +17,8 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "core/numeric_internal.h"
 #include "core/atomic_internal.h"
+#include "core/numeric_internal.h"
 #include "ipc/json_internal.h"
 #include "quiver/integration.h"
 
@@ -209,8 +209,10 @@ static const char *unit_json(qv_time_unit u) {
 }
 
 static void w_int_type(writer *w, qv_type_id id) {
-  int bw = id == QV_INT8 || id == QV_UINT8 ? 8 : id == QV_INT16 || id == QV_UINT16 ? 16
-         : id == QV_INT32 || id == QV_UINT32 ? 32 : 64;
+  int bw = id == QV_INT8 || id == QV_UINT8     ? 8
+           : id == QV_INT16 || id == QV_UINT16 ? 16
+           : id == QV_INT32 || id == QV_UINT32 ? 32
+                                               : 64;
   w_key(w, "name");
   w_str(w, "int");
   w_key(w, "bitWidth");
@@ -222,19 +224,34 @@ static void w_int_type(writer *w, qv_type_id id) {
 static void w_type(writer *w, const qv_type *t) {
   w_begin(w, '{', true);
   switch (t->id) {
-    case QV_NA: w_key(w, "name"); w_str(w, "null"); break;
-    case QV_BOOL: w_key(w, "name"); w_str(w, "bool"); break;
-    case QV_INT8: case QV_UINT8: case QV_INT16: case QV_UINT16: case QV_INT32: case QV_UINT32:
-    case QV_INT64: case QV_UINT64:
-      w_int_type(w, t->id);
+    case QV_NA:
+      w_key(w, "name");
+      w_str(w, "null");
       break;
-    case QV_HALF_FLOAT: case QV_FLOAT: case QV_DOUBLE:
+    case QV_BOOL:
+      w_key(w, "name");
+      w_str(w, "bool");
+      break;
+    case QV_INT8:
+    case QV_UINT8:
+    case QV_INT16:
+    case QV_UINT16:
+    case QV_INT32:
+    case QV_UINT32:
+    case QV_INT64:
+    case QV_UINT64: w_int_type(w, t->id); break;
+    case QV_HALF_FLOAT:
+    case QV_FLOAT:
+    case QV_DOUBLE:
       w_key(w, "name");
       w_str(w, "floatingpoint");
       w_key(w, "precision");
       w_str(w, t->id == QV_HALF_FLOAT ? "HALF" : t->id == QV_FLOAT ? "SINGLE" : "DOUBLE");
       break;
-    case QV_DECIMAL32: case QV_DECIMAL64: case QV_DECIMAL128: case QV_DECIMAL256:
+    case QV_DECIMAL32:
+    case QV_DECIMAL64:
+    case QV_DECIMAL128:
+    case QV_DECIMAL256:
       w_key(w, "name");
       w_str(w, "decimal");
       w_key(w, "precision");
@@ -244,13 +261,15 @@ static void w_type(writer *w, const qv_type *t) {
       w_key(w, "bitWidth");
       w_int(w, value_width(t) * 8);
       break;
-    case QV_DATE32: case QV_DATE64:
+    case QV_DATE32:
+    case QV_DATE64:
       w_key(w, "name");
       w_str(w, "date");
       w_key(w, "unit");
       w_str(w, t->id == QV_DATE32 ? "DAY" : "MILLISECOND");
       break;
-    case QV_TIME32: case QV_TIME64:
+    case QV_TIME32:
+    case QV_TIME64:
       w_key(w, "name");
       w_str(w, "time");
       w_key(w, "unit");
@@ -274,43 +293,80 @@ static void w_type(writer *w, const qv_type *t) {
       w_key(w, "unit");
       w_str(w, unit_json(t->unit));
       break;
-    case QV_INTERVAL_MONTHS: case QV_INTERVAL_DAY_TIME: case QV_INTERVAL_MONTH_DAY_NANO:
+    case QV_INTERVAL_MONTHS:
+    case QV_INTERVAL_DAY_TIME:
+    case QV_INTERVAL_MONTH_DAY_NANO:
       w_key(w, "name");
       w_str(w, "interval");
       w_key(w, "unit");
-      w_str(w, t->id == QV_INTERVAL_MONTHS ? "YEAR_MONTH"
-               : t->id == QV_INTERVAL_DAY_TIME ? "DAY_TIME" : "MONTH_DAY_NANO");
+      w_str(w, t->id == QV_INTERVAL_MONTHS     ? "YEAR_MONTH"
+               : t->id == QV_INTERVAL_DAY_TIME ? "DAY_TIME"
+                                               : "MONTH_DAY_NANO");
       break;
-    case QV_BINARY: w_key(w, "name"); w_str(w, "binary"); break;
-    case QV_STRING: w_key(w, "name"); w_str(w, "utf8"); break;
-    case QV_LARGE_BINARY: w_key(w, "name"); w_str(w, "largebinary"); break;
-    case QV_LARGE_STRING: w_key(w, "name"); w_str(w, "largeutf8"); break;
-    case QV_BINARY_VIEW: w_key(w, "name"); w_str(w, "binaryview"); break;
-    case QV_STRING_VIEW: w_key(w, "name"); w_str(w, "utf8view"); break;
+    case QV_BINARY:
+      w_key(w, "name");
+      w_str(w, "binary");
+      break;
+    case QV_STRING:
+      w_key(w, "name");
+      w_str(w, "utf8");
+      break;
+    case QV_LARGE_BINARY:
+      w_key(w, "name");
+      w_str(w, "largebinary");
+      break;
+    case QV_LARGE_STRING:
+      w_key(w, "name");
+      w_str(w, "largeutf8");
+      break;
+    case QV_BINARY_VIEW:
+      w_key(w, "name");
+      w_str(w, "binaryview");
+      break;
+    case QV_STRING_VIEW:
+      w_key(w, "name");
+      w_str(w, "utf8view");
+      break;
     case QV_FIXED_SIZE_BINARY:
       w_key(w, "name");
       w_str(w, "fixedsizebinary");
       w_key(w, "byteWidth");
       w_int(w, t->byte_width);
       break;
-    case QV_LIST: w_key(w, "name"); w_str(w, "list"); break;
-    case QV_LARGE_LIST: w_key(w, "name"); w_str(w, "largelist"); break;
-    case QV_LIST_VIEW: w_key(w, "name"); w_str(w, "listview"); break;
-    case QV_LARGE_LIST_VIEW: w_key(w, "name"); w_str(w, "largelistview"); break;
+    case QV_LIST:
+      w_key(w, "name");
+      w_str(w, "list");
+      break;
+    case QV_LARGE_LIST:
+      w_key(w, "name");
+      w_str(w, "largelist");
+      break;
+    case QV_LIST_VIEW:
+      w_key(w, "name");
+      w_str(w, "listview");
+      break;
+    case QV_LARGE_LIST_VIEW:
+      w_key(w, "name");
+      w_str(w, "largelistview");
+      break;
     case QV_FIXED_SIZE_LIST:
       w_key(w, "name");
       w_str(w, "fixedsizelist");
       w_key(w, "listSize");
       w_int(w, t->list_size);
       break;
-    case QV_STRUCT: w_key(w, "name"); w_str(w, "struct"); break;
+    case QV_STRUCT:
+      w_key(w, "name");
+      w_str(w, "struct");
+      break;
     case QV_MAP:
       w_key(w, "name");
       w_str(w, "map");
       w_key(w, "keysSorted");
       w_bool(w, t->keys_sorted);
       break;
-    case QV_SPARSE_UNION: case QV_DENSE_UNION:
+    case QV_SPARSE_UNION:
+    case QV_DENSE_UNION:
       w_key(w, "name");
       w_str(w, "union");
       w_key(w, "mode");
@@ -320,11 +376,14 @@ static void w_type(writer *w, const qv_type *t) {
       for (int32_t k = 0; k < t->n_children; k++) w_int(w, t->type_codes[k]);
       w_end(w, ']');
       break;
-    case QV_RUN_END_ENCODED: w_key(w, "name"); w_str(w, "runendencoded"); break;
+    case QV_RUN_END_ENCODED:
+      w_key(w, "name");
+      w_str(w, "runendencoded");
+      break;
     default:
       if (w->st == QV_OK)
-        w->st = qv_error_set(w->err, QV_ENOTSUP, "JSON: cannot write type %s",
-                             qv_type_id_name(t->id));
+        w->st =
+            qv_error_set(w->err, QV_ENOTSUP, "JSON: cannot write type %s", qv_type_id_name(t->id));
       break;
   }
   w_end(w, '}');
@@ -379,7 +438,8 @@ static void w_field(writer *w, const qv_field *f) {
 /* ---- data ---- */
 
 static bool arr_valid(const qv_array *a, int64_t i) {
-  return a->n_buffers == 0 || a->buffers[0] == NULL || qv_bit_get(a->buffers[0]->data, a->offset + i);
+  return a->n_buffers == 0 || a->buffers[0] == NULL ||
+         qv_bit_get(a->buffers[0]->data, a->offset + i);
 }
 
 static int64_t arr_off(const qv_array *a, int width, int64_t i) {
@@ -398,10 +458,15 @@ static int64_t int_value(const qv_type *t, const uint8_t *p) {
 
 static void w_fixed_value(writer *w, const qv_type *t, const uint8_t *p) {
   switch (t->id) {
-    case QV_INT8: case QV_UINT8: case QV_INT16: case QV_UINT16: case QV_INT32: case QV_UINT32:
-    case QV_DATE32: case QV_TIME32: case QV_INTERVAL_MONTHS:
-      w_int(w, int_value(t, p));
-      return;
+    case QV_INT8:
+    case QV_UINT8:
+    case QV_INT16:
+    case QV_UINT16:
+    case QV_INT32:
+    case QV_UINT32:
+    case QV_DATE32:
+    case QV_TIME32:
+    case QV_INTERVAL_MONTHS: w_int(w, int_value(t, p)); return;
     case QV_UINT64: {
       uint64_t v;
       char b[32];
@@ -410,9 +475,11 @@ static void w_fixed_value(writer *w, const qv_type *t, const uint8_t *p) {
       w_string(w, b, (size_t)n);
       return;
     }
-    case QV_INT64: case QV_DATE64: case QV_TIME64: case QV_TIMESTAMP: case QV_DURATION:
-      w_int_str(w, int_value(t, p));
-      return;
+    case QV_INT64:
+    case QV_DATE64:
+    case QV_TIME64:
+    case QV_TIMESTAMP:
+    case QV_DURATION: w_int_str(w, int_value(t, p)); return;
     case QV_HALF_FLOAT: {
       uint16_t h;
       memcpy(&h, p, 2);
@@ -431,7 +498,10 @@ static void w_fixed_value(writer *w, const qv_type *t, const uint8_t *p) {
       w_double(w, d, false);
       return;
     }
-    case QV_DECIMAL32: case QV_DECIMAL64: case QV_DECIMAL128: case QV_DECIMAL256: {
+    case QV_DECIMAL32:
+    case QV_DECIMAL64:
+    case QV_DECIMAL128:
+    case QV_DECIMAL256: {
       char b[QV_DECIMAL_STRING_MAX];
       int n = qv_decimal_to_string(p, (int)value_width(t), 0, b);
       w_string(w, b, (size_t)n);
@@ -463,9 +533,7 @@ static void w_fixed_value(writer *w, const qv_type *t, const uint8_t *p) {
       w_end(w, '}');
       return;
     }
-    default: /* FIXED_SIZE_BINARY */
-      w_hex(w, p, t->byte_width);
-      return;
+    default: /* FIXED_SIZE_BINARY */ w_hex(w, p, t->byte_width); return;
   }
 }
 
@@ -501,7 +569,8 @@ static int64_t ree_run_at(const qv_array *a, int64_t pos) {
   int64_t lo = 0, hi = re->length;
   while (lo < hi) {
     int64_t mid = lo + (hi - lo) / 2;
-    int64_t e = int_value(re->type, re->buffers[1]->data + (re->offset + mid) * value_width(re->type));
+    int64_t e =
+        int_value(re->type, re->buffers[1]->data + (re->offset + mid) * value_width(re->type));
     if (e > pos) hi = mid;
     else lo = mid + 1;
   }
@@ -551,8 +620,7 @@ static void w_column_body(writer *w, const qv_array *a, int64_t i0, int64_t n) {
   const qv_type *t = a->type;
   int64_t p0 = a->offset + i0;
   switch (t->id) {
-    case QV_NA:
-      return;
+    case QV_NA: return;
     case QV_BOOL:
       w_validity(w, a, i0, n);
       w_key(w, "DATA");
@@ -560,7 +628,10 @@ static void w_column_body(writer *w, const qv_array *a, int64_t i0, int64_t n) {
       for (int64_t k = 0; k < n; k++) w_bool(w, qv_bit_get(a->buffers[1]->data, p0 + k));
       w_end(w, ']');
       return;
-    case QV_BINARY: case QV_STRING: case QV_LARGE_BINARY: case QV_LARGE_STRING: {
+    case QV_BINARY:
+    case QV_STRING:
+    case QV_LARGE_BINARY:
+    case QV_LARGE_STRING: {
       int width = (t->id == QV_LARGE_BINARY || t->id == QV_LARGE_STRING) ? 8 : 4;
       bool text = t->id == QV_STRING || t->id == QV_LARGE_STRING;
       int64_t base = arr_off(a, width, i0);
@@ -577,7 +648,8 @@ static void w_column_body(writer *w, const qv_array *a, int64_t i0, int64_t n) {
       w_end(w, ']');
       return;
     }
-    case QV_BINARY_VIEW: case QV_STRING_VIEW: {
+    case QV_BINARY_VIEW:
+    case QV_STRING_VIEW: {
       bool text = t->id == QV_STRING_VIEW;
       w_validity(w, a, i0, n);
       w_key(w, "VIEWS");
@@ -617,7 +689,9 @@ static void w_column_body(writer *w, const qv_array *a, int64_t i0, int64_t n) {
       w_end(w, ']');
       return;
     }
-    case QV_LIST: case QV_LARGE_LIST: case QV_MAP: {
+    case QV_LIST:
+    case QV_LARGE_LIST:
+    case QV_MAP: {
       int width = t->id == QV_LARGE_LIST ? 8 : 4;
       int64_t s = arr_off(a, width, i0), e = arr_off(a, width, i0 + n);
       w_validity(w, a, i0, n);
@@ -627,7 +701,8 @@ static void w_column_body(writer *w, const qv_array *a, int64_t i0, int64_t n) {
       w_end(w, ']');
       return;
     }
-    case QV_LIST_VIEW: case QV_LARGE_LIST_VIEW: {
+    case QV_LIST_VIEW:
+    case QV_LARGE_LIST_VIEW: {
       int width = t->id == QV_LARGE_LIST_VIEW ? 8 : 4;
       w_validity(w, a, i0, n);
       w_offsets(w, "OFFSET", a->buffers[1], width, p0, n, 0);
@@ -651,7 +726,8 @@ static void w_column_body(writer *w, const qv_array *a, int64_t i0, int64_t n) {
         w_column(w, t->children[k].name, a->children[k], p0, n);
       w_end(w, ']');
       return;
-    case QV_SPARSE_UNION: case QV_DENSE_UNION: {
+    case QV_SPARSE_UNION:
+    case QV_DENSE_UNION: {
       bool dense = t->id == QV_DENSE_UNION;
       w_key(w, "TYPE_ID");
       w_begin(w, '[', true);
@@ -667,9 +743,7 @@ static void w_column_body(writer *w, const qv_array *a, int64_t i0, int64_t n) {
       w_end(w, ']');
       return;
     }
-    case QV_RUN_END_ENCODED:
-      w_ree(w, a, i0, n);
-      return;
+    case QV_RUN_END_ENCODED: w_ree(w, a, i0, n); return;
     case QV_DICTIONARY: {
       const qv_type *it = t->index_type;
       int64_t iw = value_width(it);
@@ -716,20 +790,29 @@ static void w_empty_column(writer *w, const char *name, const qv_type *t) {
     w_end(w, ']');
   }
   switch (t->id) {
-    case QV_NA: case QV_RUN_END_ENCODED: case QV_STRUCT: case QV_FIXED_SIZE_LIST: break;
-    case QV_BINARY: case QV_STRING: case QV_LIST: case QV_MAP:
+    case QV_NA:
+    case QV_RUN_END_ENCODED:
+    case QV_STRUCT:
+    case QV_FIXED_SIZE_LIST: break;
+    case QV_BINARY:
+    case QV_STRING:
+    case QV_LIST:
+    case QV_MAP:
       w_key(w, "OFFSET");
       w_begin(w, '[', true);
       w_int(w, 0);
       w_end(w, ']');
       break;
-    case QV_LARGE_BINARY: case QV_LARGE_STRING: case QV_LARGE_LIST:
+    case QV_LARGE_BINARY:
+    case QV_LARGE_STRING:
+    case QV_LARGE_LIST:
       w_key(w, "OFFSET");
       w_begin(w, '[', true);
       w_int_str(w, 0);
       w_end(w, ']');
       break;
-    case QV_LIST_VIEW: case QV_LARGE_LIST_VIEW:
+    case QV_LIST_VIEW:
+    case QV_LARGE_LIST_VIEW:
       w_key(w, "OFFSET");
       w_begin(w, '[', true);
       w_end(w, ']');
@@ -737,7 +820,8 @@ static void w_empty_column(writer *w, const char *name, const qv_type *t) {
       w_begin(w, '[', true);
       w_end(w, ']');
       break;
-    case QV_BINARY_VIEW: case QV_STRING_VIEW:
+    case QV_BINARY_VIEW:
+    case QV_STRING_VIEW:
       w_key(w, "VIEWS");
       w_begin(w, '[', true);
       w_end(w, ']');
@@ -745,7 +829,8 @@ static void w_empty_column(writer *w, const char *name, const qv_type *t) {
       w_begin(w, '[', true);
       w_end(w, ']');
       break;
-    case QV_SPARSE_UNION: case QV_DENSE_UNION:
+    case QV_SPARSE_UNION:
+    case QV_DENSE_UNION:
       w_key(w, "TYPE_ID");
       w_begin(w, '[', true);
       w_end(w, ']');
@@ -782,8 +867,8 @@ static void w_empty_column(writer *w, const char *name, const qv_type *t) {
 typedef struct dict_found {
   int64_t id;
   const qv_type *value_type;
-  qv_array *chosen;     /* borrowed: dictionary of the last batch seen */
-  qv_array **all;       /* borrowed: every distinct dictionary seen */
+  qv_array *chosen; /* borrowed: dictionary of the last batch seen */
+  qv_array **all;   /* borrowed: every distinct dictionary seen */
   int64_t n_all;
 } dict_found;
 
@@ -818,8 +903,9 @@ static qv_status note_dicts_in_array(dict_set *ds, qv_array *a, int depth, qv_er
     dict_found *f = NULL;
     for (int64_t k = 0; k < ds->n; k++)
       if (ds->d[k].id == a->type->dict_id) f = &ds->d[k];
-    if (f == NULL) return qv_error_set(err, QV_EARG, "dictionary id %" PRId64 " is not in the schema",
-                                       a->type->dict_id);
+    if (f == NULL)
+      return qv_error_set(err, QV_EARG, "dictionary id %" PRId64 " is not in the schema",
+                          a->type->dict_id);
     bool have = false;
     for (int64_t k = 0; k < f->n_all; k++) have |= f->all[k] == a->dictionary;
     if (!have) {
@@ -851,10 +937,12 @@ qv_status qv_json_write_buffer(const qv_schema *schema, qv_array *const *batches
   dict_set ds = {NULL, 0};
   qv_status st = note_dicts_in_type(&ds, schema->type, err);
   for (int64_t b = 0; b < n_batches && st == QV_OK; b++) {
-    if (batches[b]->type->id != QV_STRUCT ||
-        batches[b]->n_children != schema->type->n_children)
-      st = qv_error_set(err, QV_EARG, "batch %" PRId64 " is not a record batch of the schema's %d "
-                        "columns", b, (int)schema->type->n_children);
+    if (batches[b]->type->id != QV_STRUCT || batches[b]->n_children != schema->type->n_children)
+      st = qv_error_set(err, QV_EARG,
+                        "batch %" PRId64
+                        " is not a record batch of the schema's %d "
+                        "columns",
+                        b, (int)schema->type->n_children);
     else st = note_dicts_in_array(&ds, batches[b], 0, err);
   }
   for (int64_t k = 0; k < ds.n && st == QV_OK; k++) {
@@ -872,9 +960,12 @@ qv_status qv_json_write_buffer(const qv_schema *schema, qv_array *const *batches
                 qv_array_equals(other, prefix, &diff);
       qv_array_unref(prefix);
       if (!ok)
-        st = qv_error_set(err, QV_ENOTSUP, "dictionary id %" PRId64 ": the batches carry different "
+        st = qv_error_set(err, QV_ENOTSUP,
+                          "dictionary id %" PRId64
+                          ": the batches carry different "
                           "dictionaries (a replacement, not a delta); the JSON format holds one "
-                          "dictionary per id", f->id);
+                          "dictionary per id",
+                          f->id);
     }
   }
   if (st == QV_OK && ds.n > 1) qsort(ds.d, (size_t)ds.n, sizeof *ds.d, cmp_dict_id);
@@ -953,8 +1044,8 @@ static qv_status gzip_bytes(const uint8_t *in, int64_t n, uint8_t **out, int64_t
                             qv_error *err) {
   z_stream zs;
   memset(&zs, 0, sizeof zs);
-  if (deflateInit2(&zs, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 16 + MAX_WBITS, 8,
-                   Z_DEFAULT_STRATEGY) != Z_OK)
+  if (deflateInit2(&zs, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY) !=
+      Z_OK)
     return qv_error_set(err, QV_ENOMEM, "gzip: cannot initialise zlib");
   uLong bound = deflateBound(&zs, (uLong)n);
   uint8_t *buf = malloc(bound + 64);

@@ -47,14 +47,14 @@
 /* Element layout of a buffer: decides the byte swap of big-endian data
  * and whether the buffer needs aligned loads. */
 typedef enum elem_kind {
-  ELEM_BYTES = 0,  /* bytes, bits, int8: no swap, no alignment */
-  ELEM_2,          /* 16-bit values */
-  ELEM_4,          /* 32-bit values (also interval day_time: two int32) */
-  ELEM_8,          /* 64-bit values */
-  ELEM_128,        /* decimal128: one 128-bit integer */
-  ELEM_256,        /* decimal256: one 256-bit integer */
+  ELEM_BYTES = 0,      /* bytes, bits, int8: no swap, no alignment */
+  ELEM_2,              /* 16-bit values */
+  ELEM_4,              /* 32-bit values (also interval day_time: two int32) */
+  ELEM_8,              /* 64-bit values */
+  ELEM_128,            /* decimal128: one 128-bit integer */
+  ELEM_256,            /* decimal256: one 256-bit integer */
   ELEM_MONTH_DAY_NANO, /* int32 months, int32 days, int64 nanoseconds */
-  ELEM_VIEW        /* binary view: int32 length, then inline bytes or
+  ELEM_VIEW            /* binary view: int32 length, then inline bytes or
                       4-byte prefix, int32 buffer index, int32 offset */
 } elem_kind;
 
@@ -89,14 +89,12 @@ static qv_status lfail(loader *L, qv_status st, const char *fmt, ...) {
   if (L->path_len > 0)
     return qv_error_set(L->err, st, "message %lld: field '%s': %s",
                         (long long)L->ctx->message_index, L->path, msg);
-  return qv_error_set(L->err, st, "message %lld: %s",
-                      (long long)L->ctx->message_index, msg);
+  return qv_error_set(L->err, st, "message %lld: %s", (long long)L->ctx->message_index, msg);
 }
 
 static size_t path_push(loader *L, const char *name) {
   size_t saved = L->path_len;
-  int n = snprintf(L->path + saved, sizeof L->path - saved, "%s%s",
-                   saved > 0 ? "." : "", name);
+  int n = snprintf(L->path + saved, sizeof L->path - saved, "%s%s", saved > 0 ? "." : "", name);
   if (n > 0) {
     L->path_len = saved + (size_t)n;
     if (L->path_len >= sizeof L->path) L->path_len = sizeof L->path - 1;
@@ -114,13 +112,25 @@ static void path_pop(loader *L, size_t saved) {
 
 static elem_kind value_kind(qv_type_id id) {
   switch (id) {
-    case QV_INT16: case QV_UINT16: case QV_HALF_FLOAT: return ELEM_2;
-    case QV_INT32: case QV_UINT32: case QV_FLOAT: case QV_DATE32:
-    case QV_TIME32: case QV_INTERVAL_MONTHS: case QV_INTERVAL_DAY_TIME:
+    case QV_INT16:
+    case QV_UINT16:
+    case QV_HALF_FLOAT: return ELEM_2;
+    case QV_INT32:
+    case QV_UINT32:
+    case QV_FLOAT:
+    case QV_DATE32:
+    case QV_TIME32:
+    case QV_INTERVAL_MONTHS:
+    case QV_INTERVAL_DAY_TIME:
     case QV_DECIMAL32: return ELEM_4;
-    case QV_INT64: case QV_UINT64: case QV_DOUBLE: case QV_DATE64:
-    case QV_TIME64: case QV_TIMESTAMP: case QV_DURATION: case QV_DECIMAL64:
-      return ELEM_8;
+    case QV_INT64:
+    case QV_UINT64:
+    case QV_DOUBLE:
+    case QV_DATE64:
+    case QV_TIME64:
+    case QV_TIMESTAMP:
+    case QV_DURATION:
+    case QV_DECIMAL64: return ELEM_8;
     case QV_DECIMAL128: return ELEM_128;
     case QV_DECIMAL256: return ELEM_256;
     case QV_INTERVAL_MONTH_DAY_NANO: return ELEM_MONTH_DAY_NANO;
@@ -133,15 +143,22 @@ static int64_t elem_size(elem_kind k) {
   return sizes[k];
 }
 
-static uint32_t ld32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return v; }
-static uint64_t ld64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return v; }
+static uint32_t ld32(const uint8_t *p) {
+  uint32_t v;
+  memcpy(&v, p, 4);
+  return v;
+}
+static uint64_t ld64(const uint8_t *p) {
+  uint64_t v;
+  memcpy(&v, p, 8);
+  return v;
+}
 static void st32(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); }
 static void st64(uint8_t *p, uint64_t v) { memcpy(p, &v, 8); }
 
 /* Convert whole big-endian elements of src into little-endian dst (which
  * may equal src). Trailing bytes that do not form an element are copied. */
-static void swap_elements(uint8_t *dst, const uint8_t *src, int64_t size,
-                          elem_kind k) {
+static void swap_elements(uint8_t *dst, const uint8_t *src, int64_t size, elem_kind k) {
   int64_t w = elem_size(k), n = size / w;
   switch (k) {
     case ELEM_BYTES: break;
@@ -154,12 +171,10 @@ static void swap_elements(uint8_t *dst, const uint8_t *src, int64_t size,
       }
       break;
     case ELEM_4:
-      for (int64_t i = 0; i < n; i++)
-        st32(dst + 4 * i, __builtin_bswap32(ld32(src + 4 * i)));
+      for (int64_t i = 0; i < n; i++) st32(dst + 4 * i, __builtin_bswap32(ld32(src + 4 * i)));
       break;
     case ELEM_8:
-      for (int64_t i = 0; i < n; i++)
-        st64(dst + 8 * i, __builtin_bswap64(ld64(src + 8 * i)));
+      for (int64_t i = 0; i < n; i++) st64(dst + 8 * i, __builtin_bswap64(ld64(src + 8 * i)));
       break;
     case ELEM_128:
       /* Big-endian 128-bit integer: reversing all 16 bytes gives the
@@ -174,8 +189,7 @@ static void swap_elements(uint8_t *dst, const uint8_t *src, int64_t size,
     case ELEM_256:
       for (int64_t i = 0; i < n; i++) {
         const uint8_t *s = src + 32 * i;
-        uint64_t w0 = ld64(s), w1 = ld64(s + 8), w2 = ld64(s + 16),
-                 w3 = ld64(s + 24);
+        uint64_t w0 = ld64(s), w1 = ld64(s + 8), w2 = ld64(s + 16), w3 = ld64(s + 24);
         uint8_t *d = dst + 32 * i;
         st64(d, __builtin_bswap64(w3));
         st64(d + 8, __builtin_bswap64(w2));
@@ -216,12 +230,10 @@ static void swap_elements(uint8_t *dst, const uint8_t *src, int64_t size,
 
 static qv_status take_node(loader *L, qv_ipc_node *out) {
   if (L->node_i >= L->desc->n_nodes)
-    return lfail(L, QV_EINVAL,
-                 "record batch has %lld field nodes but the schema needs more",
+    return lfail(L, QV_EINVAL, "record batch has %lld field nodes but the schema needs more",
                  (long long)L->desc->n_nodes);
   *out = L->desc->nodes[L->node_i++];
-  if (out->length < 0)
-    return lfail(L, QV_EINVAL, "negative length %lld", (long long)out->length);
+  if (out->length < 0) return lfail(L, QV_EINVAL, "negative length %lld", (long long)out->length);
   if (out->null_count < 0 || out->null_count > out->length)
     return lfail(L, QV_EINVAL, "null_count %lld outside [0, length %lld]",
                  (long long)out->null_count, (long long)out->length);
@@ -307,8 +319,8 @@ static qv_status decompress_counted(loader *L, qv_buffer *src, int64_t n, int sl
   if (L->path_len > 0)
     return qv_error_prefix(L->err, st, "message %lld: field '%s': buffer %d (%s): ",
                            (long long)L->ctx->message_index, L->path, slot, name);
-  return qv_error_prefix(L->err, st, "message %lld: buffer %d (%s): ",
-                         (long long)L->ctx->message_index, slot, name);
+  return qv_error_prefix(
+      L->err, st, "message %lld: buffer %d (%s): ", (long long)L->ctx->message_index, slot, name);
 }
 
 /* Consume the next buffer spec and, when `want`, materialise it: a view
@@ -331,27 +343,25 @@ static qv_status take_buffer(loader *L, int slot, const char *name, elem_kind ki
   qv_ipc_buffer_spec spec = L->desc->buffers[L->buf_i++];
   int64_t end;
   if (spec.offset < 0 || spec.length < 0)
-    return lfail(L, QV_EINVAL, "buffer %d (%s) has negative offset %lld or "
+    return lfail(L, QV_EINVAL,
+                 "buffer %d (%s) has negative offset %lld or "
                  "length %lld",
                  slot, name, (long long)spec.offset, (long long)spec.length);
   if (qv_add_overflow(spec.offset, spec.length, &end))
-    return lfail(L, QV_EINVAL,
-                 "buffer %d (%s): offset %lld + length %lld overflows", slot,
-                 name, (long long)spec.offset, (long long)spec.length);
+    return lfail(L, QV_EINVAL, "buffer %d (%s): offset %lld + length %lld overflows", slot, name,
+                 (long long)spec.offset, (long long)spec.length);
   if (end > L->body_size)
     return lfail(L, QV_EINVAL,
                  "buffer %d (%s) requires body range [%lld, %lld) but body "
                  "has %lld bytes",
-                 slot, name, (long long)spec.offset, (long long)end,
-                 (long long)L->body_size);
+                 slot, name, (long long)spec.offset, (long long)end, (long long)L->body_size);
   if (!want || L->skip) return QV_OK;
 
   qv_buffer *b = NULL;
   qv_status st;
   if (L->ctx->body == NULL) /* only empty buffers fit an absent body */
     st = qv_buffer_alloc(0, &b, L->err);
-  else
-    st = qv_buffer_view(L->ctx->body, spec.offset, spec.length, &b, L->err);
+  else st = qv_buffer_view(L->ctx->body, spec.offset, spec.length, &b, L->err);
   if (st != QV_OK) return st;
   if (spec.length == 0) {
     *out = b;
@@ -365,8 +375,9 @@ static qv_status take_buffer(loader *L, int slot, const char *name, elem_kind ki
       if (L->path_len > 0)
         return qv_error_prefix(L->err, st, "message %lld: field '%s': buffer %d (%s): ",
                                (long long)L->ctx->message_index, L->path, slot, name);
-      return qv_error_prefix(L->err, st, "message %lld: buffer %d (%s): ",
-                             (long long)L->ctx->message_index, slot, name);
+      return qv_error_prefix(L->err, st,
+                             "message %lld: buffer %d (%s): ", (long long)L->ctx->message_index,
+                             slot, name);
     }
     qv_buffer *d = NULL;
     int64_t allowed = allowed_for(need);
@@ -389,8 +400,7 @@ static qv_status take_buffer(loader *L, int slot, const char *name, elem_kind ki
       st = lfail(L, QV_EINVAL,
                  "buffer %d (%s) declares %lld uncompressed bytes but %lld rows of %s need "
                  "%lld",
-                 slot, name, (long long)declared, (long long)L->cur_length, ts,
-                 (long long)need);
+                 slot, name, (long long)declared, (long long)L->cur_length, ts, (long long)need);
     } else {
       int64_t n = prefix >= 0 && prefix < declared ? prefix : declared;
       st = decompress_counted(L, b, n, slot, name, &d);
@@ -425,8 +435,7 @@ static qv_status take_buffer(loader *L, int slot, const char *name, elem_kind ki
 /* ------------------------------------------------------------------------ */
 /* Arrays                                                                    */
 
-static qv_status load_array(loader *L, const qv_field *field, int depth,
-                            qv_array **out);
+static qv_status load_array(loader *L, const qv_field *field, int depth, qv_array **out);
 
 static qv_status load_children(loader *L, qv_array *a, int depth) {
   const qv_type *t = a->type;
@@ -439,8 +448,7 @@ static qv_status load_children(loader *L, qv_array *a, int depth) {
   return QV_OK;
 }
 
-static qv_array *new_array(loader *L, qv_type *t, int64_t n_buffers,
-                           qv_status *st) {
+static qv_array *new_array(loader *L, qv_type *t, int64_t n_buffers, qv_status *st) {
   qv_array *a = qv_array_new(t, (int32_t)n_buffers, t->n_children);
   *st = a ? QV_OK : lfail(L, QV_ENOMEM, "out of memory (array)");
   return a;
@@ -453,13 +461,11 @@ static int64_t offset_at(const qv_buffer *b, int w, int64_t i) {
   return load_off(b, w, i);
 }
 
-static qv_status load_array(loader *L, const qv_field *field, int depth,
-                            qv_array **out) {
+static qv_status load_array(loader *L, const qv_field *field, int depth, qv_array **out) {
   *out = NULL;
   qv_type *t = field->type;
   if (depth > QV_LOADER_MAX_DEPTH)
-    return lfail(L, QV_EINVAL, "nesting deeper than %d levels",
-                 QV_LOADER_MAX_DEPTH);
+    return lfail(L, QV_EINVAL, "nesting deeper than %d levels", QV_LOADER_MAX_DEPTH);
   qv_ipc_node node = {0, 0};
   QV_RETURN_NOT_OK(take_node(L, &node));
   if (depth == 0) L->top_length = node.length;
@@ -474,13 +480,13 @@ static qv_status load_array(loader *L, const qv_field *field, int depth,
    * anything else loads whole (and the caller slices it). */
   bool prefixable = false;
   switch (t->id) {
-    case QV_BINARY: case QV_STRING: case QV_LARGE_BINARY: case QV_LARGE_STRING:
-    case QV_DICTIONARY: case QV_NA:
-      prefixable = true;
-      break;
-    default:
-      prefixable = qv_type_bit_width(t) > 0;
-      break;
+    case QV_BINARY:
+    case QV_STRING:
+    case QV_LARGE_BINARY:
+    case QV_LARGE_STRING:
+    case QV_DICTIONARY:
+    case QV_NA: prefixable = true; break;
+    default: prefixable = qv_type_bit_width(t) > 0; break;
   }
   int64_t rows = len;
   if (depth == 0 && L->rows_limit >= 0 && L->rows_limit < len && prefixable &&
@@ -522,8 +528,7 @@ static qv_status load_array(loader *L, const qv_field *field, int depth,
       a->null_count = 0;
       st = take_buffer(L, 0, "type_ids", ELEM_BYTES, true, len, -1, &a->buffers[0]);
       if (st == QV_OK && dense)
-        st = take_buffer(L, 1, "offsets", ELEM_4, true, bytes_for(len, 32), -1,
-                         &a->buffers[1]);
+        st = take_buffer(L, 1, "offsets", ELEM_4, true, bytes_for(len, 32), -1, &a->buffers[1]);
       break;
     }
     default: {
@@ -531,47 +536,47 @@ static qv_status load_array(loader *L, const qv_field *field, int depth,
       int64_t n_buffers;
       int64_t n_variadic = 0;
       switch (t->id) {
-        case QV_BINARY: case QV_STRING: case QV_LARGE_BINARY:
-        case QV_LARGE_STRING: case QV_LIST_VIEW: case QV_LARGE_LIST_VIEW:
-          n_buffers = 3;
-          break;
-        case QV_FIXED_SIZE_LIST: case QV_STRUCT:
-          n_buffers = 1;
-          break;
-        case QV_BINARY_VIEW: case QV_STRING_VIEW:
+        case QV_BINARY:
+        case QV_STRING:
+        case QV_LARGE_BINARY:
+        case QV_LARGE_STRING:
+        case QV_LIST_VIEW:
+        case QV_LARGE_LIST_VIEW: n_buffers = 3; break;
+        case QV_FIXED_SIZE_LIST:
+        case QV_STRUCT: n_buffers = 1; break;
+        case QV_BINARY_VIEW:
+        case QV_STRING_VIEW:
           if (L->var_i >= L->desc->n_variadic || L->desc->variadic_counts == NULL)
             return lfail(L, QV_EINVAL,
                          "record batch has %lld variadic buffer counts but "
                          "the schema needs more",
                          (long long)L->desc->n_variadic);
           n_variadic = L->desc->variadic_counts[L->var_i++];
-          if (n_variadic < 0 ||
-              n_variadic > L->desc->n_buffers - L->buf_i - 2 ||
+          if (n_variadic < 0 || n_variadic > L->desc->n_buffers - L->buf_i - 2 ||
               n_variadic > INT32_MAX - 2)
             return lfail(L, QV_EINVAL,
                          "variadic buffer count %lld is negative or exceeds "
                          "the %lld buffers left",
-                         (long long)n_variadic,
-                         (long long)(L->desc->n_buffers - L->buf_i));
+                         (long long)n_variadic, (long long)(L->desc->n_buffers - L->buf_i));
           n_buffers = 2 + n_variadic;
           break;
-        default:
-          n_buffers = 2;
-          break;
+        default: n_buffers = 2; break;
       }
       a = new_array(L, t, n_buffers, &st);
       if (!a) break;
       a->null_count = node.null_count == 0 || !partial ? node.null_count : -1;
-      st = take_buffer(L, 0, "validity", ELEM_BYTES, node.null_count > 0, bits_need,
-                       bits_prefix, &a->buffers[0]);
+      st = take_buffer(L, 0, "validity", ELEM_BYTES, node.null_count > 0, bits_need, bits_prefix,
+                       &a->buffers[0]);
       if (st != QV_OK) break;
       if (a->buffers[0] && a->buffers[0]->size == 0) {
         qv_buffer_unref(a->buffers[0]); /* validate reports the mismatch */
         a->buffers[0] = NULL;
       }
       switch (t->id) {
-        case QV_BINARY: case QV_STRING:
-        case QV_LARGE_BINARY: case QV_LARGE_STRING: {
+        case QV_BINARY:
+        case QV_STRING:
+        case QV_LARGE_BINARY:
+        case QV_LARGE_STRING: {
           int w = t->id == QV_BINARY || t->id == QV_STRING ? 4 : 8;
           int64_t need = len < INT64_MAX / 16 ? (len + 1) * w : -1;
           st = take_buffer(L, 1, "offsets", w == 4 ? ELEM_4 : ELEM_8, true, need,
@@ -585,20 +590,22 @@ static qv_status load_array(loader *L, const qv_field *field, int depth,
                            partial ? (upto > 0 ? upto : 0) : -1, &a->buffers[2]);
           break;
         }
-        case QV_BINARY_VIEW: case QV_STRING_VIEW:
-          st = take_buffer(L, 1, "views", ELEM_VIEW, true, bytes_for(len, 128), -1,
-                           &a->buffers[1]);
+        case QV_BINARY_VIEW:
+        case QV_STRING_VIEW:
+          st = take_buffer(L, 1, "views", ELEM_VIEW, true, bytes_for(len, 128), -1, &a->buffers[1]);
           for (int64_t k = 0; st == QV_OK && k < n_variadic; k++)
-            st = take_buffer(L, (int)(2 + k), "data", ELEM_BYTES, true, -1, -1,
-                             &a->buffers[2 + k]);
+            st = take_buffer(L, (int)(2 + k), "data", ELEM_BYTES, true, -1, -1, &a->buffers[2 + k]);
           break;
-        case QV_LIST: case QV_MAP: case QV_LARGE_LIST: {
+        case QV_LIST:
+        case QV_MAP:
+        case QV_LARGE_LIST: {
           int w = t->id == QV_LARGE_LIST ? 8 : 4;
           st = take_buffer(L, 1, "offsets", w == 4 ? ELEM_4 : ELEM_8, true,
                            len < INT64_MAX / 16 ? (len + 1) * w : -1, -1, &a->buffers[1]);
           break;
         }
-        case QV_LIST_VIEW: case QV_LARGE_LIST_VIEW: {
+        case QV_LIST_VIEW:
+        case QV_LARGE_LIST_VIEW: {
           int w = t->id == QV_LARGE_LIST_VIEW ? 64 : 32;
           elem_kind k = w == 64 ? ELEM_8 : ELEM_4;
           st = take_buffer(L, 1, "offsets", k, true, bytes_for(len, w), -1, &a->buffers[1]);
@@ -606,24 +613,21 @@ static qv_status load_array(loader *L, const qv_field *field, int depth,
             st = take_buffer(L, 2, "sizes", k, true, bytes_for(len, w), -1, &a->buffers[2]);
           break;
         }
-        case QV_FIXED_SIZE_LIST: case QV_STRUCT:
-          break;
+        case QV_FIXED_SIZE_LIST:
+        case QV_STRUCT: break;
         case QV_DICTIONARY: {
           if (t->index_type == NULL) {
             st = lfail(L, QV_EINVAL, "dictionary field has no index type");
             break;
           }
           int64_t ib = qv_type_bit_width(t->index_type);
-          st = take_buffer(L, 1, "indices", value_kind(t->index_type->id), true,
-                           bytes_for(len, ib), partial ? bytes_for(rows, ib) : -1,
-                           &a->buffers[1]);
+          st = take_buffer(L, 1, "indices", value_kind(t->index_type->id), true, bytes_for(len, ib),
+                           partial ? bytes_for(rows, ib) : -1, &a->buffers[1]);
           if (st != QV_OK) break;
-          qv_array *dict = L->ctx->dicts.find
-                               ? L->ctx->dicts.find(L->ctx->dicts.ctx, t->dict_id)
-                               : NULL;
+          qv_array *dict =
+              L->ctx->dicts.find ? L->ctx->dicts.find(L->ctx->dicts.ctx, t->dict_id) : NULL;
           if (dict == NULL) {
-            st = lfail(L, QV_EINVAL, "no dictionary with id %lld",
-                       (long long)t->dict_id);
+            st = lfail(L, QV_EINVAL, "no dictionary with id %lld", (long long)t->dict_id);
             break;
           }
           a->dictionary = qv_array_ref(dict);
@@ -651,10 +655,8 @@ static qv_status load_array(loader *L, const qv_field *field, int depth,
   return QV_OK;
 }
 
-qv_status qv_ipc_load_batch(const qv_type *schema_type,
-                            const qv_ipc_batch_desc *desc,
-                            const qv_ipc_load_ctx *ctx, qv_array **out,
-                            qv_error *err) {
+qv_status qv_ipc_load_batch(const qv_type *schema_type, const qv_ipc_batch_desc *desc,
+                            const qv_ipc_load_ctx *ctx, qv_array **out, qv_error *err) {
   *out = NULL;
   if (schema_type == NULL || schema_type->id != QV_STRUCT)
     return qv_error_set(err, QV_EARG, "qv_ipc_load_batch: schema type must be a struct");
@@ -668,8 +670,7 @@ qv_status qv_ipc_load_batch(const qv_type *schema_type,
   L.max_alloc = ctx->max_alloc > 0 ? ctx->max_alloc : QV_DEFAULT_MAX_ALLOC;
   L.rows_limit = -1;
   if (desc->length < 0)
-    return lfail(&L, QV_EINVAL, "negative record batch length %lld",
-                 (long long)desc->length);
+    return lfail(&L, QV_EINVAL, "negative record batch length %lld", (long long)desc->length);
   int64_t rows = ctx->limit_rows && ctx->max_rows >= 0 && ctx->max_rows < desc->length
                      ? ctx->max_rows
                      : desc->length;
@@ -689,7 +690,8 @@ qv_status qv_ipc_load_batch(const qv_type *schema_type,
     qv_array *col = NULL;
     st = load_array(&L, f, 0, &col);
     if (st == QV_OK && L.top_length != desc->length)
-      st = lfail(&L, QV_EINVAL, "length %lld differs from the record batch "
+      st = lfail(&L, QV_EINVAL,
+                 "length %lld differs from the record batch "
                  "length %lld",
                  (long long)L.top_length, (long long)desc->length);
     if (st == QV_OK && L.skip) {
@@ -706,29 +708,25 @@ qv_status qv_ipc_load_batch(const qv_type *schema_type,
   }
   L.skip = false;
   if (st == QV_OK && L.node_i != desc->n_nodes)
-    st = lfail(&L, QV_EINVAL,
-               "record batch has %lld field nodes but the schema uses %lld",
+    st = lfail(&L, QV_EINVAL, "record batch has %lld field nodes but the schema uses %lld",
                (long long)desc->n_nodes, (long long)L.node_i);
   if (st == QV_OK && L.buf_i != desc->n_buffers)
-    st = lfail(&L, QV_EINVAL,
-               "record batch has %lld buffers but the schema uses %lld",
+    st = lfail(&L, QV_EINVAL, "record batch has %lld buffers but the schema uses %lld",
                (long long)desc->n_buffers, (long long)L.buf_i);
   if (st == QV_OK && L.var_i != desc->n_variadic)
     st = lfail(&L, QV_EINVAL,
                "record batch has %lld variadic buffer counts but the schema "
                "has %lld view fields",
                (long long)desc->n_variadic, (long long)L.var_i);
-  qv_validate_level level = ctx->validation > QV_VALIDATE_MINIMAL
-                                ? ctx->validation
-                                : QV_VALIDATE_MINIMAL;
+  qv_validate_level level =
+      ctx->validation > QV_VALIDATE_MINIMAL ? ctx->validation : QV_VALIDATE_MINIMAL;
   for (int32_t c = 0; c < schema_type->n_children && st == QV_OK; c++) {
     if (batch->children[c] == NULL) continue;
     char path[QV_LOADER_PATH_MAX];
     snprintf(path, sizeof path, "field '%s'", schema_type->children[c].name);
-    st = qv_array_validate_ex(batch->children[c], level, path,
-                              QV_VALIDATE_SKIP_DICTIONARY_VALUES, err);
-    if (st != QV_OK)
-      qv_error_prefix(err, st, "message %lld: ", (long long)ctx->message_index);
+    st = qv_array_validate_ex(batch->children[c], level, path, QV_VALIDATE_SKIP_DICTIONARY_VALUES,
+                              err);
+    if (st != QV_OK) qv_error_prefix(err, st, "message %lld: ", (long long)ctx->message_index);
   }
   if (st != QV_OK) {
     qv_array_unref(batch);
@@ -761,10 +759,26 @@ static int64_t parse_size(const char *s) {
   if (errno != 0 || end == s || v < 0) return -1;
   int shift = 0;
   switch (*end) {
-    case 'k': case 'K': shift = 10; end++; break;
-    case 'm': case 'M': shift = 20; end++; break;
-    case 'g': case 'G': shift = 30; end++; break;
-    case 't': case 'T': shift = 40; end++; break;
+    case 'k':
+    case 'K':
+      shift = 10;
+      end++;
+      break;
+    case 'm':
+    case 'M':
+      shift = 20;
+      end++;
+      break;
+    case 'g':
+    case 'G':
+      shift = 30;
+      end++;
+      break;
+    case 't':
+    case 'T':
+      shift = 40;
+      end++;
+      break;
     default: break;
   }
   if (*end != '\0' || v > (INT64_MAX >> shift)) return -1;

@@ -20,8 +20,7 @@ typedef struct enc_ctx {
   qv_status st; /* first encoder-level error (builder errors are sticky) */
 } enc_ctx;
 
-static qv_status enc_fail(enc_ctx *c, qv_status st, const char *what,
-                          const char *name) {
+static qv_status enc_fail(enc_ctx *c, qv_status st, const char *what, const char *name) {
   if (c->st == QV_OK) {
     c->st = qv_error_set(c->err, st, "encode: field '%s': %s", name, what);
   }
@@ -60,24 +59,26 @@ static qv_fb_ref enc_int(enc_ctx *c, int32_t bit_width, bool is_signed) {
 
 static int32_t enc_int_width(qv_type_id id) {
   switch (id) {
-  case QV_INT8: case QV_UINT8: return 8;
-  case QV_INT16: case QV_UINT16: return 16;
-  case QV_INT32: case QV_UINT32: return 32;
-  case QV_INT64: case QV_UINT64: return 64;
-  default: return 0;
+    case QV_INT8:
+    case QV_UINT8: return 8;
+    case QV_INT16:
+    case QV_UINT16: return 16;
+    case QV_INT32:
+    case QV_UINT32: return 32;
+    case QV_INT64:
+    case QV_UINT64: return 64;
+    default: return 0;
   }
 }
 
 /* The Type union member table for t (not a dictionary); *tag gets its tag. */
-static qv_fb_ref enc_type(enc_ctx *c, const qv_type *t, const char *name,
-                          uint8_t *tag) {
+static qv_fb_ref enc_type(enc_ctx *c, const qv_type *t, const char *name, uint8_t *tag) {
   qv_fb_builder *b = &c->b;
   qv_fb_ref tz = 0, ids = 0;
   if (t->id == QV_TIMESTAMP && t->timezone != NULL) {
     tz = qv_fb_create_string(b, t->timezone, (int64_t)strlen(t->timezone));
   }
-  if ((t->id == QV_SPARSE_UNION || t->id == QV_DENSE_UNION) &&
-      t->type_codes != NULL) {
+  if ((t->id == QV_SPARSE_UNION || t->id == QV_DENSE_UNION) && t->type_codes != NULL) {
     uint8_t *le = malloc(4 * (size_t)(t->n_children > 0 ? t->n_children : 1));
     if (le == NULL) {
       enc_fail(c, QV_ENOMEM, "out of memory", name);
@@ -92,106 +93,116 @@ static qv_fb_ref enc_type(enc_ctx *c, const qv_type *t, const char *name,
   }
   qv_fb_start_table(b);
   switch (t->id) {
-  case QV_NA: *tag = QV_FBS_TYPE_NULL; break;
-  case QV_BOOL: *tag = QV_FBS_TYPE_BOOL; break;
-  case QV_INT8: case QV_UINT8: case QV_INT16: case QV_UINT16:
-  case QV_INT32: case QV_UINT32: case QV_INT64: case QV_UINT64:
-    *tag = QV_FBS_TYPE_INT;
-    qv_fb_add_i32(b, QV_FBS_INT_BIT_WIDTH, enc_int_width(t->id), 0);
-    qv_fb_add_bool(b, QV_FBS_INT_IS_SIGNED,
-                   qv_type_id_is_signed_integer(t->id), false);
-    break;
-  case QV_HALF_FLOAT: case QV_FLOAT: case QV_DOUBLE:
-    *tag = QV_FBS_TYPE_FLOATING_POINT;
-    qv_fb_add_i16(b, QV_FBS_FLOATING_POINT_PRECISION,
-                  t->id == QV_HALF_FLOAT ? QV_FBS_PRECISION_HALF
-                  : t->id == QV_FLOAT    ? QV_FBS_PRECISION_SINGLE
-                                         : QV_FBS_PRECISION_DOUBLE,
-                  QV_FBS_PRECISION_HALF);
-    break;
-  case QV_DECIMAL32: case QV_DECIMAL64: case QV_DECIMAL128:
-  case QV_DECIMAL256:
-    *tag = QV_FBS_TYPE_DECIMAL;
-    qv_fb_add_i32(b, QV_FBS_DECIMAL_PRECISION, t->precision, 0);
-    qv_fb_add_i32(b, QV_FBS_DECIMAL_SCALE, t->scale, 0);
-    qv_fb_add_i32(b, QV_FBS_DECIMAL_BIT_WIDTH,
-                  t->id == QV_DECIMAL32    ? 32
-                  : t->id == QV_DECIMAL64  ? 64
-                  : t->id == QV_DECIMAL128 ? 128
-                                           : 256,
-                  QV_FBS_DECIMAL_DEFAULT_BIT_WIDTH);
-    break;
-  case QV_DATE32: case QV_DATE64:
-    *tag = QV_FBS_TYPE_DATE;
-    qv_fb_add_i16(b, QV_FBS_DATE_UNIT,
-                  t->id == QV_DATE32 ? QV_FBS_DATE_DAY : QV_FBS_DATE_MILLISECOND,
-                  QV_FBS_DATE_DEFAULT_UNIT);
-    break;
-  case QV_TIME32: case QV_TIME64:
-    *tag = QV_FBS_TYPE_TIME;
-    qv_fb_add_i16(b, QV_FBS_TIME_UNIT, (int16_t)t->unit, QV_FBS_TIME_DEFAULT_UNIT);
-    qv_fb_add_i32(b, QV_FBS_TIME_BIT_WIDTH, t->id == QV_TIME32 ? 32 : 64,
-                  QV_FBS_TIME_DEFAULT_BIT_WIDTH);
-    break;
-  case QV_TIMESTAMP:
-    *tag = QV_FBS_TYPE_TIMESTAMP;
-    qv_fb_add_i16(b, QV_FBS_TIMESTAMP_UNIT, (int16_t)t->unit, QV_FBS_TIME_SECOND);
-    qv_fb_add_ref(b, QV_FBS_TIMESTAMP_TIMEZONE, tz);
-    break;
-  case QV_DURATION:
-    *tag = QV_FBS_TYPE_DURATION;
-    qv_fb_add_i16(b, QV_FBS_DURATION_UNIT, (int16_t)t->unit,
-                  QV_FBS_DURATION_DEFAULT_UNIT);
-    break;
-  case QV_INTERVAL_MONTHS: case QV_INTERVAL_DAY_TIME:
-  case QV_INTERVAL_MONTH_DAY_NANO:
-    *tag = QV_FBS_TYPE_INTERVAL;
-    qv_fb_add_i16(b, QV_FBS_INTERVAL_UNIT,
-                  t->id == QV_INTERVAL_MONTHS     ? QV_FBS_INTERVAL_YEAR_MONTH
-                  : t->id == QV_INTERVAL_DAY_TIME ? QV_FBS_INTERVAL_DAY_TIME
-                                                  : QV_FBS_INTERVAL_MONTH_DAY_NANO,
-                  QV_FBS_INTERVAL_YEAR_MONTH);
-    break;
-  case QV_BINARY: *tag = QV_FBS_TYPE_BINARY; break;
-  case QV_STRING: *tag = QV_FBS_TYPE_UTF8; break;
-  case QV_LARGE_BINARY: *tag = QV_FBS_TYPE_LARGE_BINARY; break;
-  case QV_LARGE_STRING: *tag = QV_FBS_TYPE_LARGE_UTF8; break;
-  case QV_BINARY_VIEW: *tag = QV_FBS_TYPE_BINARY_VIEW; break;
-  case QV_STRING_VIEW: *tag = QV_FBS_TYPE_UTF8_VIEW; break;
-  case QV_FIXED_SIZE_BINARY:
-    *tag = QV_FBS_TYPE_FIXED_SIZE_BINARY;
-    qv_fb_add_i32(b, QV_FBS_FIXED_SIZE_BINARY_BYTE_WIDTH, t->byte_width, 0);
-    break;
-  case QV_LIST: *tag = QV_FBS_TYPE_LIST; break;
-  case QV_LARGE_LIST: *tag = QV_FBS_TYPE_LARGE_LIST; break;
-  case QV_LIST_VIEW: *tag = QV_FBS_TYPE_LIST_VIEW; break;
-  case QV_LARGE_LIST_VIEW: *tag = QV_FBS_TYPE_LARGE_LIST_VIEW; break;
-  case QV_FIXED_SIZE_LIST:
-    *tag = QV_FBS_TYPE_FIXED_SIZE_LIST;
-    qv_fb_add_i32(b, QV_FBS_FIXED_SIZE_LIST_LIST_SIZE, t->list_size, 0);
-    break;
-  case QV_STRUCT: *tag = QV_FBS_TYPE_STRUCT; break;
-  case QV_MAP:
-    *tag = QV_FBS_TYPE_MAP;
-    qv_fb_add_bool(b, QV_FBS_MAP_KEYS_SORTED, t->keys_sorted, false);
-    break;
-  case QV_SPARSE_UNION: case QV_DENSE_UNION:
-    *tag = QV_FBS_TYPE_UNION;
-    qv_fb_add_i16(b, QV_FBS_UNION_MODE,
-                  t->id == QV_DENSE_UNION ? QV_FBS_UNION_DENSE
-                                          : QV_FBS_UNION_SPARSE,
-                  QV_FBS_UNION_SPARSE);
-    qv_fb_add_ref(b, QV_FBS_UNION_TYPE_IDS, ids);
-    break;
-  case QV_RUN_END_ENCODED: *tag = QV_FBS_TYPE_RUN_END_ENCODED; break;
-  default:
-    qv_fb_end_table(b);
-    enc_fail(c, QV_EARG,
-             t->id == QV_DICTIONARY
-                 ? "a dictionary's value type cannot itself be a dictionary"
-                 : "type cannot be encoded",
-             name);
-    return 0;
+    case QV_NA: *tag = QV_FBS_TYPE_NULL; break;
+    case QV_BOOL: *tag = QV_FBS_TYPE_BOOL; break;
+    case QV_INT8:
+    case QV_UINT8:
+    case QV_INT16:
+    case QV_UINT16:
+    case QV_INT32:
+    case QV_UINT32:
+    case QV_INT64:
+    case QV_UINT64:
+      *tag = QV_FBS_TYPE_INT;
+      qv_fb_add_i32(b, QV_FBS_INT_BIT_WIDTH, enc_int_width(t->id), 0);
+      qv_fb_add_bool(b, QV_FBS_INT_IS_SIGNED, qv_type_id_is_signed_integer(t->id), false);
+      break;
+    case QV_HALF_FLOAT:
+    case QV_FLOAT:
+    case QV_DOUBLE:
+      *tag = QV_FBS_TYPE_FLOATING_POINT;
+      qv_fb_add_i16(b, QV_FBS_FLOATING_POINT_PRECISION,
+                    t->id == QV_HALF_FLOAT ? QV_FBS_PRECISION_HALF
+                    : t->id == QV_FLOAT    ? QV_FBS_PRECISION_SINGLE
+                                           : QV_FBS_PRECISION_DOUBLE,
+                    QV_FBS_PRECISION_HALF);
+      break;
+    case QV_DECIMAL32:
+    case QV_DECIMAL64:
+    case QV_DECIMAL128:
+    case QV_DECIMAL256:
+      *tag = QV_FBS_TYPE_DECIMAL;
+      qv_fb_add_i32(b, QV_FBS_DECIMAL_PRECISION, t->precision, 0);
+      qv_fb_add_i32(b, QV_FBS_DECIMAL_SCALE, t->scale, 0);
+      qv_fb_add_i32(b, QV_FBS_DECIMAL_BIT_WIDTH,
+                    t->id == QV_DECIMAL32    ? 32
+                    : t->id == QV_DECIMAL64  ? 64
+                    : t->id == QV_DECIMAL128 ? 128
+                                             : 256,
+                    QV_FBS_DECIMAL_DEFAULT_BIT_WIDTH);
+      break;
+    case QV_DATE32:
+    case QV_DATE64:
+      *tag = QV_FBS_TYPE_DATE;
+      qv_fb_add_i16(b, QV_FBS_DATE_UNIT,
+                    t->id == QV_DATE32 ? QV_FBS_DATE_DAY : QV_FBS_DATE_MILLISECOND,
+                    QV_FBS_DATE_DEFAULT_UNIT);
+      break;
+    case QV_TIME32:
+    case QV_TIME64:
+      *tag = QV_FBS_TYPE_TIME;
+      qv_fb_add_i16(b, QV_FBS_TIME_UNIT, (int16_t)t->unit, QV_FBS_TIME_DEFAULT_UNIT);
+      qv_fb_add_i32(b, QV_FBS_TIME_BIT_WIDTH, t->id == QV_TIME32 ? 32 : 64,
+                    QV_FBS_TIME_DEFAULT_BIT_WIDTH);
+      break;
+    case QV_TIMESTAMP:
+      *tag = QV_FBS_TYPE_TIMESTAMP;
+      qv_fb_add_i16(b, QV_FBS_TIMESTAMP_UNIT, (int16_t)t->unit, QV_FBS_TIME_SECOND);
+      qv_fb_add_ref(b, QV_FBS_TIMESTAMP_TIMEZONE, tz);
+      break;
+    case QV_DURATION:
+      *tag = QV_FBS_TYPE_DURATION;
+      qv_fb_add_i16(b, QV_FBS_DURATION_UNIT, (int16_t)t->unit, QV_FBS_DURATION_DEFAULT_UNIT);
+      break;
+    case QV_INTERVAL_MONTHS:
+    case QV_INTERVAL_DAY_TIME:
+    case QV_INTERVAL_MONTH_DAY_NANO:
+      *tag = QV_FBS_TYPE_INTERVAL;
+      qv_fb_add_i16(b, QV_FBS_INTERVAL_UNIT,
+                    t->id == QV_INTERVAL_MONTHS     ? QV_FBS_INTERVAL_YEAR_MONTH
+                    : t->id == QV_INTERVAL_DAY_TIME ? QV_FBS_INTERVAL_DAY_TIME
+                                                    : QV_FBS_INTERVAL_MONTH_DAY_NANO,
+                    QV_FBS_INTERVAL_YEAR_MONTH);
+      break;
+    case QV_BINARY: *tag = QV_FBS_TYPE_BINARY; break;
+    case QV_STRING: *tag = QV_FBS_TYPE_UTF8; break;
+    case QV_LARGE_BINARY: *tag = QV_FBS_TYPE_LARGE_BINARY; break;
+    case QV_LARGE_STRING: *tag = QV_FBS_TYPE_LARGE_UTF8; break;
+    case QV_BINARY_VIEW: *tag = QV_FBS_TYPE_BINARY_VIEW; break;
+    case QV_STRING_VIEW: *tag = QV_FBS_TYPE_UTF8_VIEW; break;
+    case QV_FIXED_SIZE_BINARY:
+      *tag = QV_FBS_TYPE_FIXED_SIZE_BINARY;
+      qv_fb_add_i32(b, QV_FBS_FIXED_SIZE_BINARY_BYTE_WIDTH, t->byte_width, 0);
+      break;
+    case QV_LIST: *tag = QV_FBS_TYPE_LIST; break;
+    case QV_LARGE_LIST: *tag = QV_FBS_TYPE_LARGE_LIST; break;
+    case QV_LIST_VIEW: *tag = QV_FBS_TYPE_LIST_VIEW; break;
+    case QV_LARGE_LIST_VIEW: *tag = QV_FBS_TYPE_LARGE_LIST_VIEW; break;
+    case QV_FIXED_SIZE_LIST:
+      *tag = QV_FBS_TYPE_FIXED_SIZE_LIST;
+      qv_fb_add_i32(b, QV_FBS_FIXED_SIZE_LIST_LIST_SIZE, t->list_size, 0);
+      break;
+    case QV_STRUCT: *tag = QV_FBS_TYPE_STRUCT; break;
+    case QV_MAP:
+      *tag = QV_FBS_TYPE_MAP;
+      qv_fb_add_bool(b, QV_FBS_MAP_KEYS_SORTED, t->keys_sorted, false);
+      break;
+    case QV_SPARSE_UNION:
+    case QV_DENSE_UNION:
+      *tag = QV_FBS_TYPE_UNION;
+      qv_fb_add_i16(b, QV_FBS_UNION_MODE,
+                    t->id == QV_DENSE_UNION ? QV_FBS_UNION_DENSE : QV_FBS_UNION_SPARSE,
+                    QV_FBS_UNION_SPARSE);
+      qv_fb_add_ref(b, QV_FBS_UNION_TYPE_IDS, ids);
+      break;
+    case QV_RUN_END_ENCODED: *tag = QV_FBS_TYPE_RUN_END_ENCODED; break;
+    default:
+      qv_fb_end_table(b);
+      enc_fail(c, QV_EARG,
+               t->id == QV_DICTIONARY ? "a dictionary's value type cannot itself be a dictionary"
+                                      : "type cannot be encoded",
+               name);
+      return 0;
   }
   return qv_fb_end_table(b);
 }
@@ -224,8 +235,10 @@ static qv_fb_ref enc_field(enc_ctx *c, const qv_field *f, int depth) {
   if (t->id == QV_DICTIONARY) {
     if (t->index_type == NULL || t->value_type == NULL ||
         !qv_type_id_is_integer(t->index_type->id)) {
-      enc_fail(c, QV_EARG, "dictionary type needs an integer index type and "
-               "a value type", name);
+      enc_fail(c, QV_EARG,
+               "dictionary type needs an integer index type and "
+               "a value type",
+               name);
       return 0;
     }
     qv_fb_ref index = enc_int(c, enc_int_width(t->index_type->id),
@@ -260,8 +273,7 @@ static qv_fb_ref enc_schema(enc_ctx *c, const qv_schema *s, bool big_endian) {
   qv_fb_ref md = enc_metadata(c, &s->metadata);
   qv_fb_start_table(&c->b);
   qv_fb_add_i16(&c->b, QV_FBS_SCHEMA_ENDIANNESS,
-                big_endian ? QV_FBS_ENDIAN_BIG : QV_FBS_ENDIAN_LITTLE,
-                QV_FBS_ENDIAN_LITTLE);
+                big_endian ? QV_FBS_ENDIAN_BIG : QV_FBS_ENDIAN_LITTLE, QV_FBS_ENDIAN_LITTLE);
   qv_fb_add_ref(&c->b, QV_FBS_SCHEMA_FIELDS, fields);
   qv_fb_add_ref(&c->b, QV_FBS_SCHEMA_CUSTOM_METADATA, md);
   return qv_fb_end_table(&c->b);
@@ -285,10 +297,10 @@ static qv_fb_ref enc_pairs(enc_ctx *c, const int64_t *pairs, int64_t n) {
 
 static qv_fb_ref enc_batch(enc_ctx *c, const qv_ipc_batch_desc *d) {
   /* qv_ipc_node and qv_ipc_buffer_spec are each two int64 in wire order. */
-  int64_t *tmp = malloc(sizeof *tmp * 2 *
-                        (size_t)(d->n_nodes > d->n_buffers
-                                     ? (d->n_nodes > 0 ? d->n_nodes : 1)
-                                     : (d->n_buffers > 0 ? d->n_buffers : 1)));
+  int64_t *tmp =
+      malloc(sizeof *tmp * 2 *
+             (size_t)(d->n_nodes > d->n_buffers ? (d->n_nodes > 0 ? d->n_nodes : 1)
+                                                : (d->n_buffers > 0 ? d->n_buffers : 1)));
   if (tmp == NULL) {
     enc_fail(c, QV_ENOMEM, "out of memory", "");
     return 0;
@@ -323,9 +335,8 @@ static qv_fb_ref enc_batch(enc_ctx *c, const qv_ipc_batch_desc *d) {
     qv_fb_start_table(&c->b);
     /* Written even when equal to the default, as Arrow C++ does. */
     qv_fb_add_u8(&c->b, QV_FBS_BODY_COMPRESSION_CODEC,
-                 d->compression == QV_COMPRESSION_ZSTD
-                     ? QV_FBS_COMPRESSION_ZSTD
-                     : QV_FBS_COMPRESSION_LZ4_FRAME,
+                 d->compression == QV_COMPRESSION_ZSTD ? QV_FBS_COMPRESSION_ZSTD
+                                                       : QV_FBS_COMPRESSION_LZ4_FRAME,
                  0xFF);
     comp = qv_fb_end_table(&c->b);
   }
@@ -339,8 +350,7 @@ static qv_fb_ref enc_batch(enc_ctx *c, const qv_ipc_batch_desc *d) {
 }
 
 /* Finish the builder and hand back a malloc'd copy. */
-static qv_status enc_finish(enc_ctx *c, qv_fb_ref root, uint8_t **out,
-                            int64_t *out_size) {
+static qv_status enc_finish(enc_ctx *c, qv_fb_ref root, uint8_t **out, int64_t *out_size) {
   const uint8_t *data = NULL;
   int64_t size = 0;
   qv_status st = c->st;
@@ -348,8 +358,7 @@ static qv_status enc_finish(enc_ctx *c, qv_fb_ref root, uint8_t **out,
   if (st == QV_OK) {
     *out = malloc((size_t)size);
     if (*out == NULL) {
-      st = qv_error_set(c->err, QV_ENOMEM, "out of memory (%lld-byte flatbuffer)",
-                        (long long)size);
+      st = qv_error_set(c->err, QV_ENOMEM, "out of memory (%lld-byte flatbuffer)", (long long)size);
     } else {
       memcpy(*out, data, (size_t)size);
       *out_size = size;
@@ -365,33 +374,30 @@ static void enc_init(enc_ctx *c, qv_error *err) {
   c->st = QV_OK;
 }
 
-qv_status qv_ipc_encode_message(const qv_ipc_message *m, uint8_t **out,
-                                int64_t *out_size, qv_error *err) {
+qv_status qv_ipc_encode_message(const qv_ipc_message *m, uint8_t **out, int64_t *out_size,
+                                qv_error *err) {
   enc_ctx c;
   enc_init(&c, err);
   qv_fb_ref header = 0;
   switch (m->type) {
-  case QV_MSG_SCHEMA:
-    if (m->schema == NULL) {
-      return qv_error_set(err, QV_EARG, "encode: schema message without a schema");
+    case QV_MSG_SCHEMA:
+      if (m->schema == NULL) {
+        return qv_error_set(err, QV_EARG, "encode: schema message without a schema");
+      }
+      header = enc_schema(&c, m->schema, m->big_endian);
+      break;
+    case QV_MSG_RECORD_BATCH: header = enc_batch(&c, &m->batch); break;
+    case QV_MSG_DICTIONARY_BATCH: {
+      qv_fb_ref data = enc_batch(&c, &m->batch);
+      qv_fb_start_table(&c.b);
+      qv_fb_add_i64(&c.b, QV_FBS_DICTIONARY_BATCH_ID, m->dict_id, 0);
+      qv_fb_add_ref(&c.b, QV_FBS_DICTIONARY_BATCH_DATA, data);
+      qv_fb_add_bool(&c.b, QV_FBS_DICTIONARY_BATCH_IS_DELTA, m->is_delta, false);
+      header = qv_fb_end_table(&c.b);
+      break;
     }
-    header = enc_schema(&c, m->schema, m->big_endian);
-    break;
-  case QV_MSG_RECORD_BATCH:
-    header = enc_batch(&c, &m->batch);
-    break;
-  case QV_MSG_DICTIONARY_BATCH: {
-    qv_fb_ref data = enc_batch(&c, &m->batch);
-    qv_fb_start_table(&c.b);
-    qv_fb_add_i64(&c.b, QV_FBS_DICTIONARY_BATCH_ID, m->dict_id, 0);
-    qv_fb_add_ref(&c.b, QV_FBS_DICTIONARY_BATCH_DATA, data);
-    qv_fb_add_bool(&c.b, QV_FBS_DICTIONARY_BATCH_IS_DELTA, m->is_delta, false);
-    header = qv_fb_end_table(&c.b);
-    break;
-  }
-  default:
-    return qv_error_set(err, QV_EARG, "encode: message type %d cannot be encoded",
-                        (int)m->type);
+    default:
+      return qv_error_set(err, QV_EARG, "encode: message type %d cannot be encoded", (int)m->type);
   }
   qv_fb_ref md = enc_metadata(&c, &m->custom_metadata);
   qv_fb_start_table(&c.b);
@@ -404,8 +410,8 @@ qv_status qv_ipc_encode_message(const qv_ipc_message *m, uint8_t **out,
   return enc_finish(&c, root, out, out_size);
 }
 
-qv_status qv_ipc_encode_schema_message(const qv_schema *schema, uint8_t **out,
-                                       int64_t *out_size, qv_error *err) {
+qv_status qv_ipc_encode_schema_message(const qv_schema *schema, uint8_t **out, int64_t *out_size,
+                                       qv_error *err) {
   qv_ipc_message m;
   memset(&m, 0, sizeof m);
   m.type = QV_MSG_SCHEMA;
@@ -413,10 +419,8 @@ qv_status qv_ipc_encode_schema_message(const qv_schema *schema, uint8_t **out,
   return qv_ipc_encode_message(&m, out, out_size, err);
 }
 
-qv_status qv_ipc_encode_record_batch_message(const qv_ipc_batch_desc *desc,
-                                             int64_t body_length,
-                                             uint8_t **out, int64_t *out_size,
-                                             qv_error *err) {
+qv_status qv_ipc_encode_record_batch_message(const qv_ipc_batch_desc *desc, int64_t body_length,
+                                             uint8_t **out, int64_t *out_size, qv_error *err) {
   qv_ipc_message m;
   memset(&m, 0, sizeof m);
   m.type = QV_MSG_RECORD_BATCH;
@@ -426,9 +430,8 @@ qv_status qv_ipc_encode_record_batch_message(const qv_ipc_batch_desc *desc,
 }
 
 qv_status qv_ipc_encode_dictionary_message(int64_t dict_id, bool is_delta,
-                                           const qv_ipc_batch_desc *desc,
-                                           int64_t body_length, uint8_t **out,
-                                           int64_t *out_size, qv_error *err) {
+                                           const qv_ipc_batch_desc *desc, int64_t body_length,
+                                           uint8_t **out, int64_t *out_size, qv_error *err) {
   qv_ipc_message m;
   memset(&m, 0, sizeof m);
   m.type = QV_MSG_DICTIONARY_BATCH;
@@ -460,8 +463,8 @@ static qv_fb_ref enc_blocks(enc_ctx *c, const qv_ipc_block *blocks, int64_t n) {
   return vec;
 }
 
-qv_status qv_ipc_encode_footer(const qv_ipc_footer *f, uint8_t **out,
-                               int64_t *out_size, qv_error *err) {
+qv_status qv_ipc_encode_footer(const qv_ipc_footer *f, uint8_t **out, int64_t *out_size,
+                               qv_error *err) {
   if (f->schema == NULL) {
     return qv_error_set(err, QV_EARG, "encode: footer without a schema");
   }

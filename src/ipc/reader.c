@@ -46,9 +46,9 @@
 
 /* Bounds on what a file's metadata may make us hold. */
 #define QV_MAX_METADATA_SIZE ((int64_t)1 << 30) /* one flatbuffer message */
-#define QV_INDEX_CACHE_MIN_MESSAGES 32 /* smaller streams are not worth a file */
-#define QV_WIN_SMALL 4096  /* first read: the schema message, usually */
-#define QV_WIN_LARGE 65536 /* while messages are small */
+#define QV_INDEX_CACHE_MIN_MESSAGES 32          /* smaller streams are not worth a file */
+#define QV_WIN_SMALL 4096                       /* first read: the schema message, usually */
+#define QV_WIN_LARGE 65536                      /* while messages are small */
 
 typedef struct dict_state {
   int64_t id;
@@ -84,9 +84,9 @@ struct qv_reader {
   int32_t n_dstate;
   int64_t dicts_applied; /* dictionary messages applied to dstate so far */
 
-  qv_ipc_budget *budget;  /* decompressed bytes held; shared with buffers */
+  qv_ipc_budget *budget; /* decompressed bytes held; shared with buffers */
 
-  int64_t next_batch;     /* sequential cursor */
+  int64_t next_batch;      /* sequential cursor */
   int64_t stream_messages; /* fd streams: messages consumed */
   bool stream_done;
 
@@ -156,8 +156,8 @@ static qv_array *dict_find_cb(void *ctx, int64_t id) {
   return d ? d->values : NULL;
 }
 
-static qv_status set_schema(qv_reader *r, qv_schema *schema, int version,
-                            bool big_endian, qv_error *err) {
+static qv_status set_schema(qv_reader *r, qv_schema *schema, int version, bool big_endian,
+                            qv_error *err) {
   r->schema = schema;
   r->version = version;
   r->big_endian = big_endian;
@@ -200,13 +200,13 @@ static qv_status push_dict(qv_reader *r, const qv_batch_location *loc, int32_t s
 /* Bytes [pos, pos + len) of the input: from the mapping, or (while idx_fd
  * is open) from the pread window, refilled from pos when they are not in
  * it. The pointer is valid until the next fetch. */
-static qv_status fetch(qv_reader *r, int64_t pos, int64_t len, const uint8_t **out,
-                       qv_error *err) {
+static qv_status fetch(qv_reader *r, int64_t pos, int64_t len, const uint8_t **out, qv_error *err) {
   int64_t size = r->data->size;
   if (pos < 0 || len < 0 || pos > size || len > size - pos)
     return qv_error_set(err, QV_EINVAL,
                         "read of %lld bytes at offset %lld runs past the end of the data "
-                        "(%lld bytes)", (long long)len, (long long)pos, (long long)size);
+                        "(%lld bytes)",
+                        (long long)len, (long long)pos, (long long)size);
   if (r->idx_fd < 0) {
     *out = r->data->data + pos;
     return QV_OK;
@@ -249,9 +249,9 @@ static qv_status fetch(qv_reader *r, int64_t pos, int64_t len, const uint8_t **o
 /* Read the framing of the message at `pos` of a mapped input. On success
  * meta and meta_len give the flatbuffer and body_start the offset past the
  * framing + metadata; eos is set for the end-of-stream marker. */
-static qv_status frame_at(qv_reader *r, int64_t pos, int64_t limit,
-                          int64_t index, const uint8_t **meta, int64_t *meta_len,
-                          int64_t *body_start, bool *eos, qv_error *err) {
+static qv_status frame_at(qv_reader *r, int64_t pos, int64_t limit, int64_t index,
+                          const uint8_t **meta, int64_t *meta_len, int64_t *body_start, bool *eos,
+                          qv_error *err) {
   const uint8_t *d = NULL;
   *eos = false;
   if (limit - pos < 4) {
@@ -278,8 +278,7 @@ static qv_status frame_at(qv_reader *r, int64_t pos, int64_t limit,
                             "marker (expected a 4-byte metadata length)",
                             (long long)index, (long long)pos);
       }
-      return qv_error_set(err, QV_EINVAL,
-                          "message %lld at offset %lld: truncated framing",
+      return qv_error_set(err, QV_EINVAL, "message %lld at offset %lld: truncated framing",
                           (long long)index, (long long)pos);
     }
     len = rd_u32le(d + 4);
@@ -300,8 +299,7 @@ static qv_status frame_at(qv_reader *r, int64_t pos, int64_t limit,
     return qv_error_set(err, QV_EINVAL,
                         "message %lld at offset %lld: metadata of %u bytes runs past the "
                         "end of the data (%lld bytes left)",
-                        (long long)index, (long long)pos, len,
-                        (long long)(limit - pos - hdr));
+                        (long long)index, (long long)pos, len, (long long)(limit - pos - hdr));
   QV_RETURN_NOT_OK(fetch(r, pos + hdr, len, meta, err));
   *meta_len = len;
   *body_start = pos + hdr + len;
@@ -309,17 +307,15 @@ static qv_status frame_at(qv_reader *r, int64_t pos, int64_t limit,
 }
 
 /* Check a decoded message's body fits and record it in the index. */
-static qv_status index_message(qv_reader *r, const qv_ipc_message *m, int64_t pos,
-                               int64_t meta_len, int64_t body_start, int64_t limit,
-                               int64_t index, qv_error *err) {
+static qv_status index_message(qv_reader *r, const qv_ipc_message *m, int64_t pos, int64_t meta_len,
+                               int64_t body_start, int64_t limit, int64_t index, qv_error *err) {
   if (m->body_length < 0 || m->body_length > limit - body_start)
     return qv_error_set(err, QV_EINVAL,
                         "message %lld at offset %lld: body of %lld bytes runs past the end "
                         "of the data (%lld bytes left)",
                         (long long)index, (long long)pos, (long long)m->body_length,
                         (long long)(limit - body_start));
-  qv_batch_location loc = {pos, meta_len, body_start, m->body_length,
-                           m->batch.length, -1, false};
+  qv_batch_location loc = {pos, meta_len, body_start, m->body_length, m->batch.length, -1, false};
   if (m->batch.compression != QV_COMPRESSION_NONE) r->compression = m->batch.compression;
   if (m->type == QV_MSG_RECORD_BATCH) return push_batch(r, &loc, err);
   if (m->type == QV_MSG_DICTIONARY_BATCH) {
@@ -337,8 +333,7 @@ static qv_status index_message(qv_reader *r, const qv_ipc_message *m, int64_t po
     return qv_error_set(err, QV_EINVAL,
                         "message %lld at offset %lld: unexpected second schema message",
                         (long long)index, (long long)pos);
-  return qv_error_set(err, QV_ENOTSUP,
-                      "message %lld at offset %lld: unsupported message type %d",
+  return qv_error_set(err, QV_ENOTSUP, "message %lld at offset %lld: unsupported message type %d",
                       (long long)index, (long long)pos, (int)m->type);
 }
 
@@ -380,7 +375,8 @@ static qv_status open_stream_schema(qv_reader *r, qv_error *err) {
   int64_t meta_len = 0, body_start = 0;
   bool eos;
   QV_RETURN_NOT_OK(frame_at(r, 0, limit, 0, &meta, &meta_len, &body_start, &eos, err));
-  if (eos) return qv_error_set(err, QV_EINVAL, "stream has no schema message (it ends at offset 0)");
+  if (eos)
+    return qv_error_set(err, QV_EINVAL, "stream has no schema message (it ends at offset 0)");
   qv_ipc_message m;
   qv_status st = qv_ipc_decode_message(meta, meta_len, &m, err);
   if (st != QV_OK) return qv_error_prefix(err, st, "message 0 at offset 0: ");
@@ -388,7 +384,8 @@ static qv_status open_stream_schema(qv_reader *r, qv_error *err) {
     qv_ipc_message_reset(&m);
     return qv_error_set(err, QV_EINVAL,
                         "message 0 at offset 0: expected a schema message, found message "
-                        "type %d", (int)m.type);
+                        "type %d",
+                        (int)m.type);
   }
   qv_schema *sch = m.schema;
   m.schema = NULL;
@@ -464,8 +461,8 @@ static bool fill_one(void *ctx, const qv_index_msg *x, int64_t count) {
     if (f->t.batches == NULL) return f->ok = false;
     f->t.cap_batches = count;
   }
-  qv_batch_location loc = {x->offset, x->metadata_length, x->body_offset, x->body_length,
-                           x->num_rows, x->dict_id, x->is_delta};
+  qv_batch_location loc = {x->offset,   x->metadata_length, x->body_offset, x->body_length,
+                           x->num_rows, x->dict_id,         x->is_delta};
   if (x->kind == QV_MSG_RECORD_BATCH) {
     f->ok = push_batch(&f->t, &loc, NULL) == QV_OK;
   } else {
@@ -542,8 +539,7 @@ static void finish_index(qv_reader *r) {
         msgs[k].kind = dict ? QV_MSG_DICTIONARY_BATCH : QV_MSG_RECORD_BATCH;
         msgs[k].is_delta = dict && l->is_delta;
       }
-      r->stored = qv_index_cache_store(&key, r->schema_end, r->scan_pos, r->compression,
-                                       msgs, n);
+      r->stored = qv_index_cache_store(&key, r->schema_end, r->scan_pos, r->compression, msgs, n);
       free(msgs);
     }
   }
@@ -603,14 +599,13 @@ static qv_status open_file_format(qv_reader *r, qv_error *err) {
   int64_t footer_len = (int32_t)rd_u32le(d + n - QV_IPC_MAGIC_LEN - 4);
   int64_t footer_end = n - QV_IPC_MAGIC_LEN - 4;
   if (footer_len <= 0 || footer_len > footer_end - QV_IPC_MAGIC_PADDED)
-    return qv_error_set(err, QV_EINVAL,
-                        "footer length %lld is invalid (expected 1..%lld)",
-                        (long long)footer_len,
-                        (long long)(footer_end - QV_IPC_MAGIC_PADDED));
+    return qv_error_set(err, QV_EINVAL, "footer length %lld is invalid (expected 1..%lld)",
+                        (long long)footer_len, (long long)(footer_end - QV_IPC_MAGIC_PADDED));
   int64_t footer_start = footer_end - footer_len;
   qv_ipc_footer f;
   qv_status st = qv_ipc_decode_footer(d + footer_start, footer_len, &f, err);
-  if (st != QV_OK) return qv_error_prefix(err, st, "footer at offset %lld: ", (long long)footer_start);
+  if (st != QV_OK)
+    return qv_error_prefix(err, st, "footer at offset %lld: ", (long long)footer_start);
   qv_schema *s = f.schema;
   f.schema = NULL;
   st = set_schema(r, s, f.version, f.big_endian, err);
@@ -621,13 +616,14 @@ static qv_status open_file_format(qv_reader *r, qv_error *err) {
   int64_t nd = f.n_dictionaries, nb = f.n_record_batches;
   int64_t id = 0, ib = 0;
   while (st == QV_OK && (id < nd || ib < nb)) {
-    bool take_dict = id < nd && (ib >= nb || f.dictionaries[id].offset <= f.record_batches[ib].offset);
+    bool take_dict =
+        id < nd && (ib >= nb || f.dictionaries[id].offset <= f.record_batches[ib].offset);
     const qv_ipc_block *blk = take_dict ? &f.dictionaries[id] : &f.record_batches[ib];
     int64_t index = take_dict ? id : ib;
     const char *what = take_dict ? "dictionary block" : "record batch block";
     int64_t end;
-    if (blk->offset < QV_IPC_MAGIC_PADDED || blk->metadata_length <= 0 ||
-        blk->body_length < 0 || qv_add_overflow(blk->offset, blk->metadata_length, &end) ||
+    if (blk->offset < QV_IPC_MAGIC_PADDED || blk->metadata_length <= 0 || blk->body_length < 0 ||
+        qv_add_overflow(blk->offset, blk->metadata_length, &end) ||
         qv_add_overflow(end, blk->body_length, &end) || end > footer_start) {
       st = qv_error_set(err, QV_EINVAL,
                         "footer: %s %lld (offset %lld, metadata %d bytes, body %lld bytes) "
@@ -642,8 +638,10 @@ static qv_status open_file_format(qv_reader *r, qv_error *err) {
     st = frame_at(r, blk->offset, blk->offset + blk->metadata_length, index, &meta, &meta_len,
                   &body_start, &eos, err);
     if (st == QV_OK && eos)
-      st = qv_error_set(err, QV_EINVAL, "%s %lld at offset %lld: end-of-stream marker where "
-                        "a message was expected", what, (long long)index, (long long)blk->offset);
+      st = qv_error_set(err, QV_EINVAL,
+                        "%s %lld at offset %lld: end-of-stream marker where "
+                        "a message was expected",
+                        what, (long long)index, (long long)blk->offset);
     if (st != QV_OK) break;
     qv_ipc_message m;
     st = qv_ipc_decode_message(meta, meta_len, &m, err);
@@ -661,12 +659,11 @@ static qv_status open_file_format(qv_reader *r, qv_error *err) {
       st = qv_error_set(err, QV_EINVAL,
                         "%s %lld at offset %lld: message body length %lld differs from the "
                         "footer's %lld",
-                        what, (long long)index, (long long)blk->offset,
-                        (long long)m.body_length, (long long)blk->body_length);
+                        what, (long long)index, (long long)blk->offset, (long long)m.body_length,
+                        (long long)blk->body_length);
     } else {
       int64_t body_at = blk->offset + blk->metadata_length;
-      st = index_message(r, &m, blk->offset, meta_len, body_at, footer_start,
-                         index, err);
+      st = index_message(r, &m, blk->offset, meta_len, body_at, footer_start, index, err);
     }
     qv_ipc_message_reset(&m);
     if (take_dict) id++;
@@ -689,8 +686,8 @@ static qv_status open_common(qv_reader *r, qv_error *err) {
   r->format = QV_FORMAT_STREAM;
   if (n == 0) return qv_error_set(err, QV_EINVAL, "empty input: not an Arrow IPC file or stream");
   if (n < 4)
-    return qv_error_set(err, QV_EINVAL,
-                        "input of %lld bytes is not an Arrow IPC file or stream", (long long)n);
+    return qv_error_set(err, QV_EINVAL, "input of %lld bytes is not an Arrow IPC file or stream",
+                        (long long)n);
   QV_RETURN_NOT_OK(open_stream_schema(r, err));
   return r->lazy ? QV_OK : ensure_index(r, INT64_MAX, err);
 }
@@ -712,8 +709,8 @@ static qv_reader *reader_alloc(const qv_read_options *options) {
 
 static qv_status open_body(void *r, qv_error *err) { return open_common(r, err); }
 
-qv_status qv_reader_open_buffer(qv_buffer *buf, const qv_read_options *options,
-                                qv_reader **out, qv_error *err) {
+qv_status qv_reader_open_buffer(qv_buffer *buf, const qv_read_options *options, qv_reader **out,
+                                qv_error *err) {
   qv_reader *r = reader_alloc(options);
   if (r == NULL) return qv_error_set(err, QV_ENOMEM, "out of memory (reader)");
   r->data = qv_buffer_ref(buf);
@@ -727,17 +724,16 @@ qv_status qv_reader_open_buffer(qv_buffer *buf, const qv_read_options *options,
   return QV_OK;
 }
 
-qv_status qv_reader_open_mapped(qv_buffer *map, const char *path,
-                                const qv_file_identity *id, const qv_read_options *options,
-                                const qv_index_options *index, qv_reader **out,
-                                qv_error *err) {
+qv_status qv_reader_open_mapped(qv_buffer *map, const char *path, const qv_file_identity *id,
+                                const qv_read_options *options, const qv_index_options *index,
+                                qv_reader **out, qv_error *err) {
   /* A second descriptor for pread of the headers; used only when it is
    * the file that was mapped. */
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   struct stat sb;
-  if (fd >= 0 && (fstat(fd, &sb) != 0 || (uint64_t)sb.st_dev != id->dev ||
-                  (uint64_t)sb.st_ino != id->ino || (int64_t)sb.st_size != id->size ||
-                  (int64_t)sb.st_size != map->size)) {
+  if (fd >= 0 &&
+      (fstat(fd, &sb) != 0 || (uint64_t)sb.st_dev != id->dev || (uint64_t)sb.st_ino != id->ino ||
+       (int64_t)sb.st_size != id->size || (int64_t)sb.st_size != map->size)) {
     close(fd);
     fd = -1;
   }
@@ -768,8 +764,7 @@ qv_status qv_reader_open_mapped(qv_buffer *map, const char *path,
 }
 
 qv_status qv_reader_open_file(const char *path, const qv_read_options *options,
-                              const qv_index_options *index, qv_reader **out,
-                              qv_error *err) {
+                              const qv_index_options *index, qv_reader **out, qv_error *err) {
   qv_buffer *map = NULL;
   qv_file_identity id;
   QV_RETURN_NOT_OK(qv_buffer_map_file(path, &map, &id, err));
@@ -779,8 +774,8 @@ qv_status qv_reader_open_file(const char *path, const qv_read_options *options,
   return st;
 }
 
-qv_status qv_reader_open_path(const char *path, const qv_read_options *options,
-                              qv_reader **out, qv_error *err) {
+qv_status qv_reader_open_path(const char *path, const qv_read_options *options, qv_reader **out,
+                              qv_error *err) {
   return qv_reader_open_file(path, options, NULL, out, err);
 }
 
@@ -874,9 +869,9 @@ typedef struct batch_sel {
 } batch_sel;
 
 /* Decode the body of a record batch / dictionary batch message. */
-static qv_status load_message_sel(qv_reader *r, const qv_type *struct_type,
-                                  const qv_ipc_message *m, qv_buffer *body, int64_t index,
-                                  const batch_sel *sel, qv_array **out, qv_error *err) {
+static qv_status load_message_sel(qv_reader *r, const qv_type *struct_type, const qv_ipc_message *m,
+                                  qv_buffer *body, int64_t index, const batch_sel *sel,
+                                  qv_array **out, qv_error *err) {
   qv_ipc_load_ctx ctx;
   memset(&ctx, 0, sizeof ctx);
   ctx.body = body;
@@ -906,9 +901,8 @@ static qv_status mismatch(qv_error *err, const char *what, int64_t i,
                       (long long)loc->body_offset, (long long)loc->num_rows);
 }
 
-static qv_status load_message(qv_reader *r, const qv_type *struct_type,
-                              const qv_ipc_message *m, qv_buffer *body, int64_t index,
-                              qv_array **out, qv_error *err) {
+static qv_status load_message(qv_reader *r, const qv_type *struct_type, const qv_ipc_message *m,
+                              qv_buffer *body, int64_t index, qv_array **out, qv_error *err) {
   return load_message_sel(r, struct_type, m, body, index, NULL, out, err);
 }
 
@@ -936,8 +930,8 @@ static qv_status apply_dict_message(qv_reader *r, int64_t k, qv_error *err) {
   const uint8_t *meta = NULL;
   int64_t meta_len = 0, body_start = 0;
   bool eos = false;
-  QV_RETURN_NOT_OK(frame_at(r, loc->offset, r->data->size, k, &meta, &meta_len, &body_start,
-                            &eos, err));
+  QV_RETURN_NOT_OK(
+      frame_at(r, loc->offset, r->data->size, k, &meta, &meta_len, &body_start, &eos, err));
   qv_ipc_message m;
   QV_RETURN_NOT_OK(qv_ipc_decode_message(meta, meta_len, &m, err));
   if (m.type != QV_MSG_DICTIONARY_BATCH || body_start != loc->body_offset ||
@@ -956,8 +950,8 @@ static qv_status apply_dict_message(qv_reader *r, int64_t k, qv_error *err) {
     if (wrap == NULL) st = qv_error_set(err, QV_ENOMEM, "out of memory");
   }
   if (st == QV_OK)
-    st = qv_type_add_child(wrap, "dictionary", true, qv_type_ref((qv_type *)ds->value_type),
-                           NULL, err);
+    st = qv_type_add_child(wrap, "dictionary", true, qv_type_ref((qv_type *)ds->value_type), NULL,
+                           err);
   if (st == QV_OK) st = load_message(r, wrap, &m, body, k, &batch, err);
   if (st == QV_OK) {
     qv_array *values = qv_array_ref(batch->children[0]);
@@ -1012,7 +1006,8 @@ static qv_status dicts_seek(qv_reader *r, int64_t upto, qv_error *err) {
 static qv_status batch_sel_load(qv_reader *r, int64_t i, const batch_sel *sel, qv_array **out,
                                 qv_error *err) {
   if (r->data == NULL)
-    return qv_error_set(err, QV_EARG, "random access is not available on a stream read "
+    return qv_error_set(err, QV_EARG,
+                        "random access is not available on a stream read "
                         "from a pipe; use qv_reader_next");
   if (i >= 0) QV_RETURN_NOT_OK(ensure_index(r, i, err));
   if (i < 0 || i >= r->n_batches)
@@ -1023,8 +1018,8 @@ static qv_status batch_sel_load(qv_reader *r, int64_t i, const batch_sel *sel, q
   const uint8_t *meta = NULL;
   int64_t meta_len = 0, body_start = 0;
   bool eos = false;
-  QV_RETURN_NOT_OK(frame_at(r, rl->loc.offset, r->data->size, i, &meta, &meta_len, &body_start,
-                            &eos, err));
+  QV_RETURN_NOT_OK(
+      frame_at(r, rl->loc.offset, r->data->size, i, &meta, &meta_len, &body_start, &eos, err));
   qv_ipc_message m;
   QV_RETURN_NOT_OK(qv_ipc_decode_message(meta, meta_len, &m, err));
   if (m.type != QV_MSG_RECORD_BATCH || body_start != rl->loc.body_offset ||
@@ -1147,9 +1142,8 @@ static qv_status select_finish(qv_reader *r, const int32_t *columns, int32_t n_c
   return st;
 }
 
-qv_status qv_reader_batch_select(qv_reader *r, int64_t i, const int32_t *columns,
-                                 int32_t n_columns, int64_t max_rows, qv_array **out,
-                                 qv_error *err) {
+qv_status qv_reader_batch_select(qv_reader *r, int64_t i, const int32_t *columns, int32_t n_columns,
+                                 int64_t max_rows, qv_array **out, qv_error *err) {
   *out = NULL;
   bool *mask = NULL;
   QV_RETURN_NOT_OK(select_mask(r, columns, n_columns, &mask, err));
@@ -1198,8 +1192,8 @@ static qv_status read_exact(int fd, void *dst, int64_t n, int64_t *got, qv_error
 
 /* Read the next message from the descriptor into a heap buffer holding
  * metadata + body; *m decoded. Sets *eos at the end of the stream. */
-static qv_status fd_next_message(qv_reader *r, qv_ipc_message *m, qv_buffer **body,
-                                 bool *eos, qv_error *err) {
+static qv_status fd_next_message(qv_reader *r, qv_ipc_message *m, qv_buffer **body, bool *eos,
+                                 qv_error *err) {
   int64_t index = r->stream_messages;
   uint8_t hdr[4];
   int64_t got;
@@ -1216,8 +1210,7 @@ static qv_status fd_next_message(qv_reader *r, qv_ipc_message *m, qv_buffer **bo
   if (len == QV_IPC_CONTINUATION) {
     QV_RETURN_NOT_OK(read_exact(r->fd, hdr, 4, &got, err));
     if (got < 4)
-      return qv_error_set(err, QV_EINVAL,
-                          "message %lld: truncated after the continuation marker",
+      return qv_error_set(err, QV_EINVAL, "message %lld: truncated after the continuation marker",
                           (long long)index);
     len = rd_u32le(hdr);
   }
@@ -1319,8 +1312,8 @@ static qv_status fd_next(qv_reader *r, const batch_sel *sel, qv_array **out, qv_
         qv_array *batch = NULL;
         if (wrap == NULL) st = qv_error_set(err, QV_ENOMEM, "out of memory");
         if (st == QV_OK)
-          st = qv_type_add_child(wrap, "dictionary", true,
-                                 qv_type_ref((qv_type *)ds->value_type), NULL, err);
+          st = qv_type_add_child(wrap, "dictionary", true, qv_type_ref((qv_type *)ds->value_type),
+                                 NULL, err);
         if (st == QV_OK) st = load_message(r, wrap, &m, body, index, &batch, err);
         if (st == QV_OK) st = dict_apply(r, ds, qv_array_ref(batch->children[0]), m.is_delta, err);
         qv_array_unref(batch);

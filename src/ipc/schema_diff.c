@@ -22,8 +22,9 @@ bool qv_schema_diff(const qv_schema *expected, const qv_schema *actual, qv_error
   if (expected == actual) return true;
   int32_t ne = qv_schema_num_fields(expected), na = qv_schema_num_fields(actual);
   if (ne != na) {
-    if (diff) snprintf(diff->message, sizeof diff->message,
-                       "schema: expected %d fields, found %d", (int)ne, (int)na);
+    if (diff)
+      snprintf(diff->message, sizeof diff->message, "schema: expected %d fields, found %d", (int)ne,
+               (int)na);
     return false;
   }
   char path[QV_DIFF_PATH_CAP];
@@ -34,8 +35,7 @@ bool qv_schema_diff(const qv_schema *expected, const qv_schema *actual, qv_error
     char me[480], ma[480];
     qv_metadata_render(&expected->metadata, me, sizeof me);
     qv_metadata_render(&actual->metadata, ma, sizeof ma);
-    snprintf(diff->message, sizeof diff->message, "schema metadata: expected %s, found %s", me,
-             ma);
+    snprintf(diff->message, sizeof diff->message, "schema metadata: expected %s, found %s", me, ma);
     return false;
   }
   return true;

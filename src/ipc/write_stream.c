@@ -14,8 +14,7 @@
 
 /* Pump `s` into a writer opened by open_path or open_fd. */
 static qv_status pump(qv_stream_import *s, const char *path, int fd,
-                      const qv_write_options *options, int64_t *out_rows,
-                      qv_error *err) {
+                      const qv_write_options *options, int64_t *out_rows, qv_error *err) {
   const qv_schema *schema = qv_stream_import_schema(s);
   qv_writer *w = NULL;
   qv_status st = path ? qv_writer_open_path(path, schema, options, &w, err)
@@ -49,8 +48,7 @@ static qv_status pump(qv_stream_import *s, const char *path, int fd,
 }
 
 static qv_status write_stream(struct ArrowArrayStream *in, const char *path, int fd,
-                              const qv_write_options *options, int64_t *out_rows,
-                              qv_error *err) {
+                              const qv_write_options *options, int64_t *out_rows, qv_error *err) {
   if (out_rows) *out_rows = 0;
   qv_stream_import *s = NULL;
   QV_RETURN_NOT_OK(qv_stream_import_open(in, &s, err)); /* consumes `in` */
@@ -60,8 +58,8 @@ static qv_status write_stream(struct ArrowArrayStream *in, const char *path, int
 }
 
 qv_status qv_write_arrow_stream_path(struct ArrowArrayStream *in, const char *path,
-                                     const qv_write_options *options,
-                                     int64_t *out_rows, qv_error *err) {
+                                     const qv_write_options *options, int64_t *out_rows,
+                                     qv_error *err) {
   if (path == NULL) {
     if (in && in->release) in->release(in);
     return qv_error_set(err, QV_EARG, "qv_write_arrow_stream_path: NULL path");
@@ -70,8 +68,8 @@ qv_status qv_write_arrow_stream_path(struct ArrowArrayStream *in, const char *pa
 }
 
 qv_status qv_write_arrow_stream_fd(struct ArrowArrayStream *in, int fd,
-                                   const qv_write_options *options,
-                                   int64_t *out_rows, qv_error *err) {
+                                   const qv_write_options *options, int64_t *out_rows,
+                                   qv_error *err) {
   if (fd < 0) {
     if (in && in->release) in->release(in);
     return qv_error_set(err, QV_EARG, "qv_write_arrow_stream_fd: bad descriptor %d", fd);

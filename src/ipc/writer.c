@@ -29,9 +29,9 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "core/atomic_internal.h"
 #include "core/guard_internal.h"
 #include "core/parallel_internal.h"
-#include "core/atomic_internal.h"
 #include "ipc/ipc_internal.h"
 #include "quiver/writer.h"
 
@@ -44,8 +44,7 @@
 #define QV_WRITER_MAX_SLOTS 8
 
 static const uint8_t kZeros[64];
-static const uint8_t kUncompressedPrefix[8] = {0xff, 0xff, 0xff, 0xff,
-                                               0xff, 0xff, 0xff, 0xff};
+static const uint8_t kUncompressedPrefix[8] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
 
 /* ------------------------------------------------------------------------ */
 /* Body under construction                                                   */
@@ -100,10 +99,10 @@ typedef struct body {
   int64_t size;
   /* the message */
   msg_kind kind;
-  int64_t length;   /* rows (record batch) or values (dictionary) */
+  int64_t length; /* rows (record batch) or values (dictionary) */
   int64_t dict_id;
   bool delta;
-  qv_array *batch;  /* reference held while in flight */
+  qv_array *batch; /* reference held while in flight */
   /* compression of this body's buffers */
   uint8_t *arena;
   int64_t arena_cap;
@@ -161,8 +160,7 @@ static qv_status oom(body *b, const char *what) {
 
 static qv_status push_seg(body *b, const uint8_t *p, int64_t len) {
   if (len == 0) return QV_OK;
-  if (!grow((void **)&b->segs, &b->cap_segs, b->n_segs + 1, sizeof(seg)))
-    return oom(b, "segments");
+  if (!grow((void **)&b->segs, &b->cap_segs, b->n_segs + 1, sizeof(seg))) return oom(b, "segments");
   b->segs[b->n_segs++] = (seg){p, len};
   b->size += len;
   return QV_OK;
@@ -193,8 +191,7 @@ static qv_status pad(body *b) {
 /* Append one IPC buffer of `len` bytes at p (memory kept alive by the
  * caller or by keep()); laid out (and compressed) by layout(). */
 static qv_status push_buffer(body *b, const uint8_t *p, int64_t len) {
-  if (!grow((void **)&b->raw, &b->cap_raw, b->n_raw + 1, sizeof(rawbuf)))
-    return oom(b, "buffers");
+  if (!grow((void **)&b->raw, &b->cap_raw, b->n_raw + 1, sizeof(rawbuf))) return oom(b, "buffers");
   b->raw[b->n_raw++] = (rawbuf){p, len};
   return QV_OK;
 }
@@ -203,9 +200,8 @@ static void compress_one(void *ctx, int64_t i, int worker) {
   body *b = ctx;
   compressor *c = b->comp;
   if (b->raw[i].len == 0) return;
-  b->st[i] = qv_ipc_compress_into(&c->ctx[worker], c->codec, c->level, b->raw[i].p,
-                                  b->raw[i].len, b->arena + b->off[i], b->bound[i],
-                                  &b->written[i], NULL);
+  b->st[i] = qv_ipc_compress_into(&c->ctx[worker], c->codec, c->level, b->raw[i].p, b->raw[i].len,
+                                  b->arena + b->off[i], b->bound[i], &b->written[i], NULL);
 }
 
 /* Queue the compression of every non-empty raw buffer of b on the pool
@@ -313,8 +309,7 @@ static int64_t range_nulls(const qv_array *a, int64_t off, int64_t len) {
 }
 
 /* A bitmap (validity or bool values) for bits [off, off+len). */
-static qv_status push_bitmap(body *b, const qv_buffer *bits, int64_t off,
-                             int64_t len) {
+static qv_status push_bitmap(body *b, const qv_buffer *bits, int64_t off, int64_t len) {
   int64_t nbytes = (len + 7) / 8;
   if (bits == NULL) return push_buffer(b, NULL, 0);
   if (off % 8 == 0) return push_buffer(b, bits->data + off / 8, nbytes);
@@ -324,8 +319,8 @@ static qv_status push_bitmap(body *b, const qv_buffer *bits, int64_t off,
   return push_owned(b, c);
 }
 
-static qv_status push_validity(body *b, const qv_array *a, int64_t off,
-                               int64_t len, int64_t nulls) {
+static qv_status push_validity(body *b, const qv_array *a, int64_t off, int64_t len,
+                               int64_t nulls) {
   if (nulls == 0) return push_buffer(b, NULL, 0);
   return push_bitmap(b, a->buffers[0], off, len);
 }
@@ -334,13 +329,11 @@ static int64_t load_off(const uint8_t *p, int64_t i, int w) { return qv_load_off
 
 /* Offsets [off, off+len] rebased to start at 0; first and last get the
  * referenced range of the child/data. */
-static qv_status push_offsets(body *b, const qv_buffer *offs, int w,
-                              int64_t off, int64_t len, int64_t *first,
-                              int64_t *last) {
+static qv_status push_offsets(body *b, const qv_buffer *offs, int w, int64_t off, int64_t len,
+                              int64_t *first, int64_t *last) {
   if (offs == NULL || offs->size == 0) { /* empty array without offsets */
     *first = *last = 0;
-    if (len != 0)
-      return qv_error_set(b->err, QV_EINVAL, "writer: missing offsets buffer");
+    if (len != 0) return qv_error_set(b->err, QV_EINVAL, "writer: missing offsets buffer");
     int64_t zero = 0;
     qv_buffer *c = NULL;
     QV_RETURN_NOT_OK(qv_buffer_alloc(w, &c, b->err));
@@ -364,12 +357,10 @@ static qv_status push_offsets(body *b, const qv_buffer *offs, int w,
   return push_owned(b, c);
 }
 
-static qv_status emit(body *b, const qv_array *a, int64_t off, int64_t len,
-                      int depth);
+static qv_status emit(body *b, const qv_array *a, int64_t off, int64_t len, int depth);
 
 /* Run-end encoded: logical range [off, off+len) of a. */
-static qv_status emit_ree(body *b, const qv_array *a, int64_t off, int64_t len,
-                          int depth) {
+static qv_status emit_ree(body *b, const qv_array *a, int64_t off, int64_t len, int depth) {
   const qv_array *re = a->children[0], *vals = a->children[1];
   QV_RETURN_NOT_OK(push_node(b, len, 0));
   if (off == 0) {
@@ -384,9 +375,9 @@ static qv_status emit_ree(body *b, const qv_array *a, int64_t off, int64_t len,
     i1 = -1;
   } else {
     /* first run whose end > off, first run whose end >= off+len */
-#define RUN_END(k)                                                            \
-  (w == 2 ? (int64_t)((const int16_t *)(const void *)p)[re->offset + (k)]    \
-   : w == 4 ? (int64_t)((const int32_t *)(const void *)p)[re->offset + (k)] \
+#define RUN_END(k)                                                                                 \
+  (w == 2   ? (int64_t)((const int16_t *)(const void *)p)[re->offset + (k)]                        \
+   : w == 4 ? (int64_t)((const int32_t *)(const void *)p)[re->offset + (k)]                        \
             : ((const int64_t *)(const void *)p)[re->offset + (k)])
     int64_t lo = 0, hi = n;
     while (lo < hi) {
@@ -403,9 +394,7 @@ static qv_status emit_ree(body *b, const qv_array *a, int64_t off, int64_t len,
       else lo = mid + 1;
     }
     i1 = lo;
-    if (i1 >= n)
-      return qv_error_set(b->err, QV_EINVAL,
-                          "writer: run ends do not cover the array");
+    if (i1 >= n) return qv_error_set(b->err, QV_EINVAL, "writer: run ends do not cover the array");
   }
   int64_t runs = i1 - i0 + 1;
   QV_RETURN_NOT_OK(push_node(b, runs, 0));
@@ -441,15 +430,13 @@ static const uint8_t *bytes_at(const qv_buffer *buf, int64_t off) {
  * min/max matter here), and the offsets are rebased when a range does not
  * start at 0 — so a small slice of a large union does not carry the whole
  * children. */
-static qv_status emit_dense_union(body *b, const qv_array *a, int64_t off, int64_t len,
-                                  int depth) {
+static qv_status emit_dense_union(body *b, const qv_array *a, int64_t off, int64_t len, int depth) {
   int32_t nc = a->n_children;
   int child_of[256];
   for (int k = 0; k < 256; k++) child_of[k] = -1;
   for (int32_t c = 0; c < nc; c++) child_of[(uint8_t)(int8_t)a->type->type_codes[c]] = c;
   int64_t lo[128], hi[128];
-  if (nc > 128)
-    return qv_error_set(b->err, QV_EINVAL, "writer: union with %d children", (int)nc);
+  if (nc > 128) return qv_error_set(b->err, QV_EINVAL, "writer: union with %d children", (int)nc);
   for (int32_t c = 0; c < nc; c++) {
     lo[c] = INT64_MAX;
     hi[c] = -1;
@@ -499,8 +486,7 @@ static qv_status emit_dense_union(body *b, const qv_array *a, int64_t off, int64
 /* List views [off, off+len) (node and validity already pushed): the child
  * is cut to the range [lo, hi) the slice's views cover; offsets are
  * rebased (and empty or out-of-range null views zeroed) when needed. */
-static qv_status emit_list_view(body *b, const qv_array *a, int64_t off, int64_t len,
-                                int depth) {
+static qv_status emit_list_view(body *b, const qv_array *a, int64_t off, int64_t len, int depth) {
   int w = a->type->id == QV_LIST_VIEW ? 4 : 8;
   const qv_array *c = a->children[0];
   const uint8_t *po = bytes_at(a->buffers[1], w * off), *ps = bytes_at(a->buffers[2], w * off);
@@ -643,8 +629,8 @@ static qv_status emit_views(body *b, const qv_array *a, int64_t off, int64_t len
   }
   for (int64_t k = 0; k < nv && st == QV_OK; k++)
     if (map[k] >= 0) st = push_buffer(b, a->buffers[2 + k]->data + lo[k], hi[k] - lo[k]);
-  if (st == QV_OK && !grow((void **)&b->variadic, &b->cap_variadic, b->n_variadic + 1,
-                           sizeof(int64_t)))
+  if (st == QV_OK &&
+      !grow((void **)&b->variadic, &b->cap_variadic, b->n_variadic + 1, sizeof(int64_t)))
     st = oom(b, "variadic counts");
   if (st == QV_OK) b->variadic[b->n_variadic++] = used;
 done:
@@ -656,52 +642,49 @@ done:
 
 /* Emit array a's elements [off, off+len) where off already includes
  * a->offset (an index into a's buffers). */
-static qv_status emit(body *b, const qv_array *a, int64_t off, int64_t len,
-                      int depth) {
+static qv_status emit(body *b, const qv_array *a, int64_t off, int64_t len, int depth) {
   const qv_type *t = a->type;
   if (depth > QV_WRITER_MAX_DEPTH)
-    return qv_error_set(b->err, QV_EARG, "writer: nesting deeper than %d",
-                        QV_WRITER_MAX_DEPTH);
+    return qv_error_set(b->err, QV_EARG, "writer: nesting deeper than %d", QV_WRITER_MAX_DEPTH);
   switch (t->id) {
-    case QV_NA:
-      return push_node(b, len, len);
-    case QV_RUN_END_ENCODED:
-      return emit_ree(b, a, off, len, depth);
+    case QV_NA: return push_node(b, len, len);
+    case QV_RUN_END_ENCODED: return emit_ree(b, a, off, len, depth);
     case QV_SPARSE_UNION:
       QV_RETURN_NOT_OK(push_node(b, len, 0));
       QV_RETURN_NOT_OK(push_buffer(b, bytes_at(a->buffers[0], off), len));
       for (int32_t c = 0; c < a->n_children; c++)
-        QV_RETURN_NOT_OK(emit(b, a->children[c], a->children[c]->offset + off,
-                              len, depth + 1));
+        QV_RETURN_NOT_OK(emit(b, a->children[c], a->children[c]->offset + off, len, depth + 1));
       return QV_OK;
-    case QV_DENSE_UNION:
-      return emit_dense_union(b, a, off, len, depth);
-    default:
-      break;
+    case QV_DENSE_UNION: return emit_dense_union(b, a, off, len, depth);
+    default: break;
   }
   int64_t nulls = range_nulls(a, off, len);
   QV_RETURN_NOT_OK(push_node(b, len, nulls));
   QV_RETURN_NOT_OK(push_validity(b, a, off, len, nulls));
   int64_t first = 0, last = 0;
   switch (t->id) {
-    case QV_BOOL:
-      return push_bitmap(b, a->buffers[1], off, len);
-    case QV_BINARY: case QV_STRING: case QV_LARGE_BINARY: case QV_LARGE_STRING: {
+    case QV_BOOL: return push_bitmap(b, a->buffers[1], off, len);
+    case QV_BINARY:
+    case QV_STRING:
+    case QV_LARGE_BINARY:
+    case QV_LARGE_STRING: {
       int w = (t->id == QV_BINARY || t->id == QV_STRING) ? 4 : 8;
       QV_RETURN_NOT_OK(push_offsets(b, a->buffers[1], w, off, len, &first, &last));
       const qv_buffer *d = a->buffers[2];
       return push_buffer(b, d ? d->data + first : NULL, last - first);
     }
-    case QV_BINARY_VIEW: case QV_STRING_VIEW:
-      return emit_views(b, a, off, len);
-    case QV_LIST: case QV_MAP: case QV_LARGE_LIST: {
+    case QV_BINARY_VIEW:
+    case QV_STRING_VIEW: return emit_views(b, a, off, len);
+    case QV_LIST:
+    case QV_MAP:
+    case QV_LARGE_LIST: {
       int w = t->id == QV_LARGE_LIST ? 8 : 4;
       QV_RETURN_NOT_OK(push_offsets(b, a->buffers[1], w, off, len, &first, &last));
       const qv_array *c = a->children[0];
       return emit(b, c, c->offset + first, last - first, depth + 1);
     }
-    case QV_LIST_VIEW: case QV_LARGE_LIST_VIEW:
-      return emit_list_view(b, a, off, len, depth);
+    case QV_LIST_VIEW:
+    case QV_LARGE_LIST_VIEW: return emit_list_view(b, a, off, len, depth);
     case QV_FIXED_SIZE_LIST: {
       const qv_array *c = a->children[0];
       int64_t n = t->list_size;
@@ -709,21 +692,18 @@ static qv_status emit(body *b, const qv_array *a, int64_t off, int64_t len,
     }
     case QV_STRUCT:
       for (int32_t k = 0; k < a->n_children; k++)
-        QV_RETURN_NOT_OK(emit(b, a->children[k], a->children[k]->offset + off,
-                              len, depth + 1));
+        QV_RETURN_NOT_OK(emit(b, a->children[k], a->children[k]->offset + off, len, depth + 1));
       return QV_OK;
     case QV_DICTIONARY: {
       int64_t w = qv_type_bit_width(t->index_type) / 8;
-      return push_buffer(b, a->buffers[1] ? a->buffers[1]->data + w * off : NULL,
-                         w * len);
+      return push_buffer(b, a->buffers[1] ? a->buffers[1]->data + w * off : NULL, w * len);
     }
     default: {
       int64_t w = qv_type_bit_width(t) / 8;
       if (w <= 0)
         return qv_error_set(b->err, QV_ENOTSUP, "writer: cannot write type %s",
                             qv_type_id_name(t->id));
-      return push_buffer(b, a->buffers[1] ? a->buffers[1]->data + w * off : NULL,
-                         w * len);
+      return push_buffer(b, a->buffers[1] ? a->buffers[1]->data + w * off : NULL, w * len);
     }
   }
 }
@@ -756,7 +736,7 @@ struct qv_writer {
   qv_ipc_block *dict_blocks, *batch_blocks;
   int64_t n_dict_blocks, cap_dict_blocks, n_batch_blocks, cap_batch_blocks;
   int64_t rows, batches; /* written so far */
-  int64_t flushed;        /* own file: bytes whose writeback was started */
+  int64_t flushed;       /* own file: bytes whose writeback was started */
 };
 
 /* Own files: writeback is started every this many bytes written
@@ -816,17 +796,15 @@ static qv_status write_iov(qv_writer *w, struct iovec *iov, int n, qv_error *err
   return n > start ? writev_all(w, iov + start, n - start, err) : QV_OK;
 }
 
-static qv_status write_bytes(qv_writer *w, const void *p, int64_t n,
-                             qv_error *err) {
+static qv_status write_bytes(qv_writer *w, const void *p, int64_t n, qv_error *err) {
   struct iovec iov = {(void *)p, (size_t)n};
   return n > 0 ? write_iov(w, &iov, 1, err) : QV_OK;
 }
 
 /* Frame and write one message (flatbuffer meta + the current body).
  * *block receives where it went. */
-static qv_status write_message(qv_writer *w, const body *b, const uint8_t *meta,
-                               int64_t meta_size, qv_ipc_block *block,
-                               qv_error *err) {
+static qv_status write_message(qv_writer *w, const body *b, const uint8_t *meta, int64_t meta_size,
+                               qv_ipc_block *block, qv_error *err) {
   int64_t align = w->opts.alignment;
   int64_t framed = 8 + meta_size;
   int64_t end = w->pos + framed;
@@ -856,8 +834,8 @@ static qv_status write_message(qv_writer *w, const body *b, const uint8_t *meta,
   return st;
 }
 
-static qv_status push_block(qv_ipc_block **arr, int64_t *n, int64_t *cap,
-                            qv_ipc_block blk, qv_error *err) {
+static qv_status push_block(qv_ipc_block **arr, int64_t *n, int64_t *cap, qv_ipc_block blk,
+                            qv_error *err) {
   if (!grow((void **)arr, cap, *n + 1, sizeof(qv_ipc_block)))
     return qv_error_set(err, QV_ENOMEM, "writer: out of memory (blocks)");
   (*arr)[(*n)++] = blk;
@@ -898,8 +876,7 @@ static qv_status finish_message(qv_writer *w, body *b, qv_error *err) {
   if (st == QV_OK && w->opts.format == QV_FORMAT_FILE)
     st = b->kind == MSG_DICTIONARY
              ? push_block(&w->dict_blocks, &w->n_dict_blocks, &w->cap_dict_blocks, blk, err)
-             : push_block(&w->batch_blocks, &w->n_batch_blocks, &w->cap_batch_blocks, blk,
-                          err);
+             : push_block(&w->batch_blocks, &w->n_batch_blocks, &w->cap_batch_blocks, blk, err);
   if (st == QV_OK && b->kind == MSG_RECORD_BATCH) {
     w->rows += b->length;
     w->batches++;
@@ -960,9 +937,8 @@ static qv_status submit(qv_writer *w, body *b, qv_array *keep_alive, qv_error *e
 }
 
 /* Write `values` (elements [start, values->length)) as a dictionary batch. */
-static qv_status write_dictionary(qv_writer *w, int64_t id, bool delta,
-                                  const qv_array *values, int64_t start,
-                                  qv_error *err) {
+static qv_status write_dictionary(qv_writer *w, int64_t id, bool delta, const qv_array *values,
+                                  int64_t start, qv_error *err) {
   body *b = NULL;
   QV_RETURN_NOT_OK(next_body(w, &b, err));
   b->kind = MSG_DICTIONARY;
@@ -995,38 +971,31 @@ static bool is_prefix(qv_array *old, qv_array *cur) {
 
 /* Write the dictionaries `a` uses (nested ones first) that are new or
  * changed since they were last written. */
-static qv_status sync_dicts(qv_writer *w, const qv_array *a, int depth,
-                            qv_error *err) {
+static qv_status sync_dicts(qv_writer *w, const qv_array *a, int depth, qv_error *err) {
   if (depth > QV_WRITER_MAX_DEPTH)
-    return qv_error_set(err, QV_EARG, "writer: nesting deeper than %d",
-                        QV_WRITER_MAX_DEPTH);
+    return qv_error_set(err, QV_EARG, "writer: nesting deeper than %d", QV_WRITER_MAX_DEPTH);
   for (int32_t c = 0; c < a->n_children; c++)
     QV_RETURN_NOT_OK(sync_dicts(w, a->children[c], depth + 1, err));
   if (a->type->id != QV_DICTIONARY) return QV_OK;
   qv_array *dict = a->dictionary;
   int64_t id = a->type->dict_id;
   if (dict == NULL)
-    return qv_error_set(err, QV_EARG,
-                        "writer: dictionary array (id %lld) has no dictionary",
+    return qv_error_set(err, QV_EARG, "writer: dictionary array (id %lld) has no dictionary",
                         (long long)id);
   QV_RETURN_NOT_OK(sync_dicts(w, dict, depth + 1, err));
   dict_entry *e = find_dict(w, id);
   if (e != NULL) {
     if (e->values == dict) return QV_OK;
-    if (e->values->length == dict->length && qv_array_equals(e->values, dict, NULL))
-      return QV_OK;
+    if (e->values->length == dict->length && qv_array_equals(e->values, dict, NULL)) return QV_OK;
     bool prefix = is_prefix(e->values, dict);
     if (w->opts.format == QV_FORMAT_FILE)
-      return qv_error_set(
-          err, QV_ENOTSUP,
-          "writer: dictionary id %lld changes between record batches; the "
-          "IPC file format cannot replace %s dictionary (write a stream, or "
-          "unify the dictionaries first)",
-          (long long)id, prefix ? "or extend a" : "a");
-    if (prefix)
-      QV_RETURN_NOT_OK(write_dictionary(w, id, true, dict, e->values->length, err));
-    else
-      QV_RETURN_NOT_OK(write_dictionary(w, id, false, dict, 0, err));
+      return qv_error_set(err, QV_ENOTSUP,
+                          "writer: dictionary id %lld changes between record batches; the "
+                          "IPC file format cannot replace %s dictionary (write a stream, or "
+                          "unify the dictionaries first)",
+                          (long long)id, prefix ? "or extend a" : "a");
+    if (prefix) QV_RETURN_NOT_OK(write_dictionary(w, id, true, dict, e->values->length, err));
+    else QV_RETURN_NOT_OK(write_dictionary(w, id, false, dict, 0, err));
     qv_array_unref(e->values);
     e->values = qv_array_ref(dict);
     return QV_OK;
@@ -1041,21 +1010,17 @@ static qv_status sync_dicts(qv_writer *w, const qv_array *a, int depth,
 /* ------------------------------------------------------------------------ */
 /* Open / write / close                                                      */
 
-static qv_status check_options(const qv_write_options *in, qv_write_options *o,
-                               qv_error *err) {
+static qv_status check_options(const qv_write_options *in, qv_write_options *o, qv_error *err) {
   memset(o, 0, sizeof *o);
   if (in) *o = *in;
   if (o->format != QV_FORMAT_FILE && o->format != QV_FORMAT_STREAM)
     return qv_error_set(err, QV_EARG, "writer: unknown format %d", (int)o->format);
-  if (o->compression != QV_COMPRESSION_NONE &&
-      o->compression != QV_COMPRESSION_LZ4_FRAME &&
+  if (o->compression != QV_COMPRESSION_NONE && o->compression != QV_COMPRESSION_LZ4_FRAME &&
       o->compression != QV_COMPRESSION_ZSTD)
-    return qv_error_set(err, QV_EARG, "writer: unknown compression %d",
-                        (int)o->compression);
+    return qv_error_set(err, QV_EARG, "writer: unknown compression %d", (int)o->compression);
   if (o->alignment == 0) o->alignment = 8;
   if (o->alignment != 8 && o->alignment != 64)
-    return qv_error_set(err, QV_EARG,
-                        "writer: alignment must be 8 or 64, found %d", o->alignment);
+    return qv_error_set(err, QV_EARG, "writer: alignment must be 8 or 64, found %d", o->alignment);
   if (o->max_batch_rows == 0) o->max_batch_rows = QV_WRITE_DEFAULT_BATCH_ROWS;
   return QV_OK;
 }
@@ -1080,8 +1045,8 @@ static qv_status writer_new(const qv_schema *schema, const qv_write_options *opt
   /* With compression, as many messages in flight as threads, plus one. */
   int threads = w->opts.threads > 0 ? w->opts.threads : qv_cpu_count();
   w->n_slots = w->opts.compression == QV_COMPRESSION_NONE ? 1
-               : threads + 1 > QV_WRITER_MAX_SLOTS ? QV_WRITER_MAX_SLOTS
-                                                   : threads + 1;
+               : threads + 1 > QV_WRITER_MAX_SLOTS        ? QV_WRITER_MAX_SLOTS
+                                                          : threads + 1;
   w->slots = calloc((size_t)w->n_slots, sizeof *w->slots);
   if (w->slots == NULL) {
     qv_schema_unref(w->schema);
@@ -1131,9 +1096,8 @@ static void remove_tmp(qv_writer *w) {
   w->fd = -1;
 }
 
-qv_status qv_writer_open_fd(int fd, const qv_schema *schema,
-                            const qv_write_options *options, qv_writer **out,
-                            qv_error *err) {
+qv_status qv_writer_open_fd(int fd, const qv_schema *schema, const qv_write_options *options,
+                            qv_writer **out, qv_error *err) {
   qv_writer *w = NULL;
   QV_RETURN_NOT_OK(writer_new(schema, options, &w, err));
   w->fd = fd;
@@ -1147,11 +1111,9 @@ qv_status qv_writer_open_fd(int fd, const qv_schema *schema,
 }
 
 qv_status qv_writer_open_path(const char *path, const qv_schema *schema,
-                              const qv_write_options *options, qv_writer **out,
-                              qv_error *err) {
+                              const qv_write_options *options, qv_writer **out, qv_error *err) {
   *out = NULL;
-  if (path == NULL || path[0] == '\0')
-    return qv_error_set(err, QV_EARG, "writer: empty path");
+  if (path == NULL || path[0] == '\0') return qv_error_set(err, QV_EARG, "writer: empty path");
   qv_writer *w = NULL;
   QV_RETURN_NOT_OK(writer_new(schema, options, &w, err));
   qv_status ost = qv_atomic_file_open(path, &w->af, err);
@@ -1182,8 +1144,7 @@ static qv_status write_one(qv_writer *w, qv_array *batch, qv_error *err) {
   for (int32_t c = 0; c < batch->n_children && st == QV_OK; c++) {
     const qv_array *col = batch->children[c];
     st = emit(b, col, col->offset + batch->offset, batch->length, 0);
-    if (st != QV_OK)
-      qv_error_prefix(err, st, "column '%s': ", batch->type->children[c].name);
+    if (st != QV_OK) qv_error_prefix(err, st, "column '%s': ", batch->type->children[c].name);
   }
   if (st != QV_OK) {
     body_clear(b);
@@ -1218,17 +1179,14 @@ static qv_status write_body(void *ctx, qv_error *err) {
 }
 
 qv_status qv_writer_write_batch(qv_writer *w, qv_array *batch, qv_error *err) {
-  if (w == NULL || batch == NULL)
-    return qv_error_set(err, QV_EARG, "writer: NULL writer or batch");
-  if (w->failed)
-    return qv_error_set(err, QV_EARG, "writer: an earlier write failed");
+  if (w == NULL || batch == NULL) return qv_error_set(err, QV_EARG, "writer: NULL writer or batch");
+  if (w->failed) return qv_error_set(err, QV_EARG, "writer: an earlier write failed");
   if (!qv_type_equals(w->schema->type, batch->type, false)) {
     char want[256], got[256];
     qv_type_to_string(w->schema->type, want, sizeof want);
     qv_type_to_string(batch->type, got, sizeof got);
     w->failed = true;
-    return qv_error_set(err, QV_ETYPE,
-                        "writer: batch type %s differs from the schema %s", got,
+    return qv_error_set(err, QV_ETYPE, "writer: batch type %s differs from the schema %s", got,
                         want);
   }
   /* The batch may live in a mapped file: its bytes are checked, then read
@@ -1277,8 +1235,7 @@ qv_status qv_writer_close(qv_writer *w, qv_error *err) {
   if (w == NULL) return QV_OK;
   qv_status st = QV_OK;
   if (w->failed)
-    st = qv_error_set(err, QV_EARG,
-                      "writer: an earlier write failed; nothing was committed");
+    st = qv_error_set(err, QV_EARG, "writer: an earlier write failed; nothing was committed");
   if (st == QV_OK) st = write_end(w, err);
   if (st == QV_OK && w->af != NULL) {
     /* fsync, rename over the target, fsync the directory (frees af) */

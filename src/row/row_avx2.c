@@ -56,8 +56,7 @@ QV_AVX2 int64_t qv_row_avx2_combine(uint64_t *h, const uint64_t *v, int64_t n) {
   return i;
 }
 
-QV_AVX2 int64_t qv_row_avx2_eq64(const uint64_t *a, const uint64_t *b, int64_t n,
-                                 uint8_t *eq) {
+QV_AVX2 int64_t qv_row_avx2_eq64(const uint64_t *a, const uint64_t *b, int64_t n, uint8_t *eq) {
   int64_t i = 0;
   for (; i + 4 <= n; i += 4) {
     __m256i x = _mm256_loadu_si256((const __m256i *)(const void *)(a + i));
@@ -76,8 +75,7 @@ static inline long long width_mask(int32_t w) {
 }
 
 QV_AVX2 int64_t qv_row_avx2_gather_rows(const qv_row_locator *loc, const int64_t *ids,
-                                        int64_t first, int64_t n, int32_t w,
-                                        uint64_t *out) {
+                                        int64_t first, int64_t n, int32_t w, uint64_t *out) {
   const long long *base = (const long long *)(const void *)loc->base;
   const __m256i mask = _mm256_set1_epi64x(width_mask(w));
   int64_t i = 0;
@@ -94,8 +92,7 @@ QV_AVX2 int64_t qv_row_avx2_gather_rows(const qv_row_locator *loc, const int64_t
       }
     } else {
       int64_t s = loc->stride;
-      __m256i idx = _mm256_set_epi64x((first + 3) * s, (first + 2) * s,
-                                      (first + 1) * s, first * s);
+      __m256i idx = _mm256_set_epi64x((first + 3) * s, (first + 2) * s, (first + 1) * s, first * s);
       const __m256i step = _mm256_set1_epi64x(4 * s);
       for (; i + 4 <= n; i += 4) {
         __m256i v = _mm256_i64gather_epi64(base, idx, 1);
@@ -120,8 +117,8 @@ QV_AVX2 int64_t qv_row_avx2_gather_rows(const qv_row_locator *loc, const int64_t
   return i;
 }
 
-QV_AVX2 int64_t qv_row_avx2_gather_col(const uint8_t *values, const int64_t *sel,
-                                       int64_t n, int32_t w, uint64_t *out) {
+QV_AVX2 int64_t qv_row_avx2_gather_col(const uint8_t *values, const int64_t *sel, int64_t n,
+                                       int32_t w, uint64_t *out) {
   int64_t i = 0;
   if (sel) {
     if (w == 8) {
@@ -143,24 +140,28 @@ QV_AVX2 int64_t qv_row_avx2_gather_col(const uint8_t *values, const int64_t *sel
   for (; i + 4 <= n; i += 4) {
     __m256i v;
     switch (w) {
-    case 8: v = _mm256_loadu_si256((const __m256i *)(const void *)(values + i * 8)); break;
-    case 4: v = _mm256_cvtepu32_epi64(_mm_loadu_si128((const __m128i *)(const void *)(values + i * 4))); break;
-    case 2: v = _mm256_cvtepu16_epi64(_mm_loadl_epi64((const __m128i *)(const void *)(values + i * 2))); break;
-    case 1: {
-      int32_t b4;
-      memcpy(&b4, values + i, 4);
-      v = _mm256_cvtepu8_epi64(_mm_cvtsi32_si128(b4));
-      break;
-    }
-    default: return i;
+      case 8: v = _mm256_loadu_si256((const __m256i *)(const void *)(values + i * 8)); break;
+      case 4:
+        v = _mm256_cvtepu32_epi64(_mm_loadu_si128((const __m128i *)(const void *)(values + i * 4)));
+        break;
+      case 2:
+        v = _mm256_cvtepu16_epi64(_mm_loadl_epi64((const __m128i *)(const void *)(values + i * 2)));
+        break;
+      case 1: {
+        int32_t b4;
+        memcpy(&b4, values + i, 4);
+        v = _mm256_cvtepu8_epi64(_mm_cvtsi32_si128(b4));
+        break;
+      }
+      default: return i;
     }
     _mm256_storeu_si256((__m256i *)(void *)(out + i), v);
   }
   return i;
 }
 
-QV_AVX2 int64_t qv_row_avx2_encode_gather(uint8_t *dst, const uint8_t *src,
-                                          const int64_t *sel, int64_t n, int32_t w) {
+QV_AVX2 int64_t qv_row_avx2_encode_gather(uint8_t *dst, const uint8_t *src, const int64_t *sel,
+                                          int64_t n, int32_t w) {
   int64_t i = 0;
   if (w == 8) {
     const long long *b = (const long long *)(const void *)src;
@@ -178,8 +179,8 @@ QV_AVX2 int64_t qv_row_avx2_encode_gather(uint8_t *dst, const uint8_t *src,
   return i;
 }
 
-QV_AVX2 int64_t qv_row_avx2_encode_pair(uint8_t *dst, const uint8_t *a, const uint8_t *b,
-                                        int64_t n, int32_t w) {
+QV_AVX2 int64_t qv_row_avx2_encode_pair(uint8_t *dst, const uint8_t *a, const uint8_t *b, int64_t n,
+                                        int32_t w) {
   int64_t i = 0;
   if (w == 4) {
     for (; i + 8 <= n; i += 8) {
@@ -187,8 +188,10 @@ QV_AVX2 int64_t qv_row_avx2_encode_pair(uint8_t *dst, const uint8_t *a, const ui
       __m256i y = _mm256_loadu_si256((const __m256i *)(const void *)(b + i * 4));
       __m256i lo = _mm256_unpacklo_epi32(x, y);
       __m256i hi = _mm256_unpackhi_epi32(x, y);
-      _mm256_storeu_si256((__m256i *)(void *)(dst + i * 8), _mm256_permute2x128_si256(lo, hi, 0x20));
-      _mm256_storeu_si256((__m256i *)(void *)(dst + i * 8 + 32), _mm256_permute2x128_si256(lo, hi, 0x31));
+      _mm256_storeu_si256((__m256i *)(void *)(dst + i * 8),
+                          _mm256_permute2x128_si256(lo, hi, 0x20));
+      _mm256_storeu_si256((__m256i *)(void *)(dst + i * 8 + 32),
+                          _mm256_permute2x128_si256(lo, hi, 0x31));
     }
   } else if (w == 8) {
     for (; i + 4 <= n; i += 4) {
@@ -196,15 +199,17 @@ QV_AVX2 int64_t qv_row_avx2_encode_pair(uint8_t *dst, const uint8_t *a, const ui
       __m256i y = _mm256_loadu_si256((const __m256i *)(const void *)(b + i * 8));
       __m256i lo = _mm256_unpacklo_epi64(x, y);
       __m256i hi = _mm256_unpackhi_epi64(x, y);
-      _mm256_storeu_si256((__m256i *)(void *)(dst + i * 16), _mm256_permute2x128_si256(lo, hi, 0x20));
-      _mm256_storeu_si256((__m256i *)(void *)(dst + i * 16 + 32), _mm256_permute2x128_si256(lo, hi, 0x31));
+      _mm256_storeu_si256((__m256i *)(void *)(dst + i * 16),
+                          _mm256_permute2x128_si256(lo, hi, 0x20));
+      _mm256_storeu_si256((__m256i *)(void *)(dst + i * 16 + 32),
+                          _mm256_permute2x128_si256(lo, hi, 0x31));
     }
   }
   return i;
 }
 
-QV_AVX2 int64_t qv_row_avx2_decode_strided(uint8_t *out, const uint8_t *src,
-                                           int64_t stride, int64_t n, int32_t w) {
+QV_AVX2 int64_t qv_row_avx2_decode_strided(uint8_t *out, const uint8_t *src, int64_t stride,
+                                           int64_t n, int32_t w) {
   int64_t i = 0;
   if (stride > (INT32_MAX / 8)) return 0;
   int s = (int)stride;
@@ -224,13 +229,13 @@ QV_AVX2 int64_t qv_row_avx2_decode_strided(uint8_t *out, const uint8_t *src,
       _mm256_storeu_si256((__m256i *)(void *)(out + i * 4), v);
     } else if (w == 2) {
       v = _mm256_and_si256(v, _mm256_set1_epi32(0xffff));
-      v = _mm256_packus_epi32(v, v);             /* per lane: 4 u16 twice */
-      v = _mm256_permute4x64_epi64(v, 0x08);     /* lanes 0 and 2 */
+      v = _mm256_packus_epi32(v, v);         /* per lane: 4 u16 twice */
+      v = _mm256_permute4x64_epi64(v, 0x08); /* lanes 0 and 2 */
       _mm_storeu_si128((__m128i *)(void *)(out + i * 2), _mm256_castsi256_si128(v));
     } else if (w == 1) {
       v = _mm256_and_si256(v, _mm256_set1_epi32(0xff));
       v = _mm256_packus_epi32(v, v);
-      v = _mm256_packus_epi16(v, v);             /* per lane: 4 u8 in dword 0 */
+      v = _mm256_packus_epi16(v, v); /* per lane: 4 u8 in dword 0 */
       v = _mm256_permutevar8x32_epi32(v, _mm256_setr_epi32(0, 4, 0, 0, 0, 0, 0, 0));
       _mm_storel_epi64((__m128i *)(void *)(out + i), _mm256_castsi256_si128(v));
     } else {
@@ -242,29 +247,27 @@ QV_AVX2 int64_t qv_row_avx2_decode_strided(uint8_t *out, const uint8_t *src,
 
 #else /* no AVX2 on this target: the kernels handle nothing */
 
-int64_t qv_row_avx2_gather_rows(const qv_row_locator *loc, const int64_t *ids,
-                                int64_t first, int64_t n, int32_t w, uint64_t *out) {
+int64_t qv_row_avx2_gather_rows(const qv_row_locator *loc, const int64_t *ids, int64_t first,
+                                int64_t n, int32_t w, uint64_t *out) {
   return 0;
 }
-int64_t qv_row_avx2_gather_col(const uint8_t *values, const int64_t *sel, int64_t n,
-                               int32_t w, uint64_t *out) {
+int64_t qv_row_avx2_gather_col(const uint8_t *values, const int64_t *sel, int64_t n, int32_t w,
+                               uint64_t *out) {
   return 0;
 }
 int64_t qv_row_avx2_hash_small(const uint64_t *x, int64_t n, uint64_t *out) { return 0; }
 int64_t qv_row_avx2_combine(uint64_t *h, const uint64_t *v, int64_t n) { return 0; }
-int64_t qv_row_avx2_eq64(const uint64_t *a, const uint64_t *b, int64_t n, uint8_t *eq) {
+int64_t qv_row_avx2_eq64(const uint64_t *a, const uint64_t *b, int64_t n, uint8_t *eq) { return 0; }
+int64_t qv_row_avx2_encode_gather(uint8_t *dst, const uint8_t *src, const int64_t *sel, int64_t n,
+                                  int32_t w) {
   return 0;
 }
-int64_t qv_row_avx2_encode_gather(uint8_t *dst, const uint8_t *src, const int64_t *sel,
-                                  int64_t n, int32_t w) {
+int64_t qv_row_avx2_encode_pair(uint8_t *dst, const uint8_t *a, const uint8_t *b, int64_t n,
+                                int32_t w) {
   return 0;
 }
-int64_t qv_row_avx2_encode_pair(uint8_t *dst, const uint8_t *a, const uint8_t *b,
-                                int64_t n, int32_t w) {
-  return 0;
-}
-int64_t qv_row_avx2_decode_strided(uint8_t *out, const uint8_t *src, int64_t stride,
-                                   int64_t n, int32_t w) {
+int64_t qv_row_avx2_decode_strided(uint8_t *out, const uint8_t *src, int64_t stride, int64_t n,
+                                   int32_t w) {
   return 0;
 }
 #endif

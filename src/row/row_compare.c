@@ -10,16 +10,16 @@
 #include "row/row_internal.h"
 
 /* eq[0..m) holds 0/1 per position base + i; base is a multiple of 8. */
-static void emit(const uint8_t *eq, int64_t base, int64_t m, const int64_t *ids,
-                 uint8_t *out_match, int64_t *out_mismatch, int64_t *num_mismatch) {
+static void emit(const uint8_t *eq, int64_t base, int64_t m, const int64_t *ids, uint8_t *out_match,
+                 int64_t *out_mismatch, int64_t *num_mismatch) {
   if (out_match) {
     int64_t i = 0;
     for (; i + 8 <= m; i += 8) {
       uint64_t w;
       memcpy(&w, eq + i, 8);
       /* gather bit 0 of each byte into one byte */
-      out_match[(base + i) >> 3] = (uint8_t)(((w & 0x0101010101010101ull) *
-                                              0x0102040810204080ull) >> 56);
+      out_match[(base + i) >> 3] =
+          (uint8_t)(((w & 0x0101010101010101ull) * 0x0102040810204080ull) >> 56);
     }
     for (; i < m; i++) qv_bit_put(out_match, base + i, eq[i] != 0);
   }
@@ -31,8 +31,8 @@ static void emit(const uint8_t *eq, int64_t base, int64_t m, const int64_t *ids,
   }
 }
 
-static qv_status check_outputs(uint8_t *out_match, int64_t *out_mismatch,
-                               int64_t *out_num_mismatch, qv_error *err) {
+static qv_status check_outputs(uint8_t *out_match, int64_t *out_mismatch, int64_t *out_num_mismatch,
+                               qv_error *err) {
   if (!out_match && !out_mismatch)
     return qv_error_set(err, QV_EARG, "row compare: no output requested");
   if (out_mismatch && !out_num_mismatch)
@@ -40,16 +40,14 @@ static qv_status check_outputs(uint8_t *out_match, int64_t *out_mismatch,
   return QV_OK;
 }
 
-qv_status qv_row_compare_columns(const qv_row_table *t, qv_array *const *cols,
-                                 const int64_t *sel, const int64_t *row_ids,
-                                 int64_t n, bool null_equals_null,
+qv_status qv_row_compare_columns(const qv_row_table *t, qv_array *const *cols, const int64_t *sel,
+                                 const int64_t *row_ids, int64_t n, bool null_equals_null,
                                  uint8_t *out_match, int64_t *out_mismatch,
                                  int64_t *out_num_mismatch, qv_error *err) {
   const qv_row_metadata *md = &t->md;
   int32_t nc = md->num_cols;
   QV_RETURN_NOT_OK(check_outputs(out_match, out_mismatch, out_num_mismatch, err));
-  if (row_ids == NULL)
-    return qv_error_set(err, QV_EARG, "row compare: row_ids is NULL");
+  if (row_ids == NULL) return qv_error_set(err, QV_EARG, "row compare: row_ids is NULL");
   QV_RETURN_NOT_OK(qv_row_check_sel(row_ids, n, t->num_rows, "row compare row ids", err));
   qv_row_colview *views = malloc(sizeof(qv_row_colview) * (size_t)nc);
   uint64_t *a = malloc(sizeof(uint64_t) * QV_ROW_MINIBATCH);
@@ -63,8 +61,7 @@ qv_status qv_row_compare_columns(const qv_row_table *t, qv_array *const *cols,
   }
   if ((st = qv_row_colviews(md, cols, views, err)) != QV_OK) goto done;
   for (int32_t c = 0; c < nc; c++)
-    if ((st = qv_row_check_sel(sel, n, views[c].length, "row compare selection",
-                               err)) != QV_OK)
+    if ((st = qv_row_check_sel(sel, n, views[c].length, "row compare selection", err)) != QV_OK)
       goto done;
   if (out_num_mismatch) *out_num_mismatch = 0;
   int64_t npr = md->null_masks_bytes_per_row;
@@ -87,9 +84,8 @@ qv_status qv_row_compare_columns(const qv_row_table *t, qv_array *const *cols,
       if (cm->is_null_type) {
         memset(eqc, 1, (size_t)m);
       } else if (cm->is_fixed_length &&
-                 (cm->fixed_length == 0 || cm->fixed_length == 1 ||
-                  cm->fixed_length == 2 || cm->fixed_length == 4 ||
-                  cm->fixed_length == 8)) {
+                 (cm->fixed_length == 0 || cm->fixed_length == 1 || cm->fixed_length == 2 ||
+                  cm->fixed_length == 4 || cm->fixed_length == 8)) {
         int32_t w = cm->fixed_length == 0 ? 1 : cm->fixed_length;
         qv_row_col_small_values(v, bsel, base, m, a);
         qv_row_row_small_values(t, off, w, bids, 0, m, b);
@@ -143,10 +139,9 @@ static bool mask_any(const uint8_t *mask, int64_t npr) {
   return false;
 }
 
-qv_status qv_row_compare_rows(const qv_row_table *a, const int64_t *a_ids,
-                              const qv_row_table *b, const int64_t *b_ids,
-                              int64_t n, bool null_equals_null, uint8_t *out_match,
-                              int64_t *out_mismatch, int64_t *out_num_mismatch,
+qv_status qv_row_compare_rows(const qv_row_table *a, const int64_t *a_ids, const qv_row_table *b,
+                              const int64_t *b_ids, int64_t n, bool null_equals_null,
+                              uint8_t *out_match, int64_t *out_mismatch, int64_t *out_num_mismatch,
                               qv_error *err) {
   QV_RETURN_NOT_OK(check_outputs(out_match, out_mismatch, out_num_mismatch, err));
   if (!qv_row_metadata_compatible(&a->md, &b->md))
@@ -165,8 +160,7 @@ qv_status qv_row_compare_rows(const qv_row_table *a, const int64_t *a_ids,
       int64_t la, lb;
       const uint8_t *pa = qv_row_table_row(a, ra, &la);
       const uint8_t *pb = qv_row_table_row(b, rb, &lb);
-      bool e = la == lb && memcmp(ma, mb, (size_t)npr) == 0 &&
-               memcmp(pa, pb, (size_t)la) == 0;
+      bool e = la == lb && memcmp(ma, mb, (size_t)npr) == 0 && memcmp(pa, pb, (size_t)la) == 0;
       if (e && !null_equals_null && mask_any(ma, npr)) e = false;
       eq[i] = e;
     }

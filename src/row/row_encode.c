@@ -29,20 +29,19 @@ static int32_t fixed_part_gaps(const qv_row_metadata *md, gap *gaps) {
   return ng;
 }
 
-static inline uint8_t *row_ptr(uint8_t *fixed_base, int64_t stride,
-                               const int64_t *offs, uint8_t *var, int64_t i) {
+static inline uint8_t *row_ptr(uint8_t *fixed_base, int64_t stride, const int64_t *offs,
+                               uint8_t *var, int64_t i) {
   return stride ? fixed_base + i * stride : var + offs[i];
 }
 
 /* Write fixed-width column `v` at byte `col_off` of n new rows (row i at
  * row_ptr(..., i)); NULL values become zero bytes. */
-static void encode_fixed_col(uint8_t *fixed_base, int64_t stride, const int64_t *offs,
-                             uint8_t *var, int32_t col_off, const qv_row_colview *v,
-                             const int64_t *sel, int64_t n) {
+static void encode_fixed_col(uint8_t *fixed_base, int64_t stride, const int64_t *offs, uint8_t *var,
+                             int32_t col_off, const qv_row_colview *v, const int64_t *sel,
+                             int64_t n) {
   const qv_row_column_meta *m = &v->meta;
   if (m->is_null_type) {
-    for (int64_t i = 0; i < n; i++)
-      row_ptr(fixed_base, stride, offs, var, i)[col_off] = 0;
+    for (int64_t i = 0; i < n; i++) row_ptr(fixed_base, stride, offs, var, i)[col_off] = 0;
     return;
   }
   if (m->fixed_length == 0) { /* boolean: one byte 0/1 */
@@ -64,29 +63,27 @@ static void encode_fixed_col(uint8_t *fixed_base, int64_t stride, const int64_t 
         done = qv_row_avx2_encode_gather(fixed_base, src, sel, n, w);
       }
     }
-  /* Separate loops per addressing mode so each compiles to a tight loop. */
-#define QV_ENC_LOOP(W)                                                         \
-  if (stride && !sel) {                                                        \
-    uint8_t *dst = fixed_base + col_off;                                       \
-    for (int64_t i = done; i < n; i++)                                         \
-      memcpy(dst + i * stride, src + i * (W), (W));                            \
-  } else if (stride) {                                                         \
-    uint8_t *dst = fixed_base + col_off;                                       \
-    for (int64_t i = done; i < n; i++)                                         \
-      memcpy(dst + i * stride, src + sel[i] * (W), (W));                       \
-  } else {                                                                     \
-    for (int64_t i = done; i < n; i++) {                                       \
-      int64_t r = sel ? sel[i] : i;                                            \
-      memcpy(var + offs[i] + col_off, src + r * (W), (W));                     \
-    }                                                                          \
+    /* Separate loops per addressing mode so each compiles to a tight loop. */
+#define QV_ENC_LOOP(W)                                                                             \
+  if (stride && !sel) {                                                                            \
+    uint8_t *dst = fixed_base + col_off;                                                           \
+    for (int64_t i = done; i < n; i++) memcpy(dst + i * stride, src + i * (W), (W));               \
+  } else if (stride) {                                                                             \
+    uint8_t *dst = fixed_base + col_off;                                                           \
+    for (int64_t i = done; i < n; i++) memcpy(dst + i * stride, src + sel[i] * (W), (W));          \
+  } else {                                                                                         \
+    for (int64_t i = done; i < n; i++) {                                                           \
+      int64_t r = sel ? sel[i] : i;                                                                \
+      memcpy(var + offs[i] + col_off, src + r * (W), (W));                                         \
+    }                                                                                              \
   }
     switch (w) {
-    case 1: QV_ENC_LOOP(1); break;
-    case 2: QV_ENC_LOOP(2); break;
-    case 4: QV_ENC_LOOP(4); break;
-    case 8: QV_ENC_LOOP(8); break;
-    case 16: QV_ENC_LOOP(16); break;
-    default: QV_ENC_LOOP((size_t)w); break;
+      case 1: QV_ENC_LOOP(1); break;
+      case 2: QV_ENC_LOOP(2); break;
+      case 4: QV_ENC_LOOP(4); break;
+      case 8: QV_ENC_LOOP(8); break;
+      case 16: QV_ENC_LOOP(16); break;
+      default: QV_ENC_LOOP((size_t)w); break;
     }
 #undef QV_ENC_LOOP
   }
@@ -108,8 +105,8 @@ static int64_t var_len(const qv_row_colview *v, int64_t r) {
   return len;
 }
 
-static qv_status encode_impl(qv_row_table *t, qv_array *const *cols,
-                             const int64_t *sel, int64_t n, qv_error *err) {
+static qv_status encode_impl(qv_row_table *t, qv_array *const *cols, const int64_t *sel, int64_t n,
+                             qv_error *err) {
   const qv_row_metadata *md = &t->md;
   int32_t nc = md->num_cols;
   qv_row_colview *views = malloc(sizeof(qv_row_colview) * (size_t)nc);
@@ -121,8 +118,7 @@ static qv_status encode_impl(qv_row_table *t, qv_array *const *cols,
   }
   if ((st = qv_row_colviews(md, cols, views, err)) != QV_OK) goto done;
   for (int32_t c = 0; c < nc; c++) {
-    if ((st = qv_row_check_sel(sel, n, views[c].length, "row encode selection",
-                               err)) != QV_OK) {
+    if ((st = qv_row_check_sel(sel, n, views[c].length, "row encode selection", err)) != QV_OK) {
       qv_error_prefix(err, st, "row key column %d: ", (int)c);
       goto done;
     }
@@ -199,10 +195,8 @@ static qv_status encode_impl(qv_row_table *t, qv_array *const *cols,
         a2.validity = b2.validity = NULL;
         a2.values += done * w;
         b2.values += done * w;
-        encode_fixed_col(fixed_base + done * fl, stride, NULL, NULL, 0, &a2, NULL,
-                         n - done);
-        encode_fixed_col(fixed_base + done * fl, stride, NULL, NULL, w, &b2, NULL,
-                         n - done);
+        encode_fixed_col(fixed_base + done * fl, stride, NULL, NULL, 0, &a2, NULL, n - done);
+        encode_fixed_col(fixed_base + done * fl, stride, NULL, NULL, w, &b2, NULL, n - done);
       }
       /* Nulls: zero the null values. */
       for (int32_t j = 0; j < 2; j++) {
@@ -274,8 +268,7 @@ static qv_status encode_impl(qv_row_table *t, qv_array *const *cols,
     } else if (v->validity) {
       for (int64_t i = 0; i < n; i++) {
         int64_t r = sel ? sel[i] : i;
-        if (!qv_bit_get(v->validity, v->validity_offset + r))
-          qv_bit_set(masks + i * npr, j);
+        if (!qv_bit_get(v->validity, v->validity_offset + r)) qv_bit_set(masks + i * npr, j);
       }
     }
   }
@@ -304,17 +297,17 @@ static qv_status encode_body(void *ctx, qv_error *err) {
 static qv_status guarded_encode(qv_row_table *t, qv_array *const *cols, const int64_t *sel,
                                 int64_t n, qv_error *err) {
   encode_call c = {t, cols, sel, n};
-  return qv_guard_run_checked((const qv_array *const *)cols, cols ? t->md.num_cols : 0,
-                              encode_body, &c, err);
+  return qv_guard_run_checked((const qv_array *const *)cols, cols ? t->md.num_cols : 0, encode_body,
+                              &c, err);
 }
 
-qv_status qv_row_encode_append(qv_row_table *t, qv_array *const *cols,
-                               const int64_t *sel, int64_t n, qv_error *err) {
+qv_status qv_row_encode_append(qv_row_table *t, qv_array *const *cols, const int64_t *sel,
+                               int64_t n, qv_error *err) {
   return guarded_encode(t, cols, sel, n, err);
 }
 
-qv_status qv_row_encode(qv_row_table *t, qv_array *const *cols, const int64_t *sel,
-                        int64_t n, qv_error *err) {
+qv_status qv_row_encode(qv_row_table *t, qv_array *const *cols, const int64_t *sel, int64_t n,
+                        qv_error *err) {
   qv_row_table_clean(t);
   return guarded_encode(t, cols, sel, n, err);
 }
@@ -322,8 +315,8 @@ qv_status qv_row_encode(qv_row_table *t, qv_array *const *cols, const int64_t *s
 /* ------------------------------------------------------------------------ */
 /* Decode                                                                    */
 
-static void decode_fixed_values(const qv_row_table *t, int64_t start, int64_t n,
-                                int32_t col_off, int32_t w, uint8_t *out) {
+static void decode_fixed_values(const qv_row_table *t, int64_t start, int64_t n, int32_t col_off,
+                                int32_t w, uint8_t *out) {
   const qv_row_metadata *md = &t->md;
   if (md->is_fixed_length) {
     int64_t fl = md->fixed_length;
@@ -334,14 +327,14 @@ static void decode_fixed_values(const qv_row_table *t, int64_t start, int64_t n,
     }
     int64_t done = 0;
     if (qv_row_use_avx2()) done = qv_row_avx2_decode_strided(out, src, fl, n, w);
-#define QV_DEC_LOOP(W)                                                         \
+#define QV_DEC_LOOP(W)                                                                             \
   for (int64_t i = done; i < n; i++) memcpy(out + i * (W), src + i * fl, (W));
     switch (w) {
-    case 1: QV_DEC_LOOP(1); break;
-    case 2: QV_DEC_LOOP(2); break;
-    case 4: QV_DEC_LOOP(4); break;
-    case 8: QV_DEC_LOOP(8); break;
-    default: QV_DEC_LOOP((size_t)w); break;
+      case 1: QV_DEC_LOOP(1); break;
+      case 2: QV_DEC_LOOP(2); break;
+      case 4: QV_DEC_LOOP(4); break;
+      case 8: QV_DEC_LOOP(8); break;
+      default: QV_DEC_LOOP((size_t)w); break;
     }
 #undef QV_DEC_LOOP
   } else {
@@ -358,9 +351,8 @@ static qv_status new_buffer(int64_t size, qv_buffer **out, qv_error *err) {
 }
 
 /* Decode logical column c into a new array. */
-static qv_status decode_column(const qv_row_table *t, int64_t start, int64_t n,
-                               int32_t c, qv_type *type, qv_array *dict,
-                               qv_array **out, qv_error *err) {
+static qv_status decode_column(const qv_row_table *t, int64_t start, int64_t n, int32_t c,
+                               qv_type *type, qv_array *dict, qv_array **out, qv_error *err) {
   const qv_row_metadata *md = &t->md;
   const qv_row_column_meta *m = &md->cols[c];
   int32_t j = md->inverse_column_order[c];
@@ -444,8 +436,8 @@ fail:
 
 /* Second decoding step: copy var-length bytes into the data buffer sized by
  * decode_column. */
-static void decode_var_bytes(const qv_row_table *t, int64_t start, int64_t n,
-                             int32_t c, qv_array *a) {
+static void decode_var_bytes(const qv_row_table *t, int64_t start, int64_t n, int32_t c,
+                             qv_array *a) {
   const qv_row_metadata *md = &t->md;
   int32_t j = md->inverse_column_order[c];
   int32_t k = (md->column_offsets[j] - md->varbinary_end_array_offset) / 4;
@@ -461,17 +453,15 @@ static void decode_var_bytes(const qv_row_table *t, int64_t start, int64_t n,
   }
 }
 
-qv_status qv_row_decode(const qv_row_table *t, int64_t start, int64_t n,
-                        qv_type *const *types, qv_array *const *dictionaries,
-                        qv_array **out, qv_error *err) {
+qv_status qv_row_decode(const qv_row_table *t, int64_t start, int64_t n, qv_type *const *types,
+                        qv_array *const *dictionaries, qv_array **out, qv_error *err) {
   const qv_row_metadata *md = &t->md;
   int64_t end;
   if (start < 0 || n < 0 || qv_add_overflow(start, n, &end) || end > t->num_rows)
     return qv_error_set(err, QV_ERANGE,
                         "row decode: rows [%lld, %lld + %lld) are outside the "
                         "table's %lld rows",
-                        (long long)start, (long long)start, (long long)n,
-                        (long long)t->num_rows);
+                        (long long)start, (long long)start, (long long)n, (long long)t->num_rows);
   for (int32_t c = 0; c < md->num_cols; c++) {
     out[c] = NULL;
     qv_row_column_meta m;

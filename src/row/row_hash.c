@@ -17,8 +17,8 @@ uint64_t qv_row_hash_bytes(const uint8_t *p, int64_t len) {
 
 static bool is_small_width(int32_t w) { return w == 1 || w == 2 || w == 4 || w == 8; }
 
-void qv_row_col_small_values(const qv_row_colview *v, const int64_t *sel,
-                             int64_t first, int64_t n, uint64_t *out) {
+void qv_row_col_small_values(const qv_row_colview *v, const int64_t *sel, int64_t first, int64_t n,
+                             uint64_t *out) {
   if (v->meta.fixed_length == 0) { /* boolean */
     for (int64_t i = 0; i < n; i++) {
       int64_t r = sel ? sel[i] : first + i;
@@ -31,8 +31,8 @@ void qv_row_col_small_values(const qv_row_colview *v, const int64_t *sel,
   if (sel == NULL) {
     const uint8_t *src = v->values + first * w;
     switch (w) {
-    case 8: memcpy(out, src, (size_t)(n * 8)); return;
-    default: break;
+      case 8: memcpy(out, src, (size_t)(n * 8)); return;
+      default: break;
     }
   }
   if (qv_row_use_avx2()) {
@@ -48,9 +48,8 @@ void qv_row_col_small_values(const qv_row_colview *v, const int64_t *sel,
   }
 }
 
-void qv_row_row_small_values(const qv_row_table *t, int32_t col_off, int32_t w,
-                             const int64_t *ids, int64_t first, int64_t n,
-                             uint64_t *out) {
+void qv_row_row_small_values(const qv_row_table *t, int32_t col_off, int32_t w, const int64_t *ids,
+                             int64_t first, int64_t n, uint64_t *out) {
   qv_row_locator loc;
   if (t->md.is_fixed_length) {
     loc.base = t->fixed + col_off;
@@ -87,8 +86,8 @@ static void combine(uint64_t *h, const uint64_t *v, int64_t n) {
 }
 
 /* Per-column value hashes of keys in column form. */
-static void column_value_hashes(const qv_row_colview *v, const int64_t *sel,
-                                int64_t first, int64_t n, uint64_t *vals) {
+static void column_value_hashes(const qv_row_colview *v, const int64_t *sel, int64_t first,
+                                int64_t n, uint64_t *vals) {
   const qv_row_column_meta *m = &v->meta;
   if (m->is_null_type) {
     for (int64_t i = 0; i < n; i++) vals[i] = QV_ROW_HASH_NULL;
@@ -121,8 +120,7 @@ static void column_value_hashes(const qv_row_colview *v, const int64_t *sel,
 }
 
 qv_status qv_row_hash_columns64(const qv_row_metadata *md, qv_array *const *cols,
-                                const int64_t *sel, int64_t n, uint64_t *out,
-                                qv_error *err) {
+                                const int64_t *sel, int64_t n, uint64_t *out, qv_error *err) {
   int32_t nc = md->num_cols;
   qv_row_colview *views = malloc(sizeof(qv_row_colview) * (size_t)nc);
   uint64_t *vals = malloc(sizeof(uint64_t) * QV_ROW_MINIBATCH);
@@ -133,8 +131,7 @@ qv_status qv_row_hash_columns64(const qv_row_metadata *md, qv_array *const *cols
   }
   if ((st = qv_row_colviews(md, cols, views, err)) != QV_OK) goto done;
   for (int32_t c = 0; c < nc; c++)
-    if ((st = qv_row_check_sel(sel, n, views[c].length, "row hash selection", err)) !=
-        QV_OK)
+    if ((st = qv_row_check_sel(sel, n, views[c].length, "row hash selection", err)) != QV_OK)
       goto done;
   for (int64_t b = 0; b < n; b += QV_ROW_MINIBATCH) {
     int64_t m = n - b < QV_ROW_MINIBATCH ? n - b : QV_ROW_MINIBATCH;
@@ -152,8 +149,7 @@ done:
 }
 
 /* True when any of the rows has a null in its mask. */
-static bool rows_have_nulls(const qv_row_table *t, const int64_t *ids, int64_t first,
-                            int64_t n) {
+static bool rows_have_nulls(const qv_row_table *t, const int64_t *ids, int64_t first, int64_t n) {
   int64_t npr = t->md.null_masks_bytes_per_row;
   if (ids == NULL) { /* contiguous masks: test 8 bytes at a time */
     const uint8_t *p = t->null_masks + first * npr;
@@ -175,8 +171,8 @@ static bool rows_have_nulls(const qv_row_table *t, const int64_t *ids, int64_t f
   return false;
 }
 
-qv_status qv_row_hash_rows64(const qv_row_table *t, const int64_t *ids, int64_t n,
-                             uint64_t *out, qv_error *err) {
+qv_status qv_row_hash_rows64(const qv_row_table *t, const int64_t *ids, int64_t n, uint64_t *out,
+                             qv_error *err) {
   const qv_row_metadata *md = &t->md;
   QV_RETURN_NOT_OK(qv_row_check_sel(ids, n, t->num_rows, "row hash ids", err));
   uint64_t *vals = malloc(sizeof(uint64_t) * QV_ROW_MINIBATCH);
@@ -230,8 +226,8 @@ static void fold32(const uint64_t *h, int64_t n, uint32_t *out) {
   for (int64_t i = 0; i < n; i++) out[i] = (uint32_t)(h[i] ^ (h[i] >> 32));
 }
 
-qv_status qv_row_hash_rows32(const qv_row_table *t, const int64_t *ids, int64_t n,
-                             uint32_t *out, qv_error *err) {
+qv_status qv_row_hash_rows32(const qv_row_table *t, const int64_t *ids, int64_t n, uint32_t *out,
+                             qv_error *err) {
   uint64_t *h = malloc(sizeof(uint64_t) * (size_t)(n > 0 ? n : 1));
   if (!h) return qv_error_set(err, QV_ENOMEM, "row hash: out of memory");
   qv_status st = qv_row_hash_rows64(t, ids, n, h, err);
@@ -241,8 +237,7 @@ qv_status qv_row_hash_rows32(const qv_row_table *t, const int64_t *ids, int64_t 
 }
 
 qv_status qv_row_hash_columns32(const qv_row_metadata *md, qv_array *const *cols,
-                                const int64_t *sel, int64_t n, uint32_t *out,
-                                qv_error *err) {
+                                const int64_t *sel, int64_t n, uint32_t *out, qv_error *err) {
   uint64_t *h = malloc(sizeof(uint64_t) * (size_t)(n > 0 ? n : 1));
   if (!h) return qv_error_set(err, QV_ENOMEM, "row hash: out of memory");
   qv_status st = qv_row_hash_columns64(md, cols, sel, n, h, err);

@@ -18,14 +18,14 @@
 typedef struct qv_row_colview {
   qv_row_column_meta meta;
   int64_t length;
-  const uint8_t *validity; /* NULL: no nulls */
-  int64_t validity_offset; /* bit offset of element 0 in validity */
-  const uint8_t *values;   /* fixed width: element 0 (offset applied);
+  const uint8_t *validity;   /* NULL: no nulls */
+  int64_t validity_offset;   /* bit offset of element 0 in validity */
+  const uint8_t *values;     /* fixed width: element 0 (offset applied);
                               boolean: bit base */
   int64_t values_bit_offset; /* boolean only */
-  const int32_t *off32;    /* var-length (offset applied) */
+  const int32_t *off32;      /* var-length (offset applied) */
   const int64_t *off64;
-  const uint8_t *data;     /* var-length bytes */
+  const uint8_t *data; /* var-length bytes */
 } qv_row_colview;
 
 static inline bool qv_row_colview_is_null(const qv_row_colview *c, int64_t i) {
@@ -33,8 +33,8 @@ static inline bool qv_row_colview_is_null(const qv_row_colview *c, int64_t i) {
   return c->validity != NULL && !qv_bit_get(c->validity, c->validity_offset + i);
 }
 
-static inline void qv_row_colview_var(const qv_row_colview *c, int64_t i,
-                                      const uint8_t **p, int64_t *len) {
+static inline void qv_row_colview_var(const qv_row_colview *c, int64_t i, const uint8_t **p,
+                                      int64_t *len) {
   int64_t b, e;
   if (c->off32) {
     b = c->off32[i];
@@ -49,12 +49,12 @@ static inline void qv_row_colview_var(const qv_row_colview *c, int64_t i,
 
 /** Fill views for cols[0..md->num_cols) checking that each array's type maps
  *  to md->cols[i] and that it has the buffers its type needs. */
-qv_status qv_row_colviews(const qv_row_metadata *md, qv_array *const *cols,
-                          qv_row_colview *out, qv_error *err);
+qv_status qv_row_colviews(const qv_row_metadata *md, qv_array *const *cols, qv_row_colview *out,
+                          qv_error *err);
 
 /** Check selection indices against `length` (sel may be NULL: 0..n-1). */
-qv_status qv_row_check_sel(const int64_t *sel, int64_t n, int64_t length,
-                           const char *what, qv_error *err);
+qv_status qv_row_check_sel(const int64_t *sel, int64_t n, int64_t length, const char *what,
+                           qv_error *err);
 
 /** Width in bytes a column occupies in a row (bool/null: 1, var: 4). */
 static inline int32_t qv_row_col_width(const qv_row_column_meta *m) {
@@ -65,11 +65,21 @@ static inline int32_t qv_row_col_width(const qv_row_column_meta *m) {
 static inline uint64_t qv_row_load_le(const uint8_t *p, int32_t w) {
   uint64_t x = 0;
   switch (w) {
-  case 1: x = p[0]; break;
-  case 2: { uint16_t v; memcpy(&v, p, 2); x = v; break; }
-  case 4: { uint32_t v; memcpy(&v, p, 4); x = v; break; }
-  case 8: memcpy(&x, p, 8); break;
-  default: memcpy(&x, p, (size_t)w); break;
+    case 1: x = p[0]; break;
+    case 2: {
+      uint16_t v;
+      memcpy(&v, p, 2);
+      x = v;
+      break;
+    }
+    case 4: {
+      uint32_t v;
+      memcpy(&v, p, 4);
+      x = v;
+      break;
+    }
+    case 8: memcpy(&x, p, 8); break;
+    default: memcpy(&x, p, (size_t)w); break;
   }
   return x;
 }
@@ -81,8 +91,8 @@ qv_status qv_row_table_reserve_rows(qv_row_table *t, int64_t extra, qv_error *er
 qv_status qv_row_table_reserve_bytes(qv_row_table *t, int64_t total, qv_error *err);
 
 /* Offset within the row and length of the k-th var-length field. */
-static inline void qv_row_var_field(const qv_row_metadata *md, const uint8_t *row,
-                                    int32_t k, uint32_t *begin, uint32_t *len) {
+static inline void qv_row_var_field(const qv_row_metadata *md, const uint8_t *row, int32_t k,
+                                    uint32_t *begin, uint32_t *len) {
   const uint8_t *ends = row + md->varbinary_end_array_offset;
   uint32_t b, e;
   if (k == 0) {
@@ -119,12 +129,11 @@ uint64_t qv_row_hash_bytes(const uint8_t *p, int64_t len);
 
 /* Values of a boolean or 1/2/4/8-byte column, zero-extended: rows sel[i]
  * (first + i when sel is NULL) for i < n (row_hash.c). */
-void qv_row_col_small_values(const qv_row_colview *v, const int64_t *sel,
-                             int64_t first, int64_t n, uint64_t *out);
-/* The same from rows ids[i] (first + i) of a table, width w at col_off. */
-void qv_row_row_small_values(const qv_row_table *t, int32_t col_off, int32_t w,
-                             const int64_t *ids, int64_t first, int64_t n,
+void qv_row_col_small_values(const qv_row_colview *v, const int64_t *sel, int64_t first, int64_t n,
                              uint64_t *out);
+/* The same from rows ids[i] (first + i) of a table, width w at col_off. */
+void qv_row_row_small_values(const qv_row_table *t, int32_t col_off, int32_t w, const int64_t *ids,
+                             int64_t first, int64_t n, uint64_t *out);
 
 /* ---- SIMD ---- */
 bool qv_row_use_avx2(void);
@@ -136,30 +145,28 @@ bool qv_row_use_avx2(void);
  * base + idx[i] (idx given by the row locator) into out[i] as zero-extended
  * uint64. Row locator: fixed tables stride*row, var tables offsets[row]. */
 typedef struct qv_row_locator {
-  const uint8_t *base;     /* rows base plus the column offset */
-  int64_t stride;          /* fixed tables: fixed_length; 0 for var tables */
-  const int64_t *offsets;  /* var tables: row offsets */
+  const uint8_t *base;    /* rows base plus the column offset */
+  int64_t stride;         /* fixed tables: fixed_length; 0 for var tables */
+  const int64_t *offsets; /* var tables: row offsets */
 } qv_row_locator;
 
-int64_t qv_row_avx2_gather_rows(const qv_row_locator *loc, const int64_t *ids,
-                                int64_t first_row, int64_t n, int32_t w,
-                                uint64_t *out);
-int64_t qv_row_avx2_gather_col(const uint8_t *values, const int64_t *sel,
-                               int64_t n, int32_t w, uint64_t *out);
+int64_t qv_row_avx2_gather_rows(const qv_row_locator *loc, const int64_t *ids, int64_t first_row,
+                                int64_t n, int32_t w, uint64_t *out);
+int64_t qv_row_avx2_gather_col(const uint8_t *values, const int64_t *sel, int64_t n, int32_t w,
+                               uint64_t *out);
 int64_t qv_row_avx2_hash_small(const uint64_t *x, int64_t n, uint64_t *out);
 int64_t qv_row_avx2_combine(uint64_t *h, const uint64_t *v, int64_t n);
-int64_t qv_row_avx2_eq64(const uint64_t *a, const uint64_t *b, int64_t n,
-                         uint8_t *eq);
+int64_t qv_row_avx2_eq64(const uint64_t *a, const uint64_t *b, int64_t n, uint8_t *eq);
 /* Encode a fixed-width column of width w in {4, 8} that is the only content
  * of fixed rows of that same width (stride == w), gathering by sel. */
-int64_t qv_row_avx2_encode_gather(uint8_t *dst, const uint8_t *src,
-                                  const int64_t *sel, int64_t n, int32_t w);
+int64_t qv_row_avx2_encode_gather(uint8_t *dst, const uint8_t *src, const int64_t *sel, int64_t n,
+                                  int32_t w);
 /* Interleave two width-w (4 or 8) columns into rows of stride 2w. */
-int64_t qv_row_avx2_encode_pair(uint8_t *dst, const uint8_t *a, const uint8_t *b,
-                                int64_t n, int32_t w);
+int64_t qv_row_avx2_encode_pair(uint8_t *dst, const uint8_t *a, const uint8_t *b, int64_t n,
+                                int32_t w);
 /* Decode width-w (1,2,4,8) values from fixed rows of stride `stride`
  * (starting at src, the first row's column byte) into contiguous out. */
-int64_t qv_row_avx2_decode_strided(uint8_t *out, const uint8_t *src,
-                                   int64_t stride, int64_t n, int32_t w);
+int64_t qv_row_avx2_decode_strided(uint8_t *out, const uint8_t *src, int64_t stride, int64_t n,
+                                   int32_t w);
 
 #endif /* QV_ROW_INTERNAL_H */

@@ -22,24 +22,22 @@ static int64_t fixed_bytes_for_rows(const qv_row_metadata *md, int64_t rows) {
 
 /* Grow *p from old_bytes to new_bytes (both content sizes, padding added),
  * zeroing the padding past the new content. */
-static qv_status grow(uint8_t **p, int64_t old_bytes, int64_t new_bytes,
-                      const char *what, qv_error *err) {
+static qv_status grow(uint8_t **p, int64_t old_bytes, int64_t new_bytes, const char *what,
+                      qv_error *err) {
   (void)old_bytes;
   if (new_bytes > INT64_MAX / 2 || (uint64_t)padded(new_bytes) > SIZE_MAX)
-    return qv_error_set(err, QV_ENOMEM, "row table: %s of %lld bytes is too large",
-                        what, (long long)new_bytes);
+    return qv_error_set(err, QV_ENOMEM, "row table: %s of %lld bytes is too large", what,
+                        (long long)new_bytes);
   uint8_t *q = realloc(*p, (size_t)padded(new_bytes));
   if (q == NULL)
-    return qv_error_set(err, QV_ENOMEM,
-                        "row table: cannot grow %s to %lld bytes", what,
+    return qv_error_set(err, QV_ENOMEM, "row table: cannot grow %s to %lld bytes", what,
                         (long long)padded(new_bytes));
   memset(q + new_bytes, 0, QV_ROW_PADDING);
   *p = q;
   return QV_OK;
 }
 
-qv_status qv_row_table_init(qv_row_table *t, const qv_row_metadata *md,
-                            qv_error *err) {
+qv_status qv_row_table_init(qv_row_table *t, const qv_row_metadata *md, qv_error *err) {
   memset(t, 0, sizeof *t);
   QV_RETURN_NOT_OK(qv_row_metadata_copy(&t->md, md, err));
   t->null_masks = calloc(1, padded(0));
@@ -68,14 +66,10 @@ void qv_row_table_clean(qv_row_table *t) {
 
 int64_t qv_row_table_buffer_size(const qv_row_table *t, int buffer_index) {
   switch (buffer_index) {
-  case 0:
-    return padded(t->rows_capacity_ * (int64_t)t->md.null_masks_bytes_per_row);
-  case 1:
-    return padded(fixed_bytes_for_rows(&t->md, t->rows_capacity_));
-  case 2:
-    return t->md.is_fixed_length ? 0 : padded(t->bytes_capacity_);
-  default:
-    return 0;
+    case 0: return padded(t->rows_capacity_ * (int64_t)t->md.null_masks_bytes_per_row);
+    case 1: return padded(fixed_bytes_for_rows(&t->md, t->rows_capacity_));
+    case 2: return t->md.is_fixed_length ? 0 : padded(t->bytes_capacity_);
+    default: return 0;
   }
 }
 
@@ -84,14 +78,12 @@ qv_status qv_row_table_reserve_rows(qv_row_table *t, int64_t extra, qv_error *er
   int64_t need;
   if (extra < 0 || qv_add_overflow(t->num_rows, extra, &need) ||
       need > (INT64_MAX / 64) / (t->md.fixed_length + 16))
-    return qv_error_set(err, QV_ENOMEM, "row table: %lld rows are too many",
-                        (long long)extra);
+    return qv_error_set(err, QV_ENOMEM, "row table: %lld rows are too many", (long long)extra);
   if (need <= t->rows_capacity_) return QV_OK;
   int64_t cap = t->rows_capacity_ * 2;
   if (cap < need) cap = need;
   int64_t npr = t->md.null_masks_bytes_per_row;
-  QV_RETURN_NOT_OK(grow(&t->null_masks, t->rows_capacity_ * npr, cap * npr,
-                        "null masks", err));
+  QV_RETURN_NOT_OK(grow(&t->null_masks, t->rows_capacity_ * npr, cap * npr, "null masks", err));
   QV_RETURN_NOT_OK(grow(&t->fixed, fixed_bytes_for_rows(&t->md, t->rows_capacity_),
                         fixed_bytes_for_rows(&t->md, cap),
                         t->md.is_fixed_length ? "fixed rows" : "row offsets", err));
@@ -109,8 +101,8 @@ qv_status qv_row_table_reserve_bytes(qv_row_table *t, int64_t total, qv_error *e
   return QV_OK;
 }
 
-qv_status qv_row_table_append_empty(qv_row_table *t, int64_t num_rows,
-                                    int64_t num_extra_bytes, qv_error *err) {
+qv_status qv_row_table_append_empty(qv_row_table *t, int64_t num_rows, int64_t num_extra_bytes,
+                                    qv_error *err) {
   if (num_rows < 0 || num_extra_bytes < 0)
     return qv_error_set(err, QV_EARG, "row table: negative append size");
   QV_RETURN_NOT_OK(qv_row_table_reserve_rows(t, num_rows, err));
@@ -131,15 +123,11 @@ qv_status qv_row_table_append_empty(qv_row_table *t, int64_t num_rows,
   return QV_OK;
 }
 
-qv_status qv_row_table_append_selection_from(qv_row_table *t,
-                                             const qv_row_table *from,
-                                             const int64_t *ids, int64_t n,
-                                             qv_error *err) {
-  if (t == from)
-    return qv_error_set(err, QV_EARG, "row table: cannot append a table to itself");
+qv_status qv_row_table_append_selection_from(qv_row_table *t, const qv_row_table *from,
+                                             const int64_t *ids, int64_t n, qv_error *err) {
+  if (t == from) return qv_error_set(err, QV_EARG, "row table: cannot append a table to itself");
   if (!qv_row_metadata_compatible(&t->md, &from->md))
-    return qv_error_set(err, QV_EARG,
-                        "row table: source metadata is not compatible");
+    return qv_error_set(err, QV_EARG, "row table: source metadata is not compatible");
   QV_RETURN_NOT_OK(qv_row_check_sel(ids, n, from->num_rows, "append selection", err));
   QV_RETURN_NOT_OK(qv_row_table_reserve_rows(t, n, err));
   int64_t base = t->num_rows;
@@ -149,8 +137,7 @@ qv_status qv_row_table_append_selection_from(qv_row_table *t,
     if (ids == NULL) {
       memcpy(dst, from->fixed, (size_t)(n * fl));
     } else {
-      for (int64_t i = 0; i < n; i++)
-        memcpy(dst + i * fl, from->fixed + ids[i] * fl, (size_t)fl);
+      for (int64_t i = 0; i < n; i++) memcpy(dst + i * fl, from->fixed + ids[i] * fl, (size_t)fl);
     }
   } else {
     const int64_t *src_off = qv_row_table_offsets(from);
@@ -177,8 +164,7 @@ qv_status qv_row_table_append_selection_from(qv_row_table *t,
     memcpy(t->null_masks + base * npr, from->null_masks, (size_t)(n * npr));
   } else {
     for (int64_t i = 0; i < n; i++)
-      memcpy(t->null_masks + (base + i) * npr, from->null_masks + ids[i] * npr,
-             (size_t)npr);
+      memcpy(t->null_masks + (base + i) * npr, from->null_masks + ids[i] * npr, (size_t)npr);
   }
   t->num_rows += n;
   return QV_OK;

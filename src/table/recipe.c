@@ -72,8 +72,8 @@ static qv_status oom(qv_error *err) {
 /* ------------------------------------------------------------------------ */
 /* IPC stream bytes in memory                                                */
 
-static qv_status open_fd(void *ctx, const qv_schema *s, const qv_write_options *wo,
-                         qv_writer **w, qv_error *err) {
+static qv_status open_fd(void *ctx, const qv_schema *s, const qv_write_options *wo, qv_writer **w,
+                         qv_error *err) {
   return qv_writer_open_fd(*(int *)ctx, s, wo, w, err);
 }
 
@@ -144,9 +144,7 @@ static void put_uvar(wbuf *w, uint64_t v) {
   put_raw(w, b, n);
 }
 
-static void put_svar(wbuf *w, int64_t v) {
-  put_uvar(w, ((uint64_t)v << 1) ^ (uint64_t)(v >> 63));
-}
+static void put_svar(wbuf *w, int64_t v) { put_uvar(w, ((uint64_t)v << 1) ^ (uint64_t)(v >> 63)); }
 
 static void put_bytes(wbuf *w, const void *p, int64_t n) {
   put_uvar(w, (uint64_t)n);
@@ -272,13 +270,10 @@ static qv_status put_op(wbuf *w, const qv_top *op, qv_error *err) {
       put_uvar(w, (uint64_t)op->n_names);
       for (int32_t c = 0; c < op->n_names; c++) put_str(w, op->names[c]);
       return QV_OK;
-    case QV_OP_CAST:
-      return put_schema(w, op->schema, err);
-    case QV_OP_ADD_COLUMN: case QV_OP_SET_COLUMN:
-      put_uvar(w, (uint64_t)op->pos);
-      return put_column(w, op, err);
-    case QV_OP_COMBINE:
-      return QV_OK;
+    case QV_OP_CAST: return put_schema(w, op->schema, err);
+    case QV_OP_ADD_COLUMN:
+    case QV_OP_SET_COLUMN: put_uvar(w, (uint64_t)op->pos); return put_column(w, op, err);
+    case QV_OP_COMBINE: return QV_OK;
   }
   return qv_error_set(err, QV_EARG, "recipe: unknown op %d", (int)op->kind);
 }
@@ -289,8 +284,7 @@ static qv_status put_replays(wbuf *w, const qv_table *t, qv_error *err) {
   const qv_treplay **chain = malloc(sizeof *chain * (size_t)t->n_replays);
   if (chain == NULL) return oom(err);
   int64_t n = 0;
-  for (const qv_treplay *r = t->replays; r != NULL && n < t->n_replays; r = r->prev)
-    chain[n++] = r;
+  for (const qv_treplay *r = t->replays; r != NULL && n < t->n_replays; r = r->prev) chain[n++] = r;
   qv_status st = QV_OK;
   for (int64_t i = n - 1; i >= 0 && st == QV_OK; i--) st = put_op(w, chain[i]->op, err);
   free(chain);
@@ -468,8 +462,7 @@ static qv_status get_cstr(rbuf *r, int64_t max, char **out, const char *what) {
   if (len > max || memchr(p, 0, (size_t)len) != NULL) {
     r->pos = at;
     char msg[96];
-    snprintf(msg, sizeof msg, "%s is longer than %lld bytes or contains NUL", what,
-             (long long)max);
+    snprintf(msg, sizeof msg, "%s is longer than %lld bytes or contains NUL", what, (long long)max);
     return bad(r, msg);
   }
   char *s = malloc((size_t)len + 1);
@@ -773,10 +766,8 @@ static qv_status get_step(rbuf *r, qv_table *t, qv_table **out) {
       if (n > INT32_MAX) return bad(r, "too many names");
       char **names = calloc((size_t)(n > 0 ? n : 1), sizeof *names);
       if (names == NULL) return oom(r->err);
-      for (int64_t i = 0; i < n && st == QV_OK; i++)
-        st = get_cstr(r, INT32_MAX, &names[i], "name");
-      if (st == QV_OK)
-        ts = qv_table_rename(t, (const char *const *)names, (int32_t)n, out, r->err);
+      for (int64_t i = 0; i < n && st == QV_OK; i++) st = get_cstr(r, INT32_MAX, &names[i], "name");
+      if (st == QV_OK) ts = qv_table_rename(t, (const char *const *)names, (int32_t)n, out, r->err);
       for (int64_t i = 0; i < n; i++) free(names[i]);
       free(names);
       break;
@@ -788,7 +779,8 @@ static qv_status get_step(rbuf *r, qv_table *t, qv_table **out) {
       qv_schema_unref(s);
       break;
     }
-    case QV_OP_ADD_COLUMN: case QV_OP_SET_COLUMN: {
+    case QV_OP_ADD_COLUMN:
+    case QV_OP_SET_COLUMN: {
       int32_t pos;
       qv_schema *s = NULL;
       qv_array **b = NULL;
@@ -813,9 +805,7 @@ static qv_status get_step(rbuf *r, qv_table *t, qv_table **out) {
       qv_schema_unref(s);
       break;
     }
-    case QV_OP_COMBINE:
-      ts = qv_table_combine_batches(t, out, r->err);
-      break;
+    case QV_OP_COMBINE: ts = qv_table_combine_batches(t, out, r->err); break;
     default: {
       r->pos = at;
       char msg[64];
@@ -974,8 +964,7 @@ static qv_status get_node(rbuf *r, int depth, qv_table **out) {
   return QV_OK;
 }
 
-qv_status qv_table_from_recipe(const uint8_t *data, int64_t len, qv_table **out,
-                               qv_error *err) {
+qv_status qv_table_from_recipe(const uint8_t *data, int64_t len, qv_table **out, qv_error *err) {
   if ((data == NULL && len > 0) || len < 0 || out == NULL)
     return qv_error_set(err, QV_EARG, "recipe: needs bytes and an output");
   rbuf r = {data, len, 0, err};
@@ -987,8 +976,10 @@ qv_status qv_table_from_recipe(const uint8_t *data, int64_t len, qv_table **out,
   QV_RETURN_NOT_OK(get_node(&r, 0, &t));
   if (r.pos != r.n) {
     qv_table_unref(t);
-    return qv_error_set(err, QV_EINVAL, "recipe: %lld unexpected bytes after the table at "
-                        "byte %lld", (long long)(r.n - r.pos), (long long)r.pos);
+    return qv_error_set(err, QV_EINVAL,
+                        "recipe: %lld unexpected bytes after the table at "
+                        "byte %lld",
+                        (long long)(r.n - r.pos), (long long)r.pos);
   }
   *out = t;
   return QV_OK;

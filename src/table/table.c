@@ -49,37 +49,35 @@ void qv_tsource_unref(qv_tsource *s) {
 }
 
 /* "size 10 -> 12; mtime ... -> ..." for the fields that differ. */
-static void identity_diff(const qv_file_identity *want, const qv_file_identity *got,
-                          char *out, size_t cap) {
+static void identity_diff(const qv_file_identity *want, const qv_file_identity *got, char *out,
+                          size_t cap) {
   size_t n = 0;
   out[0] = '\0';
-#define QV_ID_DIFF(cond, ...)                                                       \
-  if ((cond) && n < cap) {                                                          \
-    n += (size_t)snprintf(out + n, cap - n, "%s", n ? "; " : "");                   \
-    if (n < cap) n += (size_t)snprintf(out + n, cap - n, __VA_ARGS__);              \
+#define QV_ID_DIFF(cond, ...)                                                                      \
+  if ((cond) && n < cap) {                                                                         \
+    n += (size_t)snprintf(out + n, cap - n, "%s", n ? "; " : "");                                  \
+    if (n < cap) n += (size_t)snprintf(out + n, cap - n, __VA_ARGS__);                             \
   }
   QV_ID_DIFF(want->size != got->size, "size %lld -> %lld", (long long)want->size,
              (long long)got->size);
-  QV_ID_DIFF(want->mtime_ns != got->mtime_ns, "mtime_ns %lld -> %lld",
-             (long long)want->mtime_ns, (long long)got->mtime_ns);
-  QV_ID_DIFF(want->dev != got->dev || want->ino != got->ino,
-             "device/inode %llu/%llu -> %llu/%llu", (unsigned long long)want->dev,
-             (unsigned long long)want->ino, (unsigned long long)got->dev,
-             (unsigned long long)got->ino);
+  QV_ID_DIFF(want->mtime_ns != got->mtime_ns, "mtime_ns %lld -> %lld", (long long)want->mtime_ns,
+             (long long)got->mtime_ns);
+  QV_ID_DIFF(want->dev != got->dev || want->ino != got->ino, "device/inode %llu/%llu -> %llu/%llu",
+             (unsigned long long)want->dev, (unsigned long long)want->ino,
+             (unsigned long long)got->dev, (unsigned long long)got->ino);
 #undef QV_ID_DIFF
 }
 
 static bool identity_equal(const qv_file_identity *a, const qv_file_identity *b) {
-  return a->size == b->size && a->mtime_ns == b->mtime_ns && a->dev == b->dev &&
-         a->ino == b->ino;
+  return a->size == b->size && a->mtime_ns == b->mtime_ns && a->dev == b->dev && a->ino == b->ino;
 }
 
 static qv_status changed(const char *path, const qv_file_identity *want,
                          const qv_file_identity *got, qv_error *err) {
   char what[512];
   identity_diff(want, got, what, sizeof what);
-  return qv_error_set(err, QV_ECHANGED, "file '%s' changed since the recipe was written (%s)",
-                      path, what);
+  return qv_error_set(err, QV_ECHANGED, "file '%s' changed since the recipe was written (%s)", path,
+                      what);
 }
 
 /* With an expected identity, stat before opening: a missing file, or one
@@ -89,10 +87,9 @@ static qv_status precheck(const char *path, const qv_file_identity *expect, qv_e
   struct stat sb;
   if (stat(path, &sb) != 0) {
     int e = errno;
-    return qv_error_set(err, e == ENOENT || e == ENOTDIR ? QV_ECHANGED : QV_EIO,
-                        "file '%s' %s (%s)", path,
-                        e == ENOENT || e == ENOTDIR ? "is missing" : "cannot be checked",
-                        strerror(e));
+    return qv_error_set(
+        err, e == ENOENT || e == ENOTDIR ? QV_ECHANGED : QV_EIO, "file '%s' %s (%s)", path,
+        e == ENOENT || e == ENOTDIR ? "is missing" : "cannot be checked", strerror(e));
   }
   if (!S_ISREG(sb.st_mode))
     return qv_error_set(err, QV_ECHANGED, "file '%s' is no longer a regular file", path);
@@ -154,8 +151,8 @@ qv_status qv_tsource_open(const char *path, const qv_read_options *opts,
  * in (a slot only ever goes from NULL to a column, under the mutex, so
  * arrays borrowed from it stay valid). Uncompressed files decode whole
  * batches (zero copy; all columns validated) as before. */
-static qv_status src_batch(qv_tsource *s, int64_t i, const int32_t *cols, int32_t n,
-                           qv_array **out, qv_error *err) {
+static qv_status src_batch(qv_tsource *s, int64_t i, const int32_t *cols, int32_t n, qv_array **out,
+                           qv_error *err) {
   pthread_mutex_lock(&s->mu);
   qv_status st = QV_OK;
   qv_array *a = s->decoded[i];
@@ -253,10 +250,8 @@ static qv_status batch_from(qv_array *src, qv_type *type, const int32_t *cols, i
   for (int32_t c = 0; c < n && st == QV_OK; c++) {
     qv_array *child = src->children[cols ? cols[c] : c];
     int64_t start = src->offset + off;
-    if (start == child->offset && len == child->length && start == 0)
-      ch[c] = qv_array_ref(child);
-    else
-      st = qv_array_slice(child, start, len, &ch[c], err);
+    if (start == child->offset && len == child->length && start == 0) ch[c] = qv_array_ref(child);
+    else st = qv_array_slice(child, start, len, &ch[c], err);
   }
   if (st != QV_OK) {
     for (int32_t c = 0; c < n; c++) qv_array_unref(ch[c]);
@@ -285,8 +280,8 @@ qv_status qv_tbl_entry_array(qv_table *t, int64_t i, qv_array **out, qv_error *e
                         "'%s': batch %lld has %d columns and %lld rows, expected %d and %lld",
                         e->src->path, (long long)e->src_batch, full->n_children,
                         (long long)full->length, n, (long long)(e->offset + e->length));
-  QV_RETURN_NOT_OK(batch_from(full, t->schema->type, e->proj ? e->proj->cols : NULL, n,
-                              e->offset, e->length, &a, err));
+  QV_RETURN_NOT_OK(batch_from(full, t->schema->type, e->proj ? e->proj->cols : NULL, n, e->offset,
+                              e->length, &a, err));
   qv_array *expected = NULL;
   if (!__atomic_compare_exchange_n(&e->array, &expected, a, false, __ATOMIC_ACQ_REL,
                                    __ATOMIC_ACQUIRE)) {
@@ -297,8 +292,8 @@ qv_status qv_tbl_entry_array(qv_table *t, int64_t i, qv_array **out, qv_error *e
   return QV_OK;
 }
 
-qv_status qv_tbatch_project(const qv_tbatch *e, qv_type *type, const int32_t *cols,
-                            int32_t n, qv_tbatch *out, qv_error *err) {
+qv_status qv_tbatch_project(const qv_tbatch *e, qv_type *type, const int32_t *cols, int32_t n,
+                            qv_tbatch *out, qv_error *err) {
   qv_tbatch r = {0};
   r.src_batch = e->src_batch;
   r.offset = e->offset;
@@ -469,8 +464,8 @@ qv_status qv_table_from_batches(const qv_schema *schema, qv_array *const *batche
       char want[256], got[256] = "NULL";
       qv_type_to_string(type, want, sizeof want);
       if (b) qv_type_to_string(b->type, got, sizeof got);
-      st = qv_error_set(err, QV_ETYPE, "table: batch %lld has type %s, expected %s",
-                        (long long)i, got, want);
+      st = qv_error_set(err, QV_ETYPE, "table: batch %lld has type %s, expected %s", (long long)i,
+                        got, want);
     } else if (qv_array_null_count(b) > 0) {
       st = qv_error_set(err, QV_EARG,
                         "table: batch %lld has %lld null rows at the top level (a record "
@@ -517,8 +512,8 @@ qv_status qv_tbl_from_source(qv_tsource *src, qv_table **out, qv_error *err) {
   return QV_OK;
 }
 
-qv_status qv_table_open_path(const char *path, const qv_read_options *options,
-                             qv_table **out, qv_error *err) {
+qv_status qv_table_open_path(const char *path, const qv_read_options *options, qv_table **out,
+                             qv_error *err) {
   if (path == NULL) return qv_error_set(err, QV_EARG, "table: no path");
   qv_tsource *src = NULL;
   QV_RETURN_NOT_OK(qv_tsource_open(path, options, NULL, &src, err));
@@ -576,8 +571,7 @@ qv_table *qv_table_block(const qv_table *t, int64_t r, int64_t j) {
   return t->rows[r].blocks[j];
 }
 
-static qv_status add_path(char ***paths, int64_t *n, int64_t *cap, const char *p,
-                          qv_error *err) {
+static qv_status add_path(char ***paths, int64_t *n, int64_t *cap, const char *p, qv_error *err) {
   if (*n == *cap) {
     int64_t c = *cap ? 2 * *cap : 4;
     char **np = realloc(*paths, sizeof *np * (size_t)c);
@@ -654,8 +648,8 @@ int64_t qv_tbl_find_batch(const qv_table *t, int64_t row) {
   return lo;
 }
 
-qv_status qv_table_locate(const qv_table *t, int64_t row, int64_t *out_batch,
-                          int64_t *out_row, qv_error *err) {
+qv_status qv_table_locate(const qv_table *t, int64_t row, int64_t *out_batch, int64_t *out_row,
+                          qv_error *err) {
   if (row < 0 || row >= t->num_rows)
     return qv_error_set(err, QV_ERANGE, "table: row %lld is out of range (%lld rows)",
                         (long long)row, (long long)t->num_rows);
@@ -711,7 +705,7 @@ static void resolve_rows(const qv_table *t, const row_lut *l, const int64_t *idx
     int64_t x = idx[i], k = x >> shift;
     int64_t lo = lut[k], hi = lut[k + 1];
     if (lo < hi && off[lo + 1] > x) hi = lo; /* usually settled here */
-    while (lo < hi) { /* largest b in [lo, hi] with off[b] <= x */
+    while (lo < hi) {                        /* largest b in [lo, hi] with off[b] <= x */
       int64_t mid = (lo + hi + 1) >> 1;
       if (off[mid] <= x) lo = mid;
       else hi = mid - 1;
@@ -901,8 +895,9 @@ qv_status qv_chunks_range(qv_array *const *chunks, int64_t n, int64_t off, int64
   if (len == 0) return qv_array_nulls(type, 0, out, err);
   int64_t i = 0, pos = 0;
   while (i < n && pos + chunks[i]->length <= off) pos += chunks[i++]->length;
-  if (i == n) return qv_error_set(err, QV_ERANGE, "column rows [%lld, %lld) out of range",
-                                  (long long)off, (long long)(off + len));
+  if (i == n)
+    return qv_error_set(err, QV_ERANGE, "column rows [%lld, %lld) out of range", (long long)off,
+                        (long long)(off + len));
   if (off + len <= pos + chunks[i]->length)
     return qv_array_slice(chunks[i], off - pos, len, out, err);
   /* Spans chunks: slice the pieces and concatenate them. */
@@ -939,8 +934,7 @@ qv_status qv_chunks_range(qv_array *const *chunks, int64_t n, int64_t off, int64
 bool qv_table_equals(qv_table *expected, qv_table *actual, qv_error *diff) {
   const qv_type *a = expected->schema->type, *b = actual->schema->type;
   if (a->n_children != b->n_children) {
-    qv_error_set(diff, QV_EINVAL, "expected %d columns, found %d", a->n_children,
-                 b->n_children);
+    qv_error_set(diff, QV_EINVAL, "expected %d columns, found %d", a->n_children, b->n_children);
     return false;
   }
   for (int32_t c = 0; c < a->n_children; c++) {
@@ -953,14 +947,14 @@ bool qv_table_equals(qv_table *expected, qv_table *actual, qv_error *diff) {
       char x[256], y[256];
       qv_type_to_string(a->children[c].type, x, sizeof x);
       qv_type_to_string(b->children[c].type, y, sizeof y);
-      qv_error_set(diff, QV_EINVAL, "column '%s': expected type %s, found %s",
-                   a->children[c].name, x, y);
+      qv_error_set(diff, QV_EINVAL, "column '%s': expected type %s, found %s", a->children[c].name,
+                   x, y);
       return false;
     }
   }
   if (expected->num_rows != actual->num_rows) {
-    qv_error_set(diff, QV_EINVAL, "expected %lld rows, found %lld",
-                 (long long)expected->num_rows, (long long)actual->num_rows);
+    qv_error_set(diff, QV_EINVAL, "expected %lld rows, found %lld", (long long)expected->num_rows,
+                 (long long)actual->num_rows);
     return false;
   }
   /* Walk both batch lists over the union of their boundaries. */

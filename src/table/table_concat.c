@@ -97,8 +97,7 @@ static qv_status as_rows(qv_table *t, qv_trow **out, int64_t *n_out, qv_error *e
 /* Check a row against the table schema: blocks are in-memory or mapped
  * with the row's length, the column map is a bijection onto the blocks'
  * columns, and names/types match. */
-static qv_status check_row(const qv_trow *row, int64_t r, const qv_schema *schema,
-                           qv_error *err) {
+static qv_status check_row(const qv_trow *row, int64_t r, const qv_schema *schema, qv_error *err) {
   int32_t nc = qv_schema_num_fields(schema);
   int32_t total = 0;
   if (row->n_blocks < 1)
@@ -125,8 +124,10 @@ static qv_status check_row(const qv_trow *row, int64_t r, const qv_schema *schem
   for (int32_t c = 0; c < nc && st == QV_OK; c++) {
     int32_t j = row->col_block[c], k = row->col_index[c];
     if (j < 0 || j >= row->n_blocks || k < 0 || k >= qv_table_num_columns(row->blocks[j])) {
-      st = qv_error_set(err, QV_EINVAL, "concat: row %lld column %d maps to block %d column %d, "
-                        "which does not exist", (long long)r, c, j, k);
+      st = qv_error_set(err, QV_EINVAL,
+                        "concat: row %lld column %d maps to block %d column %d, "
+                        "which does not exist",
+                        (long long)r, c, j, k);
       break;
     }
     if (used[base[j] + k]) {
@@ -207,8 +208,8 @@ static qv_status push_row(qv_table *t, const qv_trow *row, qv_error *err) {
   return QV_OK;
 }
 
-qv_status qv_concat_build(qv_trow *rows, int64_t n_rows, const qv_metadata *md,
-                          qv_table **out, qv_error *err) {
+qv_status qv_concat_build(qv_trow *rows, int64_t n_rows, const qv_metadata *md, qv_table **out,
+                          qv_error *err) {
   if (n_rows < 1) {
     rows_free(rows, n_rows);
     return qv_error_set(err, QV_EINVAL, "concat: no rows of blocks");
@@ -222,8 +223,10 @@ qv_status qv_concat_build(qv_trow *rows, int64_t n_rows, const qv_metadata *md,
   for (int32_t c = 0; c < nc && st == QV_OK; c++) {
     int32_t j = rows[0].col_block[c], k = rows[0].col_index[c];
     if (j < 0 || j >= rows[0].n_blocks || k < 0 || k >= qv_table_num_columns(rows[0].blocks[j]))
-      st = qv_error_set(err, QV_EINVAL, "concat: row 0 column %d maps to block %d column %d, "
-                        "which does not exist", c, j, k);
+      st = qv_error_set(err, QV_EINVAL,
+                        "concat: row 0 column %d maps to block %d column %d, "
+                        "which does not exist",
+                        c, j, k);
     else f[c] = *qv_schema_field(rows[0].blocks[j]->schema, k);
   }
   qv_schema *schema = NULL;
@@ -300,8 +303,7 @@ static qv_status match_columns(const qv_schema *ref, const qv_schema *s, int64_t
   return QV_OK;
 }
 
-static qv_status concat_rows(qv_table *const *tables, int64_t n, qv_table **out,
-                             qv_error *err) {
+static qv_status concat_rows(qv_table *const *tables, int64_t n, qv_table **out, qv_error *err) {
   const qv_schema *ref = tables[0]->schema;
   int32_t nc = qv_schema_num_fields(ref);
   qv_trow *all = NULL;
@@ -343,8 +345,8 @@ static qv_status concat_rows(qv_table *const *tables, int64_t n, qv_table **out,
 
 /* Rows [off, off+len) of a row: each block sliced (a mapped block records
  * the slice). */
-static qv_status row_slice(const qv_trow *row, int32_t nc, int64_t off, int64_t len,
-                           qv_trow *out, qv_error *err) {
+static qv_status row_slice(const qv_trow *row, int32_t nc, int64_t off, int64_t len, qv_trow *out,
+                           qv_error *err) {
   if (off == 0 && len == row->length) return row_copy(row, nc, out, err);
   QV_RETURN_NOT_OK(row_copy(row, nc, out, err));
   qv_top *op = qv_top_new(QV_OP_SLICE);
@@ -386,8 +388,7 @@ static qv_status row_append(qv_trow *dst, int32_t c0, const qv_trow *piece, int3
 }
 
 /* axis 1: _split_both_like over all inputs at once. */
-static qv_status concat_columns(qv_table *const *tables, int64_t n, qv_table **out,
-                                qv_error *err) {
+static qv_status concat_columns(qv_table *const *tables, int64_t n, qv_table **out, qv_error *err) {
   int64_t rows_total = tables[0]->num_rows;
   int32_t nc_total = 0;
   for (int64_t i = 0; i < n; i++) {
@@ -454,11 +455,9 @@ static qv_status concat_columns(qv_table *const *tables, int64_t n, qv_table **o
 qv_status qv_table_concat(qv_table *const *tables, int64_t n, int axis, qv_table **out,
                           qv_error *err) {
   if (tables == NULL || n < 1)
-    return qv_error_set(err, QV_EARG, "concat: needs at least one table (got %lld)",
-                        (long long)n);
+    return qv_error_set(err, QV_EARG, "concat: needs at least one table (got %lld)", (long long)n);
   if (axis != 0 && axis != 1)
-    return qv_error_set(err, QV_EARG, "concat: axis must be 0 (rows) or 1 (columns), got %d",
-                        axis);
+    return qv_error_set(err, QV_EARG, "concat: axis must be 0 (rows) or 1 (columns), got %d", axis);
   for (int64_t i = 0; i < n; i++)
     if (tables[i] == NULL)
       return qv_error_set(err, QV_EARG, "concat: table %lld is NULL", (long long)i);
@@ -568,8 +567,7 @@ static bool non_decreasing(const int64_t *v, int64_t n) {
   return true;
 }
 
-static qv_status concat_take_sorted(qv_table *t, const qv_top *op, row_list *l,
-                                    qv_error *err) {
+static qv_status concat_take_sorted(qv_table *t, const qv_top *op, row_list *l, qv_error *err) {
   int32_t nc = qv_table_num_columns(t);
   int64_t start = 0, k = 0;
   for (int64_t r = 0; r < t->n_rows_blocks; r++) {
@@ -733,8 +731,7 @@ static qv_status concat_add(qv_table *t, const qv_top *op, row_list *l, qv_error
     const qv_trow *row = &t->rows[r];
     qv_array *col = NULL, *batch = NULL;
     qv_table *blk = NULL;
-    st = qv_chunks_range(op->chunks, op->n_chunks, start, row->length, op->field.type, &col,
-                         err);
+    st = qv_chunks_range(op->chunks, op->n_chunks, start, row->length, op->field.type, &col, err);
     if (st == QV_OK) st = qv_make_batch(one->type, row->length, &col, 1, &batch, err);
     if (st == QV_OK) {
       st = qv_table_from_batches(one, &batch, 1, &blk, err);
@@ -816,7 +813,8 @@ qv_status qv_concat_apply(qv_table *t, qv_top *op, qv_table **out, qv_error *err
     case QV_OP_FILTER: st = concat_filter(t, op, &l, err); break;
     case QV_OP_TAKE: st = concat_take_sorted(t, op, &l, err); break;
     case QV_OP_SELECT: st = concat_select(t, op, &l, err); break;
-    case QV_OP_RENAME: case QV_OP_CAST: st = concat_per_block_columns(t, op, &l, err); break;
+    case QV_OP_RENAME:
+    case QV_OP_CAST: st = concat_per_block_columns(t, op, &l, err); break;
     case QV_OP_ADD_COLUMN: st = concat_add(t, op, &l, err); break;
     case QV_OP_COMBINE: st = concat_combine(t, op, &l, err); break;
     default: st = qv_error_set(err, QV_EARG, "concat: unknown op %d", (int)op->kind);

@@ -33,7 +33,7 @@ static qv_status ts_next(void *ctx, qv_array **batch, qv_error *err) {
   tstream *p = ctx;
   *batch = NULL;
   if (p->next >= p->table->n_batches) return QV_OK; /* end of stream */
-  qv_array *b = NULL; /* borrowed from the table */
+  qv_array *b = NULL;                               /* borrowed from the table */
   QV_RETURN_NOT_OK(qv_tbl_entry_array(p->table, p->next, &b, err));
   *batch = qv_array_ref(b);
   p->next++;
@@ -125,14 +125,15 @@ qv_status qv_tbl_write_batches(qv_writer_open_fn open, void *ctx, const qv_schem
   return st;
 }
 
-static qv_status open_path(void *ctx, const qv_schema *s, const qv_write_options *wo,
-                           qv_writer **w, qv_error *err) {
+static qv_status open_path(void *ctx, const qv_schema *s, const qv_write_options *wo, qv_writer **w,
+                           qv_error *err) {
   return qv_writer_open_path((const char *)ctx, s, wo, w, err);
 }
 
 qv_status qv_table_write_path(qv_table *t, const char *path, const qv_write_options *options,
                               qv_error *err) {
-  if (t == NULL || path == NULL) return qv_error_set(err, QV_EARG, "write: needs a table and a path");
+  if (t == NULL || path == NULL)
+    return qv_error_set(err, QV_EARG, "write: needs a table and a path");
   qv_array **b = calloc((size_t)(t->n_batches > 0 ? t->n_batches : 1), sizeof *b);
   if (b == NULL) return qv_error_set(err, QV_ENOMEM, "write: out of memory");
   qv_status st = QV_OK;

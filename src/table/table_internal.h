@@ -30,9 +30,9 @@ typedef struct qv_tsource {
   char *path;
   qv_file_identity identity;
   qv_reader *reader;
-  qv_schema *schema;   /* the file's schema (reference) */
-  int64_t n_batches;   /* record batches in the file */
-  qv_array **decoded;  /* [n_batches], NULL until decoded */
+  qv_schema *schema;  /* the file's schema (reference) */
+  int64_t n_batches;  /* record batches in the file */
+  qv_array **decoded; /* [n_batches], NULL until decoded */
   pthread_mutex_t mu;
 } qv_tsource;
 
@@ -91,13 +91,13 @@ typedef struct qv_top {
   int64_t offset, length; /* SLICE */
   int64_t *indices;       /* TAKE */
   int64_t n_indices;
-  qv_array *mask;         /* FILTER: BOOL, table rows */
-  int32_t *cols;          /* SELECT */
+  qv_array *mask; /* FILTER: BOOL, table rows */
+  int32_t *cols;  /* SELECT */
   int32_t n_cols;
-  char **names;           /* RENAME */
+  char **names; /* RENAME */
   int32_t n_names;
-  qv_schema *schema;      /* CAST target */
-  int32_t pos;            /* ADD_COLUMN / SET_COLUMN */
+  qv_schema *schema; /* CAST target */
+  int32_t pos;       /* ADD_COLUMN / SET_COLUMN */
   qv_field field;
   qv_array **chunks;
   int64_t n_chunks;
@@ -167,8 +167,8 @@ qv_status qv_tbl_entry_array(qv_table *t, int64_t i, qv_array **out, qv_error *e
 /* Entry `e` re-expressed for a table of struct type `type` with columns
  * cols[0..n) of the entry's columns (n < 0: all, same order): lazy stays
  * lazy, a cached array is re-wrapped (zero copy). */
-qv_status qv_tbatch_project(const qv_tbatch *e, qv_type *type, const int32_t *cols,
-                            int32_t n, qv_tbatch *out, qv_error *err);
+qv_status qv_tbatch_project(const qv_tbatch *e, qv_type *type, const int32_t *cols, int32_t n,
+                            qv_tbatch *out, qv_error *err);
 /* Entry rows [off, off+len) (zero copy). */
 qv_status qv_tbatch_slice(const qv_tbatch *e, int64_t off, int64_t len, qv_tbatch *out,
                           qv_error *err);
@@ -212,8 +212,8 @@ qv_status qv_concat_apply(qv_table *t, qv_top *op, qv_table **out, qv_error *err
 
 /* Build a concatenation table from rows (taken over, `rows` freed) and
  * schema metadata (copied). */
-qv_status qv_concat_build(qv_trow *rows, int64_t n_rows, const qv_metadata *md,
-                          qv_table **out, qv_error *err);
+qv_status qv_concat_build(qv_trow *rows, int64_t n_rows, const qv_metadata *md, qv_table **out,
+                          qv_error *err);
 void qv_trow_reset(qv_trow *r);
 
 /* Sum of chunk lengths. */
@@ -229,8 +229,8 @@ typedef qv_status (*qv_writer_open_fn)(void *ctx, const qv_schema *schema,
                                        const qv_write_options *options, qv_writer **out,
                                        qv_error *err);
 qv_status qv_tbl_write_batches(qv_writer_open_fn open, void *ctx, const qv_schema *schema,
-                               qv_array *const *batches, int64_t n,
-                               const qv_write_options *options, qv_error *err);
+                               qv_array *const *batches, int64_t n, const qv_write_options *options,
+                               qv_error *err);
 
 /* Arrow IPC stream bytes of a schema + batches (malloc'ed). */
 qv_status qv_ipc_stream_bytes(const qv_schema *schema, qv_array *const *batches, int64_t n,

@@ -59,8 +59,8 @@ void qv_top_unref(qv_top *op) {
 }
 
 const char *qv_op_name(qv_op_kind kind) {
-  static const char *const names[] = {"?",      "slice",  "take",       "filter",
-                                      "select", "rename", "cast",       "add_column",
+  static const char *const names[] = {"?",          "slice",          "take", "filter",
+                                      "select",     "rename",         "cast", "add_column",
                                       "set_column", "combine_batches"};
   return kind >= QV_OP_SLICE && kind <= QV_OP_LAST ? names[kind] : "?";
 }
@@ -242,9 +242,8 @@ static qv_status cursor_next(chunk_cursor *cur, int64_t len, qv_array **out, qv_
   while (cur->i < cur->n && cur->pos == cur->chunks[cur->i]->length) cur->i++, cur->pos = 0;
   if (cur->i < cur->n && cur->chunks[cur->i]->length - cur->pos >= len) {
     qv_array *ch = cur->chunks[cur->i];
-    qv_status st = cur->pos == 0 && len == ch->length
-                       ? (*out = qv_array_ref(ch), QV_OK)
-                       : qv_array_slice(ch, cur->pos, len, out, err);
+    qv_status st = cur->pos == 0 && len == ch->length ? (*out = qv_array_ref(ch), QV_OK)
+                                                      : qv_array_slice(ch, cur->pos, len, out, err);
     cur->pos += len;
     return st;
   }
@@ -275,8 +274,7 @@ static qv_status cursor_next(chunk_cursor *cur, int64_t len, qv_array **out, qv_
   return st;
 }
 
-static qv_status data_add(qv_table *t, qv_table *r, const qv_top *op, bool replace,
-                          qv_error *err) {
+static qv_status data_add(qv_table *t, qv_table *r, const qv_top *op, bool replace, qv_error *err) {
   qv_type *type = r->schema->type;
   int32_t nc = type->n_children, pos = op->pos;
   qv_array **ch = calloc((size_t)(nc > 0 ? nc : 1), sizeof *ch);
@@ -311,8 +309,7 @@ static qv_status data_combine(qv_table *t, qv_table *r, qv_error *err) {
   qv_array **parts = calloc((size_t)nb, sizeof *parts);
   qv_array **ch = calloc((size_t)(nc > 0 ? nc : 1), sizeof *ch);
   qv_status st = batches && parts && ch ? QV_OK : oom(err, "combine");
-  for (int64_t b = 0; b < nb && st == QV_OK; b++)
-    st = qv_tbl_entry_array(t, b, &batches[b], err);
+  for (int64_t b = 0; b < nb && st == QV_OK; b++) st = qv_tbl_entry_array(t, b, &batches[b], err);
   int32_t c = 0;
   for (; c < nc && st == QV_OK; c++) {
     for (int64_t b = 0; b < nb; b++) parts[b] = batches[b]->children[c];
@@ -334,18 +331,19 @@ static qv_status data_combine(qv_table *t, qv_table *r, qv_error *err) {
 
 /* The schema after a select / rename / add / set (NULL for the others:
  * unchanged, or the cast target). */
-static qv_status op_schema(const qv_table *t, const qv_top *op, qv_schema **out,
-                           qv_error *err) {
+static qv_status op_schema(const qv_table *t, const qv_top *op, qv_schema **out, qv_error *err) {
   const qv_schema *s = t->schema;
   int32_t nc = qv_schema_num_fields(s);
   *out = NULL;
   switch (op->kind) {
-    case QV_OP_CAST:
-      *out = qv_schema_ref(op->schema);
-      return QV_OK;
-    case QV_OP_SELECT: case QV_OP_RENAME: case QV_OP_ADD_COLUMN: case QV_OP_SET_COLUMN: {
-      int32_t n = op->kind == QV_OP_SELECT ? op->n_cols
-                  : op->kind == QV_OP_ADD_COLUMN ? nc + 1 : nc;
+    case QV_OP_CAST: *out = qv_schema_ref(op->schema); return QV_OK;
+    case QV_OP_SELECT:
+    case QV_OP_RENAME:
+    case QV_OP_ADD_COLUMN:
+    case QV_OP_SET_COLUMN: {
+      int32_t n = op->kind == QV_OP_SELECT       ? op->n_cols
+                  : op->kind == QV_OP_ADD_COLUMN ? nc + 1
+                                                 : nc;
       qv_field *f = calloc((size_t)(n > 0 ? n : 1), sizeof *f);
       if (f == NULL) return oom(err, "schema");
       for (int32_t c = 0, k = 0; c < n; c++) {
@@ -365,8 +363,7 @@ static qv_status op_schema(const qv_table *t, const qv_top *op, qv_schema **out,
       free(f);
       return st;
     }
-    default:
-      return QV_OK;
+    default: return QV_OK;
   }
 }
 
@@ -428,10 +425,9 @@ qv_status qv_table_slice(qv_table *t, int64_t offset, int64_t length, qv_table *
                          qv_error *err) {
   int64_t end;
   if (offset < 0 || length < 0 || qv_add_overflow(offset, length, &end) || end > t->num_rows)
-    return qv_error_set(err, QV_ERANGE,
-                        "slice: rows [%lld, %lld + %lld) are outside a table of %lld rows",
-                        (long long)offset, (long long)offset, (long long)length,
-                        (long long)t->num_rows);
+    return qv_error_set(
+        err, QV_ERANGE, "slice: rows [%lld, %lld + %lld) are outside a table of %lld rows",
+        (long long)offset, (long long)offset, (long long)length, (long long)t->num_rows);
   qv_top *op = qv_top_new(QV_OP_SLICE);
   if (op == NULL) return oom(err, "op");
   op->offset = offset;
@@ -512,8 +508,8 @@ qv_status qv_table_drop(qv_table *t, const int32_t *columns, int32_t n, qv_table
   for (int32_t i = 0; i < n && st == QV_OK; i++) {
     if (columns[i] < 0 || columns[i] >= nc)
       st = qv_error_set(err, QV_ERANGE,
-                        "drop: column %d (position %d) is out of range for %d columns",
-                        columns[i], i, nc);
+                        "drop: column %d (position %d) is out of range for %d columns", columns[i],
+                        i, nc);
     else gone[columns[i]] = true;
   }
   int32_t k = 0;
@@ -559,8 +555,7 @@ static qv_status column_op(qv_table *t, qv_op_kind kind, int32_t pos, const qv_f
   if (field == NULL || field->type == NULL || field->name == NULL)
     return qv_error_set(err, QV_EARG, "%s: needs a field with a name and a type", what);
   if (pos < 0 || pos > max)
-    return qv_error_set(err, QV_ERANGE, "%s: position %d is out of range [0, %d]", what, pos,
-                        max);
+    return qv_error_set(err, QV_ERANGE, "%s: position %d is out of range [0, %d]", what, pos, max);
   if (n_chunks < 0 || (n_chunks > 0 && chunks == NULL))
     return qv_error_set(err, QV_EARG, "%s: needs %lld chunks", what, (long long)n_chunks);
   for (int64_t i = 0; i < n_chunks; i++) {
@@ -602,8 +597,7 @@ qv_status qv_table_add_column(qv_table *t, int32_t pos, const qv_field *field,
 
 qv_status qv_table_append_column(qv_table *t, const qv_field *field, qv_array *const *chunks,
                                  int64_t n_chunks, qv_table **out, qv_error *err) {
-  return column_op(t, QV_OP_ADD_COLUMN, qv_table_num_columns(t), field, chunks, n_chunks, out,
-                   err);
+  return column_op(t, QV_OP_ADD_COLUMN, qv_table_num_columns(t), field, chunks, n_chunks, out, err);
 }
 
 qv_status qv_table_set_column(qv_table *t, int32_t pos, const qv_field *field,
@@ -623,8 +617,7 @@ qv_status qv_table_cast(qv_table *t, const qv_schema *target, qv_table **out, qv
       return qv_error_set(err, QV_EARG,
                           "cast: target field %d is named '%s', the column '%s' (names must "
                           "match; rename first)",
-                          c, qv_schema_field(target, c)->name,
-                          qv_schema_field(t->schema, c)->name);
+                          c, qv_schema_field(target, c)->name, qv_schema_field(t->schema, c)->name);
   qv_top *op = qv_top_new(QV_OP_CAST);
   if (op == NULL) return oom(err, "op");
   op->schema = qv_schema_ref((qv_schema *)target);

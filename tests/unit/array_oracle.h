@@ -18,8 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "qv_test.h"
 #include "quiver/array.h"
+#include "qv_test.h"
 
 /* Each test uses a subset of these helpers. */
 #pragma GCC diagnostic ignored "-Wunused-function"
@@ -100,22 +100,39 @@ static void orc_random_bytes(uint8_t *p, int64_t n) {
 }
 static int orc_int_width(qv_type_id id) {
   switch (id) {
-    case QV_INT8: case QV_UINT8: return 1;
-    case QV_INT16: case QV_UINT16: return 2;
-    case QV_INT32: case QV_UINT32: return 4;
+    case QV_INT8:
+    case QV_UINT8: return 1;
+    case QV_INT16:
+    case QV_UINT16: return 2;
+    case QV_INT32:
+    case QV_UINT32: return 4;
     default: return 8;
   }
 }
 static void orc_put(uint8_t *p, int w, int64_t i, int64_t v) {
-  if (w == 1) { int8_t x = (int8_t)v; memcpy(p + i, &x, 1); }
-  else if (w == 2) { int16_t x = (int16_t)v; memcpy(p + 2 * i, &x, 2); }
-  else if (w == 4) { int32_t x = (int32_t)v; memcpy(p + 4 * i, &x, 4); }
-  else memcpy(p + 8 * i, &v, 8);
+  if (w == 1) {
+    int8_t x = (int8_t)v;
+    memcpy(p + i, &x, 1);
+  } else if (w == 2) {
+    int16_t x = (int16_t)v;
+    memcpy(p + 2 * i, &x, 2);
+  } else if (w == 4) {
+    int32_t x = (int32_t)v;
+    memcpy(p + 4 * i, &x, 4);
+  } else memcpy(p + 8 * i, &v, 8);
 }
 static int64_t orc_get(const uint8_t *p, int w, int64_t i) {
   if (w == 1) return (int8_t)p[i];
-  if (w == 2) { int16_t x; memcpy(&x, p + 2 * i, 2); return x; }
-  if (w == 4) { int32_t x; memcpy(&x, p + 4 * i, 4); return x; }
+  if (w == 2) {
+    int16_t x;
+    memcpy(&x, p + 2 * i, 2);
+    return x;
+  }
+  if (w == 4) {
+    int32_t x;
+    memcpy(&x, p + 4 * i, 4);
+    return x;
+  }
   int64_t x;
   memcpy(&x, p + 8 * i, 8);
   return x;
@@ -123,8 +140,16 @@ static int64_t orc_get(const uint8_t *p, int w, int64_t i) {
 static int64_t orc_get_u(const uint8_t *p, qv_type_id id, int64_t i) {
   int w = orc_int_width(id);
   if (id == QV_UINT8) return p[i];
-  if (id == QV_UINT16) { uint16_t x; memcpy(&x, p + 2 * i, 2); return x; }
-  if (id == QV_UINT32) { uint32_t x; memcpy(&x, p + 4 * i, 4); return x; }
+  if (id == QV_UINT16) {
+    uint16_t x;
+    memcpy(&x, p + 2 * i, 2);
+    return x;
+  }
+  if (id == QV_UINT32) {
+    uint32_t x;
+    memcpy(&x, p + 4 * i, 4);
+    return x;
+  }
   return orc_get(p, w, i);
 }
 
@@ -142,13 +167,15 @@ static qv_array *orc_gen(qv_type *t, int64_t len) {
       if (orc_int(4) != 0) qv_bit_set(a->buffers[0]->data, i);
   }
   switch (t->id) {
-    case QV_NA:
-      break;
+    case QV_NA: break;
     case QV_BOOL:
       a->buffers[1] = orc_buf((len + 7) / 8);
       orc_random_bytes(a->buffers[1]->data, (len + 7) / 8);
       break;
-    case QV_BINARY: case QV_STRING: case QV_LARGE_BINARY: case QV_LARGE_STRING: {
+    case QV_BINARY:
+    case QV_STRING:
+    case QV_LARGE_BINARY:
+    case QV_LARGE_STRING: {
       int w = (t->id == QV_LARGE_BINARY || t->id == QV_LARGE_STRING) ? 8 : 4;
       a->buffers[1] = orc_buf((len + 1) * w);
       int64_t total = 0;
@@ -160,7 +187,8 @@ static qv_array *orc_gen(qv_type *t, int64_t len) {
       for (int64_t i = 0; i < total; i++) a->buffers[2]->data[i] = (uint8_t)('a' + orc_int(26));
       break;
     }
-    case QV_BINARY_VIEW: case QV_STRING_VIEW: {
+    case QV_BINARY_VIEW:
+    case QV_STRING_VIEW: {
       int nd = (int)orc_int(3) + 1;
       qv_buffer **bufs = realloc(a->buffers, sizeof *bufs * (size_t)(2 + nd));
       a->buffers = bufs;
@@ -187,7 +215,9 @@ static qv_array *orc_gen(qv_type *t, int64_t len) {
       }
       break;
     }
-    case QV_LIST: case QV_LARGE_LIST: case QV_MAP: {
+    case QV_LIST:
+    case QV_LARGE_LIST:
+    case QV_MAP: {
       int w = t->id == QV_LARGE_LIST ? 8 : 4;
       a->buffers[1] = orc_buf((len + 1) * w);
       int64_t total = orc_int(3);
@@ -206,7 +236,8 @@ static qv_array *orc_gen(qv_type *t, int64_t len) {
       }
       break;
     }
-    case QV_LIST_VIEW: case QV_LARGE_LIST_VIEW: {
+    case QV_LIST_VIEW:
+    case QV_LARGE_LIST_VIEW: {
       int w = t->id == QV_LARGE_LIST_VIEW ? 8 : 4;
       int64_t m = orc_int(3 * len + 2);
       a->buffers[1] = orc_buf(len * w);
@@ -228,7 +259,8 @@ static qv_array *orc_gen(qv_type *t, int64_t len) {
         a->children[k] = orc_gen_sliced(t->children[k].type, len);
       a->null_count = -1;
       break;
-    case QV_SPARSE_UNION: case QV_DENSE_UNION: {
+    case QV_SPARSE_UNION:
+    case QV_DENSE_UNION: {
       bool dense = t->id == QV_DENSE_UNION;
       a->buffers[0] = orc_buf(len);
       if (dense) a->buffers[1] = orc_buf(4 * len);
@@ -329,17 +361,18 @@ static void orc_render(const qv_array *a, int64_t i, orc_sb *s) {
     orc_put_s(s, "null");
     return;
   }
-  bool validity = t->id != QV_SPARSE_UNION && t->id != QV_DENSE_UNION &&
-                  t->id != QV_RUN_END_ENCODED;
+  bool validity =
+      t->id != QV_SPARSE_UNION && t->id != QV_DENSE_UNION && t->id != QV_RUN_END_ENCODED;
   if (validity && a->buffers[0] != NULL && !qv_bit_get(a->buffers[0]->data, p)) {
     orc_put_s(s, "null");
     return;
   }
   switch (t->id) {
-    case QV_BOOL:
-      orc_put_s(s, qv_bit_get(a->buffers[1]->data, p) ? "true" : "false");
-      return;
-    case QV_BINARY: case QV_STRING: case QV_LARGE_BINARY: case QV_LARGE_STRING: {
+    case QV_BOOL: orc_put_s(s, qv_bit_get(a->buffers[1]->data, p) ? "true" : "false"); return;
+    case QV_BINARY:
+    case QV_STRING:
+    case QV_LARGE_BINARY:
+    case QV_LARGE_STRING: {
       int w = (t->id == QV_LARGE_BINARY || t->id == QV_LARGE_STRING) ? 8 : 4;
       int64_t b = orc_get(a->buffers[1]->data, w, p), e = orc_get(a->buffers[1]->data, w, p + 1);
       orc_put_s(s, "'");
@@ -347,7 +380,8 @@ static void orc_render(const qv_array *a, int64_t i, orc_sb *s) {
       orc_put_s(s, "'");
       return;
     }
-    case QV_BINARY_VIEW: case QV_STRING_VIEW: {
+    case QV_BINARY_VIEW:
+    case QV_STRING_VIEW: {
       const uint8_t *v = a->buffers[1]->data + 16 * p;
       int32_t n, d, off;
       memcpy(&n, v, 4);
@@ -362,8 +396,12 @@ static void orc_render(const qv_array *a, int64_t i, orc_sb *s) {
       orc_put_s(s, "'");
       return;
     }
-    case QV_LIST: case QV_LARGE_LIST: case QV_MAP: case QV_LIST_VIEW:
-    case QV_LARGE_LIST_VIEW: case QV_FIXED_SIZE_LIST: {
+    case QV_LIST:
+    case QV_LARGE_LIST:
+    case QV_MAP:
+    case QV_LIST_VIEW:
+    case QV_LARGE_LIST_VIEW:
+    case QV_FIXED_SIZE_LIST: {
       int64_t b, e;
       int w = (t->id == QV_LARGE_LIST || t->id == QV_LARGE_LIST_VIEW) ? 8 : 4;
       if (t->id == QV_FIXED_SIZE_LIST) {
@@ -392,7 +430,8 @@ static void orc_render(const qv_array *a, int64_t i, orc_sb *s) {
       }
       orc_put_s(s, "}");
       return;
-    case QV_SPARSE_UNION: case QV_DENSE_UNION: {
+    case QV_SPARSE_UNION:
+    case QV_DENSE_UNION: {
       int8_t code = (int8_t)a->buffers[0]->data[p];
       int32_t k = 0;
       while (t->type_codes[k] != code) k++;
@@ -438,26 +477,30 @@ static uint8_t orc_squash(uint8_t c) { return (c % 5 == 0) ? 'b' : (c % 17 == 0 
  * values come from a small pool (many ties); floats always get NaN, -0.0
  * and infinities mixed in. Recurses into dictionaries. */
 static void orc_reshape(qv_array *a, bool low) {
-  static const double orc_float_pool[] = {-INFINITY, -2.5, -0.0, 0.0, 1.0,
-                                          3.25, INFINITY, NAN, -1e300, 7.0};
+  static const double orc_float_pool[] = {-INFINITY, -2.5,     -0.0, 0.0,    1.0,
+                                          3.25,      INFINITY, NAN,  -1e300, 7.0};
   static const uint16_t orc_half_pool[] = {0xfc00, 0xc100, 0x8000, 0x0000, 0x3c00,
                                            0x4280, 0x7c00, 0x7e00, 0x7d01, 0x0001};
   const qv_type *t = a->type;
   int64_t n = a->offset + a->length; /* every physical slot up to the end */
   switch (t->id) {
-    case QV_NA: case QV_BOOL:
-      return;
-    case QV_DICTIONARY:
-      orc_reshape(a->dictionary, low || orc_int(2));
-      return;
-    case QV_BINARY: case QV_STRING: case QV_LARGE_BINARY: case QV_LARGE_STRING:
+    case QV_NA:
+    case QV_BOOL: return;
+    case QV_DICTIONARY: orc_reshape(a->dictionary, low || orc_int(2)); return;
+    case QV_BINARY:
+    case QV_STRING:
+    case QV_LARGE_BINARY:
+    case QV_LARGE_STRING:
       if (low)
-        for (int64_t i = 0; i < a->buffers[2]->size; i++) a->buffers[2]->data[i] = orc_squash(a->buffers[2]->data[i]);
+        for (int64_t i = 0; i < a->buffers[2]->size; i++)
+          a->buffers[2]->data[i] = orc_squash(a->buffers[2]->data[i]);
       return;
-    case QV_BINARY_VIEW: case QV_STRING_VIEW:
+    case QV_BINARY_VIEW:
+    case QV_STRING_VIEW:
       if (low) {
         for (int32_t b = 2; b < a->n_buffers; b++)
-          for (int64_t i = 0; i < a->buffers[b]->size; i++) a->buffers[b]->data[i] = orc_squash(a->buffers[b]->data[i]);
+          for (int64_t i = 0; i < a->buffers[b]->size; i++)
+            a->buffers[b]->data[i] = orc_squash(a->buffers[b]->data[i]);
         for (int64_t i = 0; i < n; i++) { /* inline bytes and prefixes */
           uint8_t *v = a->buffers[1]->data + 16 * i;
           int32_t len;
@@ -468,14 +511,18 @@ static void orc_reshape(qv_array *a, bool low) {
       return;
     case QV_HALF_FLOAT:
       for (int64_t i = 0; i < n; i++)
-        if (low || orc_int(3) == 0) memcpy(a->buffers[1]->data + 2 * i, &orc_half_pool[orc_int(10)], 2);
+        if (low || orc_int(3) == 0)
+          memcpy(a->buffers[1]->data + 2 * i, &orc_half_pool[orc_int(10)], 2);
       return;
-    case QV_FLOAT: case QV_DOUBLE:
+    case QV_FLOAT:
+    case QV_DOUBLE:
       for (int64_t i = 0; i < n; i++) {
         if (!(low || orc_int(3) == 0)) continue;
         double d = orc_float_pool[orc_int(10)];
-        if (t->id == QV_FLOAT) { float f = (float)d; memcpy(a->buffers[1]->data + 4 * i, &f, 4); }
-        else memcpy(a->buffers[1]->data + 8 * i, &d, 8);
+        if (t->id == QV_FLOAT) {
+          float f = (float)d;
+          memcpy(a->buffers[1]->data + 4 * i, &f, 4);
+        } else memcpy(a->buffers[1]->data + 8 * i, &d, 8);
       }
       return;
     default: {
@@ -503,7 +550,11 @@ static const char *orc_check(const qv_array *a) {
   static char msg[256];
   const qv_type *t = a->type;
   int64_t n = a->length;
-#define ORC_FAIL(...) do { snprintf(msg, sizeof msg, __VA_ARGS__); return msg; } while (0)
+#define ORC_FAIL(...)                                                                              \
+  do {                                                                                             \
+    snprintf(msg, sizeof msg, __VA_ARGS__);                                                        \
+    return msg;                                                                                    \
+  } while (0)
   if (a->offset != 0) ORC_FAIL("%s: offset %lld", qv_type_id_name(t->id), (long long)a->offset);
   if (a->n_buffers > 0 && a->buffers[0] && t->id != QV_SPARSE_UNION && t->id != QV_DENSE_UNION &&
       a->buffers[0]->size < (n + 7) / 8)
@@ -516,12 +567,19 @@ static const char *orc_check(const qv_array *a) {
     case QV_BOOL:
       if (a->buffers[1]->size < (n + 7) / 8) ORC_FAIL("bool values too small");
       return NULL;
-    case QV_BINARY: case QV_STRING: case QV_LARGE_BINARY: case QV_LARGE_STRING:
-    case QV_LIST: case QV_LARGE_LIST: case QV_MAP: {
-      int w = (t->id == QV_LARGE_BINARY || t->id == QV_LARGE_STRING || t->id == QV_LARGE_LIST) ? 8 : 4;
+    case QV_BINARY:
+    case QV_STRING:
+    case QV_LARGE_BINARY:
+    case QV_LARGE_STRING:
+    case QV_LIST:
+    case QV_LARGE_LIST:
+    case QV_MAP: {
+      int w =
+          (t->id == QV_LARGE_BINARY || t->id == QV_LARGE_STRING || t->id == QV_LARGE_LIST) ? 8 : 4;
       if (a->buffers[1]->size < (n + 1) * w) ORC_FAIL("offsets too small");
       int64_t limit = (t->id == QV_LIST || t->id == QV_LARGE_LIST || t->id == QV_MAP)
-                          ? a->children[0]->length : a->buffers[2]->size;
+                          ? a->children[0]->length
+                          : a->buffers[2]->size;
       for (int64_t i = 0; i < n; i++)
         if (orc_get(a->buffers[1]->data, w, i) > orc_get(a->buffers[1]->data, w, i + 1))
           ORC_FAIL("offsets decrease at %lld", (long long)i);
@@ -530,7 +588,8 @@ static const char *orc_check(const qv_array *a) {
       if (a->n_children) return orc_check(a->children[0]);
       return NULL;
     }
-    case QV_BINARY_VIEW: case QV_STRING_VIEW:
+    case QV_BINARY_VIEW:
+    case QV_STRING_VIEW:
       if (a->buffers[1]->size < n * 16) ORC_FAIL("views too small");
       for (int64_t i = 0; i < n; i++) {
         int32_t len, d, off;
@@ -539,24 +598,28 @@ static const char *orc_check(const qv_array *a) {
         memcpy(&d, a->buffers[1]->data + 16 * i + 8, 4);
         memcpy(&off, a->buffers[1]->data + 16 * i + 12, 4);
         if (d < 0 || d >= a->n_buffers - 2) ORC_FAIL("view %lld: buffer %d", (long long)i, d);
-        if (off < 0 || off + len > a->buffers[2 + d]->size) ORC_FAIL("view %lld range", (long long)i);
+        if (off < 0 || off + len > a->buffers[2 + d]->size)
+          ORC_FAIL("view %lld range", (long long)i);
         if (memcmp(a->buffers[1]->data + 16 * i + 4, a->buffers[2 + d]->data + off, 4) != 0)
           ORC_FAIL("view %lld prefix", (long long)i);
       }
       return NULL;
-    case QV_LIST_VIEW: case QV_LARGE_LIST_VIEW: {
+    case QV_LIST_VIEW:
+    case QV_LARGE_LIST_VIEW: {
       int w = t->id == QV_LARGE_LIST_VIEW ? 8 : 4;
       if (a->buffers[1]->size < n * w || a->buffers[2]->size < n * w) ORC_FAIL("views small");
       for (int64_t i = 0; i < n; i++) {
         int64_t o = orc_get(a->buffers[1]->data, w, i), sz = orc_get(a->buffers[2]->data, w, i);
-        if (o < 0 || sz < 0 || o + sz > a->children[0]->length) ORC_FAIL("list view %lld", (long long)i);
+        if (o < 0 || sz < 0 || o + sz > a->children[0]->length)
+          ORC_FAIL("list view %lld", (long long)i);
       }
       return NULL; /* child may be shared (not offset 0) */
     }
     case QV_FIXED_SIZE_LIST:
       if (a->children[0]->length != n * t->list_size) ORC_FAIL("fsl child length");
       return orc_check(a->children[0]);
-    case QV_STRUCT: case QV_SPARSE_UNION:
+    case QV_STRUCT:
+    case QV_SPARSE_UNION:
       for (int32_t k = 0; k < a->n_children; k++) {
         if (a->children[k]->length != n) ORC_FAIL("child %d length", k);
         const char *m = orc_check(a->children[k]);
@@ -648,8 +711,17 @@ static qv_type *orc_type(int i) {
     case 5: return orc_t(QV_INT64);
     case 6: return orc_t(QV_HALF_FLOAT);
     case 7: return orc_t(QV_DOUBLE);
-    case 8: { qv_type *t = orc_t(QV_DECIMAL128); t->precision = 20; t->scale = 2; return t; }
-    case 9: { qv_type *t = orc_t(QV_DECIMAL256); t->precision = 50; return t; }
+    case 8: {
+      qv_type *t = orc_t(QV_DECIMAL128);
+      t->precision = 20;
+      t->scale = 2;
+      return t;
+    }
+    case 9: {
+      qv_type *t = orc_t(QV_DECIMAL256);
+      t->precision = 50;
+      return t;
+    }
     case 10: return orc_t(QV_DATE32);
     case 11: return qv_type_timestamp(QV_MICRO, "UTC");
     case 12: return orc_t(QV_INTERVAL_MONTH_DAY_NANO);
@@ -667,26 +739,31 @@ static qv_type *orc_type(int i) {
     case 24: return orc_list(QV_LARGE_LIST_VIEW, orc_t(QV_INT16));
     case 25: return orc_fsl(orc_t(QV_BOOL), 3);
     case 26: return orc_fsl(orc_list(QV_LIST, orc_t(QV_INT8)), 2);
-    case 27: return orc_nested(QV_STRUCT, NULL, 3, orc_t(QV_INT8), orc_t(QV_STRING),
-                               orc_list(QV_LIST, orc_t(QV_INT64)));
-    case 28: return orc_nested(QV_SPARSE_UNION, codes_a, 3, orc_t(QV_INT32), orc_t(QV_STRING),
-                               orc_nested(QV_STRUCT, NULL, 1, orc_t(QV_BOOL)));
-    case 29: return orc_nested(QV_DENSE_UNION, codes_b, 3, orc_t(QV_STRING), orc_t(QV_INT64),
-                               orc_list(QV_LIST, orc_t(QV_INT8)));
+    case 27:
+      return orc_nested(QV_STRUCT, NULL, 3, orc_t(QV_INT8), orc_t(QV_STRING),
+                        orc_list(QV_LIST, orc_t(QV_INT64)));
+    case 28:
+      return orc_nested(QV_SPARSE_UNION, codes_a, 3, orc_t(QV_INT32), orc_t(QV_STRING),
+                        orc_nested(QV_STRUCT, NULL, 1, orc_t(QV_BOOL)));
+    case 29:
+      return orc_nested(QV_DENSE_UNION, codes_b, 3, orc_t(QV_STRING), orc_t(QV_INT64),
+                        orc_list(QV_LIST, orc_t(QV_INT8)));
     case 30: return orc_dict(QV_INT8, orc_t(QV_STRING));
     case 31: return orc_dict(QV_UINT16, orc_t(QV_INT64));
     case 32: return orc_ree(QV_INT32, orc_t(QV_STRING));
     case 33: return orc_ree(QV_INT16, orc_list(QV_LIST, orc_t(QV_INT32)));
     case 34: return orc_ree(QV_INT64, orc_t(QV_DOUBLE));
     case 35: return orc_list(QV_LIST, orc_dict(QV_INT32, orc_t(QV_STRING)));
-    case 36: return orc_nested(QV_STRUCT, NULL, 2,
-                               orc_nested(QV_DENSE_UNION, codes_b, 3, orc_t(QV_INT8),
-                                          orc_t(QV_BINARY_VIEW), orc_t(QV_NA)),
-                               orc_ree(QV_INT32, orc_t(QV_INT8)));
-    case 37: return orc_list(QV_LIST, orc_nested(QV_STRUCT, NULL, 2,
-                               orc_nested(QV_SPARSE_UNION, codes_a, 3, orc_t(QV_INT8),
-                                          orc_t(QV_LARGE_STRING), orc_t(QV_BOOL)),
-                               orc_fsl(orc_t(QV_INT16), 2)));
+    case 36:
+      return orc_nested(QV_STRUCT, NULL, 2,
+                        orc_nested(QV_DENSE_UNION, codes_b, 3, orc_t(QV_INT8),
+                                   orc_t(QV_BINARY_VIEW), orc_t(QV_NA)),
+                        orc_ree(QV_INT32, orc_t(QV_INT8)));
+    case 37:
+      return orc_list(QV_LIST, orc_nested(QV_STRUCT, NULL, 2,
+                                          orc_nested(QV_SPARSE_UNION, codes_a, 3, orc_t(QV_INT8),
+                                                     orc_t(QV_LARGE_STRING), orc_t(QV_BOOL)),
+                                          orc_fsl(orc_t(QV_INT16), 2)));
     case 38: return orc_fsl(orc_t(QV_INT32), 0);
     case 39: return orc_fsb(16);
     case 40: return orc_fsb(32);

@@ -38,16 +38,14 @@ static inline qv_type *tb_type(qv_type_id id) { return qv_type_new(id); }
 
 /* Add a nullable child field (type taken). Returns t. */
 static inline qv_type *tb_child(qv_type *t, const char *name, qv_type *ct) {
-  if (qv_type_add_child(t, name, true, ct, NULL, NULL) != QV_OK)
-    qv_type_unref(ct);
+  if (qv_type_add_child(t, name, true, ct, NULL, NULL) != QV_OK) qv_type_unref(ct);
   return t;
 }
 
 /* Array of `type` (reference taken over) with the given buffers (taken)
  * and children (taken). */
-static inline qv_array *tb_array(qv_type *type, int64_t length,
-                                 int32_t n_buffers, qv_buffer **buffers,
-                                 int32_t n_children, qv_array **children) {
+static inline qv_array *tb_array(qv_type *type, int64_t length, int32_t n_buffers,
+                                 qv_buffer **buffers, int32_t n_children, qv_array **children) {
   qv_array *a = qv_array_new(type, n_buffers, n_children);
   qv_type_unref(type);
   if (!a) return NULL;
@@ -58,9 +56,8 @@ static inline qv_array *tb_array(qv_type *type, int64_t length,
 }
 
 /* Fixed-width array: validity pattern (NULL = none), `value_bytes` bytes. */
-static inline qv_array *tb_prim(qv_type *type, int64_t length,
-                                const char *valid, const void *values,
-                                int64_t value_bytes) {
+static inline qv_array *tb_prim(qv_type *type, int64_t length, const char *valid,
+                                const void *values, int64_t value_bytes) {
   qv_buffer *b[2] = {valid ? tb_bits(valid) : NULL, tb_buf(values, value_bytes)};
   return tb_array(type, length, 2, b, 0, NULL);
 }
@@ -106,8 +103,8 @@ static inline qv_array *tb_array_nc(qv_type *t, int64_t length, int64_t null_cou
 
 /* Primitive array [validity?, values] from raw bytes. */
 static inline qv_array *tb_prim_raw(qv_type_id id, int64_t length, int64_t null_count,
-                                    const uint8_t *validity, int64_t vbytes,
-                                    const void *values, int64_t nbytes) {
+                                    const uint8_t *validity, int64_t vbytes, const void *values,
+                                    int64_t nbytes) {
   qv_buffer *b[2] = {validity ? tb_buf(validity, vbytes) : NULL, tb_buf(values, nbytes)};
   return tb_array_nc(tb_type(id), length, null_count, 2, b, 0, NULL);
 }

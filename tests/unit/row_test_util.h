@@ -10,15 +10,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "qv_test.h"
 #include "quiver/row.h"
+#include "qv_test.h"
 
 typedef struct mcol {
   qv_type *type;
-  int kind;      /* 0 fixed, 1 bool, 2 var, 3 null type */
-  int w;         /* fixed width */
+  int kind; /* 0 fixed, 1 bool, 2 var, 3 null type */
+  int w;    /* fixed width */
   int64_t n;
-  uint8_t *null; /* 1 = null */
+  uint8_t *null;  /* 1 = null */
   uint8_t *fixed; /* n * w (kind 0), n bytes 0/1 (kind 1) */
   uint8_t **str;  /* kind 2 */
   int64_t *len;
@@ -153,22 +153,21 @@ static inline qv_array *mcol_array(const mcol *c, int64_t off, int with_validity
 
 /* Do rows sel[i] of model c equal decoded array a (row i)? Returns the first
  * mismatching row or -1. */
-static inline int64_t mcol_check(const mcol *c, const int64_t *sel, int64_t n,
-                                 const qv_array *a) {
+static inline int64_t mcol_check(const mcol *c, const int64_t *sel, int64_t n, const qv_array *a) {
   if (a->length != n) return -2;
   int64_t nulls = 0;
   for (int64_t i = 0; i < n; i++) {
     int64_t r = sel ? sel[i] : i;
-    bool isnull = c->kind == 3 ? true
-                  : (a->buffers[0] && !qv_bit_get(a->buffers[0]->data, a->offset + i));
+    bool isnull =
+        c->kind == 3 ? true : (a->buffers[0] && !qv_bit_get(a->buffers[0]->data, a->offset + i));
     if (isnull != (bool)c->null[r]) return i;
     nulls += isnull;
     if (isnull) continue;
     if (c->kind == 1) {
       if (qv_bit_get(a->buffers[1]->data, a->offset + i) != (bool)c->fixed[r]) return i;
     } else if (c->kind == 0) {
-      if (memcmp(a->buffers[1]->data + (a->offset + i) * c->w, c->fixed + r * c->w,
-                 (size_t)c->w) != 0)
+      if (memcmp(a->buffers[1]->data + (a->offset + i) * c->w, c->fixed + r * c->w, (size_t)c->w) !=
+          0)
         return i;
     } else if (c->kind == 2) {
       bool large = c->type->id == QV_LARGE_BINARY || c->type->id == QV_LARGE_STRING;
@@ -184,8 +183,7 @@ static inline int64_t mcol_check(const mcol *c, const int64_t *sel, int64_t n,
         e = e4;
       }
       if (e - b != c->len[r]) return i;
-      if (c->len[r] && memcmp(a->buffers[2]->data + b, c->str[r], (size_t)c->len[r]) != 0)
-        return i;
+      if (c->len[r] && memcmp(a->buffers[2]->data + b, c->str[r], (size_t)c->len[r]) != 0) return i;
     }
   }
   if (a->null_count != nulls) return -3;

@@ -14,23 +14,24 @@
 #include <unistd.h>
 
 #include "array_oracle.h"
-#include "qv_test.h"
 #include "quiver/table.h"
 #include "quiver/writer.h"
+#include "qv_test.h"
 
 /* --------------------------------------------------------------- grid -- */
 
 typedef struct grid {
   int64_t rows;
   int32_t cols;
-  char **names;  /* [cols] */
-  char ***cell;  /* [rows][cols] */
+  char **names; /* [cols] */
+  char ***cell; /* [rows][cols] */
 } grid;
 
 static grid grid_new(int64_t rows, int32_t cols) {
   grid g = {rows, cols, calloc((size_t)(cols > 0 ? cols : 1), sizeof(char *)),
             calloc((size_t)(rows > 0 ? rows : 1), sizeof(char **))};
-  for (int64_t r = 0; r < rows; r++) g.cell[r] = calloc((size_t)(cols > 0 ? cols : 1), sizeof(char *));
+  for (int64_t r = 0; r < rows; r++)
+    g.cell[r] = calloc((size_t)(cols > 0 ? cols : 1), sizeof(char *));
   return g;
 }
 
@@ -180,7 +181,8 @@ static qv_table *rt_table(const qv_schema *s, int64_t rows, int64_t max_batch) {
     qv_array *b = qv_array_new(s->type, 1, nc);
     b->length = len;
     b->null_count = 0;
-    for (int32_t c = 0; c < nc; c++) b->children[c] = orc_gen_sliced(s->type->children[c].type, len);
+    for (int32_t c = 0; c < nc; c++)
+      b->children[c] = orc_gen_sliced(s->type->children[c].type, len);
     batches = realloc(batches, sizeof *batches * (size_t)(nb + 1));
     batches[nb++] = b;
     done += len;
@@ -248,14 +250,13 @@ static qv_table *rt_mapped(qv_table *t) {
 /* The error every call in a test writes into; RT_OK prints it. */
 static qv_error E;
 
-#define RT_OK(expr)                                                                   \
-  do {                                                                                \
-    E.message[0] = '\0';                                                              \
-    qv_status rt_st_ = (expr);                                                        \
-    if (rt_st_ != QV_OK)                                                              \
-      fprintf(stderr, "%s:%d: %s -> %d: %s\n", __FILE__, __LINE__, #expr, (int)rt_st_, \
-              E.message);                                                             \
-    QV_CHECK(rt_st_ == QV_OK);                                                        \
+#define RT_OK(expr)                                                                                \
+  do {                                                                                             \
+    E.message[0] = '\0';                                                                           \
+    qv_status rt_st_ = (expr);                                                                     \
+    if (rt_st_ != QV_OK)                                                                           \
+      fprintf(stderr, "%s:%d: %s -> %d: %s\n", __FILE__, __LINE__, #expr, (int)rt_st_, E.message); \
+    QV_CHECK(rt_st_ == QV_OK);                                                                     \
   } while (0)
 
 #endif /* QV_TABLE_TEST_UTIL_H */

@@ -135,11 +135,11 @@ static void test_parse_name(void) {
   QV_CHECK(qv_atomic_parse_name(".d.old-quiver-7-8-abcdef", &pid, &start, &old));
   QV_CHECK(old);
   /* the last marker counts: a target name may contain one */
-  QV_CHECK(qv_atomic_parse_name(".a.tmp-quiver-1-2-abcdef.tmp-quiver-9-9-zzzzzz", &pid, NULL,
-                                NULL));
+  QV_CHECK(
+      qv_atomic_parse_name(".a.tmp-quiver-1-2-abcdef.tmp-quiver-9-9-zzzzzz", &pid, NULL, NULL));
   QV_CHECK_EQ_INT(pid, 9);
   QV_CHECK(!qv_atomic_parse_name("x.tmp-quiver-12-345-aB3dE9", NULL, NULL, NULL)); /* not hidden */
-  QV_CHECK(!qv_atomic_parse_name(".x.tmp-quiver-XXXXXX", NULL, NULL, NULL)); /* old shape */
+  QV_CHECK(!qv_atomic_parse_name(".x.tmp-quiver-XXXXXX", NULL, NULL, NULL));       /* old shape */
   QV_CHECK(!qv_atomic_parse_name(".x.tmp-quiver-12-345-abc", NULL, NULL, NULL));
   QV_CHECK(!qv_atomic_parse_name(".x.tmp-quiver-12-345-abcdef.arrow", NULL, NULL, NULL));
   QV_CHECK(!qv_atomic_parse_name(".x.tmp-quiver--1-345-abcdef", NULL, NULL, NULL));

@@ -12,12 +12,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "qv_build.h"
-#include "qv_test.h"
 #include "quiver/builder.h"
 #include "quiver/integration.h"
 #include "quiver/ipc.h"
 #include "quiver/writer.h"
+#include "qv_build.h"
+#include "qv_test.h"
 
 /* ---- JSON oracle ------------------------------------------------------- */
 
@@ -29,12 +29,10 @@ typedef struct jcase {
   const qv_type *type; /* borrowed from jd: the column's type */
 } jcase;
 
-static bool jload(jcase *c, const char *field, int64_t count, const char *col,
-                  const char *dicts) {
+static bool jload(jcase *c, const char *field, int64_t count, const char *col, const char *dicts) {
   char *doc = malloc(strlen(field) + strlen(col) + (dicts ? strlen(dicts) : 0) + 256);
   sprintf(doc, "{'schema': {'fields': [%s]}, 'batches': [{'count': %lld, 'columns': [%s]}]%s%s%s}",
-          field, (long long)count, col, dicts ? ", 'dictionaries': " : "", dicts ? dicts : "",
-          "");
+          field, (long long)count, col, dicts ? ", 'dictionaries': " : "", dicts ? dicts : "", "");
   for (char *p = doc; *p; p++)
     if (*p == '\'') *p = '"';
   qv_error err;
@@ -74,23 +72,23 @@ static qv_array *finish_equal(qv_builder *b, const qv_array *want, const char *w
   return got;
 }
 
-#define OK(expr)                                                              \
-  do {                                                                        \
-    qv_error e_;                                                              \
-    qv_status s_ = (expr);                                                    \
-    if (s_ != QV_OK) fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, e_.message); \
-    QV_CHECK(s_ == QV_OK);                                                    \
+#define OK(expr)                                                                                   \
+  do {                                                                                             \
+    qv_error e_;                                                                                   \
+    qv_status s_ = (expr);                                                                         \
+    if (s_ != QV_OK) fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, e_.message);               \
+    QV_CHECK(s_ == QV_OK);                                                                         \
   } while (0)
 /* OK with an error pointer the macro provides. */
 #define E (&e_)
 
 /* Expect status `st` and exact message `msg`. */
-#define FAILS(expr, st, msg)                                                  \
-  do {                                                                        \
-    qv_error e_;                                                              \
-    memset(&e_, 0, sizeof e_);                                                \
-    QV_CHECK_EQ_INT((expr), (st));                                            \
-    QV_CHECK_EQ_STR(e_.message, (msg));                                       \
+#define FAILS(expr, st, msg)                                                                       \
+  do {                                                                                             \
+    qv_error e_;                                                                                   \
+    memset(&e_, 0, sizeof e_);                                                                     \
+    QV_CHECK_EQ_INT((expr), (st));                                                                 \
+    QV_CHECK_EQ_STR(e_.message, (msg));                                                            \
   } while (0)
 
 static qv_builder *new_builder(const qv_type *t) {
@@ -115,8 +113,10 @@ static void test_integers_bool_floats(void) {
       {INT(8, true), "[-128, 0, 127, 5]", {-128, 0, 127, 5}, false},
       {INT(16, true), "[-32768, 0, 32767, 5]", {-32768, 0, 32767, 5}, false},
       {INT(32, true), "[-2147483648, 0, 2147483647, 5]", {INT32_MIN, 0, INT32_MAX, 5}, false},
-      {INT(64, true), "['-9223372036854775808', '0', '9223372036854775807', '5']",
-       {INT64_MIN, 0, INT64_MAX, 5}, false},
+      {INT(64, true),
+       "['-9223372036854775808', '0', '9223372036854775807', '5']",
+       {INT64_MIN, 0, INT64_MAX, 5},
+       false},
       {INT(8, false), "[0, 1, 255, 5]", {0, 1, 255, 5}, true},
       {INT(16, false), "[0, 1, 65535, 5]", {0, 1, 65535, 5}, true},
       {INT(32, false), "[0, 1, 4294967295, 5]", {0, 1, 4294967295, 5}, true},
@@ -135,9 +135,11 @@ static void test_integers_bool_floats(void) {
       snprintf(vals[k], sizeof vals[k], "%.*s", (int)(e - d), d);
       d = e + 2;
     }
-    snprintf(col, sizeof col, "{'name': 'a', 'count': 5, 'VALIDITY': [1, 1, 0, 1, 1], "
-             "'DATA': [%s, %s, %s, %s, %s]}", vals[0], vals[1], cases[i].is_unsigned ? "0" :
-             (strchr(vals[0], '\'') ? "'0'" : "0"), vals[3], vals[2]);
+    snprintf(col, sizeof col,
+             "{'name': 'a', 'count': 5, 'VALIDITY': [1, 1, 0, 1, 1], "
+             "'DATA': [%s, %s, %s, %s, %s]}",
+             vals[0], vals[1], cases[i].is_unsigned ? "0" : (strchr(vals[0], '\'') ? "'0'" : "0"),
+             vals[3], vals[2]);
     QV_REQUIRE(jload(&c, field, 5, col, NULL));
     qv_builder *b = new_builder(c.type);
     int64_t order[4] = {0, 1, 3, 2};
@@ -158,7 +160,8 @@ static void test_integers_bool_floats(void) {
   jcase c;
   QV_REQUIRE(jload(&c, F("u", INT(64, false)), 2,
                    "{'name': 'u', 'count': 2, 'VALIDITY': [1, 1], "
-                   "'DATA': ['18446744073709551615', '7']}", NULL));
+                   "'DATA': ['18446744073709551615', '7']}",
+                   NULL));
   qv_builder *b = new_builder(c.type);
   OK(qv_builder_append_uint(b, UINT64_MAX, E));
   FAILS(qv_builder_append_int(b, -1, E), QV_ERANGE,
@@ -171,7 +174,8 @@ static void test_integers_bool_floats(void) {
   /* bool, with nulls and more than 8 values (bit packing). */
   QV_REQUIRE(jload(&c, F("b", "{'name': 'bool'}"), 10,
                    "{'name': 'b', 'count': 10, 'VALIDITY': [1,0,1,1,1,1,1,1,1,0], "
-                   "'DATA': [true,false,false,true,true,false,true,true,false,false]}", NULL));
+                   "'DATA': [true,false,false,true,true,false,true,true,false,false]}",
+                   NULL));
   b = new_builder(c.type);
   bool bv[10] = {true, false, false, true, true, false, true, true, false, false};
   for (int k = 0; k < 10; k++) {
@@ -192,7 +196,8 @@ static void test_integers_bool_floats(void) {
              ftypes[k]);
     QV_REQUIRE(jload(&c, field, 6,
                      "{'name': 'f', 'count': 6, 'VALIDITY': [1,1,0,1,1,1], "
-                     "'DATA': [1.5, -0.25, 0, 'Infinity', 'NaN', 65504]}", NULL));
+                     "'DATA': [1.5, -0.25, 0, 'Infinity', 'NaN', 65504]}",
+                     NULL));
     b = new_builder(c.type);
     OK(qv_builder_append_double(b, 1.5, E));
     OK(qv_builder_append_double(b, -0.25, E));
@@ -208,7 +213,8 @@ static void test_integers_bool_floats(void) {
   /* bulk append_values, then single appends, then nulls */
   QV_REQUIRE(jload(&c, F("a", INT(32, true)), 6,
                    "{'name': 'a', 'count': 6, 'VALIDITY': [1,1,1,1,0,0], "
-                   "'DATA': [1, 2, 3, 4, 0, 0]}", NULL));
+                   "'DATA': [1, 2, 3, 4, 0, 0]}",
+                   NULL));
   b = new_builder(c.type);
   int32_t three[3] = {1, 2, 3};
   OK(qv_builder_reserve(b, 100, E));
@@ -235,17 +241,24 @@ static void test_decimals(void) {
   for (int k = 0; k < 4; k++) {
     char field[220];
     int prec = widths[k] == 32 ? 9 : widths[k] == 64 ? 18 : widths[k] == 128 ? 38 : 76;
-    snprintf(field, sizeof field, "{'name': 'd', 'type': {'name': 'decimal', 'precision': %d, "
-             "'scale': 2, 'bitWidth': %d}, 'nullable': true, 'children': []}", prec, widths[k]);
+    snprintf(field, sizeof field,
+             "{'name': 'd', 'type': {'name': 'decimal', 'precision': %d, "
+             "'scale': 2, 'bitWidth': %d}, 'nullable': true, 'children': []}",
+             prec, widths[k]);
     char col[512];
-    snprintf(col, sizeof col, "{'name': 'd', 'count': 7, 'VALIDITY': [1,1,1,0,1,1,1], "
+    snprintf(col, sizeof col,
+             "{'name': 'd', 'count': 7, 'VALIDITY': [1,1,1,0,1,1,1], "
              "'DATA': ['12345', '-5', '0', '0', '-12300', '%s', '-%s']}",
-             widths[k] == 32 ? "999999999" : widths[k] == 64 ? "999999999999999999"
-             : widths[k] == 128 ? "99999999999999999999999999999999999999"
-             : "9999999999999999999999999999999999999999999999999999999999999999999999999999",
-             widths[k] == 32 ? "999999999" : widths[k] == 64 ? "999999999999999999"
-             : widths[k] == 128 ? "99999999999999999999999999999999999999"
-             : "9999999999999999999999999999999999999999999999999999999999999999999999999999");
+             widths[k] == 32   ? "999999999"
+             : widths[k] == 64 ? "999999999999999999"
+             : widths[k] == 128
+                 ? "99999999999999999999999999999999999999"
+                 : "9999999999999999999999999999999999999999999999999999999999999999999999999999",
+             widths[k] == 32   ? "999999999"
+             : widths[k] == 64 ? "999999999999999999"
+             : widths[k] == 128
+                 ? "99999999999999999999999999999999999999"
+                 : "9999999999999999999999999999999999999999999999999999999999999999999999999999");
     jcase c;
     QV_REQUIRE(jload(&c, field, 7, col, NULL));
     qv_builder *b = new_builder(c.type);
@@ -318,10 +331,9 @@ static void test_temporal_and_intervals(void) {
       {"{'name': 'date', 'unit': 'DAY'}", "[-3, 0, 19000]", -3, 19000},
       {"{'name': 'date', 'unit': 'MILLISECOND'}", "['-86400000', '0', '86400000']", -86400000,
        86400000},
-      {"{'name': 'time', 'unit': 'MILLISECOND', 'bitWidth': 32}", "[1, 0, 86399999]", 1,
-       86399999},
-      {"{'name': 'time', 'unit': 'NANOSECOND', 'bitWidth': 64}", "['1', '0', '86399999999999']",
-       1, 86399999999999},
+      {"{'name': 'time', 'unit': 'MILLISECOND', 'bitWidth': 32}", "[1, 0, 86399999]", 1, 86399999},
+      {"{'name': 'time', 'unit': 'NANOSECOND', 'bitWidth': 64}", "['1', '0', '86399999999999']", 1,
+       86399999999999},
       {"{'name': 'timestamp', 'unit': 'MICROSECOND', 'timezone': 'UTC'}",
        "['-1', '0', '1700000000000000']", -1, 1700000000000000},
       {"{'name': 'duration', 'unit': 'SECOND'}", "['-7', '0', '7']", -7, 7},
@@ -347,7 +359,8 @@ static void test_temporal_and_intervals(void) {
   QV_REQUIRE(jload(&c, F("i", "{'name': 'interval', 'unit': 'DAY_TIME'}"), 3,
                    "{'name': 'i', 'count': 3, 'VALIDITY': [1, 0, 1], 'DATA': ["
                    "{'days': 1, 'milliseconds': -2}, {'days': 0, 'milliseconds': 0}, "
-                   "{'days': -30, 'milliseconds': 86399999}]}", NULL));
+                   "{'days': -30, 'milliseconds': 86399999}]}",
+                   NULL));
   qv_builder *b = new_builder(c.type);
   OK(qv_builder_append_day_time(b, 1, -2, E));
   OK(qv_builder_append_null(b, E));
@@ -362,7 +375,8 @@ static void test_temporal_and_intervals(void) {
   QV_REQUIRE(jload(&c, F("i", "{'name': 'interval', 'unit': 'MONTH_DAY_NANO'}"), 2,
                    "{'name': 'i', 'count': 2, 'VALIDITY': [1, 1], 'DATA': ["
                    "{'months': 1, 'days': -2, 'nanoseconds': '-9000000000000'}, "
-                   "{'months': -1, 'days': 0, 'nanoseconds': '5'}]}", NULL));
+                   "{'months': -1, 'days': 0, 'nanoseconds': '5'}]}",
+                   NULL));
   b = new_builder(c.type);
   OK(qv_builder_append_month_day_nano(b, 1, -2, -9000000000000, E));
   OK(qv_builder_append_month_day_nano(b, -1, 0, 5, E));
@@ -415,8 +429,8 @@ static void test_binary_and_strings(void) {
                    : "builder (large_string): append_bytes: value is not valid UTF-8 (byte 1 "
                      "of 2)");
     FAILS(qv_builder_append_int(b, 1, E), QV_ETYPE,
-          k == 0 ? "builder (string): append_int: wrong kind of value for string (it takes "
-                   "append_bytes, append_string, append_null)"
+          k == 0   ? "builder (string): append_int: wrong kind of value for string (it takes "
+                     "append_bytes, append_string, append_null)"
           : k == 1 ? "builder (binary): append_int: wrong kind of value for binary (it takes "
                      "append_bytes, append_string, append_null)"
           : k == 2 ? "builder (large_string): append_int: wrong kind of value for large_string "
@@ -429,7 +443,8 @@ static void test_binary_and_strings(void) {
   jcase c;
   QV_REQUIRE(jload(&c, F("f", "{'name': 'fixedsizebinary', 'byteWidth': 3}"), 3,
                    "{'name': 'f', 'count': 3, 'VALIDITY': [1,0,1], "
-                   "'DATA': ['616263', '000000', 'ffff00']}", NULL));
+                   "'DATA': ['616263', '000000', 'ffff00']}",
+                   NULL));
   qv_builder *b = new_builder(c.type);
   OK(qv_builder_append_bytes(b, "abc", 3, E));
   OK(qv_builder_append_null(b, E));
@@ -495,8 +510,7 @@ static void test_lists(void) {
       "{'name': 'l', 'type': {'name': 'list'}, 'nullable': true, 'children': " ITEM "}",
       "{'name': 'l', 'type': {'name': 'largelist'}, 'nullable': true, 'children': " ITEM "}",
       "{'name': 'l', 'type': {'name': 'listview'}, 'nullable': true, 'children': " ITEM "}",
-      "{'name': 'l', 'type': {'name': 'largelistview'}, 'nullable': true, 'children': " ITEM
-      "}"};
+      "{'name': 'l', 'type': {'name': 'largelistview'}, 'nullable': true, 'children': " ITEM "}"};
   static const char *const cols[4] = {
       "{'name': 'l', 'count': 4, 'VALIDITY': [1,0,1,1], 'OFFSET': [0,2,2,2,4], 'children': "
       "[{'name': 'item', 'count': 4, 'VALIDITY': [1,1,1,0], 'DATA': [1,2,3,0]}]}",
@@ -535,8 +549,10 @@ static void test_lists(void) {
 
   /* fixed_size_list<int32>[2]: [[1, 2], null, [null, 4]] */
   jcase c;
-  QV_REQUIRE(jload(&c, "{'name': 'f', 'type': {'name': 'fixedsizelist', 'listSize': 2}, "
-                   "'nullable': true, 'children': " ITEM "}", 3,
+  QV_REQUIRE(jload(&c,
+                   "{'name': 'f', 'type': {'name': 'fixedsizelist', 'listSize': 2}, "
+                   "'nullable': true, 'children': " ITEM "}",
+                   3,
                    "{'name': 'f', 'count': 3, 'VALIDITY': [1,0,1], 'children': [{'name': "
                    "'item', 'count': 6, 'VALIDITY': [1,1,0,0,0,1], 'DATA': [1,2,0,0,0,4]}]}",
                    NULL));
@@ -559,16 +575,19 @@ static void test_lists(void) {
   jfree(&c);
 
   /* map<utf8, int32>: [{a: 1, b: null}, null, {}] */
-  QV_REQUIRE(jload(&c, "{'name': 'm', 'type': {'name': 'map', 'keysSorted': false}, "
+  QV_REQUIRE(jload(&c,
+                   "{'name': 'm', 'type': {'name': 'map', 'keysSorted': false}, "
                    "'nullable': true, 'children': [{'name': 'entries', 'type': {'name': "
                    "'struct'}, 'nullable': false, 'children': [{'name': 'key', 'type': "
                    "{'name': 'utf8'}, 'nullable': false, 'children': []}, {'name': 'value', "
-                   "'type': " INT(32, true) ", 'nullable': true, 'children': []}]}]}", 3,
+                   "'type': " INT(32, true) ", 'nullable': true, 'children': []}]}]}",
+                   3,
                    "{'name': 'm', 'count': 3, 'VALIDITY': [1,0,1], 'OFFSET': [0,2,2,2], "
                    "'children': [{'name': 'entries', 'count': 2, 'VALIDITY': [1,1], "
                    "'children': [{'name': 'key', 'count': 2, 'VALIDITY': [1,1], "
                    "'OFFSET': [0,1,2], 'DATA': ['a','b']}, {'name': 'value', 'count': 2, "
-                   "'VALIDITY': [1,0], 'DATA': [1,0]}]}]}", NULL));
+                   "'VALIDITY': [1,0], 'DATA': [1,0]}]}]}",
+                   NULL));
   b = new_builder(c.type);
   qv_builder *entries = qv_builder_child(b, 0);
   qv_builder *key = qv_builder_child(entries, 0), *val = qv_builder_child(entries, 1);
@@ -597,13 +616,15 @@ static void test_lists(void) {
 static void test_struct(void) {
   /* struct<x: int32, s: utf8>: [{1, 'a'}, null, {null, 'c'}, {4, null}] */
   jcase c;
-  QV_REQUIRE(jload(&c, "{'name': 'st', 'type': {'name': 'struct'}, 'nullable': true, "
+  QV_REQUIRE(jload(&c,
+                   "{'name': 'st', 'type': {'name': 'struct'}, 'nullable': true, "
                    "'children': [" F("x", INT(32, true)) ", " F("s", "{'name': 'utf8'}") "]}",
                    4,
                    "{'name': 'st', 'count': 4, 'VALIDITY': [1,0,1,1], 'children': ["
                    "{'name': 'x', 'count': 4, 'VALIDITY': [1,0,0,1], 'DATA': [1,0,0,4]}, "
                    "{'name': 's', 'count': 4, 'VALIDITY': [1,0,1,0], 'OFFSET': [0,1,1,2,2], "
-                   "'DATA': ['a','','c','']}]}", NULL));
+                   "'DATA': ['a','','c','']}]}",
+                   NULL));
   qv_builder *b = new_builder(c.type);
   qv_builder *x = qv_builder_child(b, 0), *s = qv_builder_child(b, 1);
   OK(qv_builder_begin_struct(b, E));
@@ -652,9 +673,11 @@ static void test_struct(void) {
 static void test_unions(void) {
   for (int dense = 0; dense < 2; dense++) {
     char field[400];
-    snprintf(field, sizeof field, "{'name': 'u', 'type': {'name': 'union', 'mode': '%s', "
-             "'typeIds': [5, 2]}, 'nullable': true, 'children': [" F("i", INT(32, true)) ", "
-             F("s", "{'name': 'utf8'}") "]}", dense ? "DENSE" : "SPARSE");
+    snprintf(field, sizeof field,
+             "{'name': 'u', 'type': {'name': 'union', 'mode': '%s', "
+             "'typeIds': [5, 2]}, 'nullable': true, 'children': [" F("i", INT(32, true)) ", " F(
+                 "s", "{'name': 'utf8'}") "]}",
+             dense ? "DENSE" : "SPARSE");
     /* values: 7 (i), 'x' (s), null (i: first child), 'y' (s) */
     const char *col =
         dense ? "{'name': 'u', 'count': 4, 'TYPE_ID': [5, 2, 5, 2], 'OFFSET': [0, 0, 1, 1], "
@@ -716,13 +739,15 @@ static void test_dictionary(void) {
   const char *field =
       "{'name': 'd', 'type': {'name': 'utf8'}, 'nullable': true, 'children': [], "
       "'dictionary': {'id': 0, 'indexType': " INT(8, true) ", 'isOrdered': false}}";
-  const char *dicts = "[{'id': 0, 'data': {'count': 3, 'columns': [{'name': 'DICT0', "
-                      "'count': 3, 'VALIDITY': [1,1,1], 'OFFSET': [0,3,8,12], "
-                      "'DATA': ['red', 'green', 'blue']}]}}]";
+  const char *dicts =
+      "[{'id': 0, 'data': {'count': 3, 'columns': [{'name': 'DICT0', "
+      "'count': 3, 'VALIDITY': [1,1,1], 'OFFSET': [0,3,8,12], "
+      "'DATA': ['red', 'green', 'blue']}]}}]";
   jcase c;
   QV_REQUIRE(jload(&c, field, 6,
                    "{'name': 'd', 'count': 6, 'VALIDITY': [1,1,0,1,1,1], "
-                   "'DATA': [0, 1, 0, 0, 2, 1]}", dicts));
+                   "'DATA': [0, 1, 0, 0, 2, 1]}",
+                   dicts));
   /* by value */
   qv_builder *b = new_builder(c.type);
   const char *words[6] = {"red", "green", NULL, "red", "blue", "green"};
@@ -804,15 +829,16 @@ static void test_dictionary(void) {
 static void test_run_end_encoded(void) {
   const char *field =
       "{'name': 'r', 'type': {'name': 'runendencoded'}, 'nullable': true, 'children': ["
-      "{'name': 'run_ends', 'type': " INT(16, true) ", 'nullable': false, 'children': []}, "
-      F("values", "{'name': 'utf8'}") "]}";
+      "{'name': 'run_ends', 'type': " INT(16, true) ", 'nullable': false, 'children': []}, " F(
+          "values", "{'name': 'utf8'}") "]}";
   /* a a a null null b a a -> runs (3 a) (5 null) (6 b) (8 a) */
   jcase c;
   QV_REQUIRE(jload(&c, field, 8,
                    "{'name': 'r', 'count': 8, 'children': [{'name': 'run_ends', 'count': 4, "
                    "'VALIDITY': [1,1,1,1], 'DATA': [3, 5, 6, 8]}, {'name': 'values', "
                    "'count': 4, 'VALIDITY': [1,0,1,1], 'OFFSET': [0,1,1,2,3], "
-                   "'DATA': ['a', '', 'b', 'a']}]}", NULL));
+                   "'DATA': ['a', '', 'b', 'a']}]}",
+                   NULL));
   qv_builder *b = new_builder(c.type);
   const char *vals[8] = {"a", "a", "a", NULL, NULL, "b", "a", "a"};
   for (int k = 0; k < 8; k++) {
@@ -839,11 +865,13 @@ static void test_run_end_encoded(void) {
   b = new_builder(c.type);
   v = qv_builder_values(b);
   FAILS(qv_builder_begin_run(b, 0, E), QV_EARG,
-        "builder (run_end_encoded<run_ends: int16 not null, values: string>): begin_run: a run has at "
+        "builder (run_end_encoded<run_ends: int16 not null, values: string>): begin_run: a run has "
+        "at "
         "least 1 element, found 0");
-  FAILS(qv_builder_begin_run(b, 40000, E), QV_ERANGE,
-        "builder (run_end_encoded<run_ends: int16 not null, values: string>): begin_run: 40000 more "
-        "elements would pass 32767, the largest run end of int16");
+  FAILS(
+      qv_builder_begin_run(b, 40000, E), QV_ERANGE,
+      "builder (run_end_encoded<run_ends: int16 not null, values: string>): begin_run: 40000 more "
+      "elements would pass 32767, the largest run end of int16");
   OK(qv_builder_begin_run(b, 3, E));
   OK(qv_builder_append_string(v, "a", E));
   OK(qv_builder_end_run(b, E));
@@ -953,11 +981,13 @@ static void test_batch_through_writer(void) {
   dict->value_type = qv_type_new(QV_STRING);
   qv_type *inner = qv_type_new(QV_STRUCT);
   QV_CHECK(qv_type_add_child(inner, "k", true, dict, NULL, NULL) == QV_OK);
-  QV_CHECK(qv_type_add_child(inner, "v", true, qv_type_list_of(QV_LARGE_LIST_VIEW,
-                                                      qv_type_new(QV_HALF_FLOAT)), NULL, NULL) == QV_OK);
+  QV_CHECK(qv_type_add_child(inner, "v", true,
+                             qv_type_list_of(QV_LARGE_LIST_VIEW, qv_type_new(QV_HALF_FLOAT)), NULL,
+                             NULL) == QV_OK);
   qv_type *st = qv_type_new(QV_STRUCT);
   QV_CHECK(qv_type_add_child(st, "id", false, qv_type_new(QV_INT64), NULL, NULL) == QV_OK);
-  QV_CHECK(qv_type_add_child(st, "nested", true, qv_type_list_of(QV_LIST, inner), NULL, NULL) == QV_OK);
+  QV_CHECK(qv_type_add_child(st, "nested", true, qv_type_list_of(QV_LIST, inner), NULL, NULL) ==
+           QV_OK);
   qv_schema *schema = qv_schema_new(qv_type_ref(st));
   qv_builder *b = new_builder(st);
   qv_builder *id = qv_builder_child(b, 0), *nested = qv_builder_child(b, 1);

@@ -6,9 +6,9 @@
  * a replay). */
 #include "array_oracle.h"
 #include "core/kernels_internal.h"
+#include "quiver/table.h"
 #include "qv_build.h"
 #include "qv_test.h"
-#include "quiver/table.h"
 
 static qv_error E;
 
@@ -47,8 +47,9 @@ static void test_integers(void) {
   qv_type *i8 = qv_type_new(QV_INT8), *i32 = qv_type_new(QV_INT32), *u8 = qv_type_new(QV_UINT8);
   /* row 2 (300) is null: never checked; row 4 overflows */
   qv_array *out = cast_to(a, i8, QV_ERANGE);
-  QV_CHECK_EQ_STR(E.message, "cast from int64 to int8: row 4: value 99999 is out of range "
-                             "[-128, 127]");
+  QV_CHECK_EQ_STR(E.message,
+                  "cast from int64 to int8: row 4: value 99999 is out of range "
+                  "[-128, 127]");
   QV_CHECK(qv_array_slice(a, 0, 4, &s, NULL) == QV_OK);
   out = cast_to(s, i8, QV_OK);
   if (out) {
@@ -74,8 +75,9 @@ static void test_integers(void) {
   qv_array *u = ints(QV_UINT64, big, 1, NULL);
   qv_type *i64 = qv_type_new(QV_INT64);
   out = cast_to(u, i64, QV_ERANGE);
-  QV_CHECK_EQ_STR(E.message, "cast from uint64 to int64: row 0: value 18446744073709551615 is "
-                             "out of range [-9223372036854775808, 9223372036854775807]");
+  QV_CHECK_EQ_STR(E.message,
+                  "cast from uint64 to int64: row 0: value 18446744073709551615 is "
+                  "out of range [-9223372036854775808, 9223372036854775807]");
   qv_array_unref(u);
   qv_array_unref(s);
   qv_array_unref(s2);
@@ -93,13 +95,15 @@ static void test_floats(void) {
           *f16 = qv_type_new(QV_HALF_FLOAT), *i32 = qv_type_new(QV_INT32),
           *b = qv_type_new(QV_BOOL);
   qv_array *out = cast_to(a, f64, QV_ERANGE);
-  QV_CHECK_EQ_STR(E.message, "cast from int64 to double: row 1: integer value 9007199254740993 "
-                             "is not exactly representable (limit +/-9007199254740992)");
+  QV_CHECK_EQ_STR(E.message,
+                  "cast from int64 to double: row 1: integer value 9007199254740993 "
+                  "is not exactly representable (limit +/-9007199254740992)");
   double d[5] = {1.0, 1.5, 3e10, -7.0, 0.0};
   qv_array *da = doubles(d, 5, "10111");
   out = cast_to(da, i32, QV_ERANGE);
-  QV_CHECK_EQ_STR(E.message, "cast from double to int32: row 2: float value 30000000000 is out "
-                             "of range");
+  QV_CHECK_EQ_STR(E.message,
+                  "cast from double to int32: row 2: float value 30000000000 is out "
+                  "of range");
   qv_array *ds = NULL;
   QV_CHECK(qv_array_slice(da, 3, 2, &ds, NULL) == QV_OK);
   out = cast_to(ds, i32, QV_OK);
@@ -108,8 +112,9 @@ static void test_floats(void) {
   double frac[1] = {2.25};
   qv_array *fa = doubles(frac, 1, NULL);
   out = cast_to(fa, i32, QV_ERANGE);
-  QV_CHECK_EQ_STR(E.message, "cast from double to int32: row 0: float value 2.25 is not an "
-                             "integer");
+  QV_CHECK_EQ_STR(E.message,
+                  "cast from double to int32: row 0: float value 2.25 is not an "
+                  "integer");
   out = cast_to(fa, f16, QV_OK); /* 2.25 is exact in binary16 */
   qv_array *back = out ? cast_to(out, f32, QV_OK) : NULL;
   if (back) {
@@ -171,8 +176,9 @@ static void test_strings(void) {
   qv_array *huge = tb_array(qv_type_new(QV_LARGE_STRING), 1, 3, bufs, 0, NULL);
   qv_array *h = NULL;
   QV_CHECK(qv_array_cast(huge, st, &h, &E) == QV_ERANGE);
-  QV_CHECK_EQ_STR(E.message, "cast from large_string to string: 3000000000 bytes/values do not "
-                             "fit 32-bit offsets");
+  QV_CHECK_EQ_STR(E.message,
+                  "cast from large_string to string: 3000000000 bytes/values do not "
+                  "fit 32-bit offsets");
   qv_array_unref(huge);
   qv_array_unref(ba_sl);
   qv_array_unref(ba);
@@ -233,8 +239,9 @@ static void test_temporal(void) {
   ts = cast_to(ms, tms, QV_OK); /* int64 -> timestamp: zero copy */
   if (ts) QV_CHECK(ts->buffers[1] == ms->buffers[1]);
   qv_array *out = ts ? cast_to(ts, ts_s, QV_ERANGE) : NULL;
-  QV_CHECK_EQ_STR(E.message, "cast from timestamp[ms, tz=UTC] to timestamp[s] would lose data: "
-                             "row 0: value 1500");
+  QV_CHECK_EQ_STR(E.message,
+                  "cast from timestamp[ms, tz=UTC] to timestamp[s] would lose data: "
+                  "row 0: value 1500");
   qv_array *tail = NULL;
   if (ts) QV_CHECK(qv_array_slice(ts, 1, 2, &tail, NULL) == QV_OK);
   out = tail ? cast_to(tail, ts_s, QV_OK) : NULL;
@@ -246,8 +253,9 @@ static void test_temporal(void) {
   int64_t huge[1] = {INT64_MAX / 10};
   qv_array *hs = ints(QV_INT64, huge, 1, NULL), *hts = cast_to(hs, ts_s, QV_OK);
   out = hts ? cast_to(hts, tns, QV_ERANGE) : NULL;
-  QV_CHECK_EQ_STR(E.message, "cast from timestamp[s] to timestamp[ns, tz=Europe/Paris]: row 0: "
-                             "value 922337203685477580 overflows");
+  QV_CHECK_EQ_STR(E.message,
+                  "cast from timestamp[s] to timestamp[ns, tz=Europe/Paris]: row 0: "
+                  "value 922337203685477580 overflows");
   /* dates */
   int64_t days[2] = {1, -2};
   qv_array *d32 = ints(QV_DATE32, days, 2, NULL);
@@ -315,8 +323,9 @@ static void test_nested(void) {
   /* unsupported pairs name both types */
   qv_type *i64 = orc_t(QV_INT64);
   out = cast_to(s, i64, QV_ENOTSUP);
-  QV_CHECK_EQ_STR(E.message, "cast from struct<c0: int8, c1: string, c2: list<item: int64>> to "
-                             "int64 is not supported");
+  QV_CHECK_EQ_STR(E.message,
+                  "cast from struct<c0: int8, c1: string, c2: list<item: int64>> to "
+                  "int64 is not supported");
   qv_type_unref(i64);
   qv_array_unref(f);
   qv_type_unref(ft);
@@ -410,15 +419,17 @@ static void test_table_cast(void) {
   QV_CHECK(qv_type_add_child(t3, "s", true, qv_type_new(QV_STRING), NULL, NULL) == QV_OK);
   qv_schema *narrow = qv_schema_new(t3);
   QV_CHECK(qv_table_cast(t, narrow, &r, &E) == QV_ERANGE);
-  QV_CHECK_EQ_STR(E.message, "cast: column 'n': cast from int64 to int8: row 3: value 400 is "
-                             "out of range [-128, 127]");
+  QV_CHECK_EQ_STR(E.message,
+                  "cast: column 'n': cast from int64 to int8: row 3: value 400 is "
+                  "out of range [-128, 127]");
   qv_type *t4 = qv_type_new(QV_STRUCT);
   QV_CHECK(qv_type_add_child(t4, "m", true, qv_type_new(QV_INT8), NULL, NULL) == QV_OK);
   QV_CHECK(qv_type_add_child(t4, "s", true, qv_type_new(QV_STRING), NULL, NULL) == QV_OK);
   qv_schema *renamed = qv_schema_new(t4);
   QV_CHECK(qv_table_cast(t, renamed, &r, &E) == QV_EARG);
-  QV_CHECK_EQ_STR(E.message, "cast: target field 0 is named 'm', the column 'n' (names must "
-                             "match; rename first)");
+  QV_CHECK_EQ_STR(E.message,
+                  "cast: target field 0 is named 'm', the column 'n' (names must "
+                  "match; rename first)");
   qv_schema_unref(renamed);
   qv_schema_unref(narrow);
   qv_schema_unref(target);

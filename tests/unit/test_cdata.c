@@ -50,8 +50,7 @@ static qv_array *view_array(qv_type_id id) {
 }
 
 static qv_type *union_type(qv_type_id id, int32_t c0, int32_t c1) {
-  qv_type *t = tb_child(tb_child(tb_type(id), "i", tb_type(QV_INT32)), "s",
-                        tb_type(QV_STRING));
+  qv_type *t = tb_child(tb_child(tb_type(id), "i", tb_type(QV_INT32)), "s", tb_type(QV_STRING));
   t->type_codes = malloc(2 * sizeof(int32_t));
   t->type_codes[0] = c0;
   t->type_codes[1] = c1;
@@ -93,10 +92,8 @@ static int build_samples(qv_array **s, const char **expect_format) {
   ADD(tb_prim(with_unit(QV_TIME64, QV_NANO), 1, NULL, i64 + 2, 8), "ttn");
   ADD(tb_prim(qv_type_timestamp(QV_MICRO, "UTC"), 4, NULL, i64, 32), "tsu:UTC");
   ADD(tb_prim(qv_type_timestamp(QV_SECOND, NULL), 4, NULL, i64, 32), "tss:");
-  ADD(tb_prim(qv_type_timestamp(QV_MILLI, "+05:30"), 1, NULL, i64, 8),
-      "tsm:+05:30");
-  ADD(tb_prim(qv_type_timestamp(QV_NANO, "Europe/Paris"), 1, NULL, i64, 8),
-      "tsn:Europe/Paris");
+  ADD(tb_prim(qv_type_timestamp(QV_MILLI, "+05:30"), 1, NULL, i64, 8), "tsm:+05:30");
+  ADD(tb_prim(qv_type_timestamp(QV_NANO, "Europe/Paris"), 1, NULL, i64, 8), "tsn:Europe/Paris");
   ADD(tb_prim(with_unit(QV_DURATION, QV_SECOND), 2, NULL, i64, 16), "tDs");
   ADD(tb_prim(with_unit(QV_DURATION, QV_MILLI), 2, NULL, i64, 16), "tDm");
   ADD(tb_prim(with_unit(QV_DURATION, QV_MICRO), 2, NULL, i64, 16), "tDu");
@@ -119,34 +116,27 @@ static int build_samples(qv_array **s, const char **expect_format) {
   int32_t offs[] = {0, 2, 2, 4};
   qv_array *c = i32s(4, i32v, "1101");
   qv_buffer *lb[2] = {tb_bits("101"), tb_buf(offs, 16)};
-  ADD(tb_array(qv_type_list_of(QV_LIST, tb_type(QV_INT32)), 3, 2, lb, 1, &c),
-      "+l");
+  ADD(tb_array(qv_type_list_of(QV_LIST, tb_type(QV_INT32)), 3, 2, lb, 1, &c), "+l");
   int64_t loffs[] = {1, 3};
   c = i32s(4, i32v, NULL);
   qv_buffer *llb[2] = {NULL, tb_buf(loffs, 16)};
-  ADD(tb_array(qv_type_list_of(QV_LARGE_LIST, tb_type(QV_INT32)), 1, 2, llb, 1,
-               &c),
-      "+L");
+  ADD(tb_array(qv_type_list_of(QV_LARGE_LIST, tb_type(QV_INT32)), 1, 2, llb, 1, &c), "+L");
   int32_t vo[] = {2, 0}, vs[] = {2, 1};
   c = i32s(4, i32v, NULL);
   qv_buffer *vb[3] = {NULL, tb_buf(vo, 8), tb_buf(vs, 8)};
-  ADD(tb_array(qv_type_list_of(QV_LIST_VIEW, tb_type(QV_INT32)), 2, 3, vb, 1,
-               &c),
-      "+vl");
+  ADD(tb_array(qv_type_list_of(QV_LIST_VIEW, tb_type(QV_INT32)), 2, 3, vb, 1, &c), "+vl");
   int64_t lvo[] = {3}, lvs[] = {1};
   c = i32s(4, i32v, NULL);
   qv_buffer *lvb[3] = {NULL, tb_buf(lvo, 8), tb_buf(lvs, 8)};
-  ADD(tb_array(qv_type_list_of(QV_LARGE_LIST_VIEW, tb_type(QV_INT32)), 1, 3,
-               lvb, 1, &c),
-      "+vL");
+  ADD(tb_array(qv_type_list_of(QV_LARGE_LIST_VIEW, tb_type(QV_INT32)), 1, 3, lvb, 1, &c), "+vL");
   qv_type *ft = qv_type_list_of(QV_FIXED_SIZE_LIST, tb_type(QV_INT32));
   ft->list_size = 2;
   c = i32s(4, i32v, NULL);
   qv_buffer *fb[1] = {tb_bits("01")};
   ADD(tb_array(ft, 2, 1, fb, 1, &c), "+w:2");
   qv_array *kids[2] = {i32s(2, i32v, NULL), tb_str(QV_STRING, 2, strs, NULL)};
-  qv_type *st = tb_child(tb_child(tb_type(QV_STRUCT), "x", tb_type(QV_INT32)),
-                         "y", tb_type(QV_STRING));
+  qv_type *st =
+      tb_child(tb_child(tb_type(QV_STRUCT), "x", tb_type(QV_INT32)), "y", tb_type(QV_STRING));
   qv_buffer *sb[1] = {tb_bits("10")};
   ADD(tb_array(st, 2, 1, sb, 2, kids), "+s");
   /* map<string, int32> with sorted keys */
@@ -157,7 +147,8 @@ static int build_samples(qv_array **s, const char **expect_format) {
   tb_child(et, "value", tb_type(QV_INT32));
   qv_array *entries = tb_array(et, 2, 1, (qv_buffer *[]){NULL}, 2, ek);
   qv_type *mt = tb_type(QV_MAP);
-  QV_CHECK(qv_type_add_child(mt, "entries", false, qv_type_ref(entries->type), NULL, NULL) == QV_OK);
+  QV_CHECK(qv_type_add_child(mt, "entries", false, qv_type_ref(entries->type), NULL, NULL) ==
+           QV_OK);
   mt->keys_sorted = true;
   int32_t mo[] = {0, 2, 2};
   qv_buffer *mb[2] = {tb_bits("10"), tb_buf(mo, 12)};
@@ -213,8 +204,7 @@ static char *render(const qv_array *a) {
 /* Every non-NULL buffer of `b` (recursively) has the same bytes address
  * as the matching buffer of `a`: nothing was copied. */
 static bool same_buffers(const qv_array *a, const qv_array *b) {
-  if (a->n_buffers != b->n_buffers || a->n_children != b->n_children)
-    return false;
+  if (a->n_buffers != b->n_buffers || a->n_children != b->n_children) return false;
   for (int32_t i = 0; i < a->n_buffers; i++) {
     if (!a->buffers[i] || !b->buffers[i]) {
       if ((a->buffers[i] == NULL) != (b->buffers[i] == NULL)) return false;
@@ -260,8 +250,7 @@ static void test_format_strings(void) {
       QV_CHECK_EQ_INT(sch.flags, ARROW_FLAG_NULLABLE);
       QV_CHECK(sch.dictionary == NULL);
     }
-    QV_CHECK_EQ_INT(qv_cdata_format(s[i]->type, buf, sizeof buf),
-                    (long long)strlen(fmt[i]));
+    QV_CHECK_EQ_INT(qv_cdata_format(s[i]->type, buf, sizeof buf), (long long)strlen(fmt[i]));
     sch.release(&sch);
     QV_CHECK(sch.release == NULL);
     qv_array_unref(s[i]);
@@ -274,9 +263,10 @@ static void test_metadata_bytes(void) {
   QV_CHECK(qv_metadata_append(&f.metadata, "k\0b", 3, "", 0, NULL) == QV_OK);
   struct ArrowSchema sch;
   QV_REQUIRE(qv_export_field(&f, &sch, NULL) == QV_OK);
-  static const char want[] = "\x02\x00\x00\x00"
-                             "\x04\x00\x00\x00key1\x06\x00\x00\x00value1"
-                             "\x03\x00\x00\x00k\0b\x00\x00\x00\x00";
+  static const char want[] =
+      "\x02\x00\x00\x00"
+      "\x04\x00\x00\x00key1\x06\x00\x00\x00value1"
+      "\x03\x00\x00\x00k\0b\x00\x00\x00\x00";
   QV_CHECK(memcmp(sch.metadata, want, sizeof want - 1) == 0);
   QV_CHECK_EQ_INT(sch.flags, 0);
   qv_field back;
@@ -340,8 +330,8 @@ static void test_round_trip_every_type(void) {
         QV_CHECK(strstr(want, "<error") == NULL);
         if (getenv("QV_TEST_VERBOSE")) fprintf(stderr, "%s %s\n", fmt[i], got);
         if (strcmp(want, got) != 0) {
-          fprintf(stderr, "format %s sliced=%d:\n  want %s\n  got  %s\n",
-                  fmt[i], sliced, want, got);
+          fprintf(stderr, "format %s sliced=%d:\n  want %s\n  got  %s\n", fmt[i], sliced, want,
+                  got);
           QV_CHECK(false);
         }
         free(want);
@@ -393,8 +383,8 @@ static void test_release_order(void) {
     int32_t v[] = {7, 8, 9};
     const char *s[] = {"p", "q", NULL};
     qv_array *kids[2] = {i32s(3, v, NULL), tb_str(QV_STRING, 3, s, NULL)};
-    qv_type *st = tb_child(tb_child(tb_type(QV_STRUCT), "x", tb_type(QV_INT32)),
-                           "y", tb_type(QV_STRING));
+    qv_type *st =
+        tb_child(tb_child(tb_type(QV_STRUCT), "x", tb_type(QV_INT32)), "y", tb_type(QV_STRING));
     qv_array *a = tb_array(st, 3, 1, (qv_buffer *[]){NULL}, 2, kids);
     struct ArrowArray arr;
     QV_REQUIRE(qv_export_array(a, &arr, NULL) == QV_OK);
@@ -478,8 +468,7 @@ static void test_foreign_producer_lifetime(void) {
   struct ArrowArray h = {3, 0, 0, 3, 0, holes, NULL, NULL, foreign_release, NULL};
   g_released = 0;
   QV_CHECK_EQ_INT(qv_import_array(&h, t, &a, &err), QV_EINVAL);
-  QV_CHECK_EQ_STR(err.message,
-                  "imported array: buffer 2 is NULL but needs 8 bytes");
+  QV_CHECK_EQ_STR(err.message, "imported array: buffer 2 is NULL but needs 8 bytes");
   QV_CHECK_EQ_INT(g_released, 1);
   qv_type_unref(t);
 }
@@ -493,8 +482,7 @@ static void test_import_errors(void) {
   qv_type *str = tb_type(QV_STRING);
   qv_array *out = NULL;
   QV_CHECK_EQ_INT(qv_import_array(&arr, str, &out, &err), QV_EINVAL);
-  QV_CHECK_EQ_STR(err.message,
-                  "imported array: type string expects 3 buffers, found 2");
+  QV_CHECK_EQ_STR(err.message, "imported array: type string expects 3 buffers, found 2");
   QV_CHECK(arr.release == NULL); /* released on failure too */
   QV_CHECK(out == NULL);
   QV_CHECK_EQ_INT(qv_import_array(&arr, str, &out, &err), QV_EARG);
@@ -504,14 +492,14 @@ static void test_import_errors(void) {
   QV_REQUIRE(qv_export_array(a, &arr, NULL) == QV_OK);
   arr.null_count = 1;
   QV_CHECK_EQ_INT(qv_import_array(&arr, a->type, &out, &err), QV_EINVAL);
-  QV_CHECK_EQ_STR(err.message, "imported array: null_count is 1 but the "
-                               "validity buffer is NULL");
+  QV_CHECK_EQ_STR(err.message,
+                  "imported array: null_count is 1 but the "
+                  "validity buffer is NULL");
   qv_type_unref(str);
   qv_array_unref(a);
 
   /* bad format strings */
-  static const char *bad[] = {"d:1", "w:x", "+w:", "tsx:", "q", "+ud:1,2",
-                              "d:10,2,100", "tt"};
+  static const char *bad[] = {"d:1", "w:x", "+w:", "tsx:", "q", "+ud:1,2", "d:10,2,100", "tt"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     qv_field f = {(char *)"x", true, tb_type(QV_INT32), {0, NULL}};
     struct ArrowSchema sch;
@@ -532,7 +520,8 @@ static void test_import_errors(void) {
   QV_CHECK(qv_import_field(&sch, &back, &err) == QV_EINVAL);
   QV_CHECK_EQ_STR(err.message, "unknown or malformed format string 'q'");
   /* schema import wants a struct */
-  QV_REQUIRE(qv_export_field(&(qv_field){(char *)"x", true, str = tb_type(QV_INT32), {0, NULL}}, &sch, NULL) == QV_OK);
+  QV_REQUIRE(qv_export_field(&(qv_field){(char *)"x", true, str = tb_type(QV_INT32), {0, NULL}},
+                             &sch, NULL) == QV_OK);
   qv_type_unref(str);
   qv_schema *schema = NULL;
   QV_CHECK_EQ_INT(qv_import_schema(&sch, &schema, &err), QV_EINVAL);
@@ -577,8 +566,8 @@ static void ts_release(struct ArrowArrayStream *s) {
 
 static void make_stream(struct ArrowArrayStream *s, int fail_at) {
   test_stream *t = calloc(1, sizeof *t);
-  qv_type *st = tb_child(tb_child(tb_type(QV_STRUCT), "n", tb_type(QV_INT32)),
-                         "s", tb_type(QV_STRING));
+  qv_type *st =
+      tb_child(tb_child(tb_type(QV_STRUCT), "n", tb_type(QV_INT32)), "s", tb_type(QV_STRING));
   t->schema = qv_schema_new(st);
   QV_CHECK(qv_metadata_append(&t->schema->metadata, "origin", 6, "test", 4, NULL) == QV_OK);
   t->n = 3;
@@ -626,8 +615,9 @@ static void test_stream_import(void) {
   /* a producer error surfaces with its text */
   make_stream(&s, 2);
   QV_CHECK_EQ_INT(qv_import_stream(&s, &schema, &batches, &n, &err), QV_EIO);
-  QV_CHECK_EQ_STR(err.message, "C stream get_next failed (Input/output error): "
-                               "disk on fire at batch 2");
+  QV_CHECK_EQ_STR(err.message,
+                  "C stream get_next failed (Input/output error): "
+                  "disk on fire at batch 2");
   QV_CHECK(s.release == NULL);
 }
 

@@ -10,8 +10,7 @@
 #include "ipc/ipc_internal.h"
 #include "qv_test.h"
 
-static const qv_compression codecs[] = {QV_COMPRESSION_LZ4_FRAME,
-                                        QV_COMPRESSION_ZSTD};
+static const qv_compression codecs[] = {QV_COMPRESSION_LZ4_FRAME, QV_COMPRESSION_ZSTD};
 static const char *codec_names[] = {"LZ4_FRAME", "ZSTD"};
 
 static void fill(uint8_t *p, int64_t n, uint32_t seed) {
@@ -53,8 +52,7 @@ static void test_round_trip(void) {
       /* Oracle: the codec library decodes the frame to the input. */
       uint8_t *dec = malloc((size_t)n);
       if (codecs[c] == QV_COMPRESSION_ZSTD) {
-        size_t got = ZSTD_decompress(dec, (size_t)n, comp->data + 8,
-                                     (size_t)comp->size - 8);
+        size_t got = ZSTD_decompress(dec, (size_t)n, comp->data + 8, (size_t)comp->size - 8);
         QV_CHECK(!ZSTD_isError(got) && got == (size_t)n);
       } else {
         LZ4F_dctx *d = NULL;
@@ -89,10 +87,8 @@ static void test_empty(void) {
   for (int c = 0; c < 2; c++) {
     uint8_t frame[64];
     size_t n;
-    if (codecs[c] == QV_COMPRESSION_ZSTD)
-      n = ZSTD_compress(frame + 8, sizeof frame - 8, "", 0, 1);
-    else
-      n = LZ4F_compressFrame(frame + 8, sizeof frame - 8, "", 0, NULL);
+    if (codecs[c] == QV_COMPRESSION_ZSTD) n = ZSTD_compress(frame + 8, sizeof frame - 8, "", 0, 1);
+    else n = LZ4F_compressFrame(frame + 8, sizeof frame - 8, "", 0, NULL);
     put_le64(frame, 0);
     comp = wrap_copy(frame, (int64_t)n + 8);
     QV_REQUIRE(qv_ipc_decompress(codecs[c], comp, 0, &back, &err) == QV_OK);
@@ -122,8 +118,7 @@ static void test_bad_prefix(void) {
   qv_error err;
   qv_buffer *out = NULL;
   qv_buffer *shortb = wrap_copy("abc", 3);
-  QV_CHECK_EQ_INT(qv_ipc_decompress(QV_COMPRESSION_ZSTD, shortb, 0, &out, &err),
-                  QV_EINVAL);
+  QV_CHECK_EQ_INT(qv_ipc_decompress(QV_COMPRESSION_ZSTD, shortb, 0, &out, &err), QV_EINVAL);
   QV_CHECK_EQ_STR(err.message,
                   "ZSTD: compressed buffer of 3 bytes is shorter than its "
                   "8-byte length prefix");
@@ -131,8 +126,7 @@ static void test_bad_prefix(void) {
   uint8_t raw[16] = {0};
   put_le64(raw, -5);
   qv_buffer *neg = wrap_copy(raw, 16);
-  QV_CHECK_EQ_INT(qv_ipc_decompress(QV_COMPRESSION_LZ4_FRAME, neg, 0, &out, &err),
-                  QV_EINVAL);
+  QV_CHECK_EQ_INT(qv_ipc_decompress(QV_COMPRESSION_LZ4_FRAME, neg, 0, &out, &err), QV_EINVAL);
   QV_CHECK_EQ_STR(err.message, "LZ4_FRAME: negative uncompressed length -5");
   qv_buffer_unref(neg);
   QV_CHECK(out == NULL);
@@ -178,15 +172,13 @@ static void test_size_mismatch(void) {
     /* Declared shorter than the frame decodes to: never written past. */
     put_le64(comp->data, 99);
     QV_CHECK_EQ_INT(qv_ipc_decompress(codecs[c], comp, 0, &out, &err), QV_EINVAL);
-    snprintf(expect, sizeof expect,
-             "%s: frame decodes to more than the declared 99 bytes",
+    snprintf(expect, sizeof expect, "%s: frame decodes to more than the declared 99 bytes",
              codec_names[c]);
     QV_CHECK_EQ_STR(err.message, expect);
     /* Declared longer. */
     put_le64(comp->data, 101);
     QV_CHECK_EQ_INT(qv_ipc_decompress(codecs[c], comp, 0, &out, &err), QV_EINVAL);
-    snprintf(expect, sizeof expect,
-             "%s: frame decodes to 100 bytes but 101 were declared",
+    snprintf(expect, sizeof expect, "%s: frame decodes to 100 bytes but 101 were declared",
              codec_names[c]);
     QV_CHECK_EQ_STR(err.message, expect);
     QV_CHECK(out == NULL);
@@ -206,18 +198,15 @@ static void test_corrupt_frames(void) {
   qv_buffer *j = wrap_copy(junk, sizeof junk);
   QV_CHECK_EQ_INT(qv_ipc_decompress(QV_COMPRESSION_ZSTD, j, 0, &out, &err), QV_EINVAL);
   QV_CHECK(strncmp(err.message, "ZSTD: corrupt frame: ", 21) == 0);
-  QV_CHECK_EQ_INT(qv_ipc_decompress(QV_COMPRESSION_LZ4_FRAME, j, 0, &out, &err),
-                  QV_EINVAL);
+  QV_CHECK_EQ_INT(qv_ipc_decompress(QV_COMPRESSION_LZ4_FRAME, j, 0, &out, &err), QV_EINVAL);
   QV_CHECK(strncmp(err.message, "LZ4_FRAME: corrupt frame: ", 26) == 0);
   qv_buffer_unref(j);
   /* Truncated LZ4 frame. */
   QV_REQUIRE(qv_ipc_compress(QV_COMPRESSION_LZ4_FRAME, 0, src, 5000, &comp, &err) == QV_OK);
   qv_buffer *t = wrap_copy(comp->data, comp->size - 5);
-  QV_CHECK_EQ_INT(qv_ipc_decompress(QV_COMPRESSION_LZ4_FRAME, t, 0, &out, &err),
-                  QV_EINVAL);
+  QV_CHECK_EQ_INT(qv_ipc_decompress(QV_COMPRESSION_LZ4_FRAME, t, 0, &out, &err), QV_EINVAL);
   char expect[100];
-  snprintf(expect, sizeof expect,
-           "LZ4_FRAME: truncated frame (%lld input bytes consumed)",
+  snprintf(expect, sizeof expect, "LZ4_FRAME: truncated frame (%lld input bytes consumed)",
            (long long)(comp->size - 13));
   QV_CHECK_EQ_STR(err.message, expect);
   qv_buffer_unref(t);
@@ -255,7 +244,8 @@ static void test_decompress_prefix(void) {
     for (size_t k = 0; k < sizeof lens / sizeof lens[0]; k++) {
       memset(dst, 0xAB, (size_t)n + 1);
       qv_status st = qv_ipc_decompress_into(codecs[c], comp, dst, lens[k], &err);
-      if (st != QV_OK) fprintf(stderr, "%s %lld: %s\n", codec_names[c], (long long)lens[k], err.message);
+      if (st != QV_OK)
+        fprintf(stderr, "%s %lld: %s\n", codec_names[c], (long long)lens[k], err.message);
       QV_CHECK(st == QV_OK);
       QV_CHECK(memcmp(dst, src, (size_t)lens[k]) == 0);
       QV_CHECK(dst[lens[k]] == 0xAB); /* nothing written past the prefix */

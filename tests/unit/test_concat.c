@@ -165,8 +165,9 @@ static void test_concat_errors(void) {
   in[0] = fake_string(s, 1500000000);
   in[1] = fake_string(s, 1500000000);
   QV_CHECK_EQ_INT(qv_array_concat(in, 2, &out, &err), QV_ERANGE);
-  QV_CHECK_EQ_STR(err.message, "concat: combined string data needs offset 3000000000, beyond "
-                               "the 32-bit offset limit 2147483647; use the large_ variant");
+  QV_CHECK_EQ_STR(err.message,
+                  "concat: combined string data needs offset 3000000000, beyond "
+                  "the 32-bit offset limit 2147483647; use the large_ variant");
   qv_array_unref(in[0]);
   qv_array_unref(in[1]);
 
@@ -181,9 +182,10 @@ static void test_concat_errors(void) {
     in[i]->children[0] = orc_gen(l->children[0].type, 0);
   }
   QV_CHECK_EQ_INT(qv_array_concat(in, 2, &out, &err), QV_ERANGE);
-  QV_CHECK_EQ_STR(err.message, "concat: combined list<item: int8> data needs offset "
-                               "4000000000, beyond the 32-bit offset limit 2147483647; use "
-                               "the large_ variant");
+  QV_CHECK_EQ_STR(err.message,
+                  "concat: combined list<item: int8> data needs offset "
+                  "4000000000, beyond the 32-bit offset limit 2147483647; use "
+                  "the large_ variant");
   qv_array_unref(in[0]);
   qv_array_unref(in[1]);
 
@@ -201,8 +203,9 @@ static void test_concat_errors(void) {
     in[i]->length = 20000;
   }
   QV_CHECK_EQ_INT(qv_array_concat(in, 2, &out, &err), QV_ERANGE);
-  QV_CHECK_EQ_STR(err.message, "concat: run-end encoded length 40000 does not fit run end "
-                               "type int16");
+  QV_CHECK_EQ_STR(err.message,
+                  "concat: run-end encoded length 40000 does not fit run end "
+                  "type int16");
   /* ...but a slice of each fits, with partial first and last runs. */
   qv_array *s0 = NULL, *s1 = NULL;
   QV_CHECK(qv_array_slice(in[0], 100, 50, &s0, NULL) == QV_OK);
@@ -228,8 +231,9 @@ static void test_concat_errors(void) {
     in[i]->dictionary = orc_gen(d->value_type, 120);
   }
   QV_CHECK_EQ_INT(qv_array_concat(in, 2, &out, &err), QV_ERANGE);
-  QV_CHECK_EQ_STR(err.message, "concat: dictionary index 220 (array 1, row 0) does not fit "
-                               "index type int8 (max 127)");
+  QV_CHECK_EQ_STR(err.message,
+                  "concat: dictionary index 220 (array 1, row 0) does not fit "
+                  "index type int8 (max 127)");
   qv_array_unref(in[0]);
   qv_array_unref(in[1]);
 

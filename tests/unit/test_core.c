@@ -5,8 +5,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "qv_test.h"
 #include "quiver/array.h"
+#include "qv_test.h"
 
 static void test_error_text(void) {
   qv_error err;
@@ -80,12 +80,14 @@ static void test_types(void) {
   qv_type *s = qv_type_new(QV_STRUCT);
   QV_REQUIRE(s != NULL);
   QV_CHECK(qv_type_add_child(s, "a", true, qv_type_new(QV_INT32), NULL, NULL) == QV_OK);
-  QV_CHECK(qv_type_add_child(s, "t", false, qv_type_timestamp(QV_MILLI, "UTC"), NULL, NULL) == QV_OK);
-  QV_CHECK(qv_type_add_child(s, "l", true, qv_type_list_of(QV_LIST, qv_type_new(QV_STRING)),
-                             NULL, NULL) == QV_OK);
+  QV_CHECK(qv_type_add_child(s, "t", false, qv_type_timestamp(QV_MILLI, "UTC"), NULL, NULL) ==
+           QV_OK);
+  QV_CHECK(qv_type_add_child(s, "l", true, qv_type_list_of(QV_LIST, qv_type_new(QV_STRING)), NULL,
+                             NULL) == QV_OK);
   char buf[256];
   qv_type_to_string(s, buf, sizeof buf);
-  QV_CHECK_EQ_STR(buf, "struct<a: int32, t: timestamp[ms, tz=UTC] not null, l: list<item: string>>");
+  QV_CHECK_EQ_STR(buf,
+                  "struct<a: int32, t: timestamp[ms, tz=UTC] not null, l: list<item: string>>");
   qv_schema *sch = qv_schema_new(s);
   QV_CHECK_EQ_INT(qv_schema_find(sch, "l"), 2);
   QV_CHECK_EQ_INT(qv_schema_find(sch, "zz"), -1);

@@ -25,22 +25,21 @@
 
 #include "core/atomic_internal.h"
 #include "dataset/dataset_internal.h" /* qv_ds_args_digest */
-#include "qv_build.h"
-#include "qv_test.h"
 #include "quiver/dataset.h"
 #include "quiver/random.h"
 #include "quiver/writer.h"
+#include "qv_build.h"
+#include "qv_test.h"
 
 static qv_error E;
 
-#define OK(expr)                                                                          \
-  do {                                                                                    \
-    E.message[0] = '\0';                                                                  \
-    qv_status ok_st_ = (expr);                                                            \
-    if (ok_st_ != QV_OK)                                                                  \
-      fprintf(stderr, "%s:%d: %s -> %d: %s\n", __FILE__, __LINE__, #expr, (int)ok_st_,     \
-              E.message);                                                                 \
-    QV_REQUIRE(ok_st_ == QV_OK);                                                          \
+#define OK(expr)                                                                                   \
+  do {                                                                                             \
+    E.message[0] = '\0';                                                                           \
+    qv_status ok_st_ = (expr);                                                                     \
+    if (ok_st_ != QV_OK)                                                                           \
+      fprintf(stderr, "%s:%d: %s -> %d: %s\n", __FILE__, __LINE__, #expr, (int)ok_st_, E.message); \
+    QV_REQUIRE(ok_st_ == QV_OK);                                                                   \
   } while (0)
 
 static char tmp[256];
@@ -107,7 +106,8 @@ static qv_table *rows_table(int64_t n, int64_t per) {
   qv_schema *s = qv_schema_new(st);
   int64_t nb = (n + per - 1) / per;
   qv_array **b = calloc((size_t)(nb > 0 ? nb : 1), sizeof *b);
-  for (int64_t i = 0; i < nb; i++) b[i] = rows_batch(s->type, i * per, n - i * per < per ? n - i * per : per);
+  for (int64_t i = 0; i < nb; i++)
+    b[i] = rows_batch(s->type, i * per, n - i * per < per ? n - i * per : per);
   qv_table *t = NULL;
   if (qv_table_from_batches(s, b, nb, &t, &E) != QV_OK) abort();
   for (int64_t i = 0; i < nb; i++) qv_array_unref(b[i]);
@@ -158,7 +158,8 @@ static int64_t *column_a(qv_dataset *ds, int64_t bs) {
     }
     if (b == NULL) break;
     const qv_array *a = b->children[qv_schema_find(qv_dataset_schema(ds), "a")];
-    for (int64_t i = 0; i < b->length; i++) v[k++] = ((const int64_t *)a->buffers[1]->data)[a->offset + i];
+    for (int64_t i = 0; i < b->length; i++)
+      v[k++] = ((const int64_t *)a->buffers[1]->data)[a->offset + i];
     qv_array_unref(b);
   }
   qv_dataset_iter_free(it);
@@ -525,19 +526,23 @@ static void test_train_test_split(void) {
   /* errors as datasets words them */
   qv_split_size big = {QV_SIZE_COUNT, 0, 10}, one = {QV_SIZE_FRACTION, 1.0, 0};
   QV_CHECK(qv_dataset_train_test_split(ds, big, none, true, 0, NULL, &tr, &te, &E) == QV_EARG);
-  QV_CHECK_EQ_STR(E.message, "test_size=10 should be either positive and smaller than the "
-                             "number of samples 10 or a float in the (0, 1) range");
+  QV_CHECK_EQ_STR(E.message,
+                  "test_size=10 should be either positive and smaller than the "
+                  "number of samples 10 or a float in the (0, 1) range");
   QV_CHECK(qv_dataset_train_test_split(ds, one, none, true, 0, NULL, &tr, &te, &E) == QV_EARG);
-  QV_CHECK_EQ_STR(E.message, "test_size=1.0 should be either positive and smaller than the "
-                             "number of samples 10 or a float in the (0, 1) range");
+  QV_CHECK_EQ_STR(E.message,
+                  "test_size=1.0 should be either positive and smaller than the "
+                  "number of samples 10 or a float in the (0, 1) range");
   qv_split_size a6 = {QV_SIZE_FRACTION, 0.6, 0}, b6 = {QV_SIZE_FRACTION, 0.5, 0};
   QV_CHECK(qv_dataset_train_test_split(ds, a6, b6, true, 0, NULL, &tr, &te, &E) == QV_EARG);
-  QV_CHECK_EQ_STR(E.message, "The sum of test_size and train_size = 1.1, should be in the (0, 1) "
-                             "range. Reduce test_size and/or train_size.");
+  QV_CHECK_EQ_STR(E.message,
+                  "The sum of test_size and train_size = 1.1, should be in the (0, 1) "
+                  "range. Reduce test_size and/or train_size.");
   qv_split_size c7 = {QV_SIZE_COUNT, 0, 7}, c4 = {QV_SIZE_COUNT, 0, 4};
   QV_CHECK(qv_dataset_train_test_split(ds, c7, c4, true, 0, NULL, &tr, &te, &E) == QV_EARG);
-  QV_CHECK_EQ_STR(E.message, "The sum of train_size and test_size = 11, should be smaller than "
-                             "the number of samples 10. Reduce test_size and/or train_size.");
+  QV_CHECK_EQ_STR(E.message,
+                  "The sum of train_size and test_size = 11, should be smaller than "
+                  "the number of samples 10. Reduce test_size and/or train_size.");
   qv_dataset_unref(ds);
 }
 
@@ -579,15 +584,17 @@ static void test_flatten_and_save(void) {
     snprintf(info, sizeof info, "%s/dataset_info.json", out);
     FILE *fi = fopen(info, "w");
     QV_CHECK(fi != NULL);
-    fputs("{\"features\": {\"a\": {\"dtype\": \"int64\", \"_type\": \"Value\"}, "
-          "\"zz\": {\"dtype\": \"string\", \"_type\": \"Value\"}, "
-          "\"label\": {\"dtype\": \"int64\", \"_type\": \"Value\"}}}",
-          fi);
+    fputs(
+        "{\"features\": {\"a\": {\"dtype\": \"int64\", \"_type\": \"Value\"}, "
+        "\"zz\": {\"dtype\": \"string\", \"_type\": \"Value\"}, "
+        "\"label\": {\"dtype\": \"int64\", \"_type\": \"Value\"}}}",
+        fi);
     fclose(fi);
     qv_dataset *bad = NULL;
     QV_CHECK(qv_dataset_open(out, NULL, &bad, &E) == QV_EINVAL);
-    QV_CHECK(strstr(E.message, "features list column 'zz' where the data has column 't' "
-                               "(position 1)") != NULL);
+    QV_CHECK(strstr(E.message,
+                    "features list column 'zz' where the data has column 't' "
+                    "(position 1)") != NULL);
     QV_CHECK(bad == NULL);
   }
   qv_dataset_unref(back2);
@@ -664,8 +671,9 @@ static void test_columns(void) {
   QV_CHECK_EQ_STR(E.message, "remove_columns: column 'label' not in the dataset");
   /* cast: a -> int32 through features */
   qv_hf_feature *f = NULL;
-  const char *js = "{\"y\": {\"dtype\": \"int8\", \"_type\": \"Value\"}, \"a\": {\"dtype\": "
-                   "\"int32\", \"_type\": \"Value\"}}";
+  const char *js =
+      "{\"y\": {\"dtype\": \"int8\", \"_type\": \"Value\"}, \"a\": {\"dtype\": "
+      "\"int32\", \"_type\": \"Value\"}}";
   OK(qv_hf_features_parse(js, (int64_t)strlen(js), &f, &E));
   qv_dataset *cast = NULL;
   OK(qv_dataset_cast(sel, f, &cast, &E));
@@ -918,14 +926,16 @@ static void test_map(void) {
   const char *nope[] = {"zz"};
   mo.remove_columns = nope;
   QV_CHECK(qv_dataset_map(ds, &ex, &mo, NULL, &r, &E) == QV_EARG);
-  QV_CHECK_EQ_STR(E.message, "Column to remove ['zz'] not in the dataset. Current columns in the "
-                             "dataset: ['a', 't', 'label']");
+  QV_CHECK_EQ_STR(E.message,
+                  "Column to remove ['zz'] not in the dataset. Current columns in the "
+                  "dataset: ['a', 't', 'label']");
   mo.n_remove_columns = 0;
   mo.input_columns = nope;
   mo.n_input_columns = 1;
   QV_CHECK(qv_dataset_map(ds, &ex, &mo, NULL, &r, &E) == QV_EARG);
-  QV_CHECK_EQ_STR(E.message, "Input column ['zz'] not in the dataset. Current columns in the "
-                             "dataset: ['a', 't', 'label']");
+  QV_CHECK_EQ_STR(E.message,
+                  "Input column ['zz'] not in the dataset. Current columns in the "
+                  "dataset: ['a', 't', 'label']");
   /* one row per call (not batched) */
   memset(&mo, 0, sizeof mo);
   qv_dataset *one = NULL;
@@ -1014,8 +1024,7 @@ static void test_map_exprs(void) {
   pid_t gone = fork();
   if (gone == 0) _exit(0);
   waitpid(gone, NULL, 0);
-  snprintf(leftover, sizeof leftover, "%s/.quiver-map.tmp-quiver-%d-1-abcdef", scratch,
-           (int)gone);
+  snprintf(leftover, sizeof leftover, "%s/.quiver-map.tmp-quiver-%d-1-abcdef", scratch, (int)gone);
   QV_REQUIRE(mkdir(leftover, 0777) == 0);
   const char *saved = getenv("TMPDIR");
   char *saved_copy = saved ? strdup(saved) : NULL;
@@ -1105,8 +1114,9 @@ static void test_sort_and_unique(void) {
   qv_dataset *bad = NULL;
   const char *nope[] = {"nope"};
   QV_CHECK(qv_dataset_sort(s, nope, 1, NULL, QV_NULLS_AT_END, NULL, &bad, &E) == QV_EARG);
-  QV_CHECK_EQ_STR(E.message, "Column 'nope' not found in the dataset. Please provide a column "
-                             "selected in: ['a', 't', 'label']");
+  QV_CHECK_EQ_STR(E.message,
+                  "Column 'nope' not found in the dataset. Please provide a column "
+                  "selected in: ['a', 't', 'label']");
   /* unique: data order when the mapping is a permutation, mapped order otherwise */
   qv_array *u = NULL;
   OK(qv_dataset_unique(s, "label", &u, &E));
@@ -1224,8 +1234,8 @@ static void test_save_media_estimate(void) {
 }
 
 /* Write a bare indices file (no huggingface metadata) of `n` values. */
-static void write_indices(const char *path, const uint64_t *v, int64_t n,
-                          const uint8_t *validity, int64_t null_count) {
+static void write_indices(const char *path, const uint64_t *v, int64_t n, const uint8_t *validity,
+                          int64_t null_count) {
   qv_type *st = tb_type(QV_STRUCT);
   tb_child(st, "indices", tb_type(QV_UINT64));
   qv_schema *s = qv_schema_new(st);
@@ -1322,8 +1332,8 @@ static void test_indices_file(void) {
   int64_t r = 0;
   while (perm[r] < 10) r++;
   snprintf(want, sizeof want,
-           "%s: row %lld holds index %lld, outside the data's 10 rows (indices must be < 10)",
-           path, (long long)r, (long long)perm[r]);
+           "%s: row %lld holds index %lld, outside the data's 10 rows (indices must be < 10)", path,
+           (long long)r, (long long)perm[r]);
   QV_CHECK_EQ_STR(E.message, want);
   /* not an indices file; data that has a mapping already */
   snprintf(path2, sizeof path2, "%s/data.arrow", dir);
@@ -1519,8 +1529,9 @@ static void test_open_paths(void) {
   snprintf(cmd, sizeof cmd, "rm '%s/train/data-00000-of-00001.arrow'", dpath);
   QV_REQUIRE(system(cmd) == 0);
   QV_CHECK(qv_dataset_open(dpath, "train", &o, &E) == QV_EINVAL);
-  QV_CHECK(strstr(E.message, "train/state.json: _data_files[0].filename "
-                             "'data-00000-of-00001.arrow': no such file") != NULL);
+  QV_CHECK(strstr(E.message,
+                  "train/state.json: _data_files[0].filename "
+                  "'data-00000-of-00001.arrow': no such file") != NULL);
   qv_dataset_choice_reset(&ch);
   /* save_to_disk with more shards than rows fails as datasets' does
    * (shard `rows` would start past the end), writing nothing */

@@ -16,11 +16,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "qv_build.h"
-#include "qv_test.h"
 #include "quiver/ipc.h"
 #include "quiver/table.h"
 #include "quiver/writer.h"
+#include "qv_build.h"
+#include "qv_test.h"
 
 #define NCOLS 4
 #define ROWS ((int64_t)4 << 20) /* 32 MiB per int64 column */
@@ -148,7 +148,8 @@ static void check_projection(qv_compression comp, const char *file) {
   }
   for (int64_t i = 0; i < 3; i++) {
     int32_t la, lb;
-    const char *a = str_at(head->children[NCOLS], i, &la), *b = str_at(full->children[NCOLS], i, &lb);
+    const char *a = str_at(head->children[NCOLS], i, &la),
+               *b = str_at(full->children[NCOLS], i, &lb);
     QV_CHECK(la == lb && memcmp(a, b, (size_t)la) == 0);
   }
   int32_t l0;

@@ -10,9 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "qv_test.h"
 #include "quiver/array.h"
 #include "quiver/builder.h"
+#include "qv_test.h"
 
 #define OK(expr) QV_REQUIRE((expr) == QV_OK)
 
@@ -34,11 +34,13 @@ static qv_array *build_ints(qv_type_id id, const int64_t *v, int n) {
 }
 
 static void test_int_at_every_width(void) {
-  static const struct { qv_type_id id; int64_t lo, hi; } types[] = {
-      {QV_INT8, INT8_MIN, INT8_MAX},     {QV_UINT8, 0, UINT8_MAX},
-      {QV_INT16, INT16_MIN, INT16_MAX},  {QV_UINT16, 0, UINT16_MAX},
-      {QV_INT32, INT32_MIN, INT32_MAX},  {QV_UINT32, 0, UINT32_MAX},
-      {QV_INT64, INT64_MIN, INT64_MAX},  {QV_UINT64, 0, -1 /* UINT64_MAX */}};
+  static const struct {
+    qv_type_id id;
+    int64_t lo, hi;
+  } types[] = {{QV_INT8, INT8_MIN, INT8_MAX},    {QV_UINT8, 0, UINT8_MAX},
+               {QV_INT16, INT16_MIN, INT16_MAX}, {QV_UINT16, 0, UINT16_MAX},
+               {QV_INT32, INT32_MIN, INT32_MAX}, {QV_UINT32, 0, UINT32_MAX},
+               {QV_INT64, INT64_MIN, INT64_MAX}, {QV_UINT64, 0, -1 /* UINT64_MAX */}};
   for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
     int64_t v[6] = {types[t].lo, types[t].hi, 0, 1, types[t].lo + 1, types[t].hi - 1};
     if (types[t].id == QV_UINT64) v[5] = INT64_MAX;
@@ -89,8 +91,8 @@ static void test_dictionary_indices(void) {
 }
 
 static void test_offsets_and_views(void) {
-  static const char *const strs[] = {"", "x", "twelve bytes", "thirteen byte", "é",
-                                     "a string longer than any inline view"};
+  static const char *const strs[] = {
+      "", "x", "twelve bytes", "thirteen byte", "é", "a string longer than any inline view"};
   const int n = 6;
   static const qv_type_id ids[] = {QV_STRING, QV_LARGE_STRING, QV_BINARY, QV_STRING_VIEW};
   for (int t = 0; t < 4; t++) {
@@ -119,8 +121,8 @@ static void test_offsets_and_views(void) {
       } else {
         int64_t b0 = qv_array_offset_at(s, i), b1 = qv_array_offset_at(s, i + 1);
         QV_CHECK_EQ_INT(b1 - b0, len);
-        QV_CHECK_EQ_INT(b0, qv_load_offset(a->buffers[1]->data, ids[t] == QV_LARGE_STRING ? 8 : 4,
-                                           1 + i));
+        QV_CHECK_EQ_INT(
+            b0, qv_load_offset(a->buffers[1]->data, ids[t] == QV_LARGE_STRING ? 8 : 4, 1 + i));
         data = s->buffers[2]->data + b0;
       }
       QV_CHECK(len == 0 || memcmp(data, want, (size_t)len) == 0);
@@ -172,7 +174,8 @@ static void test_half_floats(void) {
 
 /* v as an nbytes little-endian two's complement integer (sign-extended). */
 static void le_bytes(int64_t v, int nbytes, uint8_t *out) {
-  for (int i = 0; i < nbytes; i++) out[i] = i < 8 ? (uint8_t)((uint64_t)v >> (8 * i)) : (v < 0 ? 0xff : 0);
+  for (int i = 0; i < nbytes; i++)
+    out[i] = i < 8 ? (uint8_t)((uint64_t)v >> (8 * i)) : (v < 0 ? 0xff : 0);
 }
 
 static void test_decimal_text(void) {
@@ -199,7 +202,8 @@ static void test_decimal_text(void) {
       memset(padded, '0', (size_t)zeros);
       memcpy(padded + zeros, digits, (size_t)nd + 1);
       int np = zeros + nd;
-      snprintf(want, sizeof want, "%s%.*s.%s", v < 0 ? "-" : "", np - scale, padded, padded + np - scale);
+      snprintf(want, sizeof want, "%s%.*s.%s", v < 0 ? "-" : "", np - scale, padded,
+               padded + np - scale);
     }
     if (strcmp(got, want) != 0 || n != (int)strlen(got)) {
       fprintf(stderr, "decimal%d %" PRId64 " scale %d: got '%s', want '%s'\n", nbytes * 8, v, scale,
@@ -208,8 +212,11 @@ static void test_decimal_text(void) {
       break;
     }
   }
-  static const struct { int64_t v; int32_t scale; const char *text; } small[] = {
-      {-5, 2, "-0.05"}, {0, 3, "0.000"}, {7, 1, "0.7"}, {-120, 0, "-120"}, {3, -3, "3e3"}};
+  static const struct {
+    int64_t v;
+    int32_t scale;
+    const char *text;
+  } small[] = {{-5, 2, "-0.05"}, {0, 3, "0.000"}, {7, 1, "0.7"}, {-120, 0, "-120"}, {3, -3, "3e3"}};
   for (size_t k = 0; k < sizeof small / sizeof small[0]; k++) {
     le_bytes(small[k].v, 16, b);
     qv_decimal_to_string(b, 16, small[k].scale, got);
@@ -219,11 +226,13 @@ static void test_decimal_text(void) {
   memset(b, 0xff, 32);
   b[31] = 0x7f;
   qv_decimal_to_string(b, 32, 0, got);
-  QV_CHECK_EQ_STR(got, "57896044618658097711785492504343953926634992332820282019728792003956564819967");
+  QV_CHECK_EQ_STR(got,
+                  "57896044618658097711785492504343953926634992332820282019728792003956564819967");
   memset(b, 0, 32);
   b[31] = 0x80;
   qv_decimal_to_string(b, 32, 76, got);
-  QV_CHECK_EQ_STR(got, "-5.7896044618658097711785492504343953926634992332820282019728792003956564819968");
+  QV_CHECK_EQ_STR(
+      got, "-5.7896044618658097711785492504343953926634992332820282019728792003956564819968");
 }
 
 int main(void) {

@@ -19,8 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "quiver/expr.h"
 #include "array_oracle.h"
+#include "quiver/expr.h"
 #include "qv_test.h"
 
 /* ======================================================================== */
@@ -43,17 +43,17 @@ static char *render(const char *text) {
   return s;
 }
 
-#define CHECK_RENDER(text, want)                                                \
-  do {                                                                          \
-    char *got_ = render(text);                                                  \
-    QV_CHECK_EQ_STR(got_, want);                                                \
-    /* The rendering parses back to itself. */                                 \
-    if (strncmp(got_, "ERR", 3) != 0) {                                         \
-      char *again_ = render(got_);                                              \
-      QV_CHECK_EQ_STR(again_, got_);                                            \
-      free(again_);                                                             \
-    }                                                                           \
-    free(got_);                                                                 \
+#define CHECK_RENDER(text, want)                                                                   \
+  do {                                                                                             \
+    char *got_ = render(text);                                                                     \
+    QV_CHECK_EQ_STR(got_, want);                                                                   \
+    /* The rendering parses back to itself. */                                                     \
+    if (strncmp(got_, "ERR", 3) != 0) {                                                            \
+      char *again_ = render(got_);                                                                 \
+      QV_CHECK_EQ_STR(again_, got_);                                                               \
+      free(again_);                                                                                \
+    }                                                                                              \
+    free(got_);                                                                                    \
   } while (0)
 
 static void test_precedence(void) {
@@ -112,7 +112,8 @@ static void test_constructs(void) {
   CHECK_RENDER("`a``b` + `and` + `x`", "((`a``b` + `and`) + x)");
   CHECK_RENDER("a.b.c", "a.b.c");
   CHECK_RENDER("`a.b`.c", "`a.b`.c");
-  CHECK_RENDER("s == 'it\\'s\\n\\t\\\\ \\x41\\u00e9\\0'", "(s == 'it\\'s\\n\\t\\\\ A\xc3\xa9\\x00')");
+  CHECK_RENDER("s == 'it\\'s\\n\\t\\\\ \\x41\\u00e9\\0'",
+               "(s == 'it\\'s\\n\\t\\\\ A\xc3\xa9\\x00')");
   CHECK_RENDER("s == \"say \\\"hi\\\"\"", "(s == 'say \"hi\"')");
   CHECK_RENDER("x == 1.5e3 or y == .5 or z == 1e20 or w == -0.0 or v == 2.",
                "(((((x == 1500.0) or (y == 0.5)) or (z == 1e+20)) or (w == -0.0)) or (v == 2.0))");
@@ -152,12 +153,14 @@ static void test_parse_errors(void) {
   CHECK_RENDER("x in (1 2)",
                "ERR: expected ',' or ')' to close the 'in' list at column 6, found '2' at column "
                "9:\n  x in (1 2)\n          ^");
-  CHECK_RENDER("x in 1", "ERR: expected '(' after 'in', found '1' at column 6:\n  x in 1\n       ^");
+  CHECK_RENDER("x in 1",
+               "ERR: expected '(' after 'in', found '1' at column 6:\n  x in 1\n       ^");
   CHECK_RENDER("x is 1",
                "ERR: expected 'null' or 'not null' after 'is', found '1' at column 6:\n"
                "  x is 1\n       ^");
-  CHECK_RENDER("x is not", "ERR: expected 'null' after 'is not', found end of input at column 9:\n"
-                           "  x is not\n          ^");
+  CHECK_RENDER("x is not",
+               "ERR: expected 'null' after 'is not', found end of input at column 9:\n"
+               "  x is not\n          ^");
   CHECK_RENDER("1e999", "ERR: float literal '1e999' is out of range at column 1:\n  1e999\n  ^");
   CHECK_RENDER("99999999999999999999",
                "ERR: integer literal 99999999999999999999 is out of range (the largest is "
@@ -176,11 +179,13 @@ static void test_parse_errors(void) {
   CHECK_RENDER("s == '\\ud800'",
                "ERR: '\\uD800' is a UTF-16 surrogate, not a character at column 7:\n"
                "  s == '\\ud800'\n        ^");
-  CHECK_RENDER("`abc", "ERR: unterminated backquoted name (no closing `) at column 1:\n  `abc\n  ^");
+  CHECK_RENDER("`abc",
+               "ERR: unterminated backquoted name (no closing `) at column 1:\n  `abc\n  ^");
   CHECK_RENDER("a @ b", "ERR: unexpected character '@' at column 3:\n  a @ b\n    ^");
   CHECK_RENDER("a & b",
                "ERR: unexpected '&' (did you mean '&&' or 'and'?) at column 3:\n  a & b\n    ^");
-  CHECK_RENDER("a.b.1", "ERR: expected a field name after '.', found '1' at column 5:\n  a.b.1\n      ^");
+  CHECK_RENDER("a.b.1",
+               "ERR: expected a field name after '.', found '1' at column 5:\n  a.b.1\n      ^");
   CHECK_RENDER("", "ERR: empty expression");
   CHECK_RENDER("   ", "ERR: empty expression");
   CHECK_RENDER("a )", "ERR: unmatched ')' at column 3:\n  a )\n    ^");
@@ -191,12 +196,13 @@ static void test_parse_errors(void) {
   CHECK_RENDER("a and or b",
                "ERR: expected an expression after 'and', found 'or' at column 7:\n"
                "  a and or b\n        ^");
-  CHECK_RENDER("a +", "ERR: expected an expression after '+', found end of input at column 4:\n"
-                      "  a +\n     ^");
-  CHECK_RENDER("not", "ERR: expected an expression after 'not', found end of input at column 4:\n"
-                      "  not\n     ^");
-  CHECK_RENDER("a == \x01",
-               "ERR: unexpected byte 0x01 at column 6:\n  a ==  \n       ^");
+  CHECK_RENDER("a +",
+               "ERR: expected an expression after '+', found end of input at column 4:\n"
+               "  a +\n     ^");
+  CHECK_RENDER("not",
+               "ERR: expected an expression after 'not', found end of input at column 4:\n"
+               "  not\n     ^");
+  CHECK_RENDER("a == \x01", "ERR: unexpected byte 0x01 at column 6:\n  a ==  \n       ^");
   /* Multi-line text names the line; columns count characters, not bytes. */
   CHECK_RENDER("a == 1 and\n  b ==",
                "ERR: expected an expression after '==', found end of input at line 2, column "
@@ -209,7 +215,9 @@ static void test_parse_errors(void) {
 static void test_long_lines_and_limits(void) {
   /* A long line is cut to a window around the caret. */
   char text[400];
-  snprintf(text, sizeof text, "a == 1 and %s == 2 and", "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb");
+  snprintf(text, sizeof text, "a == 1 and %s == 2 and",
+           "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+           "bbbbbbbbbbbbbbb");
   char *got = render(text);
   QV_CHECK_EQ_STR(got,
                   "ERR: expected an expression after 'and', found end of input at column 123:\n"
@@ -343,7 +351,8 @@ static qv_array *fixed_batch(void) {
   static const int64_t big[FIX_ROWS] = {INT64_MAX, 1, -1, INT64_MIN, 2, 0};
   static const uint64_t u[FIX_ROWS] = {0, 1, UINT64_MAX, (uint64_t)1 << 63, 5, 7};
   static const double f[FIX_ROWS] = {1.5, -0.5, NAN, 3.0, 0.0, 2.5};
-  static const char *const text[FIX_ROWS] = {"hello world", "h\xc3\xa9llo", NULL, "", "abc", "xyzabc"};
+  static const char *const text[FIX_ROWS] = {"hello world", "h\xc3\xa9llo", NULL, "",
+                                             "abc",         "xyzabc"};
   static const int8_t didx[FIX_ROWS] = {0, 1, 0, 2, 1, 3};
   static const char *const dvals[4] = {"apple", "banana", NULL, "cherry"};
   static const int32_t lofs[FIX_ROWS + 1] = {0, 2, 2, 5, 5, 6, 10};
@@ -359,13 +368,15 @@ static qv_array *fixed_batch(void) {
   QV_CHECK(qv_type_add_child(st, "flag", true, qv_type_new(QV_BOOL), NULL, NULL) == QV_OK);
   QV_CHECK(qv_type_add_child(st, "text", true, qv_type_new(QV_STRING), NULL, NULL) == QV_OK);
   QV_CHECK(qv_type_add_child(st, "d", true, dict_t(QV_INT8, QV_STRING), NULL, NULL) == QV_OK);
-  QV_CHECK(qv_type_add_child(st, "tags", true, qv_type_list_of(QV_LIST, qv_type_new(QV_INT32)), NULL, NULL) == QV_OK);
+  QV_CHECK(qv_type_add_child(st, "tags", true, qv_type_list_of(QV_LIST, qv_type_new(QV_INT32)),
+                             NULL, NULL) == QV_OK);
   qv_type *inner = qv_type_new(QV_STRUCT);
   QV_CHECK(qv_type_add_child(inner, "x", true, qv_type_new(QV_INT32), NULL, NULL) == QV_OK);
   QV_CHECK(qv_type_add_child(st, "s", true, inner, NULL, NULL) == QV_OK);
   QV_CHECK(qv_type_add_child(st, "s.x", true, qv_type_new(QV_INT32), NULL, NULL) == QV_OK);
   QV_CHECK(qv_type_add_child(st, "odd name", true, qv_type_new(QV_INT32), NULL, NULL) == QV_OK);
-  QV_CHECK(qv_type_add_child(st, "ts", true, qv_type_timestamp(QV_MILLI, "UTC"), NULL, NULL) == QV_OK);
+  QV_CHECK(qv_type_add_child(st, "ts", true, qv_type_timestamp(QV_MILLI, "UTC"), NULL, NULL) ==
+           QV_OK);
 
   qv_array *b = qv_array_new(st, 1, st->n_children);
   qv_type_unref(st);
@@ -436,7 +447,8 @@ static void test_bind_errors(void) {
   qv_array *batch = fixed_batch();
   qv_schema *schema = schema_of(batch);
   QV_CHECK_EQ_STR(bind_msg(schema, "label == 1 and len(text) > 3"), "OK");
-  QV_CHECK_EQ_STR(bind_msg(schema, "s.x > 1 and `s.x` > 1 and `odd name` < 3 and d == 'apple'"), "OK");
+  QV_CHECK_EQ_STR(bind_msg(schema, "s.x > 1 and `s.x` > 1 and `odd name` < 3 and d == 'apple'"),
+                  "OK");
   QV_CHECK_EQ_STR(bind_msg(schema, "ts is null and tags is not null and len(tags) > 1"), "OK");
   QV_CHECK_EQ_STR(bind_msg(schema, "text == 1"),
                   "cannot compare column 'text' (string) with 1 (int64) at column 6:\n"
@@ -471,17 +483,19 @@ static void test_bind_errors(void) {
   QV_CHECK_EQ_STR(bind_msg(schema, "tags == 1"),
                   "column 'tags' (list<item: int32>) can only be used in len() or with 'is null' "
                   "at column 1:\n  tags == 1\n  ^");
-  QV_CHECK_EQ_STR(bind_msg(schema, "ts > 1"),
-                  "column 'ts' (timestamp[ms, tz=UTC]) can only be used with 'is null' "
-                  "(expressions compute with bool, integer, floating-point, string and binary "
-                  "columns, dictionaries of those, and lists in len()) at column 1:\n  ts > 1\n  ^");
+  QV_CHECK_EQ_STR(
+      bind_msg(schema, "ts > 1"),
+      "column 'ts' (timestamp[ms, tz=UTC]) can only be used with 'is null' "
+      "(expressions compute with bool, integer, floating-point, string and binary "
+      "columns, dictionaries of those, and lists in len()) at column 1:\n  ts > 1\n  ^");
   QV_CHECK_EQ_STR(bind_msg(schema, "label in (1, 'a')"),
                   "cannot compare column 'label' (int64) with 'a' (string) in the 'in' list at "
                   "column 14:\n  label in (1, 'a')\n               ^");
   QV_CHECK_EQ_STR(bind_msg(schema, "-text"),
                   "cannot negate column 'text' (string) at column 1:\n  -text\n  ^");
-  QV_CHECK_EQ_STR(bind_msg(schema, "abs(flag)"),
-                  "abs() needs a number, found column 'flag' (bool) at column 1:\n  abs(flag)\n  ^");
+  QV_CHECK_EQ_STR(
+      bind_msg(schema, "abs(flag)"),
+      "abs() needs a number, found column 'flag' (bool) at column 1:\n  abs(flag)\n  ^");
   QV_CHECK_EQ_STR(bind_msg(schema, "flag == 'x'"),
                   "cannot compare column 'flag' (bool) with 'x' (string) at column 6:\n"
                   "  flag == 'x'\n       ^");
@@ -500,11 +514,13 @@ static void test_bind_errors(void) {
   qv_bound_expr *b = NULL;
   qv_error err;
   QV_CHECK_EQ_INT(qv_predicate_compile("len(text) + 1", schema, &b, &err), QV_ETYPE);
-  QV_CHECK_EQ_STR(err.message, "a filter needs a boolean expression, found int64 at column 1:\n"
-                               "  len(text) + 1\n  ^");
+  QV_CHECK_EQ_STR(err.message,
+                  "a filter needs a boolean expression, found int64 at column 1:\n"
+                  "  len(text) + 1\n  ^");
   QV_CHECK_EQ_INT(qv_predicate_compile("text", schema, &b, &err), QV_ETYPE);
-  QV_CHECK_EQ_STR(err.message, "a filter needs a boolean expression, found string at column 1:\n"
-                               "  text\n  ^");
+  QV_CHECK_EQ_STR(err.message,
+                  "a filter needs a boolean expression, found string at column 1:\n"
+                  "  text\n  ^");
   QV_CHECK_EQ_INT(qv_predicate_compile("flag", schema, &b, &err), QV_OK);
   QV_CHECK_EQ_INT(qv_bound_expr_result_type(b), QV_BOOL);
   qv_bound_expr_free(b);
@@ -556,11 +572,11 @@ static char *eval_str(const qv_array *batch, const char *text) {
   return s;
 }
 
-#define CHECK_EVAL(batch, text, want)                                           \
-  do {                                                                          \
-    char *got_ = eval_str(batch, text);                                         \
-    QV_CHECK_EQ_STR(got_, want);                                                \
-    free(got_);                                                                 \
+#define CHECK_EVAL(batch, text, want)                                                              \
+  do {                                                                                             \
+    char *got_ = eval_str(batch, text);                                                            \
+    QV_CHECK_EQ_STR(got_, want);                                                                   \
+    free(got_);                                                                                    \
   } while (0)
 
 static void test_eval_fixed(void) {
@@ -647,32 +663,44 @@ static void test_eval_fixed(void) {
   qv_expr_free(xe);
   qv_schema_unref(sch);
   /* Checked integer arithmetic names the sub-expression and the row. */
-  CHECK_EVAL(b, "big + 1 > 0",
-             "ERR: integer overflow: 9223372036854775807 + 1 does not fit int64 in 'big + 1' at row 0");
-  CHECK_EVAL(b, "big - 1 > 0",
-             "ERR: integer overflow: -9223372036854775808 - 1 does not fit int64 in 'big - 1' at row 3");
+  CHECK_EVAL(
+      b, "big + 1 > 0",
+      "ERR: integer overflow: 9223372036854775807 + 1 does not fit int64 in 'big + 1' at row 0");
+  CHECK_EVAL(
+      b, "big - 1 > 0",
+      "ERR: integer overflow: -9223372036854775808 - 1 does not fit int64 in 'big - 1' at row 3");
   CHECK_EVAL(b, "big * (label + 1)",
-             "ERR: integer overflow: 9223372036854775807 * 2 does not fit int64 in 'big * (label + 1)' at row 0");
-  CHECK_EVAL(b, "-big", "ERR: integer overflow: -(-9223372036854775808) does not fit int64 in '-big' at row 3");
-  CHECK_EVAL(b, "abs(big)", "ERR: integer overflow: abs(-9223372036854775808) does not fit int64 in 'abs(big)' at row 3");
+             "ERR: integer overflow: 9223372036854775807 * 2 does not fit int64 in 'big * (label + "
+             "1)' at row 0");
+  CHECK_EVAL(
+      b, "-big",
+      "ERR: integer overflow: -(-9223372036854775808) does not fit int64 in '-big' at row 3");
+  CHECK_EVAL(
+      b, "abs(big)",
+      "ERR: integer overflow: abs(-9223372036854775808) does not fit int64 in 'abs(big)' at row 3");
   CHECK_EVAL(b, "u + 0",
-             "ERR: integer overflow: uint64 value 18446744073709551615 does not fit int64 in 'u + 0' at row 2");
+             "ERR: integer overflow: uint64 value 18446744073709551615 does not fit int64 in 'u + "
+             "0' at row 2");
   CHECK_EVAL(b, "10 % (label - 1) > 0", "ERR: division by zero in '10 % (label - 1)' at row 0");
   CHECK_EVAL(b, "big % -1", "0,0,0,0,0,0");
   CHECK_EVAL(b, "big / 0 > 0", "true,true,false,false,true,false");
   /* Only rows that decide the result can fail. */
   CHECK_EVAL(b, "label != 1 and 10 % (label - 1) == 0", "false,true,false,false,true,false");
   CHECK_EVAL(b, "label == 1 or 10 % (label - 1) == 0", "true,true,true,true,true,true");
-  CHECK_EVAL(b, "big < 0 and big - 1 < 0",
-             "ERR: integer overflow: -9223372036854775808 - 1 does not fit int64 in 'big - 1' at row 3");
-  CHECK_EVAL(b, "big > 2 and big + 1 > 0",
-             "ERR: integer overflow: 9223372036854775807 + 1 does not fit int64 in 'big + 1' at row 0");
+  CHECK_EVAL(
+      b, "big < 0 and big - 1 < 0",
+      "ERR: integer overflow: -9223372036854775808 - 1 does not fit int64 in 'big - 1' at row 3");
+  CHECK_EVAL(
+      b, "big > 2 and big + 1 > 0",
+      "ERR: integer overflow: 9223372036854775807 + 1 does not fit int64 in 'big + 1' at row 0");
   CHECK_EVAL(b, "big < 3 and big > -3 and big * big >= 0", "false,true,true,false,true,true");
   CHECK_EVAL(b, "u < 10 and u + 1 > 0", "true,true,false,false,true,true");
-  CHECK_EVAL(b, "n + (big + 1) > 0",
-             "ERR: integer overflow: 9223372036854775807 + 1 does not fit int64 in '(big + 1)' at row 0");
+  CHECK_EVAL(
+      b, "n + (big + 1) > 0",
+      "ERR: integer overflow: 9223372036854775807 + 1 does not fit int64 in '(big + 1)' at row 0");
   CHECK_EVAL(b, "ts is null or abs(n * 0 + big) > 0",
-             "ERR: integer overflow: abs(-9223372036854775808) does not fit int64 in 'abs(n * 0 + big)' at row 3");
+             "ERR: integer overflow: abs(-9223372036854775808) does not fit int64 in 'abs(n * 0 + "
+             "big)' at row 3");
   qv_array_unref(b);
 }
 
@@ -683,7 +711,8 @@ static void test_eval_batches(void) {
   qv_schema *schema = schema_of(b);
   qv_bound_expr *pred = NULL;
   qv_error err;
-  QV_REQUIRE(qv_predicate_compile("d == 'apple' or starts_with(d, 'c')", schema, &pred, &err) == QV_OK);
+  QV_REQUIRE(qv_predicate_compile("d == 'apple' or starts_with(d, 'c')", schema, &pred, &err) ==
+             QV_OK);
   uint8_t bits[2];
   int64_t count;
   QV_CHECK(qv_bound_expr_select(pred, b, bits, &count, &err) == QV_OK);
@@ -713,8 +742,9 @@ static void test_eval_batches(void) {
   static const int32_t v[2] = {1, 2};
   other->children[0] = prim(QV_INT32, 2, NULL, v, 4);
   QV_CHECK_EQ_INT(qv_bound_expr_select(lab, other, bits, &count, &err), QV_ETYPE);
-  QV_CHECK_EQ_STR(err.message, "batch does not match the expression's schema: column 'label' is "
-                               "int32, the expression was bound to int64");
+  QV_CHECK_EQ_STR(err.message,
+                  "batch does not match the expression's schema: column 'label' is "
+                  "int32, the expression was bound to int64");
   qv_array_unref(other);
   qv_schema_unref(s2);
   /* select() refuses a non-boolean expression. */
@@ -731,16 +761,18 @@ static void test_eval_batches(void) {
   qv_array *bad = fixed_batch();
   bad->children[7]->buffers[1]->data[2] = 9;
   QV_CHECK_EQ_INT(qv_bound_expr_select(pred, bad, bits, &count, &err), QV_EINVAL);
-  QV_CHECK_EQ_STR(err.message, "column 'd': row 2: dictionary index 9 is out of range (the "
-                               "dictionary has 4 values)");
+  QV_CHECK_EQ_STR(err.message,
+                  "column 'd': row 2: dictionary index 9 is out of range (the "
+                  "dictionary has 4 values)");
   /* So is a string offset past the data. */
   qv_bound_expr *tl = NULL;
   QV_REQUIRE(qv_predicate_compile("len(text) > 1", schema, &tl, &err) == QV_OK);
   int32_t big_off = 1000;
   memcpy(bad->children[6]->buffers[1]->data + 4, &big_off, 4);
   QV_CHECK_EQ_INT(qv_bound_expr_select(tl, bad, bits, &count, &err), QV_EINVAL);
-  QV_CHECK_EQ_STR(err.message, "string offsets or views point outside their buffers (malformed "
-                               "array) in 'len(text)' at row 0");
+  QV_CHECK_EQ_STR(err.message,
+                  "string offsets or views point outside their buffers (malformed "
+                  "array) in 'len(text)' at row 0");
   qv_bound_expr_free(tl);
   qv_array_unref(bad);
   qv_bound_expr_free(lab);
@@ -769,11 +801,34 @@ typedef struct ov {
   bool binary;
 } ov;
 
-static ov ov_null(void) { ov v = {0}; v.k = OV_NULL; return v; }
-static ov ov_err(void) { ov v = {0}; v.k = OV_ERR; return v; }
-static ov ov_bool(bool b) { ov v = {0}; v.k = OV_BOOL; v.b = b; return v; }
-static ov ov_int(__int128 i) { ov v = {0}; v.k = OV_INT; v.i = i; return v; }
-static ov ov_flt(double f) { ov v = {0}; v.k = OV_FLT; v.f = f; return v; }
+static ov ov_null(void) {
+  ov v = {0};
+  v.k = OV_NULL;
+  return v;
+}
+static ov ov_err(void) {
+  ov v = {0};
+  v.k = OV_ERR;
+  return v;
+}
+static ov ov_bool(bool b) {
+  ov v = {0};
+  v.k = OV_BOOL;
+  v.b = b;
+  return v;
+}
+static ov ov_int(__int128 i) {
+  ov v = {0};
+  v.k = OV_INT;
+  v.i = i;
+  return v;
+}
+static ov ov_flt(double f) {
+  ov v = {0};
+  v.k = OV_FLT;
+  v.f = f;
+  return v;
+}
 
 /* IEEE binary16 -> double, straight from the bit layout. */
 static double half_value(uint16_t h) {
@@ -792,9 +847,13 @@ static ov ov_at(const qv_array *a, int64_t p) {
   const uint8_t *d = a->n_buffers > 1 && a->buffers[1] ? a->buffers[1]->data : NULL;
   switch (a->type->id) {
     case QV_BOOL: return ov_bool(qv_bit_get(d, p));
-    case QV_INT8: case QV_INT16: case QV_INT32: case QV_INT64:
-    case QV_UINT8: case QV_UINT16: case QV_UINT32:
-      return ov_int(orc_get_u(d, a->type->id, p));
+    case QV_INT8:
+    case QV_INT16:
+    case QV_INT32:
+    case QV_INT64:
+    case QV_UINT8:
+    case QV_UINT16:
+    case QV_UINT32: return ov_int(orc_get_u(d, a->type->id, p));
     case QV_UINT64: {
       uint64_t u;
       memcpy(&u, d + 8 * p, 8);
@@ -815,7 +874,10 @@ static ov ov_at(const qv_array *a, int64_t p) {
       memcpy(&f, d + 8 * p, 8);
       return ov_flt(f);
     }
-    case QV_STRING: case QV_BINARY: case QV_LARGE_STRING: case QV_LARGE_BINARY: {
+    case QV_STRING:
+    case QV_BINARY:
+    case QV_LARGE_STRING:
+    case QV_LARGE_BINARY: {
       int w = (a->type->id == QV_LARGE_STRING || a->type->id == QV_LARGE_BINARY) ? 8 : 4;
       ov v = {0};
       v.k = OV_STR;
@@ -825,7 +887,8 @@ static ov ov_at(const qv_array *a, int64_t p) {
       v.binary = a->type->id == QV_BINARY || a->type->id == QV_LARGE_BINARY;
       return v;
     }
-    case QV_STRING_VIEW: case QV_BINARY_VIEW: {
+    case QV_STRING_VIEW:
+    case QV_BINARY_VIEW: {
       ov v = {0};
       v.k = OV_STR;
       v.binary = a->type->id == QV_BINARY_VIEW;
@@ -846,7 +909,8 @@ static ov ov_at(const qv_array *a, int64_t p) {
       int64_t idx = orc_get_u(d, a->type->index_type->id, p);
       return ov_at(a->dictionary, a->dictionary->offset + idx);
     }
-    case QV_LIST: case QV_LARGE_LIST: {
+    case QV_LIST:
+    case QV_LARGE_LIST: {
       int w = a->type->id == QV_LARGE_LIST ? 8 : 4;
       ov v = {0};
       v.k = OV_LIST;
@@ -894,50 +958,54 @@ typedef struct gcol {
 static qv_type *rand_schema_type(void) {
   qv_type *t = qv_type_new(QV_STRUCT);
 #define ADD(name, type) QV_CHECK(qv_type_add_child(t, name, true, type, NULL, NULL) == QV_OK)
-  ADD("i8", orc_t(QV_INT8));         /* 0 */
-  ADD("i16", orc_t(QV_INT16));       /* 1 */
-  ADD("i32", orc_t(QV_INT32));       /* 2 */
-  ADD("i64", orc_t(QV_INT64));       /* 3 */
-  ADD("u8", orc_t(QV_UINT8));        /* 4 */
-  ADD("u32", orc_t(QV_UINT32));      /* 5 */
-  ADD("u64", orc_t(QV_UINT64));      /* 6 */
-  ADD("f16", orc_t(QV_HALF_FLOAT));  /* 7 */
-  ADD("f32", orc_t(QV_FLOAT));       /* 8 */
-  ADD("f64", orc_t(QV_DOUBLE));      /* 9 */
-  ADD("b", orc_t(QV_BOOL));          /* 10 */
-  ADD("s", orc_t(QV_STRING));        /* 11 */
-  ADD("ls", orc_t(QV_LARGE_STRING)); /* 12 */
-  ADD("sv", orc_t(QV_STRING_VIEW));  /* 13 */
-  ADD("bin", orc_t(QV_BINARY));      /* 14 */
-  ADD("ds", orc_dict(QV_INT8, orc_t(QV_STRING)));        /* 15 */
+  ADD("i8", orc_t(QV_INT8));                              /* 0 */
+  ADD("i16", orc_t(QV_INT16));                            /* 1 */
+  ADD("i32", orc_t(QV_INT32));                            /* 2 */
+  ADD("i64", orc_t(QV_INT64));                            /* 3 */
+  ADD("u8", orc_t(QV_UINT8));                             /* 4 */
+  ADD("u32", orc_t(QV_UINT32));                           /* 5 */
+  ADD("u64", orc_t(QV_UINT64));                           /* 6 */
+  ADD("f16", orc_t(QV_HALF_FLOAT));                       /* 7 */
+  ADD("f32", orc_t(QV_FLOAT));                            /* 8 */
+  ADD("f64", orc_t(QV_DOUBLE));                           /* 9 */
+  ADD("b", orc_t(QV_BOOL));                               /* 10 */
+  ADD("s", orc_t(QV_STRING));                             /* 11 */
+  ADD("ls", orc_t(QV_LARGE_STRING));                      /* 12 */
+  ADD("sv", orc_t(QV_STRING_VIEW));                       /* 13 */
+  ADD("bin", orc_t(QV_BINARY));                           /* 14 */
+  ADD("ds", orc_dict(QV_INT8, orc_t(QV_STRING)));         /* 15 */
   ADD("dl", orc_dict(QV_UINT32, orc_t(QV_LARGE_STRING))); /* 16 */
-  ADD("di", orc_dict(QV_INT16, orc_t(QV_INT64)));        /* 17 */
-  ADD("df", orc_dict(QV_UINT8, orc_t(QV_DOUBLE)));       /* 18 */
-  ADD("db", orc_dict(QV_INT32, orc_t(QV_BOOL)));         /* 19 */
-  ADD("l", orc_list(QV_LIST, orc_t(QV_INT32)));          /* 20 */
-  ADD("ll", orc_list(QV_LARGE_LIST, orc_t(QV_INT8)));    /* 21 */
-  ADD("fsl", orc_fsl(orc_t(QV_INT16), 3));               /* 22 */
+  ADD("di", orc_dict(QV_INT16, orc_t(QV_INT64)));         /* 17 */
+  ADD("df", orc_dict(QV_UINT8, orc_t(QV_DOUBLE)));        /* 18 */
+  ADD("db", orc_dict(QV_INT32, orc_t(QV_BOOL)));          /* 19 */
+  ADD("l", orc_list(QV_LIST, orc_t(QV_INT32)));           /* 20 */
+  ADD("ll", orc_list(QV_LARGE_LIST, orc_t(QV_INT8)));     /* 21 */
+  ADD("fsl", orc_fsl(orc_t(QV_INT16), 3));                /* 22 */
   qv_type *z = orc_nested(QV_STRUCT, NULL, 1, orc_t(QV_INT64));
   ADD("st", orc_nested(QV_STRUCT, NULL, 3, orc_t(QV_INT32), orc_t(QV_STRING), z)); /* 23 */
-  ADD("odd name", orc_t(QV_INT32));  /* 24 */
-  ADD("n", orc_t(QV_NA));            /* 25 */
-  ADD("ts", qv_type_timestamp(QV_MICRO, NULL)); /* 26 */
+  ADD("odd name", orc_t(QV_INT32));                                                /* 24 */
+  ADD("n", orc_t(QV_NA));                                                          /* 25 */
+  ADD("ts", qv_type_timestamp(QV_MICRO, NULL));                                    /* 26 */
 #undef ADD
   return t;
 }
 
 static const gcol GCOLS[] = {
-    {"i8", {0}, 1, G_NUM},        {"i16", {1}, 1, G_NUM},      {"i32", {2}, 1, G_NUM},
-    {"i64", {3}, 1, G_NUM},       {"u8", {4}, 1, G_NUM},       {"u32", {5}, 1, G_NUM},
-    {"u64", {6}, 1, G_NUM},       {"f16", {7}, 1, G_NUM},      {"f32", {8}, 1, G_NUM},
-    {"f64", {9}, 1, G_NUM},       {"b", {10}, 1, G_BOOL},      {"s", {11}, 1, G_STR},
-    {"ls", {12}, 1, G_STR},       {"sv", {13}, 1, G_STR},      {"bin", {14}, 1, G_STR},
-    {"ds", {15}, 1, G_STR},       {"dl", {16}, 1, G_STR},      {"di", {17}, 1, G_NUM},
-    {"df", {18}, 1, G_NUM},       {"db", {19}, 1, G_BOOL},     {"l", {20}, 1, G_LIST},
-    {"ll", {21}, 1, G_LIST},      {"fsl", {22}, 1, G_LIST},    {"st.c0", {23, 0}, 2, G_NUM},
-    {"st.c1", {23, 1}, 2, G_STR}, {"st.c2.c0", {23, 2, 0}, 3, G_NUM},
-    {"`odd name`", {24}, 1, G_NUM}, {"n", {25}, 1, G_OTHER},  {"ts", {26}, 1, G_OTHER},
-    {"st", {23}, 1, G_OTHER},
+    {"i8", {0}, 1, G_NUM},          {"i16", {1}, 1, G_NUM},
+    {"i32", {2}, 1, G_NUM},         {"i64", {3}, 1, G_NUM},
+    {"u8", {4}, 1, G_NUM},          {"u32", {5}, 1, G_NUM},
+    {"u64", {6}, 1, G_NUM},         {"f16", {7}, 1, G_NUM},
+    {"f32", {8}, 1, G_NUM},         {"f64", {9}, 1, G_NUM},
+    {"b", {10}, 1, G_BOOL},         {"s", {11}, 1, G_STR},
+    {"ls", {12}, 1, G_STR},         {"sv", {13}, 1, G_STR},
+    {"bin", {14}, 1, G_STR},        {"ds", {15}, 1, G_STR},
+    {"dl", {16}, 1, G_STR},         {"di", {17}, 1, G_NUM},
+    {"df", {18}, 1, G_NUM},         {"db", {19}, 1, G_BOOL},
+    {"l", {20}, 1, G_LIST},         {"ll", {21}, 1, G_LIST},
+    {"fsl", {22}, 1, G_LIST},       {"st.c0", {23, 0}, 2, G_NUM},
+    {"st.c1", {23, 1}, 2, G_STR},   {"st.c2.c0", {23, 2, 0}, 3, G_NUM},
+    {"`odd name`", {24}, 1, G_NUM}, {"n", {25}, 1, G_OTHER},
+    {"ts", {26}, 1, G_OTHER},       {"st", {23}, 1, G_OTHER},
 };
 #define N_GCOLS ((int)(sizeof GCOLS / sizeof GCOLS[0]))
 
@@ -954,14 +1022,21 @@ static void tame(qv_array *a) {
   const qv_type *t = a->type;
   qv_buffer *vb = a->n_buffers > 1 ? a->buffers[1] : NULL;
   switch (t->id) {
-    case QV_INT8: case QV_INT16: case QV_INT32: case QV_INT64:
-    case QV_UINT8: case QV_UINT16: case QV_UINT32: case QV_UINT64: {
+    case QV_INT8:
+    case QV_INT16:
+    case QV_INT32:
+    case QV_INT64:
+    case QV_UINT8:
+    case QV_UINT16:
+    case QV_UINT32:
+    case QV_UINT64: {
       int w = qv_type_byte_width(t);
       bool sign = qv_type_id_is_signed_integer(t->id);
       for (int64_t i = 0; i < vb->size / w; i++) {
         int64_t v = sign ? orc_int(41) - 20 : orc_int(41);
         if (w == 8 && orc_int(30) == 0) {
-          static const int64_t ext[] = {INT64_MAX, INT64_MIN, (int64_t)1 << 62, -((int64_t)1 << 62), -1};
+          static const int64_t ext[] = {INT64_MAX, INT64_MIN, (int64_t)1 << 62, -((int64_t)1 << 62),
+                                        -1};
           v = ext[orc_int(5)];
         }
         orc_put(vb->data, w, i, v);
@@ -969,11 +1044,13 @@ static void tame(qv_array *a) {
       break;
     }
     case QV_HALF_FLOAT: {
-      static const uint16_t hs[] = {0x3C00, 0xC000, 0x0000, 0x8000, 0x3800, 0x7C00, 0x7E00, 0x4500, 0x5640};
+      static const uint16_t hs[] = {0x3C00, 0xC000, 0x0000, 0x8000, 0x3800,
+                                    0x7C00, 0x7E00, 0x4500, 0x5640};
       for (int64_t i = 0; i < vb->size / 2; i++) memcpy(vb->data + 2 * i, &hs[orc_int(9)], 2);
       break;
     }
-    case QV_FLOAT: case QV_DOUBLE: {
+    case QV_FLOAT:
+    case QV_DOUBLE: {
       static const double fs[] = {-2.5, -1, 0, -0.0, 0.5, 1, 3, 7.25, NAN, INFINITY, 1e300, 20, -7};
       for (int64_t i = 0; i < vb->size / qv_type_byte_width(t); i++) {
         double f = fs[orc_int(13)];
@@ -986,11 +1063,15 @@ static void tame(qv_array *a) {
       }
       break;
     }
-    case QV_STRING: case QV_BINARY: case QV_LARGE_STRING: case QV_LARGE_BINARY:
+    case QV_STRING:
+    case QV_BINARY:
+    case QV_LARGE_STRING:
+    case QV_LARGE_BINARY:
       for (int64_t i = 0; i < a->buffers[2]->size; i++)
         a->buffers[2]->data[i] = small_byte(a->buffers[2]->data[i]);
       break;
-    case QV_STRING_VIEW: case QV_BINARY_VIEW:
+    case QV_STRING_VIEW:
+    case QV_BINARY_VIEW:
       for (int64_t i = 0; i < vb->size / 16; i++) {
         uint8_t *v = vb->data + 16 * i;
         int32_t n;
@@ -1016,7 +1097,19 @@ static void tame(qv_array *a) {
 /* ---- the oracle's expression tree ------------------------------------- */
 
 typedef enum {
-  O_COL, O_LIT, O_NOT, O_AND, O_OR, O_CMP, O_ARITH, O_NEG, O_ABS, O_ISNULL, O_IN, O_LEN, O_STRFN
+  O_COL,
+  O_LIT,
+  O_NOT,
+  O_AND,
+  O_OR,
+  O_CMP,
+  O_ARITH,
+  O_NEG,
+  O_ABS,
+  O_ISNULL,
+  O_IN,
+  O_LEN,
+  O_STRFN
 } okind;
 
 typedef struct onode {
@@ -1479,7 +1572,8 @@ static void test_random_oracle(void) {
   for (int iter = 0; iter < 600 && failures < 5; iter++) {
     gen *g = calloc(1, sizeof *g);
     qv_strbuf_init(&g->text);
-    onode *root = iter % 4 == 3 ? gen_num(g, 1 + (int)orc_int(4)) : gen_bool(g, 1 + (int)orc_int(5));
+    onode *root =
+        iter % 4 == 3 ? gen_num(g, 1 + (int)orc_int(4)) : gen_bool(g, 1 + (int)orc_int(5));
     const char *text = qv_strbuf_cstr(&g->text);
     qv_expr *e = NULL;
     qv_bound_expr *b = NULL;
@@ -1576,8 +1670,9 @@ static void test_random_oracle(void) {
     qv_strbuf_reset(&g->text);
     free(g);
   }
-  fprintf(stderr, "random oracle: %d expressions, %d evaluations (%d expected errors), %" PRId64
-                  " true rows\n",
+  fprintf(stderr,
+          "random oracle: %d expressions, %d evaluations (%d expected errors), %" PRId64
+          " true rows\n",
           exprs, evaluated, errors, true_rows);
   QV_CHECK(exprs >= 600);
   QV_CHECK(errors < evaluated / 3);

@@ -12,8 +12,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "qv_test.h"
 #include "quiver/fingerprint.h"
+#include "qv_test.h"
 
 #define PREV "0123456789abcdef"
 
@@ -86,9 +86,9 @@ static void test_documented_examples(void) {
   qv_fingerprint_args_free(a);
 
   char out[QV_FINGERPRINT_SIZE];
-  QV_CHECK_EQ_INT(qv_fingerprint_from_identity("/data/train.arrow", 1024,
-                                               1700000000123456789ll, out, NULL),
-                  QV_OK);
+  QV_CHECK_EQ_INT(
+      qv_fingerprint_from_identity("/data/train.arrow", 1024, 1700000000123456789ll, out, NULL),
+      QV_OK);
   QV_CHECK_EQ_STR(out, "c92cb6f2166c3c04");
 }
 
@@ -157,15 +157,12 @@ static void test_argument_errors(void) {
   qv_fingerprint_args *a = new_args();
   char out[QV_FINGERPRINT_SIZE];
   QV_CHECK_EQ_INT(qv_fingerprint_arg_int(a, NULL, 1, &err), QV_EARG);
-  QV_CHECK_EQ_STR(err.message,
-                  "fingerprint argument '(NULL)': a dictionary entry needs a key");
+  QV_CHECK_EQ_STR(err.message, "fingerprint argument '(NULL)': a dictionary entry needs a key");
   /* Sticky: later calls and the update repeat the first error. */
   QV_CHECK_EQ_INT(qv_fingerprint_arg_int(a, "ok", 1, &err), QV_EARG);
-  QV_CHECK_EQ_STR(err.message,
-                  "fingerprint argument '(NULL)': a dictionary entry needs a key");
+  QV_CHECK_EQ_STR(err.message, "fingerprint argument '(NULL)': a dictionary entry needs a key");
   QV_CHECK_EQ_INT(qv_fingerprint_update(PREV, "t", a, out, &err), QV_EARG);
-  QV_CHECK_EQ_STR(err.message,
-                  "fingerprint argument '(NULL)': a dictionary entry needs a key");
+  QV_CHECK_EQ_STR(err.message, "fingerprint argument '(NULL)': a dictionary entry needs a key");
   qv_fingerprint_args_free(a);
 
   a = new_args();
@@ -175,8 +172,7 @@ static void test_argument_errors(void) {
 
   a = new_args();
   QV_CHECK_EQ_INT(qv_fingerprint_arg_int_array(a, "i", NULL, 3, &err), QV_EARG);
-  QV_CHECK_EQ_STR(err.message,
-                  "fingerprint argument 'i': array values are NULL for length 3");
+  QV_CHECK_EQ_STR(err.message, "fingerprint argument 'i': array values are NULL for length 3");
   qv_fingerprint_args_free(a);
   a = new_args();
   const uint64_t one = 1;
@@ -199,8 +195,9 @@ static void test_argument_errors(void) {
   qv_fingerprint_arg_begin_dict(a, NULL, NULL);
   qv_fingerprint_arg_str(a, "k", "v", NULL);
   QV_CHECK_EQ_INT(qv_fingerprint_update(PREV, "t", a, out, &err), QV_EARG);
-  QV_CHECK_EQ_STR(err.message, "fingerprint update: 2 list(s)/dictionaries of the "
-                               "arguments are still open");
+  QV_CHECK_EQ_STR(err.message,
+                  "fingerprint update: 2 list(s)/dictionaries of the "
+                  "arguments are still open");
   qv_fingerprint_args_free(a);
 
   a = new_args();

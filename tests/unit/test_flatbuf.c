@@ -148,7 +148,7 @@ static void test_defaults_not_written(void) {
   built x;
   qv_fb_builder_init(&x.b);
   qv_fb_start_table(&x.b);
-  qv_fb_add_i32(&x.b, T_I, 0, 0);      /* equals default: omitted */
+  qv_fb_add_i32(&x.b, T_I, 0, 0);        /* equals default: omitted */
   qv_fb_add_bool(&x.b, T_B, true, true); /* equals default: omitted */
   finish(&x, qv_fb_end_table(&x.b));
   QV_REQUIRE(x.data);
@@ -208,8 +208,7 @@ static void test_corrupt_root_and_vtable(void) {
   memcpy(d, x.data, (size_t)S);
   put_u32(d, (uint32_t)S + 100);
   snprintf(want, sizeof want,
-           "flatbuffer: root table offset %" PRId64 " out of bounds [0, %" PRId64 ")",
-           S + 100, S);
+           "flatbuffer: root table offset %" PRId64 " out of bounds [0, %" PRId64 ")", S + 100, S);
   expect_verify(d, S, want);
 
   /* Root table misaligned. */
@@ -224,7 +223,8 @@ static void test_corrupt_root_and_vtable(void) {
   memcpy(d, x.data, (size_t)S);
   put_u32(d + P, (uint32_t)(P + 1000));
   snprintf(want, sizeof want,
-           "flatbuffer: table T at offset %" PRId64 ": vtable offset -1000 out of bounds [0, %" PRId64 ")",
+           "flatbuffer: table T at offset %" PRId64
+           ": vtable offset -1000 out of bounds [0, %" PRId64 ")",
            P, S);
   expect_verify(d, S, want);
 
@@ -241,7 +241,8 @@ static void test_corrupt_root_and_vtable(void) {
   memcpy(d, x.data, (size_t)S);
   put_u16(d + t.vtable, 7);
   snprintf(want, sizeof want,
-           "flatbuffer: table T at offset %" PRId64 ": vtable size 7 invalid (must be even and >= 4)",
+           "flatbuffer: table T at offset %" PRId64
+           ": vtable size 7 invalid (must be even and >= 4)",
            P);
   expect_verify(d, S, want);
 
@@ -258,7 +259,8 @@ static void test_corrupt_root_and_vtable(void) {
   memcpy(d, x.data, (size_t)S);
   put_u16(d + t.vtable + 2, 4);
   snprintf(want, sizeof want,
-           "flatbuffer: table T at offset %" PRId64 ": field 'i' at table offset %u with size 4 "
+           "flatbuffer: table T at offset %" PRId64
+           ": field 'i' at table offset %u with size 4 "
            "is outside the table object [4, 4)",
            P, qv_fb_field_offset(&t, T_I));
   expect_verify(d, S, want);
@@ -274,7 +276,8 @@ static void test_corrupt_root_and_vtable(void) {
   memcpy(d, x.data, (size_t)S);
   put_u16(d + t.vtable + 4 + 2 * T_L, 2);
   snprintf(want, sizeof want,
-           "flatbuffer: table T at offset %" PRId64 ": field 'l' at table offset 2 with size 8 "
+           "flatbuffer: table T at offset %" PRId64
+           ": field 'l' at table offset 2 with size 8 "
            "is outside the table object [4, %u)",
            P, t.tsize);
   expect_verify(d, S, want);
@@ -384,7 +387,8 @@ static void test_corrupt_offsets_vectors_strings(void) {
   int64_t u = target_of(&t, T_U);
   put_u32(d + u, (uint32_t)(u + 4));
   snprintf(want, sizeof want,
-           "flatbuffer: table T at offset %" PRId64 ": vtable offset -4 out of bounds [0, %" PRId64 ")",
+           "flatbuffer: table T at offset %" PRId64 ": vtable offset -4 out of bounds [0, %" PRId64
+           ")",
            u, S);
   expect_verify(d, S, want);
 
@@ -465,8 +469,8 @@ static void test_shared_subobjects_budget(void) {
   qv_error err;
   QV_CHECK_EQ_INT(qv_fb_verify(x.data, x.size, &t_desc, &err), QV_EINVAL);
   char want[256];
-  snprintf(want, sizeof want, "tables and vector elements visited (limit for a %" PRId64
-           "-byte buffer)", x.size);
+  snprintf(want, sizeof want,
+           "tables and vector elements visited (limit for a %" PRId64 "-byte buffer)", x.size);
   QV_CHECK(strstr(err.message, want) != NULL);
   QV_CHECK(strncmp(err.message, "flatbuffer: ", 12) == 0);
   built_free(&x);

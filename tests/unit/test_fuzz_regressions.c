@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "qv_test.h"
 #include "quiver/ipc.h"
+#include "qv_test.h"
 
 static char g_shared[4096];
 

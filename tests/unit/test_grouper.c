@@ -8,8 +8,8 @@
  * the hash table many times, qv_unique on chunked columns and tables, and
  * errors with exact messages. */
 #include "array_oracle.h"
-#include "qv_test.h"
 #include "quiver/compute.h"
+#include "qv_test.h"
 
 /* ------------------------------------------------------------ oracle -- */
 
@@ -68,8 +68,16 @@ static qv_type *group_type(int i) {
     case 6: return orc_t(QV_HALF_FLOAT);
     case 7: return orc_t(QV_FLOAT);
     case 8: return orc_t(QV_DOUBLE);
-    case 9: { qv_type *t = orc_t(QV_DECIMAL128); t->precision = 30; return t; }
-    case 10: { qv_type *t = orc_t(QV_DECIMAL256); t->precision = 60; return t; }
+    case 9: {
+      qv_type *t = orc_t(QV_DECIMAL128);
+      t->precision = 30;
+      return t;
+    }
+    case 10: {
+      qv_type *t = orc_t(QV_DECIMAL256);
+      t->precision = 60;
+      return t;
+    }
     case 11: return qv_type_timestamp(QV_NANO, NULL);
     case 12: return orc_t(QV_INTERVAL_MONTH_DAY_NANO);
     case 13: return orc_fsb(3);
@@ -101,8 +109,8 @@ static void check_ids(const uint32_t *ids, qv_array *const *cols, int nk, int64_
     int64_t want = oracle_id(o, render_key(cols, nk, i), lookup_only);
     if ((int64_t)ids[i] != want) {
       char *k = render_key(cols, nk, i);
-      fprintf(stderr, "%s: row %lld key %s: id %u, expected %lld\n", label, (long long)i, k,
-              ids[i], (long long)want);
+      fprintf(stderr, "%s: row %lld key %s: id %u, expected %lld\n", label, (long long)i, k, ids[i],
+              (long long)want);
       free(k);
       QV_CHECK((int64_t)ids[i] == want);
       return;
@@ -162,8 +170,8 @@ static void test_random_batches(void) {
       uint32_t *ids = malloc(sizeof(uint32_t) * (size_t)(n + 1));
       int64_t before = qv_grouper_num_groups(g);
       {
-        qv_status st = lookup ? qv_grouper_lookup(g, cols, ids, &err)
-                              : qv_grouper_consume(g, cols, ids, &err);
+        qv_status st =
+            lookup ? qv_grouper_lookup(g, cols, ids, &err) : qv_grouper_consume(g, cols, ids, &err);
         if (st != QV_OK) fprintf(stderr, "%s: %s\n", label, err.message);
         QV_CHECK(st == QV_OK);
       }
@@ -267,7 +275,8 @@ static void test_unique(void) {
     oracle o = {NULL, 0, 0};
     for (int64_t c = 0; c < nc; c++) {
       chunks[c] = gen(t, orc_int(150), orc_int(4) != 0);
-      for (int64_t i = 0; i < chunks[c]->length; i++) oracle_id(&o, render_key(&chunks[c], 1, i), false);
+      for (int64_t i = 0; i < chunks[c]->length; i++)
+        oracle_id(&o, render_key(&chunks[c], 1, i), false);
     }
     qv_chunked_column col = {t, chunks, nc};
     qv_array *u = NULL;
@@ -326,7 +335,8 @@ static void test_unique_floats(void) {
 
 static void test_table_unique(void) {
   qv_type *st = qv_type_new(QV_STRUCT);
-  QV_CHECK(qv_type_add_child(st, "label", true, orc_dict(QV_INT8, orc_t(QV_STRING)), NULL, NULL) == QV_OK);
+  QV_CHECK(qv_type_add_child(st, "label", true, orc_dict(QV_INT8, orc_t(QV_STRING)), NULL, NULL) ==
+           QV_OK);
   qv_schema *schema = qv_schema_new(st);
   qv_array *batches[3];
   oracle o = {NULL, 0, 0};

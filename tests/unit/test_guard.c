@@ -21,9 +21,9 @@
 #include <unistd.h>
 
 #include "core/parallel_internal.h"
+#include "quiver/quiver.h"
 #include "qv_build.h"
 #include "qv_test.h"
-#include "quiver/quiver.h"
 
 #define ROWS_PER_BATCH 512
 #define N_BATCHES 8
@@ -288,8 +288,7 @@ static void pool_task(void *ctx, int64_t i, int worker) {
 
 static void check_truncation(qv_ipc_format format, const char *name) {
   const char *path = write_file(name, format);
-  const char *spare = write_file(format == QV_FORMAT_FILE ? "spare.arrow" : "spare.stream",
-                                 format);
+  const char *spare = write_file(format == QV_FORMAT_FILE ? "spare.arrow" : "spare.stream", format);
   int64_t size = file_size(path);
   qv_table *t = NULL, *t2 = NULL;
   qv_error e;

@@ -14,10 +14,10 @@
 #include <unistd.h>
 
 #include "dataset/hf_internal.h"
-#include "qv_build.h"
-#include "qv_test.h"
 #include "quiver/hf.h"
 #include "quiver/ipc.h"
+#include "qv_build.h"
+#include "qv_test.h"
 
 /* Parse features text; return the error message ("" on success). */
 static const char *parse_err(const char *json) {
@@ -65,13 +65,17 @@ static void test_pyjson(void) {
   qv_strbuf_clear(&sb);
   /* json.dumps(..., indent=2, sort_keys=True) */
   QV_CHECK(qv_pyjson_dump(&sb, v, 2, true, NULL) == QV_OK);
-  QV_CHECK_EQ_STR(qv_strbuf_cstr(&sb),
-                  "{\n  \"a\": \"\\u00e9\\u007f\\n\\t\\\"\\\\\\ud83d\\udc0d/\",\n  \"b\": [\n    1,\n"
-                  "    1.0,\n    1e+16,\n    0.1,\n    null,\n    true,\n    false\n  ],\n"
-                  "  \"c\": {},\n  \"d\": []\n}");
+  QV_CHECK_EQ_STR(
+      qv_strbuf_cstr(&sb),
+      "{\n  \"a\": \"\\u00e9\\u007f\\n\\t\\\"\\\\\\ud83d\\udc0d/\",\n  \"b\": [\n    1,\n"
+      "    1.0,\n    1e+16,\n    0.1,\n    null,\n    true,\n    false\n  ],\n"
+      "  \"c\": {},\n  \"d\": []\n}");
   qv_strbuf_clear(&sb);
   /* invalid UTF-8 becomes U+FFFD */
-  QV_CHECK(qv_pyjson_string(&sb, "a\xff" "b\xc3", 4, NULL) == QV_OK);
+  QV_CHECK(qv_pyjson_string(&sb,
+                            "a\xff"
+                            "b\xc3",
+                            4, NULL) == QV_OK);
   QV_CHECK_EQ_STR(qv_strbuf_cstr(&sb), "\"a\\ufffdb\\ufffd\"");
   qv_strbuf_reset(&sb);
   json_decref(v);
@@ -141,8 +145,9 @@ static void test_features_errors(void) {
                   "features['a']: '_type' must be a string, found integer");
   QV_CHECK_EQ_STR(parse_err("{\"a\": {\"_type\": \"Nope\"}}"),
                   "features['a']: feature type 'Nope' is not supported");
-  QV_CHECK_EQ_STR(parse_err("{\"a\": {\"names\": [\"x\", \"y\", \"x\"], \"_type\": \"ClassLabel\"}}"),
-                  "features['a']: ClassLabel label name 'x' is duplicated");
+  QV_CHECK_EQ_STR(
+      parse_err("{\"a\": {\"names\": [\"x\", \"y\", \"x\"], \"_type\": \"ClassLabel\"}}"),
+      "features['a']: ClassLabel label name 'x' is duplicated");
   QV_CHECK_EQ_STR(parse_err("{\"a\": {\"names\": [\"x\", 1], \"_type\": \"ClassLabel\"}}"),
                   "features['a']: 'names' must be a list of strings, found integer at index 1");
   QV_CHECK_EQ_STR(parse_err("{\"a\": {\"_type\": \"ClassLabel\"}}"),
@@ -161,10 +166,11 @@ static void test_features_errors(void) {
   QV_CHECK_EQ_STR(parse_err("{\"a\": {\"feature\": {\"dtype\": \"int8\", \"_type\": \"Value\"}, "
                             "\"foo\": 1, \"_type\": \"List\"}}"),
                   "features['a']: List got an unexpected key 'foo'");
-  QV_CHECK_EQ_STR(parse_err("{\"a\": {\"feature\": {\"b\": {\"dtype\": \"int8\"}}, \"_type\": "
-                            "\"LargeList\"}}"),
-                  "features['a'].feature['b']['dtype']: a feature must be an object or a one-element "
-                  "list, found string");
+  QV_CHECK_EQ_STR(
+      parse_err("{\"a\": {\"feature\": {\"b\": {\"dtype\": \"int8\"}}, \"_type\": "
+                "\"LargeList\"}}"),
+      "features['a'].feature['b']['dtype']: a feature must be an object or a one-element "
+      "list, found string");
   QV_CHECK_EQ_STR(parse_err("{\"a\": {\"dtype\": \"timestamp[xs]\", \"_type\": \"Value\"}}"),
                   "features['a']: dtype 'timestamp[xs]' is not a valid timestamp (expected e.g. "
                   "'timestamp[us]' or 'timestamp[us, tz=America/New_York]')");
@@ -176,7 +182,8 @@ static void test_features_errors(void) {
                   "time64[us|ns])");
   QV_CHECK_EQ_STR(parse_err("{\"a\": {\"languages\": 3, \"_type\": \"Translation\"}}"),
                   "features['a']: 'languages' must be a list of strings, found integer");
-  QV_CHECK(strncmp(parse_err("{\"a\": }"), "features: invalid JSON at line 1, column 7: ", 44) == 0);
+  QV_CHECK(strncmp(parse_err("{\"a\": }"), "features: invalid JSON at line 1, column 7: ", 44) ==
+           0);
   /* nesting is bounded */
   char deep[2 * 200 + 16];
   int n = 0;
@@ -203,12 +210,20 @@ static void test_arrow_types(void) {
   QV_REQUIRE(qv_hf_features_arrow_schema(f, &s, NULL) == QV_OK);
   char buf[512];
   static const char *const kWant[] = {
-      "int8", "string", "timestamp[ms, tz=UTC]", "int64", "list<item: int32>",
+      "int8",
+      "string",
+      "timestamp[ms, tz=UTC]",
+      "int64",
+      "list<item: int32>",
       "fixed_size_list<item: float>[2]",
-      "struct<a: list<item: int32>, b: list<item: string>>", "large_list<item: int64>",
-      "list<item: list<item: int32>>", "list<item: list<item: list<item: float>>>",
-      "struct<bytes: binary, path: string>", "struct<bytes: binary, path: string>",
-      "struct<bytes: binary, path: string>", "struct<en: string, fr: string>",
+      "struct<a: list<item: int32>, b: list<item: string>>",
+      "large_list<item: int64>",
+      "list<item: list<item: int32>>",
+      "list<item: list<item: list<item: float>>>",
+      "struct<bytes: binary, path: string>",
+      "struct<bytes: binary, path: string>",
+      "struct<bytes: binary, path: string>",
+      "struct<en: string, fr: string>",
       "struct<language: list<item: string>, translation: list<item: string>>",
       "struct<x: bool, y: list<item: string>>"};
   QV_REQUIRE(qv_schema_num_fields(s) == 16);
@@ -252,7 +267,8 @@ static void test_arrow_types(void) {
 static qv_schema *schema_of(qv_type *st, const char *hf_json) {
   qv_schema *s = qv_schema_new(st);
   if (s && hf_json)
-    QV_CHECK(qv_metadata_append(&s->metadata, "huggingface", 11, hf_json, (int64_t)strlen(hf_json), NULL) == QV_OK);
+    QV_CHECK(qv_metadata_append(&s->metadata, "huggingface", 11, hf_json, (int64_t)strlen(hf_json),
+                                NULL) == QV_OK);
   return s;
 }
 
@@ -272,9 +288,10 @@ static void test_derive_and_resolve(void) {
   dict->value_type = tb_type(QV_LARGE_STRING);
   tb_child(st, "cat", dict);
   tb_child(st, "lab", tb_type(QV_INT64));
-  qv_schema *s = schema_of(st, "{\"info\": {\"features\": {\"lab\": {\"names\": [\"a\"], "
-                               "\"_type\": \"ClassLabel\"}, \"cat\": {\"dtype\": \"int8\", "
-                               "\"_type\": \"Value\"}}}, \"fingerprint\": \"f00\"}");
+  qv_schema *s = schema_of(st,
+                           "{\"info\": {\"features\": {\"lab\": {\"names\": [\"a\"], "
+                           "\"_type\": \"ClassLabel\"}, \"cat\": {\"dtype\": \"int8\", "
+                           "\"_type\": \"Value\"}}}, \"fingerprint\": \"f00\"}");
   qv_hf_feature *f = NULL;
   bool *from = NULL;
   QV_REQUIRE(qv_hf_features_resolve(s, &f, &from, NULL) == QV_OK);
@@ -295,10 +312,11 @@ static void test_derive_and_resolve(void) {
   QV_CHECK(qv_hf_features_check(meta, s, &err) == QV_EINVAL);
   QV_CHECK_EQ_STR(err.message, "features describe 1 columns but the file has 5");
   qv_hf_feature_free(meta);
-  meta = parse("{\"ts\": {\"dtype\": \"timestamp[us]\", \"_type\": \"Value\"}, \"d\": {\"dtype\": "
-               "\"int8\", \"_type\": \"Value\"}, \"fl\": {\"dtype\": \"int8\", \"_type\": "
-               "\"Value\"}, \"cat\": {\"dtype\": \"int8\", \"_type\": \"Value\"}, \"lab\": "
-               "{\"dtype\": \"int8\", \"_type\": \"Value\"}}");
+  meta = parse(
+      "{\"ts\": {\"dtype\": \"timestamp[us]\", \"_type\": \"Value\"}, \"d\": {\"dtype\": "
+      "\"int8\", \"_type\": \"Value\"}, \"fl\": {\"dtype\": \"int8\", \"_type\": "
+      "\"Value\"}, \"cat\": {\"dtype\": \"int8\", \"_type\": \"Value\"}, \"lab\": "
+      "{\"dtype\": \"int8\", \"_type\": \"Value\"}}");
   QV_CHECK(qv_hf_features_check(meta, s, &err) == QV_EINVAL);
   QV_CHECK_EQ_STR(err.message,
                   "column 'ts': features imply timestamp[us] but the file has "
@@ -331,8 +349,9 @@ static void test_derive_and_resolve(void) {
 
 static void test_metadata(void) {
   qv_hf_metadata md;
-  const char *txt = "{\"info\": {\"features\": {\"x\": {\"dtype\": \"int64\", \"_type\": \"Value\"}}}, "
-                    "\"fingerprint\": \"b095d079253eedf3\"}";
+  const char *txt =
+      "{\"info\": {\"features\": {\"x\": {\"dtype\": \"int64\", \"_type\": \"Value\"}}}, "
+      "\"fingerprint\": \"b095d079253eedf3\"}";
   QV_REQUIRE(qv_hf_metadata_parse(txt, (int64_t)strlen(txt), &md, NULL) == QV_OK);
   QV_CHECK_EQ_STR(md.fingerprint, "b095d079253eedf3");
   qv_strbuf sb;
@@ -343,7 +362,8 @@ static void test_metadata(void) {
   qv_strbuf_reset(&sb);
   qv_error err;
   QV_CHECK(qv_hf_metadata_parse("{\"fingerprint\": 5}", 18, &md, &err) == QV_EINVAL);
-  QV_CHECK_EQ_STR(err.message, "huggingface metadata: 'fingerprint' must be a string, found integer");
+  QV_CHECK_EQ_STR(err.message,
+                  "huggingface metadata: 'fingerprint' must be a string, found integer");
   QV_CHECK(qv_hf_metadata_parse("{\"fingerprint\": \"a/b\"}", 22, &md, &err) == QV_EINVAL);
   QV_CHECK_EQ_STR(err.message,
                   "huggingface metadata: invalid fingerprint 'a/b': character '/' at byte 1 is "
@@ -366,9 +386,10 @@ static void test_labelled_rows(void) {
   tb_child(bt, "tags", qv_type_ref(lt));
   qv_array *kids[2] = {lab, tag};
   qv_array *batch = tb_array(bt, 4, 1, (qv_buffer *[]){NULL}, 2, kids);
-  qv_hf_feature *f = parse("{\"label\": {\"names\": [\"neg\", \"p\\\"os\"], \"_type\": "
-                           "\"ClassLabel\"}, \"tags\": [{\"names\": [\"O\", \"B\", \"I\"], "
-                           "\"_type\": \"ClassLabel\"}]}");
+  qv_hf_feature *f = parse(
+      "{\"label\": {\"names\": [\"neg\", \"p\\\"os\"], \"_type\": "
+      "\"ClassLabel\"}, \"tags\": [{\"names\": [\"O\", \"B\", \"I\"], "
+      "\"_type\": \"ClassLabel\"}]}");
   QV_REQUIRE(batch != NULL && f != NULL);
   static const char *const kWant[4] = {
       "{\"label\":\"neg\",\"tags\":[\"I\",\"O\"]}",
@@ -428,18 +449,20 @@ static void test_state(void) {
   qv_strbuf_reset(&sb);
   qv_hf_state_reset(&st);
   /* nested kwargs keep sort_keys */
-  const char *kw = "{\"_data_files\": [], \"_fingerprint\": \"x\", \"_format_columns\": null, "
-                   "\"_format_kwargs\": {\"z\": {\"b\": 1, \"a\": [2]}, \"dtype\": \"f\"}, "
-                   "\"_format_type\": null, \"_output_all_columns\": true, \"_split\": null}";
+  const char *kw =
+      "{\"_data_files\": [], \"_fingerprint\": \"x\", \"_format_columns\": null, "
+      "\"_format_kwargs\": {\"z\": {\"b\": 1, \"a\": [2]}, \"dtype\": \"f\"}, "
+      "\"_format_type\": null, \"_output_all_columns\": true, \"_split\": null}";
   QV_REQUIRE(qv_hf_state_parse(kw, (int64_t)strlen(kw), &st, NULL) == QV_OK);
   QV_CHECK_EQ_STR(st.format_kwargs, "{\"dtype\": \"f\", \"z\": {\"a\": [2], \"b\": 1}}");
   qv_strbuf_init(&sb);
   QV_CHECK(qv_hf_state_emit(&st, &sb, NULL) == QV_OK);
-  QV_CHECK_EQ_STR(qv_strbuf_cstr(&sb),
-                  "{\n  \"_data_files\": [],\n  \"_fingerprint\": \"x\",\n  \"_format_columns\": "
-                  "null,\n  \"_format_kwargs\": {\n    \"dtype\": \"f\",\n    \"z\": {\n      "
-                  "\"a\": [\n        2\n      ],\n      \"b\": 1\n    }\n  },\n  "
-                  "\"_format_type\": null,\n  \"_output_all_columns\": true,\n  \"_split\": null\n}");
+  QV_CHECK_EQ_STR(
+      qv_strbuf_cstr(&sb),
+      "{\n  \"_data_files\": [],\n  \"_fingerprint\": \"x\",\n  \"_format_columns\": "
+      "null,\n  \"_format_kwargs\": {\n    \"dtype\": \"f\",\n    \"z\": {\n      "
+      "\"a\": [\n        2\n      ],\n      \"b\": 1\n    }\n  },\n  "
+      "\"_format_type\": null,\n  \"_output_all_columns\": true,\n  \"_split\": null\n}");
   qv_strbuf_reset(&sb);
   qv_hf_state_reset(&st);
 
@@ -525,7 +548,8 @@ static void test_info_and_dict(void) {
   qv_strbuf_reset(&sb);
   qv_error err;
   QV_CHECK(qv_hf_dict_parse("{\"splits\": [\"a/b\"]}", 19, &names, &n, &err) == QV_EINVAL);
-  QV_CHECK_EQ_STR(err.message, "dataset_dict.json: split name 'a/b' is not a single directory name");
+  QV_CHECK_EQ_STR(err.message,
+                  "dataset_dict.json: split name 'a/b' is not a single directory name");
   QV_CHECK(qv_hf_dict_parse("{\"splits\": [\"a\", \"a\"]}", 22, &names, &n, &err) == QV_EINVAL);
   QV_CHECK_EQ_STR(err.message, "dataset_dict.json: split 'a' is listed twice");
   QV_CHECK(qv_hf_dict_parse("{\"split\": []}", 13, &names, &n, &err) == QV_EINVAL);
@@ -601,9 +625,10 @@ static void test_dir_open(void) {
   snprintf(p, sizeof p, "%s/ds/data-00000-of-00001.arrow", root);
   QV_REQUIRE(copy_file(src, p));
   snprintf(p, sizeof p, "%s/ds/state.json", root);
-  write_file(p, "{\"_data_files\": [{\"filename\": \"data-00000-of-00001.arrow\"}], "
-                "\"_fingerprint\": \"abc\", \"_format_columns\": null, \"_format_kwargs\": {}, "
-                "\"_format_type\": null, \"_output_all_columns\": false, \"_split\": null}");
+  write_file(p,
+             "{\"_data_files\": [{\"filename\": \"data-00000-of-00001.arrow\"}], "
+             "\"_fingerprint\": \"abc\", \"_format_columns\": null, \"_format_kwargs\": {}, "
+             "\"_format_type\": null, \"_output_all_columns\": false, \"_split\": null}");
   snprintf(p, sizeof p, "%s/ds/dataset_info.json", root);
   write_file(p, "{}");
   snprintf(p, sizeof p, "%s/ds", root);

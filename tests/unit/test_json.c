@@ -12,9 +12,9 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "qv_test.h"
 #include "quiver/array.h"
 #include "quiver/integration.h"
+#include "qv_test.h"
 
 /* ------------------------------------------------------------------------ */
 /* helpers                                                                   */
@@ -128,7 +128,8 @@ static void check_golden(const char *path) {
   QV_CHECK_EQ_INT(d.n_dictionaries, dicts ? json_array_size(dicts) : 0);
   json_decref(root);
   /* The JSON equals itself, and survives write + read. */
-  for (int64_t b = 0; b < d.n_batches; b++) QV_CHECK(qv_array_equals(d.batches[b], d.batches[b], &err));
+  for (int64_t b = 0; b < d.n_batches; b++)
+    QV_CHECK(qv_array_equals(d.batches[b], d.batches[b], &err));
   if (!roundtrip_equal(&d, &err)) {
     fprintf(stderr, "%s: round trip: %s\n", path, err.message);
     qv_test_failed_checks_++;
@@ -178,7 +179,8 @@ static void test_golden_values(void) {
   qv_error err;
   snprintf(path, sizeof path,
            "%s/testdata/arrow-testing/data/arrow-ipc-stream/integration/cpp-21.0.0/"
-           "generated_primitive.json.gz", shared);
+           "generated_primitive.json.gz",
+           shared);
   QV_REQUIRE(qv_json_read(path, NULL, &d, &err) == QV_OK);
   /* batch 0: int8_nullable DATA[0..1] = -128, 127; bool_nullable VALIDITY
    * [0, 0, 1, ...] DATA [false, true, true, ...]; float32 641.818 */
@@ -202,11 +204,12 @@ static void test_golden_values(void) {
   /* decimal: first value of batch 0 column f0 (precision 3, scale 2) */
   snprintf(path, sizeof path,
            "%s/testdata/arrow-testing/data/arrow-ipc-stream/integration/cpp-21.0.0/"
-           "generated_decimal.json.gz", shared);
+           "generated_decimal.json.gz",
+           shared);
   QV_REQUIRE(qv_json_read(path, NULL, &d, &err) == QV_OK);
   json_t *root = load_gz_independently(path);
-  json_t *c0 = json_array_get(json_object_get(json_array_get(json_object_get(root, "batches"), 0),
-                                              "columns"), 0);
+  json_t *c0 = json_array_get(
+      json_object_get(json_array_get(json_object_get(root, "batches"), 0), "columns"), 0);
   size_t first = 0; /* first valid slot (null slots read as zero) */
   while (json_integer_value(json_array_get(json_object_get(c0, "VALIDITY"), first)) == 0) first++;
   const char *s0 = json_string_value(json_array_get(json_object_get(c0, "DATA"), first));
@@ -230,17 +233,25 @@ static void test_integers_and_floats(void) {
   qv_error err;
   const char *j =
       "{'schema': {'fields': ["
-      "{'name': 'i64', 'nullable': true, 'type': {'name': 'int', 'isSigned': true, 'bitWidth': 64}, 'children': []},"
-      "{'name': 'u64', 'nullable': false, 'type': {'name': 'int', 'isSigned': false, 'bitWidth': 64}, 'children': []},"
-      "{'name': 'h', 'nullable': true, 'type': {'name': 'floatingpoint', 'precision': 'HALF'}, 'children': []},"
-      "{'name': 'd', 'nullable': true, 'type': {'name': 'floatingpoint', 'precision': 'DOUBLE'}, 'children': []},"
-      "{'name': 'u8', 'nullable': true, 'type': {'name': 'int', 'isSigned': false, 'bitWidth': 8}, 'children': []}"
+      "{'name': 'i64', 'nullable': true, 'type': {'name': 'int', 'isSigned': true, 'bitWidth': "
+      "64}, 'children': []},"
+      "{'name': 'u64', 'nullable': false, 'type': {'name': 'int', 'isSigned': false, 'bitWidth': "
+      "64}, 'children': []},"
+      "{'name': 'h', 'nullable': true, 'type': {'name': 'floatingpoint', 'precision': 'HALF'}, "
+      "'children': []},"
+      "{'name': 'd', 'nullable': true, 'type': {'name': 'floatingpoint', 'precision': 'DOUBLE'}, "
+      "'children': []},"
+      "{'name': 'u8', 'nullable': true, 'type': {'name': 'int', 'isSigned': false, 'bitWidth': 8}, "
+      "'children': []}"
       "]}, 'batches': [{'count': 3, 'columns': ["
-      "{'name': 'i64', 'count': 3, 'VALIDITY': [1, 1, 0], 'DATA': ['-9223372036854775808', '9223372036854775807', 'junk']},"
-      "{'name': 'u64', 'count': 3, 'VALIDITY': [1, 1, 1], 'DATA': ['18446744073709551615', '0', 5]},"
+      "{'name': 'i64', 'count': 3, 'VALIDITY': [1, 1, 0], 'DATA': ['-9223372036854775808', "
+      "'9223372036854775807', 'junk']},"
+      "{'name': 'u64', 'count': 3, 'VALIDITY': [1, 1, 1], 'DATA': ['18446744073709551615', '0', "
+      "5]},"
       "{'name': 'h', 'count': 3, 'VALIDITY': [1, 1, 1], 'DATA': [0.1, -2.5, 65504]},"
       "{'name': 'd', 'count': 3, 'VALIDITY': [1, 1, 1], 'DATA': ['NaN', '-Infinity', -0.0]},"
-      "{'name': 'u8', 'count': 3, 'VALIDITY': [1, 0, 1], 'DATA': [255, 'ignored in a null slot', 0]}"
+      "{'name': 'u8', 'count': 3, 'VALIDITY': [1, 0, 1], 'DATA': [255, 'ignored in a null slot', "
+      "0]}"
       "]}]}";
   QV_REQUIRE(read_text(j, &d, &err) == QV_OK);
   int64_t i[3];
@@ -271,15 +282,21 @@ static void test_decimals(void) {
   qv_error err;
   const char *j =
       "{'schema': {'fields': ["
-      "{'name': 'd32', 'nullable': true, 'type': {'name': 'decimal', 'precision': 9, 'scale': 2, 'bitWidth': 32}, 'children': []},"
-      "{'name': 'd64', 'nullable': true, 'type': {'name': 'decimal', 'precision': 18, 'scale': 2, 'bitWidth': 64}, 'children': []},"
-      "{'name': 'd128', 'nullable': true, 'type': {'name': 'decimal', 'precision': 38, 'scale': 2}, 'children': []},"
-      "{'name': 'd256', 'nullable': true, 'type': {'name': 'decimal', 'precision': 76, 'scale': 5, 'bitWidth': 256}, 'children': []}"
+      "{'name': 'd32', 'nullable': true, 'type': {'name': 'decimal', 'precision': 9, 'scale': 2, "
+      "'bitWidth': 32}, 'children': []},"
+      "{'name': 'd64', 'nullable': true, 'type': {'name': 'decimal', 'precision': 18, 'scale': 2, "
+      "'bitWidth': 64}, 'children': []},"
+      "{'name': 'd128', 'nullable': true, 'type': {'name': 'decimal', 'precision': 38, 'scale': "
+      "2}, 'children': []},"
+      "{'name': 'd256', 'nullable': true, 'type': {'name': 'decimal', 'precision': 76, 'scale': 5, "
+      "'bitWidth': 256}, 'children': []}"
       "]}, 'batches': [{'count': 2, 'columns': ["
       "{'name': 'd32', 'count': 2, 'VALIDITY': [1, 1], 'DATA': ['2147483647', '-1']},"
       "{'name': 'd64', 'count': 2, 'VALIDITY': [1, 1], 'DATA': ['-12345', '0']},"
-      "{'name': 'd128', 'count': 2, 'VALIDITY': [1, 1], 'DATA': ['123456789012345678901234567890', '-170141183460469231731687303715884105728']},"
-      "{'name': 'd256', 'count': 2, 'VALIDITY': [1, 1], 'DATA': ['-98765432109876543210987654321098765432109876543210', '1']}"
+      "{'name': 'd128', 'count': 2, 'VALIDITY': [1, 1], 'DATA': ['123456789012345678901234567890', "
+      "'-170141183460469231731687303715884105728']},"
+      "{'name': 'd256', 'count': 2, 'VALIDITY': [1, 1], 'DATA': "
+      "['-98765432109876543210987654321098765432109876543210', '1']}"
       "]}]}";
   QV_REQUIRE(read_text(j, &d, &err) == QV_OK);
   /* Expected bytes from Python: int.to_bytes(n, 'little', signed=True). */
@@ -302,15 +319,21 @@ static void test_decimals(void) {
   qv_json_data e;
   const char *j2 =
       "{'schema': {'fields': ["
-      "{'name': 'd32', 'nullable': true, 'type': {'name': 'decimal', 'precision': 9, 'scale': 2, 'bitWidth': 32}, 'children': []},"
-      "{'name': 'd64', 'nullable': true, 'type': {'name': 'decimal', 'precision': 18, 'scale': 2, 'bitWidth': 64}, 'children': []},"
-      "{'name': 'd128', 'nullable': true, 'type': {'name': 'decimal', 'precision': 38, 'scale': 2}, 'children': []},"
-      "{'name': 'd256', 'nullable': true, 'type': {'name': 'decimal', 'precision': 76, 'scale': 5, 'bitWidth': 256}, 'children': []}"
+      "{'name': 'd32', 'nullable': true, 'type': {'name': 'decimal', 'precision': 9, 'scale': 2, "
+      "'bitWidth': 32}, 'children': []},"
+      "{'name': 'd64', 'nullable': true, 'type': {'name': 'decimal', 'precision': 18, 'scale': 2, "
+      "'bitWidth': 64}, 'children': []},"
+      "{'name': 'd128', 'nullable': true, 'type': {'name': 'decimal', 'precision': 38, 'scale': "
+      "2}, 'children': []},"
+      "{'name': 'd256', 'nullable': true, 'type': {'name': 'decimal', 'precision': 76, 'scale': 5, "
+      "'bitWidth': 256}, 'children': []}"
       "]}, 'batches': [{'count': 2, 'columns': ["
       "{'name': 'd32', 'count': 2, 'VALIDITY': [1, 1], 'DATA': ['2147483647', '-1']},"
       "{'name': 'd64', 'count': 2, 'VALIDITY': [1, 1], 'DATA': ['-12345', '0']},"
-      "{'name': 'd128', 'count': 2, 'VALIDITY': [1, 1], 'DATA': ['123456789012345678901234567890', '-170141183460469231731687303715884105728']},"
-      "{'name': 'd256', 'count': 2, 'VALIDITY': [1, 1], 'DATA': ['-98765432109876543210987654321098765432109876543210', '2']}"
+      "{'name': 'd128', 'count': 2, 'VALIDITY': [1, 1], 'DATA': ['123456789012345678901234567890', "
+      "'-170141183460469231731687303715884105728']},"
+      "{'name': 'd256', 'count': 2, 'VALIDITY': [1, 1], 'DATA': "
+      "['-98765432109876543210987654321098765432109876543210', '2']}"
       "]}]}";
   QV_REQUIRE(read_text(j2, &e, &err) == QV_OK);
   QV_CHECK(!qv_array_equals(d.batches[0], e.batches[0], &err));
@@ -326,16 +349,22 @@ static void test_temporal_and_intervals(void) {
   qv_error err;
   const char *j =
       "{'schema': {'fields': ["
-      "{'name': 'ts', 'nullable': true, 'type': {'name': 'timestamp', 'unit': 'NANOSECOND', 'timezone': 'UTC'}, 'children': []},"
-      "{'name': 't32', 'nullable': true, 'type': {'name': 'time', 'unit': 'MILLISECOND', 'bitWidth': 32}, 'children': []},"
-      "{'name': 'dt', 'nullable': true, 'type': {'name': 'interval', 'unit': 'DAY_TIME'}, 'children': []},"
-      "{'name': 'mdn', 'nullable': true, 'type': {'name': 'interval', 'unit': 'MONTH_DAY_NANO'}, 'children': []},"
-      "{'name': 'dur', 'nullable': true, 'type': {'name': 'duration', 'unit': 'SECOND'}, 'children': []}"
+      "{'name': 'ts', 'nullable': true, 'type': {'name': 'timestamp', 'unit': 'NANOSECOND', "
+      "'timezone': 'UTC'}, 'children': []},"
+      "{'name': 't32', 'nullable': true, 'type': {'name': 'time', 'unit': 'MILLISECOND', "
+      "'bitWidth': 32}, 'children': []},"
+      "{'name': 'dt', 'nullable': true, 'type': {'name': 'interval', 'unit': 'DAY_TIME'}, "
+      "'children': []},"
+      "{'name': 'mdn', 'nullable': true, 'type': {'name': 'interval', 'unit': 'MONTH_DAY_NANO'}, "
+      "'children': []},"
+      "{'name': 'dur', 'nullable': true, 'type': {'name': 'duration', 'unit': 'SECOND'}, "
+      "'children': []}"
       "]}, 'batches': [{'count': 1, 'columns': ["
       "{'name': 'ts', 'count': 1, 'VALIDITY': [1], 'DATA': ['-1']},"
       "{'name': 't32', 'count': 1, 'VALIDITY': [1], 'DATA': [86399999]},"
       "{'name': 'dt', 'count': 1, 'VALIDITY': [1], 'DATA': [{'days': -5, 'milliseconds': 1000}]},"
-      "{'name': 'mdn', 'count': 1, 'VALIDITY': [1], 'DATA': [{'months': 1, 'days': -2, 'nanoseconds': 8820212087008106548}]},"
+      "{'name': 'mdn', 'count': 1, 'VALIDITY': [1], 'DATA': [{'months': 1, 'days': -2, "
+      "'nanoseconds': 8820212087008106548}]},"
       "{'name': 'dur', 'count': 1, 'VALIDITY': [0], 'DATA': ['0']}"
       "]}]}";
   QV_REQUIRE(read_text(j, &d, &err) == QV_OK);
@@ -362,10 +391,13 @@ static void test_binary_and_views(void) {
       "{'name': 'b', 'nullable': true, 'type': {'name': 'binary'}, 'children': []},"
       "{'name': 'ls', 'nullable': true, 'type': {'name': 'largeutf8'}, 'children': []},"
       "{'name': 'sv', 'nullable': true, 'type': {'name': 'utf8view'}, 'children': []},"
-      "{'name': 'fsb', 'nullable': true, 'type': {'name': 'fixedsizebinary', 'byteWidth': 3}, 'children': []}"
+      "{'name': 'fsb', 'nullable': true, 'type': {'name': 'fixedsizebinary', 'byteWidth': 3}, "
+      "'children': []}"
       "]}, 'batches': [{'count': 3, 'columns': ["
-      "{'name': 'b', 'count': 3, 'VALIDITY': [1, 0, 1], 'OFFSET': [0, 2, 2, 5], 'DATA': ['00ff', '', 'AbCdEf']},"
-      "{'name': 'ls', 'count': 3, 'VALIDITY': [1, 1, 1], 'OFFSET': ['0', '3', '3', '5'], 'DATA': ['h\\u00e9', '', 'xy']},"
+      "{'name': 'b', 'count': 3, 'VALIDITY': [1, 0, 1], 'OFFSET': [0, 2, 2, 5], 'DATA': ['00ff', "
+      "'', 'AbCdEf']},"
+      "{'name': 'ls', 'count': 3, 'VALIDITY': [1, 1, 1], 'OFFSET': ['0', '3', '3', '5'], 'DATA': "
+      "['h\\u00e9', '', 'xy']},"
       "{'name': 'sv', 'count': 3, 'VALIDITY': [1, 1, 0], 'VIEWS': ["
       "  {'SIZE': 5, 'INLINED': 'short'},"
       "  {'SIZE': 16, 'PREFIX_HEX': '6C6F6E67', 'BUFFER_INDEX': 1, 'OFFSET': 2},"
@@ -402,7 +434,8 @@ static void test_binary_and_views(void) {
    * equal (views compare by the bytes they denote). */
   qv_json_data e;
   const char *j2 =
-      "{'schema': {'fields': [{'name': 'sv', 'nullable': true, 'type': {'name': 'utf8view'}, 'children': []}]},"
+      "{'schema': {'fields': [{'name': 'sv', 'nullable': true, 'type': {'name': 'utf8view'}, "
+      "'children': []}]},"
       " 'batches': [{'count': 3, 'columns': ["
       "{'name': 'sv', 'count': 3, 'VALIDITY': [1, 1, 0], 'VIEWS': ["
       "  {'SIZE': 5, 'INLINED': 'short'},"
@@ -417,33 +450,43 @@ static void test_binary_and_views(void) {
 
 static const char *kNested =
     "{'schema': {'fields': ["
-    "{'name': 'a', 'nullable': true, 'type': {'name': 'int', 'isSigned': true, 'bitWidth': 32}, 'children': []},"
+    "{'name': 'a', 'nullable': true, 'type': {'name': 'int', 'isSigned': true, 'bitWidth': 32}, "
+    "'children': []},"
     "{'name': 's', 'nullable': true, 'type': {'name': 'struct'}, 'children': ["
     "  {'name': 'x', 'nullable': true, 'type': {'name': 'utf8'}, 'children': []},"
     "  {'name': 'l', 'nullable': true, 'type': {'name': 'list'}, 'children': ["
-    "    {'name': 'item', 'nullable': true, 'type': {'name': 'int', 'isSigned': true, 'bitWidth': 64}, 'children': []}]}]},"
+    "    {'name': 'item', 'nullable': true, 'type': {'name': 'int', 'isSigned': true, 'bitWidth': "
+    "64}, 'children': []}]}]},"
     "{'name': 'm', 'nullable': true, 'type': {'name': 'map', 'keysSorted': false}, 'children': ["
     "  {'name': 'entries', 'nullable': false, 'type': {'name': 'struct'}, 'children': ["
     "    {'name': 'key', 'nullable': false, 'type': {'name': 'utf8'}, 'children': []},"
-    "    {'name': 'value', 'nullable': true, 'type': {'name': 'int', 'isSigned': true, 'bitWidth': 8}, 'children': []}]}]},"
-    "{'name': 'f', 'nullable': true, 'type': {'name': 'fixedsizelist', 'listSize': 2}, 'children': ["
-    "  {'name': 'item', 'nullable': true, 'type': {'name': 'floatingpoint', 'precision': SINGLEQ}, 'children': []}]},"
+    "    {'name': 'value', 'nullable': true, 'type': {'name': 'int', 'isSigned': true, 'bitWidth': "
+    "8}, 'children': []}]}]},"
+    "{'name': 'f', 'nullable': true, 'type': {'name': 'fixedsizelist', 'listSize': 2}, 'children': "
+    "["
+    "  {'name': 'item', 'nullable': true, 'type': {'name': 'floatingpoint', 'precision': SINGLEQ}, "
+    "'children': []}]},"
     "{'name': 'lv', 'nullable': true, 'type': {'name': 'listview'}, 'children': ["
-    "  {'name': 'item', 'nullable': true, 'type': {'name': 'int', 'isSigned': true, 'bitWidth': 16}, 'children': []}]}"
+    "  {'name': 'item', 'nullable': true, 'type': {'name': 'int', 'isSigned': true, 'bitWidth': "
+    "16}, 'children': []}]}"
     "], 'metadata': [{'key': 'k', 'value': 'v'}]},"
     " 'batches': [{'count': 3, 'columns': ["
     "{'name': 'a', 'count': 3, 'VALIDITY': [0, 1, 1], 'DATA': [1, 2, 3]},"
     "{'name': 's', 'count': 3, 'VALIDITY': [1, 1, 0], 'children': ["
-    "  {'name': 'x', 'count': 3, 'VALIDITY': [1, 1, 1], 'OFFSET': [0, 1, 3, 3], 'DATA': ['a', 'bc', '']},"
+    "  {'name': 'x', 'count': 3, 'VALIDITY': [1, 1, 1], 'OFFSET': [0, 1, 3, 3], 'DATA': ['a', "
+    "'bc', '']},"
     "  {'name': 'l', 'count': 3, 'VALIDITY': [1, 1, 1], 'OFFSET': [0, 2, 4, 4], 'children': ["
     "    {'name': 'item', 'count': 4, 'VALIDITY': [1, 1, 1, 0], 'DATA': ['1', '2', 'LV', '4']}]}]},"
     "{'name': 'm', 'count': 3, 'VALIDITY': [1, 0, 1], 'OFFSET': [0, 2, 2, 3], 'children': ["
     "  {'name': 'entries', 'count': 3, 'VALIDITY': [1, 1, 1], 'children': ["
-    "    {'name': 'key', 'count': 3, 'VALIDITY': [1, 1, 1], 'OFFSET': [0, 1, 2, 3], 'DATA': ['p', 'q', 'r']},"
+    "    {'name': 'key', 'count': 3, 'VALIDITY': [1, 1, 1], 'OFFSET': [0, 1, 2, 3], 'DATA': ['p', "
+    "'q', 'r']},"
     "    {'name': 'value', 'count': 3, 'VALIDITY': [1, 0, 1], 'DATA': [7, 0, -7]}]}]},"
     "{'name': 'f', 'count': 3, 'VALIDITY': [1, 1, 1], 'children': ["
-    "  {'name': 'item', 'count': 6, 'VALIDITY': [1, 1, 1, 1, 1, 1], 'DATA': [0.5, 1, 1.5, 2, 2.5, FV]}]},"
-    "{'name': 'lv', 'count': 3, 'VALIDITY': [1, 1, 1], 'OFFSET': [2, 0, 1], 'SIZE': [2, 1, 0], 'children': ["
+    "  {'name': 'item', 'count': 6, 'VALIDITY': [1, 1, 1, 1, 1, 1], 'DATA': [0.5, 1, 1.5, 2, 2.5, "
+    "FV]}]},"
+    "{'name': 'lv', 'count': 3, 'VALIDITY': [1, 1, 1], 'OFFSET': [2, 0, 1], 'SIZE': [2, 1, 0], "
+    "'children': ["
     "  {'name': 'item', 'count': 4, 'VALIDITY': [1, 1, 1, 1], 'DATA': [10, 20, 30, 40]}]}"
     "]}]}";
 
@@ -543,23 +586,31 @@ static void test_nested_and_diffs(void) {
   free(mod);
   /* metadata order does not matter; content does */
   qv_json_data m1, m2;
-  const char *md1 = "{'schema': {'fields': [{'name': 'a', 'nullable': true, 'type': {'name': 'null'}, 'children': [],"
-                    " 'metadata': [{'key': 'x', 'value': '1'}, {'key': 'y', 'value': '2'}]}]}, 'batches': []}";
-  const char *md2 = "{'schema': {'fields': [{'name': 'a', 'nullable': true, 'type': {'name': 'null'}, 'children': [],"
-                    " 'metadata': [{'key': 'y', 'value': '2'}, {'key': 'x', 'value': '1'}]}]}, 'batches': []}";
-  const char *md3 = "{'schema': {'fields': [{'name': 'a', 'nullable': true, 'type': {'name': 'null'}, 'children': [],"
-                    " 'metadata': [{'key': 'y', 'value': '2'}, {'key': 'x', 'value': '2'}]}]}, 'batches': []}";
+  const char *md1 =
+      "{'schema': {'fields': [{'name': 'a', 'nullable': true, 'type': {'name': 'null'}, "
+      "'children': [],"
+      " 'metadata': [{'key': 'x', 'value': '1'}, {'key': 'y', 'value': '2'}]}]}, 'batches': []}";
+  const char *md2 =
+      "{'schema': {'fields': [{'name': 'a', 'nullable': true, 'type': {'name': 'null'}, "
+      "'children': [],"
+      " 'metadata': [{'key': 'y', 'value': '2'}, {'key': 'x', 'value': '1'}]}]}, 'batches': []}";
+  const char *md3 =
+      "{'schema': {'fields': [{'name': 'a', 'nullable': true, 'type': {'name': 'null'}, "
+      "'children': [],"
+      " 'metadata': [{'key': 'y', 'value': '2'}, {'key': 'x', 'value': '2'}]}]}, 'batches': []}";
   QV_REQUIRE(read_text(md1, &m1, &err) == QV_OK);
   QV_REQUIRE(read_text(md2, &m2, &err) == QV_OK);
   QV_CHECK(qv_schema_diff(m1.schema, m2.schema, &err));
   qv_json_data_reset(&m2);
   QV_REQUIRE(read_text(md3, &m2, &err) == QV_OK);
   QV_CHECK(!qv_schema_diff(m1.schema, m2.schema, &err));
-  QV_CHECK_EQ_STR(err.message, "field 'a': metadata: expected [x='1', y='2'], found [y='2', x='2']");
+  QV_CHECK_EQ_STR(err.message,
+                  "field 'a': metadata: expected [x='1', y='2'], found [y='2', x='2']");
   /* qv_field_diff: one field under the caller's path, metadata on request */
   const qv_field *f1 = qv_schema_field(m1.schema, 0), *f2 = qv_schema_field(m2.schema, 0);
   QV_CHECK(!qv_field_diff(f1, f2, "col", true, &err));
-  QV_CHECK_EQ_STR(err.message, "field 'col': metadata: expected [x='1', y='2'], found [y='2', x='2']");
+  QV_CHECK_EQ_STR(err.message,
+                  "field 'col': metadata: expected [x='1', y='2'], found [y='2', x='2']");
   QV_CHECK(qv_field_diff(f1, f2, "col", false, &err));
   QV_CHECK(qv_field_diff(f1, f1, NULL, true, NULL));
   QV_CHECK(!qv_field_diff(f1, f2, NULL, true, NULL));
@@ -589,13 +640,19 @@ static void test_dictionaries(void) {
       "{'schema': {'fields': ["
       "{'name': 'd', 'nullable': true, 'type': {'name': 'list'}, 'children': ["
       "  {'name': 'item', 'nullable': true, 'type': {'name': 'utf8'}, 'children': [],"
-      "   'dictionary': {'id': 0, 'indexType': {'name': 'int', 'isSigned': true, 'bitWidth': 8}, 'isOrdered': false}}],"
-      " 'dictionary': {'id': 1, 'indexType': {'name': 'int', 'isSigned': false, 'bitWidth': 16}, 'isOrdered': true}}]},"
+      "   'dictionary': {'id': 0, 'indexType': {'name': 'int', 'isSigned': true, 'bitWidth': 8}, "
+      "'isOrdered': false}}],"
+      " 'dictionary': {'id': 1, 'indexType': {'name': 'int', 'isSigned': false, 'bitWidth': 16}, "
+      "'isOrdered': true}}]},"
       " 'dictionaries': ["
-      "  {'id': 1, 'data': {'count': 2, 'columns': [{'name': 'DICT1', 'count': 2, 'VALIDITY': [1, 1], 'OFFSET': [0, 2, 3],"
-      "     'children': [{'name': 'item', 'count': 3, 'VALIDITY': [1, 1, 0], 'DATA': [1, 0, 0]}]}]}},"
-      "  {'id': 0, 'data': {'count': 2, 'columns': [{'name': 'DICT0', 'count': 2, 'VALIDITY': [1, 1], 'OFFSET': [0, 1, 3], 'DATA': ['a', 'bc']}]}}],"
-      " 'batches': [{'count': 3, 'columns': [{'name': 'd', 'count': 3, 'VALIDITY': [1, 0, 1], 'DATA': [1, 7, 0]}]}]}";
+      "  {'id': 1, 'data': {'count': 2, 'columns': [{'name': 'DICT1', 'count': 2, 'VALIDITY': [1, "
+      "1], 'OFFSET': [0, 2, 3],"
+      "     'children': [{'name': 'item', 'count': 3, 'VALIDITY': [1, 1, 0], 'DATA': [1, 0, "
+      "0]}]}]}},"
+      "  {'id': 0, 'data': {'count': 2, 'columns': [{'name': 'DICT0', 'count': 2, 'VALIDITY': [1, "
+      "1], 'OFFSET': [0, 1, 3], 'DATA': ['a', 'bc']}]}}],"
+      " 'batches': [{'count': 3, 'columns': [{'name': 'd', 'count': 3, 'VALIDITY': [1, 0, 1], "
+      "'DATA': [1, 7, 0]}]}]}";
   QV_REQUIRE(read_text(j, &d, &err) == QV_OK);
   const qv_array *c = col(&d, 0, 0);
   QV_CHECK_EQ_INT(c->type->id, QV_DICTIONARY);
@@ -615,13 +672,19 @@ static void test_dictionaries(void) {
       "{'schema': {'fields': ["
       "{'name': 'd', 'nullable': true, 'type': {'name': 'list'}, 'children': ["
       "  {'name': 'item', 'nullable': true, 'type': {'name': 'utf8'}, 'children': [],"
-      "   'dictionary': {'id': 0, 'indexType': {'name': 'int', 'isSigned': true, 'bitWidth': 8}, 'isOrdered': false}}],"
-      " 'dictionary': {'id': 1, 'indexType': {'name': 'int', 'isSigned': false, 'bitWidth': 16}, 'isOrdered': true}}]},"
+      "   'dictionary': {'id': 0, 'indexType': {'name': 'int', 'isSigned': true, 'bitWidth': 8}, "
+      "'isOrdered': false}}],"
+      " 'dictionary': {'id': 1, 'indexType': {'name': 'int', 'isSigned': false, 'bitWidth': 16}, "
+      "'isOrdered': true}}]},"
       " 'dictionaries': ["
-      "  {'id': 0, 'data': {'count': 3, 'columns': [{'name': 'DICT0', 'count': 3, 'VALIDITY': [1, 1, 1], 'OFFSET': [0, 2, 3, 4], 'DATA': ['bc', 'a', 'z']}]}},"
-      "  {'id': 1, 'data': {'count': 3, 'columns': [{'name': 'DICT1', 'count': 3, 'VALIDITY': [1, 1, 1], 'OFFSET': [0, 0, 2, 3],"
-      "     'children': [{'name': 'item', 'count': 3, 'VALIDITY': [1, 1, 0], 'DATA': [0, ITEM, 0]}]}]}}],"
-      " 'batches': [{'count': 3, 'columns': [{'name': 'd', 'count': 3, 'VALIDITY': [1, 0, 1], 'DATA': [2, 0, 1]}]}]}";
+      "  {'id': 0, 'data': {'count': 3, 'columns': [{'name': 'DICT0', 'count': 3, 'VALIDITY': [1, "
+      "1, 1], 'OFFSET': [0, 2, 3, 4], 'DATA': ['bc', 'a', 'z']}]}},"
+      "  {'id': 1, 'data': {'count': 3, 'columns': [{'name': 'DICT1', 'count': 3, 'VALIDITY': [1, "
+      "1, 1], 'OFFSET': [0, 0, 2, 3],"
+      "     'children': [{'name': 'item', 'count': 3, 'VALIDITY': [1, 1, 0], 'DATA': [0, ITEM, "
+      "0]}]}]}}],"
+      " 'batches': [{'count': 3, 'columns': [{'name': 'd', 'count': 3, 'VALIDITY': [1, 0, 1], "
+      "'DATA': [2, 0, 1]}]}]}";
   char *same = strdup(j2), *diff = strdup(j2);
   memcpy(strstr(same, "ITEM"), "1   ", 4);
   memcpy(strstr(diff, "ITEM"), "2   ", 4);
@@ -636,20 +699,34 @@ static void test_dictionaries(void) {
   free(diff);
   qv_json_data_reset(&d);
 
-  EXPECT_ERROR("{'schema': {'fields': [{'name': 'd', 'nullable': true, 'type': {'name': 'utf8'}, 'children': [],"
-               " 'dictionary': {'id': 4, 'indexType': {'name': 'int', 'isSigned': true, 'bitWidth': 8}, 'isOrdered': false}}]},"
-               " 'batches': [{'count': 1, 'columns': [{'name': 'd', 'count': 1, 'VALIDITY': [1], 'DATA': [0]}]}]}",
-               QV_EINVAL, "batch 0: column 'd': dictionary id 4 has no entry in 'dictionaries'");
-  EXPECT_ERROR("{'schema': {'fields': [{'name': 'd', 'nullable': true, 'type': {'name': 'utf8'}, 'children': [],"
-               " 'dictionary': {'id': 4, 'indexType': {'name': 'int', 'isSigned': true, 'bitWidth': 8}, 'isOrdered': false}}]},"
-               " 'dictionaries': [{'id': 4, 'data': {'count': 1, 'columns': [{'name': 'x', 'count': 1, 'VALIDITY': [1], 'OFFSET': [0, 1], 'DATA': ['a']}]}}],"
-               " 'batches': [{'count': 2, 'columns': [{'name': 'd', 'count': 2, 'VALIDITY': [1, 1], 'DATA': [0, 1]}]}]}",
-               QV_EINVAL, "batch 0: column 'd': DATA[1]: index 1 is outside dictionary id 4 of 1 values");
-  EXPECT_ERROR("{'schema': {'fields': [{'name': 'd', 'nullable': true, 'type': {'name': 'utf8'}, 'children': [],"
-               " 'dictionary': {'id': 4, 'indexType': {'name': 'int', 'isSigned': true, 'bitWidth': 8}, 'isOrdered': false}}]},"
-               " 'dictionaries': [{'id': 4, 'data': {'count': 1, 'columns': [{'name': 'x', 'count': 1, 'VALIDITY': [1], 'OFFSET': [0, 2], 'DATA': ['a']}]}}],"
-               " 'batches': [{'count': 1, 'columns': [{'name': 'd', 'count': 1, 'VALIDITY': [1], 'DATA': [0]}]}]}",
-               QV_EINVAL, "dictionary id 4: column 'values': DATA[0] has 1 bytes, but OFFSET gives 2");
+  EXPECT_ERROR(
+      "{'schema': {'fields': [{'name': 'd', 'nullable': true, 'type': {'name': 'utf8'}, "
+      "'children': [],"
+      " 'dictionary': {'id': 4, 'indexType': {'name': 'int', 'isSigned': true, 'bitWidth': 8}, "
+      "'isOrdered': false}}]},"
+      " 'batches': [{'count': 1, 'columns': [{'name': 'd', 'count': 1, 'VALIDITY': [1], 'DATA': "
+      "[0]}]}]}",
+      QV_EINVAL, "batch 0: column 'd': dictionary id 4 has no entry in 'dictionaries'");
+  EXPECT_ERROR(
+      "{'schema': {'fields': [{'name': 'd', 'nullable': true, 'type': {'name': 'utf8'}, "
+      "'children': [],"
+      " 'dictionary': {'id': 4, 'indexType': {'name': 'int', 'isSigned': true, 'bitWidth': 8}, "
+      "'isOrdered': false}}]},"
+      " 'dictionaries': [{'id': 4, 'data': {'count': 1, 'columns': [{'name': 'x', 'count': 1, "
+      "'VALIDITY': [1], 'OFFSET': [0, 1], 'DATA': ['a']}]}}],"
+      " 'batches': [{'count': 2, 'columns': [{'name': 'd', 'count': 2, 'VALIDITY': [1, 1], 'DATA': "
+      "[0, 1]}]}]}",
+      QV_EINVAL, "batch 0: column 'd': DATA[1]: index 1 is outside dictionary id 4 of 1 values");
+  EXPECT_ERROR(
+      "{'schema': {'fields': [{'name': 'd', 'nullable': true, 'type': {'name': 'utf8'}, "
+      "'children': [],"
+      " 'dictionary': {'id': 4, 'indexType': {'name': 'int', 'isSigned': true, 'bitWidth': 8}, "
+      "'isOrdered': false}}]},"
+      " 'dictionaries': [{'id': 4, 'data': {'count': 1, 'columns': [{'name': 'x', 'count': 1, "
+      "'VALIDITY': [1], 'OFFSET': [0, 2], 'DATA': ['a']}]}}],"
+      " 'batches': [{'count': 1, 'columns': [{'name': 'd', 'count': 1, 'VALIDITY': [1], 'DATA': "
+      "[0]}]}]}",
+      QV_EINVAL, "dictionary id 4: column 'values': DATA[0] has 1 bytes, but OFFSET gives 2");
 }
 
 static void test_unions_ree_null(void) {
@@ -657,28 +734,37 @@ static void test_unions_ree_null(void) {
   qv_error err;
   const char *j =
       "{'schema': {'fields': ["
-      "{'name': 'su', 'nullable': true, 'type': {'name': 'union', 'mode': 'SPARSE', 'typeIds': [5, 2]}, 'children': ["
-      "  {'name': 'i', 'nullable': true, 'type': {'name': 'int', 'isSigned': true, 'bitWidth': 32}, 'children': []},"
+      "{'name': 'su', 'nullable': true, 'type': {'name': 'union', 'mode': 'SPARSE', 'typeIds': [5, "
+      "2]}, 'children': ["
+      "  {'name': 'i', 'nullable': true, 'type': {'name': 'int', 'isSigned': true, 'bitWidth': "
+      "32}, 'children': []},"
       "  {'name': 's', 'nullable': true, 'type': {'name': 'utf8'}, 'children': []}]},"
-      "{'name': 'du', 'nullable': true, 'type': {'name': 'union', 'mode': 'DENSE', 'typeIds': [0, 1]}, 'children': ["
-      "  {'name': 'i', 'nullable': true, 'type': {'name': 'int', 'isSigned': true, 'bitWidth': 32}, 'children': []},"
+      "{'name': 'du', 'nullable': true, 'type': {'name': 'union', 'mode': 'DENSE', 'typeIds': [0, "
+      "1]}, 'children': ["
+      "  {'name': 'i', 'nullable': true, 'type': {'name': 'int', 'isSigned': true, 'bitWidth': "
+      "32}, 'children': []},"
       "  {'name': 'n', 'nullable': true, 'type': {'name': 'null'}, 'children': []}]},"
       "{'name': 'r', 'nullable': true, 'type': {'name': 'runendencoded'}, 'children': ["
-      "  {'name': 'run_ends', 'nullable': false, 'type': {'name': 'int', 'isSigned': true, 'bitWidth': 32}, 'children': []},"
+      "  {'name': 'run_ends', 'nullable': false, 'type': {'name': 'int', 'isSigned': true, "
+      "'bitWidth': 32}, 'children': []},"
       "  {'name': 'values', 'nullable': true, 'type': {'name': 'utf8'}, 'children': []}]},"
       "{'name': 'n', 'nullable': true, 'type': {'name': 'null'}, 'children': []},"
-      "{'name': 'n', 'nullable': true, 'type': {'name': 'int', 'isSigned': true, 'bitWidth': 8}, 'children': [],"
-      " 'metadata': [{'key': 'ARROW:extension:name', 'value': 'my.ext'}, {'key': 'ARROW:extension:metadata', 'value': ''}]}"
+      "{'name': 'n', 'nullable': true, 'type': {'name': 'int', 'isSigned': true, 'bitWidth': 8}, "
+      "'children': [],"
+      " 'metadata': [{'key': 'ARROW:extension:name', 'value': 'my.ext'}, {'key': "
+      "'ARROW:extension:metadata', 'value': ''}]}"
       "]}, 'batches': [{'count': 3, 'columns': ["
       "{'name': 'su', 'count': 3, 'TYPE_ID': [5, 2, 5], 'children': ["
       "  {'name': 'i', 'count': 3, 'VALIDITY': [1, 1, 0], 'DATA': [10, 11, 12]},"
-      "  {'name': 's', 'count': 3, 'VALIDITY': [1, 1, 1], 'OFFSET': [0, 1, 2, 3], 'DATA': ['a', 'b', 'c']}]},"
+      "  {'name': 's', 'count': 3, 'VALIDITY': [1, 1, 1], 'OFFSET': [0, 1, 2, 3], 'DATA': ['a', "
+      "'b', 'c']}]},"
       "{'name': 'du', 'count': 3, 'TYPE_ID': [1, 0, 0], 'OFFSET': [0, 1, 0], 'children': ["
       "  {'name': 'i', 'count': 2, 'VALIDITY': [1, 1], 'DATA': [7, 8]},"
       "  {'name': 'n', 'count': 1}]},"
       "{'name': 'r', 'count': 3, 'children': ["
       "  {'name': 'run_ends', 'count': 2, 'VALIDITY': [1, 1], 'DATA': [2, RE]},"
-      "  {'name': 'values', 'count': 2, 'VALIDITY': [1, 1], 'OFFSET': [0, 1, 2], 'DATA': ['x', 'y']}]},"
+      "  {'name': 'values', 'count': 2, 'VALIDITY': [1, 1], 'OFFSET': [0, 1, 2], 'DATA': ['x', "
+      "'y']}]},"
       "{'name': 'n', 'count': 3},"
       "{'name': 'n', 'count': 3, 'VALIDITY': [1, 1, 1], 'DATA': [1, 2, 3]}"
       "]}]}";
@@ -721,90 +807,148 @@ static void test_unions_ree_null(void) {
 /* ------------------------------------------------------------------------ */
 /* malformed files                                                           */
 
-#define F_INT8 "{'name': 'a', 'nullable': true, 'type': {'name': 'int', 'isSigned': true, 'bitWidth': 8}, 'children': []}"
+#define F_INT8                                                                                     \
+  "{'name': 'a', 'nullable': true, 'type': {'name': 'int', 'isSigned': true, 'bitWidth': 8}, "     \
+  "'children': []}"
 
 static void test_malformed(void) {
   (void)kHead;
-  EXPECT_ERROR("{'schema': {'fields': [" F_INT8 "]}, 'batches': [{'count': 4, 'columns': ["
+  EXPECT_ERROR("{'schema': {'fields': [" F_INT8
+               "]}, 'batches': [{'count': 4, 'columns': ["
                "{'name': 'a', 'count': 4, 'VALIDITY': [1, 1, 1, 1], 'DATA': [1, 2, 3]}]}]}",
                QV_EINVAL, "batch 0: column 'a': DATA has 3 values, expected count 4");
-  EXPECT_ERROR("{'schema': {'fields': [" F_INT8 "]}, 'batches': [{'count': 2, 'columns': ["
+  EXPECT_ERROR("{'schema': {'fields': [" F_INT8
+               "]}, 'batches': [{'count': 2, 'columns': ["
                "{'name': 'a', 'count': 2, 'VALIDITY': [1, 1], 'DATA': [1, 300]}]}]}",
                QV_EINVAL, "batch 0: column 'a': DATA[1]: 300 is out of range for int8");
-  EXPECT_ERROR("{'schema': {'fields': [" F_INT8 "]}, 'batches': [{'count': 1, 'columns': ["
+  EXPECT_ERROR("{'schema': {'fields': [" F_INT8
+               "]}, 'batches': [{'count': 1, 'columns': ["
                "{'name': 'a', 'count': 1, 'DATA': [1]}]}]}",
                QV_EINVAL, "batch 0: column 'a': missing VALIDITY");
-  EXPECT_ERROR("{'schema': {'fields': [" F_INT8 "]}, 'batches': [{'count': 1, 'columns': ["
+  EXPECT_ERROR("{'schema': {'fields': [" F_INT8
+               "]}, 'batches': [{'count': 1, 'columns': ["
                "{'name': 'a', 'count': 1, 'VALIDITY': [2], 'DATA': [1]}]}]}",
                QV_EINVAL, "batch 0: column 'a': VALIDITY[0] must be 0 or 1, found an integer");
-  EXPECT_ERROR("{'schema': {'fields': [" F_INT8 "]}, 'batches': [{'count': 1, 'columns': ["
+  EXPECT_ERROR("{'schema': {'fields': [" F_INT8
+               "]}, 'batches': [{'count': 1, 'columns': ["
                "{'name': 'b', 'count': 1, 'VALIDITY': [1], 'DATA': [1]}]}]}",
-               QV_EINVAL, "batch 0: column 'a': column name 'b' does not match the schema field 'a'");
+               QV_EINVAL,
+               "batch 0: column 'a': column name 'b' does not match the schema field 'a'");
   EXPECT_ERROR("{'schema': {'fields': [" F_INT8 "]}, 'batches': [{'count': 1, 'columns': []}]}",
                QV_EINVAL, "batch 0: 0 columns, but the schema has 1 fields");
-  EXPECT_ERROR("{'schema': {'fields': [" F_INT8 "]}, 'batches': [{'count': 2, 'columns': ["
+  EXPECT_ERROR("{'schema': {'fields': [" F_INT8
+               "]}, 'batches': [{'count': 2, 'columns': ["
                "{'name': 'a', 'count': 1, 'VALIDITY': [1], 'DATA': [1]}]}]}",
                QV_EINVAL, "batch 0: column 'a': count is 1, but the batch count is 2");
-  EXPECT_ERROR("{'schema': {'fields': [{'name': 'a', 'nullable': true, 'type': {'name': 'int33'}, 'children': []}]}, 'batches': []}",
-               QV_EINVAL, "schema: field 'a': unknown type name 'int33'");
-  EXPECT_ERROR("{'schema': {'fields': [{'name': 's', 'nullable': true, 'type': {'name': 'struct'}, 'children': ["
-               "{'name': 'x', 'nullable': true, 'type': {'name': 'int', 'isSigned': true, 'bitWidth': 12}, 'children': []}]}]}, 'batches': []}",
-               QV_EINVAL, "schema: field 's.x': int bitWidth 12 is not 8, 16, 32 or 64");
-  EXPECT_ERROR("{'schema': {'fields': [{'name': 'l', 'nullable': true, 'type': {'name': 'list'}, 'children': []}]}, 'batches': []}",
-               QV_EINVAL, "schema: field 'l': list must have exactly 1 child, found 0");
-  EXPECT_ERROR("{'schema': {'fields': [{'name': 'a', 'type': {'name': 'null'}, 'children': []}]}, 'batches': []}",
-               QV_EINVAL, "schema: field 'a': missing 'nullable'");
+  EXPECT_ERROR(
+      "{'schema': {'fields': [{'name': 'a', 'nullable': true, 'type': {'name': 'int33'}, "
+      "'children': []}]}, 'batches': []}",
+      QV_EINVAL, "schema: field 'a': unknown type name 'int33'");
+  EXPECT_ERROR(
+      "{'schema': {'fields': [{'name': 's', 'nullable': true, 'type': {'name': 'struct'}, "
+      "'children': ["
+      "{'name': 'x', 'nullable': true, 'type': {'name': 'int', 'isSigned': true, 'bitWidth': 12}, "
+      "'children': []}]}]}, 'batches': []}",
+      QV_EINVAL, "schema: field 's.x': int bitWidth 12 is not 8, 16, 32 or 64");
+  EXPECT_ERROR(
+      "{'schema': {'fields': [{'name': 'l', 'nullable': true, 'type': {'name': 'list'}, "
+      "'children': []}]}, 'batches': []}",
+      QV_EINVAL, "schema: field 'l': list must have exactly 1 child, found 0");
+  EXPECT_ERROR(
+      "{'schema': {'fields': [{'name': 'a', 'type': {'name': 'null'}, 'children': []}]}, "
+      "'batches': []}",
+      QV_EINVAL, "schema: field 'a': missing 'nullable'");
   EXPECT_ERROR("{'batches': []}", QV_EINVAL, "schema: missing 'schema'");
   EXPECT_ERROR("[1]", QV_EINVAL, "JSON: top level must be an object, found an array");
   /* nested paths in batches */
-  EXPECT_ERROR("{'schema': {'fields': [{'name': 's', 'nullable': true, 'type': {'name': 'struct'}, 'children': ["
-               "{'name': 'b', 'nullable': true, 'type': {'name': 'utf8'}, 'children': []}]}]},"
-               " 'batches': [{'count': 0, 'columns': [{'name': 's', 'count': 0, 'VALIDITY': [], 'children': []}]},"
-               "  {'count': 2, 'columns': [{'name': 's', 'count': 2, 'VALIDITY': [1, 1], 'children': ["
-               "   {'name': 'b', 'count': 2, 'VALIDITY': [1, 1], 'OFFSET': [0, 1, 3], 'DATA': ['a', 'b']}]}]}]}",
-               QV_EINVAL, "batch 0: column 's': 'children' has 0 columns, expected 1");
-  EXPECT_ERROR("{'schema': {'fields': [{'name': 's', 'nullable': true, 'type': {'name': 'struct'}, 'children': ["
-               "{'name': 'b', 'nullable': true, 'type': {'name': 'utf8'}, 'children': []}]}]},"
-               " 'batches': [{'count': 2, 'columns': [{'name': 's', 'count': 2, 'VALIDITY': [1, 1], 'children': ["
-               "   {'name': 'b', 'count': 2, 'VALIDITY': [1, 1], 'OFFSET': [0, 1, 3], 'DATA': ['a', 'b']}]}]}]}",
-               QV_EINVAL, "batch 0: column 's.b': DATA[1] has 1 bytes, but OFFSET gives 2");
-  EXPECT_ERROR("{'schema': {'fields': [{'name': 'b', 'nullable': true, 'type': {'name': 'binary'}, 'children': []}]},"
-               " 'batches': [{'count': 1, 'columns': [{'name': 'b', 'count': 1, 'VALIDITY': [1], 'OFFSET': [0, 1], 'DATA': ['G0']}]}]}",
-               QV_EINVAL, "batch 0: column 'b': DATA[0]: 'G0' is not hex");
-  EXPECT_ERROR("{'schema': {'fields': [{'name': 'b', 'nullable': true, 'type': {'name': 'utf8'}, 'children': []}]},"
-               " 'batches': [{'count': 2, 'columns': [{'name': 'b', 'count': 2, 'VALIDITY': [1, 1], 'OFFSET': [0, 1], 'DATA': ['a', 'b']}]}]}",
-               QV_EINVAL, "batch 0: column 'b': OFFSET has 2 values, expected count + 1 = 3");
-  EXPECT_ERROR("{'schema': {'fields': [{'name': 'l', 'nullable': true, 'type': {'name': 'list'}, 'children': [" F_INT8 "]}]},"
-               " 'batches': [{'count': 1, 'columns': [{'name': 'l', 'count': 1, 'VALIDITY': [1], 'OFFSET': [0, 3], 'children': ["
-               "  {'name': 'a', 'count': 2, 'VALIDITY': [1, 1], 'DATA': [1, 2]}]}]}]}",
-               QV_EINVAL, "batch 0: column 'l': OFFSET[1] = 3 exceeds the child's count (2)");
-  EXPECT_ERROR("{'schema': {'fields': [{'name': 'd', 'nullable': true, 'type': {'name': 'decimal', 'precision': 5, 'scale': 2, 'bitWidth': 32}, 'children': []}]},"
-               " 'batches': [{'count': 1, 'columns': [{'name': 'd', 'count': 1, 'VALIDITY': [1], 'DATA': ['2147483648']}]}]}",
-               QV_EINVAL, "batch 0: column 'd': DATA[0]: '2147483648' is not a valid decimal32(5, 2) value");
-  EXPECT_ERROR("{'schema': {'fields': [{'name': 'v', 'nullable': true, 'type': {'name': 'binaryview'}, 'children': []}]},"
-               " 'batches': [{'count': 1, 'columns': [{'name': 'v', 'count': 1, 'VALIDITY': [1], 'VIEWS': ["
-               "  {'SIZE': 13, 'PREFIX_HEX': '00000000', 'BUFFER_INDEX': 0, 'OFFSET': 0}],"
-               " 'VARIADIC_DATA_BUFFERS': ['01020304050607080910111213']}]}]}",
-               QV_EINVAL, "batch 0: column 'v': VIEWS[0]: PREFIX_HEX 00000000 does not match the first 4 bytes of its data 01020304");
-  EXPECT_ERROR("{'schema': {'fields': [{'name': 'v', 'nullable': true, 'type': {'name': 'binaryview'}, 'children': []}]},"
-               " 'batches': [{'count': 1, 'columns': [{'name': 'v', 'count': 1, 'VALIDITY': [1], 'VIEWS': ["
-               "  {'SIZE': 13, 'PREFIX_HEX': '01020304', 'BUFFER_INDEX': 0, 'OFFSET': 1}],"
-               " 'VARIADIC_DATA_BUFFERS': ['01020304050607080910111213']}]}]}",
-               QV_EINVAL, "batch 0: column 'v': VIEWS[0]: bytes [1, 14) are outside variadic buffer 0 of 13 bytes");
-  EXPECT_ERROR("{'schema': {'fields': [{'name': 'u', 'nullable': true, 'type': {'name': 'union', 'mode': 'SPARSE', 'typeIds': [3]}, 'children': [" F_INT8 "]}]},"
-               " 'batches': [{'count': 1, 'columns': [{'name': 'u', 'count': 1, 'TYPE_ID': [4], 'children': ["
-               "  {'name': 'a', 'count': 1, 'VALIDITY': [1], 'DATA': [1]}]}]}]}",
-               QV_EINVAL, "batch 0: column 'u': TYPE_ID[0]: 4 is not one of the union's typeIds");
-  EXPECT_ERROR("{'schema': {'fields': [{'name': 'r', 'nullable': true, 'type': {'name': 'runendencoded'}, 'children': ["
-               "  {'name': 'run_ends', 'nullable': false, 'type': {'name': 'int', 'isSigned': true, 'bitWidth': 16}, 'children': []},"
-               "  {'name': 'values', 'nullable': true, 'type': {'name': 'null'}, 'children': []}]}]},"
-               " 'batches': [{'count': 5, 'columns': [{'name': 'r', 'count': 5, 'children': ["
-               "  {'name': 'run_ends', 'count': 2, 'VALIDITY': [1, 1], 'DATA': [3, 2]}, {'name': 'values', 'count': 2}]}]}]}",
-               QV_EINVAL, "batch 0: column 'r': run_ends[1] = 2 must be greater than 3");
-  EXPECT_ERROR("{'schema': {'fields': [{'name': 'f', 'nullable': true, 'type': {'name': 'fixedsizelist', 'listSize': 2}, 'children': [" F_INT8 "]}]},"
-               " 'batches': [{'count': 2, 'columns': [{'name': 'f', 'count': 2, 'VALIDITY': [1, 1], 'children': ["
-               "  {'name': 'a', 'count': 3, 'VALIDITY': [1, 1, 1], 'DATA': [1, 2, 3]}]}]}]}",
-               QV_EINVAL, "batch 0: column 'f': child 'a' has count 3, expected count * listSize = 2 * 2");
+  EXPECT_ERROR(
+      "{'schema': {'fields': [{'name': 's', 'nullable': true, 'type': {'name': 'struct'}, "
+      "'children': ["
+      "{'name': 'b', 'nullable': true, 'type': {'name': 'utf8'}, 'children': []}]}]},"
+      " 'batches': [{'count': 0, 'columns': [{'name': 's', 'count': 0, 'VALIDITY': [], 'children': "
+      "[]}]},"
+      "  {'count': 2, 'columns': [{'name': 's', 'count': 2, 'VALIDITY': [1, 1], 'children': ["
+      "   {'name': 'b', 'count': 2, 'VALIDITY': [1, 1], 'OFFSET': [0, 1, 3], 'DATA': ['a', "
+      "'b']}]}]}]}",
+      QV_EINVAL, "batch 0: column 's': 'children' has 0 columns, expected 1");
+  EXPECT_ERROR(
+      "{'schema': {'fields': [{'name': 's', 'nullable': true, 'type': {'name': 'struct'}, "
+      "'children': ["
+      "{'name': 'b', 'nullable': true, 'type': {'name': 'utf8'}, 'children': []}]}]},"
+      " 'batches': [{'count': 2, 'columns': [{'name': 's', 'count': 2, 'VALIDITY': [1, 1], "
+      "'children': ["
+      "   {'name': 'b', 'count': 2, 'VALIDITY': [1, 1], 'OFFSET': [0, 1, 3], 'DATA': ['a', "
+      "'b']}]}]}]}",
+      QV_EINVAL, "batch 0: column 's.b': DATA[1] has 1 bytes, but OFFSET gives 2");
+  EXPECT_ERROR(
+      "{'schema': {'fields': [{'name': 'b', 'nullable': true, 'type': {'name': 'binary'}, "
+      "'children': []}]},"
+      " 'batches': [{'count': 1, 'columns': [{'name': 'b', 'count': 1, 'VALIDITY': [1], 'OFFSET': "
+      "[0, 1], 'DATA': ['G0']}]}]}",
+      QV_EINVAL, "batch 0: column 'b': DATA[0]: 'G0' is not hex");
+  EXPECT_ERROR(
+      "{'schema': {'fields': [{'name': 'b', 'nullable': true, 'type': {'name': 'utf8'}, "
+      "'children': []}]},"
+      " 'batches': [{'count': 2, 'columns': [{'name': 'b', 'count': 2, 'VALIDITY': [1, 1], "
+      "'OFFSET': [0, 1], 'DATA': ['a', 'b']}]}]}",
+      QV_EINVAL, "batch 0: column 'b': OFFSET has 2 values, expected count + 1 = 3");
+  EXPECT_ERROR(
+      "{'schema': {'fields': [{'name': 'l', 'nullable': true, 'type': {'name': 'list'}, "
+      "'children': [" F_INT8
+      "]}]},"
+      " 'batches': [{'count': 1, 'columns': [{'name': 'l', 'count': 1, 'VALIDITY': [1], 'OFFSET': "
+      "[0, 3], 'children': ["
+      "  {'name': 'a', 'count': 2, 'VALIDITY': [1, 1], 'DATA': [1, 2]}]}]}]}",
+      QV_EINVAL, "batch 0: column 'l': OFFSET[1] = 3 exceeds the child's count (2)");
+  EXPECT_ERROR(
+      "{'schema': {'fields': [{'name': 'd', 'nullable': true, 'type': {'name': 'decimal', "
+      "'precision': 5, 'scale': 2, 'bitWidth': 32}, 'children': []}]},"
+      " 'batches': [{'count': 1, 'columns': [{'name': 'd', 'count': 1, 'VALIDITY': [1], 'DATA': "
+      "['2147483648']}]}]}",
+      QV_EINVAL, "batch 0: column 'd': DATA[0]: '2147483648' is not a valid decimal32(5, 2) value");
+  EXPECT_ERROR(
+      "{'schema': {'fields': [{'name': 'v', 'nullable': true, 'type': {'name': 'binaryview'}, "
+      "'children': []}]},"
+      " 'batches': [{'count': 1, 'columns': [{'name': 'v', 'count': 1, 'VALIDITY': [1], 'VIEWS': ["
+      "  {'SIZE': 13, 'PREFIX_HEX': '00000000', 'BUFFER_INDEX': 0, 'OFFSET': 0}],"
+      " 'VARIADIC_DATA_BUFFERS': ['01020304050607080910111213']}]}]}",
+      QV_EINVAL,
+      "batch 0: column 'v': VIEWS[0]: PREFIX_HEX 00000000 does not match the first 4 bytes of its "
+      "data 01020304");
+  EXPECT_ERROR(
+      "{'schema': {'fields': [{'name': 'v', 'nullable': true, 'type': {'name': 'binaryview'}, "
+      "'children': []}]},"
+      " 'batches': [{'count': 1, 'columns': [{'name': 'v', 'count': 1, 'VALIDITY': [1], 'VIEWS': ["
+      "  {'SIZE': 13, 'PREFIX_HEX': '01020304', 'BUFFER_INDEX': 0, 'OFFSET': 1}],"
+      " 'VARIADIC_DATA_BUFFERS': ['01020304050607080910111213']}]}]}",
+      QV_EINVAL,
+      "batch 0: column 'v': VIEWS[0]: bytes [1, 14) are outside variadic buffer 0 of 13 bytes");
+  EXPECT_ERROR(
+      "{'schema': {'fields': [{'name': 'u', 'nullable': true, 'type': {'name': 'union', 'mode': "
+      "'SPARSE', 'typeIds': [3]}, 'children': [" F_INT8
+      "]}]},"
+      " 'batches': [{'count': 1, 'columns': [{'name': 'u', 'count': 1, 'TYPE_ID': [4], 'children': "
+      "["
+      "  {'name': 'a', 'count': 1, 'VALIDITY': [1], 'DATA': [1]}]}]}]}",
+      QV_EINVAL, "batch 0: column 'u': TYPE_ID[0]: 4 is not one of the union's typeIds");
+  EXPECT_ERROR(
+      "{'schema': {'fields': [{'name': 'r', 'nullable': true, 'type': {'name': 'runendencoded'}, "
+      "'children': ["
+      "  {'name': 'run_ends', 'nullable': false, 'type': {'name': 'int', 'isSigned': true, "
+      "'bitWidth': 16}, 'children': []},"
+      "  {'name': 'values', 'nullable': true, 'type': {'name': 'null'}, 'children': []}]}]},"
+      " 'batches': [{'count': 5, 'columns': [{'name': 'r', 'count': 5, 'children': ["
+      "  {'name': 'run_ends', 'count': 2, 'VALIDITY': [1, 1], 'DATA': [3, 2]}, {'name': 'values', "
+      "'count': 2}]}]}]}",
+      QV_EINVAL, "batch 0: column 'r': run_ends[1] = 2 must be greater than 3");
+  EXPECT_ERROR(
+      "{'schema': {'fields': [{'name': 'f', 'nullable': true, 'type': {'name': 'fixedsizelist', "
+      "'listSize': 2}, 'children': [" F_INT8
+      "]}]},"
+      " 'batches': [{'count': 2, 'columns': [{'name': 'f', 'count': 2, 'VALIDITY': [1, 1], "
+      "'children': ["
+      "  {'name': 'a', 'count': 3, 'VALIDITY': [1, 1, 1], 'DATA': [1, 2, 3]}]}]}]}",
+      QV_EINVAL, "batch 0: column 'f': child 'a' has count 3, expected count * listSize = 2 * 2");
 
   /* syntax errors and gzip */
   qv_json_data d;

@@ -122,18 +122,34 @@ static void test_primitives(void) {
 
   int32_t iv[3] = {10, 0, 30};
   uint8_t ivalid = 0x05;
-  B_node(b, 3, 1); B_buf(b, &ivalid, 1); B_buf(b, iv, 12);
+  B_node(b, 3, 1);
+  B_buf(b, &ivalid, 1);
+  B_buf(b, iv, 12);
   uint8_t bits = 0x06;
-  B_node(b, 3, 0); B_empty(b); B_buf(b, &bits, 1);
+  B_node(b, 3, 0);
+  B_empty(b);
+  B_buf(b, &bits, 1);
   int32_t so[4] = {0, 2, 2, 5};
-  B_node(b, 3, 0); B_empty(b); B_buf(b, so, 16); B_buf(b, "hiabc", 5);
+  B_node(b, 3, 0);
+  B_empty(b);
+  B_buf(b, so, 16);
+  B_buf(b, "hiabc", 5);
   int64_t lo[4] = {0, 1, 2, 3};
-  B_node(b, 3, 0); B_empty(b); B_buf(b, lo, 32); B_buf(b, "xyz", 3);
+  B_node(b, 3, 0);
+  B_empty(b);
+  B_buf(b, lo, 32);
+  B_buf(b, "xyz", 3);
   B_node(b, 3, 3); /* null: no buffers */
-  B_node(b, 3, 0); B_empty(b); B_buf(b, "abcdefghi", 9);
+  B_node(b, 3, 0);
+  B_empty(b);
+  B_buf(b, "abcdefghi", 9);
   uint8_t dec[48] = {0};
-  dec[0] = 1; dec[16] = 2; dec[32] = 3;
-  B_node(b, 3, 0); B_empty(b); B_buf(b, dec, 48);
+  dec[0] = 1;
+  dec[16] = 2;
+  dec[32] = 3;
+  B_node(b, 3, 0);
+  B_empty(b);
+  B_buf(b, dec, 48);
 
   qv_array *out = NULL;
   qv_buffer *body = tb_buf(b->data, b->size);
@@ -187,22 +203,44 @@ static void test_nested(void) {
   int32_t x[2] = {1, 2};
   int32_t loff[3] = {0, 1, 3};
   int16_t items[3] = {5, 6, 7};
-  B_node(b, 2, 0); B_empty(b);                         /* st */
-  B_node(b, 2, 0); B_empty(b); B_buf(b, x, 8);         /* st.x */
-  B_node(b, 2, 0); B_empty(b); B_buf(b, loff, 12);     /* st.l */
-  B_node(b, 3, 0); B_empty(b); B_buf(b, items, 6);     /* st.l.item */
+  B_node(b, 2, 0);
+  B_empty(b); /* st */
+  B_node(b, 2, 0);
+  B_empty(b);
+  B_buf(b, x, 8); /* st.x */
+  B_node(b, 2, 0);
+  B_empty(b);
+  B_buf(b, loff, 12); /* st.l */
+  B_node(b, 3, 0);
+  B_empty(b);
+  B_buf(b, items, 6); /* st.l.item */
   int32_t moff[3] = {0, 2, 3};
   int32_t keys[3] = {1, 2, 3}, vals[3] = {4, 5, 6};
-  B_node(b, 2, 0); B_empty(b); B_buf(b, moff, 12);     /* m */
-  B_node(b, 3, 0); B_empty(b);                         /* m.entries */
-  B_node(b, 3, 0); B_empty(b); B_buf(b, keys, 12);     /* key */
-  B_node(b, 3, 0); B_empty(b); B_buf(b, vals, 12);     /* value */
+  B_node(b, 2, 0);
+  B_empty(b);
+  B_buf(b, moff, 12); /* m */
+  B_node(b, 3, 0);
+  B_empty(b); /* m.entries */
+  B_node(b, 3, 0);
+  B_empty(b);
+  B_buf(b, keys, 12); /* key */
+  B_node(b, 3, 0);
+  B_empty(b);
+  B_buf(b, vals, 12); /* value */
   int8_t fv[4] = {1, 2, 3, 4};
-  B_node(b, 2, 0); B_empty(b);                         /* f */
-  B_node(b, 4, 0); B_empty(b); B_buf(b, fv, 4);        /* f.item */
+  B_node(b, 2, 0);
+  B_empty(b); /* f */
+  B_node(b, 4, 0);
+  B_empty(b);
+  B_buf(b, fv, 4); /* f.item */
   int32_t vo[2] = {1, 0}, vs[2] = {2, 1}, vv[3] = {9, 8, 7};
-  B_node(b, 2, 0); B_empty(b); B_buf(b, vo, 8); B_buf(b, vs, 8); /* v */
-  B_node(b, 3, 0); B_empty(b); B_buf(b, vv, 12);       /* v.item */
+  B_node(b, 2, 0);
+  B_empty(b);
+  B_buf(b, vo, 8);
+  B_buf(b, vs, 8); /* v */
+  B_node(b, 3, 0);
+  B_empty(b);
+  B_buf(b, vv, 12); /* v.item */
 
   qv_array *out = NULL;
   QV_REQUIRE(load(s, b, 2, &out) == QV_OK);
@@ -244,9 +282,16 @@ static void test_unions(void) {
   int32_t offs[3] = {0, 0, 1};
   int32_t iv[2] = {7, 8};
   int32_t so[2] = {0, 2};
-  B_node(b, 3, 0); B_buf(b, ids, 3); B_buf(b, offs, 12);
-  B_node(b, 2, 0); B_empty(b); B_buf(b, iv, 8);
-  B_node(b, 1, 0); B_empty(b); B_buf(b, so, 8); B_buf(b, "ok", 2);
+  B_node(b, 3, 0);
+  B_buf(b, ids, 3);
+  B_buf(b, offs, 12);
+  B_node(b, 2, 0);
+  B_empty(b);
+  B_buf(b, iv, 8);
+  B_node(b, 1, 0);
+  B_empty(b);
+  B_buf(b, so, 8);
+  B_buf(b, "ok", 2);
   qv_array *out = NULL;
   QV_REQUIRE(load(s, b, 3, &out) == QV_OK);
   qv_array *a = out->children[0];
@@ -258,15 +303,24 @@ static void test_unions(void) {
   /* Under V4 metadata the same buffers are one short: the first is taken as
    * the validity slot. */
   g_ctx.metadata_version = QV_METADATA_V4;
-  QV_CHECK_EQ_STR(load_err(s, b, 3),
-                  "message 3: field 'u.s': buffer 2 (data) is missing: the record batch has only 7 buffers");
+  QV_CHECK_EQ_STR(
+      load_err(s, b, 3),
+      "message 3: field 'u.s': buffer 2 (data) is missing: the record batch has only 7 buffers");
   free(b);
 
   /* V4: an empty validity slot first, skipped. */
   b = calloc(1, sizeof *b);
-  B_node(b, 3, 0); B_empty(b); B_buf(b, ids, 3); B_buf(b, offs, 12);
-  B_node(b, 2, 0); B_empty(b); B_buf(b, iv, 8);
-  B_node(b, 1, 0); B_empty(b); B_buf(b, so, 8); B_buf(b, "ok", 2);
+  B_node(b, 3, 0);
+  B_empty(b);
+  B_buf(b, ids, 3);
+  B_buf(b, offs, 12);
+  B_node(b, 2, 0);
+  B_empty(b);
+  B_buf(b, iv, 8);
+  B_node(b, 1, 0);
+  B_empty(b);
+  B_buf(b, so, 8);
+  B_buf(b, "ok", 2);
   QV_REQUIRE(load(s, b, 3, &out) == QV_OK);
   QV_CHECK_EQ_INT(out->children[0]->buffers[0]->data[1], 1);
   qv_array_unref(out);
@@ -275,11 +329,17 @@ static void test_unions(void) {
   b->n_specs = 0;
   b->size = 0;
   b->nodes[0].null_count = 1;
-  B_buf(b, &valid, 1); B_buf(b, ids, 3); B_buf(b, offs, 12);
-  B_empty(b); B_buf(b, iv, 8);
-  B_empty(b); B_buf(b, so, 8); B_buf(b, "ok", 2);
-  QV_CHECK_EQ_STR(load_err(s, b, 3),
-                  "message 3: field 'u': cannot read a pre-1.0 union with a top-level validity bitmap");
+  B_buf(b, &valid, 1);
+  B_buf(b, ids, 3);
+  B_buf(b, offs, 12);
+  B_empty(b);
+  B_buf(b, iv, 8);
+  B_empty(b);
+  B_buf(b, so, 8);
+  B_buf(b, "ok", 2);
+  QV_CHECK_EQ_STR(
+      load_err(s, b, 3),
+      "message 3: field 'u': cannot read a pre-1.0 union with a top-level validity bitmap");
   qv_type_unref(s);
   free(b);
 
@@ -291,14 +351,18 @@ static void test_unions(void) {
   s = schema1("u", u);
   int8_t sids[2] = {0, 0};
   int8_t av[2] = {1, 2};
-  B_node(b, 2, 0); B_buf(b, sids, 2);
-  B_node(b, 2, 0); B_empty(b); B_buf(b, av, 2);
+  B_node(b, 2, 0);
+  B_buf(b, sids, 2);
+  B_node(b, 2, 0);
+  B_empty(b);
+  B_buf(b, av, 2);
   QV_REQUIRE(load(s, b, 2, &out) == QV_OK);
   QV_CHECK_EQ_INT(out->children[0]->n_buffers, 1);
   qv_array_unref(out);
   b->data[1] = 3;
-  QV_CHECK_EQ_STR(load_err(s, b, 2),
-                  "message 3: field 'u': type id 3 at index 1 is not one of the union's type codes");
+  QV_CHECK_EQ_STR(
+      load_err(s, b, 2),
+      "message 3: field 'u': type id 3 at index 1 is not one of the union's type codes");
   qv_type_unref(s);
   free(b);
 }
@@ -312,12 +376,17 @@ static void test_views(void) {
   uint8_t v[2][16];
   tb_view(v[0], "tiny", 4, 0, 0);
   tb_view(v[1], "a much longer value", 19, 1, 3);
-  B_node(b, 2, 0); B_empty(b); B_buf(b, v, 32);
-  B_buf(b, "unused", 6); B_buf(b, "...a much longer value", 22);
+  B_node(b, 2, 0);
+  B_empty(b);
+  B_buf(b, v, 32);
+  B_buf(b, "unused", 6);
+  B_buf(b, "...a much longer value", 22);
   uint8_t w[2][16];
   tb_view(w[0], "", 0, 0, 0);
   tb_view(w[1], "bytes", 5, 0, 0);
-  B_node(b, 2, 0); B_empty(b); B_buf(b, w, 32);
+  B_node(b, 2, 0);
+  B_empty(b);
+  B_buf(b, w, 32);
   b->var[0] = 2;
   b->var[1] = 0;
   b->n_var = 2;
@@ -328,20 +397,24 @@ static void test_views(void) {
   QV_CHECK_EQ_INT(out->children[1]->n_buffers, 2);
   qv_array_unref(out);
   b->n_var = 1;
-  QV_CHECK_EQ_STR(load_err(s, b, 2),
-                  "message 3: field 'b': record batch has 1 variadic buffer counts but the schema needs more");
+  QV_CHECK_EQ_STR(
+      load_err(s, b, 2),
+      "message 3: field 'b': record batch has 1 variadic buffer counts but the schema needs more");
   b->n_var = 3;
   b->var[2] = 0;
-  QV_CHECK_EQ_STR(load_err(s, b, 2),
-                  "message 3: record batch has 3 variadic buffer counts but the schema has 2 view fields");
+  QV_CHECK_EQ_STR(
+      load_err(s, b, 2),
+      "message 3: record batch has 3 variadic buffer counts but the schema has 2 view fields");
   b->n_var = 2;
   b->var[0] = 9;
-  QV_CHECK_EQ_STR(load_err(s, b, 2),
-                  "message 3: field 'a': variadic buffer count 9 is negative or exceeds the 6 buffers left");
+  QV_CHECK_EQ_STR(
+      load_err(s, b, 2),
+      "message 3: field 'a': variadic buffer count 9 is negative or exceeds the 6 buffers left");
   b->var[0] = 1; /* view 1 now refers to a missing data buffer 1 */
   b->var[1] = 1;
-  QV_CHECK_EQ_STR(load_err(s, b, 2),
-                  "message 3: field 'a': view at index 1 refers to data buffer 1 but the array has 1");
+  QV_CHECK_EQ_STR(
+      load_err(s, b, 2),
+      "message 3: field 'a': view at index 1 refers to data buffer 1 but the array has 1");
   qv_type_unref(s);
   free(b);
 }
@@ -355,7 +428,9 @@ static void test_dictionary(void) {
   dt->dict_id = 2;
   qv_type *s = schema1("d", dt);
   int16_t idx[3] = {2, 0, 1};
-  B_node(b, 3, 0); B_empty(b); B_buf(b, idx, 6);
+  B_node(b, 3, 0);
+  B_empty(b);
+  B_buf(b, idx, 6);
   QV_CHECK_EQ_STR(load_err(s, b, 3), "message 3: field 'd': no dictionary with id 2");
   int32_t dv[3] = {100, 200, 300};
   g_dicts[2] = tb_int32(dv, 3);
@@ -389,8 +464,13 @@ static void test_run_end_encoded(void) {
   int32_t ends[2] = {3, 5};
   int32_t so[3] = {0, 1, 2};
   B_node(b, 5, 0);
-  B_node(b, 2, 0); B_empty(b); B_buf(b, ends, 8);
-  B_node(b, 2, 0); B_empty(b); B_buf(b, so, 12); B_buf(b, "ab", 2);
+  B_node(b, 2, 0);
+  B_empty(b);
+  B_buf(b, ends, 8);
+  B_node(b, 2, 0);
+  B_empty(b);
+  B_buf(b, so, 12);
+  B_buf(b, "ab", 2);
   qv_array *out = NULL;
   QV_REQUIRE(load(s, b, 5, &out) == QV_OK);
   QV_CHECK_EQ_INT(out->children[0]->n_buffers, 0);
@@ -414,9 +494,15 @@ static void test_corrupt_descriptions(void) {
   qv_type *s = schema1("s", st);
   int32_t av[2] = {1, 2};
   int32_t so[3] = {0, 1, 2};
-  B_node(b, 2, 0); B_empty(b);
-  B_node(b, 2, 0); B_empty(b); B_buf(b, av, 8);
-  B_node(b, 2, 0); B_empty(b); B_buf(b, so, 12); B_buf(b, "xy", 2);
+  B_node(b, 2, 0);
+  B_empty(b);
+  B_node(b, 2, 0);
+  B_empty(b);
+  B_buf(b, av, 8);
+  B_node(b, 2, 0);
+  B_empty(b);
+  B_buf(b, so, 12);
+  B_buf(b, "xy", 2);
   qv_array *out = NULL;
   QV_REQUIRE(load(s, b, 2, &out) == QV_OK);
   qv_array_unref(out);
@@ -438,29 +524,28 @@ static void test_corrupt_descriptions(void) {
 
   /* Too few / too many nodes and buffers. */
   b->n_nodes = 2;
-  QV_CHECK_EQ_STR(load_err(s, b, 2),
-                  "message 3: field 's.b': record batch has 2 field nodes but the schema needs more");
+  QV_CHECK_EQ_STR(
+      load_err(s, b, 2),
+      "message 3: field 's.b': record batch has 2 field nodes but the schema needs more");
   b->n_nodes = 4;
   b->nodes[3] = (qv_ipc_node){2, 0};
   QV_CHECK_EQ_STR(load_err(s, b, 2),
                   "message 3: record batch has 4 field nodes but the schema uses 3");
   b->n_nodes = 3;
   b->n_specs = 5;
-  QV_CHECK_EQ_STR(load_err(s, b, 2),
-                  "message 3: field 's.b': buffer 2 (data) is missing: the record batch has only 5 buffers");
+  QV_CHECK_EQ_STR(
+      load_err(s, b, 2),
+      "message 3: field 's.b': buffer 2 (data) is missing: the record batch has only 5 buffers");
   b->n_specs = 7;
   b->specs[6] = (qv_ipc_buffer_spec){0, 0};
-  QV_CHECK_EQ_STR(load_err(s, b, 2),
-                  "message 3: record batch has 7 buffers but the schema uses 6");
+  QV_CHECK_EQ_STR(load_err(s, b, 2), "message 3: record batch has 7 buffers but the schema uses 6");
   b->n_specs = 6;
 
   /* Node counts out of range. */
   b->nodes[1].null_count = 3;
-  QV_CHECK_EQ_STR(load_err(s, b, 2),
-                  "message 3: field 's.a': null_count 3 outside [0, length 2]");
+  QV_CHECK_EQ_STR(load_err(s, b, 2), "message 3: field 's.a': null_count 3 outside [0, length 2]");
   b->nodes[1].null_count = 1; /* claims a null but the validity slot is empty */
-  QV_CHECK_EQ_STR(load_err(s, b, 2),
-                  "message 3: field 's.a': null_count 1 but no validity buffer");
+  QV_CHECK_EQ_STR(load_err(s, b, 2), "message 3: field 's.a': null_count 1 but no validity buffer");
   b->nodes[1].null_count = 0;
   b->nodes[1].length = -1;
   QV_CHECK_EQ_STR(load_err(s, b, 2), "message 3: field 's.a': negative length -1");
@@ -500,11 +585,15 @@ static void test_compression(void) {
     uint8_t valid[13];
     memset(valid, 0xFF, sizeof valid);
     valid[0] = 0xFE; /* slot 0 null */
-    B_node(b, 100, 1); B_buf(b, valid, 13); B_buf(b, av, 800);
+    B_node(b, 100, 1);
+    B_buf(b, valid, 13);
+    B_buf(b, av, 800);
     /* b: offsets compressed; data stored with the -1 prefix */
     int32_t so[101];
     for (int i = 0; i <= 100; i++) so[i] = i / 10;
-    B_node(b, 100, 0); B_empty(b); B_buf(b, so, 404);
+    B_node(b, 100, 0);
+    B_empty(b);
+    B_buf(b, so, 404);
     uint8_t raw[8 + 10];
     int64_t m1 = -1;
     memcpy(raw, &m1, 8);
@@ -535,7 +624,10 @@ static void test_compression(void) {
 
 /* Big-endian bodies: every multi-byte family is converted into owned,
  * little-endian memory. */
-static void be16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)(v >> 8); p[1] = (uint8_t)v; }
+static void be16(uint8_t *p, uint16_t v) {
+  p[0] = (uint8_t)(v >> 8);
+  p[1] = (uint8_t)v;
+}
 static void be32(uint8_t *p, uint32_t v) {
   for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (24 - 8 * i));
 }
@@ -577,65 +669,138 @@ static void test_big_endian(void) {
 
   uint8_t buf[128];
   /* i16: 0x0102, -2 */
-  be16(buf, 0x0102); be16(buf + 2, 0xFFFE);
-  B_node(b, 2, 0); B_empty(b); B_buf(b, buf, 4);
-  be32(buf, 0x01020304); be32(buf + 4, (uint32_t)-5);
-  B_node(b, 2, 0); B_empty(b); B_buf(b, buf, 8);
+  be16(buf, 0x0102);
+  be16(buf + 2, 0xFFFE);
+  B_node(b, 2, 0);
+  B_empty(b);
+  B_buf(b, buf, 4);
+  be32(buf, 0x01020304);
+  be32(buf + 4, (uint32_t)-5);
+  B_node(b, 2, 0);
+  B_empty(b);
+  B_buf(b, buf, 8);
   double d = 1.5;
   uint64_t dbits;
   memcpy(&dbits, &d, 8);
-  be64(buf, dbits); be64(buf + 8, 0);
-  B_node(b, 2, 0); B_empty(b); B_buf(b, buf, 16);
-  be64(buf, 1700000000000000ull); be64(buf + 8, (uint64_t)-1);
-  B_node(b, 2, 0); B_empty(b); B_buf(b, buf, 16);
+  be64(buf, dbits);
+  be64(buf + 8, 0);
+  B_node(b, 2, 0);
+  B_empty(b);
+  B_buf(b, buf, 16);
+  be64(buf, 1700000000000000ull);
+  be64(buf + 8, (uint64_t)-1);
+  B_node(b, 2, 0);
+  B_empty(b);
+  B_buf(b, buf, 16);
   /* day_time: (days 3, ms 4), (days -1, ms 9) */
-  be32(buf, 3); be32(buf + 4, 4); be32(buf + 8, (uint32_t)-1); be32(buf + 12, 9);
-  B_node(b, 2, 0); B_empty(b); B_buf(b, buf, 16);
+  be32(buf, 3);
+  be32(buf + 4, 4);
+  be32(buf + 8, (uint32_t)-1);
+  be32(buf + 12, 9);
+  B_node(b, 2, 0);
+  B_empty(b);
+  B_buf(b, buf, 16);
   /* month_day_nano: (1, 2, 3), (-1, 5, 1<<40) */
-  be32(buf, 1); be32(buf + 4, 2); be64(buf + 8, 3);
-  be32(buf + 16, (uint32_t)-1); be32(buf + 20, 5); be64(buf + 24, 1ull << 40);
-  B_node(b, 2, 0); B_empty(b); B_buf(b, buf, 32);
+  be32(buf, 1);
+  be32(buf + 4, 2);
+  be64(buf + 8, 3);
+  be32(buf + 16, (uint32_t)-1);
+  be32(buf + 20, 5);
+  be64(buf + 24, 1ull << 40);
+  B_node(b, 2, 0);
+  B_empty(b);
+  B_buf(b, buf, 32);
   /* decimal128: 2^64 + 2 and -2, as big-endian 128-bit integers */
-  be64(buf, 1); be64(buf + 8, 2);
-  be64(buf + 16, UINT64_MAX); be64(buf + 24, (uint64_t)-2);
-  B_node(b, 2, 0); B_empty(b); B_buf(b, buf, 32);
+  be64(buf, 1);
+  be64(buf + 8, 2);
+  be64(buf + 16, UINT64_MAX);
+  be64(buf + 24, (uint64_t)-2);
+  B_node(b, 2, 0);
+  B_empty(b);
+  B_buf(b, buf, 32);
   /* decimal256: bytes 0..31 then 31..0 reversed */
-  for (int i = 0; i < 32; i++) { buf[i] = (uint8_t)i; buf[32 + i] = 0; }
+  for (int i = 0; i < 32; i++) {
+    buf[i] = (uint8_t)i;
+    buf[32 + i] = 0;
+  }
   buf[63] = 7; /* value 7 */
-  B_node(b, 2, 0); B_empty(b); B_buf(b, buf, 64);
+  B_node(b, 2, 0);
+  B_empty(b);
+  B_buf(b, buf, 64);
   /* string offsets */
-  be32(buf, 0); be32(buf + 4, 1); be32(buf + 8, 3);
-  B_node(b, 2, 0); B_empty(b); B_buf(b, buf, 12); B_buf(b, "abc", 3);
+  be32(buf, 0);
+  be32(buf + 4, 1);
+  be32(buf + 8, 3);
+  B_node(b, 2, 0);
+  B_empty(b);
+  B_buf(b, buf, 12);
+  B_buf(b, "abc", 3);
   /* large list offsets */
-  be64(buf, 0); be64(buf + 8, 2); be64(buf + 16, 2);
-  B_node(b, 2, 0); B_empty(b); B_buf(b, buf, 24);
-  B_node(b, 2, 0); B_empty(b); B_buf(b, "\x01\x02", 2);
+  be64(buf, 0);
+  be64(buf + 8, 2);
+  be64(buf + 16, 2);
+  B_node(b, 2, 0);
+  B_empty(b);
+  B_buf(b, buf, 24);
+  B_node(b, 2, 0);
+  B_empty(b);
+  B_buf(b, "\x01\x02", 2);
   /* dictionary indices uint16 */
-  be16(buf, 2); be16(buf + 2, 1);
-  B_node(b, 2, 0); B_empty(b); B_buf(b, buf, 4);
+  be16(buf, 2);
+  be16(buf + 2, 1);
+  B_node(b, 2, 0);
+  B_empty(b);
+  B_buf(b, buf, 4);
   /* dense union: ids bytes, offsets int32 */
-  B_node(b, 2, 0); B_buf(b, "\0\0", 2); be32(buf, 1); be32(buf + 4, 0); B_buf(b, buf, 8);
-  B_node(b, 2, 0); B_empty(b); B_buf(b, "\x05\x06", 2);
+  B_node(b, 2, 0);
+  B_buf(b, "\0\0", 2);
+  be32(buf, 1);
+  be32(buf + 4, 0);
+  B_buf(b, buf, 8);
+  B_node(b, 2, 0);
+  B_empty(b);
+  B_buf(b, "\x05\x06", 2);
   /* string view: one inline, one out of line in buffer 0 at offset 2 */
   memset(buf, 0, 32);
-  be32(buf, 3); memcpy(buf + 4, "abc", 3);
-  be32(buf + 16, 14); memcpy(buf + 20, "xxxx", 4); be32(buf + 24, 0); be32(buf + 28, 2);
-  B_node(b, 2, 0); B_empty(b); B_buf(b, buf, 32); B_buf(b, "..xxxxxxxxxxxxxx", 16);
+  be32(buf, 3);
+  memcpy(buf + 4, "abc", 3);
+  be32(buf + 16, 14);
+  memcpy(buf + 20, "xxxx", 4);
+  be32(buf + 24, 0);
+  be32(buf + 28, 2);
+  B_node(b, 2, 0);
+  B_empty(b);
+  B_buf(b, buf, 32);
+  B_buf(b, "..xxxxxxxxxxxxxx", 16);
   b->var[0] = 1;
   b->n_var = 1;
   /* REE: run ends int64 [1, 2], values float */
   B_node(b, 2, 0);
-  be64(buf, 1); be64(buf + 8, 2);
-  B_node(b, 2, 0); B_empty(b); B_buf(b, buf, 16);
+  be64(buf, 1);
+  be64(buf + 8, 2);
+  B_node(b, 2, 0);
+  B_empty(b);
+  B_buf(b, buf, 16);
   float f = -0.25f;
   uint32_t fbits;
   memcpy(&fbits, &f, 4);
-  be32(buf, fbits); be32(buf + 4, fbits);
-  B_node(b, 2, 0); B_empty(b); B_buf(b, buf, 8);
+  be32(buf, fbits);
+  be32(buf + 4, fbits);
+  B_node(b, 2, 0);
+  B_empty(b);
+  B_buf(b, buf, 8);
   /* list view offsets/sizes */
-  be32(buf, 1); be32(buf + 4, 0); be32(buf + 8, 1); be32(buf + 12, 2);
-  B_node(b, 2, 0); B_empty(b); B_buf(b, buf, 8); B_buf(b, buf + 8, 8);
-  B_node(b, 2, 0); B_empty(b); B_buf(b, "\x09\x08", 2);
+  be32(buf, 1);
+  be32(buf + 4, 0);
+  be32(buf + 8, 1);
+  be32(buf + 12, 2);
+  B_node(b, 2, 0);
+  B_empty(b);
+  B_buf(b, buf, 8);
+  B_buf(b, buf + 8, 8);
+  B_node(b, 2, 0);
+  B_empty(b);
+  B_buf(b, "\x09\x08", 2);
 
   qv_array *out = NULL;
   qv_buffer *body = tb_buf(b->data, b->size);
@@ -680,8 +845,7 @@ static void test_big_endian(void) {
   QV_CHECK_EQ_INT(I32(c[11], 0), 1);
   const int32_t *views = (const int32_t *)c[12]->buffers[1]->data;
   QV_CHECK(views[0] == 3 && memcmp(views + 1, "abc", 3) == 0);
-  QV_CHECK(views[4] == 14 && memcmp(views + 5, "xxxx", 4) == 0 && views[6] == 0 &&
-           views[7] == 2);
+  QV_CHECK(views[4] == 14 && memcmp(views + 5, "xxxx", 4) == 0 && views[6] == 0 && views[7] == 2);
   QV_CHECK_EQ_INT(I64(c[13]->children[0], 1), 2);
   QV_CHECK(((const float *)c[13]->children[1]->buffers[1]->data)[1] == -0.25f);
   QV_CHECK(((const int32_t *)c[14]->buffers[2]->data)[1] == 2);
@@ -693,8 +857,11 @@ static void test_big_endian(void) {
   tbody *z = calloc(1, sizeof *z);
   z->codec = QV_COMPRESSION_ZSTD;
   qv_type *s2 = schema1("i32", tb_type(QV_INT32));
-  be32(buf, 0x0A0B0C0D); be32(buf + 4, 7);
-  B_node(z, 2, 0); B_empty(z); B_buf(z, buf, 8);
+  be32(buf, 0x0A0B0C0D);
+  be32(buf + 4, 7);
+  B_node(z, 2, 0);
+  B_empty(z);
+  B_buf(z, buf, 8);
   QV_REQUIRE(load(s2, z, 2, &out) == QV_OK);
   QV_CHECK_EQ_INT(I32(out->children[0], 0), 0x0A0B0C0D);
   QV_CHECK_EQ_INT(I32(out->children[0], 1), 7);
@@ -717,8 +884,13 @@ static void test_misaligned_body(void) {
   tb_child(s, "b", tb_type(QV_BINARY));
   int64_t av[2] = {-3, 4};
   int32_t so[3] = {0, 1, 2};
-  B_node(b, 2, 0); B_empty(b); B_buf(b, av, 16);
-  B_node(b, 2, 0); B_empty(b); B_buf(b, so, 12); B_buf(b, "pq", 2);
+  B_node(b, 2, 0);
+  B_empty(b);
+  B_buf(b, av, 16);
+  B_node(b, 2, 0);
+  B_empty(b);
+  B_buf(b, so, 12);
+  B_buf(b, "pq", 2);
   uint8_t *shifted = calloc(1, (size_t)b->size + 4);
   memcpy(shifted + 4, b->data, (size_t)b->size);
   qv_buffer *parent = tb_buf(shifted, b->size + 4), *body = NULL;

@@ -50,8 +50,7 @@ static uint32_t rd_u32(const uint8_t *p) { return qv_fb_read_u32(p); }
 
 /* Locate message framing at pos: metadata start/length. Handles both the
  * continuation form (0xFFFFFFFF, len) and the pre-0.15 form (len). */
-static bool frame(const uint8_t *d, int64_t n, int64_t pos, int64_t *meta,
-                  int64_t *len) {
+static bool frame(const uint8_t *d, int64_t n, int64_t pos, int64_t *meta, int64_t *len) {
   if (pos + 8 > n) return false;
   int64_t hdr = 4, l = (int32_t)rd_u32(d + pos);
   if (rd_u32(d + pos) == QV_IPC_CONTINUATION) {
@@ -72,8 +71,7 @@ static qv_schema *stream_schema(const char *path, bool *big_endian) {
   if (d && frame(d, n, 0, &meta, &len)) {
     qv_ipc_message m;
     qv_error err;
-    if (qv_ipc_decode_message(d + meta, len, &m, &err) == QV_OK &&
-        m.type == QV_MSG_SCHEMA) {
+    if (qv_ipc_decode_message(d + meta, len, &m, &err) == QV_OK && m.type == QV_MSG_SCHEMA) {
       s = qv_schema_ref(m.schema);
       if (big_endian) *big_endian = m.big_endian;
     }
@@ -83,9 +81,7 @@ static qv_schema *stream_schema(const char *path, bool *big_endian) {
   return s;
 }
 
-static void type_str(const qv_type *t, char *buf, int64_t cap) {
-  qv_type_to_string(t, buf, cap);
-}
+static void type_str(const qv_type *t, char *buf, int64_t cap) { qv_type_to_string(t, buf, cap); }
 
 typedef void (*file_fn)(const char *dir, const char *name);
 
@@ -163,8 +159,8 @@ static qv_schema *cpp21(const char *file) {
   return stream_schema(path, NULL);
 }
 
-static void expect_field(const qv_schema *s, int i, const char *name,
-                         bool nullable, const char *type) {
+static void expect_field(const qv_schema *s, int i, const char *name, bool nullable,
+                         const char *type) {
   char buf[1024];
   if (i >= qv_schema_num_fields(s)) {
     QV_CHECK(i < qv_schema_num_fields(s));
@@ -300,8 +296,8 @@ static void check_footer(const char *dir, const char *name) {
   QV_REQUIRE(st == QV_OK);
   /* The footer's schema equals the stream's. */
   char spath[1600];
-  snprintf(spath, sizeof spath, "%s/%.*s.stream", dir,
-           (int)(strlen(name) - strlen(".arrow_file")), name);
+  snprintf(spath, sizeof spath, "%s/%.*s.stream", dir, (int)(strlen(name) - strlen(".arrow_file")),
+           name);
   qv_schema *s = stream_schema(spath, NULL);
   if (s != NULL) {
     QV_CHECK(qv_schema_equals(s, f.schema, true));
@@ -310,8 +306,7 @@ static void check_footer(const char *dir, const char *name) {
   /* Each block frames a message of the advertised type. */
   for (int64_t i = 0; i < f.n_record_batches + f.n_dictionaries; i++) {
     bool dict = i < f.n_dictionaries;
-    const qv_ipc_block *b =
-        dict ? &f.dictionaries[i] : &f.record_batches[i - f.n_dictionaries];
+    const qv_ipc_block *b = dict ? &f.dictionaries[i] : &f.record_batches[i - f.n_dictionaries];
     int64_t meta, len;
     QV_REQUIRE(frame(d, n, b->offset, &meta, &len));
     qv_ipc_message m;
@@ -571,9 +566,8 @@ static void test_round_trip_batches_and_footer(void) {
 /* ---- invalid metadata: exact errors --------------------------------------- */
 
 /* Raw builders for metadata the encoder would never produce. */
-static qv_fb_ref raw_field(qv_fb_builder *b, const char *name, bool nullable,
-                           uint8_t tag, qv_fb_ref type, const qv_fb_ref *kids,
-                           int nkids, qv_fb_ref dict) {
+static qv_fb_ref raw_field(qv_fb_builder *b, const char *name, bool nullable, uint8_t tag,
+                           qv_fb_ref type, const qv_fb_ref *kids, int nkids, qv_fb_ref dict) {
   qv_fb_ref children = qv_fb_create_vector_refs(b, kids, nkids);
   qv_fb_ref nm = name ? qv_fb_create_string(b, name, (int64_t)strlen(name)) : 0;
   qv_fb_start_table(b);
@@ -603,8 +597,8 @@ static qv_fb_ref int_field(qv_fb_builder *b, const char *name, bool nullable) {
 }
 
 /* Wrap fields in a struct field 'a' (when wrap) inside a Schema message. */
-static void decode_raw_schema(qv_fb_builder *b, qv_fb_ref field, bool wrap,
-                              int16_t version, qv_status want_st, const char *want) {
+static void decode_raw_schema(qv_fb_builder *b, qv_fb_ref field, bool wrap, int16_t version,
+                              qv_status want_st, const char *want) {
   if (wrap) field = raw_field(b, "a", true, QV_FBS_TYPE_STRUCT, empty_table(b), &field, 1, 0);
   qv_fb_ref fields = qv_fb_create_vector_refs(b, &field, 1);
   qv_fb_start_table(b);
@@ -658,9 +652,9 @@ static void test_invalid_types(void) {
                     "schema: field 't': Time bit width 32 does not match unit "
                     "NANOSECOND (expected 64)");
 
-  decode_raw_schema(&b, raw_field(&b, "i", true, QV_FBS_TYPE_INT, int_table(&b, 12, true), NULL, 0, 0),
-                    false, 4, QV_EINVAL,
-                    "schema: field 'i': Int bit width 12 is invalid (expected 8, 16, 32 or 64)");
+  decode_raw_schema(
+      &b, raw_field(&b, "i", true, QV_FBS_TYPE_INT, int_table(&b, 12, true), NULL, 0, 0), false, 4,
+      QV_EINVAL, "schema: field 'i': Int bit width 12 is invalid (expected 8, 16, 32 or 64)");
 
   qv_fb_start_table(&b);
   qv_fb_add_i32(&b, QV_FBS_DECIMAL_PRECISION, 10, 0);
@@ -704,7 +698,8 @@ static void test_invalid_types(void) {
   kids[1] = int_field(&b, "value", true);
   kids[2] = raw_field(&b, "entries", true, QV_FBS_TYPE_STRUCT, empty_table(&b), kids, 2, 0);
   decode_raw_schema(&b, raw_field(&b, "m", true, QV_FBS_TYPE_MAP, empty_table(&b), &kids[2], 1, 0),
-                    false, 4, QV_EINVAL, "schema: field 'm': Map entries child must not be nullable");
+                    false, 4, QV_EINVAL,
+                    "schema: field 'm': Map entries child must not be nullable");
   kids[0] = int_field(&b, "key", true);
   kids[1] = int_field(&b, "value", true);
   kids[2] = raw_field(&b, "entries", false, QV_FBS_TYPE_STRUCT, empty_table(&b), kids, 2, 0);
@@ -743,13 +738,15 @@ static void test_invalid_types(void) {
   /* Run-end encoded: run ends must be int16/32/64. */
   kids[0] = raw_field(&b, "run_ends", false, QV_FBS_TYPE_INT, int_table(&b, 8, true), NULL, 0, 0);
   kids[1] = int_field(&b, "values", true);
-  decode_raw_schema(&b, raw_field(&b, "r", true, QV_FBS_TYPE_RUN_END_ENCODED, empty_table(&b), kids, 2, 0),
-                    false, 4, QV_EINVAL,
-                    "schema: field 'r': RunEndEncoded run_ends must be int16, int32 or int64, found int8");
+  decode_raw_schema(
+      &b, raw_field(&b, "r", true, QV_FBS_TYPE_RUN_END_ENCODED, empty_table(&b), kids, 2, 0), false,
+      4, QV_EINVAL,
+      "schema: field 'r': RunEndEncoded run_ends must be int16, int32 or int64, found int8");
   kids[0] = int_field(&b, "run_ends", false);
-  decode_raw_schema(&b, raw_field(&b, "r", true, QV_FBS_TYPE_RUN_END_ENCODED, empty_table(&b), kids, 1, 0),
-                    false, 4, QV_EINVAL,
-                    "schema: field 'r': RunEndEncoded must have exactly 2 children (run_ends, values), found 1");
+  decode_raw_schema(
+      &b, raw_field(&b, "r", true, QV_FBS_TYPE_RUN_END_ENCODED, empty_table(&b), kids, 1, 0), false,
+      4, QV_EINVAL,
+      "schema: field 'r': RunEndEncoded must have exactly 2 children (run_ends, values), found 1");
 
   /* Dictionary index type. */
   {
@@ -757,7 +754,8 @@ static void test_invalid_types(void) {
     qv_fb_start_table(&b);
     qv_fb_add_ref(&b, QV_FBS_DICT_ENCODING_INDEX_TYPE, it);
     qv_fb_ref de = qv_fb_end_table(&b);
-    decode_raw_schema(&b, raw_field(&b, "dict", true, QV_FBS_TYPE_UTF8, empty_table(&b), NULL, 0, de),
+    decode_raw_schema(&b,
+                      raw_field(&b, "dict", true, QV_FBS_TYPE_UTF8, empty_table(&b), NULL, 0, de),
                       false, 4, QV_EINVAL,
                       "schema: field 'dict': dictionary index bit width 3 is invalid (expected 8, "
                       "16, 32 or 64)");
@@ -765,7 +763,8 @@ static void test_invalid_types(void) {
     qv_fb_start_table(&b);
     qv_fb_add_i64(&b, QV_FBS_DICT_ENCODING_ID, 5, 0);
     de = qv_fb_end_table(&b);
-    decode_raw_schema(&b, raw_field(&b, "dict", true, QV_FBS_TYPE_UTF8, empty_table(&b), NULL, 0, de),
+    decode_raw_schema(&b,
+                      raw_field(&b, "dict", true, QV_FBS_TYPE_UTF8, empty_table(&b), NULL, 0, de),
                       false, 4, QV_OK, NULL);
   }
 
@@ -879,7 +878,8 @@ static void test_corrupt_golden_schema(void) {
   fb[root + 3] = 0;
   char want[256];
   snprintf(want, sizeof want,
-           "flatbuffer: table Message at offset 16: vtable offset -9984 out of bounds [0, %" PRId64 ")",
+           "flatbuffer: table Message at offset 16: vtable offset -9984 out of bounds [0, %" PRId64
+           ")",
            len);
   QV_CHECK_EQ_INT(qv_ipc_decode_message(fb, len, &m, &err), QV_EINVAL);
   QV_CHECK_EQ_STR(err.message, want);

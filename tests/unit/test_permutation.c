@@ -11,11 +11,10 @@
  */
 #include <stdlib.h>
 
-#include "qv_test.h"
 #include "quiver/random.h"
+#include "qv_test.h"
 
-static void check_words(const uint32_t *entropy, size_t n,
-                        const uint32_t expected[8]) {
+static void check_words(const uint32_t *entropy, size_t n, const uint32_t expected[8]) {
   uint32_t got[8];
   qv_seed_sequence_generate(entropy, n, got, 8);
   for (int i = 0; i < 8; i++) QV_CHECK_EQ_INT(got[i], expected[i]);
@@ -46,14 +45,23 @@ static void test_pcg64_seeding(void) {
   struct {
     uint64_t seed, s_hi, s_lo, i_hi, i_lo, raw[3];
   } cases[] = {
-      {0, 0x1aa1b5345996452dull, 0x09585eb7a69561e3ull, 0x418ddadb3af71a82ull,
+      {0,
+       0x1aa1b5345996452dull,
+       0x09585eb7a69561e3ull,
+       0x418ddadb3af71a82ull,
        0x588133bc447873a9ull,
        {0xa30febcfd9c2825full, 0x4510bdf882d9d721ull, 0x0a7d3da94ecde8b8ull}},
-      {42, 0xcea44f6798798f2aull, 0xacbc7c9d68860ac8ull, 0xfa505436c9a8416eull,
+      {42,
+       0xcea44f6798798f2aull,
+       0xacbc7c9d68860ac8ull,
+       0xfa505436c9a8416eull,
        0x66caf2e28d25abffull,
        {0xc621fbcd16d92688ull, 0x705a5661a791ffc1ull, 0xdbcd12c26eda1624ull}},
-      {UINT64_MAX, 0xddc419442aebde79ull, 0x4d8b0a3b048acdb0ull,
-       0x37762aacb3cc854full, 0x4ed623c7d18951edull,
+      {UINT64_MAX,
+       0xddc419442aebde79ull,
+       0x4d8b0a3b048acdb0ull,
+       0x37762aacb3cc854full,
+       0x4ed623c7d18951edull,
        {0xae163a7a8c47568full, 0xd86659f5f3382359ull, 0x01e52b195bc2d24aull}},
   };
   for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
@@ -71,10 +79,10 @@ static void test_pcg64_seeding(void) {
 static void test_u32_buffer(void) {
   qv_rng r;
   qv_rng_init(&r, 42);
-  QV_CHECK_EQ_INT(qv_rng_next_u32(&r), 0x16d92688u); /* low of raw 0 */
+  QV_CHECK_EQ_INT(qv_rng_next_u32(&r), 0x16d92688u);      /* low of raw 0 */
   QV_CHECK(qv_rng_next_u64(&r) == 0x705a5661a791ffc1ull); /* raw 1 */
-  QV_CHECK_EQ_INT(qv_rng_next_u32(&r), 0xc621fbcdu); /* high of raw 0 */
-  QV_CHECK_EQ_INT(qv_rng_next_u32(&r), 0x6eda1624u); /* low of raw 2 */
+  QV_CHECK_EQ_INT(qv_rng_next_u32(&r), 0xc621fbcdu);      /* high of raw 0 */
+  QV_CHECK_EQ_INT(qv_rng_next_u32(&r), 0x6eda1624u);      /* low of raw 2 */
 }
 
 static void check_perm(uint64_t seed, int64_t n, const int64_t *expected) {
@@ -148,12 +156,32 @@ static void test_permutation_state_after(void) {
     uint32_t uinteger;
     uint64_t s_hi, s_lo;
   } cases[] = {
-      {42, 1000, {978, 933, 859, 916}, {609, 961, 973, 648}, 0, 1, 0xa2713b15u,
-       0x4e33abd9c668f0aaull, 0x969c1f5d30b5e323ull},
-      {7, 1001, {816, 924, 151, 901}, {444, 661, 425, 651}, 0, 0, 0xbbd2eb80u,
-       0x86887ea31765cc07ull, 0x29245f1e60c01b06ull},
-      {123, 100000, {52903, 74868, 16800, 16242}, {98606, 79579, 93475, 40089},
-       0xe33e6c42b1cbull, 0, 0xd0ecf6e5u, 0xe5daa9c5296a3681ull,
+      {42,
+       1000,
+       {978, 933, 859, 916},
+       {609, 961, 973, 648},
+       0,
+       1,
+       0xa2713b15u,
+       0x4e33abd9c668f0aaull,
+       0x969c1f5d30b5e323ull},
+      {7,
+       1001,
+       {816, 924, 151, 901},
+       {444, 661, 425, 651},
+       0,
+       0,
+       0xbbd2eb80u,
+       0x86887ea31765cc07ull,
+       0x29245f1e60c01b06ull},
+      {123,
+       100000,
+       {52903, 74868, 16800, 16242},
+       {98606, 79579, 93475, 40089},
+       0xe33e6c42b1cbull,
+       0,
+       0xd0ecf6e5u,
+       0xe5daa9c5296a3681ull,
        0xa67b7028e342cc94ull},
   };
   for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
@@ -209,8 +237,8 @@ static void test_shuffle_sizes(void) {
 static void test_interval_bounds(void) {
   qv_rng r;
   qv_rng_init(&r, 3);
-  const uint64_t maxes[] = {0, 1, 2, 3, 5, 0xffffffffull, 0x100000000ull,
-                            (1ull << 40) + 1, UINT64_MAX - 1, UINT64_MAX};
+  const uint64_t maxes[] = {
+      0, 1, 2, 3, 5, 0xffffffffull, 0x100000000ull, (1ull << 40) + 1, UINT64_MAX - 1, UINT64_MAX};
   for (size_t m = 0; m < sizeof maxes / sizeof maxes[0]; m++)
     for (int k = 0; k < 1000; k++) QV_CHECK(qv_rng_interval(&r, maxes[m]) <= maxes[m]);
 }

@@ -13,8 +13,7 @@
 #include "qv_test.h"
 
 /* Render every row of `a` joined by ',' and compare with `want`; consumes a. */
-static void check_rows_(qv_array *a, const char *want, const char *file,
-                        int line) {
+static void check_rows_(qv_array *a, const char *want, const char *file, int line) {
   if (!a) {
     fprintf(stderr, "%s:%d: array construction failed\n", file, line);
     qv_test_failed_checks_++;
@@ -26,15 +25,14 @@ static void check_rows_(qv_array *a, const char *want, const char *file,
   for (int64_t i = 0; i < a->length; i++) {
     if (i) qv_strbuf_append_char(&sb, ',', NULL);
     if (qv_format_value_json(a, i, &sb, &err) != QV_OK) {
-      fprintf(stderr, "%s:%d: row %lld failed: %s\n", file, line,
-              (long long)i, err.message);
+      fprintf(stderr, "%s:%d: row %lld failed: %s\n", file, line, (long long)i, err.message);
       qv_test_failed_checks_++;
       break;
     }
   }
   if (strcmp(qv_strbuf_cstr(&sb), want) != 0) {
-    fprintf(stderr, "%s:%d: rendering mismatch\n  got:      %s\n  expected: %s\n",
-            file, line, qv_strbuf_cstr(&sb), want);
+    fprintf(stderr, "%s:%d: rendering mismatch\n  got:      %s\n  expected: %s\n", file, line,
+            qv_strbuf_cstr(&sb), want);
     qv_test_failed_checks_++;
   }
   qv_strbuf_reset(&sb);
@@ -82,8 +80,7 @@ static void test_null_bool_ints(void) {
   CHECK_ROWS(tb_prim(tb_type(QV_INT64), 4, NULL, i64, sizeof i64),
              "-9223372036854775808,-1,0,9223372036854775807");
   uint64_t u64[] = {0, UINT64_MAX};
-  CHECK_ROWS(tb_prim(tb_type(QV_UINT64), 2, NULL, u64, sizeof u64),
-             "0,18446744073709551615");
+  CHECK_ROWS(tb_prim(tb_type(QV_UINT64), 2, NULL, u64, sizeof u64), "0,18446744073709551615");
   int8_t i8[] = {-128, 127, 5};
   CHECK_ROWS(tb_prim(tb_type(QV_INT8), 3, "101", i8, sizeof i8), "-128,null,5");
   uint8_t u8[] = {255, 0};
@@ -106,9 +103,22 @@ static void test_null_bool_ints(void) {
 }
 
 static void test_floats(void) {
-  double d[] = {0.1, 1.0, 1e16, 1.5e-5, 123456.789, -0.0, NAN, INFINITY,
-                -INFINITY, 5e-324, 1e-4, 1234567890123456.0, 100.0,
-                1.7976931348623157e308, 0.30000000000000004, 2.5e-7};
+  double d[] = {0.1,
+                1.0,
+                1e16,
+                1.5e-5,
+                123456.789,
+                -0.0,
+                NAN,
+                INFINITY,
+                -INFINITY,
+                5e-324,
+                1e-4,
+                1234567890123456.0,
+                100.0,
+                1.7976931348623157e308,
+                0.30000000000000004,
+                2.5e-7};
   CHECK_ROWS(tb_prim(tb_type(QV_DOUBLE), 16, NULL, d, sizeof d),
              "0.1,1.0,1e+16,1.5e-05,123456.789,-0.0,\"NaN\",\"Infinity\","
              "\"-Infinity\",5e-324,0.0001,1234567890123456.0,100.0,"
@@ -120,8 +130,7 @@ static void test_floats(void) {
    * 0.1 (0x2e66 = 0.0999755859375). Shortest round trip is per width:
    * 65504 prints as 65500.0, which reads back as the same half (numpy's
    * repr of float16(65504) agrees). */
-  uint16_t h[] = {0x3c00, 0x3555, 0x7bff, 0x0001, 0xc000, 0x7c00, 0x7e00,
-                  0x2e66};
+  uint16_t h[] = {0x3c00, 0x3555, 0x7bff, 0x0001, 0xc000, 0x7c00, 0x7e00, 0x2e66};
   CHECK_ROWS(tb_prim(tb_type(QV_HALF_FLOAT), 8, NULL, h, sizeof h),
              "1.0,0.3333,65500.0,6e-08,-2.0,\"Infinity\",\"NaN\",0.1");
   qv_strbuf sb = {0};
@@ -154,11 +163,12 @@ static bool fl_back(const char *text, double v, int width) {
   if (width == 64) return strtod(text, NULL) == v;
   if (width == 32) return strtof(text, NULL) == (float)v;
   double b = fabs(strtod(text, NULL)); /* nearest half of b equals v? */
-  if (b >= 65520.0) return false;        /* rounds to infinity */
-  uint32_t lo = 0, hi = 0x7bff;          /* positive finite halves ascend */
-  while (lo < hi) {                      /* first half >= b */
+  if (b >= 65520.0) return false;      /* rounds to infinity */
+  uint32_t lo = 0, hi = 0x7bff;        /* positive finite halves ascend */
+  while (lo < hi) {                    /* first half >= b */
     uint32_t mid = (lo + hi) / 2;
-    if (fl_half((uint16_t)mid) < b) lo = mid + 1; else hi = mid;
+    if (fl_half((uint16_t)mid) < b) lo = mid + 1;
+    else hi = mid;
   }
   uint32_t best = lo;
   if (lo > 0) {
@@ -185,9 +195,9 @@ static void fl_check(qv_array *a, int width) {
   qv_strbuf sb;
   qv_strbuf_init(&sb);
   for (int64_t i = 0; i < a->length; i++) {
-    double v = width == 64 ? ((const double *)a->buffers[1]->data)[i]
-             : width == 32 ? ((const float *)a->buffers[1]->data)[i]
-                           : fl_half(((const uint16_t *)a->buffers[1]->data)[i]);
+    double v = width == 64   ? ((const double *)a->buffers[1]->data)[i]
+               : width == 32 ? ((const float *)a->buffers[1]->data)[i]
+                             : fl_half(((const uint16_t *)a->buffers[1]->data)[i]);
     if (!isfinite(v) || v == 0) continue;
     qv_strbuf_clear(&sb);
     QV_REQUIRE(qv_format_value_json(a, i, &sb, NULL) == QV_OK);
@@ -196,7 +206,10 @@ static void fl_check(qv_array *a, int width) {
     char buf[40];
     for (int p = 1; p <= 17; p++) {
       snprintf(buf, sizeof buf, "%.*e", p - 1, fabs(v));
-      if (fl_back(buf, fabs(v), width)) { want = p; break; }
+      if (fl_back(buf, fabs(v), width)) {
+        want = p;
+        break;
+      }
     }
     bool ok = fl_back(text, v, width) && fl_sig_digits(text) == want;
     if (!ok) {
@@ -220,11 +233,27 @@ static void test_floats_brute_force(void) {
   for (int i = 0; i < N; i++) {
     uint64_t r = fl_next();
     switch (i % 4) {
-      case 0: { uint32_t b = (uint32_t)r; memcpy(&f[i], &b, 4); memcpy(&d[i], &r, 8); break; }
-      case 1: { uint32_t b = (uint32_t)r & 0x807fffffu; memcpy(&f[i], &b, 4); /* subnormal */
-                uint64_t c = r & 0x800fffffffffffffu; memcpy(&d[i], &c, 8); break; }
-      case 2: f[i] = ldexpf(1.0f, (int)(r % 250) - 125); d[i] = ldexp(1.0, (int)(r % 2000) - 1000); break;
-      default: f[i] = (float)((double)(r % 100000) / 1000.0); d[i] = (double)(r % 10000000) / 1e4; break;
+      case 0: {
+        uint32_t b = (uint32_t)r;
+        memcpy(&f[i], &b, 4);
+        memcpy(&d[i], &r, 8);
+        break;
+      }
+      case 1: {
+        uint32_t b = (uint32_t)r & 0x807fffffu;
+        memcpy(&f[i], &b, 4); /* subnormal */
+        uint64_t c = r & 0x800fffffffffffffu;
+        memcpy(&d[i], &c, 8);
+        break;
+      }
+      case 2:
+        f[i] = ldexpf(1.0f, (int)(r % 250) - 125);
+        d[i] = ldexp(1.0, (int)(r % 2000) - 1000);
+        break;
+      default:
+        f[i] = (float)((double)(r % 100000) / 1000.0);
+        d[i] = (double)(r % 10000000) / 1e4;
+        break;
     }
   }
   fl_check(tb_prim(tb_type(QV_FLOAT), N, NULL, f, N * sizeof *f), 32);
@@ -235,8 +264,8 @@ static void test_floats_brute_force(void) {
 
 static void test_decimals(void) {
   /* decimal128 as two int64 halves, little-endian */
-  int64_t d128[][2] = {{12345, 0}, {-12345, -1}, {5, 0}, {-5, -1}, {0, 0},
-                       {123, 0}, {0, INT64_MIN}};
+  int64_t d128[][2] = {{12345, 0}, {-12345, -1}, {5, 0},        {-5, -1},
+                       {0, 0},     {123, 0},     {0, INT64_MIN}};
   qv_array *a = tb_prim(dec_type(QV_DECIMAL128, 38, 2), 5, NULL, d128, 80);
   CHECK_ROWS(a, "\"123.45\",\"-123.45\",\"0.05\",\"-0.05\",\"0.00\"");
   a = tb_prim(dec_type(QV_DECIMAL128, 38, 3), 2, NULL, d128 + 2, 32);
@@ -259,18 +288,16 @@ static void test_decimals(void) {
              "\"57896044618658097711785492504343953926634992332820282019728792003956564819967\","
              "\"-57896044618658097711785492504343953926634992332820282019728792003956564819968\"");
   a = tb_prim(dec_type(QV_DECIMAL256, 76, 10), 2, "01", d256, 64);
-  CHECK_ROWS(a, "null,\"5789604461865809771178549250434395392663499233282028201972879200395.6564819967\"");
+  CHECK_ROWS(
+      a, "null,\"5789604461865809771178549250434395392663499233282028201972879200395.6564819967\"");
   int32_t d32[] = {1234, -1};
-  CHECK_ROWS(tb_prim(dec_type(QV_DECIMAL32, 9, 1), 2, NULL, d32, 8),
-             "\"123.4\",\"-0.1\"");
+  CHECK_ROWS(tb_prim(dec_type(QV_DECIMAL32, 9, 1), 2, NULL, d32, 8), "\"123.4\",\"-0.1\"");
   int64_t d64[] = {INT64_MIN};
-  CHECK_ROWS(tb_prim(dec_type(QV_DECIMAL64, 18, 4), 1, NULL, d64, 8),
-             "\"-922337203685477.5808\"");
+  CHECK_ROWS(tb_prim(dec_type(QV_DECIMAL64, 18, 4), 1, NULL, d64, 8), "\"-922337203685477.5808\"");
 }
 
 static void test_dates(void) {
-  int32_t d32[] = {0, -1, 11016, 11017, -719528, -719529, 2932896, 2932897,
-                   -25508, -25509};
+  int32_t d32[] = {0, -1, 11016, 11017, -719528, -719529, 2932896, 2932897, -25508, -25509};
   CHECK_ROWS(tb_prim(tb_type(QV_DATE32), 10, NULL, d32, sizeof d32),
              "\"1970-01-01\",\"1969-12-31\",\"2000-02-29\",\"2000-03-01\","
              "\"0000-01-01\",\"-0001-12-31\",\"9999-12-31\",\"+10000-01-01\","
@@ -300,8 +327,7 @@ static void test_timestamps(void) {
              "\"1970-01-01T05:30:00+05:30\"");
   CHECK_ROWS(tb_prim(qv_type_timestamp(QV_SECOND, "-08:00"), 1, NULL, &z, 8),
              "\"1969-12-31T16:00:00-08:00\"");
-  CHECK_ROWS(tb_prim(qv_type_timestamp(QV_MILLI, "America/New_York"), 1, NULL,
-                     &z, 8),
+  CHECK_ROWS(tb_prim(qv_type_timestamp(QV_MILLI, "America/New_York"), 1, NULL, &z, 8),
              "\"1970-01-01T00:00:00.000Z[America/New_York]\"");
 }
 
@@ -310,37 +336,42 @@ static void test_times_durations_intervals(void) {
   CHECK_ROWS(tb_prim(unit_type(QV_TIME32, QV_SECOND), 2, NULL, t32s, 8),
              "\"01:01:01\",\"00:00:00\"");
   int32_t t32ms = 45296789;
-  CHECK_ROWS(tb_prim(unit_type(QV_TIME32, QV_MILLI), 1, NULL, &t32ms, 4),
-             "\"12:34:56.789\"");
+  CHECK_ROWS(tb_prim(unit_type(QV_TIME32, QV_MILLI), 1, NULL, &t32ms, 4), "\"12:34:56.789\"");
   int64_t t64[] = {86399999999LL};
-  CHECK_ROWS(tb_prim(unit_type(QV_TIME64, QV_MICRO), 1, NULL, t64, 8),
-             "\"23:59:59.999999\"");
+  CHECK_ROWS(tb_prim(unit_type(QV_TIME64, QV_MICRO), 1, NULL, t64, 8), "\"23:59:59.999999\"");
   int64_t t64n = 1;
-  CHECK_ROWS(tb_prim(unit_type(QV_TIME64, QV_NANO), 1, NULL, &t64n, 8),
-             "\"00:00:00.000000001\"");
+  CHECK_ROWS(tb_prim(unit_type(QV_TIME64, QV_NANO), 1, NULL, &t64n, 8), "\"00:00:00.000000001\"");
   int64_t dms[] = {1500, 1000, -1};
   CHECK_ROWS(tb_prim(unit_type(QV_DURATION, QV_MILLI), 3, NULL, dms, 24),
              "\"PT1.5S\",\"PT1S\",\"-PT0.001S\"");
   int64_t ds[] = {-90, 0};
-  CHECK_ROWS(tb_prim(unit_type(QV_DURATION, QV_SECOND), 2, NULL, ds, 16),
-             "\"-PT90S\",\"PT0S\"");
+  CHECK_ROWS(tb_prim(unit_type(QV_DURATION, QV_SECOND), 2, NULL, ds, 16), "\"-PT90S\",\"PT0S\"");
   int64_t dns[] = {INT64_MIN, 1};
   CHECK_ROWS(tb_prim(unit_type(QV_DURATION, QV_NANO), 2, NULL, dns, 16),
              "\"-PT9223372036.854775808S\",\"PT0.000000001S\"");
   int32_t months[] = {14, -3};
-  CHECK_ROWS(tb_prim(tb_type(QV_INTERVAL_MONTHS), 2, "10", months, 8),
-             "{\"months\":14},null");
+  CHECK_ROWS(tb_prim(tb_type(QV_INTERVAL_MONTHS), 2, "10", months, 8), "{\"months\":14},null");
   int32_t dt[] = {1, -500};
   CHECK_ROWS(tb_prim(tb_type(QV_INTERVAL_DAY_TIME), 1, NULL, dt, 8),
              "{\"days\":1,\"milliseconds\":-500}");
-  struct { int32_t m, d; int64_t ns; } mdn = {1, 2, -3};
+  struct {
+    int32_t m, d;
+    int64_t ns;
+  } mdn = {1, 2, -3};
   CHECK_ROWS(tb_prim(tb_type(QV_INTERVAL_MONTH_DAY_NANO), 1, NULL, &mdn, 16),
              "{\"months\":1,\"days\":2,\"nanoseconds\":-3}");
 }
 
 static void test_strings_binary(void) {
-  const char *s[] = {"plain", "a\"b\\c\n\x01\x1f/", NULL, "h\xc3\xa9llo \xe2\x82\xac \xf0\x9f\x98\x80",
-                     "bad\xff", "trunc\xe2\x82", "sur\xed\xa0\x80", "over\xc0\xaf", ""};
+  const char *s[] = {"plain",
+                     "a\"b\\c\n\x01\x1f/",
+                     NULL,
+                     "h\xc3\xa9llo \xe2\x82\xac \xf0\x9f\x98\x80",
+                     "bad\xff",
+                     "trunc\xe2\x82",
+                     "sur\xed\xa0\x80",
+                     "over\xc0\xaf",
+                     ""};
   CHECK_ROWS(tb_str(QV_STRING, 9, s, NULL),
              "\"plain\",\"a\\\"b\\\\c\\n\\u0001\\u001f/\",null,"
              "\"h\xc3\xa9llo \xe2\x82\xac \xf0\x9f\x98\x80\",\"bad\\ufffd\","
@@ -377,8 +408,7 @@ static qv_array *make_view(qv_type_id id) {
 
 static void test_views(void) {
   CHECK_ROWS(make_view(QV_STRING_VIEW), "\"short\",\"0123456789abcdefghij\"");
-  CHECK_ROWS(make_view(QV_BINARY_VIEW),
-             "\"c2hvcnQ=\",\"MDEyMzQ1Njc4OWFiY2RlZmdoaWo=\"");
+  CHECK_ROWS(make_view(QV_BINARY_VIEW), "\"c2hvcnQ=\",\"MDEyMzQ1Njc4OWFiY2RlZmdoaWo=\"");
 }
 
 static qv_array *int32s(int64_t n, const int32_t *v, const char *valid) {
@@ -390,8 +420,7 @@ static void test_lists(void) {
   int32_t offs[] = {0, 2, 2, 2, 5};
   qv_array *child = int32s(5, items, "11011");
   qv_buffer *b[2] = {tb_bits("1011"), tb_buf(offs, sizeof offs)};
-  qv_array *list = tb_array(qv_type_list_of(QV_LIST, tb_type(QV_INT32)), 4, 2,
-                            b, 1, &child);
+  qv_array *list = tb_array(qv_type_list_of(QV_LIST, tb_type(QV_INT32)), 4, 2, b, 1, &child);
   qv_array *sl = NULL;
   QV_REQUIRE(qv_array_slice(list, 1, 3, &sl, NULL) == QV_OK);
   CHECK_ROWS(list, "[1,2],null,[],[null,4,5]");
@@ -400,22 +429,19 @@ static void test_lists(void) {
   int64_t loffs[] = {1, 3};
   child = int32s(5, items, NULL);
   qv_buffer *lb[2] = {NULL, tb_buf(loffs, 16)};
-  CHECK_ROWS(tb_array(qv_type_list_of(QV_LARGE_LIST, tb_type(QV_INT32)), 1, 2,
-                      lb, 1, &child),
+  CHECK_ROWS(tb_array(qv_type_list_of(QV_LARGE_LIST, tb_type(QV_INT32)), 1, 2, lb, 1, &child),
              "[2,3]");
 
   /* list view: out-of-order and overlapping views */
   int32_t vo[] = {3, 0, 1}, vs[] = {2, 1, 0};
   child = int32s(5, items, NULL);
   qv_buffer *vb[3] = {NULL, tb_buf(vo, 12), tb_buf(vs, 12)};
-  CHECK_ROWS(tb_array(qv_type_list_of(QV_LIST_VIEW, tb_type(QV_INT32)), 3, 3,
-                      vb, 1, &child),
+  CHECK_ROWS(tb_array(qv_type_list_of(QV_LIST_VIEW, tb_type(QV_INT32)), 3, 3, vb, 1, &child),
              "[4,5],[1],[]");
   int64_t lvo[] = {4}, lvs[] = {1};
   child = int32s(5, items, NULL);
   qv_buffer *lvb[3] = {NULL, tb_buf(lvo, 8), tb_buf(lvs, 8)};
-  CHECK_ROWS(tb_array(qv_type_list_of(QV_LARGE_LIST_VIEW, tb_type(QV_INT32)),
-                      1, 3, lvb, 1, &child),
+  CHECK_ROWS(tb_array(qv_type_list_of(QV_LARGE_LIST_VIEW, tb_type(QV_INT32)), 1, 3, lvb, 1, &child),
              "[5]");
 
   /* fixed size list<int16>[2], sliced: offset scales into the child */
@@ -433,8 +459,7 @@ static void test_lists(void) {
   int32_t bad[] = {0, 9};
   child = int32s(5, items, NULL);
   qv_buffer *bb[2] = {NULL, tb_buf(bad, 8)};
-  qv_array *badl = tb_array(qv_type_list_of(QV_LIST, tb_type(QV_INT32)), 1, 2,
-                            bb, 1, &child);
+  qv_array *badl = tb_array(qv_type_list_of(QV_LIST, tb_type(QV_INT32)), 1, 2, bb, 1, &child);
   qv_strbuf sb = {0};
   qv_error err;
   QV_CHECK_EQ_INT(qv_format_value_json(badl, 0, &sb, &err), QV_EINVAL);
@@ -451,8 +476,8 @@ static void test_struct_map(void) {
   int32_t a[] = {1, 2, 3};
   const char *s[] = {"x", NULL, "z"};
   qv_array *kids[2] = {int32s(3, a, NULL), tb_str(QV_STRING, 3, s, NULL)};
-  qv_type *st = tb_child(tb_child(tb_type(QV_STRUCT), "a", tb_type(QV_INT32)),
-                         "b \"q\"", tb_type(QV_STRING));
+  qv_type *st =
+      tb_child(tb_child(tb_type(QV_STRUCT), "a", tb_type(QV_INT32)), "b \"q\"", tb_type(QV_STRING));
   qv_buffer *b[1] = {tb_bits("101")};
   qv_array *sa = tb_array(st, 3, 1, b, 2, kids);
   qv_array *sl = NULL;
@@ -464,8 +489,8 @@ static void test_struct_map(void) {
   const char *keys[] = {"k1", "k2"};
   int32_t vals[] = {1, 0};
   qv_array *ek[2] = {tb_str(QV_STRING, 2, keys, NULL), int32s(2, vals, "10")};
-  qv_type *et = tb_child(tb_child(tb_type(QV_STRUCT), "key", tb_type(QV_STRING)),
-                         "value", tb_type(QV_INT32));
+  qv_type *et =
+      tb_child(tb_child(tb_type(QV_STRUCT), "key", tb_type(QV_STRING)), "value", tb_type(QV_INT32));
   qv_array *entries = tb_array(et, 2, 1, (qv_buffer *[]){NULL}, 2, ek);
   qv_type *mt = tb_child(tb_type(QV_MAP), "entries", qv_type_ref(entries->type));
   int32_t mo[] = {0, 2, 2, 2};
@@ -479,8 +504,8 @@ static void test_unions(void) {
   int32_t iv[] = {10, 11, 12};
   const char *sv[] = {"a", "b", NULL};
   qv_array *kids[2] = {int32s(3, iv, NULL), tb_str(QV_STRING, 3, sv, NULL)};
-  qv_type *ut = tb_child(tb_child(tb_type(QV_SPARSE_UNION), "i", tb_type(QV_INT32)),
-                         "s", tb_type(QV_STRING));
+  qv_type *ut =
+      tb_child(tb_child(tb_type(QV_SPARSE_UNION), "i", tb_type(QV_INT32)), "s", tb_type(QV_STRING));
   ut->type_codes = malloc(2 * sizeof(int32_t));
   ut->type_codes[0] = 5;
   ut->type_codes[1] = 7;
@@ -496,8 +521,8 @@ static void test_unions(void) {
   int32_t dv[] = {42};
   const char *ds[] = {"p", "q"};
   qv_array *dk[2] = {int32s(1, dv, NULL), tb_str(QV_STRING, 2, ds, NULL)};
-  qv_type *dt = tb_child(tb_child(tb_type(QV_DENSE_UNION), "i", tb_type(QV_INT32)),
-                         "s", tb_type(QV_STRING));
+  qv_type *dt =
+      tb_child(tb_child(tb_type(QV_DENSE_UNION), "i", tb_type(QV_INT32)), "s", tb_type(QV_STRING));
   int8_t dids[] = {1, 0, 1};
   int32_t doffs[] = {1, 0, 0};
   qv_buffer *db[2] = {tb_buf(dids, 3), tb_buf(doffs, 12)};
@@ -519,8 +544,7 @@ static void test_dictionary_ree(void) {
   int32_t ends[] = {2, 3, 6};
   const char *vals[] = {"a", NULL, "c"};
   qv_array *kids[2] = {int32s(3, ends, NULL), tb_str(QV_STRING, 3, vals, NULL)};
-  qv_type *rt = tb_child(tb_child(tb_type(QV_RUN_END_ENCODED), "run_ends",
-                                  tb_type(QV_INT32)),
+  qv_type *rt = tb_child(tb_child(tb_type(QV_RUN_END_ENCODED), "run_ends", tb_type(QV_INT32)),
                          "values", tb_type(QV_STRING));
   qv_array *ree = tb_array(rt, 6, 0, NULL, 2, kids);
   qv_array *sl = NULL;
@@ -536,10 +560,9 @@ static void test_rows(void) {
   qv_array *cols[3] = {tb_prim(tb_type(QV_INT64), 3, NULL, ids, 24),
                        tb_str(QV_STRING, 3, names, NULL),
                        tb_prim(tb_type(QV_DOUBLE), 3, NULL, score, 24)};
-  qv_type *st = tb_child(tb_child(tb_child(tb_type(QV_STRUCT), "id",
-                                           tb_type(QV_INT64)),
-                                  "name", tb_type(QV_STRING)),
-                         "score", tb_type(QV_DOUBLE));
+  qv_type *st = tb_child(
+      tb_child(tb_child(tb_type(QV_STRUCT), "id", tb_type(QV_INT64)), "name", tb_type(QV_STRING)),
+      "score", tb_type(QV_DOUBLE));
   qv_array *batch = tb_array(st, 3, 1, (qv_buffer *[]){NULL}, 3, cols);
   qv_strbuf sb = {0};
   qv_error err;
@@ -552,8 +575,9 @@ static void test_rows(void) {
   QV_CHECK_EQ_STR(qv_strbuf_cstr(&sb), "{\"id\":3,\"name\":\"cy\",\"score\":\"NaN\"}");
   QV_CHECK_EQ_INT(qv_format_row_json(sl, 1, &sb, &err), QV_ERANGE);
   QV_CHECK_EQ_INT(qv_format_row_json(cols[0], 0, &sb, &err), QV_ETYPE);
-  QV_CHECK_EQ_STR(err.message, "qv_format_row_json: expected a struct (record "
-                               "batch) array, found int64");
+  QV_CHECK_EQ_STR(err.message,
+                  "qv_format_row_json: expected a struct (record "
+                  "batch) array, found int64");
   qv_strbuf_reset(&sb);
   qv_array_unref(sl);
   qv_array_unref(batch);

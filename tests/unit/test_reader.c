@@ -13,8 +13,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "qv_test.h"
 #include "quiver/ipc.h"
+#include "qv_test.h"
 
 static char g_golden[4096];
 
@@ -44,23 +44,26 @@ static void test_framing_errors(void) {
   QV_CHECK_EQ_STR(err.message, "input of 3 bytes is not an Arrow IPC file or stream");
   QV_CHECK_EQ_INT(open_bytes("ARROW1\0\0 some bytes that are not a footer", 41, &r, &err),
                   QV_EINVAL);
-  QV_CHECK_EQ_STR(err.message, "file starts with the ARROW1 magic but does not end with it "
-                               "(truncated or not an Arrow file)");
+  QV_CHECK_EQ_STR(err.message,
+                  "file starts with the ARROW1 magic but does not end with it "
+                  "(truncated or not an Arrow file)");
   QV_CHECK_EQ_INT(open_bytes("ARROW1", 6, &r, &err), QV_EINVAL);
   QV_CHECK_EQ_STR(err.message,
                   "file of 6 bytes is too small for the IPC file format (expected at least 18)");
-  const uint8_t bad_footer[] = {'A', 'R', 'R', 'O', 'W', '1', 0, 0, 1, 2, 3, 4,
-                                0xff, 0, 0, 0, 'A', 'R', 'R', 'O', 'W', '1'};
+  const uint8_t bad_footer[] = {'A', 'R',  'R', 'O', 'W', '1', 0,   0,   1,   2,   3,
+                                4,   0xff, 0,   0,   0,   'A', 'R', 'R', 'O', 'W', '1'};
   QV_CHECK_EQ_INT(open_bytes(bad_footer, sizeof bad_footer, &r, &err), QV_EINVAL);
   QV_CHECK_EQ_STR(err.message, "footer length 255 is invalid (expected 1..4)");
   const uint8_t huge_meta[] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f};
   QV_CHECK_EQ_INT(open_bytes(huge_meta, sizeof huge_meta, &r, &err), QV_EINVAL);
-  QV_CHECK_EQ_STR(err.message, "message 0 at offset 0: metadata length 2147483647 is invalid "
-                               "(expected 1..1073741824)");
+  QV_CHECK_EQ_STR(err.message,
+                  "message 0 at offset 0: metadata length 2147483647 is invalid "
+                  "(expected 1..1073741824)");
   const uint8_t short_meta[] = {0xff, 0xff, 0xff, 0xff, 0x10, 0, 0, 0, 1, 2, 3};
   QV_CHECK_EQ_INT(open_bytes(short_meta, sizeof short_meta, &r, &err), QV_EINVAL);
-  QV_CHECK_EQ_STR(err.message, "message 0 at offset 0: metadata of 16 bytes runs past the end "
-                               "of the data (3 bytes left)");
+  QV_CHECK_EQ_STR(err.message,
+                  "message 0 at offset 0: metadata of 16 bytes runs past the end "
+                  "of the data (3 bytes left)");
   const uint8_t eos_only[] = {0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0};
   QV_CHECK_EQ_INT(open_bytes(eos_only, sizeof eos_only, &r, &err), QV_EINVAL);
   QV_CHECK_EQ_STR(err.message, "stream has no schema message (it ends at offset 0)");
@@ -85,9 +88,11 @@ static void test_truncated_golden(void) {
   QV_REQUIRE(qv_buffer_view(full, 0, cut, &part, &err) == QV_OK);
   QV_CHECK_EQ_INT(qv_reader_open_buffer(part, NULL, &r, &err), QV_EINVAL);
   char want[256];
-  snprintf(want, sizeof want, "message 1 at offset %lld: body of %lld bytes runs past the end "
-           "of the data (%lld bytes left)", (long long)loc->offset,
-           (long long)loc->body_length, (long long)(cut - loc->body_offset));
+  snprintf(want, sizeof want,
+           "message 1 at offset %lld: body of %lld bytes runs past the end "
+           "of the data (%lld bytes left)",
+           (long long)loc->offset, (long long)loc->body_length,
+           (long long)(cut - loc->body_offset));
   QV_CHECK_EQ_STR(err.message, want);
   qv_buffer_unref(part);
   qv_buffer_unref(full);
@@ -130,8 +135,7 @@ static void check_golden(const char *path, golden_stats *gs) {
       break;
     }
     if (first[i] && !qv_array_equals(first[i], b, &err)) {
-      fprintf(stderr, "%s batch %lld sequential != random: %s\n", path, (long long)i,
-              err.message);
+      fprintf(stderr, "%s batch %lld sequential != random: %s\n", path, (long long)i, err.message);
       QV_CHECK(0);
     }
     qv_array_unref(b);

@@ -40,8 +40,8 @@ static qv_array *str_array(const char *const *v, int64_t n) {
   return a;
 }
 
-static int encode_with(qv_row_table *t, qv_array **cols, int nc, int ra, int sa,
-                       const int64_t *sel, int64_t n) {
+static int encode_with(qv_row_table *t, qv_array **cols, int nc, int ra, int sa, const int64_t *sel,
+                       int64_t n) {
   qv_type *types[16];
   for (int i = 0; i < nc; i++) types[i] = cols[i]->type;
   qv_row_metadata md;
@@ -77,8 +77,7 @@ static void test_seed_example_fixed(void) {
   QV_CHECK_EQ_INT(t.md.column_offsets[1], 4);
   QV_CHECK_EQ_INT(t.md.null_masks_bytes_per_row, 1);
   QV_CHECK(t.var == NULL);
-  const uint8_t want[] = {7, 0, 0, 0, 0, 0, 0, 0, 8, 0, 0, 0, 1, 0, 0, 0,
-                          9, 0, 0, 0, 0, 0, 0, 0};
+  const uint8_t want[] = {7, 0, 0, 0, 0, 0, 0, 0, 8, 0, 0, 0, 1, 0, 0, 0, 9, 0, 0, 0, 0, 0, 0, 0};
   QV_CHECK(memcmp(t.fixed, want, sizeof want) == 0);
   for (int i = 0; i < 3; i++) QV_CHECK_EQ_INT(t.null_masks[i], 0);
   qv_row_table_reset(&t);
@@ -111,8 +110,7 @@ static void test_seed_example_fixed(void) {
 static void test_seed_example_var(void) {
   int32_t a[] = {7, 8, 9}, d[] = {0, 1, 2};
   const char *b[] = {"Alice", "Bob", "Charlotte"}, *c[] = {"x", "y", "z"};
-  qv_array *cols[4] = {i32_array(a, 3), str_array(b, 3), str_array(c, 3),
-                       i32_array(d, 3)};
+  qv_array *cols[4] = {i32_array(a, 3), str_array(b, 3), str_array(c, 3), i32_array(d, 3)};
   qv_row_table t;
   QV_REQUIRE(encode_with(&t, cols, 4, 8, 8, NULL, 3) == 0);
   QV_CHECK(!t.md.is_fixed_length);
@@ -130,13 +128,13 @@ static void test_seed_example_var(void) {
   QV_CHECK_EQ_INT(ro[2], 64);
   QV_CHECK_EQ_INT(ro[3], 104);
   /* The seed's table, '~' being zero padding. */
-  const uint8_t row0[32] = {7, 0, 0, 0, 0, 0, 0, 0, 21, 0, 0, 0, 25, 0, 0, 0,
-                            'A', 'l', 'i', 'c', 'e', 0, 0, 0, 'x', 0, 0, 0, 0, 0, 0, 0};
-  const uint8_t row1[32] = {8, 0, 0, 0, 1, 0, 0, 0, 19, 0, 0, 0, 25, 0, 0, 0,
-                            'B', 'o', 'b', 0, 0, 0, 0, 0, 'y', 0, 0, 0, 0, 0, 0, 0};
-  const uint8_t row2[40] = {9, 0, 0, 0, 2, 0, 0, 0, 25, 0, 0, 0, 33, 0, 0, 0,
-                            'C', 'h', 'a', 'r', 'l', 'o', 't', 't', 'e', 0, 0, 0, 0, 0, 0, 0,
-                            'z', 0, 0, 0, 0, 0, 0, 0};
+  const uint8_t row0[32] = {7,   0,   0,   0,   0,   0, 0, 0, 21,  0, 0, 0, 25, 0, 0, 0,
+                            'A', 'l', 'i', 'c', 'e', 0, 0, 0, 'x', 0, 0, 0, 0,  0, 0, 0};
+  const uint8_t row1[32] = {8,   0,   0,   0, 1, 0, 0, 0, 19,  0, 0, 0, 25, 0, 0, 0,
+                            'B', 'o', 'b', 0, 0, 0, 0, 0, 'y', 0, 0, 0, 0,  0, 0, 0};
+  const uint8_t row2[40] = {9, 0, 0,   0,   2,   0,   0,   0,   25,  0,   0,   0, 33, 0,
+                            0, 0, 'C', 'h', 'a', 'r', 'l', 'o', 't', 't', 'e', 0, 0,  0,
+                            0, 0, 0,   0,   'z', 0,   0,   0,   0,   0,   0,   0};
   QV_CHECK(memcmp(t.var, row0, 32) == 0);
   QV_CHECK(memcmp(t.var + 32, row1, 32) == 0);
   QV_CHECK(memcmp(t.var + 64, row2, 40) == 0);
@@ -179,8 +177,7 @@ static void test_seed_example_var(void) {
   QV_CHECK_EQ_INT(qv_row_layout_json(cols, 4, 8, 8, 2, 4, &json, &err), QV_ERANGE);
   QV_CHECK_EQ_STR(err.message, "row layout: rows 2:4 are outside [0, 3]");
   QV_CHECK_EQ_INT(qv_row_layout_json(cols, 4, 8, 16, 0, 3, &json, &err), QV_EARG);
-  QV_CHECK_EQ_STR(err.message,
-                  "string alignment 16 is not a power of two <= row alignment 8");
+  QV_CHECK_EQ_STR(err.message, "string alignment 16 is not a power of two <= row alignment 8");
   for (int i = 0; i < 4; i++) qv_array_unref(cols[i]);
 }
 
@@ -236,8 +233,9 @@ static void test_metadata_rules(void) {
   qv_type_unref(types[0]);
   t = qv_type_new(QV_STRING_VIEW);
   QV_CHECK_EQ_INT(qv_row_column_meta_from_type(t, &m, &err), QV_ETYPE);
-  QV_CHECK_EQ_STR(err.message, "type string_view cannot be a row key (not fixed-width, "
-                               "binary-like or dictionary)");
+  QV_CHECK_EQ_STR(err.message,
+                  "type string_view cannot be a row key (not fixed-width, "
+                  "binary-like or dictionary)");
   qv_type_unref(t);
 
   /* Ordering: bool counts as 1 byte (ties with int8 by index); powers of two
@@ -304,28 +302,28 @@ static void test_metadata_rules(void) {
 #define NTYPES 17
 static qv_type *type_by_index(int k) {
   switch (k) {
-  case 0: return qv_type_new(QV_INT8);
-  case 1: return qv_type_new(QV_UINT16);
-  case 2: return qv_type_new(QV_INT32);
-  case 3: return qv_type_new(QV_INT64);
-  case 4: return qv_type_new(QV_DOUBLE);
-  case 5: return qv_type_new(QV_BOOL);
-  case 6: return fsb(3);
-  case 7: return fsb(16);
-  case 8: return qv_type_new(QV_DECIMAL128);
-  case 9: return qv_type_new(QV_STRING);
-  case 10: return qv_type_new(QV_LARGE_BINARY);
-  case 11: return qv_type_new(QV_BINARY);
-  case 12: {
-    qv_type *t = qv_type_new(QV_DICTIONARY);
-    t->index_type = qv_type_new(QV_INT16);
-    t->value_type = qv_type_new(QV_STRING);
-    return t;
-  }
-  case 13: return qv_type_new(QV_NA);
-  case 14: return fsb(24);
-  case 15: return qv_type_new(QV_UINT64);
-  default: return qv_type_new(QV_FLOAT);
+    case 0: return qv_type_new(QV_INT8);
+    case 1: return qv_type_new(QV_UINT16);
+    case 2: return qv_type_new(QV_INT32);
+    case 3: return qv_type_new(QV_INT64);
+    case 4: return qv_type_new(QV_DOUBLE);
+    case 5: return qv_type_new(QV_BOOL);
+    case 6: return fsb(3);
+    case 7: return fsb(16);
+    case 8: return qv_type_new(QV_DECIMAL128);
+    case 9: return qv_type_new(QV_STRING);
+    case 10: return qv_type_new(QV_LARGE_BINARY);
+    case 11: return qv_type_new(QV_BINARY);
+    case 12: {
+      qv_type *t = qv_type_new(QV_DICTIONARY);
+      t->index_type = qv_type_new(QV_INT16);
+      t->value_type = qv_type_new(QV_STRING);
+      return t;
+    }
+    case 13: return qv_type_new(QV_NA);
+    case 14: return fsb(24);
+    case 15: return qv_type_new(QV_UINT64);
+    default: return qv_type_new(QV_FLOAT);
   }
 }
 
@@ -444,8 +442,8 @@ static void test_roundtrip_random(void) {
     QV_REQUIRE(qv_row_table_append_selection_from(&t2, &t, NULL, t.num_rows, &err) == QV_OK);
     uint8_t *match = calloc((size_t)(nsel + 7) / 8 + 1, 1);
     int64_t nm = -1;
-    QV_REQUIRE(qv_row_compare_rows(&t, NULL, &t2, NULL, nsel, true, match, NULL, &nm,
-                                   &err) == QV_OK);
+    QV_REQUIRE(qv_row_compare_rows(&t, NULL, &t2, NULL, nsel, true, match, NULL, &nm, &err) ==
+               QV_OK);
     QV_CHECK_EQ_INT(qv_bitmap_count(match, 0, nsel), nsel);
     free(match);
     qv_row_table_reset(&t2);
@@ -490,25 +488,24 @@ static void test_equal_keys(void) {
     uint8_t *m_cols_sql = calloc((size_t)npairs / 8 + 1, 1);
     int64_t *mism = malloc(sizeof(int64_t) * (size_t)npairs);
     int64_t nmism = 0;
-    QV_REQUIRE(qv_row_compare_rows(&t, li, &t, ri, npairs, true, m_rows, NULL, NULL,
-                                   &err) == QV_OK);
-    QV_REQUIRE(qv_row_compare_columns(&t, s.arrays, li, ri, npairs, true, m_cols, mism,
-                                      &nmism, &err) == QV_OK);
-    QV_REQUIRE(qv_row_compare_rows(&t, li, &t, ri, npairs, false, m_rows_sql, NULL,
-                                   NULL, &err) == QV_OK);
-    QV_REQUIRE(qv_row_compare_columns(&t, s.arrays, li, ri, npairs, false, m_cols_sql,
-                                      NULL, NULL, &err) == QV_OK);
+    QV_REQUIRE(qv_row_compare_rows(&t, li, &t, ri, npairs, true, m_rows, NULL, NULL, &err) ==
+               QV_OK);
+    QV_REQUIRE(qv_row_compare_columns(&t, s.arrays, li, ri, npairs, true, m_cols, mism, &nmism,
+                                      &err) == QV_OK);
+    QV_REQUIRE(qv_row_compare_rows(&t, li, &t, ri, npairs, false, m_rows_sql, NULL, NULL, &err) ==
+               QV_OK);
+    QV_REQUIRE(qv_row_compare_columns(&t, s.arrays, li, ri, npairs, false, m_cols_sql, NULL, NULL,
+                                      &err) == QV_OK);
     int64_t expect_mism = 0, bad = 0;
     for (int64_t p = 0; p < npairs; p++) {
       bool eq = mcols_key_equal(s.cols, s.nc, li[p], ri[p]);
-      bool anynull = mcols_key_has_null(s.cols, s.nc, li[p]) ||
-                     mcols_key_has_null(s.cols, s.nc, ri[p]);
+      bool anynull =
+          mcols_key_has_null(s.cols, s.nc, li[p]) || mcols_key_has_null(s.cols, s.nc, ri[p]);
       int64_t la, lb;
       const uint8_t *pa = qv_row_table_row(&t, li[p], &la);
       const uint8_t *pb = qv_row_table_row(&t, ri[p], &lb);
       bool bytes_eq = la == lb && memcmp(pa, pb, (size_t)la) == 0 &&
-                      memcmp(qv_row_table_null_mask(&t, li[p]),
-                             qv_row_table_null_mask(&t, ri[p]),
+                      memcmp(qv_row_table_null_mask(&t, li[p]), qv_row_table_null_mask(&t, ri[p]),
                              (size_t)t.md.null_masks_bytes_per_row) == 0;
       if (bytes_eq != eq) bad++;
       if (qv_bit_get(m_rows, p) != eq) bad++;
@@ -574,8 +571,9 @@ static void test_hash_spread(void) {
 /* Memory                                                                    */
 
 static void test_memory(void) {
-  qv_type_id ids[] = {QV_INT8, QV_UINT16, QV_INT32, QV_UINT64, QV_FIXED_SIZE_BINARY,
-                      QV_FIXED_SIZE_BINARY, QV_STRING};
+  qv_type_id ids[] = {
+      QV_INT8,  QV_UINT16, QV_INT32, QV_UINT64, QV_FIXED_SIZE_BINARY, QV_FIXED_SIZE_BINARY,
+      QV_STRING};
   int widths[] = {1, 2, 4, 8, 16, 32, 0};
   int64_t sizes[] = {1, 7, 1023, 1024, 1025, 4095, 4096, 4097};
   for (int k = 0; k < 7; k++) {
@@ -655,8 +653,7 @@ static void test_table_ops(void) {
   QV_CHECK(la == lb && memcmp(pa, pb, (size_t)la) == 0);
   int64_t bad[] = {4};
   QV_CHECK_EQ_INT(qv_row_table_append_selection_from(&u, &t, bad, 1, &err), QV_ERANGE);
-  QV_CHECK_EQ_STR(err.message,
-                  "append selection: index 4 at position 0 is outside [0, 4)");
+  QV_CHECK_EQ_STR(err.message, "append selection: index 4 at position 0 is outside [0, 4)");
   QV_CHECK_EQ_INT(qv_row_table_append_selection_from(&u, &u, NULL, 1, &err), QV_EARG);
 
   /* Encode errors. */
@@ -674,22 +671,19 @@ static void test_table_ops(void) {
   qv_type *types[2] = {cols[0]->type, cols[1]->type};
   qv_array *out[2];
   QV_CHECK_EQ_INT(qv_row_decode(&t, 2, 3, types, NULL, out, &err), QV_ERANGE);
-  QV_CHECK_EQ_STR(err.message,
-                  "row decode: rows [2, 2 + 3) are outside the table's 4 rows");
+  QV_CHECK_EQ_STR(err.message, "row decode: rows [2, 2 + 3) are outside the table's 4 rows");
   qv_type *wrong_types[2] = {cols[1]->type, cols[0]->type};
   QV_CHECK_EQ_INT(qv_row_decode(&t, 0, 1, wrong_types, NULL, out, &err), QV_ETYPE);
-  QV_CHECK_EQ_STR(err.message,
-                  "row decode: key column 0: type does not match the row metadata");
+  QV_CHECK_EQ_STR(err.message, "row decode: key column 0: type does not match the row metadata");
   uint8_t m[1];
   int64_t rid[] = {0};
-  QV_CHECK_EQ_INT(qv_row_compare_columns(&t, cols, NULL, rid, 1, true, NULL, NULL, NULL,
-                                         &err), QV_EARG);
+  QV_CHECK_EQ_INT(qv_row_compare_columns(&t, cols, NULL, rid, 1, true, NULL, NULL, NULL, &err),
+                  QV_EARG);
   QV_CHECK_EQ_STR(err.message, "row compare: no output requested");
   int64_t rbad[] = {7};
-  QV_CHECK_EQ_INT(qv_row_compare_columns(&t, cols, NULL, rbad, 1, true, m, NULL, NULL,
-                                         &err), QV_ERANGE);
-  QV_CHECK_EQ_STR(err.message,
-                  "row compare row ids: index 7 at position 0 is outside [0, 4)");
+  QV_CHECK_EQ_INT(qv_row_compare_columns(&t, cols, NULL, rbad, 1, true, m, NULL, NULL, &err),
+                  QV_ERANGE);
+  QV_CHECK_EQ_STR(err.message, "row compare row ids: index 7 at position 0 is outside [0, 4)");
   qv_row_table_reset(&u);
   qv_row_table_reset(&t);
   qv_array_unref(cols[0]);
@@ -716,7 +710,7 @@ static void test_nulls(void) {
   QV_CHECK_EQ_INT(t.md.column_order[0], 0);
   QV_CHECK_EQ_INT(t.md.column_order[1], 2);
   QV_CHECK_EQ_INT(t.md.column_order[2], 1);
-  QV_CHECK_EQ_INT(t.null_masks[0], 4);     /* null column only */
+  QV_CHECK_EQ_INT(t.null_masks[0], 4); /* null column only */
   QV_CHECK_EQ_INT(t.null_masks[1], 4 | 1 | 2);
   QV_CHECK_EQ_INT(t.null_masks[2], 4 | 2);
   int64_t len;
@@ -762,19 +756,18 @@ static void run_once(schema *s, const int64_t *sel, int64_t n, const int64_t *pa
   r->match = calloc((size_t)np / 8 + 1, 1);
   r->mism = malloc(sizeof(int64_t) * (size_t)np);
   QV_CHECK(qv_row_compare_columns(&r->t, s->arrays, pairs_l, pairs_r, np, true, r->match, r->mism,
-                         &r->nmism, &err) == QV_OK);
+                                  &r->nmism, &err) == QV_OK);
   QV_CHECK(qv_row_decode(&r->t, 0, n, s->types, s->dicts, r->dec, &err) == QV_OK);
 }
 
 static bool same_array(const qv_array *a, const qv_array *b) {
-  if (a->length != b->length || a->null_count != b->null_count ||
-      a->n_buffers != b->n_buffers)
+  if (a->length != b->length || a->null_count != b->null_count || a->n_buffers != b->n_buffers)
     return false;
   for (int i = 0; i < a->n_buffers; i++) {
     if (!a->buffers[i] != !b->buffers[i]) return false;
-    if (a->buffers[i] && (a->buffers[i]->size != b->buffers[i]->size ||
-                          memcmp(a->buffers[i]->data, b->buffers[i]->data,
-                                 (size_t)a->buffers[i]->size) != 0))
+    if (a->buffers[i] &&
+        (a->buffers[i]->size != b->buffers[i]->size ||
+         memcmp(a->buffers[i]->data, b->buffers[i]->data, (size_t)a->buffers[i]->size) != 0))
       return false;
   }
   return true;
@@ -782,7 +775,8 @@ static bool same_array(const qv_array *a, const qv_array *b) {
 
 static void test_scalar_vs_avx2(void) {
   qv_row_simd have = qv_row_set_simd_level(QV_ROW_SIMD_AUTO);
-  if (have != QV_ROW_SIMD_AVX2) fprintf(stderr, "note: no AVX2 here; comparing scalar with itself\n");
+  if (have != QV_ROW_SIMD_AVX2)
+    fprintf(stderr, "note: no AVX2 here; comparing scalar with itself\n");
   for (int iter = 0; iter < 150; iter++) {
     int64_t n = 1 + rnd_below(3000);
     schema s;
@@ -822,9 +816,10 @@ static void test_scalar_vs_avx2(void) {
     qv_row_set_simd_level(QV_ROW_SIMD_AUTO);
     run_once(&s, sel, nsel, pl, pr, np, &rv);
     QV_REQUIRE(rs.h_rows && rv.h_rows);
-    int64_t s1 = rs.t.md.is_fixed_length ? nsel * rs.t.md.fixed_length
-                                         : qv_row_table_offsets(&rs.t)[nsel];
-    QV_CHECK(memcmp(rs.t.fixed, rv.t.fixed, (size_t)(rs.t.md.is_fixed_length ? s1 : (nsel + 1) * 8)) == 0);
+    int64_t s1 =
+        rs.t.md.is_fixed_length ? nsel * rs.t.md.fixed_length : qv_row_table_offsets(&rs.t)[nsel];
+    QV_CHECK(memcmp(rs.t.fixed, rv.t.fixed,
+                    (size_t)(rs.t.md.is_fixed_length ? s1 : (nsel + 1) * 8)) == 0);
     if (!rs.t.md.is_fixed_length) QV_CHECK(memcmp(rs.t.var, rv.t.var, (size_t)s1) == 0);
     QV_CHECK(memcmp(rs.t.null_masks, rv.t.null_masks,
                     (size_t)(nsel * rs.t.md.null_masks_bytes_per_row)) == 0);

@@ -7,8 +7,8 @@
 #include <stdio.h>
 #include <time.h>
 
-#include "qv_test.h"
 #include "quiver/row.h"
+#include "qv_test.h"
 
 #define VALUE_LEN ((int64_t)512 * 1024 * 1024)
 #define NUM_ROWS 9
@@ -78,16 +78,16 @@ static void test_encode_over_4gb(void) {
   /* The key past 4 GiB still compares and hashes like the column key. */
   int64_t last = NUM_ROWS - 1, zero = 0;
   uint8_t match = 0;
-  QV_REQUIRE(qv_row_compare_columns(&t, &col, &zero, &last, 1, true, &match, NULL, NULL,
-                                    &err) == QV_OK);
+  QV_REQUIRE(qv_row_compare_columns(&t, &col, &zero, &last, 1, true, &match, NULL, NULL, &err) ==
+             QV_OK);
   QV_CHECK_EQ_INT(match & 1, 1);
   uint64_t hr = 0, hc = 1;
   QV_REQUIRE(qv_row_hash_rows64(&t, &last, 1, &hr, &err) == QV_OK);
   QV_REQUIRE(qv_row_hash_columns64(&md, &col, &zero, 1, &hc, &err) == QV_OK);
   QV_CHECK(hr == hc);
   const int64_t *o = qv_row_table_offsets(&t);
-  QV_CHECK(memcmp(t.var + o[last] + t.md.fixed_length, col->buffers[2]->data,
-                  (size_t)VALUE_LEN) == 0);
+  QV_CHECK(memcmp(t.var + o[last] + t.md.fixed_length, col->buffers[2]->data, (size_t)VALUE_LEN) ==
+           0);
   qv_row_table_reset(&t);
   qv_row_metadata_reset(&md);
   qv_array_unref(col);
@@ -118,8 +118,7 @@ static void test_append_over_4gb(void) {
   check_offsets(&t);
   int64_t a = 0, b = NUM_ROWS - 1;
   uint8_t match = 0;
-  QV_REQUIRE(qv_row_compare_rows(&seed, &a, &t, &b, 1, true, &match, NULL, NULL, &err) ==
-             QV_OK);
+  QV_REQUIRE(qv_row_compare_rows(&seed, &a, &t, &b, 1, true, &match, NULL, NULL, &err) == QV_OK);
   QV_CHECK_EQ_INT(match & 1, 1);
   qv_row_table_reset(&t);
   qv_row_table_reset(&seed);

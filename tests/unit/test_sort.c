@@ -12,9 +12,9 @@
 #include <math.h>
 
 #include "array_oracle.h"
+#include "quiver/compute.h"
 #include "qv_build.h"
 #include "qv_test.h"
-#include "quiver/compute.h"
 
 /* ------------------------------------------------------------ oracle -- */
 
@@ -69,32 +69,53 @@ static void ov_get(const qv_array *a, int64_t i, oval *o) {
   }
   const uint8_t *v = t->id == QV_NA ? NULL : (a->buffers[1] ? a->buffers[1]->data : NULL);
   switch (t->id) {
-    case QV_BOOL: o->kind = 'u'; o->u = qv_bit_get(v, p); return;
-    case QV_INT8: case QV_INT16: case QV_INT32: case QV_INT64: case QV_DATE32: case QV_DATE64:
-    case QV_TIME32: case QV_TIME64: case QV_TIMESTAMP: case QV_DURATION: case QV_DECIMAL32:
+    case QV_BOOL:
+      o->kind = 'u';
+      o->u = qv_bit_get(v, p);
+      return;
+    case QV_INT8:
+    case QV_INT16:
+    case QV_INT32:
+    case QV_INT64:
+    case QV_DATE32:
+    case QV_DATE64:
+    case QV_TIME32:
+    case QV_TIME64:
+    case QV_TIMESTAMP:
+    case QV_DURATION:
+    case QV_DECIMAL32:
     case QV_DECIMAL64: {
       int w = qv_type_bit_width(t) / 8;
       o->kind = 'i';
       o->i = ld_signed(v + p * w, w);
       return;
     }
-    case QV_UINT8: case QV_UINT16: case QV_UINT32: case QV_UINT64: {
+    case QV_UINT8:
+    case QV_UINT16:
+    case QV_UINT32:
+    case QV_UINT64: {
       int w = qv_type_bit_width(t) / 8;
       o->kind = 'u';
       o->u = ld_unsigned(v + p * w, w);
       return;
     }
-    case QV_HALF_FLOAT: case QV_FLOAT: case QV_DOUBLE: {
+    case QV_HALF_FLOAT:
+    case QV_FLOAT:
+    case QV_DOUBLE: {
       double d;
       if (t->id == QV_HALF_FLOAT) d = half_to_double((uint16_t)ld_unsigned(v + 2 * p, 2));
-      else if (t->id == QV_FLOAT) { float f; memcpy(&f, v + 4 * p, 4); d = f; }
-      else memcpy(&d, v + 8 * p, 8);
+      else if (t->id == QV_FLOAT) {
+        float f;
+        memcpy(&f, v + 4 * p, 4);
+        d = f;
+      } else memcpy(&d, v + 8 * p, 8);
       if (isnan(d)) o->cls = 1;
       o->kind = 'd';
       o->d = d;
       return;
     }
-    case QV_DECIMAL128: case QV_DECIMAL256: {
+    case QV_DECIMAL128:
+    case QV_DECIMAL256: {
       int w = t->id == QV_DECIMAL128 ? 16 : 32;
       uint8_t be[32];
       for (int j = 0; j < w; j++) be[j] = v[p * w + w - 1 - j];
@@ -102,24 +123,25 @@ static void ov_get(const qv_array *a, int64_t i, oval *o) {
       set_bytes(o, be, w);
       return;
     }
-    case QV_FIXED_SIZE_BINARY:
-      set_bytes(o, v + p * t->byte_width, t->byte_width);
-      return;
-    case QV_BINARY: case QV_STRING: {
+    case QV_FIXED_SIZE_BINARY: set_bytes(o, v + p * t->byte_width, t->byte_width); return;
+    case QV_BINARY:
+    case QV_STRING: {
       int32_t b, e;
       memcpy(&b, v + 4 * p, 4);
       memcpy(&e, v + 4 * p + 4, 4);
       set_bytes(o, a->buffers[2]->data + b, e - b);
       return;
     }
-    case QV_LARGE_BINARY: case QV_LARGE_STRING: {
+    case QV_LARGE_BINARY:
+    case QV_LARGE_STRING: {
       int64_t b, e;
       memcpy(&b, v + 8 * p, 8);
       memcpy(&e, v + 8 * p + 8, 8);
       set_bytes(o, a->buffers[2]->data + b, e - b);
       return;
     }
-    case QV_BINARY_VIEW: case QV_STRING_VIEW: {
+    case QV_BINARY_VIEW:
+    case QV_STRING_VIEW: {
       int32_t n, d, off;
       memcpy(&n, v + 16 * p, 4);
       if (n <= 12) {
@@ -134,12 +156,12 @@ static void ov_get(const qv_array *a, int64_t i, oval *o) {
     case QV_DICTIONARY: {
       int w = qv_type_bit_width(t->index_type) / 8;
       int64_t j = qv_type_id_is_signed_integer(t->index_type->id)
-                      ? ld_signed(v + p * w, w) : (int64_t)ld_unsigned(v + p * w, w);
+                      ? ld_signed(v + p * w, w)
+                      : (int64_t)ld_unsigned(v + p * w, w);
       ov_get(a->dictionary, j, o);
       return;
     }
-    default:
-      abort();
+    default: abort();
   }
 }
 
@@ -197,7 +219,8 @@ static void okey_fill(okey *k, const qv_sort_key *sk) {
   k->v = calloc((size_t)n + 1, sizeof(oval));
   int64_t r = 0;
   for (int64_t c = 0; c < sk->column.n_chunks; c++)
-    for (int64_t i = 0; i < sk->column.chunks[c]->length; i++) ov_get(sk->column.chunks[c], i, &k->v[r++]);
+    for (int64_t i = 0; i < sk->column.chunks[c]->length; i++)
+      ov_get(sk->column.chunks[c], i, &k->v[r++]);
   k->desc = sk->descending;
   k->nulls_first = sk->null_placement == QV_NULLS_AT_START;
 }
@@ -270,10 +293,22 @@ static qv_type *sort_type(int i) {
     case 16: return dec(QV_DECIMAL256, 76);
     case 17: return orc_t(QV_DATE32);
     case 18: return orc_t(QV_DATE64);
-    case 19: { qv_type *t = orc_t(QV_TIME32); t->unit = QV_MILLI; return t; }
-    case 20: { qv_type *t = orc_t(QV_TIME64); t->unit = QV_NANO; return t; }
+    case 19: {
+      qv_type *t = orc_t(QV_TIME32);
+      t->unit = QV_MILLI;
+      return t;
+    }
+    case 20: {
+      qv_type *t = orc_t(QV_TIME64);
+      t->unit = QV_NANO;
+      return t;
+    }
     case 21: return qv_type_timestamp(QV_MICRO, "UTC");
-    case 22: { qv_type *t = orc_t(QV_DURATION); t->unit = QV_SECOND; return t; }
+    case 22: {
+      qv_type *t = orc_t(QV_DURATION);
+      t->unit = QV_SECOND;
+      return t;
+    }
     case 23: return orc_fsb(3);
     case 24: return orc_fsb(8);
     case 25: return orc_fsb(16);
@@ -294,9 +329,15 @@ static qv_type *sort_type(int i) {
 /* Strings with long shared prefixes and embedded zero bytes (for
  * STRING/BINARY and the LARGE variants), sliced. */
 static qv_array *long_strings(qv_type_id id, int64_t len) {
-  static const char *const bases[] = {"", "a", "ab", "abcdefg", "abcdefgh", "abcdefghijklmn",
+  static const char *const bases[] = {"",
+                                      "a",
+                                      "ab",
+                                      "abcdefg",
+                                      "abcdefgh",
+                                      "abcdefghijklmn",
                                       "abcdefghijklmnopqrstuvwxyz0123456789",
-                                      "abcdefgh\0\0\0\0\0\0\0\0x", "zz"};
+                                      "abcdefgh\0\0\0\0\0\0\0\0x",
+                                      "zz"};
   static const int64_t base_len[] = {0, 1, 2, 7, 8, 14, 36, 17, 2};
   int64_t front = orc_int(3), total = front + len;
   char **s = calloc((size_t)total + 1, sizeof(char *));
@@ -359,7 +400,8 @@ static void test_single_key_every_type(void) {
       int64_t n = trial % 10 == 9 ? 300 + orc_int(700) : orc_int(60);
       gcol g;
       gen_column(&g, t, n, trial % 2 == 0);
-      qv_sort_key key = {{t, g.chunks, g.n_chunks}, trial % 4 >= 2,
+      qv_sort_key key = {{t, g.chunks, g.n_chunks},
+                         trial % 4 >= 2,
                          (trial / 4) % 2 ? QV_NULLS_AT_START : QV_NULLS_AT_END};
       char label[64];
       snprintf(label, sizeof label, "type %d (%s) trial %d", ti, qv_type_id_name(t->id), trial);
@@ -403,7 +445,8 @@ static void test_large(void) {
       qv_type *t = sort_type(types[q]);
       gcol g;
       gen_column(&g, t, 70000 + orc_int(70000), low);
-      qv_sort_key key = {{t, g.chunks, g.n_chunks}, low == 1, low ? QV_NULLS_AT_START : QV_NULLS_AT_END};
+      qv_sort_key key = {
+          {t, g.chunks, g.n_chunks}, low == 1, low ? QV_NULLS_AT_START : QV_NULLS_AT_END};
       char label[64];
       snprintf(label, sizeof label, "large %s low=%d", qv_type_id_name(t->id), low);
       check_sort(&key, 1, label);
@@ -492,8 +535,8 @@ static qv_array *float_column(int w, int64_t n, bool few, bool nulls) {
  * and where the digit width changes (1024, 2048, 4096, 8192 words); and
  * as the first of two keys (pairs packed inside the general sorter). */
 static void test_packed_floats(void) {
-  static const int64_t sizes[] = {0, 1, 2, 3, 47, 48, 49, 50, 1023, 1024, 1025, 2047, 2048,
-                                  4096, 4097, 8191, 8192, 20000, 70001};
+  static const int64_t sizes[] = {0,    1,    2,    3,    47,   48,   49,   50,    1023, 1024,
+                                  1025, 2047, 2048, 4096, 4097, 8191, 8192, 20000, 70001};
   for (size_t q = 0; q < sizeof sizes / sizeof sizes[0]; q++)
     for (int w = 4; w <= 8; w += 4)
       for (int variant = 0; variant < 8; variant++) {
@@ -525,33 +568,33 @@ static void test_packed_width_limit(void) {
   /* Row ids of 10 bits (8-bit digits: 7 passes) and 12 bits (9-bit
    * digits: 6 passes). */
   for (int rbits = 10; rbits <= 12; rbits += 2)
-  for (int extra = 0; extra < 2; extra++)
-    for (int variant = 0; variant < 4; variant++) {
-      int64_t n = rbits == 10 ? 1000 : 3000;
-      qv_type *t = orc_t(QV_UINT64);
-      qv_array *a = qv_array_new(t, 2, 0);
-      a->length = n;
-      a->null_count = variant & 1 ? -1 : 0;
-      a->buffers[1] = orc_buf(8 * n);
-      if (variant & 1) {
-        a->buffers[0] = orc_buf((n + 7) / 8);
-        memset(a->buffers[0]->data, 0, (size_t)(n + 7) / 8);
+    for (int extra = 0; extra < 2; extra++)
+      for (int variant = 0; variant < 4; variant++) {
+        int64_t n = rbits == 10 ? 1000 : 3000;
+        qv_type *t = orc_t(QV_UINT64);
+        qv_array *a = qv_array_new(t, 2, 0);
+        a->length = n;
+        a->null_count = variant & 1 ? -1 : 0;
+        a->buffers[1] = orc_buf(8 * n);
+        if (variant & 1) {
+          a->buffers[0] = orc_buf((n + 7) / 8);
+          memset(a->buffers[0]->data, 0, (size_t)(n + 7) / 8);
+        }
+        uint64_t base = 12345, spread = (~0ull >> rbits) + (uint64_t)extra; /* max - min */
+        for (int64_t i = 0; i < n; i++) {
+          uint64_t x = base + (i == 0 ? 0 : i == 1 ? spread : orc_next() % spread);
+          if (i % 7 == 3) x = base + 42; /* ties */
+          memcpy(a->buffers[1]->data + 8 * i, &x, 8);
+          if ((variant & 1) && (i < 2 || orc_int(9) != 0)) qv_bit_set(a->buffers[0]->data, i);
+        }
+        qv_sort_key key = {{t, &a, 1}, variant & 2, QV_NULLS_AT_END};
+        char label[64];
+        snprintf(label, sizeof label, "spread 2^%d%s variant %d", 64 - rbits,
+                 extra ? " (+1, unpacked)" : " - 1 (packed)", variant);
+        check_sort(&key, 1, label);
+        qv_array_unref(a);
+        qv_type_unref(t);
       }
-      uint64_t base = 12345, spread = (~0ull >> rbits) + (uint64_t)extra; /* max - min */
-      for (int64_t i = 0; i < n; i++) {
-        uint64_t x = base + (i == 0 ? 0 : i == 1 ? spread : orc_next() % spread);
-        if (i % 7 == 3) x = base + 42; /* ties */
-        memcpy(a->buffers[1]->data + 8 * i, &x, 8);
-        if ((variant & 1) && (i < 2 || orc_int(9) != 0)) qv_bit_set(a->buffers[0]->data, i);
-      }
-      qv_sort_key key = {{t, &a, 1}, variant & 2, QV_NULLS_AT_END};
-      char label[64];
-      snprintf(label, sizeof label, "spread 2^%d%s variant %d", 64 - rbits,
-               extra ? " (+1, unpacked)" : " - 1 (packed)", variant);
-      check_sort(&key, 1, label);
-      qv_array_unref(a);
-      qv_type_unref(t);
-    }
 }
 
 /* Stability: many rows with few distinct keys keep their input order. */
@@ -601,16 +644,14 @@ static void test_pyarrow_reference(void) {
   qv_array *a = tb_prim(orc_t(QV_DOUBLE), 9, "101111011", vals, sizeof vals);
   int64_t rows[9] = {0, 1, 2, 3, 4, 5, 6, 7, 8};
   qv_array *b = tb_prim(orc_t(QV_INT64), 9, NULL, rows, sizeof rows);
-  static const int64_t single[4][9] = {
-      {1, 6, 2, 7, 8, 3, 4, 5, 0},  /* at_start ascending */
-      {1, 6, 2, 7, 0, 5, 3, 4, 8},  /* at_start descending */
-      {8, 3, 4, 5, 0, 2, 7, 1, 6},  /* at_end ascending */
-      {0, 5, 3, 4, 8, 2, 7, 1, 6}}; /* at_end descending */
-  static const int64_t two[4][9] = {
-      {6, 1, 7, 2, 8, 4, 3, 5, 0},
-      {6, 1, 7, 2, 0, 5, 4, 3, 8},
-      {8, 4, 3, 5, 0, 7, 2, 6, 1},
-      {0, 5, 4, 3, 8, 7, 2, 6, 1}};
+  static const int64_t single[4][9] = {{1, 6, 2, 7, 8, 3, 4, 5, 0},  /* at_start ascending */
+                                       {1, 6, 2, 7, 0, 5, 3, 4, 8},  /* at_start descending */
+                                       {8, 3, 4, 5, 0, 2, 7, 1, 6},  /* at_end ascending */
+                                       {0, 5, 3, 4, 8, 2, 7, 1, 6}}; /* at_end descending */
+  static const int64_t two[4][9] = {{6, 1, 7, 2, 8, 4, 3, 5, 0},
+                                    {6, 1, 7, 2, 0, 5, 4, 3, 8},
+                                    {8, 4, 3, 5, 0, 7, 2, 6, 1},
+                                    {0, 5, 4, 3, 8, 7, 2, 6, 1}};
   for (int c = 0; c < 4; c++) {
     qv_null_placement np = c < 2 ? QV_NULLS_AT_START : QV_NULLS_AT_END;
     bool desc = c % 2;
@@ -657,8 +698,9 @@ static void test_dictionary_chunks(void) {
   int8_t bad = 5;
   memcpy(c2->buffers[1]->data + 3, &bad, 1);
   QV_CHECK_EQ_INT(qv_sort_indices(&key, 1, out, &err), QV_EINVAL);
-  QV_CHECK_EQ_STR(err.message,
-                  "sort key 0: chunk 1: dictionary index 5 at row 3 is outside the 3-value dictionary");
+  QV_CHECK_EQ_STR(
+      err.message,
+      "sort key 0: chunk 1: dictionary index 5 at row 3 is outside the 3-value dictionary");
   qv_array_unref(c1);
   qv_array_unref(c2);
   qv_type_unref(t);
@@ -693,7 +735,8 @@ static void test_edges(void) {
   QV_CHECK_EQ_STR(err.message, "sort key 0: cannot sort values of type list<item: int32>");
   qv_type *i64 = orc_t(QV_INT64);
   qv_array *x = orc_gen_sliced(i64, 3), *y = orc_gen_sliced(i64, 2);
-  qv_sort_key two[2] = {{{NULL, &x, 1}, false, QV_NULLS_AT_END}, {{NULL, &y, 1}, false, QV_NULLS_AT_END}};
+  qv_sort_key two[2] = {{{NULL, &x, 1}, false, QV_NULLS_AT_END},
+                        {{NULL, &y, 1}, false, QV_NULLS_AT_END}};
   QV_CHECK_EQ_INT(qv_sort_indices(two, 2, out, &err), QV_EARG);
   QV_CHECK_EQ_STR(err.message, "sort: key 1 has 2 rows but key 0 has 3");
   qv_array *mixed[2] = {x, ia};
@@ -748,7 +791,8 @@ static void test_table(void) {
     vk[b] = batches[b]->children[1];
     kk[b] = batches[b]->children[0];
   }
-  qv_sort_key keys[2] = {{{NULL, vk, 3}, true, QV_NULLS_AT_START}, {{NULL, kk, 3}, false, QV_NULLS_AT_END}};
+  qv_sort_key keys[2] = {{{NULL, vk, 3}, true, QV_NULLS_AT_START},
+                         {{NULL, kk, 3}, false, QV_NULLS_AT_END}};
   check_sort(keys, 2, "table columns");
   int64_t *ref = malloc(sizeof(int64_t) * (size_t)n);
   QV_CHECK(qv_sort_indices(keys, 2, ref, &err) == QV_OK);

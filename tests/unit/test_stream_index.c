@@ -22,10 +22,10 @@
 #include <unistd.h>
 #include <xxhash.h>
 
-#include "qv_build.h"
-#include "qv_test.h"
 #include "quiver/ipc.h"
 #include "quiver/writer.h"
+#include "qv_build.h"
+#include "qv_test.h"
 
 #define NB 80 /* record batches of the test stream */
 
@@ -110,8 +110,8 @@ static void clear_cache(void) {
 static void cache_file_of(const char *path, char *out, size_t cap) {
   struct stat sb;
   stat(path, &sb);
-  snprintf(out, cap, "%s/quiver/index-%016llx-%016llx.qvi", g_cache,
-           (unsigned long long)sb.st_dev, (unsigned long long)sb.st_ino);
+  snprintf(out, cap, "%s/quiver/index-%016llx-%016llx.qvi", g_cache, (unsigned long long)sb.st_dev,
+           (unsigned long long)sb.st_ino);
 }
 
 static qv_reader *open_r(const char *path, bool lazy, qv_index_cache_mode mode) {
@@ -134,7 +134,8 @@ static qv_reader *open_copy(const char *path) {
   qv_error err;
   qv_reader *r = NULL;
   if (fd < 0) return NULL;
-  if (qv_buffer_read_fd(fd, 0, &b, &err) == QV_OK && qv_reader_open_buffer(b, NULL, &r, &err) != QV_OK)
+  if (qv_buffer_read_fd(fd, 0, &b, &err) == QV_OK &&
+      qv_reader_open_buffer(b, NULL, &r, &err) != QV_OK)
     r = NULL; /* the caller's checks fail on NULL */
   close(fd);
   qv_buffer_unref(b);
@@ -420,12 +421,18 @@ static void test_bad_cache_files(void) {
     long at; /* byte changed (-1 none) */
     int reseal;
   } cases[] = {
-      {"flipped byte", n, 100, 0},        {"truncated", n - 30, -1, 0},
-      {"header only", 80, -1, 0},         {"empty", 0, -1, 0},
-      {"bad magic", n, 0, 1},             {"entry offset", n, 80 + 48 * 3, 1},
-      {"metadata length", n, 80 + 48 * 2 + 40, 1}, {"kind", n, 80 + 48 * 5 + 44, 1},
-      {"end", n, 56, 1},                  {"count", n, 64, 1},
-      {"compression", n, 72, 1},          {"first", n, 48, 1},
+      {"flipped byte", n, 100, 0},
+      {"truncated", n - 30, -1, 0},
+      {"header only", 80, -1, 0},
+      {"empty", 0, -1, 0},
+      {"bad magic", n, 0, 1},
+      {"entry offset", n, 80 + 48 * 3, 1},
+      {"metadata length", n, 80 + 48 * 2 + 40, 1},
+      {"kind", n, 80 + 48 * 5 + 44, 1},
+      {"end", n, 56, 1},
+      {"count", n, 64, 1},
+      {"compression", n, 72, 1},
+      {"first", n, 48, 1},
       {"body past the end", n, 80 + 48 * (NB + 8) + 16, 1},
   };
   for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {

@@ -7,8 +7,8 @@
  * replays recorded on mapped tables (and merged where exact); empty tables
  * (0 rows, 0 batches, 0 columns) through every operation; argument errors
  * with their exact text. */
-#include "quiver/cdata.h"
 #include "core/take_internal.h"
+#include "quiver/cdata.h"
 #include "table/table_internal.h"
 #include "table_test_util.h"
 
@@ -316,10 +316,10 @@ static void test_gather_sorted(void) {
     for (int mode = 0; mode < 5; mode++) {
       for (int64_t i = 0; i < n; i++) {
         if (mode == 0) idx[i] = i > 0 && i % 7 == 0 ? idx[i / 2] : orc_int(rows); /* repeats */
-        else if (mode == 1) idx[i] = 37 % rows;                             /* all equal */
-        else if (mode == 2) idx[i] = i * rows / n;                          /* ascending */
-        else if (mode == 3) idx[i] = rows - 1 - i * rows / n;               /* descending */
-        else idx[i] = orc_int(2) ? orc_int(rows) : rows - 1 - orc_int(3);   /* near the end */
+        else if (mode == 1) idx[i] = 37 % rows;                                   /* all equal */
+        else if (mode == 2) idx[i] = i * rows / n;                                /* ascending */
+        else if (mode == 3) idx[i] = rows - 1 - i * rows / n;                     /* descending */
+        else idx[i] = orc_int(2) ? orc_int(rows) : rows - 1 - orc_int(3);         /* near the end */
       }
       snprintf(what, sizeof what, "type %d mode %d", k, mode);
       check_gather_paths(x, &g, idx, n, what);
@@ -398,8 +398,8 @@ static void test_interpolation_search(void) {
       int64_t gb = -1, gr = -1;
       RT_OK(qv_table_locate(t, row, &gb, &gr, &E));
       if (gb != b || gr != i) {
-        fprintf(stderr, "row %lld: located (%lld, %lld), expected (%lld, %lld)\n",
-                (long long)row, (long long)gb, (long long)gr, (long long)b, (long long)i);
+        fprintf(stderr, "row %lld: located (%lld, %lld), expected (%lld, %lld)\n", (long long)row,
+                (long long)gb, (long long)gr, (long long)b, (long long)i);
         QV_CHECK(false);
       }
     }
@@ -697,8 +697,7 @@ static void test_errors(void) {
   QV_CHECK_EQ_STR(E.message, "slice: rows [4, 4 + 7) are outside a table of 10 rows");
   int64_t idx[2] = {3, 10};
   QV_CHECK(qv_table_take(t, idx, 2, &r, &E) == QV_ERANGE);
-  QV_CHECK_EQ_STR(E.message,
-                  "take: index 10 (position 1) is out of range for a table of 10 rows");
+  QV_CHECK_EQ_STR(E.message, "take: index 10 (position 1) is out of range for a table of 10 rows");
   QV_CHECK(qv_table_gather(t, idx, 2, NULL, &E) == QV_ERANGE);
   QV_CHECK_EQ_STR(E.message,
                   "gather: index 10 (position 1) is out of range for a table of 10 rows");

@@ -63,7 +63,8 @@ static void random_op(qv_table **t, grid *g, char *what, size_t cap) {
       ng = grid_slice(g, off, len);
       break;
     }
-    case 1: case 2: { /* take: sorted (stays a concatenation) or any order */
+    case 1:
+    case 2: { /* take: sorted (stays a concatenation) or any order */
       int64_t n = rows == 0 ? 0 : orc_int(rows + 3);
       int64_t *idx = malloc(sizeof *idx * (size_t)(n + 1));
       for (int64_t i = 0; i < n; i++) idx[i] = orc_int(rows);

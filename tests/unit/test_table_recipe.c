@@ -174,24 +174,23 @@ static qv_table *random_chain(qv_table *t, int steps) {
         for (int32_t c = 0; c < nc && c < 64; c++) qv_type_unref(made[c]);
         break;
       }
-      case 6: case 7: {
+      case 6:
+      case 7: {
         qv_type *ct = orc_type((int)orc_int(ORC_N_TYPES));
         qv_array *chunks[2];
         int64_t cut = orc_int(rows + 1);
         chunks[0] = orc_gen_sliced(ct, cut);
         chunks[1] = orc_gen_sliced(ct, rows - cut);
         qv_field fl = {"new", true, ct, {0, NULL}};
-        if (nc > 0 && orc_int(2)) RT_OK(qv_table_set_column(cur, (int32_t)orc_int(nc), &fl,
-                                                            chunks, 2, &next, &E));
-        else RT_OK(qv_table_add_column(cur, (int32_t)orc_int(nc + 1), &fl, chunks, 2, &next,
-                                       &E));
+        if (nc > 0 && orc_int(2))
+          RT_OK(qv_table_set_column(cur, (int32_t)orc_int(nc), &fl, chunks, 2, &next, &E));
+        else RT_OK(qv_table_add_column(cur, (int32_t)orc_int(nc + 1), &fl, chunks, 2, &next, &E));
         qv_array_unref(chunks[0]);
         qv_array_unref(chunks[1]);
         qv_type_unref(ct);
         break;
       }
-      default:
-        RT_OK(qv_table_combine_batches(cur, &next, &E));
+      default: RT_OK(qv_table_combine_batches(cur, &next, &E));
     }
     if (next == NULL) break;
     qv_table_unref(cur);
@@ -255,10 +254,10 @@ static void test_empty_recipes(void) {
   int types[2] = {15, 31};
   qv_schema *s = rt_schema(types, 2);
   qv_table *t = rt_table(s, 12, 5), *m = rt_mapped(t), *none = NULL, *zero = NULL, *cols0 = NULL;
-  RT_OK(qv_table_select(m, NULL, 0, &none, &E));     /* mapped, 0 columns, 12 rows */
-  RT_OK(qv_table_slice(m, 12, 0, &zero, &E));        /* mapped, 0 rows */
-  RT_OK(qv_table_select(t, NULL, 0, &cols0, &E));    /* in memory, 0 columns */
-  qv_table *e = rt_table(s, 0, 1);                   /* in memory, 0 batches */
+  RT_OK(qv_table_select(m, NULL, 0, &none, &E));  /* mapped, 0 columns, 12 rows */
+  RT_OK(qv_table_slice(m, 12, 0, &zero, &E));     /* mapped, 0 rows */
+  RT_OK(qv_table_select(t, NULL, 0, &cols0, &E)); /* in memory, 0 columns */
+  qv_table *e = rt_table(s, 0, 1);                /* in memory, 0 batches */
   round_trip(none, "mapped, 0 columns");
   round_trip(zero, "mapped, 0 rows");
   round_trip(cols0, "in memory, 0 columns");
@@ -349,9 +348,9 @@ static void test_changed_files(void) {
   char cmd[900];
   snprintf(cmd, sizeof cmd, "cp '%s' '%s' && mv '%s' '%s'", path, tmp, tmp, path);
   QV_CHECK(system(cmd) == 0);
-  struct timespec orig[2] = {{0, UTIME_OMIT},
-                             {m->src->identity.mtime_ns / 1000000000,
-                              m->src->identity.mtime_ns % 1000000000}};
+  struct timespec orig[2] = {
+      {0, UTIME_OMIT},
+      {m->src->identity.mtime_ns / 1000000000, m->src->identity.mtime_ns % 1000000000}};
   QV_CHECK(utimensat(AT_FDCWD, path, orig, 0) == 0);
   QV_CHECK(qv_table_from_recipe(rec, len, &r, &E) == QV_ECHANGED);
   QV_CHECK(strstr(E.message, "(device/inode ") != NULL);
@@ -407,7 +406,7 @@ static void test_corrupt(void) {
   expect_bad(bigger, len + 1, QV_EINVAL, want);
   /* unknown replay op; a replay with a bad argument */
   memcpy(bigger, rec, (size_t)len);
-  bigger[len - 1] = 1;  /* one replay */
+  bigger[len - 1] = 1; /* one replay */
   bigger[len] = 42;
   snprintf(want, sizeof want, "recipe: byte %lld: unknown replay op 42", (long long)len);
   expect_bad(bigger, len + 1, QV_EINVAL, want);

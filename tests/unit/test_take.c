@@ -25,9 +25,9 @@ static void check_gather(qv_array *out, qv_array *const *chunks, const int64_t *
   int64_t nulls = 0;
   for (int64_t i = 0; i < n; i++) {
     qv_array *src = chunks[chunk ? chunk[i] : 0];
-    if (src->type->id == QV_NA || (src->n_buffers > 0 && src->type->id != QV_SPARSE_UNION &&
-                                   src->type->id != QV_DENSE_UNION &&
-                                   !qv_array_is_valid(src, row[i])))
+    if (src->type->id == QV_NA ||
+        (src->n_buffers > 0 && src->type->id != QV_SPARSE_UNION &&
+         src->type->id != QV_DENSE_UNION && !qv_array_is_valid(src, row[i])))
       nulls++;
     char *want = orc_str(src, row[i]), *got = orc_str(out, i);
     if (strcmp(want, got) != 0) {
@@ -49,7 +49,7 @@ static void random_rows(int64_t *row, int64_t n, int64_t len) {
     if (mode == 0) row[i] = i % len;                /* ascending runs */
     else if (mode == 1) row[i] = len - 1 - i % len; /* descending */
     else if (mode == 2) row[i] = orc_int(2) ? orc_int(len) : row[i > 0 ? i - 1 : 0] % len;
-    else row[i] = orc_int(len);                     /* random, with repeats */
+    else row[i] = orc_int(len); /* random, with repeats */
   }
 }
 
@@ -168,10 +168,14 @@ static void test_take_chunked_to(void) {
       int mode = trial % 3; /* 0: sorted source, 1: random, 2: identity */
       if (mode == 0)
         for (int64_t i = 1; i < k; i++)
-          for (int64_t j = i; j > 0 && (ci[j - 1] > ci[j] || (ci[j - 1] == ci[j] &&
-                                                              ri[j - 1] > ri[j])); j--) {
-            int64_t x = ci[j]; ci[j] = ci[j - 1]; ci[j - 1] = x;
-            x = ri[j]; ri[j] = ri[j - 1]; ri[j - 1] = x;
+          for (int64_t j = i;
+               j > 0 && (ci[j - 1] > ci[j] || (ci[j - 1] == ci[j] && ri[j - 1] > ri[j])); j--) {
+            int64_t x = ci[j];
+            ci[j] = ci[j - 1];
+            ci[j - 1] = x;
+            x = ri[j];
+            ri[j] = ri[j - 1];
+            ri[j - 1] = x;
           }
       int64_t dest[300], oc[300], orow[300];
       for (int64_t i = 0; i < k; i++) dest[i] = i;
@@ -187,8 +191,8 @@ static void test_take_chunked_to(void) {
       qv_array *want = NULL, *got = NULL;
       qv_error err;
       QV_CHECK(qv_array_take_chunked(chunks, nc, oc, orow, k, &want, &err) == QV_OK);
-      qv_status st = qv_take_chunked_to(chunks, nc, ci, ri, dest, k, trial % 2 ? pool : NULL,
-                                        &got, &err);
+      qv_status st =
+          qv_take_chunked_to(chunks, nc, ci, ri, dest, k, trial % 2 ? pool : NULL, &got, &err);
       if (st != QV_OK) fprintf(stderr, "type %d: take_chunked_to failed: %s\n", ti, err.message);
       QV_CHECK(st == QV_OK);
       if (st == QV_OK && want != NULL) {
@@ -366,8 +370,9 @@ static void test_take_errors(void) {
   a->length = 1;
   int64_t twice[] = {0, 0};
   QV_CHECK_EQ_INT(qv_array_take(a, twice, 2, &out, &err), QV_ERANGE);
-  QV_CHECK_EQ_STR(err.message, "take: gathered string data needs offset 3000000000, beyond "
-                               "the 32-bit offset limit 2147483647; use the large_ variant");
+  QV_CHECK_EQ_STR(err.message,
+                  "take: gathered string data needs offset 3000000000, beyond "
+                  "the 32-bit offset limit 2147483647; use the large_ variant");
   /* Offsets pointing past the data are reported, not followed. */
   qv_buffer_unref(a->buffers[2]);
   a->buffers[2] = orc_buf(10);
@@ -386,8 +391,9 @@ static void test_take_errors(void) {
     chunks[i]->dictionary = orc_gen(d->value_type, 120);
   }
   QV_CHECK_EQ_INT(qv_array_take_chunked(chunks, 2, ci, ri, 2, &out, &err), QV_ERANGE);
-  QV_CHECK_EQ_STR(err.message, "take: dictionary index 220 (chunk 1, row 0) does not fit index "
-                               "type int8 (max 127) after merging dictionaries");
+  QV_CHECK_EQ_STR(err.message,
+                  "take: dictionary index 220 (chunk 1, row 0) does not fit index "
+                  "type int8 (max 127) after merging dictionaries");
   qv_array_unref(chunks[0]);
   qv_array_unref(chunks[1]);
   qv_type_unref(d);

@@ -145,17 +145,17 @@ static void test_utf8(void) {
     int ok;
   } cases[] = {
       {"plain ascii text longer than sixteen bytes", 1},
-      {"\xC3\xA9t\xC3\xA9", 1},            /* été */
-      {"\xE2\x82\xAC", 1},                 /* euro sign */
-      {"\xF0\x9F\x98\x80", 1},             /* emoji, 4 bytes */
-      {"\xF4\x8F\xBF\xBF", 1},             /* U+10FFFF */
-      {"\xC0\x80", 0},                     /* overlong NUL */
-      {"\xE0\x80\xAF", 0},                 /* overlong */
-      {"\xED\xA0\x80", 0},                 /* surrogate */
-      {"\xF4\x90\x80\x80", 0},             /* > U+10FFFF */
-      {"\xE2\x82", 0},                     /* truncated */
-      {"abcdefghijklmnopqrstuvw\x80", 0},  /* stray continuation after ASCII run */
-      {"\xF8\x88\x80\x80\x80", 0},         /* 5-byte form */
+      {"\xC3\xA9t\xC3\xA9", 1},           /* été */
+      {"\xE2\x82\xAC", 1},                /* euro sign */
+      {"\xF0\x9F\x98\x80", 1},            /* emoji, 4 bytes */
+      {"\xF4\x8F\xBF\xBF", 1},            /* U+10FFFF */
+      {"\xC0\x80", 0},                    /* overlong NUL */
+      {"\xE0\x80\xAF", 0},                /* overlong */
+      {"\xED\xA0\x80", 0},                /* surrogate */
+      {"\xF4\x90\x80\x80", 0},            /* > U+10FFFF */
+      {"\xE2\x82", 0},                    /* truncated */
+      {"abcdefghijklmnopqrstuvw\x80", 0}, /* stray continuation after ASCII run */
+      {"\xF8\x88\x80\x80\x80", 0},        /* 5-byte form */
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     int32_t len = (int32_t)strlen(cases[i].s);
@@ -192,8 +192,8 @@ static void test_utf8(void) {
   qv_array_unref(a);
 }
 
-static qv_array *make_views(qv_type_id id, uint8_t (*views)[16], int n,
-                            const char *data, int64_t data_len) {
+static qv_array *make_views(qv_type_id id, uint8_t (*views)[16], int n, const char *data,
+                            int64_t data_len) {
   qv_buffer *b[3] = {NULL, tb_buf(views, 16 * n), tb_buf(data, data_len)};
   return tb_array_nc(tb_type(id), n, 0, 3, b, 0, NULL);
 }
@@ -217,18 +217,19 @@ static void test_views(void) {
   memcpy(views + 16 + 8, &bi, 4);
   int32_t off = 20; /* [20, 40) > 36 */
   memcpy(views + 16 + 12, &off, 4);
-  QV_CHECK_EQ_STR(bad(a, DEFAULT),
-                  "column 'a': view at index 1: range [20, 40) is outside data buffer 0 of 36 bytes");
+  QV_CHECK_EQ_STR(
+      bad(a, DEFAULT),
+      "column 'a': view at index 1: range [20, 40) is outside data buffer 0 of 36 bytes");
   off = 10;
   memcpy(views + 16 + 12, &off, 4);
   views[16 + 4] = 'X'; /* prefix mismatch: FULL only */
   QV_CHECK(ok(a, DEFAULT));
-  QV_CHECK_EQ_STR(bad(a, FULL),
-                  "column 'a': view at index 1: inline prefix differs from its data");
+  QV_CHECK_EQ_STR(bad(a, FULL), "column 'a': view at index 1: inline prefix differs from its data");
   views[16 + 4] = 'a';
   views[4 + 7] = 'Z'; /* padding after "short" */
-  QV_CHECK_EQ_STR(bad(a, FULL),
-                  "column 'a': view at index 0 is inline with length 5 but its padding is not zero");
+  QV_CHECK_EQ_STR(
+      bad(a, FULL),
+      "column 'a': view at index 0 is inline with length 5 but its padding is not zero");
   views[4 + 7] = 0;
   views[4] = 0xFF; /* invalid UTF-8 inline */
   QV_CHECK_EQ_STR(bad(a, FULL), "column 'a': invalid UTF-8 in value at index 0");
@@ -281,12 +282,14 @@ static void test_lists(void) {
   a = tb_array_nc(t, 3, 0, 3, b, 1, &child);
   QV_CHECK(ok(a, FULL));
   ((int32_t *)a->buffers[2]->data)[0] = 3; /* 2 + 3 > 4 */
-  QV_CHECK_EQ_STR(bad(a, DEFAULT),
-                  "column 'a': list view at index 0 has offset 2 and size 3 outside child length 4");
+  QV_CHECK_EQ_STR(
+      bad(a, DEFAULT),
+      "column 'a': list view at index 0 has offset 2 and size 3 outside child length 4");
   ((int32_t *)a->buffers[2]->data)[0] = 2;
   ((int32_t *)a->buffers[1]->data)[1] = -1;
-  QV_CHECK_EQ_STR(bad(a, DEFAULT),
-                  "column 'a': list view at index 1 has offset -1 and size 3 outside child length 4");
+  QV_CHECK_EQ_STR(
+      bad(a, DEFAULT),
+      "column 'a': list view at index 1 has offset -1 and size 3 outside child length 4");
   qv_array_unref(a);
 
   /* fixed-size list: child needs length * list_size */
@@ -310,8 +313,7 @@ static void test_struct_and_map(void) {
   tb_child(t, "b", tb_type(QV_INT32));
   qv_buffer *nb[1] = {NULL};
   qv_array *s = tb_array_nc(t, 3, 0, 1, nb, 2, kids);
-  QV_CHECK_EQ_STR(bad(s, MINIMAL),
-                  "column 'a': child 'b' has length 2, less than the struct's 3");
+  QV_CHECK_EQ_STR(bad(s, MINIMAL), "column 'a': child 'b' has length 2, less than the struct's 3");
   s->length = 2;
   QV_CHECK(ok(s, FULL));
   qv_array_unref(s);
@@ -385,8 +387,9 @@ static void test_unions(void) {
   u = tb_array_nc(t, 4, 0, 2, db, 2, dk);
   QV_CHECK(ok(u, FULL));
   ((int32_t *)u->buffers[1]->data)[3] = 2;
-  QV_CHECK_EQ_STR(bad(u, DEFAULT),
-                  "column 'a': dense union offset 2 at index 3 is out of range for child 'y' of length 2");
+  QV_CHECK_EQ_STR(
+      bad(u, DEFAULT),
+      "column 'a': dense union offset 2 at index 3 is out of range for child 'y' of length 2");
   u->length = 5;
   QV_CHECK_EQ_STR(bad(u, MINIMAL),
                   "column 'a': buffer 0 (type_ids) has 4 bytes but 5 are required "
@@ -457,8 +460,7 @@ static void test_run_end_encoded(void) {
   qv_array *a = make_ree(ends, 3, 7);
   QV_CHECK(ok(a, FULL));
   a->length = 8;
-  QV_CHECK_EQ_STR(bad(a, MINIMAL),
-                  "column 'a': last run end 7 is less than offset + length 8");
+  QV_CHECK_EQ_STR(bad(a, MINIMAL), "column 'a': last run end 7 is less than offset + length 8");
   a->length = 6;
   a->offset = 1;
   QV_CHECK(ok(a, FULL));
@@ -477,8 +479,7 @@ static void test_run_end_encoded(void) {
   a = make_ree(zero, 2, 7);
   QV_CHECK_EQ_STR(bad(a, MINIMAL), "column 'a': run end 0 at index 0 is not positive");
   a->children[1]->length = 1;
-  QV_CHECK_EQ_STR(bad(a, MINIMAL),
-                  "column 'a': values length 1 is less than run ends length 2");
+  QV_CHECK_EQ_STR(bad(a, MINIMAL), "column 'a': values length 1 is less than run ends length 2");
   qv_array_unref(a);
 }
 
@@ -506,8 +507,7 @@ static void test_long_offsets(void) {
   qv_array *a = tb_str_raw(QV_STRING, n, 0, NULL, off, data, n);
   QV_CHECK(ok(a, FULL));
   ((int32_t *)a->buffers[1]->data)[9000] = 9002;
-  QV_CHECK_EQ_STR(bad(a, DEFAULT),
-                  "column 'a': offsets not monotonic at index 9000 (9002 > 9001)");
+  QV_CHECK_EQ_STR(bad(a, DEFAULT), "column 'a': offsets not monotonic at index 9000 (9002 > 9001)");
   qv_array_unref(a);
   free(off);
   free(data);

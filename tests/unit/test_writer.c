@@ -16,12 +16,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "qv_build.h"
-#include "qv_test.h"
 #include "quiver/builder.h"
 #include "quiver/cdata.h"
 #include "quiver/ipc.h"
 #include "quiver/writer.h"
+#include "qv_build.h"
+#include "qv_test.h"
 
 static char g_dir[256];
 
@@ -137,8 +137,7 @@ static void check_rows(qv_array *b, int64_t first) {
     }
     int64_t ls = off_at(l, r), le = off_at(l, r + 1);
     QV_CHECK_EQ_INT(le - ls, i % 3);
-    for (int64_t k = ls; k < le; k++)
-      QV_CHECK_EQ_INT(i32_at(l->children[0], k), i + (k - ls));
+    for (int64_t k = ls; k < le; k++) QV_CHECK_EQ_INT(i32_at(l->children[0], k), i + (k - ls));
     QV_CHECK_EQ_INT(i32_at(st->children[0], st->offset + r), -i);
     const qv_array *fc = f->children[0];
     QV_CHECK_EQ_INT(i32_at(fc, 2 * (f->offset + r)), 2 * i);
@@ -146,8 +145,8 @@ static void check_rows(qv_array *b, int64_t first) {
   }
 }
 
-static void roundtrip(qv_ipc_format fmt, qv_compression comp, int64_t start,
-                      int64_t len, int64_t max_rows, int align) {
+static void roundtrip(qv_ipc_format fmt, qv_compression comp, int64_t start, int64_t len,
+                      int64_t max_rows, int align) {
   qv_error err;
   qv_type *st = make_schema_type();
   qv_schema *schema = qv_schema_new(qv_type_ref(st));
@@ -200,8 +199,7 @@ static void roundtrip(qv_ipc_format fmt, qv_compression comp, int64_t start,
 
 static void test_roundtrip_matrix(void) {
   qv_ipc_format fmts[2] = {QV_FORMAT_FILE, QV_FORMAT_STREAM};
-  qv_compression comps[3] = {QV_COMPRESSION_NONE, QV_COMPRESSION_LZ4_FRAME,
-                             QV_COMPRESSION_ZSTD};
+  qv_compression comps[3] = {QV_COMPRESSION_NONE, QV_COMPRESSION_LZ4_FRAME, QV_COMPRESSION_ZSTD};
   for (int f = 0; f < 2; f++)
     for (int c = 0; c < 3; c++) {
       roundtrip(fmts[f], comps[c], 0, NROWS, -1, 8);
@@ -257,8 +255,8 @@ static void test_ree_slice(void) {
 }
 
 /* Dictionary<int8, string> column with dictionary `words` (n of them). */
-static qv_array *dict_batch(qv_type *st, const char *const *words, int n,
-                            const int8_t *idx, int64_t len) {
+static qv_array *dict_batch(qv_type *st, const char *const *words, int n, const int8_t *idx,
+                            int64_t len) {
   int32_t offs[8] = {0};
   char data[64];
   int32_t pos = 0;
@@ -510,8 +508,9 @@ static void test_write_c_stream(void) {
   struct ArrowArrayStream fs = {fs_schema, fs_next, fs_error, fs_release, &f};
   s = qv_write_arrow_stream_path(&fs, dst, NULL, &rows, &err);
   QV_CHECK_EQ_INT(s, QV_EIO);
-  QV_CHECK_EQ_STR(err.message, "C stream batch 1: C stream get_next failed "
-                               "(Input/output error): disk on fire");
+  QV_CHECK_EQ_STR(err.message,
+                  "C stream batch 1: C stream get_next failed "
+                  "(Input/output error): disk on fire");
   QV_CHECK(fs.release == NULL);
   QV_CHECK_EQ_INT(f.releases, 1);
   QV_CHECK_EQ_INT(rows, 0);

@@ -44,8 +44,8 @@ int cli_info_dir(const char *path, bool as_json, bool all_files);
 qv_status cli_open_classified(const qv_path_info *info, const char *split, const char *data,
                               qv_dataset **out, qv_error *err);
 /* cli_open_classified of qv_path_classify(path). */
-qv_status cli_open_dataset(const char *path, const char *split, const char *data,
-                           qv_dataset **out, qv_error *err);
+qv_status cli_open_dataset(const char *path, const char *split, const char *data, qv_dataset **out,
+                           qv_error *err);
 /* Row `row` of `total` as a row number: negative rows count from the end
  * (-1 is the last, as Python indexing); QV_ERANGE naming `path` outside
  * ("the `what` has N rows"). */

@@ -76,8 +76,7 @@ int cmd_convert(int argc, char **argv) {
       format_set = true;
     } else if ((v = cli_opt_value(a, "--compression", argc, argv, &i, &m)) || m) {
       if (!v || !parse_compression(v, &wo.compression, &wo.compression_level))
-        return cli_usage("convert",
-                         "--compression must be none, lz4 or zstd[:LEVEL], found '%s'",
+        return cli_usage("convert", "--compression must be none, lz4 or zstd[:LEVEL], found '%s'",
                          v ? v : "");
     } else if ((v = cli_opt_value(a, "--batch-size", argc, argv, &i, &m)) || m) {
       int64_t n = 0;

@@ -111,10 +111,10 @@ typedef struct ds_args {
   int axis;
   set_arg *sets;
   int n_sets;
-  char *remove_spec;     /* --remove-columns, split in place at ',' */
+  char *remove_spec; /* --remove-columns, split in place at ',' */
   const char **remove;
   int32_t n_remove;
-  int64_t batch_size;    /* qv_map_options.batch_size */
+  int64_t batch_size; /* qv_map_options.batch_size */
   int num_proc;
 } ds_args;
 
@@ -188,7 +188,8 @@ static const char *help_of(ds_cmd c) {
              "Shard I of N (datasets' Dataset.shard): contiguous blocks, or with --strided\n"
              "rows I, I+N, I+2N, ...\n";
     case CMD_SPLIT:
-      return "usage: quiver split SRC [--test-size=X] [--train-size=X] [--seed=N] [--no-shuffle] -o DST\n"
+      return "usage: quiver split SRC [--test-size=X] [--train-size=X] [--seed=N] [--no-shuffle] "
+             "-o DST\n"
              "\n"
              "datasets' Dataset.train_test_split: DST becomes a DatasetDict with splits\n"
              "'train' and 'test'. A size with a '.' is a fraction (0.2), else a row count;\n"
@@ -319,8 +320,7 @@ static int parse_args(ds_cmd cmd, const char *name, int argc, char **argv, ds_ar
       if (v && (strcmp(v, "last") == 0 || strcmp(v, "at_end") == 0)) a->nulls_first = false;
       else if (v && (strcmp(v, "first") == 0 || strcmp(v, "at_start") == 0)) a->nulls_first = true;
       else return cli_usage(name, "--nulls must be 'last' or 'first', found '%s'", v ? v : "");
-    } else if (cmd == CMD_FILTER &&
-               ((v = cli_opt_value(s, "--where", argc, argv, &i, &m)) || m)) {
+    } else if (cmd == CMD_FILTER && ((v = cli_opt_value(s, "--where", argc, argv, &i, &m)) || m)) {
       if (!v) return cli_usage(name, "--where needs an expression");
       a->where = v;
       /* A bad expression is bad usage (exit 2, the caret under it), as
@@ -512,7 +512,6 @@ static bool parse_size(const char *s, qv_split_size *out) {
   return true;
 }
 
-
 /* ------------------------------------------------------------------------ */
 /* map: --set expressions, through qv_dataset_map_exprs                      */
 
@@ -563,8 +562,7 @@ static qv_status apply(ds_cmd cmd, const ds_args *a, qv_dataset *ds, qv_dataset_
                          (long long)a->range_stop, (long long)rows);
         if (a->range_stop > rows)
           return qv_error_set(err, QV_ERANGE, "--range %lld:%lld is past the %lld rows",
-                              (long long)a->range_start, (long long)a->range_stop,
-                              (long long)rows);
+                              (long long)a->range_start, (long long)a->range_stop, (long long)rows);
         return qv_dataset_select_range(ds, a->range_start, a->range_stop - a->range_start, o, out,
                                        err);
       }
@@ -595,8 +593,8 @@ static qv_status apply(ds_cmd cmd, const ds_args *a, qv_dataset *ds, qv_dataset_
       }
       if (st == QV_OK && k == 0) st = qv_error_set(err, QV_EARG, "--by: no column in '%s'", a->by);
       if (st == QV_OK)
-        st = qv_dataset_sort(ds, cols, k, desc, a->nulls_first ? QV_NULLS_AT_START : QV_NULLS_AT_END,
-                             o, out, err);
+        st = qv_dataset_sort(ds, cols, k, desc,
+                             a->nulls_first ? QV_NULLS_AT_START : QV_NULLS_AT_END, o, out, err);
       if (st == QV_OK) {
         qv_strbuf_printf(what, NULL, "%lld rows by", (long long)rows);
         for (int32_t i = 0; i < k; i++)
@@ -624,8 +622,8 @@ static qv_status apply(ds_cmd cmd, const ds_args *a, qv_dataset *ds, qv_dataset_
       QV_RETURN_NOT_OK(qv_dataset_shard(ds, a->num_shards, a->index, !a->strided, o, out, err));
       qv_strbuf_printf(what, NULL, "shard %lld of %lld (%s): %lld of %lld rows",
                        (long long)a->index, (long long)a->num_shards,
-                       a->strided ? "strided" : "contiguous",
-                       (long long)qv_dataset_num_rows(*out), (long long)rows);
+                       a->strided ? "strided" : "contiguous", (long long)qv_dataset_num_rows(*out),
+                       (long long)rows);
       return QV_OK;
     case CMD_SPLIT: {
       qv_split_size test, train;
@@ -633,8 +631,7 @@ static qv_status apply(ds_cmd cmd, const ds_args *a, qv_dataset *ds, qv_dataset_
         return qv_error_set(err, QV_EARG, "--test-size must be a fraction or a count, found '%s'",
                             a->test_size);
       if (!parse_size(a->train_size, &train))
-        return qv_error_set(err, QV_EARG,
-                            "--train-size must be a fraction or a count, found '%s'",
+        return qv_error_set(err, QV_EARG, "--train-size must be a fraction or a count, found '%s'",
                             a->train_size);
       QV_RETURN_NOT_OK(
           qv_dataset_train_test_split(ds, test, train, !a->no_shuffle, a->seed, o, out, out2, err));
@@ -643,8 +640,7 @@ static qv_status apply(ds_cmd cmd, const ds_args *a, qv_dataset *ds, qv_dataset_
       if (!a->no_shuffle) qv_strbuf_printf(what, NULL, " (seed %llu)", (unsigned long long)a->seed);
       return QV_OK;
     }
-    case CMD_MAP:
-      return apply_map(a, ds, o, out, what, err);
+    case CMD_MAP: return apply_map(a, ds, o, out, what, err);
     case CMD_FLATTEN: {
       qv_strbuf_printf(what, NULL, "%lld rows%s", (long long)rows,
                        qv_dataset_indices(ds) ? " (indices mapping flattened)" : "");
@@ -657,8 +653,7 @@ static qv_status apply(ds_cmd cmd, const ds_args *a, qv_dataset *ds, qv_dataset_
                                              NULL, fp, err));
       return qv_dataset_with_fingerprint(ds, fp, out, err);
     }
-    case CMD_CONCAT:
-      break;
+    case CMD_CONCAT: break;
   }
   return qv_error_set(err, QV_EARG, "unreachable");
 }
@@ -716,11 +711,11 @@ static int run(ds_cmd cmd, const char *name, int argc, char **argv) {
   qv_path_kind out_kind = QV_PATH_CACHE_DIR;
   if (st == QV_OK && cli_is_directory(a.out) && qv_path_sniff(a.out, &out_kind, NULL) == QV_OK) {
     if (out_dict && out_kind == QV_PATH_DATASET)
-      st = qv_error_set(&err, QV_EARG, "%s holds a Dataset; write the DatasetDict elsewhere",
-                        a.out);
+      st =
+          qv_error_set(&err, QV_EARG, "%s holds a Dataset; write the DatasetDict elsewhere", a.out);
     if (!out_dict && out_kind == QV_PATH_DATASET_DICT)
-      st = qv_error_set(&err, QV_EARG, "%s holds a DatasetDict; write the Dataset elsewhere",
-                        a.out);
+      st =
+          qv_error_set(&err, QV_EARG, "%s holds a DatasetDict; write the Dataset elsewhere", a.out);
   }
   int64_t n_jobs = as_dict ? n_splits : 1;
   qv_dataset **results = calloc((size_t)(n_jobs * 2 + 2), sizeof *results);
@@ -772,8 +767,7 @@ static int run(ds_cmd cmd, const char *name, int argc, char **argv) {
   if (st == QV_OK) {
     if (out_dict)
       st = qv_dataset_dict_save_to_disk(results, names, n_results, a.out, &a.save, &err);
-    else
-      st = qv_dataset_save_to_disk(results[0], a.out, &a.save, &shards, &err);
+    else st = qv_dataset_save_to_disk(results[0], a.out, &a.save, &shards, &err);
   }
   progress_end(&ps, st == QV_OK);
   if (st == QV_OK) {

@@ -78,8 +78,10 @@ static int row_layout(int argc, char **argv) {
   if (path == NULL) return cli_usage("debug row-layout", "missing PATH");
   if (keys == NULL || *keys == '\0') return cli_usage("debug row-layout", "missing --keys");
   if (str_align > row_align)
-    return cli_usage("debug row-layout", "--string-alignment (%d) must not exceed "
-                     "--row-alignment (%d)", str_align, row_align);
+    return cli_usage("debug row-layout",
+                     "--string-alignment (%d) must not exceed "
+                     "--row-alignment (%d)",
+                     str_align, row_align);
   int64_t start = 0, end = -1;
   if (rows != NULL) {
     const char *colon = strchr(rows, ':');
@@ -130,8 +132,8 @@ static int row_layout(int argc, char **argv) {
   int64_t total = qv_reader_num_rows(r);
   if (end < 0) end = total;
   if (st == QV_OK && end > total)
-    st = qv_error_set(&err, QV_ERANGE, "%s: --rows end %lld is past the last row (%lld rows)",
-                      path, (long long)end, (long long)total);
+    st = qv_error_set(&err, QV_ERANGE, "%s: --rows end %lld is past the last row (%lld rows)", path,
+                      (long long)end, (long long)total);
   for (int32_t k = 0; st == QV_OK && k < nk; k++) {
     if (nb == 0) {
       key_arrays[k] = NULL;
@@ -167,6 +169,6 @@ int cmd_debug(int argc, char **argv) {
   if (strcmp(argv[1], "row-layout") == 0) return row_layout(argc - 1, argv + 1);
   if (strcmp(argv[1], "hf-emit") == 0) return cli_debug_hf_emit(argc - 1, argv + 1);
   if (strcmp(argv[1], "hf-features") == 0) return cli_debug_hf_features(argc - 1, argv + 1);
-  return cli_usage("debug", "unknown debug command '%s' (expected row-layout, hf-emit or hf-features)",
-                   argv[1]);
+  return cli_usage(
+      "debug", "unknown debug command '%s' (expected row-layout, hf-emit or hf-features)", argv[1]);
 }

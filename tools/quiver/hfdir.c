@@ -88,16 +88,13 @@ static const char *file_format(const char *path) {
 static qv_status split_info(const qv_path_info *info, const qv_hf_split *sp, json_t **out_json,
                             bool as_json, qv_error *err) {
   if (sp->error != NULL) { /* a builder split that cannot be opened */
-    if (as_json)
-    {
+    if (as_json) {
       json_t *o = json_object();
       json_object_set_new(o, "name", str_or_null(sp->name));
       json_object_set_new(o, "dir", str_or_null(sp->dir));
       json_object_set_new(o, "error", json_string(sp->error));
       *out_json = o;
-    }
-    else
-      printf("split %s:\n  error:        %s\n", sp->name, sp->error);
+    } else printf("split %s:\n  error:        %s\n", sp->name, sp->error);
     return QV_OK;
   }
   qv_dataset *ds = NULL;
@@ -133,9 +130,8 @@ static qv_status split_info(const qv_path_info *info, const qv_hf_split *sp, jso
     for (int32_t i = 0; sp->n_files > 0 && i < qv_schema_num_fields(sc); i++) {
       char buf[1024];
       qv_type_to_string(qv_schema_field(sc, i)->type, buf, sizeof buf);
-      json_array_append_new(schema_fields,
-                            json_pack("{s:s,s:s}", "name", qv_schema_field(sc, i)->name,
-                                      "type", buf));
+      json_array_append_new(
+          schema_fields, json_pack("{s:s,s:s}", "name", qv_schema_field(sc, i)->name, "type", buf));
     }
     json_object_set_new(o, "schema", schema_fields);
     json_object_set_new(o, "features", features_json(features));
@@ -173,8 +169,7 @@ static qv_status split_info(const qv_path_info *info, const qv_hf_split *sp, jso
 
 /* What an indices mapping file of `d` maps: JSON members (arr != NULL)
  * or a text line. */
-static qv_status indices_target(const qv_hf_dir *d, const qv_hf_file *f, json_t *o,
-                                qv_error *err) {
+static qv_status indices_target(const qv_hf_dir *d, const qv_hf_file *f, json_t *o, qv_error *err) {
   int64_t *idx = NULL, n = 0, max = -1;
   QV_RETURN_NOT_OK(qv_dataset_indices_candidates(d, f->path, &idx, &n, &max, err));
   if (o != NULL) {
@@ -184,9 +179,9 @@ static qv_status indices_target(const qv_hf_dir *d, const qv_hf_file *f, json_t 
     json_t *cands = json_array();
     for (int64_t i = 0; i < n; i++) {
       const qv_hf_source *s = &d->sources[idx[i]];
-      json_array_append_new(cands, json_pack("{s:s,s:s,s:I}", "name", s->name, "kind",
-                                             qv_hf_source_kind_name(s->kind), "rows",
-                                             (json_int_t)s->rows));
+      json_array_append_new(
+          cands, json_pack("{s:s,s:s,s:I}", "name", s->name, "kind",
+                           qv_hf_source_kind_name(s->kind), "rows", (json_int_t)s->rows));
     }
     json_object_set_new(o, "candidates", cands);
   } else if (n == 0) {
@@ -263,8 +258,8 @@ static json_t *sources_json(const qv_hf_dir *d) {
   json_t *a = json_array();
   for (int64_t i = 0; i < d->n_sources; i++) {
     const qv_hf_source *s = &d->sources[i];
-    json_t *o = json_pack("{s:s,s:s,s:I}", "name", s->name, "kind",
-                          qv_hf_source_kind_name(s->kind), "rows", (json_int_t)s->rows);
+    json_t *o = json_pack("{s:s,s:s,s:I}", "name", s->name, "kind", qv_hf_source_kind_name(s->kind),
+                          "rows", (json_int_t)s->rows);
     const char *fp = s->fingerprint;
     if (s->split >= 0)
       fp = d->splits[s->split].state ? d->splits[s->split].state->fingerprint
@@ -403,12 +398,12 @@ static qv_status choice_words(qv_status st, const qv_dataset_choice *c, qv_error
       c->container != QV_PATH_DATASET) {
     qv_strbuf sb;
     qv_strbuf_init(&sb);
-    for (int64_t i = 0; i < c->n; i++) qv_strbuf_printf(&sb, NULL, "%s%s", i ? ", " : "", c->names[i]);
-    st = qv_error_set(err, QV_EARG, "%s is a %s with splits %s: choose one with --split NAME",
-                      c->path,
-                      c->container == QV_PATH_DATASET_DICT ? "DatasetDict"
-                                                           : "load_dataset cache directory",
-                      qv_strbuf_cstr(&sb));
+    for (int64_t i = 0; i < c->n; i++)
+      qv_strbuf_printf(&sb, NULL, "%s%s", i ? ", " : "", c->names[i]);
+    st = qv_error_set(
+        err, QV_EARG, "%s is a %s with splits %s: choose one with --split NAME", c->path,
+        c->container == QV_PATH_DATASET_DICT ? "DatasetDict" : "load_dataset cache directory",
+        qv_strbuf_cstr(&sb));
     qv_strbuf_reset(&sb);
   } else if (c->kind == QV_CHOICE_DATA) {
     size_t n = strlen(err->message);
@@ -420,8 +415,10 @@ static qv_status choice_words(qv_status st, const qv_dataset_choice *c, qv_error
 qv_status cli_open_classified(const qv_path_info *info, const char *split, const char *data,
                               qv_dataset **out, qv_error *err) {
   if (data != NULL && info->dir != NULL)
-    return qv_error_set(err, QV_EARG, "--data applies to an indices mapping file, not to the "
-                        "directory %s", info->path);
+    return qv_error_set(err, QV_EARG,
+                        "--data applies to an indices mapping file, not to the "
+                        "directory %s",
+                        info->path);
   qv_dataset_choice choice;
   memset(&choice, 0, sizeof choice);
   qv_dataset_open_options o = {split, data, &choice};
@@ -431,8 +428,8 @@ qv_status cli_open_classified(const qv_path_info *info, const char *split, const
   return st;
 }
 
-qv_status cli_open_dataset(const char *path, const char *split, const char *data,
-                           qv_dataset **out, qv_error *err) {
+qv_status cli_open_dataset(const char *path, const char *split, const char *data, qv_dataset **out,
+                           qv_error *err) {
   qv_path_info info;
   QV_RETURN_NOT_OK(qv_path_classify(path, &info, err));
   qv_status st = cli_open_classified(&info, split, data, out, err);
@@ -534,9 +531,8 @@ int cli_debug_hf_emit(int argc, char **argv) {
     qv_hf_feature *features = NULL;
     qv_hf_metadata md = {NULL, NULL};
     if (st == QV_OK) st = qv_hf_features_resolve(qv_reader_schema(r), &features, NULL, &err);
-    const qv_kv *kv = st == QV_OK ? qv_metadata_find(&qv_reader_schema(r)->metadata,
-                                                      QV_HF_METADATA_KEY)
-                                  : NULL;
+    const qv_kv *kv =
+        st == QV_OK ? qv_metadata_find(&qv_reader_schema(r)->metadata, QV_HF_METADATA_KEY) : NULL;
     if (kv != NULL) st = qv_hf_metadata_parse(kv->value, kv->value_len, &md, &err);
     if (st == QV_OK) st = qv_hf_metadata_emit(features, md.fingerprint, &sb, &err);
     qv_hf_metadata_reset(&md);
@@ -561,10 +557,8 @@ int cli_debug_hf_emit(int argc, char **argv) {
   } else if (st == QV_OK) {
     if (d->layout != QV_HF_LAYOUT_DATASET)
       st = qv_error_set(&err, QV_EARG, "%s is not a Dataset directory", path);
-    else if (what[0] == 's')
-      st = qv_hf_state_emit(d->splits[0].state, &sb, &err);
-    else
-      st = qv_hf_info_emit(d->splits[0].info, &sb, &err);
+    else if (what[0] == 's') st = qv_hf_state_emit(d->splits[0].state, &sb, &err);
+    else st = qv_hf_info_emit(d->splits[0].info, &sb, &err);
   }
   qv_hf_dir_free(d);
   return emit_out(st, &sb, &err);

@@ -83,8 +83,8 @@ static void print_field_text(FILE *out, const qv_field *f, int indent) {
 static json_t *metadata_json(const qv_metadata *md) {
   json_t *o = json_object();
   for (int64_t i = 0; i < md->n; i++)
-    json_object_set_new(o, md->kv[i].key, json_stringn_nocheck(md->kv[i].value,
-                                                                (size_t)md->kv[i].value_len));
+    json_object_set_new(o, md->kv[i].key,
+                        json_stringn_nocheck(md->kv[i].value, (size_t)md->kv[i].value_len));
   return o;
 }
 
@@ -171,7 +171,8 @@ int cmd_info(int argc, char **argv) {
       fj = json_loadb(qv_strbuf_cstr(&sb), (size_t)sb.len, 0, NULL);
     json_object_set_new(o, "features", fj ? fj : json_null());
     if (fst != QV_OK) json_object_set_new(o, "features_error", json_string(ferr.message));
-    json_object_set_new(o, "fingerprint", md.fingerprint ? json_string(md.fingerprint) : json_null());
+    json_object_set_new(o, "fingerprint",
+                        md.fingerprint ? json_string(md.fingerprint) : json_null());
     json_dumpf(o, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     fputc('\n', stdout);
     json_decref(o);

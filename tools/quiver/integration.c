@@ -69,14 +69,14 @@ static int validate(const char *arrow, const char *json) {
     fprintf(stderr, "quiver: %s: schema differs from %s: %s\n", arrow, json, err.message);
     code = QV_EXIT_DATA;
   } else if (n != jd.n_batches) {
-    fprintf(stderr, "quiver: %s: %lld record batches, but %s has %lld\n", arrow, (long long)n,
-            json, (long long)jd.n_batches);
+    fprintf(stderr, "quiver: %s: %lld record batches, but %s has %lld\n", arrow, (long long)n, json,
+            (long long)jd.n_batches);
     code = QV_EXIT_DATA;
   } else {
     for (int64_t i = 0; i < n; i++) {
       if (!qv_array_equals(jd.batches[i], batches[i], &err)) {
-        fprintf(stderr, "quiver: %s: record batch %lld differs from %s: %s\n", arrow,
-                (long long)i, json, err.message);
+        fprintf(stderr, "quiver: %s: record batch %lld differs from %s: %s\n", arrow, (long long)i,
+                json, err.message);
         code = QV_EXIT_DATA;
         break;
       }
@@ -149,11 +149,9 @@ int cmd_integration(int argc, char **argv) {
     qv_ipc_format f = QV_FORMAT_FILE;
     if (format != NULL && strcmp(format, "stream") == 0) f = QV_FORMAT_STREAM;
     else if (format != NULL && strcmp(format, "file") != 0)
-      return cli_usage("integration", "--format must be 'file' or 'stream', found '%s'",
-                       format);
+      return cli_usage("integration", "--format must be 'file' or 'stream', found '%s'", format);
     return json_to_arrow(json, arrow, f);
   }
   return cli_usage("integration",
-                   "unknown mode '%s' (expected VALIDATE, ARROW_TO_JSON or JSON_TO_ARROW)",
-                   mode);
+                   "unknown mode '%s' (expected VALIDATE, ARROW_TO_JSON or JSON_TO_ARROW)", mode);
 }

@@ -111,20 +111,13 @@ typedef struct command {
 } command;
 
 static const command kCommands[] = {
-    {"info", cmd_info},
-    {"head", cmd_head},
-    {"get", cmd_get},
-    {"integration", cmd_integration},
-    {"convert", cmd_convert},
-    {"debug", cmd_debug},
-    {"select", cmd_select},
-    {"shuffle", cmd_shuffle},
-    {"sort", cmd_sort},
-    {"filter", cmd_filter},
-    {"shard", cmd_shard},
-    {"split", cmd_split},
-    {"concat", cmd_concat},
-    {"flatten", cmd_flatten},
+    {"info", cmd_info},       {"head", cmd_head},
+    {"get", cmd_get},         {"integration", cmd_integration},
+    {"convert", cmd_convert}, {"debug", cmd_debug},
+    {"select", cmd_select},   {"shuffle", cmd_shuffle},
+    {"sort", cmd_sort},       {"filter", cmd_filter},
+    {"shard", cmd_shard},     {"split", cmd_split},
+    {"concat", cmd_concat},   {"flatten", cmd_flatten},
     {"map", cmd_map},
 };
 

@@ -69,8 +69,7 @@ static void draw(cli_progress *p, double t, bool final) {
     if (frac > 1) frac = 1;
     char bar[QV_PROGRESS_BAR_CELLS + 1], all[32], eta[32] = "";
     int full = (int)(frac * QV_PROGRESS_BAR_CELLS);
-    for (int i = 0; i < QV_PROGRESS_BAR_CELLS; i++)
-      bar[i] = i < full ? '=' : i == full ? '>' : ' ';
+    for (int i = 0; i < QV_PROGRESS_BAR_CELLS; i++) bar[i] = i < full ? '=' : i == full ? '>' : ' ';
     bar[QV_PROGRESS_BAR_CELLS] = '\0';
     format_count(p->total_rows, all, sizeof all);
     if (!final && frac > 0.001 && elapsed > 0) {
@@ -79,16 +78,15 @@ static void draw(cli_progress *p, double t, bool final) {
     } else if (final) {
       snprintf(eta, sizeof eta, "  in %.1fs", elapsed);
     }
-    n = snprintf(line, sizeof line, "%s %3d%% [%s] %s / %s rows%s", p->label,
-                 (int)(frac * 100), bar, rows, all, eta);
+    n = snprintf(line, sizeof line, "%s %3d%% [%s] %s / %s rows%s", p->label, (int)(frac * 100),
+                 bar, rows, all, eta);
   } else if (p->total_bytes > 0) {
     double frac = (double)p->bytes / (double)p->total_bytes;
     if (frac > 1) frac = 1;
     if (final) frac = 1;
     char bar[QV_PROGRESS_BAR_CELLS + 1];
     int full = (int)(frac * QV_PROGRESS_BAR_CELLS);
-    for (int i = 0; i < QV_PROGRESS_BAR_CELLS; i++)
-      bar[i] = i < full ? '=' : i == full ? '>' : ' ';
+    for (int i = 0; i < QV_PROGRESS_BAR_CELLS; i++) bar[i] = i < full ? '=' : i == full ? '>' : ' ';
     bar[QV_PROGRESS_BAR_CELLS] = '\0';
     cli_format_bytes((double)p->total_bytes, total, sizeof total);
     char eta[32] = "";

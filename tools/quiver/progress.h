@@ -29,15 +29,15 @@
 #define QV_PROGRESS_BAR_CELLS 24
 
 typedef struct cli_progress {
-  bool enabled;        /* drawing allowed (terminal, or QV_PROGRESS=1) */
-  double delay;        /* seconds before the first draw */
+  bool enabled; /* drawing allowed (terminal, or QV_PROGRESS=1) */
+  double delay; /* seconds before the first draw */
   const char *label;
   int64_t total_bytes; /* 0 when unknown */
   int64_t total_rows;  /* > 0: a row-count bar (cli_progress_start_rows) */
   int64_t rows, bytes; /* done so far */
   double start, last_draw;
-  bool drawn;          /* something is on the line */
-  int width;           /* characters of the last line drawn */
+  bool drawn; /* something is on the line */
+  int width;  /* characters of the last line drawn */
   FILE *out;
 } cli_progress;
 

@@ -255,7 +255,8 @@ int cmd_get(int argc, char **argv) {
       data = v;
     } else if (path != NULL && cli_parse_signed_i64(argv[i], &rows[n_rows])) {
       n_rows++; /* a ROW, negative ones included */
-    } else if (argv[i][0] == '-' && argv[i][1] != '\0' && !(argv[i][1] >= '0' && argv[i][1] <= '9')) {
+    } else if (argv[i][0] == '-' && argv[i][1] != '\0' &&
+               !(argv[i][1] >= '0' && argv[i][1] <= '9')) {
       rc = cli_usage("get", "unknown option '%s'", argv[i]);
     } else if (path == NULL) {
       path = argv[i];
