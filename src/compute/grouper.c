@@ -254,38 +254,6 @@ static qv_status views_to_large(const qv_array *a, qv_type *large_type, qv_array
   return QV_OK;
 }
 
-static int64_t read_index(const uint8_t *p, qv_type_id id, int64_t i) {
-  switch (id) {
-    case QV_INT8: return (int8_t)p[i];
-    case QV_UINT8: return p[i];
-    case QV_INT16: {
-      int16_t v;
-      memcpy(&v, p + 2 * i, 2);
-      return v;
-    }
-    case QV_UINT16: {
-      uint16_t v;
-      memcpy(&v, p + 2 * i, 2);
-      return v;
-    }
-    case QV_INT32: {
-      int32_t v;
-      memcpy(&v, p + 4 * i, 4);
-      return v;
-    }
-    case QV_UINT32: {
-      uint32_t v;
-      memcpy(&v, p + 4 * i, 4);
-      return v;
-    }
-    default: {
-      int64_t v;
-      memcpy(&v, p + 8 * i, 8);
-      return v;
-    } /* uint64 > INT64_MAX: negative */
-  }
-}
-
 /* A uint32 column of value ids for a dictionary key column. */
 static qv_status dict_to_ids(dict_state *ds, const qv_array *a, qv_type *u32, qv_array **out,
                              qv_error *err) {
@@ -327,11 +295,10 @@ static qv_status dict_to_ids(dict_state *ds, const qv_array *a, qv_type *u32, qv
   }
   uint32_t *ids = (uint32_t *)(void *)r->buffers[1]->data;
   const uint8_t *valid = a->buffers[0] ? a->buffers[0]->data : NULL;
-  const uint8_t *idx = n ? a->buffers[1]->data + a->offset * iw : NULL;
   for (int64_t i = 0; i < n; i++) {
     ids[i] = 0;
     if (valid && !qv_bit_get(valid, a->offset + i)) continue;
-    int64_t x = read_index(idx, a->type->index_type->id, i);
+    int64_t x = qv_array_int_at(a, i); /* the index, any width (quiver/array.h) */
     if (x < 0 || x >= ds->map_len) {
       qv_array_unref(r);
       return qv_error_set(err, QV_EINVAL,
