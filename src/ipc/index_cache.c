@@ -33,7 +33,8 @@
  * be a miss anyway). After each store, the
  * directory is bounded to QV_INDEX_CACHE_MAX_BYTES (default 64 MiB) by
  * removing the least recently used files first (a hit refreshes a file's
- * mtime); temporaries older than ten minutes are removed too.
+ * mtime); temporaries of dead writers are reclaimed by the atomic-file
+ * helper itself.
  * Off switch: QV_INDEX_CACHE=0 (or off/no/false) in the environment, or
  * qv_index_options.cache = QV_INDEX_CACHE_OFF.
  */
@@ -57,7 +58,6 @@
 #define IDX_ENTRY 48
 #define IDX_MAX_FILE ((int64_t)256 << 20) /* never read a bigger cache file */
 #define IDX_DEFAULT_MAX_BYTES ((int64_t)64 << 20)
-#define IDX_TMP_MAX_AGE 600 /* seconds */
 
 static void put_u64(uint8_t *p, uint64_t v) {
   for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i));
@@ -340,7 +340,7 @@ int64_t qv_index_cache_max_bytes(void) {
 }
 
 /* Remove the least recently used index files until the directory holds at
- * most `max` bytes of them, and stale temporaries. */
+ * most `max` bytes of them. */
 static void evict(const char *dir, int64_t max) {
   DIR *d = opendir(dir);
   if (d == NULL) return;
@@ -348,19 +348,15 @@ static void evict(const char *dir, int64_t max) {
   cache_file *files = NULL;
   size_t n = 0, cap = 0;
   int64_t total = 0;
-  time_t now = time(NULL);
   struct dirent *de;
   while ((de = readdir(d)) != NULL) {
     const char *nm = de->d_name;
     bool idx = strncmp(nm, "index-", 6) == 0 && has_suffix(nm, ".qvi");
-    bool tmp = strncmp(nm, ".index-", 7) == 0 && strstr(nm, ".tmp-") != NULL;
-    if ((!idx && !tmp) || strlen(nm) >= sizeof files->name) continue;
+    /* Temporaries are the atomic-file helper's: it reclaims those of dead
+     * writers whenever it creates one here (core/atomic_internal.h). */
+    if (!idx || strlen(nm) >= sizeof files->name) continue;
     struct stat sb;
     if (fstatat(dfd, nm, &sb, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(sb.st_mode)) continue;
-    if (tmp) {
-      if (now - sb.st_mtime > IDX_TMP_MAX_AGE) unlinkat(dfd, nm, 0);
-      continue;
-    }
     if (n == cap) {
       size_t nc = cap ? cap * 2 : 64;
       cache_file *g = realloc(files, sizeof *g * nc);
