@@ -57,6 +57,7 @@ static int64_t array_bytes(const qv_array *a) {
 }
 
 int cmd_convert(int argc, char **argv) {
+  if (cli_convert_is_text(argc, argv)) return cmd_convert_text(argc, argv); /* convert_text.c */
   const char *in = NULL, *out = NULL;
   qv_write_options wo;
   memset(&wo, 0, sizeof wo);
