@@ -179,9 +179,7 @@ def test_formats_sniffed(tmp_path):
     (tmp_path / "t.jsonl").write_text("".join(json.dumps(r) + "\n" for r in t.to_pylist()))
     (tmp_path / "t.txt").write_text("hello world\n")
     cases = {"t.parquet": "a Parquet file: Parquet is not supported yet",
-             "t.csv": "CSV is not supported yet",
-             "t.jsonl": "JSON is not supported yet",
-             "t.txt": "not an Arrow IPC file or stream: found 68 65 6c 6c 6f 20 77 6f "
+             "t.txt": "not an Arrow, Parquet, CSV or JSON file: found 68 65 6c 6c 6f 20 77 6f "
                       "(\"hello wo\")"}
     for name, msg in cases.items():
         p = tmp_path / name
@@ -192,6 +190,13 @@ def test_formats_sniffed(tmp_path):
                 r.stderr
         with pytest.raises(quiver_mod.QuiverError, match="not supported yet|not an Arrow"):
             quiver_mod.open(str(p))
+    # CSV and JSON Lines open as datasets (src/formats), rows as pyarrow reads them
+    for name in ("t.csv", "t.jsonl"):
+        p = tmp_path / name
+        assert quiver_rows("head", p) == t.to_pylist()
+        assert quiver_rows("get", p, 1) == [t.to_pylist()[1]]
+        assert "rows:               3" in quiver("info", p).stdout.decode()
+        assert quiver_mod.open(str(p)).to_list() == t.to_pylist()
     # Arrow as pyarrow writes it: file, stream, and the pre-0.15 stream
     with pa.ipc.new_file(tmp_path / "f.arrow", t.schema) as w:
         w.write_table(t)

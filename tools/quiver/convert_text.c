@@ -5,9 +5,11 @@
  * convert.c hands a conversion here when either side is text. Output is
  * atomic (every writer writes a temporary and renames it). Top layer.
  */
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 #include "quiver/csv.h"
@@ -209,5 +211,55 @@ int cmd_convert_text(int argc, char **argv) {
   }
   qv_read_result_reset(&res);
   if (st != QV_OK) return cli_fail(st, &err);
+  return QV_EXIT_OK;
+}
+
+int cli_info_text(const char *path, qv_path_kind kind, bool as_json) {
+  qv_error err;
+  qv_read_result res;
+  qv_status st = kind == QV_PATH_CSV ? qv_csv_read_path(path, NULL, &res, &err)
+                                     : qv_jsonl_read_path(path, NULL, &res, &err);
+  if (st != QV_OK) return cli_fail(st, &err);
+  struct stat sb;
+  long long size = stat(path, &sb) == 0 ? (long long)sb.st_size : -1;
+  const char *fmt = kind == QV_PATH_CSV ? "csv" : "json";
+  const qv_schema *s = res.schema;
+  char tn[512];
+  if (as_json) {
+    json_t *o = json_object();
+    json_object_set_new(o, "path", json_string(path));
+    json_object_set_new(o, "format", json_string(fmt));
+    json_object_set_new(o, "size", json_integer(size));
+    json_object_set_new(o, "rows", json_integer(res.n_rows));
+    json_object_set_new(o, "blocks", json_integer(res.n_batches));
+    json_t *fields = json_array();
+    for (int32_t i = 0; i < qv_schema_num_fields(s); i++) {
+      json_t *f = json_object();
+      qv_type_to_string(qv_schema_field(s, i)->type, tn, sizeof tn);
+      json_object_set_new(f, "name", json_string(qv_schema_field(s, i)->name));
+      json_object_set_new(f, "type", json_string(tn));
+      json_array_append_new(fields, f);
+    }
+    json_t *schema = json_object();
+    json_object_set_new(schema, "fields", fields);
+    json_object_set_new(o, "schema", schema);
+    json_dumpf(o, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    fputc('\n', stdout);
+    json_decref(o);
+  } else {
+    printf("path:               %s\n", path);
+    printf("format:             %s\n", kind == QV_PATH_CSV
+                                           ? "csv (types inferred as pyarrow.csv)"
+                                           : "json lines (types inferred as pyarrow.json)");
+    printf("size:               %lld bytes\n", size);
+    printf("rows:               %lld\n", (long long)res.n_rows);
+    printf("blocks:             %lld\n", (long long)res.n_batches);
+    printf("schema:\n");
+    for (int32_t i = 0; i < qv_schema_num_fields(s); i++) {
+      qv_type_to_string(qv_schema_field(s, i)->type, tn, sizeof tn);
+      printf("  %s: %s\n", qv_schema_field(s, i)->name, tn);
+    }
+  }
+  qv_read_result_reset(&res);
   return QV_EXIT_OK;
 }

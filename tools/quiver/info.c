@@ -131,6 +131,7 @@ int cmd_info(int argc, char **argv) {
   qv_path_kind kind; /* not Arrow: say what it looks like instead of a parse error */
   qv_status st = qv_path_sniff(path, &kind, &err);
   if (st != QV_OK) return cli_fail(st, &err);
+  if (kind == QV_PATH_CSV || kind == QV_PATH_JSON) return cli_info_text(path, kind, as_json);
   qv_reader *r = NULL;
   st = qv_reader_open_path(path, NULL, &r, &err);
   if (st != QV_OK) return cli_fail(st, &err);
