@@ -196,7 +196,7 @@ def test_formats_sniffed(tmp_path):
         assert quiver_rows("head", p) == t.to_pylist()
         assert quiver_rows("get", p, 1) == [t.to_pylist()[1]]
         assert "rows:               3" in quiver("info", p).stdout.decode()
-        assert quiver_mod.open(str(p)).to_list() == t.to_pylist()
+        assert pa.table(quiver_mod.open(str(p))).to_pylist() == t.to_pylist()
     # Arrow as pyarrow writes it: file, stream, and the pre-0.15 stream
     with pa.ipc.new_file(tmp_path / "f.arrow", t.schema) as w:
         w.write_table(t)
