@@ -56,6 +56,11 @@ typedef struct qv_csv_read_options {
   int32_t n_types;
   int64_t block_size; /* 0: 1 MiB */
   int threads;        /* 0: every core */
+  /* the types datasets.load_dataset("csv") gets (it reads with
+   * pandas.read_csv): int64, bool, float64 (integers with missing values
+   * and all-missing columns too), large_string; no dates or times; pandas'
+   * null strings (pyarrow's plus "<NA>", "None") null in every column */
+  bool pandas_types;
 } qv_csv_read_options;
 
 /**

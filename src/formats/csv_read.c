@@ -50,6 +50,7 @@ typedef struct span {
 typedef struct opts {
   uint8_t delim, quote, escape;
   bool quoting, has_escape;
+  bool pandas; /* pandas.read_csv's types and nulls (datasets' CSV builder) */
   const char *const *nulls;
   int32_t n_nulls;
 } opts;
@@ -72,9 +73,10 @@ typedef struct reader {
   int32_t ncols;
   block *blocks;
   int64_t n_blocks;
-  int *kinds;    /* [block][col] first kind accepting the block's values */
-  uint8_t *tzs;  /* [block][col] 1 naive timestamps seen, 2 zoned seen */
-  int *col_kind; /* final kind per column */
+  int *kinds;     /* [block][col] first kind accepting the block's values */
+  uint8_t *tzs;   /* [block][col] 1 naive timestamps seen, 2 zoned seen */
+  uint8_t *nulls; /* [block][col] a null value seen */
+  int *col_kind;  /* final kind per column */
   qv_type **col_type;
   qv_array **out; /* [block][col] */
 } reader;
@@ -262,6 +264,9 @@ static const uint8_t *field_bytes(const reader *r, const span *f, qv_bytes *scra
 /* Inference                                                                 */
 
 static bool is_null(const reader *r, const uint8_t *s, int64_t n) {
+  if (r->o.nulls == NULL && r->o.pandas)
+    return qv_text_is_default_null(s, n) || (n == 4 && memcmp(s, "<NA>", 4) == 0) ||
+           (n == 4 && memcmp(s, "None", 4) == 0);
   if (r->o.nulls == NULL) return qv_text_is_default_null(s, n);
   for (int32_t i = 0; i < r->o.n_nulls; i++) {
     size_t l = strlen(r->o.nulls[i]);
@@ -270,9 +275,37 @@ static bool is_null(const reader *r, const uint8_t *s, int64_t n) {
   return false;
 }
 
+/* pandas: an optional '+' before an integer, no hex; booleans only as
+ * words. */
+static bool pandas_int(const uint8_t *s, int64_t n, int64_t *v) {
+  while (n > 0 && (*s == ' ' || *s == '\t')) s++, n--;
+  if (n > 0 && *s == '+') s++, n--;
+  for (int64_t i = 0; i + 1 < n; i++)
+    if (s[i] == '0' && (s[i + 1] == 'x' || s[i + 1] == 'X')) return false;
+  return n > 0 && qv_text_parse_int64(s, n, v);
+}
+
+static bool pandas_bool(const uint8_t *s, int64_t n, bool *v) {
+  if (n == 1) return false; /* "1" / "0" are integers */
+  return qv_text_parse_bool(s, n, v);
+}
+
+static int next_kind(const reader *r, int k) {
+  if (r->o.pandas && k == K_BOOL) return K_REAL; /* pandas parses no dates or times */
+  return k + 1;
+}
+
 /* Whether a non-null value converts under kind k; for timestamps *tz gets
  * 1 (naive) or 2 (zoned). */
-static bool accepts(int k, const uint8_t *s, int64_t n, uint8_t *tz) {
+static bool accepts(const reader *r, int k, const uint8_t *s, int64_t n, uint8_t *tz) {
+  if (r->o.pandas && k == K_INT) {
+    int64_t v;
+    return pandas_int(s, n, &v);
+  }
+  if (r->o.pandas && k == K_BOOL) {
+    bool v;
+    return pandas_bool(s, n, &v);
+  }
   switch (k) {
     case K_NULL: return false;
     case K_INT: {
@@ -314,7 +347,7 @@ static bool accepts(int k, const uint8_t *s, int64_t n, uint8_t *tz) {
 /* The first kind >= `from` that every value of column c of block b
  * converts to; *tz the zones seen under that kind. */
 static int infer_block_col(const reader *r, const block *b, int32_t c, int from, uint8_t *tz,
-                           qv_bytes *scratch) {
+                           uint8_t *has_null, qv_bytes *scratch) {
   int k = from;
   uint8_t t = 0;
   for (int64_t row = 0; row < b->n_rows; row++) {
@@ -325,17 +358,20 @@ static int infer_block_col(const reader *r, const block *b, int32_t c, int from,
       if (k == K_TEXT && !qv_text_valid_utf8(s, len)) k = K_BINARY;
       continue;
     }
-    if (is_null(r, s, len)) continue;
-    while (k < K_BINARY && !accepts(k, s, len, &t)) {
+    if (is_null(r, s, len)) {
+      *has_null = 1;
+      continue;
+    }
+    while (k < K_BINARY && !accepts(r, k, s, len, &t)) {
       /* loosen and recheck the rows so far under the new kind */
-      k++;
+      k = next_kind(r, k);
       t = 0;
       for (int64_t q = 0; q < row && k < K_BINARY; q++) {
         int64_t l2;
         const uint8_t *s2 = field_bytes(r, &b->f[q * r->ncols + c], scratch, &l2);
         if (k < K_TEXT && is_null(r, s2, l2)) continue;
-        if (!accepts(k, s2, l2, &t)) {
-          k++;
+        if (!accepts(r, k, s2, l2, &t)) {
+          k = next_kind(r, k);
           t = 0;
           q = -1;
         }
@@ -380,8 +416,8 @@ static qv_status convert_col(const reader *r, const block *b, int32_t c, int kin
     else if (id == QV_BOOL) st = qv_buffer_alloc((n + 7) / 8, &vals, err);
     else st = qv_buffer_alloc(n * width, &vals, err);
   }
-  bool strings_null =
-      !(id == QV_STRING || id == QV_LARGE_STRING || id == QV_BINARY || id == QV_LARGE_BINARY);
+  bool strings_null = r->o.pandas || !(id == QV_STRING || id == QV_LARGE_STRING ||
+                                       id == QV_BINARY || id == QV_LARGE_BINARY);
   bool check_utf8 = id == QV_STRING || id == QV_LARGE_STRING;
   for (int64_t row = 0; st == QV_OK && row < n; row++) {
     const span *f = &b->f[row * r->ncols + c];
@@ -406,7 +442,7 @@ static qv_status convert_col(const reader *r, const block *b, int32_t c, int kin
     switch (id) {
       case QV_BOOL: {
         bool v;
-        ok = qv_text_parse_bool(s, len, &v);
+        ok = r->o.pandas ? pandas_bool(s, len, &v) : qv_text_parse_bool(s, len, &v);
         if (ok && v) qv_bit_set(vals->data, row);
         break;
       }
@@ -415,7 +451,7 @@ static qv_status convert_col(const reader *r, const block *b, int32_t c, int kin
       case QV_INT32:
       case QV_INT64: {
         int64_t v;
-        ok = qv_text_parse_int64(s, len, &v);
+        ok = r->o.pandas ? pandas_int(s, len, &v) : qv_text_parse_int64(s, len, &v);
         if (ok && width < 8) {
           int64_t lim = (int64_t)1 << (width * 8 - 1);
           ok = v >= -lim && v < lim;
@@ -521,7 +557,8 @@ static void run_task(void *vctx, int64_t i, int worker) {
     for (int32_t c = 0; c < r->ncols; c++) {
       if (r->col_kind[c] == K_EXPLICIT) continue;
       r->kinds[i * r->ncols + c] =
-          infer_block_col(r, b, c, K_NULL, &r->tzs[i * r->ncols + c], &ctx->scratch[worker]);
+          infer_block_col(r, b, c, K_NULL, &r->tzs[i * r->ncols + c], &r->nulls[i * r->ncols + c],
+                          &ctx->scratch[worker]);
     }
   } else {
     for (int32_t c = 0; c < r->ncols && b->st == QV_OK; c++)
@@ -667,7 +704,9 @@ static qv_status read_impl(reader *r, const qv_csv_read_options *o, qv_read_resu
   if (st == QV_OK) {
     r->kinds = calloc((size_t)(nb * ncols + 1), sizeof *r->kinds);
     r->tzs = calloc((size_t)(nb * ncols + 1), 1);
-    if (r->kinds == NULL || r->tzs == NULL) st = qv_error_set(err, QV_ENOMEM, "out of memory");
+    r->nulls = calloc((size_t)(nb * ncols + 1), 1);
+    if (r->kinds == NULL || r->tzs == NULL || r->nulls == NULL)
+      st = qv_error_set(err, QV_ENOMEM, "out of memory");
   }
   if (st == QV_OK) {
     ctx.phase = 1;
@@ -688,7 +727,7 @@ static qv_status read_impl(reader *r, const qv_csv_read_options *o, qv_read_resu
         uint8_t btz = r->tzs[i * ncols + c];
         if (bk == K_NULL) continue;
         if (bk != k) {
-          bk = infer_block_col(r, &r->blocks[i], c, k, &btz, &scratch[0]);
+          bk = infer_block_col(r, &r->blocks[i], c, k, &btz, &r->nulls[i * ncols + c], &scratch[0]);
           r->kinds[i * ncols + c] = bk;
           r->tzs[i * ncols + c] = btz;
         }
@@ -699,14 +738,23 @@ static qv_status read_impl(reader *r, const qv_csv_read_options *o, qv_read_resu
         }
         tz |= btz;
         if ((k == K_TS || k == K_TSNS) && tz == 3) {
-          k++;
+          k = next_kind(r, k);
           again = true;
           break;
         }
       }
     }
+    if (r->o.pandas) { /* pandas: integers with missing values and empty columns are float64 */
+      bool any_null = false;
+      for (int64_t i = 0; i < nb; i++) any_null |= r->nulls[i * ncols + c] != 0;
+      if (k == K_NULL || (k == K_INT && any_null)) k = K_REAL;
+    }
     r->col_kind[c] = k;
     r->col_type[c] = kind_type(k, tz);
+    if (r->o.pandas && k >= K_TEXT && r->col_type[c]) {
+      qv_type_unref(r->col_type[c]);
+      r->col_type[c] = qv_type_new(k == K_TEXT ? QV_LARGE_STRING : QV_LARGE_BINARY);
+    }
     if (r->col_type[c] == NULL) st = qv_error_set(err, QV_ENOMEM, "out of memory");
   }
   if (st == QV_OK) {
@@ -784,6 +832,7 @@ static void reader_free(reader *r) {
   free(r->col_kind);
   free(r->kinds);
   free(r->tzs);
+  free(r->nulls);
 }
 
 qv_status qv_csv_read_buffer(const void *data, int64_t size, const char *name,
@@ -805,6 +854,7 @@ qv_status qv_csv_read_buffer(const void *data, int64_t size, const char *name,
   r.o.escape = (uint8_t)o->escape;
   r.o.has_escape = o->escape != 0;
   r.o.nulls = o->null_values;
+  r.o.pandas = o->pandas_types;
   r.o.n_nulls = o->n_null_values;
   if (r.o.delim == '\n' || r.o.delim == '\r' || (r.o.quoting && r.o.delim == r.o.quote))
     return qv_error_set(err, QV_EARG, "csv: the delimiter cannot be a newline or the quote");

@@ -82,5 +82,7 @@ int cmd_split(int argc, char **argv);
 int cmd_concat(int argc, char **argv);
 int cmd_flatten(int argc, char **argv);
 int cmd_map(int argc, char **argv);
+/* import.c */
+int cmd_import(int argc, char **argv);
 
 #endif
