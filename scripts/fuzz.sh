@@ -139,3 +139,22 @@ for f in "$top"/build-fuzz/index-seed-*.arrows; do
 done
 cp -f "$xdg"/quiver/index-*.qvi "$corpus/"
 run fuzz_index_cache "$corpus" -max_len=65536
+
+# CSV and JSON Lines readers (fuzz_csv.c, fuzz_jsonl.c): byte 0 picks the
+# options, the rest is text; seeds written here (quoting, CRLF, BOM, every
+# inferred type, nesting).
+t=fuzz_csv
+corpus=$top/build-fuzz/corpus-$t
+mkdir -p "$corpus"
+printf '\000a,b,c\n1,2.5,x\n"q,""r",,true\n' >"$corpus/seed-basic"
+printf '\100\357\273\277d,t,s\r\n2020-01-01,10:00:00,"multi\r\nline"\r\n1999-12-31,23:59,2020-01-01T10:00:00Z\r\n' >"$corpus/seed-crlf"
+printf '\041x;y\nNA;0x1F\n+1;None\n' >"$corpus/seed-semicolon"
+printf '\010a,b\n\\"x\\,y,2\n' >"$corpus/seed-escape"
+run fuzz_csv "$corpus" -max_len=4096
+t=fuzz_jsonl
+corpus=$top/build-fuzz/corpus-$t
+mkdir -p "$corpus"
+printf '\000{"a":1,"b":"x","c":[1,2],"d":{"e":null}}\n{"a":2.5,"f":"2020-01-01T10:00:00"}\n' >"$corpus/seed-basic"
+printf '\001{"s":"\\u00e9\\ud83d\\ude00\\n"}\n\n{"l":[[1],[],null],"o":{"p":[{"q":true}]}}\n' >"$corpus/seed-nested"
+printf '\002{"a": NaN, "b": -Infinity, "c": 12345678901234567890}\n' >"$corpus/seed-numbers"
+run fuzz_jsonl "$corpus" -max_len=4096

@@ -68,6 +68,7 @@ typedef struct block {
 typedef struct reader {
   const uint8_t *d;
   int64_t n;
+  bool stop[256]; /* bytes that end an unquoted run: delimiter, CR, LF, escape */
   const char *name;
   opts o;
   int32_t ncols;
@@ -162,15 +163,16 @@ static int64_t scan_field(const reader *r, int64_t p, uint32_t *flags) {
     }
     return p < n ? p : n;
   }
-  while (p < n) {
+  for (;;) {
+    while (p < n && !r->stop[d[p]]) p++;
+    if (p >= n) break;
     uint8_t c = d[p];
-    if (c == o->delim || c == '\n' || c == '\r') break;
-    if (o->has_escape && c == o->escape) {
+    if (o->has_escape && c == o->escape && c != o->delim) {
       *flags |= F_COMPLEX;
       p += 2;
       continue;
     }
-    p++;
+    break;
   }
   return p < n ? p : n;
 }
@@ -855,6 +857,8 @@ qv_status qv_csv_read_buffer(const void *data, int64_t size, const char *name,
   r.o.has_escape = o->escape != 0;
   r.o.nulls = o->null_values;
   r.o.pandas = o->pandas_types;
+  r.stop[r.o.delim] = r.stop['\n'] = r.stop['\r'] = true;
+  if (r.o.has_escape) r.stop[r.o.escape] = true;
   r.o.n_nulls = o->n_null_values;
   if (r.o.delim == '\n' || r.o.delim == '\r' || (r.o.quoting && r.o.delim == r.o.quote))
     return qv_error_set(err, QV_EARG, "csv: the delimiter cannot be a newline or the quote");

@@ -15,20 +15,21 @@ static void trim(const uint8_t **s, int64_t *n) {
   while (*n > 0 && ((*s)[*n - 1] == ' ' || (*s)[*n - 1] == '\t')) (*n)--;
 }
 
-static bool eq(const uint8_t *s, int64_t n, const char *lit) {
-  size_t l = strlen(lit);
-  return (int64_t)l == n && memcmp(s, lit, l) == 0;
-}
+#define EQ(s, n, lit) ((n) == (int64_t)sizeof(lit) - 1 && memcmp((s), (lit), sizeof(lit) - 1) == 0)
 
 bool qv_text_is_default_null(const uint8_t *s, int64_t n) {
-  static const char *const kNulls[] = {"#N/A", "#N/A N/A", "#NA",     "-1.#IND", "-1.#QNAN", "-NaN",
-                                       "-nan", "1.#IND",   "1.#QNAN", "N/A",     "NA",       "NULL",
-                                       "NaN",  "n/a",      "nan",     "null"};
-  if (n == 0) return true;
-  if (n > 8) return false;
-  for (size_t i = 0; i < sizeof kNulls / sizeof kNulls[0]; i++)
-    if (eq(s, n, kNulls[i])) return true;
-  return false;
+  switch (n) {
+    case 0: return true;
+    case 2: return EQ(s, n, "NA");
+    case 3: return EQ(s, n, "#NA") || EQ(s, n, "N/A") || EQ(s, n, "NaN") || EQ(s, n, "n/a") ||
+                   EQ(s, n, "nan");
+    case 4: return EQ(s, n, "#N/A") || EQ(s, n, "-NaN") || EQ(s, n, "-nan") || EQ(s, n, "NULL") ||
+                   EQ(s, n, "null");
+    case 6: return EQ(s, n, "1.#IND");
+    case 7: return EQ(s, n, "-1.#IND") || EQ(s, n, "1.#QNAN");
+    case 8: return EQ(s, n, "#N/A N/A") || EQ(s, n, "-1.#QNAN");
+    default: return false;
+  }
 }
 
 static int hexval(uint8_t c) {
@@ -103,11 +104,11 @@ bool qv_text_parse_double(const uint8_t *s, int64_t n, double *out) {
   bool neg = false;
   if (*p == '+' || *p == '-') neg = *p++ == '-';
   int64_t rest = end - p;
-  if (ieq(p, rest, "inf") || ieq(p, rest, "infinity")) {
+  if (rest >= 3 && (p[0] | 0x20) >= 'a' && (ieq(p, rest, "inf") || ieq(p, rest, "infinity"))) {
     *out = neg ? -INFINITY : INFINITY;
     return true;
   }
-  if (ieq(p, rest, "nan")) {
+  if (rest == 3 && ieq(p, rest, "nan")) {
     *out = neg ? -NAN : NAN;
     return true;
   }
@@ -177,11 +178,12 @@ bool qv_text_parse_double(const uint8_t *s, int64_t n, double *out) {
 }
 
 bool qv_text_parse_bool(const uint8_t *s, int64_t n, bool *out) {
-  if (eq(s, n, "1") || eq(s, n, "True") || eq(s, n, "TRUE") || eq(s, n, "true")) {
+  if (n < 1 || n > 5) return false;
+  if (EQ(s, n, "1") || EQ(s, n, "True") || EQ(s, n, "TRUE") || EQ(s, n, "true")) {
     *out = true;
     return true;
   }
-  if (eq(s, n, "0") || eq(s, n, "False") || eq(s, n, "FALSE") || eq(s, n, "false")) {
+  if (EQ(s, n, "0") || EQ(s, n, "False") || EQ(s, n, "FALSE") || EQ(s, n, "false")) {
     *out = false;
     return true;
   }
