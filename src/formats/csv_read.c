@@ -334,6 +334,8 @@ static bool accepts(const reader *r, int k, const uint8_t *s, int64_t n, uint8_t
       bool z;
       if (!qv_text_parse_timestamp(s, n, &sec, &ns, &fd, &z)) return false;
       if (k == K_TS && fd > 0) return false;
+      if (k == K_TSNS && (sec > INT64_MAX / 1000000000 - 1 || sec < INT64_MIN / 1000000000 + 1))
+        return false; /* out of timestamp[ns]'s range: pyarrow takes it for text */
       *tz |= z ? 2 : 1;
       return *tz != 3;
     }
@@ -398,8 +400,13 @@ static qv_status bad_value(const reader *r, const span *f, const qv_type *t, qv_
   return err_at(r, err, QV_EINVAL, f->start, "", detail);
 }
 
+/* Column c of block b as an array of `type`. `kind` is the inferred kind
+ * (K_EXPLICIT for a type given by the caller); under an inferred kind the
+ * values must also be what inference accepts (zones as the type says,
+ * no fraction under timestamp[s]; with `trial`, UTF-8 for text): a value
+ * that is not is QV_EINVAL, the cue for a trial conversion to infer. */
 static qv_status convert_col(const reader *r, const block *b, int32_t c, int kind,
-                             const qv_type *type, qv_bytes *scratch, qv_array **out,
+                             const qv_type *type, bool trial, qv_bytes *scratch, qv_array **out,
                              qv_error *err) {
   int64_t n = b->n_rows;
   qv_type *t = (qv_type *)type;
@@ -420,7 +427,8 @@ static qv_status convert_col(const reader *r, const block *b, int32_t c, int kin
   }
   bool strings_null = r->o.pandas || !(id == QV_STRING || id == QV_LARGE_STRING ||
                                        id == QV_BINARY || id == QV_LARGE_BINARY);
-  bool check_utf8 = id == QV_STRING || id == QV_LARGE_STRING;
+  /* inferred text was validated by the inference already */
+  bool check_utf8 = (id == QV_STRING || id == QV_LARGE_STRING) && (kind == K_EXPLICIT || trial);
   for (int64_t row = 0; st == QV_OK && row < n; row++) {
     const span *f = &b->f[row * r->ncols + c];
     int64_t len;
@@ -500,6 +508,8 @@ static qv_status convert_col(const reader *r, const block *b, int32_t c, int kin
         static const int64_t kMul[] = {1, 1000, 1000000, 1000000000};
         static const int32_t kDiv[] = {1000000000, 1000000, 1000, 1};
         if (ok && ns % kDiv[type->unit] != 0) ok = false;
+        if (ok && kind != K_EXPLICIT && (z != (type->timezone != NULL) || (kind == K_TS && fd > 0)))
+          ok = false;
         if (ok && (__builtin_mul_overflow(sec, kMul[type->unit], &v) ||
                    __builtin_add_overflow(v, (int64_t)(ns / kDiv[type->unit]), &v)))
           ok = false;
@@ -542,35 +552,6 @@ static qv_status convert_col(const reader *r, const block *b, int32_t c, int kin
 /* ------------------------------------------------------------------------ */
 /* Tasks                                                                     */
 
-typedef struct task_ctx {
-  reader *r;
-  qv_bytes *scratch; /* per worker */
-  int phase;         /* 0 tokenise, 1 infer, 2 convert */
-} task_ctx;
-
-static void run_task(void *vctx, int64_t i, int worker) {
-  task_ctx *ctx = vctx;
-  reader *r = ctx->r;
-  block *b = &r->blocks[i];
-  if (b->st != QV_OK) return;
-  if (ctx->phase == 0) {
-    b->st = tokenise(r, b, r->ncols, INT64_MAX, &b->err);
-  } else if (ctx->phase == 1) {
-    for (int32_t c = 0; c < r->ncols; c++) {
-      if (r->col_kind[c] == K_EXPLICIT) continue;
-      r->kinds[i * r->ncols + c] =
-          infer_block_col(r, b, c, K_NULL, &r->tzs[i * r->ncols + c], &r->nulls[i * r->ncols + c],
-                          &ctx->scratch[worker]);
-    }
-  } else {
-    for (int32_t c = 0; c < r->ncols && b->st == QV_OK; c++)
-      b->st = convert_col(r, b, c, r->col_kind[c], r->col_type[c], &ctx->scratch[worker],
-                          &r->out[i * r->ncols + c], &b->err);
-    free(b->f);
-    b->f = NULL;
-  }
-}
-
 static qv_type *kind_type(int k, uint8_t tz) {
   switch (k) {
     case K_NULL: return qv_type_new(QV_NA);
@@ -587,6 +568,82 @@ static qv_type *kind_type(int k, uint8_t tz) {
     case K_REAL: return qv_type_new(QV_DOUBLE);
     case K_TEXT: return qv_type_new(QV_STRING);
     default: return qv_type_new(QV_BINARY);
+  }
+}
+
+/* The inferred type of kind k (pandas: text as large_string). */
+static qv_type *col_type_for(const reader *r, int k, uint8_t tz) {
+  if (r->o.pandas && k >= K_TEXT)
+    return qv_type_new(k == K_TEXT ? QV_LARGE_STRING : QV_LARGE_BINARY);
+  return kind_type(k, tz);
+}
+
+typedef struct task_ctx {
+  reader *r;
+  qv_bytes *scratch; /* per worker */
+  int phase;         /* 0 tokenise, 1 infer, 2 convert */
+} task_ctx;
+
+static void run_task(void *vctx, int64_t i, int worker) {
+  task_ctx *ctx = vctx;
+  reader *r = ctx->r;
+  block *b = &r->blocks[i];
+  if (b->st != QV_OK) return;
+  if (ctx->phase == 0) {
+    b->st = tokenise(r, b, r->ncols, INT64_MAX, &b->err);
+  } else if (ctx->phase == 1) {
+    /* infer by converting: the kind of the first value is tried on the
+     * whole column (one parse in the common case); when some value does
+     * not fit, the column is inferred value by value and converted again */
+    qv_bytes *scratch = &ctx->scratch[worker];
+    for (int32_t c = 0; c < r->ncols && b->st == QV_OK; c++) {
+      if (r->col_kind[c] == K_EXPLICIT) continue;
+      int64_t at = i * r->ncols + c;
+      uint8_t tz = 0;
+      int k = K_NULL;
+      for (int64_t row = 0; row < b->n_rows && k == K_NULL; row++) {
+        int64_t len;
+        const uint8_t *v = field_bytes(r, &b->f[row * r->ncols + c], scratch, &len);
+        if (v == NULL || !is_null(r, v, len)) {
+          k = K_INT;
+          while (v != NULL && k < K_BINARY && !accepts(r, k, v, len, &tz)) k = next_kind(r, k);
+          if (v == NULL) k = K_BINARY;
+        }
+      }
+      qv_array *a = NULL;
+      qv_type *t = col_type_for(r, k, tz);
+      qv_status st = t ? convert_col(r, b, c, k, t, true, scratch, &a, &b->err)
+                       : qv_error_set(&b->err, QV_ENOMEM, "out of memory");
+      qv_type_unref(t);
+      if (st == QV_EINVAL) {
+        uint8_t has_null = 0;
+        tz = 0;
+        k = infer_block_col(r, b, c, K_NULL, &tz, &has_null, scratch);
+        t = col_type_for(r, k, tz);
+        st = t ? convert_col(r, b, c, k, t, false, scratch, &a, &b->err)
+               : qv_error_set(&b->err, QV_ENOMEM, "out of memory");
+        qv_type_unref(t);
+      }
+      if (st != QV_OK) {
+        b->st = st;
+        break;
+      }
+      r->kinds[at] = k;
+      r->tzs[at] = tz;
+      r->nulls[at] = a->null_count > 0;
+      r->out[at] = a;
+    }
+  } else {
+    for (int32_t c = 0; c < r->ncols && b->st == QV_OK; c++) {
+      qv_array **a = &r->out[i * r->ncols + c];
+      if (*a != NULL && qv_type_equals((*a)->type, r->col_type[c], false)) continue;
+      qv_array_unref(*a);
+      *a = NULL;
+      b->st = convert_col(r, b, c, r->col_kind[c], r->col_type[c], false, &ctx->scratch[worker], a,
+                          &b->err);
+    }
+    free(b->f);
+    b->f = NULL;
   }
 }
 
@@ -707,12 +764,18 @@ static qv_status read_impl(reader *r, const qv_csv_read_options *o, qv_read_resu
     r->kinds = calloc((size_t)(nb * ncols + 1), sizeof *r->kinds);
     r->tzs = calloc((size_t)(nb * ncols + 1), 1);
     r->nulls = calloc((size_t)(nb * ncols + 1), 1);
-    if (r->kinds == NULL || r->tzs == NULL || r->nulls == NULL)
+    r->out = calloc((size_t)(nb * ncols + 1), sizeof *r->out);
+    if (r->kinds == NULL || r->tzs == NULL || r->nulls == NULL || r->out == NULL)
       st = qv_error_set(err, QV_ENOMEM, "out of memory");
   }
   if (st == QV_OK) {
     ctx.phase = 1;
     qv_pool_run(pool, nb, run_task, &ctx);
+    for (int64_t i = 0; st == QV_OK && i < nb; i++)
+      if (r->blocks[i].st != QV_OK) {
+        st = r->blocks[i].st;
+        *err = r->blocks[i].err;
+      }
   }
   /* the column kinds: the first kind >= every block's that all accept */
   for (int32_t c = 0; st == QV_OK && c < ncols; c++) {
@@ -752,16 +815,8 @@ static qv_status read_impl(reader *r, const qv_csv_read_options *o, qv_read_resu
       if (k == K_NULL || (k == K_INT && any_null)) k = K_REAL;
     }
     r->col_kind[c] = k;
-    r->col_type[c] = kind_type(k, tz);
-    if (r->o.pandas && k >= K_TEXT && r->col_type[c]) {
-      qv_type_unref(r->col_type[c]);
-      r->col_type[c] = qv_type_new(k == K_TEXT ? QV_LARGE_STRING : QV_LARGE_BINARY);
-    }
+    r->col_type[c] = col_type_for(r, k, tz);
     if (r->col_type[c] == NULL) st = qv_error_set(err, QV_ENOMEM, "out of memory");
-  }
-  if (st == QV_OK) {
-    r->out = calloc((size_t)(nb * ncols + 1), sizeof *r->out);
-    if (r->out == NULL) st = qv_error_set(err, QV_ENOMEM, "out of memory");
   }
   if (st == QV_OK) {
     ctx.phase = 2;
