@@ -237,7 +237,7 @@ static const uint8_t *field_bytes(const reader *r, const span *f, qv_bytes *scra
     return s + 1;
   }
   scratch->len = 0;
-  if (!qv_bytes_reserve(scratch, n)) {
+  if (!qv_bytes_reserve(scratch, n + 1)) {
     *len = -1;
     return NULL;
   }

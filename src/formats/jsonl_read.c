@@ -212,7 +212,7 @@ static qv_status lex_string(parser *p, const uint8_t **out, int64_t *len) {
   }
   if (i >= p->end) return syntax(p, "an unterminated string");
   p->pos = i + 1;
-  *out = b->data;
+  *out = b->data ? b->data : (const uint8_t *)"";
   *len = b->len;
   if (!qv_text_valid_utf8(*out, *len)) return syntax(p, "a string that is not UTF-8");
   return QV_OK;
@@ -312,7 +312,6 @@ static shape *shape_field(shape *s, const uint8_t *name, int64_t len, int32_t hi
       return s->fields[i];
     }
   }
-  if (memchr(name, 0, (size_t)len)) return NULL;
   if (s->n_fields == s->cap_fields) {
     int32_t cap = s->cap_fields ? s->cap_fields * 2 : 8;
     shape **f = realloc(s->fields, (size_t)cap * sizeof *f);
@@ -369,6 +368,10 @@ static qv_status infer_object(parser *p, shape *s, int depth) {
     const uint8_t *key;
     int64_t klen;
     QV_RETURN_NOT_OK(lex_string(p, &key, &klen));
+    if (memchr(key, 0, (size_t)klen)) {
+      p->pos = key_at;
+      return syntax(p, "a key holding a NUL character");
+    }
     int32_t idx;
     shape *c = shape_field(s, key, klen, k, &idx);
     if (c == NULL) return qv_error_set(p->err, QV_ENOMEM, "out of memory");

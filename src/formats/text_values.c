@@ -21,10 +21,12 @@ bool qv_text_is_default_null(const uint8_t *s, int64_t n) {
   switch (n) {
     case 0: return true;
     case 2: return EQ(s, n, "NA");
-    case 3: return EQ(s, n, "#NA") || EQ(s, n, "N/A") || EQ(s, n, "NaN") || EQ(s, n, "n/a") ||
-                   EQ(s, n, "nan");
-    case 4: return EQ(s, n, "#N/A") || EQ(s, n, "-NaN") || EQ(s, n, "-nan") || EQ(s, n, "NULL") ||
-                   EQ(s, n, "null");
+    case 3:
+      return EQ(s, n, "#NA") || EQ(s, n, "N/A") || EQ(s, n, "NaN") || EQ(s, n, "n/a") ||
+             EQ(s, n, "nan");
+    case 4:
+      return EQ(s, n, "#N/A") || EQ(s, n, "-NaN") || EQ(s, n, "-nan") || EQ(s, n, "NULL") ||
+             EQ(s, n, "null");
     case 6: return EQ(s, n, "1.#IND");
     case 7: return EQ(s, n, "-1.#IND") || EQ(s, n, "1.#QNAN");
     case 8: return EQ(s, n, "#N/A N/A") || EQ(s, n, "-1.#QNAN");
