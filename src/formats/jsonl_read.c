@@ -224,7 +224,9 @@ static qv_status lex_number(parser *p, bool *is_int, int64_t *iv, double *dv) {
   const uint8_t *d = p->r->d;
   int64_t s = p->pos, i = s;
   static const char *const kSpecial[] = {"NaN", "Infinity", "-Infinity"};
-  for (int k = 0; k < 3; k++) {
+  bool special = i < p->end &&
+                 (d[i] == 'N' || d[i] == 'I' || (d[i] == '-' && i + 1 < p->end && d[i + 1] == 'I'));
+  for (int k = 0; special && k < 3; k++) {
     size_t l = strlen(kSpecial[k]);
     if (p->end - i >= (int64_t)l && memcmp(d + i, kSpecial[k], l) == 0) {
       *is_int = false;
@@ -233,11 +235,18 @@ static qv_status lex_number(parser *p, bool *is_int, int64_t *iv, double *dv) {
       return QV_OK;
     }
   }
-  if (i < p->end && d[i] == '-') i++;
+  bool neg = i < p->end && d[i] == '-';
+  if (neg) i++;
   if (i >= p->end || d[i] < '0' || d[i] > '9') return syntax(p, "a bad number");
+  uint64_t mag = 0;
+  bool fits = true;
   if (d[i] == '0') i++;
   else
-    while (i < p->end && d[i] >= '0' && d[i] <= '9') i++;
+    for (; i < p->end && d[i] >= '0' && d[i] <= '9'; i++) {
+      unsigned dig = (unsigned)(d[i] - '0');
+      if (mag > (UINT64_MAX - dig) / 10) fits = false;
+      else mag = mag * 10 + dig;
+    }
   bool integral = true;
   if (i < p->end && d[i] == '.') {
     integral = false;
@@ -253,7 +262,8 @@ static qv_status lex_number(parser *p, bool *is_int, int64_t *iv, double *dv) {
     while (i < p->end && d[i] >= '0' && d[i] <= '9') i++;
   }
   p->pos = i;
-  if (integral && qv_text_parse_int64(d + s, i - s, iv)) {
+  if (integral && fits && mag <= (uint64_t)INT64_MAX + (neg ? 1 : 0)) {
+    *iv = neg ? (int64_t)(0 - mag) : (int64_t)mag;
     *is_int = true;
     *dv = *iv == 0 && d[s] == '-' ? -0.0 : (double)*iv; /* "-0" read as a real keeps its sign */
     return QV_OK;
@@ -264,10 +274,20 @@ static qv_status lex_number(parser *p, bool *is_int, int64_t *iv, double *dv) {
 }
 
 static bool lit(parser *p, const char *w) {
-  size_t l = strlen(w);
-  if (p->end - p->pos < (int64_t)l || memcmp(p->r->d + p->pos, w, l) != 0) return false;
-  p->pos += (int64_t)l;
+  const uint8_t *d = p->r->d + p->pos;
+  if (p->pos >= p->end || d[0] != (uint8_t)w[0]) return false;
+  int64_t l = 1;
+  while (w[l] != '\0') {
+    if (p->pos + l >= p->end || d[l] != (uint8_t)w[l]) return false;
+    l++;
+  }
+  p->pos += l;
   return true;
+}
+
+/* Whether NUL-terminated `name` is the klen bytes at key (keys hold no NUL). */
+static inline bool name_is(const char *name, const uint8_t *key, int64_t klen) {
+  return strncmp(name, (const char *)key, (size_t)klen) == 0 && name[klen] == '\0';
 }
 
 /* ------------------------------------------------------------------------ */
@@ -300,14 +320,14 @@ static shape *shape_new(shape *parent, const char *name, int64_t len) {
 static shape *shape_field(shape *s, const uint8_t *name, int64_t len, int32_t hint, int32_t *idx) {
   if (hint >= 0 && hint < s->n_fields) {
     const char *f = s->fields[hint]->name;
-    if ((int64_t)strlen(f) == len && memcmp(f, name, (size_t)len) == 0) {
+    if (name_is(f, name, len)) {
       *idx = hint;
       return s->fields[hint];
     }
   }
   for (int32_t i = 0; i < s->n_fields; i++) {
     const char *f = s->fields[i]->name;
-    if ((int64_t)strlen(f) == len && memcmp(f, name, (size_t)len) == 0) {
+    if (name_is(f, name, len)) {
       *idx = i;
       return s->fields[i];
     }
@@ -566,13 +586,9 @@ static qv_status build_object(parser *p, qv_builder *b, const qv_type *t, int de
       int64_t klen;
       if ((st = lex_string(p, &key, &klen)) != QV_OK) break;
       int32_t idx = -1;
-      if (k < n && (int64_t)strlen(t->children[k].name) == klen &&
-          memcmp(t->children[k].name, key, (size_t)klen) == 0)
-        idx = k;
+      if (k < n && name_is(t->children[k].name, key, klen)) idx = k;
       for (int32_t i = 0; idx < 0 && i < n; i++)
-        if ((int64_t)strlen(t->children[i].name) == klen &&
-            memcmp(t->children[i].name, key, (size_t)klen) == 0)
-          idx = i;
+        if (name_is(t->children[i].name, key, klen)) idx = i;
       skip_ws(p);
       if (p->pos >= p->end || p->r->d[p->pos] != ':') {
         st = syntax(p, "expected ':'");
