@@ -5,7 +5,7 @@
  * the types `pyarrow.csv.read_csv` infers by default: null, int64, bool,
  * date32, time32[s], timestamp[s], timestamp[ns] (with tz=UTC when every
  * value carries a zone), double, string, binary (text that is not UTF-8).
- * The file is split into blocks of about `block_size` bytes at row
+ * The file is read into memory (not mapped) and split into blocks of about `block_size` bytes at row
  * boundaries and blocks are parsed and converted on all cores; one record
  * batch per block. The writer renders batches as `pyarrow.csv.write_csv`
  * does (header of quoted names, strings always quoted, nulls as empty
@@ -64,7 +64,8 @@ typedef struct qv_csv_read_options {
 } qv_csv_read_options;
 
 /**
- * Read a whole CSV file (mapped read-only; the result copies what it
+ * Read a whole CSV file (read into memory, not mapped, so a file that
+ * shrinks meanwhile cannot fault the parser; the result copies what it
  * keeps). `options` may be NULL. On success `out` owns a schema and the
  * batches (free with qv_read_result_reset); on failure `out` is zeroed and
  * `err` names the file, line (1-based) and column (1-based byte) of a

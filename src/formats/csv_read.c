@@ -930,7 +930,7 @@ qv_status qv_csv_read_path(const char *path, const qv_csv_read_options *options,
                            qv_read_result *out, qv_error *err) {
   memset(out, 0, sizeof *out);
   qv_buffer *buf = NULL;
-  QV_RETURN_NOT_OK(qv_buffer_map_file(path, &buf, NULL, err));
+  QV_RETURN_NOT_OK(qv_text_read_file(path, &buf, err));
   qv_status st = qv_csv_read_buffer(buf->data, buf->size, path, options, out, err);
   qv_buffer_unref(buf);
   return st;

@@ -64,6 +64,9 @@ void qv_bytes_free(qv_bytes *b);
  *  buffers (references taken over, any may be NULL) and null count. */
 qv_status qv_text_make_array(qv_type *type, int64_t length, int64_t null_count, qv_buffer *b0,
                              qv_buffer *b1, qv_buffer *b2, qv_array **out, qv_error *err);
+/** The whole file at `path` read into a heap buffer (read, not mapped: a
+ *  file that shrinks while it is parsed cannot fault the parser). */
+qv_status qv_text_read_file(const char *path, qv_buffer **out, qv_error *err);
 /** A heap buffer holding a copy of n bytes. */
 qv_status qv_text_buffer_from(const void *data, int64_t n, qv_buffer **out, qv_error *err);
 

@@ -4,9 +4,12 @@
  * null strings) and the array helpers the CSV and JSON Lines readers
  * share. Formats layer.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "formats/text_internal.h"
 
@@ -398,4 +401,13 @@ qv_status qv_text_buffer_from(const void *data, int64_t n, qv_buffer **out, qv_e
   QV_RETURN_NOT_OK(qv_buffer_alloc(n, out, err));
   if (n > 0) memcpy((*out)->data, data, (size_t)n);
   return QV_OK;
+}
+
+qv_status qv_text_read_file(const char *path, qv_buffer **out, qv_error *err) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return qv_error_set(err, QV_EIO, "cannot open '%s': %s", path, strerror(errno));
+  qv_status st = qv_buffer_read_fd(fd, 0, out, err);
+  close(fd);
+  if (st != QV_OK) qv_error_prefix(err, st, "%s: ", path);
+  return st;
 }
