@@ -66,7 +66,9 @@ int cmd_head(int argc, char **argv);
 int cmd_get(int argc, char **argv);
 int cmd_integration(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
-/* convert_text.c: convert when either side is CSV or JSON Lines */
+/* convert_text.c: convert when either side is CSV or JSON Lines; whether
+ * s ends in suf (ASCII case ignored; suf in lower case) */
+bool cli_has_suffix(const char *s, const char *suf);
 bool cli_convert_is_text(int argc, char **argv);
 int cmd_convert_text(int argc, char **argv);
 /* `quiver info` of a CSV / JSON Lines file (kind QV_PATH_CSV / QV_PATH_JSON) */

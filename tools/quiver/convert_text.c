@@ -19,7 +19,7 @@
 
 typedef enum { TF_NONE, TF_ARROW, TF_CSV, TF_JSONL } tfmt;
 
-static bool ends_with(const char *s, const char *suf) {
+bool cli_has_suffix(const char *s, const char *suf) {
   size_t a = strlen(s), b = strlen(suf);
   if (a < b) return false;
   for (size_t i = 0; i < b; i++) {
@@ -31,8 +31,9 @@ static bool ends_with(const char *s, const char *suf) {
 }
 
 static tfmt fmt_of_path(const char *p) {
-  if (ends_with(p, ".csv") || ends_with(p, ".tsv")) return TF_CSV;
-  if (ends_with(p, ".json") || ends_with(p, ".jsonl") || ends_with(p, ".ndjson")) return TF_JSONL;
+  if (cli_has_suffix(p, ".csv") || cli_has_suffix(p, ".tsv")) return TF_CSV;
+  if (cli_has_suffix(p, ".json") || cli_has_suffix(p, ".jsonl") || cli_has_suffix(p, ".ndjson"))
+    return TF_JSONL;
   return TF_ARROW;
 }
 
@@ -178,7 +179,7 @@ int cmd_convert_text(int argc, char **argv) {
   if (to == TF_NONE) to = fmt_of_path(out);
   if (strcmp(out, "-") == 0) return cli_usage("convert", "text output goes to a file, not stdout");
   char in_delim = from == TF_CSV ? delim : 0;
-  char out_delim = to == TF_CSV ? (delim ? delim : (ends_with(out, ".tsv") ? '\t' : ',')) : 0;
+  char out_delim = to == TF_CSV ? (delim ? delim : (cli_has_suffix(out, ".tsv") ? '\t' : ',')) : 0;
 
   qv_error err;
   qv_read_result res;

@@ -28,13 +28,8 @@ static const char kHelp[] =
     "(.csv, .tsv), JSON Lines (.json, .jsonl) or anything else quiver opens.\n"
     "DST is replaced atomically.\n";
 
-static bool has_suffix(const char *s, const char *suf) {
-  size_t a = strlen(s), b = strlen(suf);
-  return a >= b && strcmp(s + a - b, suf) == 0;
-}
-
 static qv_status open_src(const char *path, qv_dataset **out, qv_error *err) {
-  if (!has_suffix(path, ".csv") && !has_suffix(path, ".tsv") && !has_suffix(path, ".CSV"))
+  if (!cli_has_suffix(path, ".csv") && !cli_has_suffix(path, ".tsv"))
     return cli_open_dataset(path, NULL, NULL, out, err);
   qv_csv_read_options o;
   memset(&o, 0, sizeof o);
