@@ -107,6 +107,7 @@ def main():
                     f"(CPU {cpu_p / cpu_q:.2f}x)")
             if not a.skip_datasets:
                 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+                os.environ.setdefault("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")
                 import datasets
                 cache = os.path.join(d, f"hf-cache-{kind}")
                 shutil.rmtree(cache, ignore_errors=True)
