@@ -1,0 +1,108 @@
+/*
+ * table_parquet.c — a Parquet file as an in-memory table with pyarrow's
+ * default types: the formats layer's reader (quiver/parquet.h) plus the
+ * stored "ARROW:schema" (base64 of an IPC schema message, decoded with
+ * the ipc layer's message decoder) as the target types. Table layer.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ipc/ipc_internal.h"
+#include "quiver/parquet.h"
+#include "quiver/table.h"
+
+static int b64_value(uint8_t c) {
+  if (c >= 'A' && c <= 'Z') return c - 'A';
+  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+  if (c >= '0' && c <= '9') return c - '0' + 52;
+  if (c == '+' || c == '-') return 62;
+  if (c == '/' || c == '_') return 63;
+  return -1;
+}
+
+/* Standard or URL-safe base64, '=' padding optional; whitespace refused. */
+static bool b64_decode(const char *s, int64_t n, uint8_t **out, int64_t *out_len) {
+  uint8_t *d = malloc((size_t)(n / 4 * 3 + 4));
+  if (d == NULL) return false;
+  int64_t k = 0;
+  uint32_t acc = 0;
+  int bits = 0;
+  for (int64_t i = 0; i < n; i++) {
+    if (s[i] == '=') break;
+    int v = b64_value((uint8_t)s[i]);
+    if (v < 0) {
+      free(d);
+      return false;
+    }
+    acc = (acc << 6) | (uint32_t)v;
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      d[k++] = (uint8_t)(acc >> bits);
+    }
+  }
+  *out = d;
+  *out_len = k;
+  return true;
+}
+
+qv_status qv_parquet_stored_schema(const qv_parquet_file *f, qv_schema **out, qv_error *err) {
+  *out = NULL;
+  const qv_kv *kv = qv_metadata_find(qv_parquet_key_value_metadata(f), "ARROW:schema");
+  if (kv == NULL) return QV_OK;
+  uint8_t *bytes = NULL;
+  int64_t n = 0;
+  if (!b64_decode(kv->value, kv->value_len, &bytes, &n))
+    return qv_error_set(err, QV_EINVAL, "ARROW:schema: not base64");
+  const uint8_t *p = bytes;
+  int64_t left = n;
+  if (left >= 4 && memcmp(p, "\xff\xff\xff\xff", 4) == 0) {
+    p += 4;
+    left -= 4;
+  }
+  qv_status st = QV_OK;
+  if (left < 4) {
+    st = qv_error_set(err, QV_EINVAL, "ARROW:schema: %lld bytes, too short", (long long)n);
+  } else {
+    int64_t len = (int64_t)((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+                            (uint32_t)p[3] << 24);
+    if (len > left - 4) len = left - 4;
+    qv_ipc_message m;
+    memset(&m, 0, sizeof m);
+    st = qv_ipc_decode_message(p + 4, len, &m, err);
+    if (st == QV_OK && (m.type != QV_MSG_SCHEMA || m.schema == NULL))
+      st = qv_error_set(err, QV_EINVAL, "ARROW:schema: not a schema message");
+    if (st == QV_OK) *out = qv_schema_ref(m.schema);
+    else qv_error_prefix(err, st, "ARROW:schema: ");
+    qv_ipc_message_reset(&m);
+  }
+  free(bytes);
+  return st;
+}
+
+qv_status qv_table_read_parquet(const char *path, const qv_parquet_read_options *options,
+                                qv_table **out, qv_error *err) {
+  qv_parquet_file *f = NULL;
+  QV_RETURN_NOT_OK(qv_parquet_open_path(path, &f, err));
+  qv_parquet_read_options o;
+  memset(&o, 0, sizeof o);
+  if (options) o = *options;
+  qv_schema *stored = NULL;
+  qv_error ignored;
+  /* A stored schema that does not decode is ignored, as pyarrow does. */
+  if (qv_parquet_stored_schema(f, &stored, &ignored) != QV_OK) stored = NULL;
+  o.arrow_schema = stored;
+  qv_array **batches = NULL;
+  int64_t n = 0;
+  qv_schema *schema = NULL;
+  qv_status st = qv_parquet_read(f, &o, &batches, &n, &schema, err);
+  if (st == QV_OK) {
+    st = qv_table_from_batches(schema, batches, n, out, err);
+    for (int64_t i = 0; i < n; i++) qv_array_unref(batches[i]);
+    free(batches);
+  }
+  qv_schema_unref(schema);
+  qv_schema_unref(stored);
+  qv_parquet_close(f);
+  return st;
+}
