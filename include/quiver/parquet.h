@@ -111,8 +111,9 @@ typedef struct qv_parquet_read_options {
   /* Optional target schema (e.g. decoded from the stored ARROW:schema)
    * with the same columns as qv_parquet_schema: each column is cast to
    * its type where qv_array_cast converts; others keep the file's type.
-   * Field metadata is taken from it; schema metadata is the file's
-   * key/value metadata minus "ARROW:schema". Borrowed. */
+   * Field metadata and schema metadata are taken from it (without it,
+   * schema metadata is the file's key/value metadata minus
+   * "ARROW:schema"). Borrowed. */
   const qv_schema *arrow_schema;
 } qv_parquet_read_options;
 

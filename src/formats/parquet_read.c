@@ -15,6 +15,7 @@
 
 #include "core/parallel_internal.h"
 #include "formats/parquet_read_internal.h"
+#include "quiver/builder.h"
 #include "quiver/parquet.h"
 
 #define PQ_DEFAULT_MAX_ALLOC ((int64_t)1 << 30)
@@ -1219,6 +1220,66 @@ static void mark_leaves(const qv_pq_node *n, bool *want) {
   for (int32_t i = 0; i < n->n_children; i++) mark_leaves(n->children[i], want);
 }
 
+/* The values of `a` as a dictionary array of type `dt` (values in order
+ * of first appearance, as Arrow's dictionary builders): for binary-like
+ * and integer value types. */
+static bool dict_encodable(const qv_type *from, const qv_type *dt) {
+  if (dt->id != QV_DICTIONARY || dt->value_type == NULL ||
+      !qv_type_equals(from, dt->value_type, false))
+    return false;
+  qv_type_id id = from->id;
+  return id == QV_STRING || id == QV_BINARY || id == QV_LARGE_STRING || id == QV_LARGE_BINARY ||
+         qv_type_id_is_integer(id);
+}
+
+/* Append the values of `a` to dictionary builder b and finish the
+ * array (the builder keeps its dictionary, so every finished array's
+ * dictionary is a prefix of the next one's). */
+static qv_status dict_encode(qv_builder *b, qv_array *a, qv_array **out, qv_error *err) {
+  qv_status st = qv_builder_reserve(b, a->length, err);
+  qv_type_id id = a->type->id;
+  const uint8_t *data = a->n_buffers > 2 && a->buffers[2] ? a->buffers[2]->data : NULL;
+  for (int64_t i = 0; i < a->length && st == QV_OK; i++) {
+    if (!qv_array_is_valid(a, i)) st = qv_builder_append_null(b, err);
+    else if (qv_type_id_is_integer(id)) {
+      if (id == QV_UINT64) st = qv_builder_append_uint(b, qv_array_uint_at(a, i), err);
+      else st = qv_builder_append_int(b, qv_array_int_at(a, i), err);
+    } else {
+      int64_t s = qv_array_offset_at(a, i), e = qv_array_offset_at(a, i + 1);
+      st = qv_builder_append_bytes(b, data ? data + s : NULL, e - s, err);
+    }
+  }
+  if (st == QV_OK) st = qv_builder_finish(b, out, err);
+  return st;
+}
+
+/* Column i of every batch dictionary-encoded to type dt, all batches
+ * sharing the final dictionary (one dictionary for the whole file, as the
+ * IPC file format needs). */
+static qv_status dict_encode_column(qv_array **batches, int64_t n, int32_t i, qv_type *dt,
+                                    qv_error *err) {
+  qv_builder *b = NULL;
+  QV_RETURN_NOT_OK(qv_builder_new(dt, &b, err));
+  qv_status st = QV_OK;
+  for (int64_t k = 0; k < n && st == QV_OK; k++) {
+    qv_array *enc = NULL;
+    st = dict_encode(b, batches[k]->children[i], &enc, err);
+    if (st == QV_OK) {
+      qv_array_unref(batches[k]->children[i]);
+      batches[k]->children[i] = enc;
+    }
+  }
+  qv_builder_free(b);
+  if (st != QV_OK || n == 0) return st;
+  qv_array *last = batches[n - 1]->children[i]->dictionary;
+  for (int64_t k = 0; k + 1 < n; k++) {
+    qv_array *c = batches[k]->children[i];
+    qv_array_unref(c->dictionary);
+    c->dictionary = qv_array_ref(last);
+  }
+  return QV_OK;
+}
+
 typedef struct read_job {
   qv_parquet_file *f;
   const int32_t *columns;
@@ -1267,8 +1328,12 @@ static qv_status read_row_group(read_job *j, int32_t g, qv_array **out, qv_error
                        f->name, g, n->name, (long long)col->length, (long long)rows);
     if (st == QV_OK && j->cast_to[i] != NULL) {
       qv_array *cast = NULL;
-      st = qv_array_cast(col, j->cast_to[i], &cast, err);
-      qv_array_unref(col);
+      if (dict_encodable(col->type, j->cast_to[i])) {
+        cast = col; /* dictionary-encoded after all row groups (one dictionary) */
+      } else {
+        st = qv_array_cast(col, j->cast_to[i], &cast, err);
+        qv_array_unref(col);
+      }
       col = cast;
     }
     if (st == QV_OK) batch->children[i] = col;
@@ -1333,8 +1398,9 @@ qv_status qv_parquet_read(qv_parquet_file *f, const qv_parquet_read_options *opt
       if (!qv_type_equals(fld->type, tf->type, false)) {
         qv_array *empty = NULL, *cast = NULL;
         qv_error ignored;
-        if (qv_array_nulls(fld->type, 1, &empty, &ignored) == QV_OK &&
-            qv_array_cast(empty, tf->type, &cast, &ignored) == QV_OK) {
+        if (dict_encodable(fld->type, tf->type) ||
+            (qv_array_nulls(fld->type, 1, &empty, &ignored) == QV_OK &&
+             qv_array_cast(empty, tf->type, &cast, &ignored) == QV_OK)) {
           cast_to[i] = tf->type;
           use = tf;
         }
@@ -1379,12 +1445,18 @@ qv_status qv_parquet_read(qv_parquet_file *f, const qv_parquet_read_options *opt
         st = status[i];
         if (err) *err = errors[i];
       }
+    for (int32_t i = 0; i < n_cols && st == QV_OK; i++)
+      if (cast_to[i] != NULL &&
+          dict_encodable(qv_schema_field(f->schema, cols[i])->type, cast_to[i]))
+        st = dict_encode_column(batches, n_rgs, i, cast_to[i], err);
   }
   qv_schema *schema = NULL;
   if (st == QV_OK) {
     schema = qv_schema_new(qv_type_ref(bt));
     if (schema == NULL) st = oom(err);
-    else if (qv_metadata_copy(&schema->metadata, &f->schema->metadata, err) != QV_OK) st = oom(err);
+    else if (qv_metadata_copy(&schema->metadata, target ? &target->metadata : &f->schema->metadata,
+                              err) != QV_OK)
+      st = oom(err);
   }
   if (st != QV_OK) {
     for (int32_t i = 0; i < n_rgs; i++) qv_array_unref(batches ? batches[i] : NULL);

@@ -80,6 +80,99 @@ qv_status qv_parquet_stored_schema(const qv_parquet_file *f, qv_schema **out, qv
   return st;
 }
 
+/* A new type of id `id` with t's parameters (no children). */
+static qv_type *type_like(const qv_type *t, qv_type_id id) {
+  qv_type *n = qv_type_new(id);
+  if (n == NULL) return NULL;
+  n->precision = t->precision;
+  n->scale = t->scale;
+  n->unit = t->unit;
+  n->byte_width = t->byte_width;
+  n->list_size = t->list_size;
+  n->keys_sorted = t->keys_sorted;
+  return n;
+}
+
+/* The type pyarrow reads a column as when the stored Arrow type is
+ * `origin` and the Parquet schema gives `inferred` (apache/arrow
+ * parquet/arrow/schema.cc, ApplyOriginalMetadata): time zones, durations,
+ * large and view binaries, dictionaries and large lists are restored;
+ * nested field names stay the Parquet ones; anything else stays inferred.
+ * Returns a new reference (NULL on allocation failure). */
+static qv_type *restore_type(qv_type *inferred, const qv_type *origin) {
+  qv_type_id a = inferred->id, b = origin->id;
+  if (a == QV_TIMESTAMP && b == QV_TIMESTAMP) {
+    if ((inferred->timezone == NULL) == (origin->timezone == NULL) &&
+        (inferred->timezone == NULL || strcmp(inferred->timezone, origin->timezone) == 0))
+      return qv_type_ref(inferred);
+    return qv_type_timestamp(inferred->unit, origin->timezone);
+  }
+  if (a == QV_INT64 && b == QV_DURATION) return qv_type_ref((qv_type *)origin);
+  if ((a == QV_STRING && (b == QV_LARGE_STRING || b == QV_STRING_VIEW)) ||
+      (a == QV_BINARY && (b == QV_LARGE_BINARY || b == QV_BINARY_VIEW)))
+    return qv_type_ref((qv_type *)origin);
+  if (b == QV_DICTIONARY && origin->value_type != NULL) {
+    qv_type *v = restore_type(inferred, origin->value_type);
+    bool same = v != NULL && qv_type_equals(v, origin->value_type, false);
+    qv_type_unref(v);
+    return same ? qv_type_ref((qv_type *)origin) : qv_type_ref(inferred);
+  }
+  bool lists = a == QV_LIST && (b == QV_LIST || b == QV_LARGE_LIST);
+  bool structs = a == QV_STRUCT && b == QV_STRUCT && inferred->n_children == origin->n_children;
+  bool maps = a == QV_MAP && b == QV_MAP && inferred->n_children == 1 && origin->n_children == 1;
+  if (!lists && !structs && !maps) return qv_type_ref(inferred);
+  if ((lists && (inferred->n_children != 1 || origin->n_children != 1)))
+    return qv_type_ref(inferred);
+  qv_type *n = type_like(inferred, lists ? b : a);
+  if (n == NULL) return NULL;
+  for (int32_t i = 0; i < inferred->n_children; i++) {
+    const qv_field *fi = &inferred->children[i];
+    qv_type *ct = restore_type(fi->type, origin->children[i].type);
+    if (ct == NULL || qv_type_add_child(n, fi->name, fi->nullable, ct,
+                                        fi->metadata.n ? &fi->metadata : NULL, NULL) != QV_OK) {
+      qv_type_unref(ct);
+      qv_type_unref(n);
+      return NULL;
+    }
+  }
+  return n;
+}
+
+/* The target schema: the file's fields with restored types and the
+ * stored fields' metadata; NULL when the stored schema does not match
+ * the file's columns. */
+static qv_schema *restore_schema(const qv_schema *file, const qv_schema *stored) {
+  int32_t n = qv_schema_num_fields(file);
+  if (qv_schema_num_fields(stored) != n) return NULL;
+  qv_type *st = qv_type_new(QV_STRUCT);
+  if (st == NULL) return NULL;
+  for (int32_t i = 0; i < n; i++) {
+    const qv_field *f = qv_schema_field(file, i), *o = qv_schema_field(stored, i);
+    if (strcmp(f->name, o->name) != 0) {
+      qv_type_unref(st);
+      return NULL;
+    }
+    qv_type *t = restore_type(f->type, o->type);
+    const qv_metadata *md = o->metadata.n ? &o->metadata : f->metadata.n ? &f->metadata : NULL;
+    if (t == NULL || qv_type_add_child(st, f->name, f->nullable, t, md, NULL) != QV_OK) {
+      qv_type_unref(t);
+      qv_type_unref(st);
+      return NULL;
+    }
+  }
+  qv_schema *s = qv_schema_new(st);
+  if (s == NULL) {
+    qv_type_unref(st);
+    return NULL;
+  }
+  /* pyarrow takes the schema metadata from the stored schema */
+  if (qv_metadata_copy(&s->metadata, &stored->metadata, NULL) != QV_OK) {
+    qv_schema_unref(s);
+    return NULL;
+  }
+  return s;
+}
+
 qv_status qv_table_read_parquet(const char *path, const qv_parquet_read_options *options,
                                 qv_table **out, qv_error *err) {
   qv_parquet_file *f = NULL;
@@ -91,7 +184,8 @@ qv_status qv_table_read_parquet(const char *path, const qv_parquet_read_options 
   qv_error ignored;
   /* A stored schema that does not decode is ignored, as pyarrow does. */
   if (qv_parquet_stored_schema(f, &stored, &ignored) != QV_OK) stored = NULL;
-  o.arrow_schema = stored;
+  qv_schema *target = stored ? restore_schema(qv_parquet_schema(f), stored) : NULL;
+  o.arrow_schema = target;
   qv_array **batches = NULL;
   int64_t n = 0;
   qv_schema *schema = NULL;
@@ -103,6 +197,7 @@ qv_status qv_table_read_parquet(const char *path, const qv_parquet_read_options 
   }
   qv_schema_unref(schema);
   qv_schema_unref(stored);
+  qv_schema_unref(target);
   qv_parquet_close(f);
   return st;
 }
