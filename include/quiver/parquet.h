@@ -130,6 +130,15 @@ QV_API qv_status qv_parquet_read(qv_parquet_file *f, const qv_parquet_read_optio
                                  qv_array ***out_batches, int64_t *out_n, qv_schema **out_schema,
                                  qv_error *err) QV_NODISCARD;
 
+/**
+ * The schema qv_parquet_read gives with these options (selected columns,
+ * target types where they convert), without reading data. On success the
+ * caller owns *out.
+ */
+QV_API qv_status qv_parquet_read_schema(const qv_parquet_file *f,
+                                        const qv_parquet_read_options *options, qv_schema **out,
+                                        qv_error *err) QV_NODISCARD;
+
 #ifdef __cplusplus
 }
 #endif

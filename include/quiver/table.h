@@ -320,6 +320,14 @@ QV_API qv_status qv_table_read_parquet(const char *path, const qv_parquet_read_o
 QV_API qv_status qv_parquet_stored_schema(const qv_parquet_file *f, qv_schema **out,
                                           qv_error *err) QV_NODISCARD;
 
+/**
+ * The schema qv_table_read_parquet gives for `f` (all columns), without
+ * reading data: the file's schema with the stored ARROW:schema's types
+ * applied as pyarrow does. On success the caller owns *out.
+ */
+QV_API qv_status qv_parquet_arrow_schema(const qv_parquet_file *f, qv_schema **out,
+                                         qv_error *err) QV_NODISCARD;
+
 #ifdef __cplusplus
 }
 #endif

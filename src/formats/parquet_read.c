@@ -1358,43 +1358,24 @@ static void read_task(void *ctx, int64_t i, int worker) {
   j->status[i] = read_row_group(j, j->row_groups[i], &j->batches[i], &j->errors[i]);
 }
 
-qv_status qv_parquet_read(qv_parquet_file *f, const qv_parquet_read_options *options,
-                          qv_array ***out_batches, int64_t *out_n, qv_schema **out_schema,
-                          qv_error *err) {
-  qv_parquet_read_options o;
-  memset(&o, 0, sizeof o);
-  if (options) o = *options;
+/* The output struct type of a read (selected columns, target types where
+ * they convert: cast_to[i] set) and its schema metadata source. */
+static qv_status output_type(const qv_parquet_file *f, const qv_parquet_read_options *o,
+                             const int32_t *cols, int32_t n_cols, qv_type **cast_to, qv_type **out,
+                             const qv_metadata **out_md, qv_error *err) {
   int32_t nf = f->root->n_children;
-  int32_t n_cols = o.n_columns > 0 ? o.n_columns : nf;
-  int32_t n_rgs = o.n_row_groups > 0 ? o.n_row_groups : f->meta.n_row_groups;
-  int32_t *cols = malloc((size_t)(n_cols > 0 ? n_cols : 1) * sizeof *cols);
-  int32_t *rgs = malloc((size_t)(n_rgs > 0 ? n_rgs : 1) * sizeof *rgs);
-  qv_type **cast_to = calloc((size_t)(n_cols > 0 ? n_cols : 1), sizeof *cast_to);
-  qv_array **batches = calloc((size_t)(n_rgs > 0 ? n_rgs : 1), sizeof *batches);
-  qv_status *status = calloc((size_t)(n_rgs > 0 ? n_rgs : 1), sizeof *status);
-  qv_error *errors = calloc((size_t)(n_rgs > 0 ? n_rgs : 1), sizeof *errors);
-  qv_type *bt = qv_type_new(QV_STRUCT);
-  qv_status st = QV_OK;
-  if (!cols || !rgs || !cast_to || !batches || !status || !errors || !bt) st = oom(err);
-  for (int32_t i = 0; i < n_cols && st == QV_OK; i++) {
-    cols[i] = o.n_columns > 0 ? o.columns[i] : i;
-    if (cols[i] < 0 || cols[i] >= nf)
-      st = qv_error_set(err, QV_ERANGE, "%s: no column %d (%d columns)", f->name, cols[i], nf);
-  }
-  for (int32_t i = 0; i < n_rgs && st == QV_OK; i++) {
-    rgs[i] = o.n_row_groups > 0 ? o.row_groups[i] : i;
-    if (rgs[i] < 0 || rgs[i] >= f->meta.n_row_groups)
-      st = qv_error_set(err, QV_ERANGE, "%s: no row group %d (%d row groups)", f->name, rgs[i],
-                        f->meta.n_row_groups);
-  }
-  /* output fields: the file's, or the target schema's where it casts */
-  const qv_schema *target = o.arrow_schema;
+  const qv_schema *target = o->arrow_schema;
   if (target != NULL && qv_schema_num_fields(target) != nf) target = NULL;
+  qv_type *bt = qv_type_new(QV_STRUCT);
+  if (bt == NULL) return oom(err);
+  qv_status st = QV_OK;
   for (int32_t i = 0; i < n_cols && st == QV_OK; i++) {
     const qv_field *fld = qv_schema_field(f->schema, cols[i]);
     const qv_field *use = fld;
+    qv_type *type = fld->type;
     if (target != NULL) {
       const qv_field *tf = qv_schema_field(target, cols[i]);
+      use = tf;
       if (!qv_type_equals(fld->type, tf->type, false)) {
         qv_array *empty = NULL, *cast = NULL;
         qv_error ignored;
@@ -1402,19 +1383,92 @@ qv_status qv_parquet_read(qv_parquet_file *f, const qv_parquet_read_options *opt
             (qv_array_nulls(fld->type, 1, &empty, &ignored) == QV_OK &&
              qv_array_cast(empty, tf->type, &cast, &ignored) == QV_OK)) {
           cast_to[i] = tf->type;
-          use = tf;
+          type = tf->type;
         }
         qv_array_unref(empty);
         qv_array_unref(cast);
-      } else {
-        use = tf;
       }
     }
-    st = qv_type_add_child(
-        bt, fld->name, fld->nullable,
-        qv_type_ref(use == fld ? fld->type : (cast_to[i] ? cast_to[i] : fld->type)),
-        use->metadata.n ? &use->metadata : NULL, err);
+    st = qv_type_add_child(bt, fld->name, fld->nullable, qv_type_ref(type),
+                           use->metadata.n ? &use->metadata : NULL, err);
+    if (st != QV_OK) qv_type_unref(type);
   }
+  if (st != QV_OK) {
+    qv_type_unref(bt);
+    return st;
+  }
+  *out = bt;
+  *out_md = target ? &target->metadata : &f->schema->metadata;
+  return QV_OK;
+}
+
+static qv_status check_selection(const qv_parquet_file *f, const qv_parquet_read_options *o,
+                                 int32_t *cols, int32_t n_cols, int32_t *rgs, int32_t n_rgs,
+                                 qv_error *err) {
+  int32_t nf = f->root->n_children;
+  for (int32_t i = 0; i < n_cols; i++) {
+    cols[i] = o->n_columns > 0 ? o->columns[i] : i;
+    if (cols[i] < 0 || cols[i] >= nf)
+      return qv_error_set(err, QV_ERANGE, "%s: no column %d (%d columns)", f->name, cols[i], nf);
+  }
+  for (int32_t i = 0; rgs && i < n_rgs; i++) {
+    rgs[i] = o->n_row_groups > 0 ? o->row_groups[i] : i;
+    if (rgs[i] < 0 || rgs[i] >= f->meta.n_row_groups)
+      return qv_error_set(err, QV_ERANGE, "%s: no row group %d (%d row groups)", f->name, rgs[i],
+                          f->meta.n_row_groups);
+  }
+  return QV_OK;
+}
+
+qv_status qv_parquet_read_schema(const qv_parquet_file *f, const qv_parquet_read_options *options,
+                                 qv_schema **out, qv_error *err) {
+  qv_parquet_read_options o;
+  memset(&o, 0, sizeof o);
+  if (options) o = *options;
+  int32_t n_cols = o.n_columns > 0 ? o.n_columns : f->root->n_children;
+  int32_t *cols = malloc((size_t)(n_cols > 0 ? n_cols : 1) * sizeof *cols);
+  qv_type **cast_to = calloc((size_t)(n_cols > 0 ? n_cols : 1), sizeof *cast_to);
+  qv_status st = cols && cast_to ? QV_OK : oom(err);
+  if (st == QV_OK) st = check_selection(f, &o, cols, n_cols, NULL, 0, err);
+  qv_type *bt = NULL;
+  const qv_metadata *md = NULL;
+  if (st == QV_OK) st = output_type(f, &o, cols, n_cols, cast_to, &bt, &md, err);
+  free(cols);
+  free(cast_to);
+  if (st != QV_OK) return st;
+  qv_schema *s = qv_schema_new(bt);
+  if (s == NULL) {
+    qv_type_unref(bt);
+    return oom(err);
+  }
+  if (qv_metadata_copy(&s->metadata, md, err) != QV_OK) {
+    qv_schema_unref(s);
+    return oom(err);
+  }
+  *out = s;
+  return QV_OK;
+}
+
+qv_status qv_parquet_read(qv_parquet_file *f, const qv_parquet_read_options *options,
+                          qv_array ***out_batches, int64_t *out_n, qv_schema **out_schema,
+                          qv_error *err) {
+  qv_parquet_read_options o;
+  memset(&o, 0, sizeof o);
+  if (options) o = *options;
+  int32_t n_cols = o.n_columns > 0 ? o.n_columns : f->root->n_children;
+  int32_t n_rgs = o.n_row_groups > 0 ? o.n_row_groups : f->meta.n_row_groups;
+  int32_t *cols = malloc((size_t)(n_cols > 0 ? n_cols : 1) * sizeof *cols);
+  int32_t *rgs = malloc((size_t)(n_rgs > 0 ? n_rgs : 1) * sizeof *rgs);
+  qv_type **cast_to = calloc((size_t)(n_cols > 0 ? n_cols : 1), sizeof *cast_to);
+  qv_array **batches = calloc((size_t)(n_rgs > 0 ? n_rgs : 1), sizeof *batches);
+  qv_status *status = calloc((size_t)(n_rgs > 0 ? n_rgs : 1), sizeof *status);
+  qv_error *errors = calloc((size_t)(n_rgs > 0 ? n_rgs : 1), sizeof *errors);
+  qv_type *bt = NULL;
+  const qv_metadata *md = NULL;
+  qv_status st = QV_OK;
+  if (!cols || !rgs || !cast_to || !batches || !status || !errors) st = oom(err);
+  if (st == QV_OK) st = check_selection(f, &o, cols, n_cols, rgs, n_rgs, err);
+  if (st == QV_OK) st = output_type(f, &o, cols, n_cols, cast_to, &bt, &md, err);
   if (st == QV_OK) {
     read_job j = {f,
                   cols,
@@ -1454,9 +1508,7 @@ qv_status qv_parquet_read(qv_parquet_file *f, const qv_parquet_read_options *opt
   if (st == QV_OK) {
     schema = qv_schema_new(qv_type_ref(bt));
     if (schema == NULL) st = oom(err);
-    else if (qv_metadata_copy(&schema->metadata, target ? &target->metadata : &f->schema->metadata,
-                              err) != QV_OK)
-      st = oom(err);
+    else if (qv_metadata_copy(&schema->metadata, md, err) != QV_OK) st = oom(err);
   }
   if (st != QV_OK) {
     for (int32_t i = 0; i < n_rgs; i++) qv_array_unref(batches ? batches[i] : NULL);

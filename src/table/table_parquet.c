@@ -173,6 +173,25 @@ static qv_schema *restore_schema(const qv_schema *file, const qv_schema *stored)
   return s;
 }
 
+qv_status qv_parquet_arrow_schema(const qv_parquet_file *f, qv_schema **out, qv_error *err) {
+  qv_schema *stored = NULL;
+  qv_error ignored;
+  if (qv_parquet_stored_schema(f, &stored, &ignored) != QV_OK) stored = NULL;
+  qv_schema *target = stored ? restore_schema(qv_parquet_schema(f), stored) : NULL;
+  qv_schema_unref(stored);
+  if (target == NULL) {
+    *out = qv_schema_ref((qv_schema *)qv_parquet_schema(f));
+    return QV_OK;
+  }
+  /* the read decides per column whether the target type converts */
+  qv_parquet_read_options o;
+  memset(&o, 0, sizeof o);
+  o.arrow_schema = target;
+  qv_status st = qv_parquet_read_schema(f, &o, out, err);
+  qv_schema_unref(target);
+  return st;
+}
+
 qv_status qv_table_read_parquet(const char *path, const qv_parquet_read_options *options,
                                 qv_table **out, qv_error *err) {
   qv_parquet_file *f = NULL;
