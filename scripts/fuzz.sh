@@ -139,3 +139,39 @@ for f in "$top"/build-fuzz/index-seed-*.arrows; do
 done
 cp -f "$xdg"/quiver/index-*.qvi "$corpus/"
 run fuzz_index_cache "$corpus" -max_len=65536
+
+# Parquet (fuzz_parquet.c: a whole file from memory; fuzz_thrift.c: the
+# footer and page-header decoders, byte 0 choosing which). Seeds are the
+# parquet-testing files, copied (and their footers cut out) at fuzz time.
+pt=$shared/testdata/parquet-testing
+all_secs=$secs
+[ "$secs" -gt 30 ] && secs=30
+t=fuzz_parquet
+corpus=$top/build-fuzz/corpus-$t
+mkdir -p "$corpus"
+for f in "$pt"/data/*.parquet "$pt"/bad_data/*.parquet; do
+  [ -e "$f" ] || continue
+  [ "$(wc -c <"$f")" -le 65536 ] && cp -f "$f" "$corpus/$(basename "$f")"
+done
+replay fuzz_parquet "$corpus"/*
+run fuzz_parquet "$corpus" -max_len=65536
+t=fuzz_thrift
+corpus=$top/build-fuzz/corpus-$t
+mkdir -p "$corpus"
+"${QV_VENV:-$top/build/venv}/bin/python" - "$pt/data" "$corpus" <<'PY'
+import glob, os, struct, sys
+src, out = sys.argv[1], sys.argv[2]
+for p in sorted(glob.glob(os.path.join(src, "*.parquet"))):
+    b = open(p, "rb").read()
+    if len(b) < 12 or b[-4:] != b"PAR1":
+        continue
+    n = struct.unpack("<I", b[-8:-4])[0]
+    if n > len(b) - 12 or n > 65536:
+        continue
+    name = os.path.basename(p)
+    open(os.path.join(out, name + ".footer"), "wb").write(b"\0" + b[-8 - n:-8])
+    open(os.path.join(out, name + ".page"), "wb").write(b"\1" + b[4:4 + 256])
+PY
+replay fuzz_thrift "$corpus"/*
+run fuzz_thrift "$corpus" -max_len=65536
+secs=$all_secs
