@@ -25,8 +25,9 @@ static const char kConvertHelp[] =
     "with PAR1: the types pyarrow.parquet.read_table gives) into Arrow.\n"
     "IN '-' reads a stream from stdin;\n"
     "OUT '-' writes a stream to stdout. Defaults: the file format (a stream\n"
-    "for '-'), no compression, 1000 rows per record batch. The output file\n"
-    "is replaced atomically: on any error the previous OUT is untouched.\n"
+    "for '-'), no compression, 1000 rows per record batch (Parquet input:\n"
+    "one per row group). The output file is replaced atomically: on any\n"
+    "error the previous OUT is untouched.\n"
     "On a terminal, a progress bar shows on stderr for longer conversions\n"
     "(QV_PROGRESS=0 turns it off).\n";
 
@@ -139,6 +140,7 @@ int cmd_convert(int argc, char **argv) {
 
   qv_error err;
   if (strcmp(in, "-") != 0 && is_parquet_path(in)) {
+    if (wo.max_batch_rows == 0) wo.max_batch_rows = -1; /* one batch per row group */
     qv_status pst = convert_parquet(in, out, to_stdout, &wo, &err);
     return pst == QV_OK ? QV_EXIT_OK : cli_fail(pst, &err);
   }
