@@ -153,6 +153,10 @@ void qv_pq_rle_init(qv_pq_rle *r, const uint8_t *data, int64_t len, int bit_widt
 /** Decode n values into out (uint32); QV_EINVAL when the data runs out. */
 qv_status qv_pq_rle_get(qv_pq_rle *r, uint32_t *out, int64_t n, qv_error *err);
 
+/** Decode n levels (bit width <= 16) into out, each checked <= max
+ *  (QV_EINVAL naming the first above it). */
+qv_status qv_pq_rle_get_levels(qv_pq_rle *r, int16_t *out, int64_t n, int16_t max, qv_error *err);
+
 /** DELTA_BINARY_PACKED decoder: n values of 32 (width 4) or 64 bits into
  *  out (int32 or int64 little-endian); *used gets the bytes consumed
  *  (through the end of the last miniblock holding a value). When n < 0,

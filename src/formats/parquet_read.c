@@ -309,6 +309,8 @@ typedef struct pq_col {
   pq_vals vals;
   pq_vals dict;
   bool has_dict;
+  uint32_t *idx; /* scratch for dictionary indices, reused across pages */
+  int64_t idx_cap;
   int64_t max_alloc;
   /* where we are, for messages */
   const char *file;
@@ -323,6 +325,7 @@ static void vals_free(pq_vals *v) {
 }
 
 static void col_free(pq_col *c) {
+  free(c->idx);
   free(c->def);
   free(c->rep);
   vals_free(&c->vals);
@@ -448,8 +451,8 @@ static qv_status decode_dict_indices(pq_col *c, const uint8_t *p, int64_t len, i
   if (bw > 32) return col_fail(c, QV_EINVAL, err, "dictionary index bit width %d > 32", bw);
   if (n * 4 > c->max_alloc)
     return col_fail(c, QV_ENOMEM, err, "%lld indices over the bound", (long long)n);
-  uint32_t *idx = malloc((size_t)n * sizeof *idx);
-  if (idx == NULL) return oom(err);
+  if (!grow((void **)&c->idx, &c->idx_cap, n, 4, c->max_alloc)) return oom(err);
+  uint32_t *idx = c->idx;
   qv_pq_rle r;
   qv_pq_rle_init(&r, p + 1, len - 1, bw);
   qv_status st = qv_pq_rle_get(&r, idx, n, err);
@@ -475,7 +478,6 @@ static qv_status decode_dict_indices(pq_col *c, const uint8_t *p, int64_t len, i
     for (int64_t i = 0; i < n && st == QV_OK; i++)
       vals_push_var(v, d->data + d->offs[idx[i]], d->offs[idx[i] + 1] - d->offs[idx[i]]);
   }
-  free(idx);
   return st;
 }
 
@@ -659,18 +661,10 @@ static qv_status decode_values(pq_col *c, int32_t enc, const uint8_t *p, int64_t
 /* n levels (RLE hybrid, bit width for max) appended at dst. */
 static qv_status decode_levels(pq_col *c, const uint8_t *p, int64_t len, int64_t n, int16_t max,
                                int16_t *dst, const char *what, qv_error *err) {
-  uint32_t *tmp = malloc((size_t)(n > 0 ? n : 1) * 4);
-  if (tmp == NULL) return oom(err);
   qv_pq_rle r;
   qv_pq_rle_init(&r, p, len, qv_pq_bit_width((uint64_t)max));
-  qv_status st = qv_pq_rle_get(&r, tmp, n, err);
+  qv_status st = qv_pq_rle_get_levels(&r, dst, n, max, err);
   if (st != QV_OK) st = col_fail(c, st, err, "%s levels: %s", what, err ? err->message : "");
-  for (int64_t i = 0; i < n && st == QV_OK; i++) {
-    if (tmp[i] > (uint32_t)max)
-      st = col_fail(c, QV_EINVAL, err, "%s level %u above the maximum %d", what, tmp[i], max);
-    dst[i] = (int16_t)tmp[i];
-  }
-  free(tmp);
   return st;
 }
 
@@ -774,6 +768,24 @@ static qv_status read_chunk(const qv_parquet_file *f, int32_t g, int32_t col, pq
    * total_compressed_size (PARQUET-816): pages may run up to 100 bytes
    * past the declared end, never past the data. */
   int64_t page_end = end + 100 < fsize - 8 ? end + 100 : fsize - 8;
+  /* Room for the whole chunk up front when its size is plausible (a hint
+   * from the metadata, capped: growth still works past it), so values
+   * and levels are not copied by repeated growth. */
+  int64_t hint = m->num_values < ((int64_t)1 << 26) ? m->num_values : ((int64_t)1 << 26);
+  if (c->leaf->max_rep == 0 && hint > f->meta.row_groups[g].num_rows)
+    hint = f->meta.row_groups[g].num_rows;
+  if (hint > 0 && hint * 2 <= c->max_alloc) {
+    if (c->leaf->max_def > 0) (void)grow((void **)&c->def, &c->lv_cap, hint, 2, c->max_alloc);
+    if (c->leaf->max_rep > 0) {
+      int64_t cap = 0;
+      (void)grow((void **)&c->rep, &cap, c->lv_cap > hint ? c->lv_cap : hint, 2, c->max_alloc);
+      if (c->leaf->max_def == 0) c->lv_cap = cap;
+    }
+    if (c->vals.width > 0 && hint * c->vals.width <= c->max_alloc)
+      (void)grow((void **)&c->vals.data, &c->vals.cap, hint * c->vals.width, 1, c->max_alloc);
+    else if (c->vals.width == 0)
+      (void)grow((void **)&c->vals.offs, &c->vals.offs_cap, hint + 1, 8, c->max_alloc);
+  }
   int64_t pos = start, values = 0;
   uint8_t *scratch = NULL;
   int64_t scratch_cap = 0;
@@ -922,21 +934,46 @@ static qv_status slots_validity(const qv_pq_node *n, const pq_col *c, int64_t *o
                                 qv_buffer **out_valid, int64_t *out_nulls, qv_error *err) {
   int64_t len = 0, nulls = 0;
   bool simple = c->rep == NULL && n->def_ctx == 0;
-  if (simple) len = c->n_levels;
-  else
-    for (int64_t i = 0; i < c->n_levels; i++) len += is_slot(n, c, i);
+  const int16_t *def = c->def, *rep = c->rep;
+  int64_t nl = c->n_levels;
+  int16_t rc = n->rep_ctx, dc = n->def_ctx, dn = n->def;
+  if (simple) {
+    len = nl;
+  } else if (rep != NULL && def != NULL) {
+    for (int64_t i = 0; i < nl; i++) len += rep[i] <= rc && def[i] >= dc;
+  } else {
+    for (int64_t i = 0; i < nl; i++) len += is_slot(n, c, i);
+  }
   *out_len = len;
   *out_valid = NULL;
   *out_nulls = 0;
-  if (!n->nullable || c->def == NULL) return QV_OK;
+  if (!n->nullable || def == NULL) return QV_OK;
   qv_buffer *v = NULL;
   QV_RETURN_NOT_OK(alloc_buf((len + 7) / 8, &v, err));
-  int64_t s = 0;
-  for (int64_t i = 0; i < c->n_levels; i++) {
-    if (!simple && !is_slot(n, c, i)) continue;
-    if (c->def[i] >= n->def) qv_bit_set(v->data, s);
-    else nulls++;
-    s++;
+  uint8_t *bits = v->data;
+  int64_t valid = 0;
+  if (simple) {
+    int64_t i = 0;
+    for (; i + 8 <= nl; i += 8) {
+      uint8_t b = 0;
+      for (int k = 0; k < 8; k++) b |= (uint8_t)((def[i + k] >= dn) << k);
+      bits[i >> 3] = b;
+      valid += __builtin_popcount(b);
+    }
+    for (; i < nl; i++)
+      if (def[i] >= dn) {
+        qv_bit_set(bits, i);
+        valid++;
+      }
+    nulls = nl - valid;
+  } else {
+    int64_t s = 0;
+    for (int64_t i = 0; i < nl; i++) {
+      if (!is_slot(n, c, i)) continue;
+      if (def[i] >= dn) qv_bit_set(bits, s);
+      else nulls++;
+      s++;
+    }
   }
   if (nulls == 0) {
     qv_buffer_unref(v);
@@ -948,6 +985,12 @@ static qv_status slots_validity(const qv_pq_node *n, const pq_col *c, int64_t *o
 }
 
 static qv_status assemble(asm_ctx *a, const qv_pq_node *n, qv_array **out);
+
+static void release_free(void *ctx, void *data, int64_t size) {
+  (void)ctx;
+  (void)size;
+  free(data);
+}
 
 static void store_be_decimal(const uint8_t *src, int64_t len, uint8_t *dst, int ow) {
   /* big-endian two's complement of len bytes -> little-endian ow bytes */
@@ -993,7 +1036,7 @@ static qv_status assemble_leaf(asm_ctx *a, const qv_pq_node *n, qv_array **out) 
   qv_array *arr = NULL;
   qv_status st = QV_OK;
   if (t->id == QV_BINARY || t->id == QV_STRING) {
-    const pq_vals *v = &c->vals;
+    pq_vals *v = &c->vals;
     int64_t total = 0;
     for (int64_t s = 0; s < len; s++) {
       int64_t k = dense ? s : vi[s];
@@ -1006,15 +1049,23 @@ static qv_status assemble_leaf(asm_ctx *a, const qv_pq_node *n, qv_array **out) 
                         a->file, a->rg, n->name, (long long)total);
     }
     qv_buffer *offs = NULL, *data = NULL;
+    bool handover = dense && v->count > 0 && v->data != NULL;
     if (st == QV_OK) st = alloc_buf((len + 1) * 4, &offs, err);
-    if (st == QV_OK) st = alloc_buf(total, &data, err);
+    if (st == QV_OK && handover) {
+      st = qv_buffer_wrap(v->data, total, release_free, NULL, &data, err);
+      if (st == QV_OK) {
+        v->data = NULL;
+        v->cap = 0;
+      }
+    } else if (st == QV_OK) {
+      st = alloc_buf(total, &data, err);
+    }
     if (st == QV_OK) {
       int32_t *o = (int32_t *)offs->data;
       int64_t pos = 0;
       o[0] = 0;
-      if (dense && v->count > 0) {
-        memcpy(data->data, v->data + v->offs[0], (size_t)total);
-        for (int64_t s = 0; s < len; s++) o[s + 1] = (int32_t)(v->offs[s + 1] - v->offs[0]);
+      if (handover) {
+        for (int64_t s = 0; s < len; s++) o[s + 1] = (int32_t)v->offs[s + 1];
       } else {
         for (int64_t s = 0; s < len; s++) {
           int64_t k = vi ? vi[s] : s;
@@ -1058,9 +1109,30 @@ static qv_status assemble_leaf(asm_ctx *a, const qv_pq_node *n, qv_array **out) 
     }
   } else {
     int ow = qv_type_byte_width(t);
-    const pq_vals *v = &c->vals;
+    pq_vals *v = &c->vals;
     int w = v->width;
     qv_buffer *vb = NULL;
+    if (dense && n->conv == QV_PQ_CONV_COPY && w == ow && v->data != NULL && c->leaf == n) {
+      /* hand the decoded values over: no copy */
+      st = qv_buffer_wrap(v->data, len * ow, release_free, NULL, &vb, err);
+      if (st == QV_OK) {
+        v->data = NULL;
+        v->cap = 0;
+        v->len = 0;
+      }
+      if (st == QV_OK) {
+        arr = qv_array_new(t, 2, 0);
+        if (arr == NULL) st = oom(err);
+      }
+      if (st == QV_OK) {
+        arr->buffers[0] = valid;
+        arr->buffers[1] = vb;
+        valid = NULL;
+        vb = NULL;
+      }
+      qv_buffer_unref(vb);
+      goto done;
+    }
     st = alloc_buf(len * ow, &vb, err);
     if (st == QV_OK && n->conv == QV_PQ_CONV_COPY && w != ow && w != 0)
       st = qv_error_set(err, QV_EINVAL, "%s: column '%s': %d-byte values for a %d-byte type",
@@ -1136,9 +1208,13 @@ static qv_status assemble_leaf(asm_ctx *a, const qv_pq_node *n, qv_array **out) 
       qv_buffer_unref(vb);
     }
   }
+done:
   free(vi);
   qv_buffer_unref(valid);
-  if (st != QV_OK) return st;
+  if (st != QV_OK) {
+    qv_array_unref(arr);
+    return st;
+  }
   arr->length = len;
   arr->null_count = arr->buffers[0] ? nulls : 0;
   *out = arr;
@@ -1174,15 +1250,22 @@ static qv_status assemble(asm_ctx *a, const qv_pq_node *n, qv_array **out) {
     if (st == QV_OK) {
       int32_t *o = (int32_t *)offs->data;
       int64_t s = 0;
-      for (int64_t i = 0; i < c->n_levels; i++) {
-        if (is_slot(n, c, i)) o[s++] = (int32_t)elems;
-        if (is_slot(e, c, i)) elems++;
-        if (elems > INT32_MAX) {
-          st = qv_error_set(err, QV_ENOTSUP, "%s: list '%s' of more than 2^31 elements", a->file,
-                            n->name);
-          break;
+      if (c->rep != NULL && c->def != NULL) {
+        const int16_t *rep = c->rep, *def = c->def;
+        int16_t nr = n->rep_ctx, nd = n->def_ctx, er = e->rep_ctx, ed = e->def_ctx;
+        for (int64_t i = 0; i < c->n_levels; i++) {
+          if (rep[i] <= nr && def[i] >= nd) o[s++] = (int32_t)elems;
+          elems += rep[i] <= er && def[i] >= ed;
+        }
+      } else {
+        for (int64_t i = 0; i < c->n_levels; i++) {
+          if (is_slot(n, c, i)) o[s++] = (int32_t)elems;
+          if (is_slot(e, c, i)) elems++;
         }
       }
+      if (elems > INT32_MAX)
+        st = qv_error_set(err, QV_ENOTSUP, "%s: list '%s' of more than 2^31 elements", a->file,
+                          n->name);
       o[len] = (int32_t)elems;
     }
     if (st == QV_OK) {

@@ -252,6 +252,87 @@ qv_status qv_pq_rle_get(qv_pq_rle *r, uint32_t *out, int64_t n, qv_error *err) {
   return QV_OK;
 }
 
+/* The same decoder writing int16 (levels: bit width <= 16, so every
+ * value fits), without a 32-bit temporary. */
+static qv_status rle_get16(qv_pq_rle *r, int16_t *out, int64_t n, qv_error *err) {
+  int64_t i = 0;
+  int w = r->bit_width;
+  while (i < n) {
+    if (r->rle_left > 0) {
+      int64_t k = r->rle_left < n - i ? r->rle_left : n - i;
+      for (int64_t j = 0; j < k; j++) out[i + j] = (int16_t)r->rle_value;
+      i += k;
+      r->rle_left -= k;
+      continue;
+    }
+    if (r->bp_left > 0) {
+      int64_t k = r->bp_left < n - i ? r->bp_left : n - i;
+      int64_t avail = r->end - r->bp;
+      for (int64_t j = 0; j < k; j++)
+        out[i + j] = (int16_t)unpack_at(r->bp, avail, w, r->bp_pos + j);
+      r->bp_pos += k;
+      r->bp_left -= k;
+      i += k;
+      continue;
+    }
+    if (w == 0) { /* every value is 0 and there may be no data at all */
+      memset(out + i, 0, (size_t)(n - i) * sizeof *out);
+      return QV_OK;
+    }
+    uint64_t h;
+    if (!uvarint(&r->p, r->end, &h))
+      return qv_error_set(err, QV_EINVAL, "RLE/bit-packed data ends after %lld of %lld values",
+                          (long long)i, (long long)n);
+    if (h & 1) {
+      uint64_t groups = h >> 1;
+      int64_t left = r->end - r->p;
+      if (groups == 0 || groups > (uint64_t)left)
+        return qv_error_set(err, QV_EINVAL, "RLE/bit-packed: bad bit-packed run of %llu groups",
+                            (unsigned long long)groups);
+      int64_t bytes = (int64_t)groups * w;
+      int64_t values = (int64_t)groups * 8;
+      if (bytes > left) { /* a truncated last run: only the values present */
+        values = left * 8 / w;
+        bytes = left;
+      }
+      r->bp = r->p;
+      r->bp_pos = 0;
+      r->bp_left = values;
+      r->p += bytes;
+      if (values == 0) return qv_error_set(err, QV_EINVAL, "RLE/bit-packed: empty bit-packed run");
+    } else {
+      uint64_t count = h >> 1;
+      int nb = (w + 7) / 8;
+      if (count == 0 || r->end - r->p < nb)
+        return qv_error_set(err, QV_EINVAL, "RLE/bit-packed: bad RLE run (count %llu)",
+                            (unsigned long long)count);
+      uint64_t v = 0;
+      for (int b = 0; b < nb; b++) v |= (uint64_t)r->p[b] << (8 * b);
+      r->p += nb;
+      if (w < 64 && (v >> w) != 0)
+        return qv_error_set(err, QV_EINVAL, "RLE run value %llu wider than %d bits",
+                            (unsigned long long)v, w);
+      r->rle_value = v;
+      r->rle_left = count > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)count;
+    }
+  }
+  return QV_OK;
+}
+
+qv_status qv_pq_rle_get_levels(qv_pq_rle *r, int16_t *out, int64_t n, int16_t max, qv_error *err) {
+  if (r->bit_width > 16) return qv_error_set(err, QV_EINVAL, "levels wider than 16 bits");
+  QV_RETURN_NOT_OK(rle_get16(r, out, n, err));
+  int16_t hi = 0;
+  for (int64_t i = 0; i < n; i++) hi = out[i] > hi ? out[i] : hi;
+  if (hi > max) {
+    for (int64_t i = 0; i < n; i++)
+      if (out[i] > max)
+        return qv_error_set(err, QV_EINVAL, "level %d at %lld above the maximum %d", out[i],
+                            (long long)i, max);
+  }
+  return QV_OK;
+}
+
 /* ------------------------------------------------------------------------ */
 /* DELTA_BINARY_PACKED                                                       */
 
