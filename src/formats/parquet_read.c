@@ -1363,6 +1363,89 @@ static qv_status dict_encode_column(qv_array **batches, int64_t n, int32_t i, qv
   return QV_OK;
 }
 
+/* string/binary -> string_view/binary_view, and list -> fixed_size_list:
+ * conversions qv_array_cast does not make, done here for the stored
+ * ARROW:schema's types. */
+static bool view_convertible(const qv_type *from, const qv_type *to) {
+  return (from->id == QV_STRING && to->id == QV_STRING_VIEW) ||
+         (from->id == QV_BINARY && to->id == QV_BINARY_VIEW);
+}
+
+static bool fsl_convertible(const qv_type *from, const qv_type *to) {
+  return from->id == QV_LIST && to->id == QV_FIXED_SIZE_LIST && to->list_size > 0 &&
+         from->n_children == 1 && to->n_children == 1 &&
+         qv_type_equals(from->children[0].type, to->children[0].type, false);
+}
+
+static qv_status to_view(qv_array *a, qv_type *to, qv_array **out, qv_error *err) {
+  qv_buffer *views = NULL;
+  QV_RETURN_NOT_OK(qv_buffer_alloc(a->length * QV_VIEW_SIZE, &views, err));
+  const uint8_t *data = a->buffers[2] ? a->buffers[2]->data : NULL;
+  for (int64_t i = 0; i < a->length; i++) {
+    int64_t s = qv_array_offset_at(a, i), e = qv_array_offset_at(a, i + 1);
+    int32_t len = (int32_t)(e - s), off = (int32_t)s, bi = 0;
+    uint8_t *v = views->data + i * QV_VIEW_SIZE;
+    memcpy(v, &len, 4);
+    if (len <= QV_VIEW_INLINE_MAX) {
+      if (len > 0) memcpy(v + 4, data + s, (size_t)len);
+    } else {
+      memcpy(v + 4, data + s, QV_VIEW_PREFIX_SIZE);
+      memcpy(v + QV_VIEW_BUFFER_INDEX_AT, &bi, 4);
+      memcpy(v + QV_VIEW_OFFSET_AT, &off, 4);
+    }
+  }
+  qv_array *r = qv_array_new(to, 3, 0);
+  if (r == NULL) {
+    qv_buffer_unref(views);
+    return oom(err);
+  }
+  r->buffers[0] = qv_buffer_ref(a->buffers[0]);
+  r->buffers[1] = views;
+  r->buffers[2] = a->buffers[2] ? qv_buffer_ref(a->buffers[2]) : NULL;
+  if (r->buffers[2] == NULL) r->n_buffers = 2;
+  r->length = a->length;
+  r->null_count = a->null_count;
+  *out = r;
+  return QV_OK;
+}
+
+static qv_status to_fsl(qv_array *a, qv_type *to, qv_array **out, qv_error *err) {
+  int64_t k = to->list_size, n = a->length;
+  qv_array *child = a->children[0];
+  int64_t *idx = malloc((size_t)(n * k > 0 ? n * k : 1) * sizeof *idx);
+  if (idx == NULL) return oom(err);
+  qv_status st = QV_OK;
+  for (int64_t i = 0; i < n && st == QV_OK; i++) {
+    int64_t s = qv_array_offset_at(a, i), e = qv_array_offset_at(a, i + 1);
+    bool valid = qv_array_is_valid(a, i);
+    if (valid && e - s != k) {
+      st = qv_error_set(err, QV_EINVAL,
+                        "list of %lld values where the stored schema says fixed_size_list[%lld]",
+                        (long long)(e - s), (long long)k);
+      break;
+    }
+    for (int64_t j = 0; j < k; j++) idx[i * k + j] = valid ? s + j : 0;
+  }
+  qv_array *c2 = NULL;
+  if (st == QV_OK) {
+    if (child->length > 0) st = qv_array_take(child, idx, n * k, &c2, err);
+    else st = qv_array_nulls(child->type, n * k, &c2, err);
+  }
+  free(idx);
+  if (st != QV_OK) return st;
+  qv_array *r = qv_array_new(to, 1, 1);
+  if (r == NULL) {
+    qv_array_unref(c2);
+    return oom(err);
+  }
+  r->buffers[0] = qv_buffer_ref(a->buffers[0]);
+  r->children[0] = c2;
+  r->length = n;
+  r->null_count = a->null_count;
+  *out = r;
+  return QV_OK;
+}
+
 typedef struct read_job {
   qv_parquet_file *f;
   const int32_t *columns;
@@ -1413,6 +1496,12 @@ static qv_status read_row_group(read_job *j, int32_t g, qv_array **out, qv_error
       qv_array *cast = NULL;
       if (dict_encodable(col->type, j->cast_to[i])) {
         cast = col; /* dictionary-encoded after all row groups (one dictionary) */
+      } else if (view_convertible(col->type, j->cast_to[i])) {
+        st = to_view(col, j->cast_to[i], &cast, err);
+        qv_array_unref(col);
+      } else if (fsl_convertible(col->type, j->cast_to[i])) {
+        st = to_fsl(col, j->cast_to[i], &cast, err);
+        qv_array_unref(col);
       } else {
         st = qv_array_cast(col, j->cast_to[i], &cast, err);
         qv_array_unref(col);
@@ -1462,7 +1551,8 @@ static qv_status output_type(const qv_parquet_file *f, const qv_parquet_read_opt
       if (!qv_type_equals(fld->type, tf->type, false)) {
         qv_array *empty = NULL, *cast = NULL;
         qv_error ignored;
-        if (dict_encodable(fld->type, tf->type) ||
+        if (dict_encodable(fld->type, tf->type) || view_convertible(fld->type, tf->type) ||
+            fsl_convertible(fld->type, tf->type) ||
             (qv_array_nulls(fld->type, 1, &empty, &ignored) == QV_OK &&
              qv_array_cast(empty, tf->type, &cast, &ignored) == QV_OK)) {
           cast_to[i] = tf->type;

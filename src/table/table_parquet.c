@@ -117,7 +117,7 @@ static qv_type *restore_type(qv_type *inferred, const qv_type *origin) {
     qv_type_unref(v);
     return same ? qv_type_ref((qv_type *)origin) : qv_type_ref(inferred);
   }
-  bool lists = a == QV_LIST && (b == QV_LIST || b == QV_LARGE_LIST);
+  bool lists = a == QV_LIST && (b == QV_LIST || b == QV_LARGE_LIST || b == QV_FIXED_SIZE_LIST);
   bool structs = a == QV_STRUCT && b == QV_STRUCT && inferred->n_children == origin->n_children;
   bool maps = a == QV_MAP && b == QV_MAP && inferred->n_children == 1 && origin->n_children == 1;
   if (!lists && !structs && !maps) return qv_type_ref(inferred);
@@ -125,6 +125,7 @@ static qv_type *restore_type(qv_type *inferred, const qv_type *origin) {
     return qv_type_ref(inferred);
   qv_type *n = type_like(inferred, lists ? b : a);
   if (n == NULL) return NULL;
+  if (b == QV_FIXED_SIZE_LIST) n->list_size = origin->list_size;
   for (int32_t i = 0; i < inferred->n_children; i++) {
     const qv_field *fi = &inferred->children[i];
     qv_type *ct = restore_type(fi->type, origin->children[i].type);
