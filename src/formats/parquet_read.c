@@ -14,6 +14,7 @@
 #include <zlib.h>
 
 #include "core/parallel_internal.h"
+#include "core/validate_internal.h"
 #include "formats/parquet_read_internal.h"
 #include "quiver/builder.h"
 #include "quiver/parquet.h"
@@ -416,7 +417,7 @@ static qv_status decode_plain(pq_col *c, pq_vals *v, const uint8_t *p, int64_t l
                       "PLAIN: %lld values of %d bytes, the page holds %lld bytes", (long long)n,
                       v->width, (long long)len);
     QV_RETURN_NOT_OK(vals_reserve(c, v, n, bytes, err));
-    memcpy(v->data + v->len, p, (size_t)bytes);
+    if (bytes > 0) memcpy(v->data + v->len, p, (size_t)bytes);
     v->len += bytes;
     v->count += n;
     return QV_OK;
@@ -1071,7 +1072,7 @@ static qv_status assemble_leaf(asm_ctx *a, const qv_pq_node *n, qv_array **out) 
           int64_t k = vi ? vi[s] : s;
           if (k >= 0) {
             int64_t l = v->offs[k + 1] - v->offs[k];
-            memcpy(data->data + pos, v->data + v->offs[k], (size_t)l);
+            if (l > 0) memcpy(data->data + pos, v->data + v->offs[k], (size_t)l);
             pos += l;
           }
           o[s + 1] = (int32_t)pos;
@@ -1080,12 +1081,26 @@ static qv_status assemble_leaf(asm_ctx *a, const qv_pq_node *n, qv_array **out) 
       arr = qv_array_new(t, 3, 0);
       if (arr == NULL) st = oom(err);
     }
+    if (st == QV_OK && t->id == QV_STRING) {
+      /* UTF-8, per value: the whole data valid and no value starting
+       * inside a character */
+      const int32_t *o = (const int32_t *)offs->data;
+      bool ok = qv_utf8_valid_prefix(data->data, total) == total;
+      for (int64_t s = 0; s < len && ok; s++)
+        ok = o[s + 1] == o[s] || (data->data[o[s]] & 0xc0) != 0x80;
+      if (!ok)
+        st =
+            qv_error_set(err, QV_EINVAL, "%s: row group %d, column '%s': invalid UTF-8 in a string",
+                         a->file, a->rg, n->name);
+    }
     if (st == QV_OK) {
       arr->buffers[0] = valid;
       arr->buffers[1] = offs;
       arr->buffers[2] = data;
       valid = NULL;
     } else {
+      qv_array_unref(arr);
+      arr = NULL;
       qv_buffer_unref(offs);
       qv_buffer_unref(data);
     }
@@ -1140,7 +1155,7 @@ static qv_status assemble_leaf(asm_ctx *a, const qv_pq_node *n, qv_array **out) 
     if (st == QV_OK) {
       uint8_t *o = vb->data;
       if (dense && n->conv == QV_PQ_CONV_COPY) {
-        memcpy(o, v->data, (size_t)(len * ow));
+        if (len > 0) memcpy(o, v->data, (size_t)(len * ow));
       } else {
         for (int64_t s = 0; s < len && st == QV_OK; s++) {
           int64_t k = dense ? s : vi[s];
