@@ -28,6 +28,7 @@
 #include "quiver/integration.h"
 #include "quiver/ipc.h"
 #include "quiver/jsonl.h"
+#include "quiver/parquet.h"
 #include "quiver/print.h"
 #include "quiver/random.h"
 #include "quiver/row.h"

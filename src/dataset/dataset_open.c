@@ -1,8 +1,9 @@
 /*
  * dataset_open.c — the one open of the dataset layer, used by every front
  * end (CLI, Python): a path is sniffed (qv_path_sniff: a directory by its
- * marker files, a file by its first bytes — Arrow IPC file or stream, and
- * the formats recognised but not read yet: Parquet, CSV, JSON), classified
+ * marker files, a file by its first bytes — Arrow IPC file or stream,
+ * Parquet (read into memory by qv_table_read_parquet), and the formats
+ * recognised but not read yet: CSV, JSON), classified
  * once (qv_path_classify: a file mapped as a table, an indices mapping
  * scanned once, a directory listed by qv_hf_dir_open) and opened from that
  * classification (qv_dataset_open_classified), which nothing reopens.
@@ -93,9 +94,9 @@ static qv_status sniff_bytes(const char *path, const uint8_t *b, size_t n, int64
     *out = QV_PATH_ARROW_STREAM;
     return QV_OK;
   }
-  if (n >= 4 && memcmp(b, "PAR1", 4) == 0) {
-    *out = QV_PATH_PARQUET;
-    return qv_error_set(err, QV_ENOTSUP, "%s: a Parquet file: Parquet is not supported yet", path);
+  if (n >= 4 && (memcmp(b, "PAR1", 4) == 0 || memcmp(b, "PARE", 4) == 0)) {
+    *out = QV_PATH_PARQUET; /* PARE: encrypted, refused when opened */
+    return QV_OK;
   }
   char found[64];
   describe_bytes(b, n, found, sizeof found);
@@ -191,6 +192,9 @@ qv_status qv_path_classify(const char *path, qv_path_info *out, qv_error *err) {
     st = qv_hf_dir_open(path, &info.dir, err);
   } else if (kind == QV_PATH_CSV || kind == QV_PATH_JSON) {
     st = qv_ds_read_text(path, kind, &info.table, err); /* dataset_text.c */
+  } else if (kind == QV_PATH_PARQUET) {
+    /* read into memory with pyarrow's types (as Dataset.from_parquet) */
+    st = qv_table_read_parquet(path, NULL, &info.table, err);
   } else {
     st = qv_table_open_path(path, NULL, &info.table, err);
     if (st == QV_OK &&

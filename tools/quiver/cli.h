@@ -35,6 +35,8 @@ bool cli_parse_signed_i64(const char *s, int64_t *out);
  * DatasetDict, load_dataset cache directories) and indices mapping files. */
 bool cli_is_directory(const char *path);
 int cli_info_dir(const char *path, bool as_json, bool all_files);
+/* `quiver info` on a Parquet file (info_parquet.c). */
+int cli_info_parquet(const char *path, bool as_json);
 /* The dataset a command reads, from a classified path (borrowed): with
  * `data`, the path is an indices mapping file applied to
  * qv_dataset_open(data, split) (QV_EARG when it is a directory); else the
