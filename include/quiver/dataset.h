@@ -152,7 +152,8 @@ typedef enum qv_path_kind {
                                (dataset_dict.json) */
   QV_PATH_CACHE_DIR,      /**< any other directory: a load_dataset cache
                                directory of *.arrow files */
-  QV_PATH_PARQUET,        /**< recognised ("PAR1"), not supported yet */
+  QV_PATH_PARQUET,        /**< Parquet ("PAR1"; "PARE", encrypted, is refused
+                               when read): read by quiver/parquet.h */
   QV_PATH_CSV,            /**< CSV text (.csv / .tsv, or text with separators
                                on its first line): read whole by quiver/csv.h */
   QV_PATH_JSON            /**< JSON Lines (.json / .jsonl / .ndjson, or text
@@ -170,12 +171,11 @@ QV_API const char *qv_path_kind_name(qv_path_kind kind);
  * by its first bytes (text by its extension first: .csv/.tsv CSV,
  * .json/.jsonl/.ndjson JSON). Only reads those bytes (one pread). Errors,
  * which name the path: QV_EIO when it cannot be stat()ed or read;
- * QV_ENOTSUP for a file recognised as Parquet ("PATH: a Parquet file:
- * Parquet is not supported yet"), *out then set to its kind; QV_EINVAL
- * for anything else ("PATH: not an Arrow, Parquet, CSV or JSON file: found
- * 6e 6f 74 20 ... ("not ...")", or "...: the file is empty"). CSV and JSON
- * files are QV_OK: qv_path_classify reads them into an in-memory table
- * (pyarrow.csv / pyarrow.json's types) that opens as a dataset.
+ * QV_EINVAL for anything else ("PATH: not an Arrow, Parquet, CSV or JSON file: found
+ * 6e 6f 74 20 ... ("not ...")", or "...: the file is empty"). Parquet, CSV
+ * and JSON files are QV_OK: qv_path_classify reads them into an in-memory
+ * table (pyarrow.parquet / pyarrow.csv / pyarrow.json's types) that opens
+ * as a dataset.
  */
 QV_API qv_status qv_path_sniff(const char *path, qv_path_kind *out, qv_error *err) QV_NODISCARD;
 
