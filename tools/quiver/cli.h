@@ -77,5 +77,7 @@ int cmd_split(int argc, char **argv);
 int cmd_concat(int argc, char **argv);
 int cmd_flatten(int argc, char **argv);
 int cmd_map(int argc, char **argv);
+/* serve.c */
+int cmd_serve(int argc, char **argv);
 
 #endif
