@@ -121,3 +121,58 @@ def get_json(url, timeout=30):
 def cleanup(path):
     if os.path.exists(path):
         os.remove(path)
+
+
+def png_pixels(data):
+    """Decode an 8-bit, non-interlaced RGB/RGBA PNG (what Chromium's
+    screenshots are) to (width, height, channels, bytes of rows)."""
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
+    pos, idat, w = 8, b"", None
+    while pos < len(data):
+        n, = struct.unpack(">I", data[pos:pos + 4])
+        kind, body = data[pos + 4:pos + 8], data[pos + 8:pos + 8 + n]
+        pos += 12 + n
+        if kind == b"IHDR":
+            w, h, depth, ctype, _, _, interlace = struct.unpack(">IIBBBBB", body)
+            assert depth == 8 and ctype in (2, 6) and interlace == 0, (depth, ctype, interlace)
+            ch = 3 if ctype == 2 else 4
+        elif kind == b"IDAT":
+            idat += body
+    raw = zlib.decompress(idat)
+    stride = w * ch
+    out = bytearray(h * stride)
+    prev = bytearray(stride)
+    for y in range(h):
+        f = raw[y * (stride + 1)]
+        line = bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        for i in range(stride):
+            a = line[i - ch] if i >= ch else 0
+            b = prev[i]
+            c = prev[i - ch] if i >= ch else 0
+            if f == 1:
+                line[i] = (line[i] + a) & 255
+            elif f == 2:
+                line[i] = (line[i] + b) & 255
+            elif f == 3:
+                line[i] = (line[i] + (a + b) // 2) & 255
+            elif f == 4:
+                p = a + b - c
+                pa_, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                line[i] = (line[i] + (a if pa_ <= pb and pa_ <= pc else b if pb <= pc else c)) & 255
+        out[y * stride:(y + 1) * stride] = line
+        prev = line
+    return w, h, ch, bytes(out)
+
+
+def region_stats(img, x0, y0, x1, y1):
+    """(mean, variance) of the grey levels of pixels [x0,x1) x [y0,y1),
+    sampled every 2nd pixel."""
+    w, h, ch, px = img
+    vals = []
+    for y in range(max(0, y0), min(h, y1), 2):
+        for x in range(max(0, x0), min(w, x1), 2):
+            o = (y * w + x) * ch
+            vals.append((px[o] + px[o + 1] + px[o + 2]) / 3)
+    assert vals, "empty region"
+    m = sum(vals) / len(vals)
+    return m, sum((v - m) ** 2 for v in vals) / len(vals)

@@ -397,3 +397,18 @@ def test_command_line(plain, tmp_path):
     p.stdout.close()
     p.stderr.close()
     assert "warning: binding 0.0.0.0" in err and "interrupted" in err
+
+
+def test_columns_and_server_timing(plain):
+    path, _ = plain
+    with serve(path) as (base, _):
+        body = rows(base, offset=10, length=20, columns="word,id")
+        full = [json.loads(l) for l in quiver("get", path, *range(10, 30)).stdout.decode().splitlines()]
+        assert body["rows"] == [{"word": r["word"], "id": r["id"]} for r in full]
+        assert list(body["rows"][0]) == ["word", "id"]
+        status, err = get_json(base + "/api/rows?columns=id,nope")
+        assert status == 400 and "nope" in err["error"]
+        import urllib.request
+        with urllib.request.urlopen(base + "/api/rows?length=5") as r:
+            timing = r.headers["Server-Timing"]
+        assert timing.startswith("total;dur=") and float(timing.split("=")[1]) >= 0

@@ -10,6 +10,7 @@
 const PAGE = 100;
 const SHORT = 160; /* characters of a string shown before "more" */
 const LIST_SHOWN = 8;
+const PAYLOAD = ["image", "audio", "media"]; /* kinds read through /api/cell */
 
 const state = {
   info: null, split: null, cols: [], offset: 0, numRows: 0, rows: [],
@@ -165,9 +166,15 @@ function renderHead() {
       renderHead();
       load(0);
     });
-    th.append(b, el("span", "t", c.names ? "ClassLabel" : c.type));
+    th.append(b, el("span", "t", headType(c)));
     tr.append(th);
   }
+}
+
+function headType(c) {
+  if (c.names) return "ClassLabel";
+  if (c.feature && c.feature._type && c.feature._type !== "Value") return featureText(c.feature);
+  return c.type;
 }
 
 function cellURL(row, col) {
@@ -193,6 +200,7 @@ function collapsible(full, short, cls) {
 }
 
 function valueNode(c, v, row, full) {
+  if (v === undefined && PAYLOAD.includes(c.kind)) v = {}; /* not fetched: ask /api/cell */
   if (v === null || v === undefined) return el("span", "null", "null");
   switch (c.kind) {
     case "label": {
@@ -208,6 +216,7 @@ function valueNode(c, v, row, full) {
       img.loading = "lazy";
       img.alt = c.name + " of row " + row;
       img.src = cellURL(row, c.name);
+      img.addEventListener("error", () => img.replaceWith(el("span", "null", "null or not an image the browser decodes")));
       return img;
     }
     case "audio": {
@@ -216,6 +225,15 @@ function valueNode(c, v, row, full) {
       a.controls = true;
       a.preload = "none";
       a.src = cellURL(row, c.name);
+      a.addEventListener("error", () => a.replaceWith(el("span", "null", "null or not playable")));
+      a.addEventListener("click", (ev) => ev.stopPropagation());
+      return a;
+    }
+    case "media": {
+      const a = el("a", null, "open");
+      a.href = cellURL(row, c.name);
+      a.target = "_blank";
+      a.rel = "noopener";
       a.addEventListener("click", (ev) => ev.stopPropagation());
       return a;
     }
@@ -273,6 +291,9 @@ async function load(offset) {
   const p = viewParams();
   p.set("offset", Math.max(0, offset));
   p.set("length", PAGE);
+  /* Image/Audio bytes come one by one from /api/cell, not base64 in the page. */
+  const light = state.cols.filter((c) => !PAYLOAD.includes(c.kind)).map((c) => c.name);
+  if (light.length && light.length < state.cols.length) p.set("columns", light.join(","));
   setStatus("loading", true);
   const t0 = performance.now();
   try {
@@ -322,10 +343,10 @@ function openDetail(i) {
   for (const c of state.cols) {
     const f = el("div", "field");
     const h = el("div");
-    h.append(el("span", "fname", c.name), el("span", "ftype", c.names ? "ClassLabel" : c.type));
+    h.append(el("span", "fname", c.name), el("span", "ftype", headType(c)));
     f.append(h);
     const v = r[c.name];
-    if (v !== null && (c.kind === "image" || c.kind === "audio")) f.append(valueNode(c, v, rowNo, true));
+    if (v !== null && PAYLOAD.includes(c.kind)) f.append(valueNode(c, v, rowNo, true));
     else if (v !== null && typeof v === "object") f.append(el("pre", null, JSON.stringify(v, null, 2)));
     else { const pre = el("pre"); pre.append(valueNode(c, v, rowNo, true)); f.append(pre); }
     body.append(f);
@@ -358,6 +379,7 @@ async function startStats(column) {
   $("stats-bar").style.width = "0%";
   $("stats-state").textContent = "computing…";
   $("stats-cancel").disabled = false;
+  $("stats-panel").scrollIntoView({ block: "nearest" });
   const p = viewParams();
   p.delete("sort"); p.delete("seed");
   p.set("column", column);
@@ -383,7 +405,12 @@ async function startStats(column) {
           $("stats-bar").style.width = pct.toFixed(1) + "%";
           $("stats-state").textContent = fmtInt(m.progress) + " / " + fmtInt(m.total);
         }
-        if (m.done) { $("stats-bar").style.width = "100%"; $("stats-state").textContent = "done"; renderStats(m.stats); }
+        if (m.done) {
+          $("stats-bar").style.width = "100%";
+          $("stats-state").textContent = "done";
+          renderStats(m.stats);
+          $("stats-panel").scrollIntoView({ block: "nearest" });
+        }
       }
     }
   } catch (e) {
@@ -498,6 +525,12 @@ function onKey(ev) {
   ev.preventDefault();
 }
 
+function setSchemaHidden(hidden) {
+  document.querySelector("main").classList.toggle("schema-hidden", hidden);
+  $("schema-toggle").textContent = hidden ? "show" : "hide";
+  $("schema-toggle").setAttribute("aria-expanded", String(!hidden));
+}
+
 async function init() {
   $("controls").addEventListener("submit", (ev) => { ev.preventDefault(); applyFilter(); });
   $("prev").addEventListener("click", () => load(state.offset - PAGE));
@@ -520,13 +553,13 @@ async function init() {
   $("detail").addEventListener("click", (ev) => { if (ev.target === $("detail")) closeDetail(); });
   $("stats-cancel").addEventListener("click", () => { if (state.stats) state.stats.abort(); });
   $("stats-close").addEventListener("click", closeStats);
-  $("schema-toggle").addEventListener("click", () => {
-    const m = document.querySelector("main");
-    const hidden = m.classList.toggle("schema-hidden");
-    $("schema-toggle").textContent = hidden ? "show" : "hide";
-    $("schema-toggle").setAttribute("aria-expanded", String(!hidden));
-  });
+  $("schema-toggle").addEventListener("click", () =>
+    setSchemaHidden(!document.querySelector("main").classList.contains("schema-hidden")));
+  /* phones: the rows first, the schema one tap away */
+  const phone = window.matchMedia("(max-width: 760px)");
+  phone.addEventListener("change", (e) => setSchemaHidden(e.matches));
   document.addEventListener("keydown", onKey);
+  if (phone.matches) setSchemaHidden(true);
   try {
     state.info = await getJSON("/api/info");
   } catch (e) {
