@@ -638,27 +638,40 @@ static enum MHD_Result api_info(request *rq) {
   return r;
 }
 
-/* Rows [offset, offset+length) of a view, each as `quiver head` prints it. */
+/* Rows [offset, offset+length) of a view, each as `quiver head` prints it:
+ * qv_dataset_slice (zero copy of the mapped batches without an indices
+ * mapping, a gather with one), then the slice's batches formatted. What
+ * it holds is reachable from the context, as a guard's recovery needs. */
 typedef struct rows_ctx {
   qv_dataset *view;
   int64_t offset, length;
-  int64_t *idx;
+  qv_table *slice;
   qv_array *batch;
   qv_strbuf *sb;
 } rows_ctx;
 
 static qv_status rows_body(void *p, qv_error *err) {
   rows_ctx *x = p;
-  if (x->length > 0) QV_RETURN_NOT_OK(qv_dataset_take(x->view, x->idx, x->length, &x->batch, err));
   QV_RETURN_NOT_OK(qv_strbuf_append_str(x->sb, "\"rows\": [", err));
-  for (int64_t i = 0; i < x->length; i++) {
-    if (i) QV_RETURN_NOT_OK(qv_strbuf_append_str(x->sb, ",\n", err));
-    QV_RETURN_NOT_OK(qv_format_row_json(x->batch, i, x->sb, err));
-    if (x->sb->len > SERVE_MAX_ANSWER)
-      return qv_error_set(err, QV_ENOMEM,
-                          "the answer would exceed %d MiB at row %lld: ask for fewer rows",
-                          SERVE_MAX_ANSWER >> 20, (long long)(x->offset + i));
+  if (x->length > 0)
+    QV_RETURN_NOT_OK(qv_dataset_slice(x->view, x->offset, x->length, &x->slice, err));
+  int64_t done = 0;
+  for (int64_t bi = 0; x->slice != NULL && bi < qv_table_num_batches(x->slice); bi++) {
+    qv_array_unref(x->batch);
+    x->batch = NULL;
+    QV_RETURN_NOT_OK(qv_table_batch(x->slice, bi, &x->batch, err));
+    for (int64_t i = 0; i < x->batch->length; i++, done++) {
+      if (done) QV_RETURN_NOT_OK(qv_strbuf_append_str(x->sb, ",\n", err));
+      QV_RETURN_NOT_OK(qv_format_row_json(x->batch, i, x->sb, err));
+      if (x->sb->len > SERVE_MAX_ANSWER)
+        return qv_error_set(err, QV_ENOMEM,
+                            "the answer would exceed %d MiB at row %lld: ask for fewer rows",
+                            SERVE_MAX_ANSWER >> 20, (long long)(x->offset + done));
+    }
   }
+  if (done != x->length)
+    return qv_error_set(err, QV_EINVAL, "rows %lld..%lld: the slice has %lld rows",
+                        (long long)x->offset, (long long)(x->offset + x->length), (long long)done);
   return qv_strbuf_append_str(x->sb, "]}\n", err);
 }
 
@@ -725,9 +738,6 @@ static enum MHD_Result api_rows(request *rq, bool retried) {
   qv_strbuf sb;
   qv_strbuf_init(&sb);
   rows_ctx x = {view, offset, length, NULL, NULL, &sb};
-  x.idx = malloc((size_t)(length > 0 ? length : 1) * sizeof *x.idx);
-  if (x.idx == NULL) st = qv_error_set(&err, QV_ENOMEM, "out of memory");
-  for (int64_t i = 0; st == QV_OK && i < length; i++) x.idx[i] = offset + i;
   const char *split = arg(rq->c, "split");
   if (st == QV_OK) st = qv_strbuf_append_str(&sb, "{\"split\": ", &err);
   if (st == QV_OK) {
@@ -746,7 +756,7 @@ static enum MHD_Result api_rows(request *rq, bool retried) {
                           (long long)offset, (long long)length, (long long)n);
   if (st == QV_OK) st = qv_guard_run(rows_body, &x, &err);
   qv_array_unref(x.batch);
-  free(x.idx);
+  qv_table_unref(x.slice);
   qv_dataset_unref(view);
   enum MHD_Result r;
   if (st == QV_ECHANGED && !retried) {
