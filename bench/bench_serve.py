@@ -1,4 +1,4 @@
-"""bench_serve.py [--gb=10] [--dir=DIR] [--keep] — server times of
+"""bench_serve.py [--gb=10] [--dir=DIR] [--keep] [--browser] — server times of
 `quiver serve` on a large generated save_to_disk Dataset directory (never in
 CI; `python bench/bench_serve.py --gb=1` runs in about a minute).
 
@@ -21,6 +21,7 @@ Measured (times in ms):
               then the same pages again (warm)
   image_cell  40 random /api/cell image payloads: wall median / p95
   filter      where=id % 1000 == 7: first answer (a full pass), then cached
+  --browser   headless Chromium: navigation to the first rows rendered
 Anchors, same data, same run: `datasets.load_from_disk` (open) and
 ds[offset:offset+100] without the image column (the same random pages,
 cold), printed with the ratios quiver / datasets.
@@ -113,6 +114,34 @@ def fetch(url):
     return wall, server, body
 
 
+def browser_first_rows(base, d):
+    """Headless Chromium: ms from navigation start to the first 100 rows
+    rendered (the page's performance mark), cold cache, best of 3."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = "/usr/bin/chromium"
+    for arg in ["--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1280,800"]:
+        opts.add_argument(arg)
+    drv = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=opts)
+    try:
+        times = []
+        for _ in range(3):
+            drop_cache(d)
+            drv.get(base + "/")
+            t = None
+            for _ in range(600):
+                t = drv.execute_script("const m = performance.getEntriesByName('quiver-first-rows');"
+                                       "return m.length ? m[0].startTime : null;")
+                if t is not None:
+                    break
+                time.sleep(0.05)
+            times.append(t)
+        return min(times)
+    finally:
+        drv.quit()
+
+
 def pct(xs, p):
     xs = sorted(xs)
     return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
@@ -124,6 +153,8 @@ def main():
     ap.add_argument("--dir", default=os.path.join(BUILD, "bench-serve"))
     ap.add_argument("--keep", action="store_true")
     ap.add_argument("--pages", type=int, default=40)
+    ap.add_argument("--browser", action="store_true",
+                    help="also time the page in headless Chromium (selenium)")
     a = ap.parse_args()
     t = time.perf_counter()
     n = gen(a.dir, a.gb)
@@ -174,6 +205,8 @@ def main():
             out["filter_first_ms"] = s1
             out["filter_cached_page_ms"] = s2
             out["filter_rows"] = json.loads(body)["num_rows"]
+            if a.browser:
+                out["browser_first_rows_ms"] = browser_first_rows(base, a.dir)
         finally:
             p.terminate()
             p.wait(30)
@@ -210,6 +243,8 @@ def main():
     print(f"any page (warm, the same pages again): server median {w['median']:.2f} ms, p95 {w['p95']:.2f}")
     print(f"image cell: median {out['image_cell_wall_ms']['median']:.2f} ms wall; filter over all rows "
           f"{out['filter_first_ms']:.0f} ms, then a cached page {out['filter_cached_page_ms']:.2f} ms")
+    if "browser_first_rows_ms" in out:
+        print(f"browser: first 100 rows rendered {out['browser_first_rows_ms']:.0f} ms after navigation")
     print(json.dumps(out))
 
 

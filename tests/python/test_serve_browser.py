@@ -52,8 +52,10 @@ def data(tmp_path_factory):
 
 
 def wait_for(driver, cond, what, timeout=20):
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.support.ui import WebDriverWait
-    return WebDriverWait(driver, timeout).until(lambda d: cond(d), message=what)
+    return WebDriverWait(driver, timeout, ignored_exceptions=(StaleElementReferenceException,)) \
+        .until(lambda d: cond(d), message=what)
 
 
 def shot(driver, name):
@@ -68,8 +70,11 @@ def shot(driver, name):
 
 
 def rows_text(driver, col):
-    from selenium.webdriver.common.by import By
-    return [td.text for td in driver.find_elements(By.CSS_SELECTOR, f'#rows td[data-col="{col}"]')]
+    """The rendered text of column `col`'s cells, read in one go (the table
+    may be re-rendered between two element lookups)."""
+    return driver.execute_script(
+        "return Array.from(document.querySelectorAll('#rows td[data-col=\"' + arguments[0] + '\"]'))"
+        ".map((td) => td.innerText.trim());", col)
 
 
 def test_page(browser, data):

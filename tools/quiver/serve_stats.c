@@ -195,13 +195,17 @@ bool serve_value_bytes(const qv_array *a, int64_t i, const uint8_t **data, int64
       *len = a->type->byte_width;
       *data = a->buffers[1]->data + (a->offset + i) * (int64_t)a->type->byte_width;
       return true;
-    default: {
+    case QV_BINARY:
+    case QV_LARGE_BINARY:
+    case QV_STRING:
+    case QV_LARGE_STRING: {
       int64_t s = qv_array_offset_at(a, i), e = qv_array_offset_at(a, i + 1);
       if (s < 0 || e < s || a->buffers[2] == NULL || e > a->buffers[2]->size) return false;
       *data = a->buffers[2]->data + s;
       *len = e - s;
       return true;
     }
+    default: return false;
   }
 }
 

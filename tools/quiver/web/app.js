@@ -305,6 +305,8 @@ async function load(offset) {
     $("filter-error").hidden = true;
     $("filter").removeAttribute("aria-invalid");
     renderRows();
+    /* the first rows on screen, for bench/bench_serve.py --browser */
+    if (!performance.getEntriesByName("quiver-first-rows").length) performance.mark("quiver-first-rows");
     setStatus(Math.round(performance.now() - t0) + " ms");
   } catch (e) {
     if (token !== state.loadToken) return;
