@@ -47,3 +47,14 @@ add_test(NAME python.package
          WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
 set_tests_properties(python.package PROPERTIES LABELS python
   ENVIRONMENT "QV_BUILD=${CMAKE_BINARY_DIR};XDG_CACHE_HOME=${CMAKE_BINARY_DIR}/test-xdg-cache")
+
+# `quiver serve` under the sanitizers: the API suite (pytest with the
+# venv's oracles) against this build's CLI, so that `make asan` serves
+# real requests with ASan + UBSan. Plain builds run it in python.oracle.
+if(QV_SANITIZE)
+  add_test(NAME serve.api_sanitized
+           COMMAND sh -c "\"$QV_VENV/bin/python\" -m pytest -q -p no:cacheprovider ${CMAKE_CURRENT_SOURCE_DIR}/python/test_serve_api.py"
+           WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+  set_tests_properties(serve.api_sanitized PROPERTIES
+    ENVIRONMENT "QV_SHARED=${PROJECT_SOURCE_DIR}/../shared;QV_BUILD=${CMAKE_BINARY_DIR};XDG_CACHE_HOME=${CMAKE_BINARY_DIR}/test-xdg-cache")
+endif()

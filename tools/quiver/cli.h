@@ -88,5 +88,7 @@ int cmd_flatten(int argc, char **argv);
 int cmd_map(int argc, char **argv);
 /* import.c */
 int cmd_import(int argc, char **argv);
+/* serve.c */
+int cmd_serve(int argc, char **argv);
 
 #endif

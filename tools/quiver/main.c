@@ -50,6 +50,9 @@ static const char kUsage[] =
     "  (every dataset command: --cache writes and reuses cache-<fingerprint>.arrow\n"
     "   files beside SRC, as datasets does)\n"
     "\n"
+    "  serve PATH [--host=H] [--port=N] [--open]\n"
+    "                                a read-only viewer in the browser (docs/serve.md)\n"
+    "\n"
     "options:\n"
     "  -h, --help                    show help (also 'quiver COMMAND --help')\n"
     "  --version                     print the version\n"
@@ -123,6 +126,7 @@ static const command kCommands[] = {
     {"shard", cmd_shard},     {"split", cmd_split},
     {"concat", cmd_concat},   {"flatten", cmd_flatten},
     {"map", cmd_map},         {"import", cmd_import},
+    {"serve", cmd_serve},
 };
 
 int main(int argc, char **argv) {
