@@ -37,7 +37,10 @@ def split_dataset_by_node(dataset, rank, world_size, strategy="auto"):
     contiguous=True) — rank r gets rows [div*r + min(r, mod), +div (+1 when
     r < mod)) with div, mod = divmod(len, world_size). Returns a new
     Dataset (same files, a recorded select); ValueError for a rank outside
-    [0, world_size) or a strategy other than "auto"."""
+    [0, world_size) or a strategy other than "auto"; and, as datasets
+    (whose select refuses an empty range starting at len), IndexError for
+    a rank that gets no rows of a non-empty dataset (world_size > len and
+    rank >= len); an empty dataset gives every rank an empty part."""
     if strategy not in {"auto", "shards", "examples"}:
         raise ValueError(
             f"Invalid strategy {strategy!r}. Expected one of 'auto', 'shards', or 'examples'.")
@@ -46,6 +49,10 @@ def split_dataset_by_node(dataset, rank, world_size, strategy="auto"):
     if strategy != "auto":
         raise ValueError(
             f"Map-style datasets only support strategy='auto', but got strategy={strategy!r}.")
+    n = len(dataset)
+    if 0 <= rank < world_size and 0 < n < world_size and rank >= n:
+        start = n // world_size * rank + min(rank, n % world_size)
+        raise _quiver.QuiverIndexError(f"Index {start} out of range for dataset of size {n}.")
     return dataset.shard(num_shards=world_size, index=rank, contiguous=True)
 
 
@@ -321,6 +328,8 @@ def write_shard(stage, name, tables, schema=None, features=None):
     first = next(it, None)
     if first is None and schema is None:
         raise ValueError("write_shard: no data and no schema")
+    if first is None:  # one empty batch: datasets cannot load a stream without any
+        first = pa.record_batch([pa.array([], type=f.type) for f in schema], schema=schema)
     base = schema if first is None else first.schema
     feats = features if features is not None else features_of(base)
     meta = {b"huggingface": json.dumps({"info": {"features": feats}}).encode()}
