@@ -111,9 +111,55 @@ def prepare(ds):
             file_rows = None
         if file_rows is not None and sum(file_rows) != data.num_rows:
             file_rows = None
+    ops = _column_ops(ds._origin) if file_rows is not None or len(data_files) == 1 else None
+    if ops is not None and ix_recipe is None and data_files:
+        if file_rows is None:
+            file_rows = [data.num_rows]
+        try:  # a file opened alone must give the dataset's columns
+            one = _apply(_quiver.open(data_files[0]), ops)
+            if not _same_columns(one, ds):
+                ops = None
+        except _quiver.QuiverError:
+            ops = None
+    else:
+        ops = None
+    identities = [_pickle._identity(f) for f in _files(ds)]
     return {"ds": ds, "data": data, "data_files": data_files, "file_rows": file_rows,
-            "mapped": ix_recipe is not None,
-            "identities": [_pickle._identity(f) for f in _files(ds)]}
+            "mapped": ix_recipe is not None, "identities": identities,
+            "file_ops": ops, "by_file": dict(zip(_files(ds), identities))}
+
+
+_COLUMN_OPS = {"select_columns", "remove_columns", "rename_column", "rename_columns"}
+
+
+def _column_ops(origin):
+    """The column-only transforms (select/remove/rename) from quiver.open of
+    a directory or file to the dataset, or None when the data table is not
+    the files' rows end to end (a select, shard, shuffle, concatenation,
+    an indices file, a callable's tables...)."""
+    ops = []
+    while isinstance(origin, tuple) and len(origin) == 4 and isinstance(origin[0], tuple):
+        parent, op, args, kwargs = origin
+        if op not in _COLUMN_OPS:
+            return None
+        ops.append((op, args or (), kwargs or {}))
+        origin = parent
+    if not (isinstance(origin, tuple) and origin and origin[0] == "open" and origin[3] is None):
+        return None
+    return ops[::-1]
+
+
+def _apply(ds, ops):
+    for op, args, kwargs in ops:
+        ds = getattr(ds, op)(*args, **kwargs)
+    return ds
+
+
+def _same_columns(a, b):
+    import pyarrow as pa
+
+    sa, sb = pa.schema(a), pa.schema(b)
+    return sa.names == sb.names and sa.types == sb.types
 
 
 def plan(prepared, columns=None, num_blocks=1):
@@ -166,6 +212,21 @@ def plan(prepared, columns=None, num_blocks=1):
                     at += n
             else:
                 files = list(data_files)
+            pieces = []
+            if prepared["file_ops"] is not None:
+                # the files this range touches, each with its row range: a task
+                # opens (and checks) only those
+                at = 0
+                for f, nf in zip(data_files, file_rows):
+                    if at < hi and at + nf > lo:
+                        pieces.append((f, prepared["by_file"][f], max(lo, at) - at,
+                                       min(hi, at + nf) - at))
+                    at += nf
+            if pieces:
+                spec = {"v": 1, "kind": "files", "pieces": pieces, "ops": prepared["file_ops"],
+                        "columns": columns, "metadata": schema.metadata, "lo": lo, "hi": hi}
+                specs.append(dict(spec, rows=hi - lo, bytes=b, files=[p[0] for p in pieces]))
+                continue
             specs.append(dict(base, kind="range", lo=lo, hi=hi, rows=hi - lo, bytes=b,
                               files=files))
         return schema, specs
@@ -208,13 +269,25 @@ def read_spec(spec, batch_rows=None):
     row order (sequential reads) and put back in mapping order."""
     import numpy as np
 
-    _check(spec)
-    data = _quiver._from_recipes(spec["data"], None, spec["fingerprint"]).with_format("arrow")
     meta = spec["metadata"]
-    lo, hi = spec["lo"], spec["hi"]
 
     def out(t):
         return t.replace_schema_metadata(meta) if meta is not None else t
+
+    if spec["kind"] == "files":
+        _check({"identities": [p[1] for p in spec["pieces"]]})
+        for path, _, lo, hi in spec["pieces"]:
+            f = _apply(_quiver.open(path), spec["ops"])
+            if spec["columns"] is not None:
+                f = f.select_columns(spec["columns"])
+            f = f.with_format("arrow")
+            step = batch_rows or max(hi - lo, 1)
+            for a in range(lo, hi, step):
+                yield out(f[a:min(hi, a + step)])
+        return
+    _check(spec)
+    data = _quiver._from_recipes(spec["data"], None, spec["fingerprint"]).with_format("arrow")
+    lo, hi = spec["lo"], spec["hi"]
 
     if spec["kind"] == "range":
         step = batch_rows or max(hi - lo, 1)
