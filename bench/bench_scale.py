@@ -96,6 +96,15 @@ def pa_concat(batches):
     return pa.Table.from_batches(list(batches))
 
 
+def _anon_mb():
+    """Anonymous resident memory of this process (heap, not file pages), MB."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("RssAnon:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
 def _count(t):
     import pyarrow as pa
 
@@ -138,8 +147,9 @@ def run_case(kind, path, shuffled, cpus, blocks):
     secs = time.perf_counter() - t0
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     ray.shutdown()
+    anon = _anon_mb()
     print(json.dumps({"rows": sum(c["n"] for c in counts), "secs": secs, "peak_kb": peak,
-                      "base_kb": base}))
+                      "base_kb": base, "anon_mb": anon}))
 
 
 def section_read(args):
@@ -200,6 +210,7 @@ def section_plan(args):
     _, specs = distributed.plan(prep, None, n)
     t3 = time.perf_counter()
     rss1 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    anon1 = _anon_mb()
     spec_bytes = [len(pickle.dumps(s)) for s in specs]
     data_recipe = ds._recipes()[0]
     t4 = time.perf_counter()
@@ -222,7 +233,8 @@ def section_plan(args):
     print(f"== plan: {n} shards x 2000 rows ({len(specs)} tasks, {ds.num_rows:,} rows)")
     print(f"  driver: quiver.open {1e3 * (t1 - t0):.0f} ms, prepare {1e3 * (t2 - t1):.0f} ms, "
           f"plan {1e3 * (t3 - t2):.0f} ms ({1e6 * (t3 - t0) / n:.0f} us per shard); peak RSS "
-          f"+{(rss1 - rss0) / 1024:.0f} MB")
+          f"+{(rss1 - rss0) / 1024:.0f} MB (mapped file pages touched included), anonymous "
+          f"{anon1:.0f} MB")
     sspec = [len(pickle.dumps(s)) for s in sspecs]
     print(f"  plain, one file per task ({specs[0]['kind']}): {sum(spec_bytes) / len(spec_bytes):.0f} "
           f"B pickled per task; whole task (check + open its file + {rows // reps} rows) "

@@ -104,7 +104,7 @@ def prepare(ds):
     # rows per data file, for each block's input files (when the data is the
     # files' rows end to end; otherwise every block lists every file)
     file_rows = None
-    if ix_recipe is None and len(data_files) > 1:
+    if len(data_files) > 1:
         try:
             file_rows = [_quiver.open(f).num_rows for f in data_files]
         except _quiver.QuiverError:
@@ -185,10 +185,15 @@ def plan(prepared, columns=None, num_blocks=1):
     data_recipe, ix_recipe = ds._recipes()
     fp = ds.fingerprint
     identities = prepared["identities"]
-    bounds, nbytes = [0], [0]
-    for rb in pa.RecordBatchReader.from_stream(data):
-        bounds.append(bounds[-1] + rb.num_rows)
-        nbytes.append(nbytes[-1] + rb.nbytes)
+    scans = prepared.setdefault("scans", {})  # record batch rows and bytes, per projection
+    key = None if columns is None else tuple(columns)
+    if key not in scans:
+        bounds, nbytes = [0], [0]
+        for rb in pa.RecordBatchReader.from_stream(data):
+            bounds.append(bounds[-1] + rb.num_rows)
+            nbytes.append(nbytes[-1] + rb.nbytes)
+        scans[key] = (bounds, nbytes)
+    bounds, nbytes = scans[key]
     data_rows = bounds[-1]
     base = {"v": 1, "data": data_recipe, "fingerprint": fp, "identities": identities,
             "metadata": schema.metadata}
@@ -230,9 +235,13 @@ def plan(prepared, columns=None, num_blocks=1):
             specs.append(dict(base, kind="range", lo=lo, hi=hi, rows=hi - lo, bytes=b,
                               files=files))
         return schema, specs
+    import numpy as np
+
     n = ds.num_rows
     row_bytes = nbytes[-1] / data_rows if data_rows else 0
-    ix_in_file = len(_files(ds)) > len(data_files)
+    all_files = _files(ds)
+    ix_in_file = len(all_files) > len(data_files)
+    starts = np.cumsum([0] + list(file_rows)) if file_rows is not None else None
     ix_all = None
     if not ix_in_file:  # in memory: read once here, ship each task its slice
         ix_all = prepared.get("indices")
@@ -242,11 +251,14 @@ def plan(prepared, columns=None, num_blocks=1):
     cuts = _cuts([], n, num_blocks)
     for lo, hi in zip(cuts, cuts[1:]):
         spec = dict(base, kind="mapped", lo=lo, hi=hi, rows=hi - lo,
-                    bytes=int(row_bytes * (hi - lo)), files=list(_files(ds)))
+                    bytes=int(row_bytes * (hi - lo)), files=all_files)
         if ix_in_file:
             spec["indices_recipe"] = ix_recipe
         else:
             spec["indices"] = ix_all[lo:hi].copy()
+            if starts is not None:  # the shards the slice's rows are in
+                touched = np.unique(np.searchsorted(starts, spec["indices"], "right") - 1)
+                spec["files"] = [data_files[i] for i in touched]
         specs.append(spec)
     return schema, specs
 

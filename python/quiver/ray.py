@@ -43,9 +43,9 @@ class QuiverDatasource(_Datasource):
     def _wanted(self):
         cols = self._columns
         pm = getattr(self, "_projection_map", None)
-        if pm is not None:
-            names = cols if cols is not None else self._ds.column_names
-            cols = [c for c in names if c in pm]
+        if pm is not None:  # in the projection's order
+            names = set(cols if cols is not None else self._ds.column_names)
+            cols = [c for c in pm if c in names]
         return cols
 
     def estimate_inmemory_data_size(self):

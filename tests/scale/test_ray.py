@@ -156,6 +156,10 @@ def test_projection(ray_session, data):
     assert {tuple(b.column_names) for t in proj for b in t()} == {("id",)}
     got = qr.read(quiver.open(data["plain"]), override_num_blocks=3).select_columns(["id"])
     assert [row["id"] for row in got.take_all()] == list(range(len(hf)))
+    two = qr.read(q, override_num_blocks=2).select_columns(["label", "id"])
+    tables = ray_session.get(two.to_arrow_refs())
+    assert {tuple(t.column_names) for t in tables} == {("label", "id")}
+    assert [r for t in tables for r in rows_of(t)] == want
     with pytest.raises(ValueError):
         qr.read(q, columns=["nope"])
 
