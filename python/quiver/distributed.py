@@ -187,28 +187,45 @@ def plan(prepared, columns=None, num_blocks=1):
     identities = prepared["identities"]
     scans = prepared.setdefault("scans", {})  # record batch rows and bytes, per projection
     key = None if columns is None else tuple(columns)
-    if key not in scans:
-        bounds, nbytes = [0], [0]
-        for rb in pa.RecordBatchReader.from_stream(data):
-            bounds.append(bounds[-1] + rb.num_rows)
-            nbytes.append(nbytes[-1] + rb.nbytes)
-        scans[key] = (bounds, nbytes)
-    bounds, nbytes = scans[key]
+    by_file = (ix_recipe is None and prepared["file_ops"] is not None
+               and 1 <= num_blocks <= len(data_files))
+    if by_file:
+        # whole files per block: rows from each file's metadata, bytes from
+        # the file sizes scaled by the projected share of the first file's
+        # batches — no scan of every record batch on the driver
+        if ("files", key) not in scans:
+            one = _apply(_quiver.open(data_files[0]), prepared["file_ops"])
+            if columns is not None:
+                one = one.select_columns(columns)
+            size0 = prepared["by_file"][data_files[0]][1]
+            got = sum(rb.nbytes for rb in pa.RecordBatchReader.from_stream(one))
+            share = got / size0 if size0 else 0.0
+            bounds, nbytes = [0], [0]
+            for f, nf in zip(data_files, file_rows):
+                bounds.append(bounds[-1] + nf)
+                nbytes.append(nbytes[-1] + int(prepared["by_file"][f][1] * share))
+            scans[("files", key)] = (bounds, nbytes)
+        bounds, nbytes = scans[("files", key)]
+    else:
+        if key not in scans:
+            bounds, nbytes = [0], [0]
+            for rb in pa.RecordBatchReader.from_stream(data):
+                bounds.append(bounds[-1] + rb.num_rows)
+                nbytes.append(nbytes[-1] + rb.nbytes)
+            scans[key] = (bounds, nbytes)
+        bounds, nbytes = scans[key]
     data_rows = bounds[-1]
     base = {"v": 1, "data": data_recipe, "fingerprint": fp, "identities": identities,
             "metadata": schema.metadata}
     specs = []
     if ix_recipe is None:
-        import bisect
         cuts = _cuts(bounds, data_rows, num_blocks)
-        for lo, hi in zip(cuts, cuts[1:]):
-            # bytes: whole batches inside the range plus a share of the edges
-            i, j = bisect.bisect_right(bounds, lo) - 1, bisect.bisect_left(bounds, hi)
-            b = 0
-            for k in range(i, min(j, len(bounds) - 1)):
-                a, z = max(lo, bounds[k]), min(hi, bounds[k + 1])
-                if z > a:
-                    b += (nbytes[k + 1] - nbytes[k]) * (z - a) // (bounds[k + 1] - bounds[k])
+        import numpy as np
+
+        # bytes: whole batches inside the range plus a share of the edges
+        cum = np.interp(np.asarray(cuts, dtype=np.float64), bounds, nbytes) if cuts[-1] else None
+        for c, (lo, hi) in enumerate(zip(cuts, cuts[1:])):
+            b = int(round(cum[c + 1] - cum[c])) if cum is not None else 0
             if file_rows is not None:
                 files, at = [], 0
                 for f, n in zip(data_files, file_rows):
@@ -238,7 +255,7 @@ def plan(prepared, columns=None, num_blocks=1):
     import numpy as np
 
     n = ds.num_rows
-    row_bytes = nbytes[-1] / data_rows if data_rows else 0
+    row_bytes = nbytes[-1] / data_rows if data_rows else 0  # (a scan: by_file is False)
     all_files = _files(ds)
     ix_in_file = len(all_files) > len(data_files)
     starts = np.cumsum([0] + list(file_rows)) if file_rows is not None else None

@@ -77,7 +77,16 @@ def test_read_tasks_metadata_and_alignment(data):
             f_at += n
         assert list(t.metadata.input_files) == touched
         at = hi
-    assert src.estimate_inmemory_data_size() == sum(t.metadata.size_bytes for t in tasks)
+    assert src.estimate_inmemory_data_size() == pytest.approx(
+        sum(t.metadata.size_bytes for t in tasks), rel=0.05)  # (from file sizes)
+    # no more blocks than files: whole files per block, rows and bytes from
+    # the files' metadata and sizes (no scan of every record batch)
+    two = src.get_read_tasks(2)
+    assert [t.metadata.num_rows for t in two] == [2000, 4000]  # a tie snaps down
+    for t, fs in zip(two, (files[:1], files[1:])):
+        got = pa.concat_tables(list(t()))
+        assert list(t.metadata.input_files) == fs
+        assert t.metadata.size_bytes == pytest.approx(got.nbytes, rel=0.05)
     # tasks of a directory's rows carry only the files they read (path,
     # identity, row range), not the whole dataset's recipe
     _, specs = qr.distributed.plan(q, None, 3)
