@@ -219,31 +219,33 @@ def plan(prepared, columns=None, num_blocks=1):
             "metadata": schema.metadata}
     specs = []
     if ix_recipe is None:
+        import bisect
+
         cuts = _cuts(bounds, data_rows, num_blocks)
+        fstarts = [0]
+        for nf in file_rows or ():
+            fstarts.append(fstarts[-1] + nf)
         import numpy as np
 
         # bytes: whole batches inside the range plus a share of the edges
         cum = np.interp(np.asarray(cuts, dtype=np.float64), bounds, nbytes) if cuts[-1] else None
         for c, (lo, hi) in enumerate(zip(cuts, cuts[1:])):
             b = int(round(cum[c + 1] - cum[c])) if cum is not None else 0
-            if file_rows is not None:
-                files, at = [], 0
-                for f, n in zip(data_files, file_rows):
-                    if at < hi and at + n > lo:
-                        files.append(f)
-                    at += n
+            if file_rows is not None:  # the files rows [lo, hi) are in
+                fi = range(max(0, bisect.bisect_right(fstarts, lo) - 1),
+                           bisect.bisect_left(fstarts, hi))
+                files = [data_files[i] for i in fi if file_rows[i] > 0]
             else:
                 files = list(data_files)
             pieces = []
             if prepared["file_ops"] is not None:
                 # the files this range touches, each with its row range: a task
                 # opens (and checks) only those
-                at = 0
-                for f, nf in zip(data_files, file_rows):
-                    if at < hi and at + nf > lo:
+                for i in fi:
+                    at, f = fstarts[i], data_files[i]
+                    if file_rows[i] > 0:
                         pieces.append((f, prepared["by_file"][f], max(lo, at) - at,
-                                       min(hi, at + nf) - at))
-                    at += nf
+                                       min(hi, at + file_rows[i]) - at))
             if pieces:
                 spec = {"v": 1, "kind": "files", "pieces": pieces, "ops": prepared["file_ops"],
                         "columns": columns, "metadata": schema.metadata, "lo": lo, "hi": hi}
