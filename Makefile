@@ -18,7 +18,7 @@ VENV ?= $(CURDIR)/build/venv
 PYTHON ?= $(shell if [ -x "$(VENV)/bin/python" ]; then echo "$(VENV)/bin/python"; \
             else python3 -c 'import sys; print(sys.executable)' 2>/dev/null; fi)
 
-.PHONY: all test bench install asan fuzz clean venv demo
+.PHONY: all test bench install asan fuzz clean venv venv-scale demo
 
 all: $(BUILD)/CMakeCache.txt
 	$(CMAKE) --build $(BUILD) -j $(JOBS)
@@ -28,6 +28,10 @@ $(BUILD)/CMakeCache.txt:
 
 venv:
 	sh scripts/venv.sh $(VENV)
+
+# Ray + PySpark for tests/scale and bench/bench_scale.py (scripts/venv-scale.sh).
+venv-scale:
+	sh scripts/venv-scale.sh $(BUILD)/venv-scale
 
 test: all venv
 	cd $(BUILD) && QV_VENV=$(VENV) ctest --output-on-failure -j $(JOBS) $(CTEST_FLAGS)

@@ -4,7 +4,7 @@
 set -eu
 pkgs="build-essential cmake pkg-config python3 python3-venv python3-dev libzstd-dev liblz4-dev
       zlib1g-dev libjansson-dev libxxhash-dev libsnappy-dev libbrotli-dev libmicrohttpd-dev
-      clang-14 libclang-rt-14-dev clang chromium chromium-driver"
+      clang-14 libclang-rt-14-dev clang chromium chromium-driver openjdk-17-jre-headless"
 missing=""
 for p in $pkgs; do
   dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"

@@ -58,3 +58,13 @@ if(QV_SANITIZE)
   set_tests_properties(serve.api_sanitized PROPERTIES
     ENVIRONMENT "QV_SHARED=${PROJECT_SOURCE_DIR}/../shared;QV_BUILD=${CMAKE_BINARY_DIR};XDG_CACHE_HOME=${CMAKE_BINARY_DIR}/test-xdg-cache")
 endif()
+# Scale-out (quiver.ray / quiver.spark, tests/scale/): a local Ray instance
+# and a local Spark session in their own venv (build/venv-scale from
+# scripts/venv-scale.sh: tests/requirements.txt + tests/requirements-scale.txt,
+# created here when missing or when the pins changed; Spark needs a JRE).
+# Labelled python (needs the extension; skipped by `make asan`).
+add_test(NAME python.scale
+         COMMAND sh -c "sh scripts/venv-scale.sh \"${CMAKE_BINARY_DIR}/venv-scale\" && \"${CMAKE_BINARY_DIR}/venv-scale/bin/python\" -m pytest -q -p no:cacheprovider ${CMAKE_CURRENT_SOURCE_DIR}/scale"
+         WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+set_tests_properties(python.scale PROPERTIES LABELS python TIMEOUT 1500
+  ENVIRONMENT "QV_BUILD=${CMAKE_BINARY_DIR};XDG_CACHE_HOME=${CMAKE_BINARY_DIR}/test-xdg-cache")

@@ -26,3 +26,5 @@ __all__ = ["Batch", "Dataset", "QuiverError", "QuiverFileNotFoundError", "Quiver
            "QuiverKeyError", "QuiverTypeError", "QuiverValueError", "concatenate_datasets",
            "open", "__version__"]
 __all__ += ["DatasetDict", "load_from_disk"] + features.__all__  # noqa: F405
+from .distributed import split_dataset_by_node  # noqa: E402,F401  (docs/scale-out.md)
+__all__ += ["split_dataset_by_node"]
