@@ -28,3 +28,5 @@ __all__ = ["Batch", "Dataset", "QuiverError", "QuiverFileNotFoundError", "Quiver
 __all__ += ["DatasetDict", "load_from_disk"] + features.__all__  # noqa: F405
 from .distributed import split_dataset_by_node  # noqa: E402,F401  (docs/scale-out.md)
 __all__ += ["split_dataset_by_node"]
+from ._io import load_dataset  # noqa: E402,F401  (Parquet/CSV/JSON; docs/python.md)
+__all__ += ["load_dataset"]

@@ -905,6 +905,24 @@ static PyMethodDef Dataset_methods[] = {
      "__arrow_c_stream__($self, /, requested_schema=None)\n--\n\nThe rows as an "
      "'arrow_array_stream' "
      "PyCapsule (zero copy without an indices mapping)."},
+    {"to_csv", (PyCFunction)(void (*)(void))qvpy_Dataset_to_csv, METH_VARARGS | METH_KEYWORDS,
+     "to_csv($self, /, path_or_buf, batch_size=None, num_proc=None, **to_csv_kwargs)\n--\n\n"
+     "The rows as a CSV file (C writer; docs/python.md). Returns the bytes written."},
+    {"to_json", (PyCFunction)(void (*)(void))qvpy_Dataset_to_json, METH_VARARGS | METH_KEYWORDS,
+     "to_json($self, /, path_or_buf, batch_size=None, num_proc=None, **to_json_kwargs)\n--\n\n"
+     "The rows as JSON Lines, datasets' records/lines form. Returns the bytes written."},
+    {"from_parquet", (PyCFunction)(void (*)(void))qvpy_Dataset_from_parquet,
+     METH_VARARGS | METH_KEYWORDS | METH_CLASS,
+     "from_parquet(path_or_paths, split=None, features=None, **kwargs)\n--\n\n"
+     "A Dataset of Parquet files, as datasets' Dataset.from_parquet."},
+    {"from_csv", (PyCFunction)(void (*)(void))qvpy_Dataset_from_csv,
+     METH_VARARGS | METH_KEYWORDS | METH_CLASS,
+     "from_csv(path_or_paths, split=None, features=None, **kwargs)\n--\n\n"
+     "A Dataset of CSV files typed as datasets' Dataset.from_csv types them."},
+    {"from_json", (PyCFunction)(void (*)(void))qvpy_Dataset_from_json,
+     METH_VARARGS | METH_KEYWORDS | METH_CLASS,
+     "from_json(path_or_paths, split=None, features=None, **kwargs)\n--\n\n"
+     "A Dataset of JSON Lines files, as datasets' Dataset.from_json."},
     {NULL, NULL, 0, NULL}};
 
 static PyGetSetDef Dataset_getset[] = {

@@ -367,6 +367,12 @@ static PyMethodDef module_methods[] = {
      "DatasetDict.save_to_disk."},
     {"_dataset_dict_splits", (PyCFunction)qvpy_mod_dataset_dict_splits, METH_O,
      "_dataset_dict_splits($module, path, /)\n--\n\nSplit names of a DatasetDict directory."},
+    {"_read_csv", (PyCFunction)(void (*)(void))qvpy_mod_read_csv, METH_VARARGS | METH_KEYWORDS,
+     "_read_csv($module, /, path, delimiter=None)\n--\n\nA CSV file as load_dataset('csv') "
+     "types it (use quiver.load_dataset or Dataset.from_csv)."},
+    {"_write_text", (PyCFunction)(void (*)(void))qvpy_mod_write_text, METH_VARARGS | METH_KEYWORDS,
+     "_write_text($module, /, dataset, path, kind, delimiter=None, batch_size=10000)\n--\n\n"
+     "The rows as CSV or JSON Lines (use Dataset.to_csv / to_json)."},
     {"version", (PyCFunction)mod_version, METH_NOARGS,
      "version($module, /)\n--\n\nThe C library's version (qv_version())."},
     {NULL, NULL, 0, NULL}};

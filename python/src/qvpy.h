@@ -10,6 +10,7 @@
  *   convert.c       Python values -> Arrow arrays
  *   mapfilter.c     Python callables as map / filter functions
  *   dsdict.c        DatasetDict saving / split names, calls into Python
+ *   io.c            CSV / JSON Lines reading and writing, Dataset.from_* / to_*
  * Every function returning a new PyObject * returns a new reference, or
  * NULL with a Python exception set; every bool-returning helper returns
  * false with a Python exception set.
@@ -139,6 +140,22 @@ PyObject *qvpy_mod_dataset_dict_splits(PyObject *mod, PyObject *arg);
 
 /** quiver._formats.<fn>(self, *args, **kwargs) (args may be NULL). */
 PyObject *qvpy_call_formats(const char *fn, PyObject *self, PyObject *args, PyObject *kwargs);
+
+/* ---- CSV / JSON Lines (io.c) ------------------------------------------ */
+/** _quiver._read_csv(path, delimiter=None): a Dataset typed as
+ * datasets.load_dataset("csv") types it (pandas_types). */
+PyObject *qvpy_mod_read_csv(PyObject *mod, PyObject *args, PyObject *kwargs);
+/** _quiver._write_text(dataset, path, kind, delimiter=None,
+ * batch_size=10000): the rows through the C CSV ("csv") or JSON Lines
+ * ("json") writer, atomically. */
+PyObject *qvpy_mod_write_text(PyObject *mod, PyObject *args, PyObject *kwargs);
+/** Dataset.to_csv / to_json and the class methods from_parquet / from_csv /
+ * from_json: forward to quiver._io. */
+PyObject *qvpy_Dataset_to_csv(PyObject *self, PyObject *args, PyObject *kwargs);
+PyObject *qvpy_Dataset_to_json(PyObject *self, PyObject *args, PyObject *kwargs);
+PyObject *qvpy_Dataset_from_parquet(PyObject *cls, PyObject *args, PyObject *kwargs);
+PyObject *qvpy_Dataset_from_csv(PyObject *cls, PyObject *args, PyObject *kwargs);
+PyObject *qvpy_Dataset_from_json(PyObject *cls, PyObject *args, PyObject *kwargs);
 
 /* ---- Python -> Arrow (convert.c) --------------------------------------- */
 /** A map function's result (a dict {column: list or Arrow array} or an
