@@ -233,3 +233,15 @@ def test_argument_errors(tmp_path, files):
     with pytest.raises(TypeError):
         ds.to_csv(open(tmp_path / "x.csv", "w"))
     assert not (tmp_path / "x.json").exists()
+
+
+def test_csv_sep_matches_datasets(tmp_path):
+    f = tmp_path / "t.tsv"
+    f.write_text("a\tb\n1\tx,y\n2\t\n")
+    got = quiver.load_dataset("csv", data_files=str(f), sep="\t", split="train")
+    same(got, D.load_dataset("csv", data_files=str(f), sep="\t", split="train",
+                             cache_dir=str(tmp_path / "hfcache")))
+    assert got["b"] == ["x,y", None]
+    # without sep, datasets (and quiver) read a .tsv with ","
+    f.write_text("a\tb\n1\tx\n2\t\n")
+    same(quiver.Dataset.from_csv(str(f)), D.Dataset.from_csv(str(f), cache_dir=str(tmp_path / "c")))
