@@ -77,6 +77,11 @@ def _read_one(builder, path, kwargs):
         return _quiver._read_csv(path, delim)
     if not os.path.exists(path):
         raise _not_found(f"Unable to find '{path}'")
+    kind = _quiver._sniff(path)  # the open path reads any format: hold it to the builder's
+    if kind != builder:
+        raise _quiver.QuiverError(
+            f"{path}: not a {'Parquet' if builder == 'parquet' else 'JSON Lines'} file "
+            f"(it holds {kind}) for load_dataset({builder!r})")
     return _quiver.open(path)
 
 

@@ -157,3 +157,17 @@ PyObject *qvpy_Dataset_from_csv(PyObject *cls, PyObject *args, PyObject *kwargs)
 PyObject *qvpy_Dataset_from_json(PyObject *cls, PyObject *args, PyObject *kwargs) {
   return call_io("from_json", NULL, args, kwargs);
 }
+
+PyObject *qvpy_mod_sniff(PyObject *mod, PyObject *arg) {
+  PyObject *path = NULL;
+  if (!PyUnicode_FSConverter(arg, &path)) return NULL;
+  const char *p = PyBytes_AS_STRING(path);
+  qv_path_kind kind;
+  qv_error err;
+  qv_status st;
+  Py_BEGIN_ALLOW_THREADS st = qv_path_sniff(p, &kind, &err);
+  Py_END_ALLOW_THREADS PyObject *r =
+      st == QV_OK ? PyUnicode_FromString(qv_path_kind_name(kind)) : raise_io(st, &err, p);
+  Py_DECREF(path);
+  return r;
+}

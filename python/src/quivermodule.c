@@ -373,6 +373,8 @@ static PyMethodDef module_methods[] = {
     {"_write_text", (PyCFunction)(void (*)(void))qvpy_mod_write_text, METH_VARARGS | METH_KEYWORDS,
      "_write_text($module, /, dataset, path, kind, delimiter=None, batch_size=10000)\n--\n\n"
      "The rows as CSV or JSON Lines (use Dataset.to_csv / to_json)."},
+    {"_sniff", (PyCFunction)qvpy_mod_sniff, METH_O,
+     "_sniff($module, path, /)\n--\n\nWhat the path holds, as qv_path_sniff names it."},
     {"version", (PyCFunction)mod_version, METH_NOARGS,
      "version($module, /)\n--\n\nThe C library's version (qv_version())."},
     {NULL, NULL, 0, NULL}};

@@ -149,6 +149,9 @@ PyObject *qvpy_mod_read_csv(PyObject *mod, PyObject *args, PyObject *kwargs);
  * batch_size=10000): the rows through the C CSV ("csv") or JSON Lines
  * ("json") writer, atomically. */
 PyObject *qvpy_mod_write_text(PyObject *mod, PyObject *args, PyObject *kwargs);
+/** _quiver._sniff(path): qv_path_sniff's kind name ("parquet", "csv",
+ * "json", "arrow file", ...). */
+PyObject *qvpy_mod_sniff(PyObject *mod, PyObject *arg);
 /** Dataset.to_csv / to_json and the class methods from_parquet / from_csv /
  * from_json: forward to quiver._io. */
 PyObject *qvpy_Dataset_to_csv(PyObject *self, PyObject *args, PyObject *kwargs);

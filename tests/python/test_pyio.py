@@ -214,6 +214,13 @@ def test_bad_files_name_file_line_column(tmp_path):
     badj.write_text('{"a": 1}\n{"a": 2}\n{"a":\n')
     with pytest.raises(quiver.QuiverError, match=r"bad\.jsonl: line 3, column \d+"):
         quiver.load_dataset("json", data_files=str(badj), split="train")
+    csv = tmp_path / "rows.csv"
+    csv.write_text("a,b\n1,2\n")
+    for builder in ("parquet", "json"):
+        with pytest.raises(quiver.QuiverError, match=r"rows\.csv: not a .* file \(it holds csv\)"):
+            quiver.load_dataset(builder, data_files=str(csv))
+        with pytest.raises(Exception):  # datasets refuses it too
+            hf_load(tmp_path, builder, str(csv))
     badp = tmp_path / "bad.parquet"
     badp.write_bytes(b"PAR1 not really parquet PAR1")
     with pytest.raises(quiver.QuiverError, match="bad.parquet"):
