@@ -811,6 +811,31 @@ static PyObject *Dataset_iter(DatasetObject *self, PyObject *args, PyObject *kwa
   return qvpy_call_formats("iterate", (PyObject *)self, args, kwargs);
 }
 
+/* Methods implemented in quiver/_api.py (constructors, exports, column
+ * methods over construct.c's primitives). */
+#define API_METHOD(name)                                                                           \
+  static PyObject *Dataset_api_##name(PyObject *self, PyObject *args, PyObject *kwargs) {          \
+    return qvpy_call_api(#name, PyType_Check(self) ? NULL : self, args, kwargs);                   \
+  }
+API_METHOD(from_dict)
+API_METHOD(from_list)
+API_METHOD(from_pandas)
+API_METHOD(from_polars)
+API_METHOD(from_generator)
+API_METHOD(from_arrow)
+API_METHOD(to_dict)
+API_METHOD(to_list)
+API_METHOD(to_pandas)
+API_METHOD(to_polars)
+API_METHOD(to_arrow)
+API_METHOD(to_iterable_dataset)
+API_METHOD(cast)
+API_METHOD(cast_column)
+API_METHOD(add_column)
+API_METHOD(class_encode_column)
+API_METHOD(flatten)
+#undef API_METHOD
+
 static PyMethodDef Dataset_methods[] = {
     {"select", (PyCFunction)(void (*)(void))Dataset_select, METH_VARARGS | METH_KEYWORDS,
      "select($self, /, indices, *, cache=False)\n--\n\nThe rows at these positions (an iterable of "
@@ -905,6 +930,55 @@ static PyMethodDef Dataset_methods[] = {
      "__arrow_c_stream__($self, /, requested_schema=None)\n--\n\nThe rows as an "
      "'arrow_array_stream' "
      "PyCapsule (zero copy without an indices mapping)."},
+    /* construct.c and quiver/_api.py: constructors, exports, column methods */
+    {"_cast", (PyCFunction)qvpy_Dataset_cast, METH_O,
+     "_cast($self, features_json, /)\n--\n\nqv_dataset_cast (datasets' JSON features)."},
+    {"_cast_column", (PyCFunction)qvpy_Dataset_cast_column, METH_VARARGS,
+     "_cast_column($self, column, feature_json, /)\n--\n\nqv_dataset_cast_column."},
+    {"_add_column", (PyCFunction)qvpy_Dataset_add_column, METH_VARARGS,
+     "_add_column($self, name, values, feature_json=None, /)\n--\n\nqv_dataset_add_column."},
+    {"unique", (PyCFunction)qvpy_Dataset_unique, METH_O,
+     "unique($self, column, /)\n--\n\nThe distinct values of a column in order of first "
+     "appearance (datasets' unique)."},
+#define API(name, flags, sig, doc)                                                                 \
+  {                                                                                                \
+#name, (PyCFunction)(void (*)(void))Dataset_api_##name, METH_VARARGS | METH_KEYWORDS | flags,  \
+        #name sig "\n--\n\n" doc                                                                   \
+  }
+    API(from_dict, METH_CLASS, "($type, /, mapping, features=None, info=None, split=None)",
+        "An in-memory Dataset of {column: values} (datasets' from_dict)."),
+    API(from_list, METH_CLASS, "($type, /, mapping, features=None, info=None, split=None)",
+        "An in-memory Dataset of a list of row dicts (datasets' from_list)."),
+    API(from_pandas, METH_CLASS,
+        "($type, /, df, features=None, info=None, split=None, preserve_index=None)",
+        "An in-memory Dataset of a pandas DataFrame (datasets' from_pandas)."),
+    API(from_polars, METH_CLASS, "($type, /, df, features=None, info=None, split=None)",
+        "An in-memory Dataset of a polars DataFrame (datasets' from_polars)."),
+    API(from_generator, METH_CLASS,
+        "($type, /, generator, features=None, gen_kwargs=None, split=None, fingerprint=None)",
+        "An in-memory Dataset of the rows a generator yields (datasets' from_generator)."),
+    API(from_arrow, METH_CLASS, "($type, /, data, features=None, split=None, fingerprint=None)",
+        "An in-memory Dataset of any object with __arrow_c_stream__ (zero copy)."),
+    API(to_dict, 0, "($self, /, batch_size=None, batched=False)",
+        "{column: [values]} (datasets' to_dict), or an iterator of them when batched."),
+    API(to_list, 0, "($self, /)", "The rows as a list of dicts (datasets' to_list)."),
+    API(to_pandas, 0, "($self, /, batch_size=None, batched=False)",
+        "A pandas DataFrame (datasets' to_pandas), or an iterator of them when batched."),
+    API(to_polars, 0, "($self, /, batch_size=None, batched=False)",
+        "A polars DataFrame (datasets' to_polars), or an iterator of them when batched."),
+    API(to_arrow, 0, "($self, /)", "A pyarrow.Table of the rows (zero copy without a mapping)."),
+    API(to_iterable_dataset, 0, "($self, /, num_shards=1)",
+        "A quiver.IterableDataset over num_shards contiguous shards (datasets' semantics)."),
+    API(cast, 0, "($self, /, features)", "Cast to these features (datasets' cast)."),
+    API(cast_column, 0, "($self, /, column, feature, new_fingerprint=None)",
+        "Cast one column to a feature (datasets' cast_column)."),
+    API(add_column, 0, "($self, /, name, column, new_fingerprint=None, feature=None)",
+        "A column appended (a list, numpy array or Arrow array; datasets' add_column)."),
+    API(class_encode_column, 0, "($self, /, column, include_nulls=False)",
+        "A column encoded as a ClassLabel of its sorted distinct values (datasets')."),
+    API(flatten, 0, "($self, /, new_fingerprint=None, max_depth=16)",
+        "Struct columns flattened into 'a.b' columns (datasets' flatten)."),
+#undef API
     {NULL, NULL, 0, NULL}};
 
 static PyGetSetDef Dataset_getset[] = {

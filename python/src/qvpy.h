@@ -169,4 +169,19 @@ PyObject *qvpy_mod_from_recipes(PyObject *mod, PyObject *args);
 PyObject *qvpy_Dataset_map(DatasetObject *self, PyObject *args, PyObject *kwargs);
 PyObject *qvpy_Dataset_filter(DatasetObject *self, PyObject *args, PyObject *kwargs);
 
+/* ---- constructors and column methods (construct.c) -------------------- */
+/** _quiver._from_columns(mapping, fingerprint=None) -> Dataset. */
+PyObject *qvpy_mod_from_columns(PyObject *mod, PyObject *args);
+/** _quiver._from_stream(obj, fingerprint=None) -> Dataset (obj has __arrow_c_stream__). */
+PyObject *qvpy_mod_from_stream(PyObject *mod, PyObject *args);
+/** Dataset._cast(features_json), _cast_column(column, feature_json),
+ * _add_column(name, values, feature_json=None), unique(column). */
+PyObject *qvpy_Dataset_cast(DatasetObject *self, PyObject *json);
+PyObject *qvpy_Dataset_cast_column(DatasetObject *self, PyObject *args);
+PyObject *qvpy_Dataset_add_column(DatasetObject *self, PyObject *args);
+PyObject *qvpy_Dataset_unique(DatasetObject *self, PyObject *column);
+/** quiver._api.<fn>(self, *args, **kwargs); self NULL for functions of the
+ * class (from_dict...); args may be NULL. */
+PyObject *qvpy_call_api(const char *fn, PyObject *self, PyObject *args, PyObject *kwargs);
+
 #endif

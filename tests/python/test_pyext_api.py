@@ -40,7 +40,7 @@ def stub_tree():
 def stub_params(fn):
     a = fn.args
     names = [p.arg for p in a.posonlyargs + a.args]
-    if names and names[0] == "self":
+    if names and names[0] in ("self", "cls"):
         names = names[1:]
     return (names + ["*"] * bool(a.kwonlyargs or a.vararg) + [p.arg for p in a.kwonlyargs]
             + (["**" + a.kwarg.arg] if a.kwarg else []))
