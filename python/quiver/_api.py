@@ -480,3 +480,135 @@ def flatten(ds, new_fingerprint=None, max_depth=16):
     t = t.replace_schema_metadata(None)
     out = from_arrow(t, features=Features({c: feats[c] for c in t.column_names}))
     return out if ds._format is None else out._with_format(ds._format)
+
+
+# ---- map / filter support (called from python/src/mapfilter.c) --------------
+
+def _to_arrow_column(obj):
+    """A column a function returned that quiver's C converter does not take
+    (numpy arrays, pandas Series, lists holding numpy values) as an Arrow
+    array, converted by pyarrow as datasets does (numpy dtypes kept), or
+    None when it is none of these."""
+    mod = type(obj).__module__
+    if mod.startswith("pandas") and hasattr(obj, "to_numpy"):
+        import pyarrow as pa
+        return pa.Array.from_pandas(obj)
+    if _is_numpy(obj):
+        return _numpy_column(obj)
+    if not isinstance(obj, (list, tuple)):
+        return None
+    if not any(type(v).__module__ == "numpy" for v in obj if v is not None):
+        return None
+    import pyarrow as pa
+    return pa.array(list(obj))
+
+
+def _result_as_dict(r):
+    """A function's result that is a table (pandas DataFrame, pyarrow Table,
+    polars DataFrame, any Mapping) as a dict of columns, or None."""
+    import collections.abc
+    if isinstance(r, collections.abc.Mapping):
+        return dict(r)
+    mod = type(r).__module__
+    if mod.startswith("pandas") and hasattr(r, "columns"):
+        import pyarrow as pa
+        t = pa.Table.from_pandas(r, preserve_index=False)
+    elif hasattr(r, "__arrow_c_stream__"):
+        import pyarrow as pa
+        t = pa.table(r)
+    else:
+        return None
+    return {c: t.column(c).combine_chunks() for c in t.column_names}
+
+
+def _cast_result(ds, features):
+    return _cast(ds, _features(features))
+
+
+def _map_identity(ds, *args, remove_columns=None, **kwargs):
+    """map(None) / filter(None): the rows unchanged (columns removed)."""
+    out = ds.remove_columns(remove_columns) if remove_columns else ds
+    return out._with_format(ds._format)
+
+
+class _Progress:
+    """A one-line progress bar on the terminal (stderr), as datasets' tqdm."""
+
+    def __init__(self, desc, total, stream):
+        self.desc, self.total, self.stream, self.last = desc, total, stream, -1
+        self(0, total)
+
+    def __call__(self, done, total):
+        total = total or self.total
+        pct = int(100 * done / total) if total else 100
+        if pct == self.last:
+            return
+        self.last = pct
+        bar = "#" * (pct // 5)
+        self.stream.write(f"\r{self.desc}: {pct:3d}%|{bar:<20}| {done}/{total}")
+        self.stream.flush()
+
+    def close(self):
+        self(self.total, self.total)
+        self.stream.write("\n")
+        self.stream.flush()
+
+
+def _progress(desc, total):
+    import sys
+    stream = sys.stderr
+    try:
+        tty = stream is not None and stream.isatty()
+    except (AttributeError, ValueError):
+        tty = False
+    return _Progress(str(desc), total, stream) if tty else None
+
+
+_WORK = {}
+
+
+def _shard_start(n, num, index):
+    div, mod = divmod(n, num)
+    return div * index + min(index, mod)
+
+
+def _run_shard(arg):
+    token, rank = arg
+    ds, op, fn, num, kwargs = _WORK[token]
+    shard = ds.shard(num_shards=num, index=rank, contiguous=True)
+    return getattr(shard, op)(fn, _rank=rank, _offset=_shard_start(len(ds), num, rank), **kwargs)
+
+
+def _procs(ds, op, args, kwargs):
+    """map / filter with a Python function in num_proc forked worker
+    processes (datasets' multiprocessing): worker r runs the function on
+    contiguous shard r (indices and rank as datasets gives them); its result
+    comes back pickled (in-memory data as Arrow IPC, cache files as their
+    recipes) and the parts are concatenated in order."""
+    import multiprocessing
+    kwargs = dict(kwargs)
+    fn = args[0] if args else kwargs.pop("function")
+    num = min(int(kwargs.pop("num_proc")), len(ds))
+    features = kwargs.pop("features", None)
+    kwargs.pop("desc", None)
+    token = len(_WORK) + id(kwargs)  # an int: passed to the workers by value
+    _WORK[token] = (ds, op, fn, num, kwargs)
+    try:
+        # one task per process: shard r runs in a process of its own
+        with multiprocessing.get_context("fork").Pool(num, maxtasksperchild=1) as pool:
+            parts = pool.map(_run_shard, [(token, r) for r in range(num)])
+    finally:
+        del _WORK[token]
+    parts = [p for p in parts]
+    out = _quiver.concatenate_datasets(parts) if len(parts) > 1 else parts[0]
+    if features is not None:
+        out = _cast_result(out, features)
+    return out._with_format(ds._format)
+
+
+def _map_procs(ds, *args, **kwargs):
+    return _procs(ds, "map", args, kwargs)
+
+
+def _filter_procs(ds, *args, **kwargs):
+    return _procs(ds, "filter", args, kwargs)

@@ -60,14 +60,27 @@ class Dataset:
     def shuffle(self, /, seed: Optional[int] = None, *, cache: bool = False) -> Dataset: ...
     def sort(self, /, column_names: _Names, reverse: Union[bool, Sequence[bool]] = False,
              null_placement: str = "at_end", *, cache: bool = False) -> Dataset: ...
-    def filter(self, /, function: Union[str, Callable[..., Any]], *, batched: bool = False,
-               batch_size: Optional[int] = 1000, new_fingerprint: Optional[str] = None,
+    def filter(self, /, function: Union[str, Callable[..., Any], None] = None, *,
+               with_indices: bool = False, with_rank: bool = False,
+               input_columns: Optional[_Names] = None, batched: bool = False,
+               batch_size: Optional[int] = 1000, keep_in_memory: bool = False,
+               load_from_cache_file: Optional[bool] = None, cache_file_name: Optional[_Path] = None,
+               writer_batch_size: Optional[int] = 1000, fn_kwargs: Optional[Mapping[str, Any]] = None,
+               num_proc: Optional[int] = None, suffix_template: Optional[str] = None,
+               new_fingerprint: Optional[str] = None, desc: Optional[str] = None,
                cache: bool = False) -> Dataset: ...
     def map(self, /, function: Optional[Callable[..., Any]] = None, *,
-            set: Optional[Mapping[str, str]] = None, batched: bool = False,
-            batch_size: Optional[int] = 1000, remove_columns: Optional[_Names] = None,
-            num_proc: Optional[int] = None, new_fingerprint: Optional[str] = None,
-            cache: bool = False) -> Dataset: ...
+            set: Optional[Mapping[str, str]] = None, with_indices: bool = False,
+            with_rank: bool = False, input_columns: Optional[_Names] = None,
+            batched: bool = False, batch_size: Optional[int] = 1000,
+            drop_last_batch: bool = False, remove_columns: Optional[_Names] = None,
+            keep_in_memory: bool = False, load_from_cache_file: Optional[bool] = None,
+            cache_file_name: Optional[_Path] = None, writer_batch_size: Optional[int] = 1000,
+            features: Optional[Mapping[str, Any]] = None, disable_nullable: bool = False,
+            fn_kwargs: Optional[Mapping[str, Any]] = None, num_proc: Optional[int] = None,
+            suffix_template: Optional[str] = None, new_fingerprint: Optional[str] = None,
+            desc: Optional[str] = None, try_original_type: bool = True,
+            on_mixed_types: Optional[str] = None, cache: bool = False) -> Dataset: ...
     def shard(self, /, num_shards: int, index: int, contiguous: bool = True) -> Dataset: ...
     def train_test_split(self, /, test_size: _Size = None, train_size: _Size = None,
                          shuffle: bool = True, seed: Optional[int] = None, *,

@@ -848,16 +848,23 @@ static PyMethodDef Dataset_methods[] = {
      "sort($self, /, column_names, reverse=False, null_placement='at_end', *, cache=False)"
      "\n--\n\nStable sort by one column or a list of columns."},
     {"filter", (PyCFunction)(void (*)(void))qvpy_Dataset_filter, METH_VARARGS | METH_KEYWORDS,
-     "filter($self, /, function, *, batched=False, batch_size=1000, new_fingerprint=None, "
-     "cache=False)\n--\n\nThe rows where the expression string (docs/expressions.md) is true, or "
-     "for which the "
-     "callable returns a true value (batched: a list of them per batch of columns)."},
+     "filter($self, /, function=None, *, with_indices=False, with_rank=False, "
+     "input_columns=None, batched=False, batch_size=1000, keep_in_memory=False, "
+     "load_from_cache_file=None, cache_file_name=None, writer_batch_size=1000, fn_kwargs=None, "
+     "num_proc=None, suffix_template=None, new_fingerprint=None, desc=None, cache=False)\n--\n\n"
+     "The rows where the expression string (docs/expressions.md) is true, or for which the "
+     "callable returns a true value (batched: a list of them per batch of columns); datasets' "
+     "arguments."},
     {"map", (PyCFunction)(void (*)(void))qvpy_Dataset_map, METH_VARARGS | METH_KEYWORDS,
-     "map($self, /, function=None, *, set=None, batched=False, batch_size=1000, "
-     "remove_columns=None, num_proc=None, new_fingerprint=None, cache=False)\n--\n\ndatasets' map "
-     "with a Python callable "
-     "(row dict -> dict of columns, or batched: dict of column lists -> dict of column lists "
-     "or Arrow arrays), or with set={name: expression} evaluated in C (docs/python.md)."},
+     "map($self, /, function=None, *, set=None, with_indices=False, with_rank=False, "
+     "input_columns=None, batched=False, batch_size=1000, drop_last_batch=False, "
+     "remove_columns=None, keep_in_memory=False, load_from_cache_file=None, "
+     "cache_file_name=None, writer_batch_size=1000, features=None, disable_nullable=False, "
+     "fn_kwargs=None, num_proc=None, suffix_template=None, new_fingerprint=None, desc=None, "
+     "try_original_type=True, on_mixed_types=None, cache=False)\n--\n\ndatasets' map with a "
+     "Python callable (row dict -> dict of columns, or batched: dict of column lists -> dict of "
+     "column lists, numpy arrays or Arrow arrays, or a table), or with set={name: expression} "
+     "evaluated in C (docs/python.md)."},
     {"shard", (PyCFunction)(void (*)(void))Dataset_shard, METH_VARARGS | METH_KEYWORDS,
      "shard($self, /, num_shards, index, contiguous=True)\n--\n\nOne shard, as datasets' shard."},
     {"train_test_split", (PyCFunction)(void (*)(void))Dataset_train_test_split,

@@ -144,6 +144,11 @@ PyObject *qvpy_call_formats(const char *fn, PyObject *self, PyObject *args, PyOb
 /** A map function's result (a dict {column: list or Arrow array} or an
  * Arrow record batch) as a STRUCT array in *out (a new reference). */
 bool qvpy_result_struct(PyObject *r, const char *what, int64_t first_row, qv_array **out);
+/** datasets' try_original_type: each column of the STRUCT array *s named
+ * as a column of `orig` with another type is cast to that type when the
+ * cast is exact (qv_array_cast), else kept; *s is replaced (its reference
+ * dropped) when a column changed. */
+bool qvpy_struct_keep_types(qv_array **s, const qv_schema *orig);
 
 /* ---- pickling (pickle.c) ----------------------------------------------- */
 /** `result` (a reference taken over; NULL passes through) given the origin
