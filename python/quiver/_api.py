@@ -612,3 +612,47 @@ def _map_procs(ds, *args, **kwargs):
 
 def _filter_procs(ds, *args, **kwargs):
     return _procs(ds, "filter", args, kwargs)
+
+
+# ---- small datasets methods over the transforms above ------------------------
+
+def _shuffle_generator(ds, seed=None, generator=None, **kwargs):
+    """shuffle(generator=g): the rows in g.permutation(len(ds)) order, as
+    datasets (the generator's state advances)."""
+    kwargs.pop("load_from_cache_file", None)
+    keep = {k: v for k, v in kwargs.items() if k in (
+        "keep_in_memory", "writer_batch_size", "new_fingerprint", "cache")}
+    if kwargs.get("indices_cache_file_name") is not None:
+        keep["indices_cache_file_name"] = kwargs["indices_cache_file_name"]
+    return ds.select(generator.permutation(len(ds)), **keep)
+
+
+def skip(ds, n):
+    n = max(0, min(int(n), len(ds)))
+    return ds.select(range(n, len(ds)))
+
+
+def take(ds, n):
+    return ds.select(range(max(0, min(int(n), len(ds)))))
+
+
+def repeat(ds, num_times):
+    if num_times is None:
+        raise ValueError("Map style datasets do not support indefinite repetition.")
+    num_times = int(num_times)
+    if num_times <= 0:
+        return ds.select([])
+    return ds if num_times == 1 else _quiver.concatenate_datasets([ds] * num_times)
+
+
+def add_item(ds, item, new_fingerprint=None):
+    """One row appended (datasets' add_item): the item cast to the features."""
+    if not isinstance(item, dict):
+        raise TypeError(f"add_item takes a dict, not {type(item).__name__}")
+    extra = [c for c in item if c not in ds.column_names]
+    if extra:  # datasets adds them as columns of nulls before; quiver does not
+        raise NotImplementedError(f"add_item: columns {extra} are not in the dataset "
+                                  f"{ds.column_names}")
+    row = from_dict({c: [item.get(c)] for c in ds.column_names}, features=ds.features)
+    out = _quiver.concatenate_datasets([ds, row])
+    return out if ds._format is None else out._with_format(ds._format)

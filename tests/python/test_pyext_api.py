@@ -89,7 +89,10 @@ def test_methods_match_stubs():
 
 
 def test_help_shows_signatures():
-    assert str(inspect.signature(quiver.Dataset.shuffle)) == "(self, /, seed=None, *, cache=False)"
+    assert str(inspect.signature(quiver.Dataset.shuffle)) == (
+        "(self, /, seed=None, generator=None, keep_in_memory=False, load_from_cache_file=None, "
+        "indices_cache_file_name=None, writer_batch_size=1000, new_fingerprint=None, *, "
+        "cache=False)")
     assert str(inspect.signature(quiver.open)) == "(path, split=None, data=None)"
     assert quiver.Dataset.sort.__doc__.startswith("Stable sort")
     assert "--" not in quiver.Dataset.sort.__doc__
