@@ -270,12 +270,34 @@ def to_iterable_dataset(ds, num_shards=1):
     return IterableDataset(shards, fmt["type"] if fmt else None)
 
 
+_TORCH_CLASS = []
+
+
+def _torch_class():
+    """As datasets: once torch is imported, IterableDataset objects are also
+    torch.utils.data.IterableDataset ones (so a DataLoader iterates them and
+    its workers split the shards); quiver itself never imports torch."""
+    import sys
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return None
+    if not _TORCH_CLASS:
+        _TORCH_CLASS.append(type("IterableDataset", (IterableDataset, torch.utils.data.IterableDataset),
+                                 {"__module__": __name__}))
+    return _TORCH_CLASS[0]
+
+
 class IterableDataset:
     """A minimal datasets.IterableDataset over shards of a Dataset (what
     Dataset.to_iterable_dataset returns): iteration goes through the shards
     in order; in a torch DataLoader worker, worker w of W reads shards
     w, w+W, ... (datasets' rule: n_shards must be divisible... at least W
     shards for every worker to get one)."""
+
+    def __new__(cls, *args, **kwargs):
+        if cls is IterableDataset:
+            cls = _torch_class() or cls
+        return object.__new__(cls)
 
     def __init__(self, shards, format_type=None):
         self._shards = list(shards)
