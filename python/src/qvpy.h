@@ -10,6 +10,7 @@
  *   convert.c       Python values -> Arrow arrays
  *   mapfilter.c     Python callables as map / filter functions
  *   dsdict.c        DatasetDict saving / split names, calls into Python
+ *   construct.c     constructors (Python columns, Arrow streams), cast, add_column, unique
  * Every function returning a new PyObject * returns a new reference, or
  * NULL with a Python exception set; every bool-returning helper returns
  * false with a Python exception set.
