@@ -367,6 +367,12 @@ static PyMethodDef module_methods[] = {
      "DatasetDict.save_to_disk."},
     {"_dataset_dict_splits", (PyCFunction)qvpy_mod_dataset_dict_splits, METH_O,
      "_dataset_dict_splits($module, path, /)\n--\n\nSplit names of a DatasetDict directory."},
+    {"_from_columns", (PyCFunction)qvpy_mod_from_columns, METH_VARARGS,
+     "_from_columns(mapping, fingerprint=None, /)\n--\n\nAn in-memory Dataset of a dict of "
+     "columns (lists converted in C, or Arrow arrays)."},
+    {"_from_stream", (PyCFunction)qvpy_mod_from_stream, METH_VARARGS,
+     "_from_stream(obj, fingerprint=None, /)\n--\n\nAn in-memory Dataset of the batches of "
+     "obj.__arrow_c_stream__() (zero copy)."},
     {"version", (PyCFunction)mod_version, METH_NOARGS,
      "version($module, /)\n--\n\nThe C library's version (qv_version())."},
     {NULL, NULL, 0, NULL}};
