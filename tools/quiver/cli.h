@@ -77,5 +77,7 @@ int cmd_split(int argc, char **argv);
 int cmd_concat(int argc, char **argv);
 int cmd_flatten(int argc, char **argv);
 int cmd_map(int argc, char **argv);
+/* groupby.c */
+int cmd_groupby(int argc, char **argv);
 
 #endif

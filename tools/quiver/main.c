@@ -43,6 +43,8 @@ static const char kUsage[] =
     "  flatten SRC -o DST            rows as seen, indices flattened\n"
     "  map SRC --set NAME=EXPR... [--remove-columns A,B] -o DST\n"
     "                                batched map computing columns from expressions\n"
+    "  groupby SRC --by=COL[,COL...] --agg='EXPR [AS NAME]'... [--sort] -o DST\n"
+    "                                hash group-by with aggregates (sum, mean, median...)\n"
     "  (every dataset command: --cache writes and reuses cache-<fingerprint>.arrow\n"
     "   files beside SRC, as datasets does)\n"
     "\n"
@@ -118,7 +120,7 @@ static const command kCommands[] = {
     {"sort", cmd_sort},       {"filter", cmd_filter},
     {"shard", cmd_shard},     {"split", cmd_split},
     {"concat", cmd_concat},   {"flatten", cmd_flatten},
-    {"map", cmd_map},
+    {"map", cmd_map},         {"groupby", cmd_groupby},
 };
 
 int main(int argc, char **argv) {

@@ -1,0 +1,320 @@
+/*
+ * groupby.c — compute layer: hash group-by over a qv_table
+ * (qv_table_group_by, quiver/compute.h). The key and input columns are
+ * loaded one chunk per record batch (lazily decoded mapped batches are
+ * decoded here); each batch's keys go through the grouper (grouper.c:
+ * row-table encoding and hashing in minibatches into a swiss table), which
+ * gives dense group ids in order of first appearance; every aggregate is
+ * then updated columnwise over those ids (aggregate.c). Holistic
+ * aggregates (median, quantile, top_k, list) get the rows of each group at
+ * the end, grouped by a counting sort on the ids. The output is the
+ * grouper's distinct keys followed by the aggregate columns, optionally
+ * reordered by sorting the keys (qv_sort_indices).
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compute/compute_internal.h"
+#include "compute/groupby_internal.h"
+
+static qv_status find_col(const qv_schema *s, const char *name, const char *what, int32_t *out,
+                          qv_error *err) {
+  if (name == NULL) return qv_error_set(err, QV_EARG, "%s: no column given", what);
+  int32_t i = qv_schema_find(s, name);
+  if (i >= 0) {
+    *out = i;
+    return QV_OK;
+  }
+  int32_t n = s->type->n_children;
+  const char **names = malloc(sizeof(char *) * (size_t)(n ? n : 1));
+  const char *close = NULL;
+  if (names) {
+    for (int32_t j = 0; j < n; j++) names[j] = s->type->children[j].name;
+    close = qvg_closest_name(name, names, n);
+  }
+  qv_status st;
+  if (close)
+    st = qv_error_set(err, QV_EARG, "%s: no column named '%s' (did you mean '%s'?)", what, name,
+                      close);
+  else st = qv_error_set(err, QV_EARG, "%s: no column named '%s'", what, name);
+  free(names);
+  return st;
+}
+
+/* Canonical text of an aggregate: "sum(v1)", "count(*)", "quantile(v1, 0.9)". */
+static void agg_label(const qv_aggregate *a, char *out, size_t cap) {
+  const char *fn = qv_agg_kind_name(a->kind);
+  const char *c = a->column ? a->column : "?";
+  switch (a->kind) {
+    case QV_AGG_COUNT_ALL: snprintf(out, cap, "count(*)"); break;
+    case QV_AGG_QUANTILE: snprintf(out, cap, "%s(%s, %g)", fn, c, a->q); break;
+    case QV_AGG_TOP_K:
+    case QV_AGG_BOTTOM_K: snprintf(out, cap, "%s(%s, %" PRId64 ")", fn, c, a->k); break;
+    case QV_AGG_CORR:
+    case QV_AGG_COVAR:
+    case QV_AGG_COVAR_POP:
+      snprintf(out, cap, "%s(%s, %s)", fn, c, a->column2 ? a->column2 : "?");
+      break;
+    default: snprintf(out, cap, "%s(%s)", fn, c); break;
+  }
+}
+
+typedef struct gb_state {
+  int32_t n_need;
+  int32_t *need; /* table columns loaded */
+  qvc_columns cols;
+  int32_t *key_pos; /* into need */
+  int32_t *x_pos, *y_pos;
+  qvg_agg **aggs;
+  char **labels;
+  qv_grouper *grouper;
+  uint32_t *ids; /* one batch (or all rows when holistic) */
+  qvg_rows rows;
+  qv_array **outs; /* n_keys + n_aggs result columns */
+} gb_state;
+
+static int32_t need_col(gb_state *s, int32_t col) {
+  for (int32_t i = 0; i < s->n_need; i++)
+    if (s->need[i] == col) return i;
+  s->need[s->n_need] = col;
+  return s->n_need++;
+}
+
+qv_status qvg_build_table(const char *const *names, qv_array **cols, int32_t n, int64_t len,
+                          qv_table **out, qv_error *err) {
+  qv_type *st_type = qv_type_new(QV_STRUCT);
+  if (!st_type) return qv_error_set(err, QV_ENOMEM, "group-by: out of memory");
+  qv_status st = QV_OK;
+  for (int32_t i = 0; i < n && st == QV_OK; i++)
+    st = qv_type_add_child(st_type, names[i], true, qv_type_ref(cols[i]->type), NULL, err);
+  qv_array *batch = st == QV_OK ? qv_array_new(st_type, 1, n) : NULL;
+  if (st == QV_OK && !batch) st = qv_error_set(err, QV_ENOMEM, "group-by: out of memory");
+  qv_schema *schema = NULL;
+  if (st == QV_OK) {
+    batch->length = len;
+    batch->null_count = 0;
+    for (int32_t i = 0; i < n; i++) batch->children[i] = qv_array_ref(cols[i]);
+    schema = qv_schema_new(st_type);
+    if (!schema) st = qv_error_set(err, QV_ENOMEM, "group-by: out of memory");
+  }
+  if (st == QV_OK) st = qv_table_from_batches(schema, &batch, 1, out, err);
+  if (schema) qv_schema_unref(schema);
+  if (batch) qv_array_unref(batch);
+  qv_type_unref(st_type);
+  return st;
+}
+
+qv_status qv_table_group_by(qv_table *t, const char *const *keys, int32_t n_keys,
+                            const qv_aggregate *aggs, int32_t n_aggs,
+                            const qv_group_by_options *opts, qv_table **out, qv_error *err) {
+  if (t == NULL || out == NULL || n_keys < 0 || n_aggs < 0 || (n_keys && !keys) ||
+      (n_aggs && !aggs))
+    return qv_error_set(err, QV_EARG, "group-by: needs a table, keys and aggregates");
+  qv_group_by_options o;
+  memset(&o, 0, sizeof o);
+  if (opts) o = *opts;
+  const qv_schema *schema = qv_table_schema(t);
+  gb_state s;
+  memset(&s, 0, sizeof s);
+  qv_status st = QV_OK;
+  int32_t max_need = n_keys + 2 * n_aggs;
+  s.need = malloc(sizeof(int32_t) * (size_t)(max_need ? max_need : 1));
+  s.key_pos = malloc(sizeof(int32_t) * (size_t)(n_keys ? n_keys : 1));
+  s.x_pos = malloc(sizeof(int32_t) * (size_t)(n_aggs ? n_aggs : 1));
+  s.y_pos = malloc(sizeof(int32_t) * (size_t)(n_aggs ? n_aggs : 1));
+  s.aggs = calloc((size_t)(n_aggs ? n_aggs : 1), sizeof *s.aggs);
+  s.labels = calloc((size_t)(n_aggs ? n_aggs : 1), sizeof *s.labels);
+  s.outs = calloc((size_t)(n_keys + n_aggs ? n_keys + n_aggs : 1), sizeof *s.outs);
+  const char **names = calloc((size_t)(n_keys + n_aggs ? n_keys + n_aggs : 1), sizeof *names);
+  if (!s.need || !s.key_pos || !s.x_pos || !s.y_pos || !s.aggs || !s.labels || !s.outs || !names)
+    st = qv_error_set(err, QV_ENOMEM, "group-by: out of memory");
+  /* Resolve the columns. */
+  for (int32_t i = 0; i < n_keys && st == QV_OK; i++) {
+    int32_t c;
+    char what[64];
+    snprintf(what, sizeof what, "group-by key %d", i + 1);
+    st = find_col(schema, keys[i], what, &c, err);
+    if (st == QV_OK) s.key_pos[i] = need_col(&s, c);
+    for (int32_t j = 0; j < i && st == QV_OK; j++)
+      if (strcmp(keys[j], keys[i]) == 0)
+        st = qv_error_set(err, QV_EARG, "group-by: key '%s' given twice", keys[i]);
+  }
+  bool holistic = false;
+  for (int32_t i = 0; i < n_aggs && st == QV_OK; i++) {
+    char label[192];
+    agg_label(&aggs[i], label, sizeof label);
+    s.labels[i] = strdup(aggs[i].name ? aggs[i].name : label);
+    if (!s.labels[i]) {
+      st = qv_error_set(err, QV_ENOMEM, "group-by: out of memory");
+      break;
+    }
+    s.x_pos[i] = s.y_pos[i] = -1;
+    const qv_type *tx = NULL, *ty = NULL;
+    int32_t c;
+    if (aggs[i].kind != QV_AGG_COUNT_ALL) {
+      st = find_col(schema, aggs[i].column, label, &c, err);
+      if (st != QV_OK) break;
+      s.x_pos[i] = need_col(&s, c);
+      tx = qv_schema_field(schema, c)->type;
+      if (aggs[i].kind == QV_AGG_CORR || aggs[i].kind == QV_AGG_COVAR ||
+          aggs[i].kind == QV_AGG_COVAR_POP) {
+        st = find_col(schema, aggs[i].column2, label, &c, err);
+        if (st != QV_OK) break;
+        s.y_pos[i] = need_col(&s, c);
+        ty = qv_schema_field(schema, c)->type;
+      }
+    }
+    st = qvg_agg_new(&aggs[i], tx, ty, label, &s.aggs[i], err);
+    if (qvg_kind_is_holistic(aggs[i].kind)) holistic = true;
+  }
+  for (int32_t i = 0; i < n_keys + n_aggs && st == QV_OK; i++) {
+    names[i] = i < n_keys ? keys[i] : s.labels[i - n_keys];
+    for (int32_t j = 0; j < i; j++)
+      if (strcmp(names[i], names[j]) == 0) {
+        st = qv_error_set(err, QV_EARG,
+                          "group-by: two output columns are named '%s' (name one with AS)",
+                          names[i]);
+        break;
+      }
+  }
+  if (st == QV_OK && n_keys > 0) {
+    qv_type **kt = malloc(sizeof(qv_type *) * (size_t)n_keys);
+    if (!kt) st = qv_error_set(err, QV_ENOMEM, "group-by: out of memory");
+    for (int32_t i = 0; i < n_keys && st == QV_OK; i++)
+      kt[i] = qv_schema_field(schema, s.need[s.key_pos[i]])->type;
+    if (st == QV_OK) {
+      st = qv_grouper_new(kt, n_keys, &s.grouper, err);
+      if (st != QV_OK) qv_error_prefix(err, st, "group-by keys: ");
+    }
+    free(kt);
+  }
+  if (st == QV_OK) st = qvc_columns_load(&s.cols, t, s.need, s.n_need, err);
+  /* Consume the batches. */
+  int64_t total = qv_table_num_rows(t), nb = qv_table_num_batches(t), done = 0;
+  int64_t ng = n_keys ? 0 : 1, max_batch = 0;
+  for (int64_t b = 0; b < nb; b++)
+    if (qv_table_batch_rows(t, b) > max_batch) max_batch = qv_table_batch_rows(t, b);
+  if (st == QV_OK) {
+    int64_t nids = holistic ? total : max_batch;
+    s.ids = malloc(sizeof(uint32_t) * (size_t)(nids ? nids : 1));
+    if (!s.ids)
+      st = qv_error_set(err, QV_ENOMEM, "group-by: out of memory (%" PRId64 " rows)", nids);
+  }
+  int64_t per_group = 32;
+  for (int32_t i = 0; i < n_aggs && st == QV_OK; i++) per_group += qvg_agg_group_bytes(s.aggs[i]);
+  for (int32_t i = 0; i < n_aggs && st == QV_OK; i++) st = qvg_agg_reserve(s.aggs[i], ng, err);
+  for (int64_t b = 0; b < nb && st == QV_OK; b++) {
+    int64_t len = qv_table_batch_rows(t, b);
+    uint32_t *ids = holistic ? s.ids + done : s.ids;
+    if (n_keys) {
+      qv_array **kc = malloc(sizeof(qv_array *) * (size_t)n_keys);
+      if (!kc) {
+        st = qv_error_set(err, QV_ENOMEM, "group-by: out of memory");
+        break;
+      }
+      for (int32_t i = 0; i < n_keys; i++) kc[i] = s.cols.columns[s.key_pos[i]].chunks[b];
+      st = qv_grouper_consume(s.grouper, kc, ids, err);
+      free(kc);
+      if (st != QV_OK) break;
+      ng = qv_grouper_num_groups(s.grouper);
+    } else {
+      memset(ids, 0, sizeof(uint32_t) * (size_t)len);
+    }
+    for (int32_t i = 0; i < n_aggs && st == QV_OK; i++) {
+      st = qvg_agg_reserve(s.aggs[i], ng, err);
+      if (st != QV_OK) break;
+      qv_array *x = s.x_pos[i] >= 0 ? s.cols.columns[s.x_pos[i]].chunks[b] : NULL;
+      qv_array *y = s.y_pos[i] >= 0 ? s.cols.columns[s.y_pos[i]].chunks[b] : NULL;
+      st = qvg_agg_update(s.aggs[i], ids, len, (int32_t)b, x, y, err);
+    }
+    done += len;
+    if (st == QV_OK && o.memory_limit > 0) {
+      int64_t bytes = ng * per_group + (holistic ? total * 16 : max_batch * 4);
+      if (bytes > o.memory_limit)
+        st = qv_error_set(err, QV_ENOMEM,
+                          "group-by: %" PRId64 " groups need about %" PRId64
+                          " bytes of state, more than the memory limit of %" PRId64
+                          " bytes (spilling to disk is not implemented yet)",
+                          ng, bytes, o.memory_limit);
+    }
+    if (o.progress) o.progress(o.progress_ctx, done, total);
+  }
+  /* Group the rows for the holistic aggregates (counting sort on ids). */
+  if (st == QV_OK && holistic) {
+    s.rows.start = calloc((size_t)(ng + 1), sizeof(int64_t));
+    s.rows.chunk = malloc(sizeof(int32_t) * (size_t)(total ? total : 1));
+    s.rows.row = malloc(sizeof(int64_t) * (size_t)(total ? total : 1));
+    if (!s.rows.start || !s.rows.chunk || !s.rows.row)
+      st = qv_error_set(err, QV_ENOMEM, "group-by: out of memory (%" PRId64 " rows)", total);
+    if (st == QV_OK) {
+      for (int64_t i = 0; i < total; i++) s.rows.start[s.ids[i] + 1]++;
+      for (int64_t g = 0; g < ng; g++) s.rows.start[g + 1] += s.rows.start[g];
+      int64_t *fill = malloc(sizeof(int64_t) * (size_t)(ng ? ng : 1));
+      if (!fill) st = qv_error_set(err, QV_ENOMEM, "group-by: out of memory");
+      else {
+        memcpy(fill, s.rows.start, sizeof(int64_t) * (size_t)ng);
+        int64_t r = 0;
+        for (int64_t b = 0; b < nb; b++) {
+          int64_t len = qv_table_batch_rows(t, b);
+          for (int64_t i = 0; i < len; i++, r++) {
+            int64_t e = fill[s.ids[r]]++;
+            s.rows.chunk[e] = (int32_t)b;
+            s.rows.row[e] = i;
+          }
+        }
+        free(fill);
+      }
+    }
+  }
+  /* Results. */
+  if (st == QV_OK && n_keys) st = qv_grouper_uniques(s.grouper, s.outs, err);
+  for (int32_t i = 0; i < n_aggs && st == QV_OK; i++) {
+    qv_chunked_column *xc = s.x_pos[i] >= 0 ? &s.cols.columns[s.x_pos[i]] : NULL;
+    st = qvg_agg_finish(s.aggs[i], ng, xc ? xc->chunks : NULL, xc ? xc->n_chunks : 0,
+                        holistic ? &s.rows : NULL, &s.outs[n_keys + i], err);
+  }
+  if (st == QV_OK && o.sort && n_keys > 0 && ng > 1) {
+    qv_sort_key *sk = calloc((size_t)n_keys, sizeof *sk);
+    int64_t *perm = malloc(sizeof(int64_t) * (size_t)ng);
+    if (!sk || !perm) st = qv_error_set(err, QV_ENOMEM, "group-by: out of memory");
+    for (int32_t i = 0; i < n_keys && st == QV_OK; i++) {
+      sk[i].column.type = s.outs[i]->type;
+      sk[i].column.chunks = &s.outs[i];
+      sk[i].column.n_chunks = 1;
+      sk[i].null_placement = QV_NULLS_AT_END;
+    }
+    if (st == QV_OK) st = qv_sort_indices(sk, n_keys, perm, err);
+    for (int32_t i = 0; i < n_keys + n_aggs && st == QV_OK; i++) {
+      qv_array *sorted = NULL;
+      st = qv_array_take(s.outs[i], perm, ng, &sorted, err);
+      if (st == QV_OK) {
+        qv_array_unref(s.outs[i]);
+        s.outs[i] = sorted;
+      }
+    }
+    free(sk);
+    free(perm);
+  }
+  if (st == QV_OK) st = qvg_build_table(names, s.outs, n_keys + n_aggs, ng, out, err);
+  /* Cleanup. */
+  for (int32_t i = 0; i < n_keys + n_aggs && s.outs; i++)
+    if (s.outs[i]) qv_array_unref(s.outs[i]);
+  for (int32_t i = 0; i < n_aggs && s.aggs; i++) qvg_agg_free(s.aggs[i]);
+  for (int32_t i = 0; i < n_aggs && s.labels; i++) free(s.labels[i]);
+  qvc_columns_reset(&s.cols);
+  qv_grouper_free(s.grouper);
+  free(s.need);
+  free(s.key_pos);
+  free(s.x_pos);
+  free(s.y_pos);
+  free(s.aggs);
+  free(s.labels);
+  free(s.outs);
+  free(s.ids);
+  free(s.rows.start);
+  free(s.rows.chunk);
+  free(s.rows.row);
+  free(names);
+  return st;
+}
