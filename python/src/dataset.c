@@ -833,6 +833,10 @@ static PyMethodDef Dataset_methods[] = {
      "with a Python callable "
      "(row dict -> dict of columns, or batched: dict of column lists -> dict of column lists "
      "or Arrow arrays), or with set={name: expression} evaluated in C (docs/python.md)."},
+    {"group_by", (PyCFunction)(void (*)(void))qvpy_Dataset_group_by, METH_VARARGS | METH_KEYWORDS,
+     "group_by($self, /, keys=None, *, sort=False, memory_limit=None)\n--\n\nA pending hash "
+     "group-by by these key columns; .agg('sum(v1)', 'max(v1) - min(v2) AS r', n='count(*)') "
+     "runs it and returns a new Dataset (docs/compute.md)."},
     {"shard", (PyCFunction)(void (*)(void))Dataset_shard, METH_VARARGS | METH_KEYWORDS,
      "shard($self, /, num_shards, index, contiguous=True)\n--\n\nOne shard, as datasets' shard."},
     {"train_test_split", (PyCFunction)(void (*)(void))Dataset_train_test_split,

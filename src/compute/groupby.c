@@ -95,7 +95,7 @@ qv_status qvg_build_table(const char *const *names, qv_array **cols, int32_t n, 
     batch->length = len;
     batch->null_count = 0;
     for (int32_t i = 0; i < n; i++) batch->children[i] = qv_array_ref(cols[i]);
-    schema = qv_schema_new(st_type);
+    schema = qv_schema_new(qv_type_ref(st_type)); /* takes that reference over */
     if (!schema) st = qv_error_set(err, QV_ENOMEM, "group-by: out of memory");
   }
   if (st == QV_OK) st = qv_table_from_batches(schema, &batch, 1, out, err);
