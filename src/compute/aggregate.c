@@ -423,6 +423,51 @@ static void load_ints(const qv_array *x, int64_t n, int64_t *out) {
   for (int64_t i = 0; i < n; i++) out[i] = val_int(x, i);
 }
 
+qv_status qvg_normalize_floats(qv_array *x, qv_array **out, qv_error *err) {
+  qv_type_id id = x->type->id;
+  if (id != QV_FLOAT && id != QV_DOUBLE) {
+    *out = qv_array_ref(x);
+    return QV_OK;
+  }
+  int64_t n = x->length, w = id == QV_FLOAT ? 4 : 8;
+  qv_buffer *vals = NULL, *valid = NULL;
+  QV_RETURN_NOT_OK(qv_buffer_alloc(n * w, &vals, err));
+  if (x->buffers[0] != NULL) {
+    qv_status st = qv_buffer_alloc((n + 7) / 8, &valid, err);
+    if (st != QV_OK) {
+      qv_buffer_unref(vals);
+      return st;
+    }
+    qv_bitmap_copy(valid->data, 0, x->buffers[0]->data, x->offset, n);
+  }
+  const uint8_t *src = x->buffers[1]->data + x->offset * w;
+  if (id == QV_DOUBLE) {
+    double *d = (double *)vals->data;
+    memcpy(d, src, (size_t)(n * 8));
+    for (int64_t i = 0; i < n; i++)
+      if (d[i] == 0.0) d[i] = 0.0; /* -0.0 too */
+      else if (isnan(d[i])) d[i] = NAN;
+  } else {
+    float *f = (float *)vals->data;
+    memcpy(f, src, (size_t)(n * 4));
+    for (int64_t i = 0; i < n; i++)
+      if (f[i] == 0.0f) f[i] = 0.0f;
+      else if (isnan(f[i])) f[i] = NAN;
+  }
+  qv_array *a = qv_array_new(x->type, 2, 0);
+  if (!a) {
+    qv_buffer_unref(vals);
+    if (valid) qv_buffer_unref(valid);
+    return qv_error_set(err, QV_ENOMEM, "out of memory");
+  }
+  a->length = n;
+  a->null_count = x->null_count;
+  a->buffers[0] = valid;
+  a->buffers[1] = vals;
+  *out = a;
+  return QV_OK;
+}
+
 static qv_status update_distinct(qvg_agg *a, const uint32_t *ids, int64_t n, qv_array *x,
                                  qv_error *err) {
   qv_buffer *buf = NULL;
@@ -436,9 +481,16 @@ static qv_status update_distinct(qvg_agg *a, const uint32_t *ids, int64_t n, qv_
   g->length = n;
   g->null_count = 0;
   g->buffers[1] = buf;
-  qv_array *keys[2] = {g, x};
-  qv_status st = qv_grouper_consume(a->distinct, keys, a->dids, err);
+  qv_array *xn = NULL;
+  qv_status st = qvg_normalize_floats(x, &xn, err);
+  if (st != QV_OK) {
+    qv_array_unref(g);
+    return st;
+  }
+  qv_array *keys[2] = {g, xn};
+  st = qv_grouper_consume(a->distinct, keys, a->dids, err);
   qv_array_unref(g);
+  qv_array_unref(xn);
   if (st != QV_OK) return qv_error_prefix(err, st, "%s: ", a->label);
   const uint8_t *v = a->vx;
   for (int64_t i = 0; i < n; i++)
@@ -896,8 +948,8 @@ qv_status qvg_agg_finish(qvg_agg *a, int64_t ng, qv_array *const *chunks, int64_
         break;
       case QV_AGG_VAR_POP:
       case QV_AGG_STDDEV_POP:
-        ok = c > 0;
-        if (ok) dv[g] = a->m2[g] / (double)c;
+        ok = c > 0; /* one value: 0, as DuckDB (also for a NaN) */
+        if (ok) dv[g] = c == 1 ? 0.0 : a->m2[g] / (double)c;
         if (ok && k == QV_AGG_STDDEV_POP) dv[g] = sqrt(dv[g]);
         break;
       case QV_AGG_COVAR:

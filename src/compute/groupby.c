@@ -208,13 +208,16 @@ qv_status qv_table_group_by(qv_table *t, const char *const *keys, int32_t n_keys
     int64_t len = qv_table_batch_rows(t, b);
     uint32_t *ids = holistic ? s.ids + done : s.ids;
     if (n_keys) {
-      qv_array **kc = malloc(sizeof(qv_array *) * (size_t)n_keys);
+      qv_array **kc = calloc((size_t)n_keys, sizeof(qv_array *));
       if (!kc) {
         st = qv_error_set(err, QV_ENOMEM, "group-by: out of memory");
         break;
       }
-      for (int32_t i = 0; i < n_keys; i++) kc[i] = s.cols.columns[s.key_pos[i]].chunks[b];
-      st = qv_grouper_consume(s.grouper, kc, ids, err);
+      for (int32_t i = 0; i < n_keys && st == QV_OK; i++)
+        st = qvg_normalize_floats(s.cols.columns[s.key_pos[i]].chunks[b], &kc[i], err);
+      if (st == QV_OK) st = qv_grouper_consume(s.grouper, kc, ids, err);
+      for (int32_t i = 0; i < n_keys; i++)
+        if (kc[i]) qv_array_unref(kc[i]);
       free(kc);
       if (st != QV_OK) break;
       ng = qv_grouper_num_groups(s.grouper);

@@ -45,6 +45,11 @@ qv_status qvg_agg_update(qvg_agg *a, const uint32_t *ids, int64_t n, int32_t c, 
 qv_status qvg_agg_finish(qvg_agg *a, int64_t n_groups, qv_array *const *chunks, int64_t n_chunks,
                          const qvg_rows *rows, qv_array **out, qv_error *err);
 
+/** x with float/double values made canonical for grouping as DuckDB
+ *  groups them (-0.0 -> 0.0, every NaN one NaN): a new array, or a new
+ *  reference to x itself for other types. */
+qv_status qvg_normalize_floats(qv_array *x, qv_array **out, qv_error *err);
+
 /** Closest of names[0..n) to `name` by edit distance (NULL when none is
  *  close), for "did you mean" messages. */
 const char *qvg_closest_name(const char *name, const char *const *names, int32_t n);
