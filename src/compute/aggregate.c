@@ -905,6 +905,7 @@ qv_status qvg_agg_finish(qvg_agg *a, int64_t ng, qv_array *const *chunks, int64_
   if (ng > 0) QV_RETURN_NOT_OK(qvg_agg_reserve(a, ng, err));
   if (qvg_kind_is_holistic(k)) return finish_holistic(a, ng, chunks, nc, rows, out, err);
   if (k == QV_AGG_MIN || k == QV_AGG_MAX || k == QV_AGG_FIRST || k == QV_AGG_LAST) {
+    if (ng == 0 || nc == 0) return qv_array_nulls(a->type, ng, out, err);
     for (int64_t g = 0; g < ng; g++) /* only a table without rows has a group without rows */
       if (!a->has[g]) return qv_array_nulls(a->type, ng, out, err);
     int64_t *ci = malloc(sizeof(int64_t) * (size_t)(ng ? ng : 1));
