@@ -105,6 +105,150 @@ qv_status qvg_build_table(const char *const *names, qv_array **cols, int32_t n, 
   return st;
 }
 
+/* ------------------------------------------------------------------------ */
+/* Direct-index path: integer keys whose value ranges multiply to a small
+ * domain are mapped straight to a slot (sum of (value - min) * stride, a
+ * null its own value), and slots to group ids in order of first
+ * appearance, without hashing. */
+
+#define DIRECT_MAX_SLOTS (1 << 22)
+
+typedef struct direct_map {
+  int32_t n_keys;
+  int64_t *min, *stride;
+  int64_t *null_slot; /* per key: the value index of null (range - 1), -1 if no nulls */
+  int64_t n_slots;
+  uint32_t *slot_gid; /* QV_GROUP_NONE: not seen */
+  int64_t n_groups, cap;
+  int64_t *first_chunk, *first_row; /* first row of each group */
+} direct_map;
+
+static void direct_free(direct_map *d) {
+  free(d->min);
+  free(d->stride);
+  free(d->null_slot);
+  free(d->slot_gid);
+  free(d->first_chunk);
+  free(d->first_row);
+  memset(d, 0, sizeof *d);
+}
+
+static bool direct_key_type(qv_type_id id) {
+  return id == QV_INT8 || id == QV_INT16 || id == QV_INT32 || id == QV_INT64 || id == QV_UINT8 ||
+         id == QV_UINT16 || id == QV_UINT32 || id == QV_BOOL;
+}
+
+static inline int64_t key_int(const qv_array *a, int64_t i) {
+  if (a->type->id == QV_BOOL) return qv_bit_get(a->buffers[1]->data, a->offset + i);
+  return qv_array_int_at(a, i);
+}
+
+/* Decide whether the keys fit the direct path (false: use the grouper). */
+static bool direct_plan(const qv_chunked_column *const *keys, int32_t nk, int64_t total,
+                        direct_map *d) {
+  memset(d, 0, sizeof *d);
+  for (int32_t k = 0; k < nk; k++)
+    if (!direct_key_type(keys[k]->type->id)) return false;
+  d->n_keys = nk;
+  d->min = calloc((size_t)nk, sizeof(int64_t));
+  d->stride = calloc((size_t)nk, sizeof(int64_t));
+  d->null_slot = calloc((size_t)nk, sizeof(int64_t));
+  if (!d->min || !d->stride || !d->null_slot) {
+    direct_free(d);
+    return false;
+  }
+  int64_t limit = total * 2 > 1024 ? total * 2 : 1024;
+  if (limit > DIRECT_MAX_SLOTS) limit = DIRECT_MAX_SLOTS;
+  int64_t slots = 1;
+  for (int32_t k = 0; k < nk; k++) {
+    int64_t lo = INT64_MAX, hi = INT64_MIN;
+    bool nulls = false;
+    for (int64_t c = 0; c < keys[k]->n_chunks; c++) {
+      const qv_array *a = keys[k]->chunks[c];
+      const uint8_t *valid = a->buffers[0] ? a->buffers[0]->data : NULL;
+      if (a->type->id == QV_INT32 && !valid) {
+        const int32_t *v = (const int32_t *)(const void *)a->buffers[1]->data + a->offset;
+        for (int64_t i = 0; i < a->length; i++) {
+          if (v[i] < lo) lo = v[i];
+          if (v[i] > hi) hi = v[i];
+        }
+        continue;
+      }
+      for (int64_t i = 0; i < a->length; i++) {
+        if (valid && !qv_bit_get(valid, a->offset + i)) {
+          nulls = true;
+          continue;
+        }
+        int64_t x = key_int(a, i);
+        if (x < lo) lo = x;
+        if (x > hi) hi = x;
+      }
+    }
+    if (lo > hi) lo = hi = 0; /* only nulls, or no rows */
+    uint64_t range = (uint64_t)hi - (uint64_t)lo + 1 + (nulls ? 1 : 0);
+    if (range > (uint64_t)limit || (uint64_t)slots * range > (uint64_t)limit) {
+      direct_free(d);
+      return false;
+    }
+    d->min[k] = lo;
+    d->stride[k] = slots;
+    d->null_slot[k] = nulls ? (int64_t)range - 1 : -1;
+    slots *= (int64_t)range;
+  }
+  d->n_slots = slots;
+  d->slot_gid = malloc(sizeof(uint32_t) * (size_t)slots);
+  d->cap = 1024;
+  d->first_chunk = malloc(sizeof(int64_t) * (size_t)d->cap);
+  d->first_row = malloc(sizeof(int64_t) * (size_t)d->cap);
+  if (!d->slot_gid || !d->first_chunk || !d->first_row) {
+    direct_free(d);
+    return false;
+  }
+  memset(d->slot_gid, 0xff, sizeof(uint32_t) * (size_t)slots);
+  return true;
+}
+
+/* Group ids of batch b's rows (slots computed key by key, columnwise). */
+static qv_status direct_consume(direct_map *d, const qv_chunked_column *const *keys, int64_t b,
+                                int64_t len, uint32_t *ids, int64_t *slot, qv_error *err) {
+  memset(slot, 0, sizeof(int64_t) * (size_t)len);
+  for (int32_t k = 0; k < d->n_keys; k++) {
+    const qv_array *a = keys[k]->chunks[b];
+    const uint8_t *valid = a->buffers[0] ? a->buffers[0]->data : NULL;
+    int64_t lo = d->min[k], st = d->stride[k];
+    if (a->type->id == QV_INT32 && !valid) {
+      const int32_t *v = (const int32_t *)(const void *)a->buffers[1]->data + a->offset;
+      for (int64_t i = 0; i < len; i++) slot[i] += ((int64_t)v[i] - lo) * st;
+      continue;
+    }
+    for (int64_t i = 0; i < len; i++) {
+      bool ok = !valid || qv_bit_get(valid, a->offset + i);
+      slot[i] += (ok ? key_int(a, i) - lo : d->null_slot[k]) * st;
+    }
+  }
+  for (int64_t i = 0; i < len; i++) {
+    uint32_t g = d->slot_gid[slot[i]];
+    if (g == QV_GROUP_NONE) {
+      if (d->n_groups == d->cap) {
+        int64_t cap = d->cap * 2;
+        int64_t *fc = realloc(d->first_chunk, sizeof(int64_t) * (size_t)cap);
+        if (fc) d->first_chunk = fc;
+        int64_t *fr = realloc(d->first_row, sizeof(int64_t) * (size_t)cap);
+        if (fr) d->first_row = fr;
+        if (!fc || !fr) return qv_error_set(err, QV_ENOMEM, "group-by: out of memory");
+        d->cap = cap;
+      }
+      g = (uint32_t)d->n_groups;
+      d->first_chunk[g] = b;
+      d->first_row[g] = i;
+      d->n_groups++;
+      d->slot_gid[slot[i]] = g;
+    }
+    ids[i] = g;
+  }
+  return QV_OK;
+}
+
 qv_status qv_table_group_by(qv_table *t, const char *const *keys, int32_t n_keys,
                             const qv_aggregate *aggs, int32_t n_aggs,
                             const qv_group_by_options *opts, qv_table **out, qv_error *err) {
@@ -178,7 +322,7 @@ qv_status qv_table_group_by(qv_table *t, const char *const *keys, int32_t n_keys
         break;
       }
   }
-  if (st == QV_OK && n_keys > 0) {
+  if (st == QV_OK && n_keys > 0) { /* checked here, used once the columns are loaded */
     qv_type **kt = malloc(sizeof(qv_type *) * (size_t)n_keys);
     if (!kt) st = qv_error_set(err, QV_ENOMEM, "group-by: out of memory");
     for (int32_t i = 0; i < n_keys && st == QV_OK; i++)
@@ -190,11 +334,26 @@ qv_status qv_table_group_by(qv_table *t, const char *const *keys, int32_t n_keys
     free(kt);
   }
   if (st == QV_OK) st = qvc_columns_load(&s.cols, t, s.need, s.n_need, err);
+  direct_map dm;
+  memset(&dm, 0, sizeof dm);
+  bool direct = false;
+  int64_t *slot_scratch = NULL;
+  const qv_chunked_column **kcols = NULL;
+  if (st == QV_OK && n_keys > 0) {
+    kcols = malloc(sizeof(*kcols) * (size_t)n_keys);
+    if (!kcols) st = qv_error_set(err, QV_ENOMEM, "group-by: out of memory");
+    for (int32_t i = 0; i < n_keys && st == QV_OK; i++) kcols[i] = &s.cols.columns[s.key_pos[i]];
+    if (st == QV_OK) direct = direct_plan(kcols, n_keys, qv_table_num_rows(t), &dm);
+  }
   /* Consume the batches. */
   int64_t total = qv_table_num_rows(t), nb = qv_table_num_batches(t), done = 0;
   int64_t ng = n_keys ? 0 : 1, max_batch = 0;
   for (int64_t b = 0; b < nb; b++)
     if (qv_table_batch_rows(t, b) > max_batch) max_batch = qv_table_batch_rows(t, b);
+  if (st == QV_OK && direct) {
+    slot_scratch = malloc(sizeof(int64_t) * (size_t)(max_batch ? max_batch : 1));
+    if (!slot_scratch) st = qv_error_set(err, QV_ENOMEM, "group-by: out of memory");
+  }
   if (st == QV_OK) {
     int64_t nids = holistic ? total : max_batch;
     s.ids = malloc(sizeof(uint32_t) * (size_t)(nids ? nids : 1));
@@ -207,7 +366,11 @@ qv_status qv_table_group_by(qv_table *t, const char *const *keys, int32_t n_keys
   for (int64_t b = 0; b < nb && st == QV_OK; b++) {
     int64_t len = qv_table_batch_rows(t, b);
     uint32_t *ids = holistic ? s.ids + done : s.ids;
-    if (n_keys) {
+    if (direct) {
+      st = direct_consume(&dm, kcols, b, len, ids, slot_scratch, err);
+      if (st != QV_OK) break;
+      ng = dm.n_groups;
+    } else if (n_keys) {
       qv_array **kc = calloc((size_t)n_keys, sizeof(qv_array *));
       if (!kc) {
         st = qv_error_set(err, QV_ENOMEM, "group-by: out of memory");
@@ -271,7 +434,11 @@ qv_status qv_table_group_by(qv_table *t, const char *const *keys, int32_t n_keys
     }
   }
   /* Results. */
-  if (st == QV_OK && n_keys) st = qv_grouper_uniques(s.grouper, s.outs, err);
+  if (st == QV_OK && n_keys && !direct) st = qv_grouper_uniques(s.grouper, s.outs, err);
+  for (int32_t i = 0; i < n_keys && direct && st == QV_OK; i++)
+    st = ng == 0 ? qv_array_nulls((qv_type *)kcols[i]->type, 0, &s.outs[i], err)
+                 : qv_array_take_chunked(kcols[i]->chunks, kcols[i]->n_chunks, dm.first_chunk,
+                                         dm.first_row, ng, &s.outs[i], err);
   for (int32_t i = 0; i < n_aggs && st == QV_OK; i++) {
     qv_chunked_column *xc = s.x_pos[i] >= 0 ? &s.cols.columns[s.x_pos[i]] : NULL;
     st = qvg_agg_finish(s.aggs[i], ng, xc ? xc->chunks : NULL, xc ? xc->n_chunks : 0,
@@ -301,6 +468,9 @@ qv_status qv_table_group_by(qv_table *t, const char *const *keys, int32_t n_keys
   }
   if (st == QV_OK) st = qvg_build_table(names, s.outs, n_keys + n_aggs, ng, out, err);
   /* Cleanup. */
+  direct_free(&dm);
+  free(slot_scratch);
+  free(kcols);
   for (int32_t i = 0; i < n_keys + n_aggs && s.outs; i++)
     if (s.outs[i]) qv_array_unref(s.outs[i]);
   for (int32_t i = 0; i < n_aggs && s.aggs; i++) qvg_agg_free(s.aggs[i]);
