@@ -47,6 +47,11 @@ struct qvg_agg {
   uint8_t *has;         /* min/max: a valid value seen; any/all: bit0 seen, bit1 value */
   const uint8_t **bptr; /* byte min/max: the chosen value */
   int64_t *blen;
+  bool stream_k;   /* top_k/bottom_k of numbers, k <= STREAM_K_MAX: kept per group */
+  double *kd;      /* k best values per group (floats) */
+  int64_t *ki;     /* k best values per group (integers) */
+  int32_t *kchunk; /* their rows */
+  int64_t *krow;
   qv_grouper *distinct; /* count_distinct: over (group id, value) */
   qv_type *u32;
   int64_t n_distinct;
@@ -67,6 +72,10 @@ const char *qv_agg_kind_name(qv_agg_kind kind) {
   if ((int)kind < 0 || kind >= QV_AGG_KIND_COUNT) return "?";
   return KIND_NAMES[kind];
 }
+
+#define STREAM_K_MAX 16
+
+bool qvg_agg_is_holistic(const qvg_agg *a) { return qvg_kind_is_holistic(a->kind) && !a->stream_k; }
 
 bool qvg_kind_is_holistic(qv_agg_kind kind) {
   return kind == QV_AGG_MEDIAN || kind == QV_AGG_QUANTILE || kind == QV_AGG_TOP_K ||
@@ -239,6 +248,9 @@ qv_status qvg_agg_new(const qv_aggregate *spec, const qv_type *type, const qv_ty
                         spec->q);
     if (st == QV_OK && (k == QV_AGG_TOP_K || k == QV_AGG_BOTTOM_K) && spec->k < 1)
       st = qv_error_set(err, QV_EARG, "%s: k must be at least 1, not %" PRId64, label, spec->k);
+    if (st == QV_OK && (k == QV_AGG_TOP_K || k == QV_AGG_BOTTOM_K) && spec->k <= STREAM_K_MAX &&
+        (a->vc == VC_FLOAT || a->vc == VC_INT || a->vc == VC_UINT || a->vc == VC_BOOL))
+      a->stream_k = true;
     if (st == QV_OK && k == QV_AGG_COUNT_DISTINCT) {
       a->u32 = qv_type_new(QV_UINT32);
       qv_type *types[2] = {a->u32, (qv_type *)type};
@@ -270,6 +282,10 @@ void qvg_agg_free(qvg_agg *a) {
   free(a->has);
   free(a->bptr);
   free(a->blen);
+  free(a->kd);
+  free(a->ki);
+  free(a->kchunk);
+  free(a->krow);
   qv_grouper_free(a->distinct);
   if (a->u32) qv_type_unref(a->u32);
   free(a->fx);
@@ -314,6 +330,8 @@ static int fields_of(const qvg_agg *a) {
     case QV_AGG_LAST: return F_POS | F_HAS;
     case QV_AGG_ANY:
     case QV_AGG_ALL: return F_HAS;
+    case QV_AGG_TOP_K:
+    case QV_AGG_BOTTOM_K: return a->stream_k ? F_CNT : 0;
     default: return 0; /* holistic */
   }
 }
@@ -330,6 +348,7 @@ int64_t qvg_agg_group_bytes(const qvg_agg *a) {
   if (f & F_HAS) b += 1;
   if (f & F_BYTES) b += 16;
   if (a->kind == QV_AGG_COUNT_DISTINCT) b += 32; /* the distinct grouper's rows, roughly */
+  if (a->stream_k) b += a->k * 20;
   return b;
 }
 
@@ -364,6 +383,13 @@ qv_status qvg_agg_reserve(qvg_agg *a, int64_t n_groups, qv_error *err) {
   if (f & F_BYTES) {
     ok = ok && grow((void **)&a->bptr, a->cap, cap, sizeof(uint8_t *));
     ok = ok && grow((void **)&a->blen, a->cap, cap, sizeof(int64_t));
+  }
+  if (a->stream_k) {
+    size_t kk = (size_t)a->k;
+    if (a->vc == VC_FLOAT) ok = ok && grow((void **)&a->kd, a->cap, cap, 8 * kk);
+    else ok = ok && grow((void **)&a->ki, a->cap, cap, 8 * kk);
+    ok = ok && grow((void **)&a->kchunk, a->cap, cap, 4 * kk);
+    ok = ok && grow((void **)&a->krow, a->cap, cap, 8 * kk);
   }
   if (!ok)
     return qv_error_set(err, QV_ENOMEM, "%s: out of memory (%" PRId64 " groups)", a->label,
@@ -508,11 +534,66 @@ qv_status qvg_agg_update(qvg_agg *a, const uint32_t *ids, int64_t n, int32_t c, 
     for (int64_t i = 0; i < n; i++) a->cnt[ids[i]]++;
     return QV_OK;
   }
-  if (qvg_kind_is_holistic(k)) return QV_OK;
+  if (qvg_agg_is_holistic(a)) return QV_OK;
   QV_RETURN_NOT_OK(scratch(a, n, err));
   if (x->null_count < 0) qv_array_null_count(x);
   uint8_t *v = a->vx;
   load_valid(x, n, v);
+  if (a->stream_k) {
+    int64_t kk = a->k;
+    bool top = k == QV_AGG_TOP_K;
+    if (a->vc == VC_FLOAT) {
+      load_doubles(x, a->vc, n, a->fx);
+      for (int64_t i = 0; i < n; i++) {
+        if (!v[i]) continue;
+        uint32_t g = ids[i];
+        double xv = a->fx[i], *kv = a->kd + (int64_t)g * kk;
+        int32_t *kc = a->kchunk + (int64_t)g * kk;
+        int64_t *kr = a->krow + (int64_t)g * kk, m = a->cnt[g];
+        /* kv[0..m) is sorted best first; find xv's place */
+        if (m == kk) {
+          int cw = cmp_double(xv, kv[m - 1]);
+          if (top ? cw <= 0 : cw >= 0) continue;
+          m--;
+        } else {
+          a->cnt[g]++;
+        }
+        int64_t j = m;
+        while (j > 0 && (top ? cmp_double(xv, kv[j - 1]) > 0 : cmp_double(xv, kv[j - 1]) < 0)) {
+          kv[j] = kv[j - 1], kc[j] = kc[j - 1], kr[j] = kr[j - 1];
+          j--;
+        }
+        kv[j] = xv, kc[j] = c, kr[j] = i;
+      }
+    } else {
+      load_ints(x, n, a->ix);
+      bool u = a->vc == VC_UINT;
+      for (int64_t i = 0; i < n; i++) {
+        if (!v[i]) continue;
+        uint32_t g = ids[i];
+        int64_t xv = a->ix[i], *kv = a->ki + (int64_t)g * kk;
+        int32_t *kc = a->kchunk + (int64_t)g * kk;
+        int64_t *kr = a->krow + (int64_t)g * kk, m = a->cnt[g];
+#define QV_KBETTER(p, q)                                                                           \
+  (u ? (top ? (uint64_t)(p) > (uint64_t)(q) : (uint64_t)(p) < (uint64_t)(q))                       \
+     : (top ? (p) > (q) : (p) < (q)))
+        if (m == kk) {
+          if (!QV_KBETTER(xv, kv[m - 1])) continue;
+          m--;
+        } else {
+          a->cnt[g]++;
+        }
+        int64_t j = m;
+        while (j > 0 && QV_KBETTER(xv, kv[j - 1])) {
+          kv[j] = kv[j - 1], kc[j] = kc[j - 1], kr[j] = kr[j - 1];
+          j--;
+        }
+#undef QV_KBETTER
+        kv[j] = xv, kc[j] = c, kr[j] = i;
+      }
+    }
+    return QV_OK;
+  }
   switch (k) {
     case QV_AGG_COUNT:
       for (int64_t i = 0; i < n; i++) a->cnt[ids[i]] += v[i];
@@ -706,16 +787,51 @@ static void settle_validity(qv_array *a) {
   }
 }
 
-static int cmp_d(const void *x, const void *y) {
-  return cmp_double(*(const double *)x, *(const double *)y);
+/* The k-th smallest of v[0..n) (no NaN), reordering v: v[0..k) <= v[k] <=
+ * v[k+1..n) afterwards (Hoare's selection, median-of-three pivots). */
+static double select_kth(double *v, int64_t n, int64_t k) {
+  int64_t lo = 0, hi = n - 1;
+  while (hi > lo) {
+    int64_t mid = lo + (hi - lo) / 2;
+    double a = v[lo], b = v[mid], c = v[hi];
+    double p = a < b ? (b < c ? b : (a < c ? c : a)) : (a < c ? a : (b < c ? c : b));
+    int64_t i = lo, j = hi;
+    while (i <= j) {
+      while (v[i] < p) i++;
+      while (v[j] > p) j--;
+      if (i <= j) {
+        double t = v[i];
+        v[i] = v[j];
+        v[j] = t;
+        i++;
+        j--;
+      }
+    }
+    if (k <= j) hi = j;
+    else if (k >= i) lo = i;
+    else break;
+  }
+  return v[k];
 }
 
-/* DuckDB quantile_cont over sorted values v[0..n). */
-static double quantile_sorted(const double *v, int64_t n, double q) {
+/* DuckDB quantile_cont of v[0..n) (any order; reordered), NaN greatest. */
+static double quantile_select(double *v, int64_t n, double q) {
+  int64_t m = 0; /* move the NaNs to the end */
+  for (int64_t i = 0; i < n; i++)
+    if (!isnan(v[i])) {
+      double t = v[m];
+      v[m++] = v[i];
+      v[i] = t;
+    }
   double rn = (double)(n - 1) * q;
   int64_t lo = (int64_t)floor(rn), hi = (int64_t)ceil(rn);
-  if (lo == hi) return v[lo];
-  return v[lo] + (rn - (double)lo) * (v[hi] - v[lo]);
+  if (hi >= m) return NAN; /* the upper neighbour is a NaN */
+  double vlo = select_kth(v, m, lo);
+  if (hi == lo) return vlo;
+  double vhi = v[lo + 1];
+  for (int64_t i = lo + 2; i < m; i++)
+    if (v[i] < vhi) vhi = v[i];
+  return vlo + (rn - (double)lo) * (vhi - vlo);
 }
 
 typedef struct kentry {
@@ -807,30 +923,37 @@ static qv_status finish_holistic(qvg_agg *a, int64_t ng, qv_array *const *chunks
   for (int64_t g = 0; g < ng; g++)
     if (rows->start[g + 1] - rows->start[g] > maxg) maxg = rows->start[g + 1] - rows->start[g];
   if (k == QV_AGG_MEDIAN || k == QV_AGG_QUANTILE) {
+    /* One pass in row order scatters the valid values to their group's
+     * segment; each segment's order statistics are then selected in place. */
     double q = k == QV_AGG_MEDIAN ? 0.5 : a->q;
-    double *buf = malloc(sizeof(double) * (size_t)(maxg ? maxg : 1));
+    double *buf = malloc(sizeof(double) * (size_t)(total ? total : 1));
+    int64_t *fill = malloc(sizeof(int64_t) * (size_t)(ng > 0 ? ng : 1));
     qv_buffer *vals = NULL, *valid = NULL;
     qv_array *res = NULL;
-    qv_status st = buf ? make_fixed(QV_DOUBLE, ng, 8, &vals, &valid, &res, err)
-                       : qv_error_set(err, QV_ENOMEM, "%s: out of memory", a->label);
+    qv_status st = buf && fill ? make_fixed(QV_DOUBLE, ng, 8, &vals, &valid, &res, err)
+                               : qv_error_set(err, QV_ENOMEM, "%s: out of memory", a->label);
     if (st != QV_OK) {
       free(buf);
+      free(fill);
       return st;
+    }
+    memcpy(fill, rows->start, sizeof(int64_t) * (size_t)ng);
+    int64_t r = 0;
+    for (int64_t c = 0; c < nc; c++) {
+      const qv_array *x = chunks[c];
+      for (int64_t i = 0; i < x->length; i++, r++)
+        if (qv_array_is_valid(x, i)) buf[fill[rows->ids[r]]++] = val_double(x, a->vc, i);
     }
     double *outv = (double *)vals->data;
     for (int64_t g = 0; g < ng; g++) {
-      int64_t m = 0;
-      for (int64_t e = rows->start[g]; e < rows->start[g + 1]; e++) {
-        const qv_array *x = chunks[rows->chunk[e]];
-        if (!qv_array_is_valid(x, rows->row[e])) continue;
-        buf[m++] = val_double(x, a->vc, rows->row[e]);
-      }
+      double *seg = buf + rows->start[g];
+      int64_t m = fill[g] - rows->start[g];
       if (m == 0) continue;
-      qsort(buf, (size_t)m, sizeof(double), cmp_d);
-      outv[g] = quantile_sorted(buf, m, q);
+      outv[g] = quantile_select(seg, m, q);
       qv_bit_set(valid->data, g);
     }
     free(buf);
+    free(fill);
     settle_validity(res);
     *out = res;
     return QV_OK;
@@ -842,7 +965,7 @@ static qv_status finish_holistic(qvg_agg *a, int64_t ng, qv_array *const *chunks
                                            : a->vc == VC_BYTES ? (top ? kcmp_b_desc : kcmp_b_asc)
                                                                : (top ? kcmp_i_desc : kcmp_i_asc);
   kentry *ent = malloc(sizeof(kentry) * (size_t)(maxg ? maxg : 1));
-  int64_t *offs = malloc(sizeof(int64_t) * (size_t)(ng + 1));
+  int64_t *offs = malloc(sizeof(int64_t) * (size_t)(ng > 0 ? ng + 1 : 1));
   uint8_t *gvalid = malloc((size_t)(ng ? ng : 1));
   int64_t cap = 1024, n = 0;
   int64_t *ci = malloc(sizeof(int64_t) * (size_t)cap), *ri = malloc(sizeof(int64_t) * (size_t)cap);
@@ -903,6 +1026,38 @@ qv_status qvg_agg_finish(qvg_agg *a, int64_t ng, qv_array *const *chunks, int64_
                          const qvg_rows *rows, qv_array **out, qv_error *err) {
   qv_agg_kind k = a->kind;
   if (ng > 0) QV_RETURN_NOT_OK(qvg_agg_reserve(a, ng, err));
+  if (a->stream_k) {
+    int64_t *offs = malloc(sizeof(int64_t) * (size_t)(ng > 0 ? ng + 1 : 1));
+    uint8_t *gvalid = malloc((size_t)(ng > 0 ? ng : 1));
+    size_t total = 1;
+    for (int64_t g = 0; g < ng; g++) total += (size_t)a->cnt[g];
+    int64_t *ci = malloc(sizeof(int64_t) * total);
+    int64_t *ri = malloc(sizeof(int64_t) * total);
+    qv_status st = QV_OK;
+    qv_array *vals = NULL;
+    if (!offs || !gvalid || !ci || !ri)
+      st = qv_error_set(err, QV_ENOMEM, "%s: out of memory", a->label);
+    int64_t pos = 0;
+    for (int64_t g = 0; g < ng && st == QV_OK; g++) {
+      offs[g] = pos;
+      gvalid[g] = a->cnt[g] > 0;
+      for (int64_t j = 0; j < a->cnt[g]; j++, pos++) {
+        ci[pos] = a->kchunk[g * a->k + j];
+        ri[pos] = a->krow[g * a->k + j];
+      }
+    }
+    if (st == QV_OK) {
+      offs[ng] = pos;
+      st = pos == 0 ? qv_array_nulls(a->type, 0, &vals, err)
+                    : qv_array_take_chunked(chunks, nc, ci, ri, pos, &vals, err);
+    }
+    if (st == QV_OK) st = make_list(vals, offs, ng, gvalid, out, err);
+    free(offs);
+    free(gvalid);
+    free(ci);
+    free(ri);
+    return st;
+  }
   if (qvg_kind_is_holistic(k)) return finish_holistic(a, ng, chunks, nc, rows, out, err);
   if (k == QV_AGG_MIN || k == QV_AGG_MAX || k == QV_AGG_FIRST || k == QV_AGG_LAST) {
     if (ng == 0 || nc == 0) return qv_array_nulls(a->type, ng, out, err);

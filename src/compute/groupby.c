@@ -310,7 +310,7 @@ qv_status qv_table_group_by(qv_table *t, const char *const *keys, int32_t n_keys
       }
     }
     st = qvg_agg_new(&aggs[i], tx, ty, label, &s.aggs[i], err);
-    if (qvg_kind_is_holistic(aggs[i].kind)) holistic = true;
+    if (st == QV_OK && qvg_agg_is_holistic(s.aggs[i])) holistic = true;
   }
   for (int32_t i = 0; i < n_keys + n_aggs && st == QV_OK; i++) {
     names[i] = i < n_keys ? keys[i] : s.labels[i - n_keys];
@@ -411,6 +411,7 @@ qv_status qv_table_group_by(qv_table *t, const char *const *keys, int32_t n_keys
     s.rows.start = calloc((size_t)(ng + 1), sizeof(int64_t));
     s.rows.chunk = malloc(sizeof(int32_t) * (size_t)(total ? total : 1));
     s.rows.row = malloc(sizeof(int64_t) * (size_t)(total ? total : 1));
+    s.rows.ids = s.ids;
     if (!s.rows.start || !s.rows.chunk || !s.rows.row)
       st = qv_error_set(err, QV_ENOMEM, "group-by: out of memory (%" PRId64 " rows)", total);
     if (st == QV_OK) {

@@ -18,10 +18,16 @@ typedef struct qvg_rows {
   int64_t *start; /* n_groups + 1 */
   int32_t *chunk;
   int64_t *row;
+  const uint32_t *ids; /* group id of every row, in table order */
 } qvg_rows;
 
 /** True for aggregates that need every row of a group at the end. */
 bool qvg_kind_is_holistic(qv_agg_kind kind);
+
+/** True when this aggregate needs every row of a group at the end (the
+ *  holistic kinds, except top_k/bottom_k of numbers with a small k, kept
+ *  per group as they stream). */
+bool qvg_agg_is_holistic(const qvg_agg *a);
 
 /** Check the aggregate against its input types (type2 NULL unless corr /
  *  covar) and make its state. `label` names it in errors ("sum(v1)"). */
