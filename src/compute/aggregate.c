@@ -433,21 +433,49 @@ static void load_valid(const qv_array *x, int64_t n, uint8_t *v) {
   for (int64_t i = 0; i < n; i++) v[i] = qv_bit_get(bits, x->offset + i);
 }
 
+#define QV_LOAD_AS(T, DST)                                                                         \
+  do {                                                                                             \
+    const T *src_ = (const T *)(const void *)x->buffers[1]->data + x->offset;                      \
+    for (int64_t i = 0; i < n; i++) out[i] = (DST)src_[i];                                         \
+  } while (0)
+
 static void load_doubles(const qv_array *x, vclass vc, int64_t n, double *out) {
-  if (x->type->id == QV_DOUBLE) {
-    memcpy(out, x->buffers[1]->data + x->offset * 8, (size_t)n * 8);
-    return;
+  switch (x->type->id) {
+    case QV_DOUBLE: memcpy(out, x->buffers[1]->data + x->offset * 8, (size_t)n * 8); return;
+    case QV_FLOAT: QV_LOAD_AS(float, double); return;
+    case QV_INT8: QV_LOAD_AS(int8_t, double); return;
+    case QV_INT16: QV_LOAD_AS(int16_t, double); return;
+    case QV_INT32: QV_LOAD_AS(int32_t, double); return;
+    case QV_INT64: QV_LOAD_AS(int64_t, double); return;
+    case QV_UINT8: QV_LOAD_AS(uint8_t, double); return;
+    case QV_UINT16: QV_LOAD_AS(uint16_t, double); return;
+    case QV_UINT32: QV_LOAD_AS(uint32_t, double); return;
+    case QV_UINT64: QV_LOAD_AS(uint64_t, double); return;
+    default:
+      for (int64_t i = 0; i < n; i++) out[i] = val_double(x, vc, i);
   }
-  for (int64_t i = 0; i < n; i++) out[i] = val_double(x, vc, i);
 }
 
 static void load_ints(const qv_array *x, int64_t n, int64_t *out) {
-  if (x->type->id == QV_INT64 || (x->type->id != QV_BOOL && qv_type_bit_width(x->type) == 64)) {
-    memcpy(out, x->buffers[1]->data + x->offset * 8, (size_t)n * 8);
-    return;
+  switch (x->type->id) {
+    case QV_INT8: QV_LOAD_AS(int8_t, int64_t); return;
+    case QV_INT16: QV_LOAD_AS(int16_t, int64_t); return;
+    case QV_INT32: QV_LOAD_AS(int32_t, int64_t); return;
+    case QV_UINT8: QV_LOAD_AS(uint8_t, int64_t); return;
+    case QV_UINT16: QV_LOAD_AS(uint16_t, int64_t); return;
+    case QV_UINT32: QV_LOAD_AS(uint32_t, int64_t); return;
+    case QV_BOOL:
+      for (int64_t i = 0; i < n; i++) out[i] = val_int(x, i);
+      return;
+    default:
+      if (qv_type_bit_width(x->type) == 64) {
+        memcpy(out, x->buffers[1]->data + x->offset * 8, (size_t)n * 8);
+        return;
+      }
+      for (int64_t i = 0; i < n; i++) out[i] = val_int(x, i);
   }
-  for (int64_t i = 0; i < n; i++) out[i] = val_int(x, i);
 }
+#undef QV_LOAD_AS
 
 qv_status qvg_normalize_floats(qv_array *x, qv_array **out, qv_error *err) {
   qv_type_id id = x->type->id;

@@ -535,6 +535,28 @@ static qv_status bind_call(binder *bd, const qvx_node *x, qvx_bnode *n) {
     n->kind = QVX_B_ABS;
     return bind_unary_num(bd, x, n);
   }
+  if (x->op >= QVX_FN_SQRT && x->op <= QVX_FN_POW) {
+    n->kind = QVX_B_MATH;
+    n->op = x->op;
+    int count = x->op == QVX_FN_POW ? 2 : 1;
+    QV_RETURN_NOT_OK(bind_children(bd, x, n, count));
+    qvx_bnode *kids[2] = {n->a, n->b};
+    for (int k = 0; k < count; k++) {
+      type_null(kids[k], QVX_K_F64);
+      QV_RETURN_NOT_OK(need_value(bd, x->args[k], kids[k]));
+      if (!is_numeric(kids[k]->out)) {
+        char d[200];
+        describe(bd, x->args[k], kids[k], d, sizeof d);
+        return bind_err(bd, QV_ETYPE, x->args[k]->start, "%s() needs a number, found %s", fname, d);
+      }
+    }
+    /* floor/ceil/round keep integers as they are; the rest compute in double */
+    bool keep = (x->op == QVX_FN_FLOOR || x->op == QVX_FN_CEIL || x->op == QVX_FN_ROUND) &&
+                n->a->out != QVX_K_F64;
+    n->out = keep ? QVX_K_I64 : QVX_K_F64;
+    if (keep && n->a->out == QVX_K_U64) n->can_fail = true;
+    return QV_OK;
+  }
   if (x->op == QVX_FN_LEN) {
     n->kind = QVX_B_LEN;
     QV_RETURN_NOT_OK(bind_children(bd, x, n, 1));

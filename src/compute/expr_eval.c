@@ -920,6 +920,65 @@ static qv_status eval_unary_num(ctx *c, qvx_bnode *n, const uint8_t *care, qvx_v
   return QV_OK;
 }
 
+/* sqrt, exp, ln, log10, log2, floor, ceil, round, pow: IEEE results (NaN for
+ * sqrt/log of negatives, -inf for log(0)); floor/ceil/round of integers are
+ * the integers. */
+static qv_status eval_math(ctx *c, qvx_bnode *n, const uint8_t *care, qvx_vec *out) {
+  qvx_vec a, b;
+  QV_RETURN_NOT_OK(eval(c, n->a, care, &a));
+  int64_t rows = c->n;
+  memset(out, 0, sizeof *out);
+  out->kind = n->out;
+  out->n = rows;
+  out->valid = a.valid;
+  if (n->out == QVX_K_I64) {
+    const int64_t *x;
+    QV_RETURN_NOT_OK(as_i64(c, n, &a, a.valid, care, &x));
+    out->values = x;
+    return QV_OK;
+  }
+  const double *x, *y = NULL;
+  QV_RETURN_NOT_OK(as_f64(c, &a, &n->s_aux, &x));
+  if (n->op == QVX_FN_POW) {
+    QV_RETURN_NOT_OK(eval(c, n->b, care, &b));
+    GROW(vbuf, uint8_t *, &n->s_valid, bm_bytes(rows));
+    out->valid = and_valid(a.valid, b.valid, vbuf, rows);
+    QV_RETURN_NOT_OK(as_f64(c, &b, &n->s_aux2, &y));
+  }
+  GROW(r, double *, &n->s_values, 8 * rows);
+  switch (n->op) {
+    case QVX_FN_SQRT:
+      for (int64_t i = 0; i < rows; i++) r[i] = sqrt(x[i]);
+      break;
+    case QVX_FN_EXP:
+      for (int64_t i = 0; i < rows; i++) r[i] = exp(x[i]);
+      break;
+    case QVX_FN_LN:
+      for (int64_t i = 0; i < rows; i++) r[i] = log(x[i]);
+      break;
+    case QVX_FN_LOG10:
+      for (int64_t i = 0; i < rows; i++) r[i] = log10(x[i]);
+      break;
+    case QVX_FN_LOG2:
+      for (int64_t i = 0; i < rows; i++) r[i] = log2(x[i]);
+      break;
+    case QVX_FN_FLOOR:
+      for (int64_t i = 0; i < rows; i++) r[i] = floor(x[i]);
+      break;
+    case QVX_FN_CEIL:
+      for (int64_t i = 0; i < rows; i++) r[i] = ceil(x[i]);
+      break;
+    case QVX_FN_ROUND: /* half away from zero, as DuckDB */
+      for (int64_t i = 0; i < rows; i++) r[i] = round(x[i]);
+      break;
+    default:
+      for (int64_t i = 0; i < rows; i++) r[i] = pow(x[i], y[i]);
+      break;
+  }
+  out->values = r;
+  return QV_OK;
+}
+
 static qv_status eval_is_null(ctx *c, qvx_bnode *n, const uint8_t *care, qvx_vec *out) {
   qvx_vec a;
   QV_RETURN_NOT_OK(eval(c, n->a, care, &a));
@@ -1201,6 +1260,7 @@ static qv_status eval(ctx *c, qvx_bnode *n, const uint8_t *care, qvx_vec *out) {
     case QVX_B_ARITH: return eval_arith(c, n, care, out);
     case QVX_B_NEG:
     case QVX_B_ABS: return eval_unary_num(c, n, care, out);
+    case QVX_B_MATH: return eval_math(c, n, care, out);
     case QVX_B_IS_NULL: return eval_is_null(c, n, care, out);
     case QVX_B_IN: return eval_in(c, n, care, out);
     case QVX_B_LEN: return eval_len(c, n, care, out);

@@ -67,7 +67,17 @@ typedef enum qvx_fn {
   QVX_FN_STARTS_WITH,
   QVX_FN_ENDS_WITH,
   QVX_FN_CONTAINS,
-  QVX_FN_ABS
+  QVX_FN_ABS,
+  /* numeric functions (QVX_B_MATH) */
+  QVX_FN_SQRT,
+  QVX_FN_EXP,
+  QVX_FN_LN, /* log(x) and ln(x): natural logarithm */
+  QVX_FN_LOG10,
+  QVX_FN_LOG2,
+  QVX_FN_FLOOR,
+  QVX_FN_CEIL,
+  QVX_FN_ROUND,
+  QVX_FN_POW
 } qvx_fn;
 
 typedef struct qvx_node {
@@ -136,6 +146,7 @@ typedef enum qvx_bkind {
   QVX_B_IN,
   QVX_B_LEN,
   QVX_B_STRFN, /* starts_with / ends_with / contains: op is the qvx_fn */
+  QVX_B_MATH,  /* sqrt, exp, log..., floor, ceil, round, pow: op is the qvx_fn */
   QVX_B_DICT   /* child evaluated over a dictionary, then mapped by indices */
 } qvx_bkind;
 

@@ -657,7 +657,17 @@ static const struct {
                  {"contains", QVX_FN_CONTAINS, 2},
                  {"ends_with", QVX_FN_ENDS_WITH, 2},
                  {"len", QVX_FN_LEN, 1},
-                 {"starts_with", QVX_FN_STARTS_WITH, 2}};
+                 {"starts_with", QVX_FN_STARTS_WITH, 2},
+                 {"sqrt", QVX_FN_SQRT, 1},
+                 {"exp", QVX_FN_EXP, 1},
+                 {"ln", QVX_FN_LN, 1},
+                 {"log", QVX_FN_LN, 1},
+                 {"log10", QVX_FN_LOG10, 1},
+                 {"log2", QVX_FN_LOG2, 1},
+                 {"floor", QVX_FN_FLOOR, 1},
+                 {"ceil", QVX_FN_CEIL, 1},
+                 {"round", QVX_FN_ROUND, 1},
+                 {"pow", QVX_FN_POW, 2}};
 #define N_FUNCTIONS ((int)(sizeof FUNCTIONS / sizeof FUNCTIONS[0]))
 
 const char *qvx_fn_name(int fn) {
@@ -672,7 +682,8 @@ static qv_status parse_call(parser *p, qvx_node **out) {
   while (k < N_FUNCTIONS && strcasecmp(FUNCTIONS[k].name, name->s) != 0) k++;
   if (k == N_FUNCTIONS || name->quoted)
     return perr(p, name->start,
-                "unknown function '%s' (known: abs, contains, ends_with, len, starts_with)",
+                "unknown function '%s' (known: abs, ceil, contains, ends_with, exp, floor, len, "
+                "ln, log, log10, log2, pow, round, sqrt, starts_with)",
                 name->s);
   const token *open = advance(p);
   qvx_node *args[2] = {NULL, NULL};
