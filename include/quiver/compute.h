@@ -39,6 +39,11 @@
  * confirming candidates by comparing encoded rows byte for byte, the
  * criterion of qv_row_compare_rows (the encoding is canonical: equal rows
  * <=> equal keys, NULL equal to NULL). Group-by and distinct build on it.
+ *
+ * Group-by with aggregates (qv_table_group_by, qv_table_group_by_exprs; the
+ * section at the end; docs/compute.md): keys through the grouper or a
+ * direct-index path, aggregates updated columnwise over group ids, result
+ * types as DuckDB's (integer sums int64, checked).
  */
 #ifndef QUIVER_COMPUTE_H
 #define QUIVER_COMPUTE_H
