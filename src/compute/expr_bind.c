@@ -568,6 +568,44 @@ static qv_status bind_call(binder *bd, const qvx_node *x, qvx_bnode *n) {
     n->is_binary = n->a->is_binary;
     return QV_OK;
   }
+  if (x->op == QVX_FN_CAST) {
+    n->kind = QVX_B_CAST;
+    n->op = x->op;
+    const qvx_node *t = x->args[1];
+    if (t->kind != QVX_N_LITERAL || t->lit.kind != QVX_LIT_STRING)
+      return bind_err(bd, QV_ETYPE, t->start,
+                      "cast() needs the target type as a string: 'int64', 'double', 'string' or "
+                      "'bool'");
+    static const struct {
+      const char *name;
+      qvx_kind kind;
+    } TARGETS[] = {{"int64", QVX_K_I64},  {"bigint", QVX_K_I64},  {"int", QVX_K_I64},
+                   {"double", QVX_K_F64}, {"float64", QVX_K_F64}, {"float", QVX_K_F64},
+                   {"string", QVX_K_STR}, {"varchar", QVX_K_STR}, {"utf8", QVX_K_STR},
+                   {"bool", QVX_K_BOOL},  {"boolean", QVX_K_BOOL}};
+    int k = 0, nt = (int)(sizeof TARGETS / sizeof TARGETS[0]);
+    while (k < nt && strcasecmp(TARGETS[k].name, t->lit.s) != 0) k++;
+    if (k == nt)
+      return bind_err(bd, QV_ETYPE, t->start,
+                      "cast() to '%s' is not supported (types: int64, double, string, bool)",
+                      t->lit.s);
+    QV_RETURN_NOT_OK(bind_children(bd, x, n, 1));
+    type_null(n->a, TARGETS[k].kind);
+    QV_RETURN_NOT_OK(need_value(bd, x->args[0], n->a));
+    if (n->a->out == QVX_K_LIST || n->a->out == QVX_K_ANY) {
+      char d[200];
+      describe(bd, x->args[0], n->a, d, sizeof d);
+      return bind_err(bd, QV_ETYPE, x->args[0]->start, "cannot cast %s", d);
+    }
+    if (TARGETS[k].kind == QVX_K_STR && n->a->out == QVX_K_STR && n->a->is_binary) {
+      char d[200];
+      describe(bd, x->args[0], n->a, d, sizeof d);
+      return bind_err(bd, QV_ETYPE, x->args[0]->start, "cannot cast %s to string", d);
+    }
+    n->out = TARGETS[k].kind;
+    n->can_fail = true; /* unparsable strings, out-of-range numbers */
+    return QV_OK;
+  }
   if (x->op == QVX_FN_COALESCE || x->op == QVX_FN_IF) {
     bool is_if = x->op == QVX_FN_IF;
     n->kind = is_if ? QVX_B_IF : QVX_B_COALESCE;

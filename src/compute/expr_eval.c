@@ -20,6 +20,7 @@
  * used elsewhere are decoded through the indices (strings by an indirection
  * table, never copied).
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
@@ -1200,6 +1201,149 @@ static qv_status eval_choice(ctx *c, qvx_bnode *n, const uint8_t *care, qvx_vec 
   }
 }
 
+/* cast(x, type): numbers and bools convert as DuckDB's CAST (double to
+ * int64 rounds half away from zero; out of range or NaN is an error),
+ * strings parse (surrounding spaces allowed; junk is an error), numbers
+ * print as decimal text (doubles in the shortest round-trip form). */
+static qv_status eval_cast(ctx *c, qvx_bnode *n, const uint8_t *care, qvx_vec *out) {
+  qvx_vec a;
+  QV_RETURN_NOT_OK(eval(c, n->a, care, &a));
+  int64_t rows = c->n;
+  if (a.kind == n->out && (n->out != QVX_K_STR || !a.is_binary)) {
+    *out = a;
+    return QV_OK;
+  }
+  memset(out, 0, sizeof *out);
+  out->kind = n->out;
+  out->n = rows;
+  out->valid = a.valid;
+  char buf[128];
+  if (n->out == QVX_K_STR) {
+    str_out o;
+    QV_RETURN_NOT_OK(str_out_begin(c, n, rows, &o));
+    qv_strbuf sb;
+    qv_strbuf_init(&sb);
+    for (int64_t i = 0; i < rows; i++) {
+      o.off[i] = o.len;
+      if (!vbit(a.valid, i) || !vbit(care, i)) continue;
+      const uint8_t *p = (const uint8_t *)buf;
+      int64_t len = 0;
+      switch (a.kind) {
+        case QVX_K_BOOL:
+          len = snprintf(buf, sizeof buf, "%s", qv_bit_get(a.values, i) ? "true" : "false");
+          break;
+        case QVX_K_I64:
+          len = snprintf(buf, sizeof buf, "%" PRId64, ((const int64_t *)a.values)[i]);
+          break;
+        case QVX_K_U64:
+          len = snprintf(buf, sizeof buf, "%" PRIu64, ((const uint64_t *)a.values)[i]);
+          break;
+        case QVX_K_F64: {
+          qv_strbuf_clear(&sb);
+          (void)qv_format_double(&sb, ((const double *)a.values)[i], NULL);
+          p = (const uint8_t *)qv_strbuf_cstr(&sb);
+          len = (int64_t)strlen((const char *)p);
+          break;
+        }
+        case QVX_K_STR:
+          if (!str_at(&a.str, i, &p, &len)) {
+            qv_strbuf_reset(&sb);
+            return bad_str(c, n, i);
+          }
+          break;
+        default: break;
+      }
+      qv_status st = str_out_put(c, n, &o, p, len);
+      if (st != QV_OK) {
+        qv_strbuf_reset(&sb);
+        return st;
+      }
+    }
+    qv_strbuf_reset(&sb);
+    str_out_finish(&o, rows, a.valid, false, out);
+    return QV_OK;
+  }
+  if (n->out == QVX_K_BOOL) {
+    GROW(bits, uint8_t *, &n->s_values, bm_bytes(rows));
+    memset(bits, 0, (size_t)bm_bytes(rows));
+    for (int64_t i = 0; i < rows; i++) {
+      if (!vbit(a.valid, i) || !vbit(care, i)) continue;
+      bool v = false;
+      if (a.kind == QVX_K_I64 || a.kind == QVX_K_U64) v = ((const int64_t *)a.values)[i] != 0;
+      else if (a.kind == QVX_K_F64) v = ((const double *)a.values)[i] != 0;
+      else if (a.kind == QVX_K_STR) {
+        const uint8_t *p;
+        int64_t len;
+        if (!str_at(&a.str, i, &p, &len)) return bad_str(c, n, i);
+        while (len && (*p == ' ' || *p == '\t')) p++, len--;
+        while (len && (p[len - 1] == ' ' || p[len - 1] == '\t')) len--;
+        snprintf(buf, sizeof buf, "%.*s", (int)(len < 100 ? len : 100), (const char *)p);
+        if (!strcasecmp(buf, "true") || !strcasecmp(buf, "t") || !strcmp(buf, "1")) v = true;
+        else if (strcasecmp(buf, "false") && strcasecmp(buf, "f") && strcmp(buf, "0"))
+          return eval_err(c, n, QV_EINVAL, i, "cannot cast '%s' to bool", buf);
+      }
+      if (v) qv_bit_set(bits, i);
+    }
+    out->values = bits;
+    return QV_OK;
+  }
+  GROW(r, int64_t *, &n->s_values, 8 * rows);
+  double *rd = (double *)(void *)r;
+  for (int64_t i = 0; i < rows; i++) {
+    r[i] = 0;
+    if (!vbit(a.valid, i) || !vbit(care, i)) continue;
+    double d = 0;
+    int64_t iv = 0;
+    bool is_int = false;
+    switch (a.kind) {
+      case QVX_K_BOOL: iv = qv_bit_get(a.values, i), is_int = true; break;
+      case QVX_K_I64: iv = ((const int64_t *)a.values)[i], is_int = true; break;
+      case QVX_K_U64: {
+        uint64_t u = ((const uint64_t *)a.values)[i];
+        if (n->out == QVX_K_I64 && u > (uint64_t)INT64_MAX)
+          return eval_err(c, n, QV_ERANGE, i, "cannot cast %" PRIu64 " to int64", u);
+        iv = (int64_t)u, is_int = n->out == QVX_K_I64, d = (double)u;
+        break;
+      }
+      case QVX_K_F64: d = ((const double *)a.values)[i]; break;
+      case QVX_K_STR: {
+        const uint8_t *p;
+        int64_t len;
+        if (!str_at(&a.str, i, &p, &len)) return bad_str(c, n, i);
+        snprintf(buf, sizeof buf, "%.*s", (int)(len < 100 ? len : 100), (const char *)p);
+        char *e = NULL;
+        errno = 0;
+        if (n->out == QVX_K_I64) {
+          long long v = strtoll(buf, &e, 10);
+          is_int = true;
+          iv = v;
+        } else {
+          d = strtod(buf, &e);
+        }
+        while (e && (*e == ' ' || *e == '\t')) e++;
+        if (len >= 100 || e == buf || (e && *e) || (errno == ERANGE && n->out == QVX_K_I64))
+          return eval_err(c, n, QV_EINVAL, i, "cannot cast '%s' to %s", buf,
+                          n->out == QVX_K_I64 ? "int64" : "double");
+        break;
+      }
+      default: break;
+    }
+    if (n->out == QVX_K_F64) {
+      rd[i] = is_int ? (double)iv : d;
+      continue;
+    }
+    if (!is_int) {
+      double rr = round(d);
+      if (!(rr >= -9223372036854775808.0 && rr < 9223372036854775808.0))
+        return eval_err(c, n, QV_ERANGE, i, "cannot cast %g to int64", d);
+      iv = (int64_t)rr;
+    }
+    r[i] = iv;
+  }
+  out->values = r;
+  return QV_OK;
+}
+
 static qv_status eval_is_null(ctx *c, qvx_bnode *n, const uint8_t *care, qvx_vec *out) {
   qvx_vec a;
   QV_RETURN_NOT_OK(eval(c, n->a, care, &a));
@@ -1485,6 +1629,7 @@ static qv_status eval(ctx *c, qvx_bnode *n, const uint8_t *care, qvx_vec *out) {
     case QVX_B_STRMAP: return eval_strmap(c, n, care, out);
     case QVX_B_COALESCE:
     case QVX_B_IF: return eval_choice(c, n, care, out);
+    case QVX_B_CAST: return eval_cast(c, n, care, out);
     case QVX_B_IS_NULL: return eval_is_null(c, n, care, out);
     case QVX_B_IN: return eval_in(c, n, care, out);
     case QVX_B_LEN: return eval_len(c, n, care, out);

@@ -84,7 +84,8 @@ typedef enum qvx_fn {
   QVX_FN_SUBSTR, /* substr(s, start[, length]) */
   /* choices */
   QVX_FN_COALESCE, /* coalesce(a, b) */
-  QVX_FN_IF        /* if(cond, a, b) */
+  QVX_FN_IF,       /* if(cond, a, b) */
+  QVX_FN_CAST      /* cast(x, 'int64' | 'double' | 'string' | 'bool') */
 } qvx_fn;
 
 typedef struct qvx_node {
@@ -156,8 +157,9 @@ typedef enum qvx_bkind {
   QVX_B_MATH,   /* sqrt, exp, log..., floor, ceil, round, pow: op is the qvx_fn */
   QVX_B_STRMAP, /* lower / upper / substr: op is the qvx_fn */
   QVX_B_COALESCE,
-  QVX_B_IF,  /* a: condition, b: then, third: else */
-  QVX_B_DICT /* child evaluated over a dictionary, then mapped by indices */
+  QVX_B_IF,   /* a: condition, b: then, third: else */
+  QVX_B_CAST, /* a: the value; out: the target kind */
+  QVX_B_DICT  /* child evaluated over a dictionary, then mapped by indices */
 } qvx_bkind;
 
 /* String access: logical element i of a string vector. */

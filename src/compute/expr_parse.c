@@ -672,7 +672,8 @@ static const struct {
                  {"upper", QVX_FN_UPPER, 1},
                  {"substr", QVX_FN_SUBSTR, -3}, /* 2 or 3 */
                  {"coalesce", QVX_FN_COALESCE, 2},
-                 {"if", QVX_FN_IF, 3}};
+                 {"if", QVX_FN_IF, 3},
+                 {"cast", QVX_FN_CAST, 2}};
 #define N_FUNCTIONS ((int)(sizeof FUNCTIONS / sizeof FUNCTIONS[0]))
 
 const char *qvx_fn_name(int fn) {
@@ -687,9 +688,9 @@ static qv_status parse_call(parser *p, qvx_node **out) {
   while (k < N_FUNCTIONS && strcasecmp(FUNCTIONS[k].name, name->s) != 0) k++;
   if (k == N_FUNCTIONS || name->quoted)
     return perr(p, name->start,
-                "unknown function '%s' (known: abs, ceil, coalesce, contains, ends_with, exp, "
-                "floor, if, len, ln, log, log10, log2, lower, pow, round, sqrt, starts_with, "
-                "substr, upper)",
+                "unknown function '%s' (known: abs, cast, ceil, coalesce, contains, ends_with, "
+                "exp, floor, if, len, ln, log, log10, log2, lower, pow, round, sqrt, "
+                "starts_with, substr, upper)",
                 name->s);
   const token *open = advance(p);
   qvx_node *args[3] = {NULL, NULL, NULL};

@@ -202,3 +202,40 @@ def test_string_function_errors(spath):
                       ("coalesce(s, i)", r"coalesce\(\) needs values of one type")]:
         with pytest.raises(Exception, match=msg):
             qv.open(path).map(set={"r": expr})
+
+
+CASTS = [
+    ("cast(i, 'double')", "CAST(i AS DOUBLE)"),
+    ("cast(x * 10, 'int64')", "CAST(x * 10 AS BIGINT)"),
+    ("cast(i, 'string')", "CAST(i AS VARCHAR)"),
+    ("cast(i > 0, 'int64')", "CAST(i > 0 AS BIGINT)"),
+    ("cast(cast(i, 'string'), 'int64')", "i"),
+    ("cast(cast(x, 'string'), 'double')", "x"),
+    ("cast(i, 'bool')", "CAST(i AS BOOLEAN)"),
+    ("cast(if(i > 0, 'true', 'f'), 'bool')", "i > 0"),
+]
+
+
+@pytest.mark.parametrize("expr,sql", CASTS, ids=[f[0] for f in CASTS])
+def test_cast_against_duckdb(spath, expr, sql):
+    qv = import_quiver()
+    path, t = spath
+    got = pa.table(qv.open(path).map(set={"r": expr})).column("r").to_pylist()
+    con = duckdb.connect()
+    con.register("t", t)
+    want = con.sql(f"SELECT {sql} AS r FROM t").to_arrow_table().column("r").to_pylist()
+    if "if(i > 0" in expr:  # a null i takes the else branch ('f'), DuckDB's i > 0 is null
+        want = [False if w is None else w for w in want]
+    assert got == want
+
+
+def test_cast_errors(spath):
+    qv = import_quiver()
+    path, _ = spath
+    for expr, msg in [("cast(s, 'int64')", r"cannot cast '.*' to int64"),
+                      ("cast(x, 'date')", r"cast\(\) to 'date' is not supported"),
+                      ("cast(x, t)", r"cast\(\) needs the target type as a string"),
+                      ("cast(s, 'bool')", r"cannot cast '.*' to bool"),
+                      ("cast(x / 0, 'int64')", r"cannot cast .* to int64")]:
+        with pytest.raises(Exception, match=msg):
+            qv.open(path).map(set={"r": expr})
