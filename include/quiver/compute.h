@@ -39,6 +39,11 @@
  * confirming candidates by comparing encoded rows byte for byte, the
  * criterion of qv_row_compare_rows (the encoding is canonical: equal rows
  * <=> equal keys, NULL equal to NULL). Group-by and distinct build on it.
+ *
+ * Group-by with aggregates (qv_table_group_by, qv_table_group_by_exprs; the
+ * section at the end; docs/compute.md): keys through the grouper or a
+ * direct-index path, aggregates updated columnwise over group ids, result
+ * types as DuckDB's (integer sums int64, checked).
  */
 #ifndef QUIVER_COMPUTE_H
 #define QUIVER_COMPUTE_H
@@ -201,6 +206,113 @@ QV_API int64_t qv_grouper_num_groups(const qv_grouper *g);
  * distinct values seen. Caller owns the arrays; on failure out[] is NULL.
  */
 QV_API qv_status qv_grouper_uniques(qv_grouper *g, qv_array **out, qv_error *err) QV_NODISCARD;
+
+/* ------------------------------------------------------------------------ */
+/* Group-by with aggregates (groupby.c, aggregate.c, groupby_expr.c)        */
+
+/** Aggregate functions. Result types follow DuckDB (docs/compute.md). */
+typedef enum qv_agg_kind {
+  QV_AGG_COUNT_ALL = 0,  /**< count(*): rows of the group, int64 */
+  QV_AGG_COUNT,          /**< count(x): non-null values, int64 */
+  QV_AGG_COUNT_DISTINCT, /**< distinct non-null values, int64 */
+  QV_AGG_SUM,            /**< int64 for integer/bool input (overflow is QV_ERANGE),
+                             double for floats; null when no value */
+  QV_AGG_MEAN,           /**< double */
+  QV_AGG_MIN,            /**< the input type (NaN greatest, as DuckDB) */
+  QV_AGG_MAX,            /**< the input type */
+  QV_AGG_FIRST,          /**< the group's first value, null or not */
+  QV_AGG_LAST,           /**< the group's last value, null or not */
+  QV_AGG_VAR,            /**< sample variance, double (null below 2 values) */
+  QV_AGG_VAR_POP,        /**< population variance, double */
+  QV_AGG_STDDEV,         /**< sample standard deviation, double */
+  QV_AGG_STDDEV_POP,     /**< population standard deviation, double */
+  QV_AGG_MEDIAN,         /**< quantile_cont(x, 0.5), double */
+  QV_AGG_QUANTILE,       /**< DuckDB quantile_cont(x, q), exact, double */
+  QV_AGG_TOP_K,          /**< list of the k largest values, largest first */
+  QV_AGG_BOTTOM_K,       /**< list of the k smallest values, smallest first */
+  QV_AGG_CORR,           /**< Pearson correlation of (x, y) pairs, double */
+  QV_AGG_COVAR,          /**< sample covariance, double */
+  QV_AGG_COVAR_POP,      /**< population covariance, double */
+  QV_AGG_ANY,            /**< bool_or over a bool column */
+  QV_AGG_ALL,            /**< bool_and over a bool column */
+  QV_AGG_LIST,           /**< list of the group's values (nulls included) in row order */
+  QV_AGG_KIND_COUNT
+} qv_agg_kind;
+
+/** One aggregate of a group-by. */
+typedef struct qv_aggregate {
+  qv_agg_kind kind;
+  const char *column;  /**< input column (NULL for count(*)) */
+  const char *column2; /**< second input of corr / covar / covar_pop */
+  double q;            /**< quantile: 0 <= q <= 1 */
+  int64_t k;           /**< top_k / bottom_k: k >= 1 */
+  const char *name;    /**< output column name (NULL: the canonical text, "sum(v1)") */
+} qv_aggregate;
+
+/** Options of a group-by (zero-initialised: first-appearance order). */
+typedef struct qv_group_by_options {
+  bool sort; /**< order the output by the keys (ascending, nulls last) */
+  /** Working-memory budget in bytes (0: no bound). Group-by state beyond it
+   *  is QV_ENOMEM naming the budget (spilling is not implemented yet). */
+  int64_t memory_limit;
+  /** Called after each batch with the rows done and the total (may be NULL). */
+  void (*progress)(void *ctx, int64_t rows_done, int64_t rows_total);
+  void *progress_ctx;
+} qv_group_by_options;
+
+/** Name of an aggregate kind as the expression language spells it
+ *  ("count", "sum", "top_k"...); "?" when out of range. Static storage. */
+QV_API const char *qv_agg_kind_name(qv_agg_kind kind);
+
+/**
+ * Group the rows of `t` by the key columns `keys[0..n_keys)` (n_keys >= 0;
+ * 0 gives one group over the whole table, as SQL without GROUP BY, even
+ * when the table is empty) and compute `aggs[0..n_aggs)` per group. *out
+ * receives a new in-memory table (one reference, the caller's): the keys
+ * under their names (dictionary keys as dictionary<int32> over the values
+ * seen), then each aggregate under its name, one row per group, in order
+ * of first appearance or sorted by the keys (opts->sort). Keys: any type
+ * qv_grouper_new takes; nulls form a group. Errors (the table is not
+ * changed; *out untouched): an unknown column is QV_EARG naming it with
+ * the closest name ("did you mean 'id1'?"); an aggregate undefined for the
+ * column's type (sum of strings) or a key type the row table cannot store
+ * QV_ETYPE naming the aggregate; an integer sum beyond int64 QV_ERANGE
+ * naming the aggregate and the group's row; QV_ENOMEM beyond
+ * opts->memory_limit. `opts` may be NULL. Mapped tables are decoded batch by
+ * batch; the decoded columns of the keys and inputs are held until the
+ * call returns. The table is only read (concurrent calls are safe).
+ */
+QV_API qv_status qv_table_group_by(qv_table *t, const char *const *keys, int32_t n_keys,
+                                   const qv_aggregate *aggs, int32_t n_aggs,
+                                   const qv_group_by_options *opts, qv_table **out,
+                                   qv_error *err) QV_NODISCARD;
+
+/**
+ * Parse one aggregate call's text ("sum(v1)", "quantile(v3, 0.9)",
+ * "top_k(v3, 2)", "count(*)", "corr(v1, v2)") into *out (strings point
+ * into `text`'s copy kept in `storage`, a caller buffer of at least
+ * strlen(text) + 1 bytes that must outlive *out). QV_EARG with the reason
+ * when it is not one aggregate call. Used by qv_table_group_by_exprs.
+ */
+QV_API qv_status qv_aggregate_parse(const char *text, char *storage, qv_aggregate *out,
+                                    qv_error *err) QV_NODISCARD;
+
+/**
+ * Group-by with aggregate expressions: each of `exprs[0..n_exprs)` is
+ * "EXPR [AS NAME]" where EXPR is the expression language
+ * (docs/expressions.md) over aggregate calls and key columns:
+ * "max(v1) - min(v2) AS range_v1_v2", "corr(v1, v2) * corr(v1, v2)",
+ * "count(*)". A bare aggregate call keeps the aggregate's result type;
+ * any other expression is evaluated over the aggregated rows and has the
+ * expression's type. Without AS the name is EXPR as written (trimmed).
+ * Errors as qv_table_group_by, plus QV_EINVAL / QV_ETYPE from the
+ * expression language and QV_EARG for a malformed text, each prefixed with
+ * "aggregate N ('TEXT'): ". Ownership as qv_table_group_by.
+ */
+QV_API qv_status qv_table_group_by_exprs(qv_table *t, const char *const *keys, int32_t n_keys,
+                                         const char *const *exprs, int32_t n_exprs,
+                                         const qv_group_by_options *opts, qv_table **out,
+                                         qv_error *err) QV_NODISCARD;
 
 #ifdef __cplusplus
 }

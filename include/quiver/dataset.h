@@ -598,6 +598,18 @@ QV_API qv_status qv_dataset_unique(qv_dataset *ds, const char *column, qv_array 
                                    qv_error *err) QV_NODISCARD;
 
 /**
+ * Group the rows as the dataset shows them (through its indices mapping)
+ * by `keys` and compute the aggregate expressions `aggs` ("EXPR [AS
+ * NAME]", see qv_table_group_by_exprs in compute.h for the language,
+ * result types, order and errors). *out: a new in-memory dataset (one
+ * reference) of the keys then the aggregates; `ds` is only read.
+ */
+QV_API qv_status qv_dataset_group_by(qv_dataset *ds, const char *const *keys, int32_t n_keys,
+                                     const char *const *aggs, int32_t n_aggs,
+                                     const qv_group_by_options *opts, qv_dataset **out,
+                                     qv_error *err) QV_NODISCARD;
+
+/**
  * Keep the rows where the expression `where` (expr.h, docs/expressions.md)
  * is true; false and null drop the row. Evaluated per batch (data batches
  * directly without a mapping, gathered windows with one). The kept rows

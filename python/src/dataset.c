@@ -1098,6 +1098,10 @@ static PyMethodDef Dataset_methods[] = {
      "Python callable (row dict -> dict of columns, or batched: dict of column lists -> dict of "
      "column lists, numpy arrays or Arrow arrays, or a table), or with set={name: expression} "
      "evaluated in C (docs/python.md)."},
+    {"group_by", (PyCFunction)(void (*)(void))qvpy_Dataset_group_by, METH_VARARGS | METH_KEYWORDS,
+     "group_by($self, /, keys=None, *, sort=False, memory_limit=None)\n--\n\nA pending hash "
+     "group-by by these key columns; .agg('sum(v1)', 'max(v1) - min(v2) AS r', n='count(*)') "
+     "runs it and returns a new Dataset (docs/compute.md)."},
     {"shard", (PyCFunction)(void (*)(void))Dataset_shard, METH_VARARGS | METH_KEYWORDS,
      "shard($self, /, num_shards, index, contiguous=True, keep_in_memory=False, "
      "indices_cache_file_name=None, writer_batch_size=1000)\n--\n\nOne shard, as datasets' "

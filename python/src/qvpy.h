@@ -174,6 +174,8 @@ PyObject *qvpy_mod_from_recipes(PyObject *mod, PyObject *args);
 /* ---- map / filter (mapfilter.c) ---------------------------------------- */
 PyObject *qvpy_Dataset_map(DatasetObject *self, PyObject *args, PyObject *kwargs);
 PyObject *qvpy_Dataset_filter(DatasetObject *self, PyObject *args, PyObject *kwargs);
+/* groupby.c: Dataset.group_by(keys, *, sort=False, memory_limit=None) -> quiver.GroupBy */
+PyObject *qvpy_Dataset_group_by(DatasetObject *self, PyObject *args, PyObject *kwargs);
 
 /* ---- constructors and column methods (construct.c) -------------------- */
 /** _quiver._from_columns(mapping, fingerprint=None) -> Dataset. */

@@ -90,5 +90,7 @@ int cmd_map(int argc, char **argv);
 int cmd_import(int argc, char **argv);
 /* serve.c */
 int cmd_serve(int argc, char **argv);
+/* groupby.c */
+int cmd_groupby(int argc, char **argv);
 
 #endif
