@@ -77,5 +77,8 @@ int cmd_split(int argc, char **argv);
 int cmd_concat(int argc, char **argv);
 int cmd_flatten(int argc, char **argv);
 int cmd_map(int argc, char **argv);
+/* join.c */
+int cmd_join(int argc, char **argv);
+int cmd_distinct(int argc, char **argv);
 
 #endif

@@ -43,6 +43,9 @@ static const char kUsage[] =
     "  flatten SRC -o DST            rows as seen, indices flattened\n"
     "  map SRC --set NAME=EXPR... [--remove-columns A,B] -o DST\n"
     "                                batched map computing columns from expressions\n"
+    "  join LEFT RIGHT --on=COL,... [--how=inner|left|right|full|semi|anti] -o DST\n"
+    "                                hash join (left columns, then right's non-key ones)\n"
+    "  distinct SRC [--on=COL,...] -o DST   first row of each distinct key\n"
     "  (every dataset command: --cache writes and reuses cache-<fingerprint>.arrow\n"
     "   files beside SRC, as datasets does)\n"
     "\n"
@@ -118,7 +121,8 @@ static const command kCommands[] = {
     {"sort", cmd_sort},       {"filter", cmd_filter},
     {"shard", cmd_shard},     {"split", cmd_split},
     {"concat", cmd_concat},   {"flatten", cmd_flatten},
-    {"map", cmd_map},
+    {"map", cmd_map},         {"distinct", cmd_distinct},
+    {"join", cmd_join},
 };
 
 int main(int argc, char **argv) {
