@@ -812,6 +812,19 @@ static PyObject *Dataset_iter(DatasetObject *self, PyObject *args, PyObject *kwa
 }
 
 static PyMethodDef Dataset_methods[] = {
+    {"join", (PyCFunction)(void (*)(void))qvpy_Dataset_join, METH_VARARGS | METH_KEYWORDS,
+     "join($self, /, other, on=None, how='inner', *, left_on=None, right_on=None, "
+     "suffixes=('', '_right'))\n--\n\nHash join with another Dataset (docs/compute.md): "
+     "inner, left, right, full (outer), semi, anti."},
+    {"distinct", (PyCFunction)(void (*)(void))qvpy_Dataset_distinct, METH_VARARGS | METH_KEYWORDS,
+     "distinct($self, /, column_names=None)\n--\n\nThe first row of each distinct key of the "
+     "columns (all columns when None), in order of first appearance."},
+    {"value_counts", (PyCFunction)qvpy_Dataset_value_counts, METH_O,
+     "value_counts($self, column, /)\n--\n\nA Dataset of each distinct value ('values') and "
+     "its count ('counts'), in order of first appearance (pyarrow's value_counts)."},
+    {"unique", (PyCFunction)qvpy_Dataset_unique, METH_O,
+     "unique($self, column, /)\n--\n\nThe distinct values of a column as a list, in order of "
+     "first appearance (datasets' unique)."},
     {"select", (PyCFunction)(void (*)(void))Dataset_select, METH_VARARGS | METH_KEYWORDS,
      "select($self, /, indices, *, cache=False)\n--\n\nThe rows at these positions (an iterable of "
      "ints)."},

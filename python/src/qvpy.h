@@ -169,4 +169,10 @@ PyObject *qvpy_mod_from_recipes(PyObject *mod, PyObject *args);
 PyObject *qvpy_Dataset_map(DatasetObject *self, PyObject *args, PyObject *kwargs);
 PyObject *qvpy_Dataset_filter(DatasetObject *self, PyObject *args, PyObject *kwargs);
 
+/* ---- join / distinct / value_counts / unique (join.c) ------------------ */
+PyObject *qvpy_Dataset_join(DatasetObject *self, PyObject *args, PyObject *kwargs);
+PyObject *qvpy_Dataset_distinct(DatasetObject *self, PyObject *args, PyObject *kwargs);
+PyObject *qvpy_Dataset_value_counts(DatasetObject *self, PyObject *arg);
+PyObject *qvpy_Dataset_unique(DatasetObject *self, PyObject *arg);
+
 #endif
