@@ -306,6 +306,8 @@ static qv_status side_ids(qv_grouper *g, qvj_side *s, bool insert, uint32_t *ids
 /* ------------------------------------------------------------------------ */
 /* Join indices                                                              */
 
+bool qvj_force_grouper = false;
+
 static qv_status resolve_keys(qv_table *left, qv_table *right, const qv_join_options *o,
                               int32_t *lidx, int32_t *ridx, qv_error *err) {
   for (int32_t j = 0; j < o->n_keys; j++) {
@@ -346,19 +348,29 @@ static qv_status join_core(qvj_side *l, qvj_side *r, const int32_t *lidx, const 
   uint32_t *bids = NULL, *pids = NULL;
   int64_t *start = NULL, *rows = NULL, *pl = NULL, *pr = NULL;
   uint8_t *matched = NULL;
-  qv_status st = qv_grouper_new(types, nk, &g, err);
-  if (st != QV_OK) goto done;
+  qv_status st = QV_OK;
+  int64_t ng = 0;
   bids = malloc(sizeof(uint32_t) * (size_t)(bs->n ? bs->n : 1));
   pids = malloc(sizeof(uint32_t) * (size_t)(ps->n ? ps->n : 1));
   if (!bids || !pids) {
     st = qv_error_set(err, QV_ENOMEM, "join: out of memory (%" PRId64 " rows)", bs->n + ps->n);
     goto done;
   }
-  if ((st = side_ids(g, bs, true, bids, err)) != QV_OK) goto done;
-  if ((st = side_ids(g, ps, false, pids, err)) != QV_OK) goto done;
-  int64_t ng = qv_grouper_num_groups(g);
-  qv_grouper_free(g);
-  g = NULL;
+  if (bs->n >= (int64_t)QV_GROUP_NONE) {
+    st = qv_error_set(err, QV_ENOTSUP, "join: more than %" PRIu32 " build rows",
+                      (uint32_t)(QV_GROUP_NONE - 1));
+    goto done;
+  }
+  if (nk == 1 && qvj_fast_eligible(types[0]) && !qvj_force_grouper) {
+    if ((st = qvj_fast_ids(bs, ps, types[0], bids, pids, &ng, err)) != QV_OK) goto done;
+  } else {
+    if ((st = qv_grouper_new(types, nk, &g, err)) != QV_OK) goto done;
+    if ((st = side_ids(g, bs, true, bids, err)) != QV_OK) goto done;
+    if ((st = side_ids(g, ps, false, pids, err)) != QV_OK) goto done;
+    ng = qv_grouper_num_groups(g);
+    qv_grouper_free(g);
+    g = NULL;
+  }
 
   if (semi) {
     /* Left rows whose key matched (semi) or not (anti), in left order. */

@@ -35,4 +35,20 @@ qv_status qvj_join(qv_table *left, qv_table *right, const qv_join_options *o, qv
                    qvj_side *r, int32_t *lidx, int32_t *ridx, qv_type **types, int64_t **out_l,
                    int64_t **out_r, int64_t *out_n, qv_error *err);
 
+/** Tests set this to run single fixed-width keys through the grouper too
+ *  (both paths are checked against the oracle). */
+extern bool qvj_force_grouper;
+
+/** Whether one key of unified type t takes the fixed-width path
+ *  (join_fast.c): 1, 2, 4 or 8 bytes, no children, not bool. */
+bool qvj_fast_eligible(const qv_type *t);
+
+/** The fixed-width path: group ids of every build row (dense, in
+ *  first-appearance order per hash partition; QV_GROUP_NONE for a null
+ *  key) and of every probe row (the build group with an equal key, else
+ *  QV_GROUP_NONE); *out_ng the number of groups. Keys: the sides' hkeys
+ *  (one key column). */
+qv_status qvj_fast_ids(const qvj_side *bs, const qvj_side *ps, const qv_type *type, uint32_t *bids,
+                       uint32_t *pids, int64_t *out_ng, qv_error *err);
+
 #endif

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "compute/join_internal.h"
+#include "core/parallel_internal.h"
 
 /* Chunk and row of each side row in idx[0..n) (-1 -> chunk nb, row 0). */
 static qv_status locate_rows(const qvj_side *s, const int64_t *idx, int64_t n, int64_t **chunk,
@@ -63,6 +64,25 @@ static qv_status gather(qv_array *const *chunks, int64_t nb, const qv_type *type
   return st;
 }
 
+/* One output column to gather (run on the pool's threads). */
+typedef struct gather_job {
+  qv_array **chunks; /* owned copy of the chunk list (nb entries) */
+  int64_t nb;
+  const qv_type *type;
+  bool null_chunk;
+  const int64_t *ci, *ri;
+  int64_t n;
+  qv_array *out;
+  qv_status st;
+  qv_error err;
+} gather_job;
+
+static void gather_task(void *ctx, int64_t i, int worker) {
+  (void)worker;
+  gather_job *j = &((gather_job *)ctx)[i];
+  j->st = gather(j->chunks, j->nb, j->type, j->null_chunk, j->ci, j->ri, j->n, &j->out, &j->err);
+}
+
 static bool in_idx(const int32_t *idx, int32_t n, int32_t c) {
   for (int32_t j = 0; j < n; j++)
     if (idx[j] == c) return true;
@@ -86,24 +106,6 @@ static char *suffixed(const char *name, const char *suffix) {
   return s;
 }
 
-typedef struct out_cols {
-  qv_type *st; /* STRUCT of the output columns */
-  qv_array **cols;
-  int32_t n, cap;
-} out_cols;
-
-static qv_status add_col(out_cols *o, const qv_field *f, const char *name, qv_type *type,
-                         qv_array *col, qv_error *err) {
-  qv_status st = qv_type_add_child(o->st, name, true, qv_type_ref(type), &f->metadata, err);
-  if (st != QV_OK) {
-    qv_type_unref(type);
-    qv_array_unref(col);
-    return st;
-  }
-  o->cols[o->n++] = col;
-  return QV_OK;
-}
-
 static qv_status build_output(qvj_side *l, qvj_side *r, const int32_t *lidx, const int32_t *ridx,
                               qv_type **types, const qv_join_options *o, const int64_t *pl,
                               const int64_t *pr, int64_t n, qv_table **out, qv_error *err) {
@@ -113,112 +115,145 @@ static qv_status build_output(qvj_side *l, qvj_side *r, const int32_t *lidx, con
   bool coalesce = o->how == QV_JOIN_RIGHT || o->how == QV_JOIN_FULL;
   const char *lsuf = o->left_suffix ? o->left_suffix : "";
   const char *rsuf = o->right_suffix ? o->right_suffix : "_right";
-  int64_t *lc = NULL, *lr = NULL, *rc = NULL, *rr = NULL, *cc = NULL;
+  int64_t *lc = NULL, *lr = NULL, *rc = NULL, *rr = NULL, *cc = NULL, *crow = NULL;
   bool l_absent = false, r_absent = false;
   qvc_columns la, ra;
   memset(&la, 0, sizeof la);
   memset(&ra, 0, sizeof ra);
-  int32_t *all = malloc(sizeof(int32_t) * (size_t)(lcols + rcols + 1));
-  out_cols oc = {qv_type_new(QV_STRUCT), calloc((size_t)(lcols + rcols + 1), sizeof(qv_array *)), 0,
-                 lcols + rcols};
-  qv_array **klist = malloc(sizeof(qv_array *) * (size_t)(l->nb + r->nb + 1));
+  int32_t ncols = lcols + rcols;
+  int32_t *all = malloc(sizeof(int32_t) * (size_t)(ncols + 1));
+  gather_job *jobs = calloc((size_t)(ncols + 1), sizeof *jobs);
+  const qv_field **fields = calloc((size_t)(ncols + 1), sizeof *fields);
+  char **names = calloc((size_t)(ncols + 1), sizeof *names);
+  qv_type *st_type = qv_type_new(QV_STRUCT);
+  qv_pool *pool = NULL;
+  int32_t nj = 0;
   qv_status st = QV_OK;
-  if (!all || !oc.st || !oc.cols || !klist) {
+  if (!all || !jobs || !fields || !names || !st_type) {
     st = qv_error_set(err, QV_ENOMEM, "join: out of memory");
     goto done;
   }
-  for (int32_t c = 0; c < lcols + rcols; c++) all[c] = c < lcols ? c : c - lcols;
+  for (int32_t c = 0; c < ncols; c++) all[c] = c < lcols ? c : c - lcols;
   if ((st = qvc_columns_load(&la, l->t, all, lcols, err)) != QV_OK ||
       (st = qvc_columns_load(&ra, r->t, all + lcols, rcols, err)) != QV_OK ||
       (st = locate_rows(l, pl, n, &lc, &lr, &l_absent, err)) != QV_OK ||
       (st = locate_rows(r, pr, n, &rc, &rr, &r_absent, err)) != QV_OK)
     goto done;
-  if (coalesce) { /* chunk of the key: the left's, else the right's after them */
+  if (coalesce) { /* the key's chunk: the left's, else the right's after them */
     cc = malloc(sizeof(int64_t) * (size_t)(n ? n : 1));
-    if (!cc) {
+    crow = malloc(sizeof(int64_t) * (size_t)(n ? n : 1));
+    if (!cc || !crow) {
       st = qv_error_set(err, QV_ENOMEM, "join: out of memory");
       goto done;
     }
-    for (int64_t i = 0; i < n; i++) cc[i] = pl[i] >= 0 ? lc[i] : l->nb + rc[i];
+    for (int64_t i = 0; i < n; i++) {
+      cc[i] = pl[i] >= 0 ? lc[i] : l->nb + rc[i];
+      crow[i] = pl[i] >= 0 ? lr[i] : rr[i];
+    }
   }
-  for (int32_t c = 0; c < lcols && st == QV_OK; c++) {
-    const qv_field *f = qv_schema_field(ls, c);
+  /* The jobs: left columns, then the right's non-key columns. */
+  for (int32_t c = 0; c < ncols; c++) {
+    bool left = c < lcols;
+    int32_t d = left ? c : c - lcols;
+    if (!left && in_idx(ridx, nk, d)) continue;
+    const qv_field *f = qv_schema_field(left ? ls : rs, d);
     bool clash = false;
-    for (int32_t d = 0; d < rcols && !clash; d++)
-      clash = !in_idx(ridx, nk, d) && strcmp(qv_schema_field(rs, d)->name, f->name) == 0;
-    char *name = clash ? suffixed(f->name, lsuf) : NULL;
-    if (clash && !name) {
-      st = qv_error_set(err, QV_ENOMEM, "join: out of memory");
-      break;
-    }
-    int32_t j = key_of(lidx, nk, c);
-    qv_array *col = NULL;
-    qv_type *type = f->type;
-    if (coalesce && j >= 0) {
-      type = types[j];
-      for (int64_t b = 0; b < l->nb; b++) klist[b] = l->ukeys[(int64_t)j * l->nb + b];
-      for (int64_t b = 0; b < r->nb; b++) klist[l->nb + b] = r->ukeys[(int64_t)j * r->nb + b];
-      const int64_t *ri = lr, *ri2 = rr;
-      int64_t *rowi = malloc(sizeof(int64_t) * (size_t)(n ? n : 1));
-      if (!rowi) st = qv_error_set(err, QV_ENOMEM, "join: out of memory");
-      else {
-        for (int64_t i = 0; i < n; i++) rowi[i] = pl[i] >= 0 ? ri[i] : ri2[i];
-        st = gather(klist, l->nb + r->nb, type, false, cc, rowi, n, &col, err);
-        free(rowi);
-      }
+    if (left) {
+      for (int32_t e = 0; e < rcols && !clash; e++)
+        clash = !in_idx(ridx, nk, e) && strcmp(qv_schema_field(rs, e)->name, f->name) == 0;
     } else {
-      st = gather(la.columns[c].chunks, l->nb, type, l_absent, lc, lr, n, &col, err);
+      clash = qv_schema_find(ls, f->name) >= 0;
     }
-    if (st == QV_OK) st = add_col(&oc, f, name ? name : f->name, type, col, err);
-    free(name);
-  }
-  for (int32_t d = 0; d < rcols && st == QV_OK; d++) {
-    if (in_idx(ridx, nk, d)) continue;
-    const qv_field *f = qv_schema_field(rs, d);
-    bool clash = qv_schema_find(ls, f->name) >= 0;
-    char *name = clash ? suffixed(f->name, rsuf) : NULL;
-    if (clash && !name) {
+    names[nj] = suffixed(f->name, clash ? (left ? lsuf : rsuf) : "");
+    gather_job *j = &jobs[nj];
+    fields[nj] = f;
+    j->n = n;
+    int32_t key = left ? key_of(lidx, nk, d) : -1;
+    if (coalesce && key >= 0) {
+      j->type = types[key];
+      j->nb = l->nb + r->nb;
+      j->chunks = malloc(sizeof(qv_array *) * (size_t)(j->nb + 1));
+      if (j->chunks) {
+        for (int64_t b = 0; b < l->nb; b++) j->chunks[b] = l->ukeys[(int64_t)key * l->nb + b];
+        for (int64_t b = 0; b < r->nb; b++)
+          j->chunks[l->nb + b] = r->ukeys[(int64_t)key * r->nb + b];
+      }
+      j->ci = cc;
+      j->ri = crow;
+    } else {
+      const qvc_columns *cols = left ? &la : &ra;
+      j->type = f->type;
+      j->nb = left ? l->nb : r->nb;
+      j->chunks = malloc(sizeof(qv_array *) * (size_t)(j->nb + 1));
+      if (j->chunks)
+        for (int64_t b = 0; b < j->nb; b++) j->chunks[b] = cols->columns[d].chunks[b];
+      j->null_chunk = left ? l_absent : r_absent;
+      j->ci = left ? lc : rc;
+      j->ri = left ? lr : rr;
+    }
+    nj++;
+    if (!j->chunks || !names[nj - 1]) {
       st = qv_error_set(err, QV_ENOMEM, "join: out of memory");
-      break;
+      goto done;
     }
-    qv_array *col = NULL;
-    st = gather(ra.columns[d].chunks, r->nb, f->type, r_absent, rc, rr, n, &col, err);
-    if (st == QV_OK) st = add_col(&oc, f, name ? name : f->name, f->type, col, err);
-    free(name);
+  }
+  /* Gather the columns on all cores, one column per task. */
+  int threads = qv_cpu_count();
+  if (threads > nj) threads = nj;
+  if (threads > 1 && n >= 4096 && qv_pool_new(threads, &pool, NULL) == QV_OK) {
+    qv_pool_run(pool, nj, gather_task, jobs);
+    st = qv_pool_check(pool, err);
+  } else {
+    for (int32_t k = 0; k < nj; k++) gather_task(jobs, k, 0);
+  }
+  for (int32_t k = 0; k < nj && st == QV_OK; k++)
+    if (jobs[k].st != QV_OK) {
+      *err = jobs[k].err;
+      st = jobs[k].st;
+    }
+  for (int32_t k = 0; k < nj && st == QV_OK; k++) {
+    st = qv_type_add_child(st_type, names[k], true, qv_type_ref((qv_type *)jobs[k].type),
+                           &fields[k]->metadata, err);
   }
   if (st != QV_OK) goto done;
   {
-    qv_array *batch = qv_array_new(oc.st, 1, oc.n);
+    qv_array *batch = qv_array_new(st_type, 1, nj);
     if (!batch) {
       st = qv_error_set(err, QV_ENOMEM, "join: out of memory");
       goto done;
     }
     batch->length = n;
     batch->null_count = 0;
-    for (int32_t c = 0; c < oc.n; c++) {
-      batch->children[c] = oc.cols[c];
-      oc.cols[c] = NULL;
+    for (int32_t k = 0; k < nj; k++) {
+      batch->children[k] = jobs[k].out;
+      jobs[k].out = NULL;
     }
-    qv_schema *schema = qv_schema_new(qv_type_ref(oc.st));
+    qv_schema *schema = qv_schema_new(qv_type_ref(st_type));
     if (!schema) st = qv_error_set(err, QV_ENOMEM, "join: out of memory");
     else st = qv_table_from_batches(schema, &batch, 1, out, err);
     qv_schema_unref(schema);
     qv_array_unref(batch);
   }
 done:
-  if (oc.cols)
-    for (int32_t c = 0; c < oc.n; c++) qv_array_unref(oc.cols[c]);
-  free(oc.cols);
-  qv_type_unref(oc.st);
+  qv_pool_free(pool);
+  for (int32_t k = 0; k < nj; k++) {
+    qv_array_unref(jobs[k].out);
+    free(jobs[k].chunks);
+    free(names[k]);
+  }
+  free(jobs);
+  free(names);
+  free(fields);
+  qv_type_unref(st_type);
   qvc_columns_reset(&la);
   qvc_columns_reset(&ra);
   free(all);
-  free(klist);
   free(lc);
   free(lr);
   free(rc);
   free(rr);
   free(cc);
+  free(crow);
   return st;
 }
 

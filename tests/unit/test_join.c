@@ -10,6 +10,7 @@
  * so the joined table's rows are checked against the oracle's pairs too. */
 #include <math.h>
 
+#include "compute/join_internal.h"
 #include "quiver/compute.h"
 #include "qv_build.h"
 #include "table_test_util.h"
@@ -312,43 +313,47 @@ static const char *const ON[3] = {"k0", "k1", "k2"};
 
 /* Every join type and build side over one pair of sides. */
 static void check_all(const side *l, const side *r, const char *what) {
-  for (int how = 0; how <= QV_JOIN_ANTI; how++)
-    for (int build = 0; build <= QV_JOIN_BUILD_RIGHT; build++) {
-      qv_join_options o = {0};
-      o.how = (qv_join_type)how;
-      o.build = (qv_join_build)build;
-      o.left_on = ON;
-      o.n_keys = l->nk;
-      int64_t *wl, *wr, *gl = NULL, *gr = NULL, gn = -1;
-      int64_t wn = oracle(l, r, o.how, o.build, &wl, &wr);
-      RT_OK(qv_join_indices(l->t, r->t, &o, &gl, &gr, &gn, &E));
-      bool ok = gn == wn;
-      for (int64_t i = 0; ok && i < wn; i++)
-        ok = gl[i] == wl[i] && (how >= QV_JOIN_SEMI || gr[i] == wr[i]);
-      if (!ok)
-        fprintf(stderr, "%s: %s build %d: %lld pairs, oracle %lld (first difference shown above)\n",
-                what, qv_join_type_name(o.how), build, (long long)gn, (long long)wn);
-      QV_CHECK(ok);
-      qv_table *j = NULL;
-      RT_OK(qv_table_join(l->t, r->t, &o, &j, &E));
-      if (j) {
-        QV_CHECK(payload_matches(j, "lrow", wl, wn));
-        if (how < QV_JOIN_SEMI) {
-          QV_CHECK(payload_matches(j, "rrow", wr, wn));
-          const qv_schema *s = qv_table_schema(j);
-          QV_CHECK(qv_schema_find(s, "v") >= 0 && qv_schema_find(s, "v_right") >= 0);
-          QV_CHECK(qv_schema_find(s, "k0_right") < 0);
-          QV_CHECK(qv_schema_num_fields(s) == l->nk * 1 + 2 + 2);
-        } else {
-          QV_CHECK(qv_schema_num_fields(qv_table_schema(j)) == l->nk + 2);
+  for (int force = 0; force < 2; force++) /* the fixed-width path and the grouper's */
+    for (int how = 0; how <= QV_JOIN_ANTI; how++)
+      for (int build = 0; build <= QV_JOIN_BUILD_RIGHT; build++) {
+        qvj_force_grouper = force == 1;
+        qv_join_options o = {0};
+        o.how = (qv_join_type)how;
+        o.build = (qv_join_build)build;
+        o.left_on = ON;
+        o.n_keys = l->nk;
+        int64_t *wl, *wr, *gl = NULL, *gr = NULL, gn = -1;
+        int64_t wn = oracle(l, r, o.how, o.build, &wl, &wr);
+        RT_OK(qv_join_indices(l->t, r->t, &o, &gl, &gr, &gn, &E));
+        bool ok = gn == wn;
+        for (int64_t i = 0; ok && i < wn; i++)
+          ok = gl[i] == wl[i] && (how >= QV_JOIN_SEMI || gr[i] == wr[i]);
+        if (!ok)
+          fprintf(stderr,
+                  "%s: %s build %d: %lld pairs, oracle %lld (first difference shown above)\n", what,
+                  qv_join_type_name(o.how), build, (long long)gn, (long long)wn);
+        QV_CHECK(ok);
+        qv_table *j = NULL;
+        RT_OK(qv_table_join(l->t, r->t, &o, &j, &E));
+        if (j) {
+          QV_CHECK(payload_matches(j, "lrow", wl, wn));
+          if (how < QV_JOIN_SEMI) {
+            QV_CHECK(payload_matches(j, "rrow", wr, wn));
+            const qv_schema *s = qv_table_schema(j);
+            QV_CHECK(qv_schema_find(s, "v") >= 0 && qv_schema_find(s, "v_right") >= 0);
+            QV_CHECK(qv_schema_find(s, "k0_right") < 0);
+            QV_CHECK(qv_schema_num_fields(s) == l->nk * 1 + 2 + 2);
+          } else {
+            QV_CHECK(qv_schema_num_fields(qv_table_schema(j)) == l->nk + 2);
+          }
         }
+        qv_table_unref(j);
+        free(gl);
+        free(gr);
+        free(wl);
+        free(wr);
       }
-      qv_table_unref(j);
-      free(gl);
-      free(gr);
-      free(wl);
-      free(wr);
-    }
+  qvj_force_grouper = false;
 }
 
 static void run_case(const kt *lk, const kt *rk, int nk, int64_t nl, int64_t nr, int64_t domain,
@@ -399,6 +404,40 @@ static void test_join_larger_mapped(void) {
   free_side(&l);
   free_side(&r);
   rt_cleanup();
+}
+
+/* Large sides (the fixed-width path's partitioned build and parallel
+ * probe): its pairs equal the grouper path's, pair for pair. */
+static void test_fast_path_large(void) {
+  const kt ks[2][1] = {{K_I64}, {K_F64}};
+  for (int k = 0; k < 2; k++) {
+    side l = make_side(ks[k], 1, 150000, 60000, false, 0.01, 0, "lrow");
+    side r = make_side(ks[k], 1, 100000, 60000, k == 1, 0.01, 0, "rrow");
+    for (int how = 0; how <= QV_JOIN_ANTI; how++) {
+      qv_join_options o = {0};
+      o.how = (qv_join_type)how;
+      o.left_on = ON;
+      o.n_keys = 1;
+      int64_t *al = NULL, *ar = NULL, an = -1, *bl = NULL, *br = NULL, bn = -2;
+      qvj_force_grouper = false;
+      RT_OK(qv_join_indices(l.t, r.t, &o, &al, &ar, &an, &E));
+      qvj_force_grouper = true;
+      RT_OK(qv_join_indices(l.t, r.t, &o, &bl, &br, &bn, &E));
+      qvj_force_grouper = false;
+      QV_CHECK_EQ_INT(an, bn);
+      QV_CHECK(an > 1000);
+      bool same = an == bn;
+      for (int64_t i = 0; same && i < an; i++)
+        same = al[i] == bl[i] && (how >= QV_JOIN_SEMI || ar[i] == br[i]);
+      QV_CHECK(same);
+      free(al);
+      free(ar);
+      free(bl);
+      free(br);
+    }
+    free_side(&l);
+    free_side(&r);
+  }
 }
 
 /* The key columns of a full join hold the right key where the left row is
@@ -522,6 +561,7 @@ static void test_distinct_value_counts(void) {
 int main(void) {
   QV_RUN(test_join_types);
   QV_RUN(test_join_larger_mapped);
+  QV_RUN(test_fast_path_large);
   QV_RUN(test_full_join_keys);
   QV_RUN(test_distinct_value_counts);
   return QV_TEST_END();
