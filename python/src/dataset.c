@@ -814,8 +814,9 @@ static PyObject *Dataset_iter(DatasetObject *self, PyObject *args, PyObject *kwa
 static PyMethodDef Dataset_methods[] = {
     {"join", (PyCFunction)(void (*)(void))qvpy_Dataset_join, METH_VARARGS | METH_KEYWORDS,
      "join($self, /, other, on=None, how='inner', *, left_on=None, right_on=None, "
-     "suffixes=('', '_right'))\n--\n\nHash join with another Dataset (docs/compute.md): "
-     "inner, left, right, full (outer), semi, anti."},
+     "suffixes=None)\n--\n\nHash join with another Dataset (docs/compute.md): "
+     "inner, left, right, full (outer), semi, anti; suffixes: a (left, right) pair, "
+     "default ('', '_right')."},
     {"distinct", (PyCFunction)(void (*)(void))qvpy_Dataset_distinct, METH_VARARGS | METH_KEYWORDS,
      "distinct($self, /, column_names=None)\n--\n\nThe first row of each distinct key of the "
      "columns (all columns when None), in order of first appearance."},
