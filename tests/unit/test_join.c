@@ -24,7 +24,7 @@ typedef struct cell {
   bool null;
   bool is_str;
   double d;
-  char s[16];
+  char s[24];
 } cell;
 
 static bool cell_eq(const cell *a, const cell *b) {
@@ -120,7 +120,7 @@ static qv_array *gen_keys(kt k, int64_t len, int64_t domain, bool skew, double n
     free(s);
   } else { /* dictionary: this batch's own dictionary, values in a shuffled order */
     int64_t nd = domain < 100 ? domain : 100;
-    char names[100][16];
+    char names[100][24];
     const char *dv[100];
     int64_t perm[100];
     for (int64_t j = 0; j < nd; j++) perm[j] = j;
@@ -130,7 +130,7 @@ static qv_array *gen_keys(kt k, int64_t len, int64_t domain, bool skew, double n
       perm[r] = x;
     }
     for (int64_t j = 0; j < nd; j++) {
-      snprintf(names[j], 16, "k%lld", (long long)(perm[j] + shift));
+      snprintf(names[j], sizeof names[j], "k%lld", (long long)(perm[j] + shift));
       dv[j] = names[j];
     }
     int8_t *idx = calloc((size_t)(len ? len : 1), 1);
@@ -162,7 +162,7 @@ static side make_side(const kt *kts, int nk, int64_t n, int64_t domain, bool ske
   side s = {NULL, n, nk, calloc((size_t)(n * nk + 1), sizeof(cell))};
   qv_type *st = qv_type_new(QV_STRUCT);
   for (int j = 0; j < nk; j++) {
-    char name[8];
+    char name[16];
     snprintf(name, sizeof name, "k%d", j);
     tb_child(st, name, kt_type(kts[j]));
   }
