@@ -139,3 +139,59 @@ for f in "$top"/build-fuzz/index-seed-*.arrows; do
 done
 cp -f "$xdg"/quiver/index-*.qvi "$corpus/"
 run fuzz_index_cache "$corpus" -max_len=65536
+
+# The readers of src/formats run 30 s each (at most): Parquet is one target
+# of several here and the whole CI run has a budget.
+all_secs=$secs
+[ "$secs" -gt 30 ] && secs=30
+# CSV and JSON Lines readers (fuzz_csv.c, fuzz_jsonl.c): byte 0 picks the
+# options, the rest is text; seeds written here (quoting, CRLF, BOM, every
+# inferred type, nesting).
+t=fuzz_csv
+corpus=$top/build-fuzz/corpus-$t
+mkdir -p "$corpus"
+printf '\000a,b,c\n1,2.5,x\n"q,""r",,true\n' >"$corpus/seed-basic"
+printf '\100\357\273\277d,t,s\r\n2020-01-01,10:00:00,"multi\r\nline"\r\n1999-12-31,23:59,2020-01-01T10:00:00Z\r\n' >"$corpus/seed-crlf"
+printf '\041x;y\nNA;0x1F\n+1;None\n' >"$corpus/seed-semicolon"
+printf '\010a,b\n\\"x\\,y,2\n' >"$corpus/seed-escape"
+run fuzz_csv "$corpus" -max_len=4096
+t=fuzz_jsonl
+corpus=$top/build-fuzz/corpus-$t
+mkdir -p "$corpus"
+printf '\000{"a":1,"b":"x","c":[1,2],"d":{"e":null}}\n{"a":2.5,"f":"2020-01-01T10:00:00"}\n' >"$corpus/seed-basic"
+printf '\001{"s":"\\u00e9\\ud83d\\ude00\\n"}\n\n{"l":[[1],[],null],"o":{"p":[{"q":true}]}}\n' >"$corpus/seed-nested"
+printf '\002{"a": NaN, "b": -Infinity, "c": 12345678901234567890}\n' >"$corpus/seed-numbers"
+run fuzz_jsonl "$corpus" -max_len=4096
+# Parquet (fuzz_parquet.c: a whole file from memory; fuzz_thrift.c: the
+# footer and page-header decoders, byte 0 choosing which). Seeds are the
+# parquet-testing files, copied (and their footers cut out) at fuzz time.
+pt=$shared/testdata/parquet-testing
+t=fuzz_parquet
+corpus=$top/build-fuzz/corpus-$t
+mkdir -p "$corpus"
+for f in "$pt"/data/*.parquet "$pt"/bad_data/*.parquet; do
+  [ -e "$f" ] || continue
+  [ "$(wc -c <"$f")" -le 65536 ] && cp -f "$f" "$corpus/$(basename "$f")"
+done
+replay fuzz_parquet "$corpus"/*
+run fuzz_parquet "$corpus" -max_len=65536
+t=fuzz_thrift
+corpus=$top/build-fuzz/corpus-$t
+mkdir -p "$corpus"
+"${QV_VENV:-$top/build/venv}/bin/python" - "$pt/data" "$corpus" <<'PY'
+import glob, os, struct, sys
+src, out = sys.argv[1], sys.argv[2]
+for p in sorted(glob.glob(os.path.join(src, "*.parquet"))):
+    b = open(p, "rb").read()
+    if len(b) < 12 or b[-4:] != b"PAR1":
+        continue
+    n = struct.unpack("<I", b[-8:-4])[0]
+    if n > len(b) - 12 or n > 65536:
+        continue
+    name = os.path.basename(p)
+    open(os.path.join(out, name + ".footer"), "wb").write(b"\0" + b[-8 - n:-8])
+    open(os.path.join(out, name + ".page"), "wb").write(b"\1" + b[4:4 + 256])
+PY
+replay fuzz_thrift "$corpus"/*
+run fuzz_thrift "$corpus" -max_len=65536
+secs=$all_secs

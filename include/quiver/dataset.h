@@ -153,9 +153,10 @@ typedef enum qv_path_kind {
   QV_PATH_CACHE_DIR,      /**< any other directory: a load_dataset cache
                                directory of *.arrow files */
   QV_PATH_PARQUET,        /**< recognised ("PAR1"), not supported yet */
-  QV_PATH_CSV,            /**< recognised (text with separators), not supported yet */
-  QV_PATH_JSON            /**< recognised (text starting with '{' or '['),
-                               not supported yet */
+  QV_PATH_CSV,            /**< CSV text (.csv / .tsv, or text with separators
+                               on its first line): read whole by quiver/csv.h */
+  QV_PATH_JSON            /**< JSON Lines (.json / .jsonl / .ndjson, or text
+                               starting with '{' or '['): quiver/jsonl.h */
 } qv_path_kind;
 
 /** Short name of a kind ("arrow file", "arrow stream", "indices mapping",
@@ -166,12 +167,15 @@ QV_API const char *qv_path_kind_name(qv_path_kind kind);
 /**
  * Sniff `path` without parsing it: a directory by its marker files
  * (dataset_dict.json, state.json, else a cache directory), a regular file
- * by its first bytes. Only reads those bytes (one pread). Errors, which
- * name the path: QV_EIO when it cannot be stat()ed or read; QV_ENOTSUP
- * for a file recognised as Parquet, CSV or JSON ("PATH: a Parquet file:
+ * by its first bytes (text by its extension first: .csv/.tsv CSV,
+ * .json/.jsonl/.ndjson JSON). Only reads those bytes (one pread). Errors,
+ * which name the path: QV_EIO when it cannot be stat()ed or read;
+ * QV_ENOTSUP for a file recognised as Parquet ("PATH: a Parquet file:
  * Parquet is not supported yet"), *out then set to its kind; QV_EINVAL
- * for anything else ("PATH: not an Arrow IPC file or stream: found 6e 6f
- * 74 20 ... ("not ...")", or "...: the file is empty").
+ * for anything else ("PATH: not an Arrow, Parquet, CSV or JSON file: found
+ * 6e 6f 74 20 ... ("not ...")", or "...: the file is empty"). CSV and JSON
+ * files are QV_OK: qv_path_classify reads them into an in-memory table
+ * (pyarrow.csv / pyarrow.json's types) that opens as a dataset.
  */
 QV_API qv_status qv_path_sniff(const char *path, qv_path_kind *out, qv_error *err) QV_NODISCARD;
 
@@ -184,7 +188,8 @@ typedef struct qv_path_info {
   qv_path_kind kind;
   char *path; /**< the path as given (owned) */
   /** ARROW_FILE / ARROW_STREAM / INDICES: the file memory-mapped
-   *  (qv_table_open_path; owned reference), else NULL. */
+   *  (qv_table_open_path; owned reference); CSV / JSON: the file read
+   *  into an in-memory table (owned reference); else NULL. */
   qv_table *table;
   /** INDICES: the largest value of the mapping (-1 when empty, INT64_MAX
    *  when >= 2^63), from the one pass that also refused nulls. */

@@ -43,6 +43,7 @@
 #include "quiver/array.h"
 #include "quiver/core.h"
 #include "quiver/ipc.h"
+#include "quiver/parquet.h"
 #include "quiver/type.h"
 
 #ifdef __cplusplus
@@ -295,6 +296,37 @@ QV_API qv_status qv_table_write_path(qv_table *t, const char *path,
  */
 QV_API qv_status qv_table_export_stream(qv_table *t, struct ArrowArrayStream *out,
                                         qv_error *err) QV_NODISCARD;
+
+/* ------------------------------------------------------------------------ */
+/* Parquet (table_parquet.c)                                                 */
+
+/**
+ * Read a Parquet file (quiver/parquet.h) into an in-memory table with the
+ * Arrow types pyarrow.parquet.read_table gives by default: the file's
+ * schema mapping, then the types of the stored "ARROW:schema" (large
+ * types, time zones, durations...) where the values convert; one record
+ * batch per row group (empty ones dropped). `options` may be NULL (every
+ * column and row group, all cores); its arrow_schema is ignored (the
+ * stored one is used). On success the caller owns *out.
+ */
+QV_API qv_status qv_table_read_parquet(const char *path, const qv_parquet_read_options *options,
+                                       qv_table **out, qv_error *err) QV_NODISCARD;
+
+/**
+ * The schema stored by Arrow writers in a Parquet file's key/value
+ * metadata ("ARROW:schema": a base64 IPC schema message), decoded; *out is
+ * NULL when the file has none. A corrupt one is QV_EINVAL.
+ */
+QV_API qv_status qv_parquet_stored_schema(const qv_parquet_file *f, qv_schema **out,
+                                          qv_error *err) QV_NODISCARD;
+
+/**
+ * The schema qv_table_read_parquet gives for `f` (all columns), without
+ * reading data: the file's schema with the stored ARROW:schema's types
+ * applied as pyarrow does. On success the caller owns *out.
+ */
+QV_API qv_status qv_parquet_arrow_schema(const qv_parquet_file *f, qv_schema **out,
+                                         qv_error *err) QV_NODISCARD;
 
 #ifdef __cplusplus
 }

@@ -1,8 +1,9 @@
 /*
  * dataset_open.c — the one open of the dataset layer, used by every front
  * end (CLI, Python): a path is sniffed (qv_path_sniff: a directory by its
- * marker files, a file by its first bytes — Arrow IPC file or stream, and
- * the formats recognised but not read yet: Parquet, CSV, JSON), classified
+ * marker files, a file by its first bytes — Arrow IPC file or stream,
+ * Parquet (read into memory by qv_table_read_parquet), and the formats
+ * recognised but not read yet: CSV, JSON), classified
  * once (qv_path_classify: a file mapped as a table, an indices mapping
  * scanned once, a directory listed by qv_hf_dir_open) and opened from that
  * classification (qv_dataset_open_classified), which nothing reopens.
@@ -93,32 +94,36 @@ static qv_status sniff_bytes(const char *path, const uint8_t *b, size_t n, int64
     *out = QV_PATH_ARROW_STREAM;
     return QV_OK;
   }
-  if (n >= 4 && memcmp(b, "PAR1", 4) == 0) {
-    *out = QV_PATH_PARQUET;
-    return qv_error_set(err, QV_ENOTSUP, "%s: a Parquet file: Parquet is not supported yet", path);
+  if (n >= 4 && (memcmp(b, "PAR1", 4) == 0 || memcmp(b, "PARE", 4) == 0)) {
+    *out = QV_PATH_PARQUET; /* PARE: encrypted, refused when opened */
+    return QV_OK;
   }
   char found[64];
   describe_bytes(b, n, found, sizeof found);
-  /* Formats read later by src/formats: recognised here by a simple sniff. */
+  /* Text: CSV and JSON Lines (src/formats), by extension first, else by a
+   * simple sniff of the first bytes. */
   if (looks_like_text(b, n)) {
+    if (qv_ds_has_suffix(path, ".csv") || qv_ds_has_suffix(path, ".tsv")) {
+      *out = QV_PATH_CSV;
+      return QV_OK;
+    }
+    if (qv_ds_has_suffix(path, ".json") || qv_ds_has_suffix(path, ".jsonl") ||
+        qv_ds_has_suffix(path, ".ndjson")) {
+      *out = QV_PATH_JSON;
+      return QV_OK;
+    }
     size_t i = n >= 3 && memcmp(b, "\xef\xbb\xbf", 3) == 0 ? 3 : 0; /* UTF-8 BOM */
     while (i < n && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r')) i++;
     if (i < n && (b[i] == '{' || b[i] == '[')) {
       *out = QV_PATH_JSON;
-      return qv_error_set(err, QV_ENOTSUP,
-                          "%s: JSON text, not an Arrow IPC file or stream (found %s): JSON is "
-                          "not supported yet",
-                          path, found);
+      return QV_OK;
     }
     bool sep = false;
     for (size_t k = i; k < n && b[k] != '\n' && !sep; k++)
       sep = b[k] == ',' || b[k] == '\t' || b[k] == ';' || b[k] == '|';
     if (sep) {
       *out = QV_PATH_CSV;
-      return qv_error_set(err, QV_ENOTSUP,
-                          "%s: CSV text, not an Arrow IPC file or stream (found %s): CSV is not "
-                          "supported yet",
-                          path, found);
+      return QV_OK;
     }
   } else if (n >= 4) {
     /* A stream from before Arrow 0.15: a little-endian int32 metadata
@@ -132,7 +137,8 @@ static qv_status sniff_bytes(const char *path, const uint8_t *b, size_t n, int64
       return QV_OK;
     }
   }
-  return qv_error_set(err, QV_EINVAL, "%s: not an Arrow IPC file or stream: found %s", path, found);
+  return qv_error_set(err, QV_EINVAL, "%s: not an Arrow, Parquet, CSV or JSON file: found %s", path,
+                      found);
 }
 
 qv_status qv_path_sniff(const char *path, qv_path_kind *out, qv_error *err) {
@@ -184,6 +190,11 @@ qv_status qv_path_classify(const char *path, qv_path_info *out, qv_error *err) {
   qv_status st = QV_OK;
   if (kind == QV_PATH_DATASET || kind == QV_PATH_DATASET_DICT || kind == QV_PATH_CACHE_DIR) {
     st = qv_hf_dir_open(path, &info.dir, err);
+  } else if (kind == QV_PATH_CSV || kind == QV_PATH_JSON) {
+    st = qv_ds_read_text(path, kind, &info.table, err); /* dataset_text.c */
+  } else if (kind == QV_PATH_PARQUET) {
+    /* read into memory with pyarrow's types (as Dataset.from_parquet) */
+    st = qv_table_read_parquet(path, NULL, &info.table, err);
   } else {
     st = qv_table_open_path(path, NULL, &info.table, err);
     if (st == QV_OK &&

@@ -39,11 +39,11 @@ expect 1 "info missing file" "$q" info /nonexistent/file.arrow
 contains "$tmp/err" "cannot open '/nonexistent/file.arrow'" "missing file message"
 printf 'not an arrow file at all' >"$tmp/junk"
 expect 1 "info junk" "$q" info "$tmp/junk"
-contains "$tmp/err" "not an Arrow IPC file or stream: found 6e 6f 74 20 61 6e 20 61 (\"not an a\")" \
+contains "$tmp/err" "not an Arrow, Parquet, CSV or JSON file: found 6e 6f 74 20 61 6e 20 61 (\"not an a\")" \
   "junk named by its first bytes"
 printf 'PAR1\025\004PAR1' >"$tmp/x.parquet"
 expect 1 "head parquet" "$q" head "$tmp/x.parquet"
-contains "$tmp/err" "a Parquet file: Parquet is not supported yet" "parquet recognised"
+contains "$tmp/err" "truncated Parquet file: 10 bytes" "parquet recognised"
 expect 0 "info golden stream" "$q" info "$golden/generated_primitive.stream"
 contains "$tmp/out" "format:             stream" "info format"
 expect 0 "info golden file --json" "$q" info --json "$golden/generated_primitive.arrow_file"

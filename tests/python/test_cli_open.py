@@ -10,7 +10,8 @@ fixes found by a new user (issue 11, Why 5 and Why 7), checked against
     Python indexes; out of range exits 1;
   - filter --where and map --set: a bad expression exits 2 with a caret;
   - save_to_disk(num_shards > rows) fails as datasets' does, writing nothing;
-  - Parquet / CSV / JSON files are named as such instead of a parse error;
+  - Parquet files are read; CSV / JSON files are named as such instead of a
+    parse error;
     Arrow written by pyarrow (file, stream, pre-0.15 stream) reads as
     pyarrow reads it.
 """
@@ -178,10 +179,11 @@ def test_formats_sniffed(tmp_path):
     pcsv.write_csv(t, tmp_path / "t.csv")
     (tmp_path / "t.jsonl").write_text("".join(json.dumps(r) + "\n" for r in t.to_pylist()))
     (tmp_path / "t.txt").write_text("hello world\n")
-    cases = {"t.parquet": "a Parquet file: Parquet is not supported yet",
-             "t.csv": "CSV is not supported yet",
-             "t.jsonl": "JSON is not supported yet",
-             "t.txt": "not an Arrow IPC file or stream: found 68 65 6c 6c 6f 20 77 6f "
+    # Parquet is read (tests/python/test_parquet_read.py): the same rows
+    pp = tmp_path / "t.parquet"
+    assert quiver_rows("head", pp, "-n", 3) == t.to_pylist()
+    assert quiver_mod.open(str(pp))[:] == t.to_pydict()
+    cases = {"t.txt": "not an Arrow, Parquet, CSV or JSON file: found 68 65 6c 6c 6f 20 77 6f "
                       "(\"hello wo\")"}
     for name, msg in cases.items():
         p = tmp_path / name
@@ -192,6 +194,13 @@ def test_formats_sniffed(tmp_path):
                 r.stderr
         with pytest.raises(quiver_mod.QuiverError, match="not supported yet|not an Arrow"):
             quiver_mod.open(str(p))
+    # CSV and JSON Lines open as datasets (src/formats), rows as pyarrow reads them
+    for name in ("t.csv", "t.jsonl"):
+        p = tmp_path / name
+        assert quiver_rows("head", p) == t.to_pylist()
+        assert quiver_rows("get", p, 1) == [t.to_pylist()[1]]
+        assert "rows:               3" in quiver("info", p).stdout.decode()
+        assert pa.table(quiver_mod.open(str(p))).to_pylist() == t.to_pylist()
     # Arrow as pyarrow writes it: file, stream, and the pre-0.15 stream
     with pa.ipc.new_file(tmp_path / "f.arrow", t.schema) as w:
         w.write_table(t)

@@ -35,6 +35,8 @@ bool cli_parse_signed_i64(const char *s, int64_t *out);
  * DatasetDict, load_dataset cache directories) and indices mapping files. */
 bool cli_is_directory(const char *path);
 int cli_info_dir(const char *path, bool as_json, bool all_files);
+/* `quiver info` on a Parquet file (info_parquet.c). */
+int cli_info_parquet(const char *path, bool as_json);
 /* The dataset a command reads, from a classified path (borrowed): with
  * `data`, the path is an indices mapping file applied to
  * qv_dataset_open(data, split) (QV_EARG when it is a directory); else the
@@ -66,6 +68,13 @@ int cmd_head(int argc, char **argv);
 int cmd_get(int argc, char **argv);
 int cmd_integration(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
+/* convert_text.c: convert when either side is CSV or JSON Lines; whether
+ * s ends in suf (ASCII case ignored; suf in lower case) */
+bool cli_has_suffix(const char *s, const char *suf);
+bool cli_convert_is_text(int argc, char **argv);
+int cmd_convert_text(int argc, char **argv);
+/* `quiver info` of a CSV / JSON Lines file (kind QV_PATH_CSV / QV_PATH_JSON) */
+int cli_info_text(const char *path, qv_path_kind kind, bool as_json);
 int cmd_debug(int argc, char **argv);
 /* dataset_cmds.c */
 int cmd_select(int argc, char **argv);
@@ -77,6 +86,8 @@ int cmd_split(int argc, char **argv);
 int cmd_concat(int argc, char **argv);
 int cmd_flatten(int argc, char **argv);
 int cmd_map(int argc, char **argv);
+/* import.c */
+int cmd_import(int argc, char **argv);
 /* join.c */
 int cmd_join(int argc, char **argv);
 int cmd_distinct(int argc, char **argv);

@@ -14,16 +14,20 @@
 #include "cli.h"
 #include "progress.h"
 #include "quiver/ipc.h"
+#include "quiver/table.h"
 #include "quiver/writer.h"
 
 static const char kConvertHelp[] =
     "usage: quiver convert IN OUT [--format=file|stream]\n"
     "                     [--compression=none|lz4|zstd[:LEVEL]] [--batch-size=N]\n"
     "\n"
-    "Rewrite an Arrow IPC file or stream. IN '-' reads a stream from stdin;\n"
+    "Rewrite an Arrow IPC file or stream, or read a Parquet file (IN starting\n"
+    "with PAR1: the types pyarrow.parquet.read_table gives) into Arrow.\n"
+    "IN '-' reads a stream from stdin;\n"
     "OUT '-' writes a stream to stdout. Defaults: the file format (a stream\n"
-    "for '-'), no compression, 1000 rows per record batch. The output file\n"
-    "is replaced atomically: on any error the previous OUT is untouched.\n"
+    "for '-'), no compression, 1000 rows per record batch (Parquet input:\n"
+    "one per row group). The output file is replaced atomically: on any\n"
+    "error the previous OUT is untouched.\n"
     "On a terminal, a progress bar shows on stderr for longer conversions\n"
     "(QV_PROGRESS=0 turns it off).\n";
 
@@ -56,7 +60,40 @@ static int64_t array_bytes(const qv_array *a) {
   return n;
 }
 
+/* True when the file at `path` starts with Parquet's magic "PAR1". */
+static bool is_parquet_path(const char *path) {
+  FILE *fp = fopen(path, "rb");
+  if (fp == NULL) return false;
+  char magic[4];
+  bool yes = fread(magic, 1, 4, fp) == 4 &&
+             (memcmp(magic, "PAR1", 4) == 0 || memcmp(magic, "PARE", 4) == 0);
+  fclose(fp);
+  return yes;
+}
+
+/* Parquet input: the file read as pyarrow reads it (one batch per row
+ * group), written to `w`. */
+static qv_status convert_parquet(const char *in, const char *out, bool to_stdout,
+                                 const qv_write_options *wo, qv_error *err) {
+  qv_table *t = NULL;
+  QV_RETURN_NOT_OK(qv_table_read_parquet(in, NULL, &t, err));
+  qv_writer *w = NULL;
+  qv_status st = to_stdout ? qv_writer_open_fd(1, qv_table_schema(t), wo, &w, err)
+                           : qv_writer_open_path(out, qv_table_schema(t), wo, &w, err);
+  for (int64_t i = 0; st == QV_OK && i < qv_table_num_batches(t); i++) {
+    qv_array *batch = NULL;
+    st = qv_table_batch(t, i, &batch, err);
+    if (st == QV_OK) st = qv_writer_write_batch(w, batch, err);
+    qv_array_unref(batch);
+  }
+  if (st == QV_OK) st = qv_writer_close(w, err);
+  else if (w) qv_writer_abort(w);
+  qv_table_unref(t);
+  return st;
+}
+
 int cmd_convert(int argc, char **argv) {
+  if (cli_convert_is_text(argc, argv)) return cmd_convert_text(argc, argv); /* convert_text.c */
   const char *in = NULL, *out = NULL;
   qv_write_options wo;
   memset(&wo, 0, sizeof wo);
@@ -103,6 +140,11 @@ int cmd_convert(int argc, char **argv) {
   }
 
   qv_error err;
+  if (strcmp(in, "-") != 0 && is_parquet_path(in)) {
+    if (wo.max_batch_rows == 0) wo.max_batch_rows = -1; /* one batch per row group */
+    qv_status pst = convert_parquet(in, out, to_stdout, &wo, &err);
+    return pst == QV_OK ? QV_EXIT_OK : cli_fail(pst, &err);
+  }
   qv_read_options ro = {QV_VALIDATE_FULL, true, 0};
   qv_reader *r = NULL;
   qv_status st = strcmp(in, "-") == 0 ? qv_reader_open_fd(0, &ro, &r, &err)

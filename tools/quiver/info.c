@@ -28,7 +28,10 @@ static const char kInfoHelp[] =
     ".arrow file: data, or an indices mapping with the dataset it maps; past\n"
     "20 files, one line per role with counts). Opening reads metadata only;\n"
     "column data is not touched. A file that is not Arrow is named as what it\n"
-    "looks like (Parquet, CSV and JSON are recognised, not read yet).\n"
+    "looks like (CSV and JSON are recognised, not read yet). A Parquet file\n"
+    "shows its footer: writer, rows, the Arrow schema it reads as, and per\n"
+    "row group and column chunk the type, codec, encodings, sizes and\n"
+    "statistics.\n"
     "\n"
     "  --json    print one JSON object instead of text (every file in full)\n"
     "  --files   list every .arrow file of a directory, however many\n";
@@ -131,6 +134,8 @@ int cmd_info(int argc, char **argv) {
   qv_path_kind kind; /* not Arrow: say what it looks like instead of a parse error */
   qv_status st = qv_path_sniff(path, &kind, &err);
   if (st != QV_OK) return cli_fail(st, &err);
+  if (kind == QV_PATH_CSV || kind == QV_PATH_JSON) return cli_info_text(path, kind, as_json);
+  if (kind == QV_PATH_PARQUET) return cli_info_parquet(path, as_json);
   qv_reader *r = NULL;
   st = qv_reader_open_path(path, NULL, &r, &err);
   if (st != QV_OK) return cli_fail(st, &err);

@@ -27,6 +27,8 @@ static const char kUsage[] =
     "                                ARROW_TO_JSON, JSON_TO_ARROW\n"
     "  convert IN OUT [--format=file|stream] [--compression=none|lz4|zstd[:LEVEL]]\n"
     "                 [--batch-size=N]  rewrite an Arrow file or stream ('-' = stdio)\n"
+    "  convert IN OUT [--from=F] [--to=F]  between Arrow, CSV (.csv/.tsv) and JSON\n"
+    "                                Lines (.json/.jsonl)\n"
     "  debug row-layout PATH --keys=COL[,COL...]\n"
     "                                row-table encoding of key columns as JSON\n"
     "\n"
@@ -43,6 +45,8 @@ static const char kUsage[] =
     "  flatten SRC -o DST            rows as seen, indices flattened\n"
     "  map SRC --set NAME=EXPR... [--remove-columns A,B] -o DST\n"
     "                                batched map computing columns from expressions\n"
+    "  import SRC... -o DST [--split NAME]  CSV / JSON Lines files as the directory\n"
+    "                                load_dataset(...).save_to_disk writes\n"
     "  join LEFT RIGHT --on=COL,... [--how=inner|left|right|full|semi|anti] -o DST\n"
     "                                hash join (left columns, then right's non-key ones)\n"
     "  distinct SRC [--on=COL,...] -o DST   first row of each distinct key\n"
@@ -121,8 +125,8 @@ static const command kCommands[] = {
     {"sort", cmd_sort},       {"filter", cmd_filter},
     {"shard", cmd_shard},     {"split", cmd_split},
     {"concat", cmd_concat},   {"flatten", cmd_flatten},
-    {"map", cmd_map},         {"distinct", cmd_distinct},
-    {"join", cmd_join},
+    {"map", cmd_map},         {"import", cmd_import},
+    {"join", cmd_join},       {"distinct", cmd_distinct},
 };
 
 int main(int argc, char **argv) {

@@ -1,0 +1,63 @@
+/*
+ * quiver/jsonl.h — JSON Lines reader and writer (formats layer). The
+ * reader takes one JSON object per line (blank lines skipped) and infers
+ * the types `pyarrow.json.read_json` does: null, bool, int64 (promoted to
+ * double when a column also holds reals), double, string, timestamp[s]
+ * for strings that are all ISO 8601 timestamps, list<item> for arrays,
+ * struct for objects (fields in order of first appearance); a column
+ * whose values mix kinds otherwise (a number and a string, a list and an
+ * object) is an error, as in pyarrow. Columns missing from a row are
+ * null. The writer writes one object per row in the `datasets` to_json
+ * records form (quiver/print.h's row JSON). Writes are atomic.
+ */
+#ifndef QUIVER_JSONL_H
+#define QUIVER_JSONL_H
+
+#include "quiver/csv.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct qv_jsonl_read_options {
+  /* explicit schema (borrowed for the call): its columns are read with
+   * its types; keys not in it are dropped when `schema_only`, else
+   * inferred after its columns */
+  const qv_schema *schema;
+  bool schema_only;
+  int64_t block_size; /* 0: 1 MiB */
+  int threads;        /* 0: every core */
+} qv_jsonl_read_options;
+
+/**
+ * Read a whole JSON Lines file. `options` may be NULL. On success `out`
+ * owns the schema and batches (qv_read_result_reset); on failure it is
+ * zeroed and `err` names the file, line and column (1-based) of the
+ * first malformed value or the column whose types cannot be unified.
+ */
+QV_API qv_status qv_jsonl_read_path(const char *path, const qv_jsonl_read_options *options,
+                                    qv_read_result *out, qv_error *err) QV_NODISCARD;
+/** The same over `size` bytes at `data` (not retained); `name` (may be
+ *  NULL) is used in messages. */
+QV_API qv_status qv_jsonl_read_buffer(const void *data, int64_t size, const char *name,
+                                      const qv_jsonl_read_options *options, qv_read_result *out,
+                                      qv_error *err) QV_NODISCARD;
+
+typedef struct qv_jsonl_writer qv_jsonl_writer;
+
+/** Start writing JSON Lines to `path` (atomic: a temporary until close).
+ *  The writer is freed by close or abort. */
+QV_API qv_status qv_jsonl_writer_open(const char *path, qv_jsonl_writer **out,
+                                      qv_error *err) QV_NODISCARD;
+/** Append one line per row of a record batch (borrowed). */
+QV_API qv_status qv_jsonl_writer_write(qv_jsonl_writer *w, const qv_array *batch,
+                                       qv_error *err) QV_NODISCARD;
+/** Flush, fsync, rename into place; frees the writer in every case. */
+QV_API qv_status qv_jsonl_writer_close(qv_jsonl_writer *w, qv_error *err) QV_NODISCARD;
+/** Drop the temporary and free the writer. NULL-safe. */
+QV_API void qv_jsonl_writer_abort(qv_jsonl_writer *w);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* QUIVER_JSONL_H */

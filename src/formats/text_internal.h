@@ -1,0 +1,73 @@
+/*
+ * text_internal.h — value parsers shared by the CSV and JSON Lines readers
+ * (formats layer; internal): integers, reals, booleans, dates, times and
+ * ISO 8601 timestamps in the forms pyarrow's converters accept, UTF-8
+ * validation, pyarrow's default null strings, and the small array-making
+ * helpers both readers use.
+ */
+#ifndef QUIVER_FORMATS_TEXT_INTERNAL_H
+#define QUIVER_FORMATS_TEXT_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "quiver/array.h"
+#include "quiver/core.h"
+#include "quiver/type.h"
+
+/** pyarrow's default null strings ("", "#N/A", "NA", "null", "nan", ...). */
+bool qv_text_is_default_null(const uint8_t *s, int64_t n);
+
+/** int64 in decimal (optional '-') or hex ("0x1F"), spaces/tabs around
+ *  allowed, no '+' (as Arrow's CSV converter). */
+bool qv_text_parse_int64(const uint8_t *s, int64_t n, int64_t *out);
+/** uint64 likewise (no sign). */
+bool qv_text_parse_uint64(const uint8_t *s, int64_t n, uint64_t *out);
+/** A real number: [+-]digits[.digits][e[+-]digits], ".5", "5.", inf,
+ *  infinity, nan (any case); spaces/tabs around allowed. */
+bool qv_text_parse_double(const uint8_t *s, int64_t n, double *out);
+/** pyarrow's true ("1","True","TRUE","true") / false values. */
+bool qv_text_parse_bool(const uint8_t *s, int64_t n, bool *out);
+/** YYYY-MM-DD (a real calendar date) as days since 1970-01-01. */
+bool qv_text_parse_date(const uint8_t *s, int64_t n, int32_t *out);
+/** hh:mm or hh:mm:ss as seconds since midnight. */
+bool qv_text_parse_time(const uint8_t *s, int64_t n, int32_t *out);
+/**
+ * ISO 8601 timestamp: YYYY-MM-DD, then optionally [T ]hh[:mm[:ss[.f]]]
+ * and a zone (Z, +hh, +hhmm, +hh:mm). *seconds since the epoch in UTC
+ * (zone applied), *nanos the fraction (0..999999999), *frac_digits how
+ * many fractional digits there were (at most 9), *zoned whether a zone
+ * was given.
+ */
+bool qv_text_parse_timestamp(const uint8_t *s, int64_t n, int64_t *seconds, int32_t *nanos,
+                             int *frac_digits, bool *zoned);
+/** Whether n bytes are valid UTF-8. */
+bool qv_text_valid_utf8(const uint8_t *s, int64_t n);
+
+/* ---- arrays --------------------------------------------------------- */
+
+/** A growable byte vector (plain malloc; a helper for column building). */
+typedef struct qv_bytes {
+  uint8_t *data;
+  int64_t len, cap;
+} qv_bytes;
+bool qv_bytes_reserve(qv_bytes *b, int64_t extra);
+static inline bool qv_bytes_append(qv_bytes *b, const void *p, int64_t n) {
+  if (b->len + n > b->cap && !qv_bytes_reserve(b, n)) return false;
+  if (n > 0) memcpy(b->data + b->len, p, (size_t)n);
+  b->len += n;
+  return true;
+}
+void qv_bytes_free(qv_bytes *b);
+
+/** An array of `type` (reference taken) and `length` over the given heap
+ *  buffers (references taken over, any may be NULL) and null count. */
+qv_status qv_text_make_array(qv_type *type, int64_t length, int64_t null_count, qv_buffer *b0,
+                             qv_buffer *b1, qv_buffer *b2, qv_array **out, qv_error *err);
+/** The whole file at `path` read into a heap buffer (read, not mapped: a
+ *  file that shrinks while it is parsed cannot fault the parser). */
+qv_status qv_text_read_file(const char *path, qv_buffer **out, qv_error *err);
+/** A heap buffer holding a copy of n bytes. */
+qv_status qv_text_buffer_from(const void *data, int64_t n, qv_buffer **out, qv_error *err);
+
+#endif /* QUIVER_FORMATS_TEXT_INTERNAL_H */

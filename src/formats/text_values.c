@@ -1,0 +1,413 @@
+/*
+ * text_values.c — the value parsers of text_internal.h (integers, reals,
+ * booleans, dates, times, ISO 8601 timestamps, UTF-8 checks, pyarrow's
+ * null strings) and the array helpers the CSV and JSON Lines readers
+ * share. Formats layer.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "formats/text_internal.h"
+
+static void trim(const uint8_t **s, int64_t *n) {
+  while (*n > 0 && ((*s)[0] == ' ' || (*s)[0] == '\t')) (*s)++, (*n)--;
+  while (*n > 0 && ((*s)[*n - 1] == ' ' || (*s)[*n - 1] == '\t')) (*n)--;
+}
+
+#define EQ(s, n, lit) ((n) == (int64_t)sizeof(lit) - 1 && memcmp((s), (lit), sizeof(lit) - 1) == 0)
+
+bool qv_text_is_default_null(const uint8_t *s, int64_t n) {
+  switch (n) {
+    case 0: return true;
+    case 2: return EQ(s, n, "NA");
+    case 3:
+      return EQ(s, n, "#NA") || EQ(s, n, "N/A") || EQ(s, n, "NaN") || EQ(s, n, "n/a") ||
+             EQ(s, n, "nan");
+    case 4:
+      return EQ(s, n, "#N/A") || EQ(s, n, "-NaN") || EQ(s, n, "-nan") || EQ(s, n, "NULL") ||
+             EQ(s, n, "null");
+    case 6: return EQ(s, n, "1.#IND");
+    case 7: return EQ(s, n, "-1.#IND") || EQ(s, n, "1.#QNAN");
+    case 8: return EQ(s, n, "#N/A N/A") || EQ(s, n, "-1.#QNAN");
+    default: return false;
+  }
+}
+
+static int hexval(uint8_t c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+static bool parse_u64(const uint8_t *s, int64_t n, uint64_t *out) {
+  if (n == 0) return false;
+  uint64_t v = 0;
+  if (n > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+    if (n - 2 > 16) return false;
+    for (int64_t i = 2; i < n; i++) {
+      int h = hexval(s[i]);
+      if (h < 0) return false;
+      v = v << 4 | (uint64_t)h;
+    }
+    *out = v;
+    return true;
+  }
+  for (int64_t i = 0; i < n; i++) {
+    unsigned d = (unsigned)s[i] - '0';
+    if (d > 9) return false;
+    if (v > (UINT64_MAX - d) / 10) return false;
+    v = v * 10 + d;
+  }
+  *out = v;
+  return true;
+}
+
+bool qv_text_parse_uint64(const uint8_t *s, int64_t n, uint64_t *out) {
+  trim(&s, &n);
+  return parse_u64(s, n, out);
+}
+
+bool qv_text_parse_int64(const uint8_t *s, int64_t n, int64_t *out) {
+  trim(&s, &n);
+  bool neg = n > 0 && s[0] == '-';
+  if (neg) {
+    s++, n--;
+    if (n > 1 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) return false;
+  }
+  uint64_t v;
+  if (!parse_u64(s, n, &v)) return false;
+  if (neg) {
+    if (v > (uint64_t)INT64_MAX + 1) return false;
+    *out = (int64_t)(0 - v);
+  } else {
+    if (v > (uint64_t)INT64_MAX) return false;
+    *out = (int64_t)v;
+  }
+  return true;
+}
+
+static bool ieq(const uint8_t *s, int64_t n, const char *lit) {
+  size_t l = strlen(lit);
+  if ((int64_t)l != n) return false;
+  for (size_t i = 0; i < l; i++) {
+    uint8_t c = s[i];
+    if (c >= 'A' && c <= 'Z') c = (uint8_t)(c + 32);
+    if (c != (uint8_t)lit[i]) return false;
+  }
+  return true;
+}
+
+bool qv_text_parse_double(const uint8_t *s, int64_t n, double *out) {
+  trim(&s, &n);
+  if (n == 0) return false;
+  const uint8_t *p = s, *end = s + n;
+  bool neg = false;
+  if (*p == '+' || *p == '-') neg = *p++ == '-';
+  int64_t rest = end - p;
+  if (rest >= 3 && (p[0] | 0x20) >= 'a' && (ieq(p, rest, "inf") || ieq(p, rest, "infinity"))) {
+    *out = neg ? -INFINITY : INFINITY;
+    return true;
+  }
+  if (rest == 3 && ieq(p, rest, "nan")) {
+    *out = neg ? -NAN : NAN;
+    return true;
+  }
+  /* validate the shape: digits [. digits] [e [+-] digits], one digit at least */
+  uint64_t mant = 0;
+  int digits = 0, mant_digits = 0, exp_adj = 0;
+  bool exact = true;
+  while (p < end && *p >= '0' && *p <= '9') {
+    if (mant_digits < 19) {
+      mant = mant * 10 + (uint64_t)(*p - '0');
+      if (mant) mant_digits++;
+    } else {
+      exact = false;
+      exp_adj++;
+    }
+    digits++, p++;
+  }
+  if (p < end && *p == '.') {
+    p++;
+    while (p < end && *p >= '0' && *p <= '9') {
+      if (mant_digits < 19) {
+        mant = mant * 10 + (uint64_t)(*p - '0');
+        if (mant) mant_digits++;
+        exp_adj--;
+      } else {
+        exact = false;
+      }
+      digits++, p++;
+    }
+  }
+  if (digits == 0) return false;
+  int64_t e = 0;
+  if (p < end && (*p == 'e' || *p == 'E')) {
+    p++;
+    bool eneg = false;
+    if (p < end && (*p == '+' || *p == '-')) eneg = *p++ == '-';
+    if (p >= end) return false;
+    while (p < end && *p >= '0' && *p <= '9') {
+      if (e < 100000) e = e * 10 + (*p - '0');
+      p++;
+    }
+    if (eneg) e = -e;
+  }
+  if (p != end) return false;
+  e += exp_adj;
+  static const double kPow10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                  1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                                  1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+  if (exact && mant < ((uint64_t)1 << 53) && e >= -22 && e <= 22) {
+    double v = (double)mant;
+    v = e >= 0 ? v * kPow10[e] : v / kPow10[-e];
+    *out = neg ? -v : v;
+    return true;
+  }
+  /* slow path: strtod on a copy (the shape is known to be plain decimal) */
+  char buf[128];
+  char *heap = NULL, *b = buf;
+  if (n >= (int64_t)sizeof buf) {
+    if ((heap = malloc((size_t)n + 1)) == NULL) return false;
+    b = heap;
+  }
+  memcpy(b, s, (size_t)n);
+  b[n] = '\0';
+  *out = strtod(b, NULL);
+  free(heap);
+  return true;
+}
+
+bool qv_text_parse_bool(const uint8_t *s, int64_t n, bool *out) {
+  if (n < 1 || n > 5) return false;
+  if (EQ(s, n, "1") || EQ(s, n, "True") || EQ(s, n, "TRUE") || EQ(s, n, "true")) {
+    *out = true;
+    return true;
+  }
+  if (EQ(s, n, "0") || EQ(s, n, "False") || EQ(s, n, "FALSE") || EQ(s, n, "false")) {
+    *out = false;
+    return true;
+  }
+  return false;
+}
+
+static bool digits_at(const uint8_t *s, int k, int *out) {
+  int v = 0;
+  for (int i = 0; i < k; i++) {
+    unsigned d = (unsigned)s[i] - '0';
+    if (d > 9) return false;
+    v = v * 10 + (int)d;
+  }
+  *out = v;
+  return true;
+}
+
+/* Days from 1970-01-01 of a proleptic Gregorian date (the classic
+ * era-based civil-to-days formula). */
+static int64_t days_from_civil(int64_t y, int m, int d) {
+  y -= m <= 2;
+  int64_t era = (y >= 0 ? y : y - 399) / 400;
+  int64_t yoe = y - era * 400;
+  int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+  int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  return era * 146097 + doe - 719468;
+}
+
+static bool parse_ymd(const uint8_t *s, int64_t n, int64_t *days) {
+  if (n < 10 || s[4] != '-' || s[7] != '-') return false;
+  int y, m, d;
+  if (!digits_at(s, 4, &y) || !digits_at(s + 5, 2, &m) || !digits_at(s + 8, 2, &d)) return false;
+  if (y < 1 || m < 1 || m > 12 || d < 1) return false;
+  static const int kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  int dim = kDays[m - 1] + (m == 2 && ((y % 4 == 0 && y % 100 != 0) || y % 400 == 0));
+  if (d > dim) return false;
+  *days = days_from_civil(y, m, d);
+  return true;
+}
+
+bool qv_text_parse_date(const uint8_t *s, int64_t n, int32_t *out) {
+  trim(&s, &n);
+  int64_t days;
+  if (n != 10 || !parse_ymd(s, n, &days)) return false;
+  *out = (int32_t)days;
+  return true;
+}
+
+static bool parse_hms(const uint8_t *s, int64_t n, int *secs, bool allow_hour_only) {
+  int h, m = 0, sec = 0;
+  if (n == 2 && allow_hour_only) {
+    if (!digits_at(s, 2, &h)) return false;
+  } else if (n == 5 && s[2] == ':') {
+    if (!digits_at(s, 2, &h) || !digits_at(s + 3, 2, &m)) return false;
+  } else if (n == 8 && s[2] == ':' && s[5] == ':') {
+    if (!digits_at(s, 2, &h) || !digits_at(s + 3, 2, &m) || !digits_at(s + 6, 2, &sec))
+      return false;
+  } else {
+    return false;
+  }
+  if (h > 23 || m > 59 || sec > 59) return false;
+  *secs = h * 3600 + m * 60 + sec;
+  return true;
+}
+
+bool qv_text_parse_time(const uint8_t *s, int64_t n, int32_t *out) {
+  int secs;
+  if (!parse_hms(s, n, &secs, false)) return false;
+  *out = secs;
+  return true;
+}
+
+bool qv_text_parse_timestamp(const uint8_t *s, int64_t n, int64_t *seconds, int32_t *nanos,
+                             int *frac_digits, bool *zoned) {
+  int64_t days;
+  if (n < 10 || !parse_ymd(s, 10, &days)) return false;
+  int64_t secs = days * 86400;
+  *nanos = 0;
+  *frac_digits = 0;
+  *zoned = false;
+  if (n == 10) {
+    *seconds = secs;
+    return true;
+  }
+  if (s[10] != 'T' && s[10] != ' ') return false;
+  const uint8_t *p = s + 11, *end = s + n;
+  /* the zone starts at the first Z, + or - after the time */
+  const uint8_t *z = p;
+  while (z < end && *z != 'Z' && *z != '+' && *z != '-') z++;
+  const uint8_t *tend = z;
+  /* fraction */
+  const uint8_t *dot = memchr(p, '.', (size_t)(tend - p));
+  int hms;
+  if (!parse_hms(p, (dot ? dot : tend) - p, &hms, true)) return false;
+  if (dot) {
+    if ((dot - p) != 8) return false;
+    int64_t k = tend - dot - 1;
+    if (k < 1 || k > 9) return false;
+    int32_t f = 0;
+    for (int64_t i = 0; i < k; i++) {
+      unsigned d = (unsigned)dot[1 + i] - '0';
+      if (d > 9) return false;
+      f = f * 10 + (int32_t)d;
+    }
+    for (int64_t i = k; i < 9; i++) f *= 10;
+    *nanos = f;
+    *frac_digits = (int)k;
+  }
+  secs += hms;
+  if (z < end) {
+    *zoned = true;
+    if (*z == 'Z') {
+      if (z + 1 != end) return false;
+    } else {
+      int sign = *z == '-' ? -1 : 1, zh, zm = 0;
+      const uint8_t *q = z + 1;
+      int64_t zn = end - q;
+      if (zn == 2) {
+        if (!digits_at(q, 2, &zh)) return false;
+      } else if (zn == 4) {
+        if (!digits_at(q, 2, &zh) || !digits_at(q + 2, 2, &zm)) return false;
+      } else if (zn == 5 && q[2] == ':') {
+        if (!digits_at(q, 2, &zh) || !digits_at(q + 3, 2, &zm)) return false;
+      } else {
+        return false;
+      }
+      if (zh > 23 || zm > 59) return false;
+      secs -= sign * (zh * 3600 + zm * 60);
+    }
+  }
+  *seconds = secs;
+  return true;
+}
+
+bool qv_text_valid_utf8(const uint8_t *s, int64_t n) {
+  int64_t i = 0;
+  while (i < n) {
+    /* ASCII fast path, 8 bytes at a time */
+    while (i + 8 <= n) {
+      uint64_t w;
+      memcpy(&w, s + i, 8);
+      if (w & 0x8080808080808080ull) break;
+      i += 8;
+    }
+    if (i >= n) break;
+    uint8_t c = s[i];
+    if (c < 0x80) {
+      i++;
+      continue;
+    }
+    int k;
+    uint32_t cp;
+    if ((c & 0xe0) == 0xc0) k = 1, cp = c & 0x1f;
+    else if ((c & 0xf0) == 0xe0) k = 2, cp = c & 0x0f;
+    else if ((c & 0xf8) == 0xf0) k = 3, cp = c & 0x07;
+    else return false;
+    for (int j = 1; j <= k; j++) {
+      if (i + j >= n || (s[i + j] & 0xc0) != 0x80) return false;
+      cp = cp << 6 | (s[i + j] & 0x3f);
+    }
+    if ((k == 1 && cp < 0x80) || (k == 2 && cp < 0x800) || (k == 3 && cp < 0x10000) ||
+        cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+      return false;
+    i += k + 1;
+  }
+  return true;
+}
+
+/* ---- arrays ------------------------------------------------------------ */
+
+bool qv_bytes_reserve(qv_bytes *b, int64_t extra) {
+  int64_t need = b->len + extra;
+  if (need <= b->cap) return true;
+  int64_t cap = b->cap ? b->cap : 256;
+  while (cap < need) cap *= 2;
+  uint8_t *d = realloc(b->data, (size_t)cap);
+  if (d == NULL) return false;
+  b->data = d;
+  b->cap = cap;
+  return true;
+}
+
+void qv_bytes_free(qv_bytes *b) {
+  free(b->data);
+  memset(b, 0, sizeof *b);
+}
+
+qv_status qv_text_make_array(qv_type *type, int64_t length, int64_t null_count, qv_buffer *b0,
+                             qv_buffer *b1, qv_buffer *b2, qv_array **out, qv_error *err) {
+  int32_t nb = qv_type_num_buffers(type->id);
+  qv_array *a = qv_array_new(type, nb, 0);
+  if (a == NULL) {
+    qv_buffer_unref(b0);
+    qv_buffer_unref(b1);
+    qv_buffer_unref(b2);
+    return qv_error_set(err, QV_ENOMEM, "out of memory");
+  }
+  qv_buffer *bs[3] = {b0, b1, b2};
+  for (int i = 0; i < 3; i++) {
+    if (i < nb) a->buffers[i] = bs[i];
+    else qv_buffer_unref(bs[i]);
+  }
+  a->length = length;
+  a->null_count = null_count;
+  *out = a;
+  return QV_OK;
+}
+
+qv_status qv_text_buffer_from(const void *data, int64_t n, qv_buffer **out, qv_error *err) {
+  QV_RETURN_NOT_OK(qv_buffer_alloc(n, out, err));
+  if (n > 0) memcpy((*out)->data, data, (size_t)n);
+  return QV_OK;
+}
+
+qv_status qv_text_read_file(const char *path, qv_buffer **out, qv_error *err) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return qv_error_set(err, QV_EIO, "cannot open '%s': %s", path, strerror(errno));
+  qv_status st = qv_buffer_read_fd(fd, 0, out, err);
+  close(fd);
+  if (st != QV_OK) qv_error_prefix(err, st, "%s: ", path);
+  return st;
+}

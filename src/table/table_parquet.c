@@ -1,0 +1,223 @@
+/*
+ * table_parquet.c — a Parquet file as an in-memory table with pyarrow's
+ * default types: the formats layer's reader (quiver/parquet.h) plus the
+ * stored "ARROW:schema" (base64 of an IPC schema message, decoded with
+ * the ipc layer's message decoder) as the target types. Table layer.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ipc/ipc_internal.h"
+#include "quiver/parquet.h"
+#include "quiver/table.h"
+
+static int b64_value(uint8_t c) {
+  if (c >= 'A' && c <= 'Z') return c - 'A';
+  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+  if (c >= '0' && c <= '9') return c - '0' + 52;
+  if (c == '+' || c == '-') return 62;
+  if (c == '/' || c == '_') return 63;
+  return -1;
+}
+
+/* Standard or URL-safe base64, '=' padding optional; whitespace refused. */
+static bool b64_decode(const char *s, int64_t n, uint8_t **out, int64_t *out_len) {
+  uint8_t *d = malloc((size_t)(n / 4 * 3 + 4));
+  if (d == NULL) return false;
+  int64_t k = 0;
+  uint32_t acc = 0;
+  int bits = 0;
+  for (int64_t i = 0; i < n; i++) {
+    if (s[i] == '=') break;
+    int v = b64_value((uint8_t)s[i]);
+    if (v < 0) {
+      free(d);
+      return false;
+    }
+    acc = (acc << 6) | (uint32_t)v;
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      d[k++] = (uint8_t)(acc >> bits);
+    }
+  }
+  *out = d;
+  *out_len = k;
+  return true;
+}
+
+qv_status qv_parquet_stored_schema(const qv_parquet_file *f, qv_schema **out, qv_error *err) {
+  *out = NULL;
+  const qv_kv *kv = qv_metadata_find(qv_parquet_key_value_metadata(f), "ARROW:schema");
+  if (kv == NULL) return QV_OK;
+  uint8_t *bytes = NULL;
+  int64_t n = 0;
+  if (!b64_decode(kv->value, kv->value_len, &bytes, &n))
+    return qv_error_set(err, QV_EINVAL, "ARROW:schema: not base64");
+  const uint8_t *p = bytes;
+  int64_t left = n;
+  if (left >= 4 && memcmp(p, "\xff\xff\xff\xff", 4) == 0) {
+    p += 4;
+    left -= 4;
+  }
+  qv_status st = QV_OK;
+  if (left < 4) {
+    st = qv_error_set(err, QV_EINVAL, "ARROW:schema: %lld bytes, too short", (long long)n);
+  } else {
+    int64_t len = (int64_t)((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+                            (uint32_t)p[3] << 24);
+    if (len > left - 4) len = left - 4;
+    qv_ipc_message m;
+    memset(&m, 0, sizeof m);
+    st = qv_ipc_decode_message(p + 4, len, &m, err);
+    if (st == QV_OK && (m.type != QV_MSG_SCHEMA || m.schema == NULL))
+      st = qv_error_set(err, QV_EINVAL, "ARROW:schema: not a schema message");
+    if (st == QV_OK) *out = qv_schema_ref(m.schema);
+    else qv_error_prefix(err, st, "ARROW:schema: ");
+    qv_ipc_message_reset(&m);
+  }
+  free(bytes);
+  return st;
+}
+
+/* A new type of id `id` with t's parameters (no children). */
+static qv_type *type_like(const qv_type *t, qv_type_id id) {
+  qv_type *n = qv_type_new(id);
+  if (n == NULL) return NULL;
+  n->precision = t->precision;
+  n->scale = t->scale;
+  n->unit = t->unit;
+  n->byte_width = t->byte_width;
+  n->list_size = t->list_size;
+  n->keys_sorted = t->keys_sorted;
+  return n;
+}
+
+/* The type pyarrow reads a column as when the stored Arrow type is
+ * `origin` and the Parquet schema gives `inferred` (apache/arrow
+ * parquet/arrow/schema.cc, ApplyOriginalMetadata): time zones, durations,
+ * large and view binaries, dictionaries and large lists are restored;
+ * nested field names stay the Parquet ones; anything else stays inferred.
+ * Returns a new reference (NULL on allocation failure). */
+static qv_type *restore_type(qv_type *inferred, const qv_type *origin) {
+  qv_type_id a = inferred->id, b = origin->id;
+  if (a == QV_TIMESTAMP && b == QV_TIMESTAMP) {
+    if ((inferred->timezone == NULL) == (origin->timezone == NULL) &&
+        (inferred->timezone == NULL || strcmp(inferred->timezone, origin->timezone) == 0))
+      return qv_type_ref(inferred);
+    return qv_type_timestamp(inferred->unit, origin->timezone);
+  }
+  if (a == QV_INT64 && b == QV_DURATION) return qv_type_ref((qv_type *)origin);
+  if ((a == QV_STRING && (b == QV_LARGE_STRING || b == QV_STRING_VIEW)) ||
+      (a == QV_BINARY && (b == QV_LARGE_BINARY || b == QV_BINARY_VIEW)))
+    return qv_type_ref((qv_type *)origin);
+  if (b == QV_DICTIONARY && origin->value_type != NULL) {
+    qv_type *v = restore_type(inferred, origin->value_type);
+    bool same = v != NULL && qv_type_equals(v, origin->value_type, false);
+    qv_type_unref(v);
+    return same ? qv_type_ref((qv_type *)origin) : qv_type_ref(inferred);
+  }
+  bool lists = a == QV_LIST && (b == QV_LIST || b == QV_LARGE_LIST || b == QV_FIXED_SIZE_LIST);
+  bool structs = a == QV_STRUCT && b == QV_STRUCT && inferred->n_children == origin->n_children;
+  bool maps = a == QV_MAP && b == QV_MAP && inferred->n_children == 1 && origin->n_children == 1;
+  if (!lists && !structs && !maps) return qv_type_ref(inferred);
+  if ((lists && (inferred->n_children != 1 || origin->n_children != 1)))
+    return qv_type_ref(inferred);
+  qv_type *n = type_like(inferred, lists ? b : a);
+  if (n == NULL) return NULL;
+  if (b == QV_FIXED_SIZE_LIST) n->list_size = origin->list_size;
+  for (int32_t i = 0; i < inferred->n_children; i++) {
+    const qv_field *fi = &inferred->children[i];
+    qv_type *ct = restore_type(fi->type, origin->children[i].type);
+    if (ct == NULL || qv_type_add_child(n, fi->name, fi->nullable, ct,
+                                        fi->metadata.n ? &fi->metadata : NULL, NULL) != QV_OK) {
+      qv_type_unref(ct);
+      qv_type_unref(n);
+      return NULL;
+    }
+  }
+  return n;
+}
+
+/* The target schema: the file's fields with restored types and the
+ * stored fields' metadata; NULL when the stored schema does not match
+ * the file's columns. */
+static qv_schema *restore_schema(const qv_schema *file, const qv_schema *stored) {
+  int32_t n = qv_schema_num_fields(file);
+  if (qv_schema_num_fields(stored) != n) return NULL;
+  qv_type *st = qv_type_new(QV_STRUCT);
+  if (st == NULL) return NULL;
+  for (int32_t i = 0; i < n; i++) {
+    const qv_field *f = qv_schema_field(file, i), *o = qv_schema_field(stored, i);
+    if (strcmp(f->name, o->name) != 0) {
+      qv_type_unref(st);
+      return NULL;
+    }
+    qv_type *t = restore_type(f->type, o->type);
+    const qv_metadata *md = o->metadata.n ? &o->metadata : f->metadata.n ? &f->metadata : NULL;
+    if (t == NULL || qv_type_add_child(st, f->name, f->nullable, t, md, NULL) != QV_OK) {
+      qv_type_unref(t);
+      qv_type_unref(st);
+      return NULL;
+    }
+  }
+  qv_schema *s = qv_schema_new(st);
+  if (s == NULL) {
+    qv_type_unref(st);
+    return NULL;
+  }
+  /* pyarrow takes the schema metadata from the stored schema */
+  if (qv_metadata_copy(&s->metadata, &stored->metadata, NULL) != QV_OK) {
+    qv_schema_unref(s);
+    return NULL;
+  }
+  return s;
+}
+
+qv_status qv_parquet_arrow_schema(const qv_parquet_file *f, qv_schema **out, qv_error *err) {
+  qv_schema *stored = NULL;
+  qv_error ignored;
+  if (qv_parquet_stored_schema(f, &stored, &ignored) != QV_OK) stored = NULL;
+  qv_schema *target = stored ? restore_schema(qv_parquet_schema(f), stored) : NULL;
+  qv_schema_unref(stored);
+  if (target == NULL) {
+    *out = qv_schema_ref((qv_schema *)qv_parquet_schema(f));
+    return QV_OK;
+  }
+  /* the read decides per column whether the target type converts */
+  qv_parquet_read_options o;
+  memset(&o, 0, sizeof o);
+  o.arrow_schema = target;
+  qv_status st = qv_parquet_read_schema(f, &o, out, err);
+  qv_schema_unref(target);
+  return st;
+}
+
+qv_status qv_table_read_parquet(const char *path, const qv_parquet_read_options *options,
+                                qv_table **out, qv_error *err) {
+  qv_parquet_file *f = NULL;
+  QV_RETURN_NOT_OK(qv_parquet_open_path(path, &f, err));
+  qv_parquet_read_options o;
+  memset(&o, 0, sizeof o);
+  if (options) o = *options;
+  qv_schema *stored = NULL;
+  qv_error ignored;
+  /* A stored schema that does not decode is ignored, as pyarrow does. */
+  if (qv_parquet_stored_schema(f, &stored, &ignored) != QV_OK) stored = NULL;
+  qv_schema *target = stored ? restore_schema(qv_parquet_schema(f), stored) : NULL;
+  o.arrow_schema = target;
+  qv_array **batches = NULL;
+  int64_t n = 0;
+  qv_schema *schema = NULL;
+  qv_status st = qv_parquet_read(f, &o, &batches, &n, &schema, err);
+  if (st == QV_OK) {
+    st = qv_table_from_batches(schema, batches, n, out, err);
+    for (int64_t i = 0; i < n; i++) qv_array_unref(batches[i]);
+    free(batches);
+  }
+  qv_schema_unref(schema);
+  qv_schema_unref(stored);
+  qv_schema_unref(target);
+  qv_parquet_close(f);
+  return st;
+}
