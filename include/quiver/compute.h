@@ -314,6 +314,129 @@ QV_API qv_status qv_table_group_by_exprs(qv_table *t, const char *const *keys, i
                                          const qv_group_by_options *opts, qv_table **out,
                                          qv_error *err) QV_NODISCARD;
 
+/* ------------------------------------------------------------------------ */
+/* Hash join, distinct rows, value counts (join.c, distinct.c)               */
+
+/** Join types, as SQL's (semi/anti: left rows with / without a match). */
+typedef enum qv_join_type {
+  QV_JOIN_INNER = 0,
+  QV_JOIN_LEFT = 1,
+  QV_JOIN_RIGHT = 2,
+  QV_JOIN_FULL = 3,
+  QV_JOIN_SEMI = 4,
+  QV_JOIN_ANTI = 5
+} qv_join_type;
+
+/** Which side the hash table is built over. */
+typedef enum qv_join_build {
+  QV_JOIN_BUILD_AUTO = 0, /**< the side with fewer rows (right on ties) */
+  QV_JOIN_BUILD_LEFT = 1,
+  QV_JOIN_BUILD_RIGHT = 2
+} qv_join_build;
+
+/** Options of a join; zero-initialise, then set at least the keys. */
+typedef struct qv_join_options {
+  qv_join_type how;
+  /** Key column names of the left table (n_keys >= 1 entries). */
+  const char *const *left_on;
+  /** Key column names of the right table, n_keys entries (NULL: left_on). */
+  const char *const *right_on;
+  int32_t n_keys;
+  /** Appended to the names of left / right payload columns whose names
+   *  clash (NULL: "" and "_right"). */
+  const char *left_suffix;
+  const char *right_suffix;
+  qv_join_build build;
+} qv_join_options;
+
+/** Parse "inner", "left", "right", "full" (or "outer"), "semi", "anti";
+ *  false for anything else. */
+QV_API bool qv_join_type_parse(const char *name, qv_join_type *out);
+
+/** Name of a join type ("inner", ...). */
+QV_API const char *qv_join_type_name(qv_join_type how);
+
+/**
+ * The matching row pairs of a hash join of `left` and `right` (the tables
+ * are read, not retained): *out_left[i] and *out_right[i] are row numbers
+ * of output row i in the left and right table, -1 where the row has no
+ * partner (outer joins). For semi / anti joins *out_right is NULL and
+ * *out_left lists the kept left rows in left order. The arrays are
+ * malloc'ed and owned by the caller (free()); *out_n receives their
+ * length. On failure the outputs are NULL / 0.
+ *
+ * Keys: opts->n_keys pairs of columns. The two columns of a pair are
+ * unified before hashing: dictionaries are decoded to their values;
+ * integers of different types become int64 (uint64 when both are
+ * unsigned; an unsigned value above INT64_MAX is then QV_ERANGE); integers
+ * and floats mixed, and half floats, become double; string / large_string
+ * / string_view become large_string, binary variants (or a string and a
+ * binary) large_binary; the null type takes the other column's type.
+ * Other pairs must have equal types (QV_ETYPE naming both columns and
+ * types). A NULL in any key column never matches (SQL); NaN matches NaN
+ * and -0.0 matches 0.0 (DuckDB's equality). An unknown column is QV_EARG
+ * naming it, with a "did you mean" suggestion.
+ *
+ * Engine: the build side's keys go through a qv_grouper (row-table
+ * encoding, minibatches of 4096, swiss table); each build row's group id
+ * is stored and the rows of each group listed in build order; the probe
+ * side is looked up with qv_grouper_lookup.
+ *
+ * Order of the output (deterministic; DuckDB's is unspecified): pairs in
+ * the probe side's row order, each probe row's matches in build-side row
+ * order; a probe row without a match (left join with the left as probe,
+ * ...) in its place; then the build rows without a match, in build order,
+ * when the join keeps them. The probe side is the side not built over
+ * (opts->build; AUTO builds over the smaller side, the right on ties, so
+ * an equal-sized or larger left gives left order). Semi and anti joins
+ * always return left rows in left order whichever side is built over.
+ * Working memory: about 16 bytes per build row plus 12 per probe row and
+ * 16 per output pair.
+ */
+QV_API qv_status qv_join_indices(qv_table *left, qv_table *right, const qv_join_options *opts,
+                                 int64_t **out_left, int64_t **out_right, int64_t *out_n,
+                                 qv_error *err) QV_NODISCARD;
+
+/**
+ * Hash join of two tables (qv_join_indices' rules and order) as a new
+ * in-memory table the caller owns. Columns: every left column, then the
+ * right's non-key columns; a right column whose name is also a left
+ * column's gets right_suffix and that left column left_suffix. For right
+ * and full joins the left key columns hold the right key where the left
+ * row is absent (SQL's USING, pandas' merge), and have the unified key
+ * type; otherwise each column keeps its type. Semi / anti: the left
+ * columns only. The schema carries no metadata (field metadata is kept).
+ */
+QV_API qv_status qv_table_join(qv_table *left, qv_table *right, const qv_join_options *opts,
+                               qv_table **out, qv_error *err) QV_NODISCARD;
+
+/**
+ * Distinct rows by the columns `on` (n_on >= 1; n_on == 0: every column):
+ * the first row of each distinct key, in order of first appearance, with
+ * all of the table's columns (DuckDB's DISTINCT ON keeps the first row
+ * too). Keys are compared as the grouper does: by bytes (floats bitwise,
+ * 0.0 and -0.0 differ, as in qv_unique), NULL equal to NULL. *out: a new
+ * table the caller owns. QV_EARG for an unknown column (with a
+ * suggestion), QV_ETYPE for a column the grouper cannot key on.
+ */
+QV_API qv_status qv_table_distinct(qv_table *t, const char *const *on, int32_t n_on, qv_table **out,
+                                   qv_error *err) QV_NODISCARD;
+
+/**
+ * Value counts of a column (pyarrow's value_counts): each distinct value
+ * once in order of first appearance (qv_unique's rules; null is a value
+ * and is counted), *out_values of the column's type and *out_counts int64,
+ * both new arrays the caller owns (NULL on failure).
+ */
+QV_API qv_status qv_value_counts(const qv_chunked_column *column, qv_array **out_values,
+                                 qv_array **out_counts, qv_error *err) QV_NODISCARD;
+
+/** qv_value_counts of a table column as a two-column table "values"
+ *  (the column's type), "counts" (int64), the fields of pyarrow's
+ *  struct. *out: a new table the caller owns. */
+QV_API qv_status qv_table_value_counts(qv_table *t, const char *column, qv_table **out,
+                                       qv_error *err) QV_NODISCARD;
+
 #ifdef __cplusplus
 }
 #endif

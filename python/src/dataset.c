@@ -1066,6 +1066,17 @@ static PyObject *Dataset_shape(DatasetObject *self, void *c) {
 }
 
 static PyMethodDef Dataset_methods[] = {
+    {"join", (PyCFunction)(void (*)(void))qvpy_Dataset_join, METH_VARARGS | METH_KEYWORDS,
+     "join($self, /, other, on=None, how='inner', *, left_on=None, right_on=None, "
+     "suffixes=None)\n--\n\nHash join with another Dataset (docs/compute.md): "
+     "inner, left, right, full (outer), semi, anti; suffixes: a (left, right) pair, "
+     "default ('', '_right')."},
+    {"distinct", (PyCFunction)(void (*)(void))qvpy_Dataset_distinct, METH_VARARGS | METH_KEYWORDS,
+     "distinct($self, /, column_names=None)\n--\n\nThe first row of each distinct key of the "
+     "columns (all columns when None), in order of first appearance."},
+    {"value_counts", (PyCFunction)qvpy_Dataset_value_counts, METH_O,
+     "value_counts($self, column, /)\n--\n\nA Dataset of each distinct value ('values') and "
+     "its count ('counts'), in order of first appearance (pyarrow's value_counts)."},
     {"select", (PyCFunction)(void (*)(void))Dataset_select, METH_VARARGS | METH_KEYWORDS,
      "select($self, /, indices, keep_in_memory=False, indices_cache_file_name=None, "
      "writer_batch_size=1000, new_fingerprint=None, *, cache=False)\n--\n\nThe rows at these "

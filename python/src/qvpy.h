@@ -192,4 +192,9 @@ PyObject *qvpy_Dataset_unique(DatasetObject *self, PyObject *column);
  * class (from_dict...); args may be NULL. */
 PyObject *qvpy_call_api(const char *fn, PyObject *self, PyObject *args, PyObject *kwargs);
 
+/* ---- join / distinct / value_counts (join.c) --------------------------- */
+PyObject *qvpy_Dataset_join(DatasetObject *self, PyObject *args, PyObject *kwargs);
+PyObject *qvpy_Dataset_distinct(DatasetObject *self, PyObject *args, PyObject *kwargs);
+PyObject *qvpy_Dataset_value_counts(DatasetObject *self, PyObject *arg);
+
 #endif

@@ -92,5 +92,8 @@ int cmd_import(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 /* groupby.c */
 int cmd_groupby(int argc, char **argv);
+/* join.c */
+int cmd_join(int argc, char **argv);
+int cmd_distinct(int argc, char **argv);
 
 #endif
