@@ -26,6 +26,7 @@
 #include "quiver/hf.h"
 #include "quiver/integration.h"
 #include "quiver/ipc.h"
+#include "quiver/parquet_writer.h"
 #include "quiver/print.h"
 #include "quiver/random.h"
 #include "quiver/row.h"

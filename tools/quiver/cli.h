@@ -66,6 +66,9 @@ int cmd_head(int argc, char **argv);
 int cmd_get(int argc, char **argv);
 int cmd_integration(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
+/* convert_parquet.c: `convert` to Parquet (OUT *.parquet or --to=parquet) */
+bool cli_convert_to_parquet(int argc, char **argv);
+int cmd_convert_parquet(int argc, char **argv);
 int cmd_debug(int argc, char **argv);
 /* dataset_cmds.c */
 int cmd_select(int argc, char **argv);

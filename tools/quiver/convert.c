@@ -25,7 +25,9 @@ static const char kConvertHelp[] =
     "for '-'), no compression, 1000 rows per record batch. The output file\n"
     "is replaced atomically: on any error the previous OUT is untouched.\n"
     "On a terminal, a progress bar shows on stderr for longer conversions\n"
-    "(QV_PROGRESS=0 turns it off).\n";
+    "(QV_PROGRESS=0 turns it off).\n"
+    "OUT ending in .parquet (or --to=parquet) writes Parquet: see\n"
+    "'quiver convert x.arrow y.parquet --help'.\n";
 
 /* Parse "none", "lz4", "zstd" or "zstd:LEVEL" (also "lz4:LEVEL"). */
 static bool parse_compression(const char *s, qv_compression *c, int *level) {
@@ -57,6 +59,7 @@ static int64_t array_bytes(const qv_array *a) {
 }
 
 int cmd_convert(int argc, char **argv) {
+  if (cli_convert_to_parquet(argc, argv)) return cmd_convert_parquet(argc, argv);
   const char *in = NULL, *out = NULL;
   qv_write_options wo;
   memset(&wo, 0, sizeof wo);
