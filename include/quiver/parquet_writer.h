@@ -24,11 +24,17 @@
  * page_bytes of values and start at a row boundary. Column chunks carry
  * min/max/null_count statistics ordered as pyarrow orders them.
  *
+ * The columns of a row group are encoded in parallel (one column per
+ * thread at a time, qv_parquet_write_options.threads) into memory, then
+ * written in column order, and the row group's bytes are handed to the
+ * kernel's write-back at once (sync_file_range) so the closing fsync has
+ * little left to do.
+ *
  * Writes are atomic (a hidden temporary beside the target, fsync, rename):
  * on any error or qv_parquet_writer_abort the target is untouched. Memory
  * is bounded by one row group: the batches of the row group being filled
- * are kept (references) and its encoded column chunks are built in memory,
- * then written, before the next row group starts.
+ * are kept (references) and its encoded (compressed) column chunks are
+ * built in memory, then written, before the next row group starts.
  */
 #ifndef QUIVER_PARQUET_WRITER_H
 #define QUIVER_PARQUET_WRITER_H
@@ -68,6 +74,10 @@ typedef struct qv_parquet_write_options {
   int page_version;     /**< data page version: 1 (0 = 1) or 2 */
   bool no_statistics;   /**< leave column statistics out */
   bool no_arrow_schema; /**< leave the `ARROW:schema` key out */
+  /** Threads encoding the columns of a row group in parallel (the
+   *  caller's included): 0 = one per CPU, 1 = the calling thread only.
+   *  The bytes written do not depend on it. */
+  int threads;
 } qv_parquet_write_options;
 
 typedef struct qv_parquet_writer qv_parquet_writer;

@@ -9,6 +9,7 @@
  * Formats layer.
  */
 #include <brotli/encode.h>
+#include <fcntl.h>
 #include <lz4.h>
 #include <math.h>
 #include <snappy-c.h>
@@ -19,6 +20,7 @@
 #include <zstd.h>
 
 #include "core/atomic_internal.h"
+#include "core/parallel_internal.h"
 #include "formats/parquet_format.h"
 #include "formats/parquet_write_internal.h"
 #include "formats/thrift_write.h"
@@ -100,18 +102,29 @@ typedef struct col_state {
   /* the dictionary */
   qv_tw dict;
   int64_t dict_n, dict_cap;
+  int dict_bw; /* bits of dict_n (the page size estimate) */
   int64_t *dict_off;
   int32_t *dict_len;
   uint64_t *dict_hash;
-  uint32_t *ht;
+  uint64_t *ht; /* slots: 0 empty, else the hash's high 32 bits | (id + 1) */
   int64_t ht_cap;
-  /* the chunk's data pages and scratch */
-  qv_tw pages, hdr, lev, vals, comp;
+  /* the shredder's output for one batch */
+  u32vec sdefs, sreps;
+  i64vec svidx;
+  /* the chunk's dictionary page (header + body) and data pages, and scratch */
+  qv_tw dictpage, pages, hdr, lev, vals, comp;
   chunk_meta *meta;
   uint8_t *min, *max;
   int32_t min_len, max_len, min_cap, max_cap;
   bool has_minmax;
 } col_state;
+
+/* One encoded column chunk of the row group being written. */
+typedef struct col_out {
+  qv_tw dictpage, pages;
+  qv_status st;
+  qv_error err;
+} col_out;
 
 struct qv_parquet_writer {
   qv_schema *schema;
@@ -125,9 +138,10 @@ struct qv_parquet_writer {
   rg_meta *rgs;
   int64_t n_rgs, cap_rgs;
   bool failed;
-  col_state cs;
-  u32vec defs, reps;
-  i64vec vidx;
+  qv_pool *pool; /* NULL: one thread */
+  col_state *cs; /* one per thread */
+  int n_cs;
+  col_out *outs; /* one per leaf */
 };
 
 static const uint8_t kEmpty[8];
@@ -330,12 +344,13 @@ static inline bool stats_update(col_state *c, const uint8_t *p, int32_t n) {
 
 static bool dict_rehash(col_state *c) {
   int64_t cap = c->ht_cap ? c->ht_cap * 2 : 1024;
-  uint32_t *ht = calloc((size_t)cap, sizeof *ht);
+  uint64_t *ht = calloc((size_t)cap, sizeof *ht);
   if (ht == NULL) return false;
   for (int64_t id = 0; id < c->dict_n; id++) {
-    uint64_t s = c->dict_hash[id] & (uint64_t)(cap - 1);
+    uint64_t h = c->dict_hash[id];
+    uint64_t s = h & (uint64_t)(cap - 1);
     while (ht[s]) s = (s + 1) & (uint64_t)(cap - 1);
-    ht[s] = (uint32_t)(id + 1);
+    ht[s] = (h & 0xFFFFFFFF00000000ull) | (uint64_t)(id + 1);
   }
   free(c->ht);
   c->ht = ht;
@@ -346,16 +361,37 @@ static bool dict_rehash(col_state *c) {
 /* Index of the value in the dictionary, inserting it; -1 on OOM. */
 static int64_t dict_find(col_state *c, const uint8_t *p, int32_t n) {
   if ((c->dict_n + 1) * 2 > c->ht_cap && !dict_rehash(c)) return -1;
-  uint64_t h = XXH3_64bits(p, (size_t)n);
+  uint64_t h;
+  if (n == 8 || n == 4) {
+    /* fixed-width values: a multiplicative hash of the bits */
+    uint64_t x = 0;
+    memcpy(&x, p, (size_t)n);
+    x ^= x >> 33; /* murmur3's finaliser */
+    x *= 0xFF51AFD7ED558CCDull;
+    x ^= x >> 33;
+    x *= 0xC4CEB9FE1A85EC53ull;
+    h = x ^ (x >> 33);
+  } else {
+    h = XXH3_64bits(p, (size_t)n);
+  }
   uint64_t mask = (uint64_t)(c->ht_cap - 1);
   uint64_t s = h & mask;
+  uint64_t tag = h & 0xFFFFFFFF00000000ull;
   for (;;) {
-    uint32_t e = c->ht[s];
+    uint64_t e = c->ht[s];
     if (e == 0) break;
-    int64_t id = e - 1;
-    if (c->dict_hash[id] == h && c->dict_len[id] == n &&
-        memcmp(c->dict.data + c->dict_off[id], p, (size_t)n) == 0)
-      return id;
+    int64_t id = (int64_t)(e & 0xFFFFFFFFu) - 1;
+    if ((e & 0xFFFFFFFF00000000ull) == tag && c->dict_len[id] == n) {
+      const uint8_t *q = c->dict.data + c->dict_off[id];
+      if (n == 8) {
+        uint64_t x, y;
+        memcpy(&x, p, 8);
+        memcpy(&y, q, 8);
+        if (x == y) return id;
+      } else if (memcmp(q, p, (size_t)n) == 0) {
+        return id;
+      }
+    }
     s = (s + 1) & mask;
   }
   if (c->dict_n == c->dict_cap) {
@@ -370,6 +406,7 @@ static int64_t dict_find(col_state *c, const uint8_t *p, int32_t n) {
     c->dict_cap = cap;
   }
   int64_t id = c->dict_n++;
+  while (((int64_t)1 << c->dict_bw) <= c->dict_n) c->dict_bw++;
   if (c->lf->ptype == QV_PQ_BYTE_ARRAY) {
     uint32_t l = (uint32_t)n;
     qv_tw_bytes(&c->dict, &l, 4);
@@ -379,7 +416,7 @@ static int64_t dict_find(col_state *c, const uint8_t *p, int32_t n) {
   if (!qv_tw_ok(&c->dict)) return -1;
   c->dict_len[id] = n;
   c->dict_hash[id] = h;
-  c->ht[s] = (uint32_t)(id + 1);
+  c->ht[s] = tag | (uint64_t)(id + 1);
   if (!stats_update(c, p, n)) return -1;
   return id;
 }
@@ -566,82 +603,107 @@ static qv_status flush_page(qv_parquet_writer *w, col_state *c, qv_error *err) {
 }
 
 static int64_t page_estimate(const col_state *c) {
-  if (c->dict_mode) {
-    int bw = qv_pw_bit_width((uint64_t)c->dict_n);
-    return c->idx.n * bw / 8 + c->page_values / 4;
-  }
+  if (c->dict_mode) return c->idx.n * c->dict_bw / 8 + c->page_values / 4;
   return c->plain.size + c->page_values / 4;
 }
 
-/* Feed the levels and values of one column of one batch into the pages. */
+/* One level (definition d, repetition r) and, when d is the maximum, the
+ * leaf value at physical index k of L. */
+static inline qv_status add_level(qv_parquet_writer *w, col_state *c, const qv_array *L, uint32_t d,
+                                  uint32_t r, int64_t k, qv_error *err) {
+  const qv_pw_leaf *lf = c->lf;
+  if (r == 0) {
+    if (c->fallback_pending) {
+      QV_RETURN_NOT_OK(flush_page(w, c, err));
+      c->fallback_pending = false;
+      c->dict_mode = false;
+    } else if (c->page_values > 0 && page_estimate(c) >= w->opt.page_bytes) {
+      QV_RETURN_NOT_OK(flush_page(w, c, err));
+    }
+    c->page_rows++;
+  }
+  if (lf->max_def > 0 && !u32_push(&c->defs, d)) return pw_oom(err);
+  if (lf->max_rep > 0 && !u32_push(&c->reps, r)) return pw_oom(err);
+  c->page_values++;
+  if (d != (uint32_t)lf->max_def) {
+    c->page_nulls++;
+    c->meta->null_count++;
+    return QV_OK;
+  }
+  uint8_t tmp[32];
+  int32_t len;
+  const uint8_t *p = leaf_value(lf, L, k, tmp, &len);
+  if (lf->conv == QV_PW_CV_BOOL) {
+    if ((c->page_nonnull & 7) == 0) {
+      qv_tw_bytes(&c->plain, kEmpty, 1);
+      if (!qv_tw_ok(&c->plain)) return pw_oom(err);
+    }
+    if (p[0]) c->plain.data[c->plain.size - 1] |= (uint8_t)(1u << (c->page_nonnull & 7));
+    if (!stats_update(c, p, 1)) return pw_oom(err);
+  } else if (c->dict_mode) {
+    int64_t id = dict_find(c, p, len);
+    if (id < 0 || !u32_push(&c->idx, (uint32_t)id)) return pw_oom(err);
+    if (c->dict.size > w->opt.dictionary_page_bytes || c->dict_n >= (int64_t)1 << 30)
+      c->fallback_pending = true;
+  } else {
+    if (lf->ptype == QV_PQ_BYTE_ARRAY) put_u32le(&c->plain, (uint32_t)len);
+    qv_tw_bytes(&c->plain, p, len);
+    if (!qv_tw_ok(&c->plain)) return pw_oom(err);
+    if (!stats_update(c, p, len)) return pw_oom(err);
+  }
+  c->page_nonnull++;
+  return QV_OK;
+}
+
+/* Feed the shredded levels and values of one column of one batch into the
+ * pages. */
 static qv_status consume(qv_parquet_writer *w, col_state *c, const qv_array *L, qv_error *err) {
   const qv_pw_leaf *lf = c->lf;
-  int64_t n = lf->max_def > 0 ? w->defs.n : w->vidx.n;
+  int64_t n = lf->max_def > 0 ? c->sdefs.n : c->svidx.n;
   int64_t vi = 0;
-  uint32_t max_def = (uint32_t)lf->max_def;
-  uint8_t tmp[32];
-  int64_t page_bytes = w->opt.page_bytes;
-  int64_t dict_limit = w->opt.dictionary_page_bytes;
   for (int64_t k = 0; k < n; k++) {
-    uint32_t d = lf->max_def > 0 ? w->defs.p[k] : 0;
-    uint32_t r = lf->max_rep > 0 ? w->reps.p[k] : 0;
-    if (r == 0) {
-      if (c->fallback_pending) {
-        QV_RETURN_NOT_OK(flush_page(w, c, err));
-        c->fallback_pending = false;
-        c->dict_mode = false;
-      } else if (c->page_values > 0 && page_estimate(c) >= page_bytes) {
-        QV_RETURN_NOT_OK(flush_page(w, c, err));
-      }
-      c->page_rows++;
-    }
-    if (lf->max_def > 0 && !u32_push(&c->defs, d)) return pw_oom(err);
-    if (lf->max_rep > 0 && !u32_push(&c->reps, r)) return pw_oom(err);
-    c->page_values++;
-    if (d != max_def) {
-      c->page_nulls++;
-      c->meta->null_count++;
-      continue;
-    }
-    int32_t len;
-    const uint8_t *p = leaf_value(lf, L, w->vidx.p[vi++], tmp, &len);
-    if (lf->conv == QV_PW_CV_BOOL) {
-      if ((c->page_nonnull & 7) == 0) {
-        qv_tw_bytes(&c->plain, kEmpty, 1);
-        if (!qv_tw_ok(&c->plain)) return pw_oom(err);
-      }
-      if (p[0]) c->plain.data[c->plain.size - 1] |= (uint8_t)(1u << (c->page_nonnull & 7));
-      if (!stats_update(c, p, 1)) return pw_oom(err);
-    } else if (c->dict_mode) {
-      int64_t id = dict_find(c, p, len);
-      if (id < 0 || !u32_push(&c->idx, (uint32_t)id)) return pw_oom(err);
-      if (c->dict.size > dict_limit) c->fallback_pending = true;
-    } else {
-      if (lf->ptype == QV_PQ_BYTE_ARRAY) put_u32le(&c->plain, (uint32_t)len);
-      qv_tw_bytes(&c->plain, p, len);
-      if (!stats_update(c, p, len)) return pw_oom(err);
-    }
-    c->page_nonnull++;
+    uint32_t d = lf->max_def > 0 ? c->sdefs.p[k] : 0;
+    uint32_t r = lf->max_rep > 0 ? c->sreps.p[k] : 0;
+    int64_t idx = d == (uint32_t)lf->max_def ? c->svidx.p[vi++] : -1;
+    QV_RETURN_NOT_OK(add_level(w, c, L, d, r, idx, err));
   }
-  if (!qv_tw_ok(&c->plain)) return pw_oom(err);
+  return QV_OK;
+}
+
+/* A top-level primitive column: rows [base, base + n) of col straight
+ * into the pages, without shredding. */
+static qv_status consume_flat(qv_parquet_writer *w, col_state *c, const qv_array *col, int64_t base,
+                              int64_t n, qv_error *err) {
+  uint32_t max_def = (uint32_t)c->lf->max_def;
+  const uint8_t *bits = max_def > 0 && col->buffers[0] ? col->buffers[0]->data : NULL;
+  int64_t k0 = col->offset + base;
+  if (bits == NULL) {
+    for (int64_t k = k0; k < k0 + n; k++)
+      QV_RETURN_NOT_OK(add_level(w, c, col, max_def, 0, k, err));
+  } else {
+    for (int64_t k = k0; k < k0 + n; k++) {
+      bool valid = qv_bit_get(bits, k);
+      QV_RETURN_NOT_OK(add_level(w, c, col, valid ? max_def : 0, 0, valid ? k : -1, err));
+    }
+  }
   return QV_OK;
 }
 
 /* --------------------------------------------------------------- shredder */
 
 typedef struct shred_ctx {
-  qv_parquet_writer *w;
+  col_state *c;
   const qv_pw_leaf *lf;
   const qv_array *L;
   bool failed;
 } shred_ctx;
 
 static inline void emit(shred_ctx *s, uint32_t def, uint32_t rep, int64_t k) {
-  qv_parquet_writer *w = s->w;
+  col_state *c = s->c;
   bool ok = true;
-  if (s->lf->max_def > 0) ok &= u32_push(&w->defs, def);
-  if (s->lf->max_rep > 0) ok &= u32_push(&w->reps, rep);
-  if (k >= 0) ok &= i64_push(&w->vidx, k);
+  if (s->lf->max_def > 0) ok &= u32_push(&c->sdefs, def);
+  if (s->lf->max_rep > 0) ok &= u32_push(&c->sreps, rep);
+  if (k >= 0) ok &= i64_push(&c->svidx, k);
   if (!ok) s->failed = true;
 }
 
@@ -695,6 +757,20 @@ static void shred(shred_ctx *s, const qv_array *a, int64_t i, int32_t si, uint32
         return;
       }
       const qv_array *child = a->children[0];
+      const qv_pw_step *next = &s->lf->steps[si + 1];
+      if (next->kind == QV_PW_STEP_LEAF && !s->lf->dictionary && child->type->id != QV_NA) {
+        /* a list of primitives: the elements without a call each */
+        s->L = child;
+        const uint8_t *bits = next->nullable && child->buffers[0] ? child->buffers[0]->data : NULL;
+        uint32_t d_valid = def + 1 + (next->nullable ? 1 : 0);
+        for (int64_t j = start; j < end; j++) {
+          int64_t k = child->offset + j;
+          uint32_t r = j == start ? rep : (uint32_t)st->rep;
+          if (bits && !qv_bit_get(bits, k)) emit(s, def + 1, r, -1);
+          else emit(s, d_valid, r, k);
+        }
+        return;
+      }
       for (int64_t j = start; j < end && !s->failed; j++)
         shred(s, child, j, si + 1, def + 1, j == start ? rep : (uint32_t)st->rep);
       return;
@@ -703,25 +779,13 @@ static void shred(shred_ctx *s, const qv_array *a, int64_t i, int32_t si, uint32
 }
 
 /* Levels and leaf indices of column lf over batch rows [0, batch->length). */
-static qv_status shred_batch(qv_parquet_writer *w, const qv_pw_leaf *lf, const qv_array *batch,
+static qv_status shred_batch(col_state *c, const qv_pw_leaf *lf, const qv_array *batch,
                              const qv_array **L, qv_error *err) {
-  w->defs.n = w->reps.n = w->vidx.n = 0;
-  shred_ctx s = {w, lf, NULL, false};
+  c->sdefs.n = c->sreps.n = c->svidx.n = 0;
+  shred_ctx s = {c, lf, NULL, false};
   const qv_array *col = batch->children[lf->column];
   int64_t base = batch->offset;
-  if (lf->n_steps == 1 && !lf->dictionary && lf->conv != QV_PW_CV_NULL) {
-    /* flat column: no recursion */
-    s.L = col;
-    bool nulls = lf->max_def > 0 && col->buffers[0] != NULL;
-    const uint8_t *bits = nulls ? col->buffers[0]->data : NULL;
-    for (int64_t i = 0; i < batch->length; i++) {
-      int64_t k = col->offset + base + i;
-      if (bits && !qv_bit_get(bits, k)) emit(&s, 0, 0, -1);
-      else emit(&s, (uint32_t)lf->max_def, 0, k);
-    }
-  } else {
-    for (int64_t i = 0; i < batch->length && !s.failed; i++) shred(&s, col, base + i, 0, 0, 0);
-  }
+  for (int64_t i = 0; i < batch->length && !s.failed; i++) shred(&s, col, base + i, 0, 0, 0);
   if (s.failed) return pw_oom(err);
   *L = s.L ? s.L : col;
   return QV_OK;
@@ -730,6 +794,10 @@ static qv_status shred_batch(qv_parquet_writer *w, const qv_pw_leaf *lf, const q
 /* ----------------------------------------------------------- row groups */
 
 static void col_free(col_state *c) {
+  free(c->sdefs.p);
+  free(c->sreps.p);
+  free(c->svidx.p);
+  qv_tw_reset(&c->dictpage);
   free(c->defs.p);
   free(c->reps.p);
   free(c->idx.p);
@@ -761,8 +829,10 @@ static void col_begin(qv_parquet_writer *w, col_state *c, const qv_pw_leaf *lf, 
   c->page_values = c->page_rows = c->page_nulls = c->page_nonnull = 0;
   qv_tw_clear(&c->dict);
   c->dict_n = 0;
+  c->dict_bw = 0;
   if (c->ht) memset(c->ht, 0, sizeof *c->ht * (size_t)c->ht_cap);
   qv_tw_clear(&c->pages);
+  qv_tw_clear(&c->dictpage);
   c->meta = m;
   c->has_minmax = false;
   c->min_len = c->max_len = 0;
@@ -779,7 +849,6 @@ static qv_status file_write(qv_parquet_writer *w, const void *p, int64_t n, qv_e
 static qv_status col_finish(qv_parquet_writer *w, col_state *c, qv_error *err) {
   QV_RETURN_NOT_OK(flush_page(w, c, err));
   chunk_meta *m = c->meta;
-  m->file_offset = w->pos;
   if (c->dict_used) {
     QV_RETURN_NOT_OK(pw_compress(&w->opt, c->dict.data, c->dict.size, &c->comp, err));
     page_header(&c->hdr, QV_PQ_DICTIONARY_PAGE, c->dict.size, c->comp.size);
@@ -788,16 +857,13 @@ static qv_status col_finish(qv_parquet_writer *w, col_state *c, qv_error *err) {
     qv_tw_field_i32(&c->hdr, 2, QV_PQ_PLAIN);
     qv_tw_struct_end(&c->hdr);
     qv_tw_struct_end(&c->hdr);
-    if (!qv_tw_ok(&c->hdr)) return pw_oom(err);
-    m->dict_page_offset = w->pos;
     m->total_uncompressed += c->hdr.size + c->dict.size;
     m->total_compressed += c->hdr.size + c->comp.size;
     m->encodings |= 1u << QV_PQ_PLAIN;
-    QV_RETURN_NOT_OK(file_write(w, c->hdr.data, c->hdr.size, err));
-    QV_RETURN_NOT_OK(file_write(w, c->comp.data, c->comp.size, err));
+    qv_tw_bytes(&c->dictpage, c->hdr.data, c->hdr.size);
+    qv_tw_bytes(&c->dictpage, c->comp.data, c->comp.size);
+    if (!qv_tw_ok(&c->hdr) || !qv_tw_ok(&c->dictpage)) return pw_oom(err);
   }
-  m->data_page_offset = w->pos;
-  QV_RETURN_NOT_OK(file_write(w, c->pages.data, c->pages.size, err));
   if (c->has_minmax && c->min_len <= 4096 && c->max_len <= 4096 && !w->opt.no_statistics) {
     /* as Arrow: a zero minimum is -0.0, a zero maximum +0.0 */
     if (c->lf->order == QV_PW_ORD_DOUBLE || c->lf->order == QV_PW_ORD_FLOAT) {
@@ -834,6 +900,43 @@ static qv_status col_finish(qv_parquet_writer *w, col_state *c, qv_error *err) {
   return QV_OK;
 }
 
+/* Encode leaf column li of the pending batches on thread `worker`'s state
+ * into w->outs[li]. */
+static void encode_column(void *ctx, int64_t li, int worker) {
+  qv_parquet_writer *w = ctx;
+  col_out *out = &w->outs[li];
+  qv_error *err = &out->err;
+  const qv_pw_leaf *lf = &w->ps.leaves[li];
+  col_state *c = &w->cs[worker];
+  col_begin(w, c, lf, &w->rgs[w->n_rgs - 1].cols[li]);
+  qv_status st = QV_OK;
+  bool flat = lf->n_steps == 1 && !lf->dictionary && lf->conv != QV_PW_CV_NULL;
+  for (int64_t b = 0; b < w->n_pending && st == QV_OK; b++) {
+    const qv_array *batch = w->pending[b];
+    if (flat) {
+      st = consume_flat(w, c, batch->children[lf->column], batch->offset, batch->length, err);
+      c->meta->num_values += batch->length;
+    } else {
+      const qv_array *L = NULL;
+      st = shred_batch(c, lf, batch, &L, err);
+      if (st == QV_OK) st = consume(w, c, L, err);
+      c->meta->num_values += lf->max_def > 0 ? c->sdefs.n : c->svidx.n;
+    }
+  }
+  if (st == QV_OK) st = col_finish(w, c, err);
+  if (st != QV_OK)
+    qv_error_prefix(err, st, "row group %lld, column '%s': ", (long long)(w->n_rgs - 1),
+                    lf->path[0]);
+  /* hand the encoded chunk over; the slot's old buffers become scratch */
+  qv_tw t = out->pages;
+  out->pages = c->pages;
+  c->pages = t;
+  t = out->dictpage;
+  out->dictpage = c->dictpage;
+  c->dictpage = t;
+  out->st = st;
+}
+
 static qv_status flush_row_group(qv_parquet_writer *w, qv_error *err) {
   if (w->pending_rows == 0) return QV_OK;
   if (w->n_rgs == w->cap_rgs) {
@@ -850,24 +953,32 @@ static qv_status flush_row_group(qv_parquet_writer *w, qv_error *err) {
   w->n_rgs++;
   rg->num_rows = w->pending_rows;
   rg->file_offset = w->pos;
+  if (w->pool) qv_pool_run(w->pool, w->ps.n_leaves, encode_column, w);
+  else
+    for (int32_t li = 0; li < w->ps.n_leaves; li++) encode_column(w, li, 0);
+  QV_RETURN_NOT_OK(qv_pool_check(w->pool, err));
   for (int32_t li = 0; li < w->ps.n_leaves; li++) {
-    const qv_pw_leaf *lf = &w->ps.leaves[li];
-    col_state *c = &w->cs;
-    col_begin(w, c, lf, &rg->cols[li]);
-    for (int64_t b = 0; b < w->n_pending; b++) {
-      const qv_array *L = NULL;
-      QV_RETURN_NOT_OK(shred_batch(w, lf, w->pending[b], &L, err));
-      qv_status st = consume(w, c, L, err);
-      if (st != QV_OK) return st;
-      c->meta->num_values += lf->max_def > 0 ? w->defs.n : w->vidx.n;
+    col_out *out = &w->outs[li];
+    if (out->st != QV_OK) {
+      if (err) *err = out->err;
+      return out->st;
     }
-    qv_status st = col_finish(w, c, err);
-    if (st != QV_OK)
-      return qv_error_prefix(err, st, "row group %lld, column '%s': ", (long long)(w->n_rgs - 1),
-                             lf->path[0]);
-    rg->total_byte_size += rg->cols[li].total_uncompressed;
-    rg->total_compressed += rg->cols[li].total_compressed;
   }
+  int64_t start = w->pos;
+  for (int32_t li = 0; li < w->ps.n_leaves; li++) {
+    col_out *out = &w->outs[li];
+    chunk_meta *m = &rg->cols[li];
+    m->file_offset = w->pos;
+    if (out->dictpage.size > 0) m->dict_page_offset = w->pos;
+    QV_RETURN_NOT_OK(file_write(w, out->dictpage.data, out->dictpage.size, err));
+    m->data_page_offset = w->pos;
+    QV_RETURN_NOT_OK(file_write(w, out->pages.data, out->pages.size, err));
+    rg->total_byte_size += m->total_uncompressed;
+    rg->total_compressed += m->total_compressed;
+  }
+  /* start writing the row group back now, so that the fsync at the end
+   * has little left to do */
+  sync_file_range(qv_atomic_file_fd(w->file), start, w->pos - start, SYNC_FILE_RANGE_WRITE);
   for (int64_t b = 0; b < w->n_pending; b++) qv_array_unref(w->pending[b]);
   w->n_pending = 0;
   w->pending_rows = 0;
@@ -1029,10 +1140,15 @@ static void writer_free(qv_parquet_writer *w) {
     free(w->rgs[r].cols);
   }
   free(w->rgs);
-  col_free(&w->cs);
-  free(w->defs.p);
-  free(w->reps.p);
-  free(w->vidx.p);
+  for (int i = 0; i < w->n_cs; i++) col_free(&w->cs[i]);
+  free(w->cs);
+  if (w->outs)
+    for (int32_t li = 0; li < w->ps.n_leaves; li++) {
+      qv_tw_reset(&w->outs[li].pages);
+      qv_tw_reset(&w->outs[li].dictpage);
+    }
+  free(w->outs);
+  qv_pool_free(w->pool);
   qv_pw_schema_reset(&w->ps);
   qv_schema_unref(w->schema);
   free(w);
@@ -1069,6 +1185,16 @@ qv_status qv_parquet_writer_open_path(const char *path, const qv_schema *schema,
   w->opt = o;
   w->schema = qv_schema_ref((qv_schema *)schema);
   qv_status st = qv_pw_schema_build(schema, &w->ps, err);
+  if (st == QV_OK) {
+    int threads = o.threads > 0 ? o.threads : qv_cpu_count();
+    if (threads > w->ps.n_leaves) threads = w->ps.n_leaves;
+    if (threads < 1) threads = 1;
+    if (threads > 1) st = qv_pool_new(threads, &w->pool, err);
+    w->n_cs = threads;
+    w->cs = calloc((size_t)threads, sizeof *w->cs);
+    w->outs = calloc((size_t)(w->ps.n_leaves ? w->ps.n_leaves : 1), sizeof *w->outs);
+    if (st == QV_OK && (w->cs == NULL || w->outs == NULL)) st = pw_oom(err);
+  }
   if (st == QV_OK) st = qv_atomic_file_open(path, &w->file, err);
   if (st == QV_OK) st = file_write(w, QV_PQ_MAGIC, QV_PQ_MAGIC_LEN, err);
   if (st != QV_OK) {

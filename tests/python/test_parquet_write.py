@@ -439,7 +439,7 @@ class Options(ctypes.Structure):
                 ("row_group_rows", ctypes.c_int64), ("page_bytes", ctypes.c_int64),
                 ("dictionary_page_bytes", ctypes.c_int64), ("no_dictionary", ctypes.c_bool),
                 ("page_version", ctypes.c_int), ("no_statistics", ctypes.c_bool),
-                ("no_arrow_schema", ctypes.c_bool)]
+                ("no_arrow_schema", ctypes.c_bool), ("threads", ctypes.c_int)]
 
 
 def test_c_stream_entry_point(tmp_path):
