@@ -464,6 +464,17 @@ def test_c_stream_entry_point(tmp_path):
     _columns_equal(pq.read_table(out), pq.read_table(ref))
     assert pq.ParquetFile(out).metadata.num_row_groups == 3
     assert pq.ParquetFile(out).metadata.row_group(0).column(0).compression == "ZSTD"
+    # the bytes do not depend on the number of threads
+    files = []
+    for threads in (1, 2, 3):
+        stream = ArrowArrayStream()
+        reader = pa.RecordBatchReader.from_batches(t.schema, t.to_batches(max_chunksize=77))
+        reader._export_to_c(ctypes.addressof(stream))
+        p = tmp_path / f"t{threads}.parquet"
+        opts = Options(codec=1, row_group_rows=120, threads=threads)
+        assert fn(ctypes.byref(stream), str(p).encode(), ctypes.byref(opts), None, err) == 0
+        files.append(p.read_bytes())
+    assert files[0] == files[1] == files[2]
     # without ARROW:schema, pyarrow reads the Parquet types (no large/view types)
     stream = ArrowArrayStream()
     sel = t.select(["lstr", "i64"])
