@@ -487,3 +487,32 @@ def test_c_stream_entry_point(tmp_path):
     assert got.schema.field("lstr").type == pa.string()
     assert got.column("lstr").to_pylist() == sel.column("lstr").to_pylist()
     assert b"ARROW:schema" not in (pq.ParquetFile(out).metadata.metadata or {})
+
+
+def test_datasets_directory_to_parquet(tmp_path):
+    """A save_to_disk directory (2 shards, every feature type) and a
+    DatasetDict split: the Parquet file equals what `datasets`' own
+    to_parquet writes (values, types, the features in the metadata)."""
+    import hfdata
+    import datasets as D
+    ds = hfdata.all_features_dataset(40)
+    src = tmp_path / "saved"
+    ds.save_to_disk(str(src), num_shards=2)
+    out, ref = tmp_path / "q.parquet", tmp_path / "ref.parquet"
+    quiver("convert", src, out)
+    ds.to_parquet(str(ref))
+    got, want = pq.read_table(out), pq.read_table(ref)
+    assert got.num_rows == 40
+    assert got.to_pylist() == want.to_pylist()
+    assert got.schema.equals(want.schema, check_metadata=True)
+    # the features datasets reads back: from the huggingface key, as from its own file
+    assert D.Features.from_arrow_schema(got.schema) == D.Features.from_arrow_schema(want.schema)
+    assert got.schema.metadata[b"huggingface"] == ds.data.schema.metadata[b"huggingface"]
+    dd = D.DatasetDict({"train": ds.select(range(30)), "test": ds.select(range(30, 40))})
+    dd.save_to_disk(str(tmp_path / "dd"))
+    r = quiver("convert", tmp_path / "dd", out, check=False)
+    assert r.returncode != 0 and b"split" in r.stderr
+    quiver("convert", tmp_path / "dd", out, "--split", "test")
+    assert pq.read_table(out).to_pylist() == want.slice(30).to_pylist()
+    r = quiver("convert", src / "data-00000-of-00002.arrow", out, "--split=x", check=False)
+    assert r.returncode == 2

@@ -11,17 +11,21 @@
 
 #include "cli.h"
 #include "progress.h"
+#include "quiver/cdata.h"
+#include "quiver/dataset.h"
 #include "quiver/ipc.h"
 #include "quiver/parquet_writer.h"
 
 static const char kConvertParquetHelp[] =
-    "usage: quiver convert IN OUT.parquet [--to=parquet]\n"
+    "usage: quiver convert IN OUT.parquet [--to=parquet] [--split NAME]\n"
     "                     [--compression=none|snappy|gzip|brotli|lz4|zstd[:LEVEL]]\n"
     "                     [--row-group-size=N] [--page-version=1|2] [--page-size=BYTES]\n"
     "                     [--no-dictionary] [--dictionary-page-size=BYTES]\n"
     "\n"
-    "Write an Arrow IPC file or stream (IN '-' reads a stream from stdin) as\n"
-    "Parquet: chosen when OUT ends in .parquet or with --to=parquet.\n"
+    "Write an Arrow IPC file or stream (IN '-' reads a stream from stdin), or\n"
+    "the rows of a datasets directory (save_to_disk or load_dataset cache;\n"
+    "--split NAME picks a split) as Parquet: chosen when OUT ends in .parquet\n"
+    "or with --to=parquet.\n"
     "Defaults: snappy, 1048576 rows per row group, data page v1, pages of\n"
     "about 1 MiB of values, dictionary encoding with fallback to PLAIN once\n"
     "a column chunk's dictionary passes --dictionary-page-size (1 MiB).\n"
@@ -38,7 +42,8 @@ static bool ends_with(const char *s, const char *suffix) {
 static bool takes_value(const char *a) {
   static const char *const names[] = {"--format",       "--compression", "--batch-size",
                                       "--to",           "--from",        "--row-group-size",
-                                      "--page-version", "--page-size",   "--dictionary-page-size"};
+                                      "--page-version", "--page-size",   "--dictionary-page-size",
+                                      "--split"};
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
     if (strcmp(a, names[i]) == 0) return true;
   return false;
@@ -83,7 +88,7 @@ static bool parse_codec(const char *s, qv_parquet_codec *c, int *level) {
 }
 
 int cmd_convert_parquet(int argc, char **argv) {
-  const char *in = NULL, *out = NULL;
+  const char *in = NULL, *out = NULL, *split = NULL;
   qv_parquet_write_options o;
   memset(&o, 0, sizeof o);
   o.codec = QV_PARQUET_SNAPPY;
@@ -126,6 +131,9 @@ int cmd_convert_parquet(int argc, char **argv) {
       if (v && strcmp(v, "1") == 0) o.page_version = 1;
       else if (v && strcmp(v, "2") == 0) o.page_version = 2;
       else return cli_usage("convert", "--page-version must be 1 or 2, found '%s'", v ? v : "");
+    } else if ((v = cli_opt_value(a, "--split", argc, argv, &i, &m)) || m) {
+      if (!v || !*v) return cli_usage("convert", "--split needs a NAME");
+      split = v;
     } else if (strcmp(a, "--no-dictionary") == 0) {
       o.no_dictionary = true;
     } else if (a[0] == '-' && a[1] != '\0') {
@@ -142,6 +150,18 @@ int cmd_convert_parquet(int argc, char **argv) {
   if (strcmp(out, "-") == 0) return cli_usage("convert", "Parquet output needs a path, not '-'");
 
   qv_error err;
+  if (cli_is_directory(in)) {
+    /* a datasets directory: its rows as the dataset shows them */
+    qv_dataset *ds = NULL;
+    qv_status st = cli_open_dataset(in, split, NULL, &ds, &err);
+    if (st != QV_OK) return cli_fail(st, &err);
+    struct ArrowArrayStream stream;
+    st = qv_dataset_export_stream(ds, 0, &stream, &err);
+    qv_dataset_unref(ds);
+    if (st == QV_OK) st = qv_parquet_write_arrow_stream_path(&stream, out, &o, NULL, &err);
+    return st == QV_OK ? QV_EXIT_OK : cli_fail(st, &err);
+  }
+  if (split) return cli_usage("convert", "--split is for a datasets directory IN");
   qv_read_options ro = {QV_VALIDATE_FULL, true, 0};
   qv_reader *r = NULL;
   qv_status st = strcmp(in, "-") == 0 ? qv_reader_open_fd(0, &ro, &r, &err)
