@@ -5,7 +5,9 @@ Generates a table of about --mb MB in memory (int64, double, string of
 8-40 chars, list<int64> of 0-8 items; a few percent nulls), written once as
 an uncompressed Arrow IPC file. Then, alternately, best of --runs:
   - quiver:  `quiver convert in.arrow out.parquet --compression=snappy`
-             (maps the IPC file, writes Parquet: the whole command timed);
+             (maps the IPC file, writes Parquet, fsyncs: the whole command
+             timed), with the default threads (one per CPU) and with
+             --threads=1 (pyarrow's write_table encodes on one thread);
   - pyarrow: pyarrow.ipc.open_file on a memory map + read_all +
              pyarrow.parquet.write_table(compression="snappy") (default
              options: dictionary on, 1 Mi rows per row group, page v1).
@@ -72,12 +74,17 @@ def main():
         print(f"table: {t.num_rows} rows, IPC file {size_mb:.0f} MB")
         del t
         q_out, p_out = os.path.join(d, "q.parquet"), os.path.join(d, "p.parquet")
-        best_q = best_p = cpu_q = cpu_p = float("inf")
+        best_q = best_p = cpu_q = cpu_p = best_1 = cpu_1 = float("inf")
         for _ in range(args.runs):
             c0, t0 = cpu(resource.RUSAGE_CHILDREN), time.perf_counter()
             subprocess.run([CLI, "convert", src, q_out, "--compression=snappy"], check=True)
             best_q = min(best_q, time.perf_counter() - t0)
             cpu_q = min(cpu_q, cpu(resource.RUSAGE_CHILDREN) - c0)
+            c0, t0 = cpu(resource.RUSAGE_CHILDREN), time.perf_counter()
+            subprocess.run([CLI, "convert", src, q_out, "--compression=snappy", "--threads=1"],
+                           check=True)
+            best_1 = min(best_1, time.perf_counter() - t0)
+            cpu_1 = min(cpu_1, cpu(resource.RUSAGE_CHILDREN) - c0)
             c0, t0 = cpu(resource.RUSAGE_SELF), time.perf_counter()
             with pa.memory_map(src) as f:
                 tab = ipc.open_file(f).read_all()
@@ -89,10 +96,12 @@ def main():
         assert a.equals(b), "quiver's and pyarrow's files differ"
         print(f"quiver  convert -> parquet (snappy): {best_q:.3f} s wall, {cpu_q:.3f} s CPU "
               f"({os.path.getsize(q_out) / 1e6:.0f} MB, fsync'ed)")
+        print(f"quiver  --threads=1:                 {best_1:.3f} s wall, {cpu_1:.3f} s CPU")
         print(f"pyarrow write_table (snappy):        {best_p:.3f} s wall, {cpu_p:.3f} s CPU "
               f"({os.path.getsize(p_out) / 1e6:.0f} MB)")
         print(f"ratio pyarrow/quiver: {best_p / best_q:.2f}x wall (goal >= 1.0x), "
-              f"{cpu_p / cpu_q:.2f}x CPU")
+              f"{cpu_p / cpu_q:.2f}x CPU; one thread: {best_p / best_1:.2f}x wall, "
+              f"{cpu_p / cpu_1:.2f}x CPU")
     finally:
         shutil.rmtree(d)
 

@@ -390,7 +390,8 @@ def test_unsupported_type_and_usage(tmp_path):
     assert r.returncode == 1 and b"cannot be written to Parquet" in r.stderr
     assert out.read_bytes() == b"old"
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
-    for bad in ["--compression=lzo", "--page-version=3", "--row-group-size=0", "--bogus"]:
+    for bad in ["--compression=lzo", "--page-version=3", "--row-group-size=0", "--bogus",
+                "--threads=x", "--compression=snappy:3"]:
         r = quiver("convert", src, out, bad, check=False)
         assert r.returncode == 2, bad
     r = quiver("convert", src, out, "--help")

@@ -21,6 +21,7 @@ static const char kConvertParquetHelp[] =
     "                     [--compression=none|snappy|gzip|brotli|lz4|zstd[:LEVEL]]\n"
     "                     [--row-group-size=N] [--page-version=1|2] [--page-size=BYTES]\n"
     "                     [--no-dictionary] [--dictionary-page-size=BYTES]\n"
+    "                     [--threads=N]\n"
     "\n"
     "Write an Arrow IPC file or stream (IN '-' reads a stream from stdin), or\n"
     "the rows of a datasets directory (save_to_disk or load_dataset cache;\n"
@@ -28,7 +29,9 @@ static const char kConvertParquetHelp[] =
     "or with --to=parquet.\n"
     "Defaults: snappy, 1048576 rows per row group, data page v1, pages of\n"
     "about 1 MiB of values, dictionary encoding with fallback to PLAIN once\n"
-    "a column chunk's dictionary passes --dictionary-page-size (1 MiB).\n"
+    "a column chunk's dictionary passes --dictionary-page-size (1 MiB),\n"
+    "the columns of a row group encoded on --threads threads (0: one per\n"
+    "CPU, the default; the output does not depend on it).\n"
     "The Arrow schema is stored (ARROW:schema) so pyarrow restores the exact\n"
     "types; schema metadata is kept. OUT is replaced atomically: on any\n"
     "error the previous OUT is untouched.\n";
@@ -43,7 +46,7 @@ static bool takes_value(const char *a) {
   static const char *const names[] = {"--format",       "--compression", "--batch-size",
                                       "--to",           "--from",        "--row-group-size",
                                       "--page-version", "--page-size",   "--dictionary-page-size",
-                                      "--split"};
+                                      "--split",        "--threads"};
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
     if (strcmp(a, names[i]) == 0) return true;
   return false;
@@ -131,6 +134,11 @@ int cmd_convert_parquet(int argc, char **argv) {
       if (v && strcmp(v, "1") == 0) o.page_version = 1;
       else if (v && strcmp(v, "2") == 0) o.page_version = 2;
       else return cli_usage("convert", "--page-version must be 1 or 2, found '%s'", v ? v : "");
+    } else if ((v = cli_opt_value(a, "--threads", argc, argv, &i, &m)) || m) {
+      int64_t n = 0;
+      if (!v || !cli_parse_i64(v, &n) || n > 1024)
+        return cli_usage("convert", "--threads must be 0..1024, found '%s'", v ? v : "");
+      o.threads = (int)n;
     } else if ((v = cli_opt_value(a, "--split", argc, argv, &i, &m)) || m) {
       if (!v || !*v) return cli_usage("convert", "--split needs a NAME");
       split = v;
