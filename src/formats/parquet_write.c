@@ -670,21 +670,191 @@ static qv_status consume(qv_parquet_writer *w, col_state *c, const qv_array *L, 
   return QV_OK;
 }
 
+/* Min and max of the valid values [k0, k1) of a fixed-width column, in
+ * one typed loop (NaN skipped), folded into the chunk's statistics. */
+#define PW_MINMAX(T, ISNAN)                                                                        \
+  do {                                                                                             \
+    const T *v = (const T *)(const void *)data;                                                    \
+    bool any = false;                                                                              \
+    T lo = 0, hi = 0;                                                                              \
+    for (int64_t k = k0; k < k1; k++) {                                                            \
+      if (bits && !qv_bit_get(bits, k)) continue;                                                  \
+      T x;                                                                                         \
+      memcpy(&x, v + k, sizeof x);                                                                 \
+      if (ISNAN) continue;                                                                         \
+      if (!any) {                                                                                  \
+        lo = hi = x;                                                                               \
+        any = true;                                                                                \
+      } else {                                                                                     \
+        if (x < lo) lo = x;                                                                        \
+        if (x > hi) hi = x;                                                                        \
+      }                                                                                            \
+    }                                                                                              \
+    if (any && (!stats_update(c, (const uint8_t *)&lo, (int32_t)sizeof lo) ||                      \
+                !stats_update(c, (const uint8_t *)&hi, (int32_t)sizeof hi)))                       \
+      return false;                                                                                \
+  } while (0)
+
+static bool bulk_stats(col_state *c, const uint8_t *data, const uint8_t *bits, int64_t k0,
+                       int64_t k1) {
+  switch (c->lf->order) {
+    case QV_PW_ORD_I64: PW_MINMAX(int64_t, false); break;
+    case QV_PW_ORD_U64: PW_MINMAX(uint64_t, false); break;
+    case QV_PW_ORD_DOUBLE: PW_MINMAX(double, isnan(x)); break;
+    case QV_PW_ORD_FLOAT: PW_MINMAX(float, isnan(x)); break;
+    default: return false;
+  }
+  return true;
+}
+
+/* Rows [k, k1) of a flat 4- or 8-byte column as PLAIN values in bulk:
+ * page by page, the values copied in runs, the levels and the statistics
+ * in typed loops. */
+static qv_status plain_bulk(qv_parquet_writer *w, col_state *c, const qv_array *col,
+                            const uint8_t *bits, int64_t k, int64_t k1, qv_error *err) {
+  const qv_pw_leaf *lf = c->lf;
+  int32_t width = lf->conv == QV_PW_CV_FLOAT ? 4 : 8;
+  uint32_t max_def = (uint32_t)lf->max_def;
+  const uint8_t *data = buf_data(col, 1);
+  while (k < k1) {
+    if (c->page_values > 0 && page_estimate(c) >= w->opt.page_bytes)
+      QV_RETURN_NOT_OK(flush_page(w, c, err));
+    int64_t room = (w->opt.page_bytes - page_estimate(c)) / width;
+    int64_t m = k1 - k;
+    if (room < 1) room = 1;
+    if (m > room) m = room;
+    int64_t nonnull = bits ? qv_bitmap_count(bits, k, m) : m;
+    /* levels */
+    if (max_def > 0) {
+      while (c->defs.cap < c->defs.n + m)
+        if (!u32_grow(&c->defs)) return pw_oom(err);
+      uint32_t *d = c->defs.p + c->defs.n;
+      if (bits)
+        for (int64_t i = 0; i < m; i++) d[i] = qv_bit_get(bits, k + i) ? max_def : 0;
+      else
+        for (int64_t i = 0; i < m; i++) d[i] = max_def;
+      c->defs.n += m;
+    }
+    /* values */
+    if (nonnull == m) {
+      qv_tw_bytes(&c->plain, data + k * width, m * width);
+    } else {
+      for (int64_t i = k; i < k + m;) {
+        while (i < k + m && !qv_bit_get(bits, i)) i++;
+        int64_t run = i;
+        while (run < k + m && qv_bit_get(bits, run)) run++;
+        qv_tw_bytes(&c->plain, data + i * width, (run - i) * width);
+        i = run;
+      }
+    }
+    if (!qv_tw_ok(&c->plain)) return pw_oom(err);
+    if (!bulk_stats(c, data, bits, k, k + m)) return pw_oom(err);
+    c->page_values += m;
+    c->page_rows += m;
+    c->page_nulls += m - nonnull;
+    c->page_nonnull += nonnull;
+    c->meta->null_count += m - nonnull;
+    k += m;
+  }
+  return QV_OK;
+}
+
+/* Rows [k, k1) of a flat binary or string column (32- or 64-bit offsets)
+ * as PLAIN values in bulk: page by page, lengths and bytes written in
+ * place, the statistics from the chunk's smallest and largest value. */
+static qv_status plain_bulk_binary(qv_parquet_writer *w, col_state *c, const qv_array *col,
+                                   const uint8_t *bits, int64_t k, int64_t k1, qv_error *err) {
+  const qv_pw_leaf *lf = c->lf;
+  int ob = lf->conv == QV_PW_CV_BINARY ? 4 : 8;
+  uint32_t max_def = (uint32_t)lf->max_def;
+  const uint8_t *offs = buf_data(col, 1), *data = buf_data(col, 2);
+  while (k < k1) {
+    if (c->page_values > 0 && page_estimate(c) >= w->opt.page_bytes)
+      QV_RETURN_NOT_OK(flush_page(w, c, err));
+    /* values up to the page's room (at least one row) */
+    int64_t room = w->opt.page_bytes - page_estimate(c);
+    int64_t m = 0, bytes = 0;
+    while (k + m < k1 && (m == 0 || bytes < room)) {
+      if (!bits || qv_bit_get(bits, k + m))
+        bytes += 4 + qv_load_offset(offs, ob, k + m + 1) - qv_load_offset(offs, ob, k + m);
+      m++;
+    }
+    if (max_def > 0) {
+      while (c->defs.cap < c->defs.n + m)
+        if (!u32_grow(&c->defs)) return pw_oom(err);
+      uint32_t *d = c->defs.p + c->defs.n;
+      for (int64_t i = 0; i < m; i++) d[i] = !bits || qv_bit_get(bits, k + i) ? max_def : 0;
+      c->defs.n += m;
+    }
+    int64_t at = c->plain.size;
+    if (at + bytes > c->plain.cap) {
+      /* grow once, then write in place */
+      int64_t cap = c->plain.cap ? c->plain.cap : 256;
+      while (cap < at + bytes) cap *= 2;
+      uint8_t *p = realloc(c->plain.data, (size_t)cap);
+      if (p == NULL) return pw_oom(err);
+      c->plain.data = p;
+      c->plain.cap = cap;
+    }
+    uint8_t *out = c->plain.data + at;
+    const uint8_t *lo = NULL, *hi = NULL;
+    int32_t lo_n = 0, hi_n = 0;
+    int64_t nonnull = 0;
+    for (int64_t i = k; i < k + m; i++) {
+      if (bits && !qv_bit_get(bits, i)) continue;
+      int64_t s0 = qv_load_offset(offs, ob, i);
+      int32_t len = (int32_t)(qv_load_offset(offs, ob, i + 1) - s0);
+      const uint8_t *p = data + s0;
+      uint32_t l32 = (uint32_t)len;
+      memcpy(out, &l32, 4);
+      if (len > 0) memcpy(out + 4, p, (size_t)len);
+      out += 4 + len;
+      if (nonnull++ == 0) {
+        lo = hi = p;
+        lo_n = hi_n = len;
+      } else {
+        if (cmp_values(QV_PW_ORD_BYTES, p, len, lo, lo_n) < 0) {
+          lo = p;
+          lo_n = len;
+        }
+        if (cmp_values(QV_PW_ORD_BYTES, p, len, hi, hi_n) > 0) {
+          hi = p;
+          hi_n = len;
+        }
+      }
+    }
+    c->plain.size = at + bytes;
+    if (nonnull > 0 && (!stats_update(c, lo, lo_n) || !stats_update(c, hi, hi_n)))
+      return pw_oom(err);
+    c->page_values += m;
+    c->page_rows += m;
+    c->page_nulls += m - nonnull;
+    c->page_nonnull += nonnull;
+    c->meta->null_count += m - nonnull;
+    k += m;
+  }
+  return QV_OK;
+}
+
 /* A top-level primitive column: rows [base, base + n) of col straight
- * into the pages, without shredding. */
+ * into the pages, without shredding; once a chunk is PLAIN, 4- and 8-byte
+ * numbers go in bulk. */
 static qv_status consume_flat(qv_parquet_writer *w, col_state *c, const qv_array *col, int64_t base,
                               int64_t n, qv_error *err) {
-  uint32_t max_def = (uint32_t)c->lf->max_def;
+  const qv_pw_leaf *lf = c->lf;
+  uint32_t max_def = (uint32_t)lf->max_def;
   const uint8_t *bits = max_def > 0 && col->buffers[0] ? col->buffers[0]->data : NULL;
   int64_t k0 = col->offset + base;
-  if (bits == NULL) {
-    for (int64_t k = k0; k < k0 + n; k++)
-      QV_RETURN_NOT_OK(add_level(w, c, col, max_def, 0, k, err));
-  } else {
-    for (int64_t k = k0; k < k0 + n; k++) {
-      bool valid = qv_bit_get(bits, k);
-      QV_RETURN_NOT_OK(add_level(w, c, col, valid ? max_def : 0, 0, valid ? k : -1, err));
-    }
+  bool bulk =
+      (lf->conv == QV_PW_CV_INT64 || lf->conv == QV_PW_CV_DOUBLE || lf->conv == QV_PW_CV_FLOAT) &&
+      (lf->order == QV_PW_ORD_I64 || lf->order == QV_PW_ORD_U64 || lf->order == QV_PW_ORD_DOUBLE ||
+       lf->order == QV_PW_ORD_FLOAT);
+  bool bulk_binary = lf->conv == QV_PW_CV_BINARY || lf->conv == QV_PW_CV_LARGE_BINARY;
+  for (int64_t k = k0; k < k0 + n; k++) {
+    if (bulk && !c->dict_mode) return plain_bulk(w, c, col, bits, k, k0 + n, err);
+    if (bulk_binary && !c->dict_mode) return plain_bulk_binary(w, c, col, bits, k, k0 + n, err);
+    bool valid = bits == NULL || qv_bit_get(bits, k);
+    QV_RETURN_NOT_OK(add_level(w, c, col, valid ? max_def : 0, 0, valid ? k : -1, err));
   }
   return QV_OK;
 }
