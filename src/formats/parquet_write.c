@@ -933,11 +933,22 @@ static void shred(shred_ctx *s, const qv_array *a, int64_t i, int32_t si, uint32
         s->L = child;
         const uint8_t *bits = next->nullable && child->buffers[0] ? child->buffers[0]->data : NULL;
         uint32_t d_valid = def + 1 + (next->nullable ? 1 : 0);
+        col_state *c = s->c;
+        int64_t m = end - start;
+        /* room for every element once, then written without checks */
+        bool ok = true;
+        while (ok && c->sdefs.cap < c->sdefs.n + m) ok = u32_grow(&c->sdefs);
+        while (ok && c->sreps.cap < c->sreps.n + m) ok = u32_grow(&c->sreps);
+        if (!ok) {
+          s->failed = true;
+          return;
+        }
         for (int64_t j = start; j < end; j++) {
           int64_t k = child->offset + j;
-          uint32_t r = j == start ? rep : (uint32_t)st->rep;
-          if (bits && !qv_bit_get(bits, k)) emit(s, def + 1, r, -1);
-          else emit(s, d_valid, r, k);
+          bool valid = !bits || qv_bit_get(bits, k);
+          c->sdefs.p[c->sdefs.n++] = valid ? d_valid : def + 1;
+          c->sreps.p[c->sreps.n++] = j == start ? rep : (uint32_t)st->rep;
+          if (valid && !i64_push(&c->svidx, k)) s->failed = true;
         }
         return;
       }
