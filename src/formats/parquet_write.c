@@ -138,7 +138,7 @@ struct qv_parquet_writer {
   rg_meta *rgs;
   int64_t n_rgs, cap_rgs;
   bool failed;
-  qv_pool *pool; /* NULL: one thread */
+  qv_pool *pool; /* of n_cs threads (1: the caller's only) */
   col_state *cs; /* one per thread */
   int n_cs;
   col_out *outs; /* one per leaf */
@@ -1134,9 +1134,7 @@ static qv_status flush_row_group(qv_parquet_writer *w, qv_error *err) {
   w->n_rgs++;
   rg->num_rows = w->pending_rows;
   rg->file_offset = w->pos;
-  if (w->pool) qv_pool_run(w->pool, w->ps.n_leaves, encode_column, w);
-  else
-    for (int32_t li = 0; li < w->ps.n_leaves; li++) encode_column(w, li, 0);
+  qv_pool_run(w->pool, w->ps.n_leaves, encode_column, w);
   QV_RETURN_NOT_OK(qv_pool_check(w->pool, err));
   for (int32_t li = 0; li < w->ps.n_leaves; li++) {
     col_out *out = &w->outs[li];
@@ -1370,7 +1368,9 @@ qv_status qv_parquet_writer_open_path(const char *path, const qv_schema *schema,
     int threads = o.threads > 0 ? o.threads : qv_cpu_count();
     if (threads > w->ps.n_leaves) threads = w->ps.n_leaves;
     if (threads < 1) threads = 1;
-    if (threads > 1) st = qv_pool_new(threads, &w->pool, err);
+    /* a pool even for one thread: its tasks run under a recovery point
+     * (a mapped input that shrinks gives QV_ECHANGED, not SIGBUS) */
+    st = qv_pool_new(threads, &w->pool, err);
     w->n_cs = threads;
     w->cs = calloc((size_t)threads, sizeof *w->cs);
     w->outs = calloc((size_t)(w->ps.n_leaves ? w->ps.n_leaves : 1), sizeof *w->outs);

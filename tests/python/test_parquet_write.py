@@ -403,7 +403,13 @@ def test_unsupported_type_and_usage(tmp_path):
 
 
 def test_kill_leaves_no_partial_output(source, tmp_path):
-    d, t, src, ref = source
+    """Killed at every crash point (QUIVER_TEST_KILL_AT) of a 4-column,
+    3-row-group write: the old file or the new one, never a torn one."""
+    d, full, _, _ = source
+    t = full.select(["i64", "str", "list_i32", "struct"])
+    src, ref = tmp_path / "k.arrow", tmp_path / "k_ref.parquet"
+    feather.write_feather(t, str(src), compression="uncompressed", chunksize=600)
+    pq.write_table(t, str(ref))
     out = tmp_path / "k.parquet"
     env = dict(os.environ, QUIVER_TEST_KILL_TRACE="1")
     r = subprocess.run([require(CLI), "convert", str(src), str(out), "--row-group-size=500"],
@@ -427,6 +433,7 @@ def test_kill_leaves_no_partial_output(source, tmp_path):
     # the next write reclaims the dead writers' temporaries
     _convert(src, out)
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+    assert points >= 10
 
 
 class ArrowArrayStream(ctypes.Structure):
