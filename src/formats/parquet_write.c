@@ -1072,8 +1072,8 @@ static qv_status col_finish(qv_parquet_writer *w, col_state *c, qv_error *err) {
     m->min = malloc((size_t)c->min_len + 1);
     m->max = malloc((size_t)c->max_len + 1);
     if (m->min == NULL || m->max == NULL) return pw_oom(err);
-    memcpy(m->min, c->min, (size_t)c->min_len);
-    memcpy(m->max, c->max, (size_t)c->max_len);
+    if (c->min_len > 0) memcpy(m->min, c->min, (size_t)c->min_len);
+    if (c->max_len > 0) memcpy(m->max, c->max, (size_t)c->max_len);
     m->min_len = c->min_len;
     m->max_len = c->max_len;
     m->has_minmax = true;
