@@ -68,3 +68,12 @@ add_test(NAME python.scale
          WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
 set_tests_properties(python.scale PROPERTIES LABELS python TIMEOUT 1500
   ENVIRONMENT "QV_BUILD=${CMAKE_BINARY_DIR};XDG_CACHE_HOME=${CMAKE_BINARY_DIR}/test-xdg-cache")
+# The torch format and DataLoader tests: torch 2.13.0 (CPU) in a venv of
+# their own (scripts/venv-torch.sh: tests/requirements.txt plus
+# tests/requirements-torch.txt, created once, idempotent; QV_TORCH_VENV
+# overrides its place); labelled python (not run under sanitizers).
+add_test(NAME python.torch
+         COMMAND sh -c "v=\${QV_TORCH_VENV:-${CMAKE_BINARY_DIR}/venv-torch} && sh scripts/venv-torch.sh \"$v\" && \"$v/bin/python\" -m pytest -q -p no:cacheprovider ${CMAKE_CURRENT_SOURCE_DIR}/python_torch"
+         WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+set_tests_properties(python.torch PROPERTIES LABELS python TIMEOUT 1800
+  ENVIRONMENT "QV_SHARED=${PROJECT_SOURCE_DIR}/../shared;QV_BUILD=${CMAKE_BINARY_DIR};XDG_CACHE_HOME=${CMAKE_BINARY_DIR}/test-xdg-cache")

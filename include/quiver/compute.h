@@ -39,6 +39,11 @@
  * confirming candidates by comparing encoded rows byte for byte, the
  * criterion of qv_row_compare_rows (the encoding is canonical: equal rows
  * <=> equal keys, NULL equal to NULL). Group-by and distinct build on it.
+ *
+ * Group-by with aggregates (qv_table_group_by, qv_table_group_by_exprs; the
+ * section at the end; docs/compute.md): keys through the grouper or a
+ * direct-index path, aggregates updated columnwise over group ids, result
+ * types as DuckDB's (integer sums int64, checked).
  */
 #ifndef QUIVER_COMPUTE_H
 #define QUIVER_COMPUTE_H
@@ -201,6 +206,236 @@ QV_API int64_t qv_grouper_num_groups(const qv_grouper *g);
  * distinct values seen. Caller owns the arrays; on failure out[] is NULL.
  */
 QV_API qv_status qv_grouper_uniques(qv_grouper *g, qv_array **out, qv_error *err) QV_NODISCARD;
+
+/* ------------------------------------------------------------------------ */
+/* Group-by with aggregates (groupby.c, aggregate.c, groupby_expr.c)        */
+
+/** Aggregate functions. Result types follow DuckDB (docs/compute.md). */
+typedef enum qv_agg_kind {
+  QV_AGG_COUNT_ALL = 0,  /**< count(*): rows of the group, int64 */
+  QV_AGG_COUNT,          /**< count(x): non-null values, int64 */
+  QV_AGG_COUNT_DISTINCT, /**< distinct non-null values, int64 */
+  QV_AGG_SUM,            /**< int64 for integer/bool input (overflow is QV_ERANGE),
+                             double for floats; null when no value */
+  QV_AGG_MEAN,           /**< double */
+  QV_AGG_MIN,            /**< the input type (NaN greatest, as DuckDB) */
+  QV_AGG_MAX,            /**< the input type */
+  QV_AGG_FIRST,          /**< the group's first value, null or not */
+  QV_AGG_LAST,           /**< the group's last value, null or not */
+  QV_AGG_VAR,            /**< sample variance, double (null below 2 values) */
+  QV_AGG_VAR_POP,        /**< population variance, double */
+  QV_AGG_STDDEV,         /**< sample standard deviation, double */
+  QV_AGG_STDDEV_POP,     /**< population standard deviation, double */
+  QV_AGG_MEDIAN,         /**< quantile_cont(x, 0.5), double */
+  QV_AGG_QUANTILE,       /**< DuckDB quantile_cont(x, q), exact, double */
+  QV_AGG_TOP_K,          /**< list of the k largest values, largest first */
+  QV_AGG_BOTTOM_K,       /**< list of the k smallest values, smallest first */
+  QV_AGG_CORR,           /**< Pearson correlation of (x, y) pairs, double */
+  QV_AGG_COVAR,          /**< sample covariance, double */
+  QV_AGG_COVAR_POP,      /**< population covariance, double */
+  QV_AGG_ANY,            /**< bool_or over a bool column */
+  QV_AGG_ALL,            /**< bool_and over a bool column */
+  QV_AGG_LIST,           /**< list of the group's values (nulls included) in row order */
+  QV_AGG_KIND_COUNT
+} qv_agg_kind;
+
+/** One aggregate of a group-by. */
+typedef struct qv_aggregate {
+  qv_agg_kind kind;
+  const char *column;  /**< input column (NULL for count(*)) */
+  const char *column2; /**< second input of corr / covar / covar_pop */
+  double q;            /**< quantile: 0 <= q <= 1 */
+  int64_t k;           /**< top_k / bottom_k: k >= 1 */
+  const char *name;    /**< output column name (NULL: the canonical text, "sum(v1)") */
+} qv_aggregate;
+
+/** Options of a group-by (zero-initialised: first-appearance order). */
+typedef struct qv_group_by_options {
+  bool sort; /**< order the output by the keys (ascending, nulls last) */
+  /** Working-memory budget in bytes (0: no bound). Group-by state beyond it
+   *  is QV_ENOMEM naming the budget (spilling is not implemented yet). */
+  int64_t memory_limit;
+  /** Called after each batch with the rows done and the total (may be NULL). */
+  void (*progress)(void *ctx, int64_t rows_done, int64_t rows_total);
+  void *progress_ctx;
+} qv_group_by_options;
+
+/** Name of an aggregate kind as the expression language spells it
+ *  ("count", "sum", "top_k"...); "?" when out of range. Static storage. */
+QV_API const char *qv_agg_kind_name(qv_agg_kind kind);
+
+/**
+ * Group the rows of `t` by the key columns `keys[0..n_keys)` (n_keys >= 0;
+ * 0 gives one group over the whole table, as SQL without GROUP BY, even
+ * when the table is empty) and compute `aggs[0..n_aggs)` per group. *out
+ * receives a new in-memory table (one reference, the caller's): the keys
+ * under their names (dictionary keys as dictionary<int32> over the values
+ * seen), then each aggregate under its name, one row per group, in order
+ * of first appearance or sorted by the keys (opts->sort). Keys: any type
+ * qv_grouper_new takes; nulls form a group. Errors (the table is not
+ * changed; *out untouched): an unknown column is QV_EARG naming it with
+ * the closest name ("did you mean 'id1'?"); an aggregate undefined for the
+ * column's type (sum of strings) or a key type the row table cannot store
+ * QV_ETYPE naming the aggregate; an integer sum beyond int64 QV_ERANGE
+ * naming the aggregate and the group's row; QV_ENOMEM beyond
+ * opts->memory_limit. `opts` may be NULL. Mapped tables are decoded batch by
+ * batch; the decoded columns of the keys and inputs are held until the
+ * call returns. The table is only read (concurrent calls are safe).
+ */
+QV_API qv_status qv_table_group_by(qv_table *t, const char *const *keys, int32_t n_keys,
+                                   const qv_aggregate *aggs, int32_t n_aggs,
+                                   const qv_group_by_options *opts, qv_table **out,
+                                   qv_error *err) QV_NODISCARD;
+
+/**
+ * Parse one aggregate call's text ("sum(v1)", "quantile(v3, 0.9)",
+ * "top_k(v3, 2)", "count(*)", "corr(v1, v2)") into *out (strings point
+ * into `text`'s copy kept in `storage`, a caller buffer of at least
+ * strlen(text) + 1 bytes that must outlive *out). QV_EARG with the reason
+ * when it is not one aggregate call. Used by qv_table_group_by_exprs.
+ */
+QV_API qv_status qv_aggregate_parse(const char *text, char *storage, qv_aggregate *out,
+                                    qv_error *err) QV_NODISCARD;
+
+/**
+ * Group-by with aggregate expressions: each of `exprs[0..n_exprs)` is
+ * "EXPR [AS NAME]" where EXPR is the expression language
+ * (docs/expressions.md) over aggregate calls and key columns:
+ * "max(v1) - min(v2) AS range_v1_v2", "corr(v1, v2) * corr(v1, v2)",
+ * "count(*)". A bare aggregate call keeps the aggregate's result type;
+ * any other expression is evaluated over the aggregated rows and has the
+ * expression's type. Without AS the name is EXPR as written (trimmed).
+ * Errors as qv_table_group_by, plus QV_EINVAL / QV_ETYPE from the
+ * expression language and QV_EARG for a malformed text, each prefixed with
+ * "aggregate N ('TEXT'): ". Ownership as qv_table_group_by.
+ */
+QV_API qv_status qv_table_group_by_exprs(qv_table *t, const char *const *keys, int32_t n_keys,
+                                         const char *const *exprs, int32_t n_exprs,
+                                         const qv_group_by_options *opts, qv_table **out,
+                                         qv_error *err) QV_NODISCARD;
+
+/* ------------------------------------------------------------------------ */
+/* Hash join, distinct rows, value counts (join.c, distinct.c)               */
+
+/** Join types, as SQL's (semi/anti: left rows with / without a match). */
+typedef enum qv_join_type {
+  QV_JOIN_INNER = 0,
+  QV_JOIN_LEFT = 1,
+  QV_JOIN_RIGHT = 2,
+  QV_JOIN_FULL = 3,
+  QV_JOIN_SEMI = 4,
+  QV_JOIN_ANTI = 5
+} qv_join_type;
+
+/** Which side the hash table is built over. */
+typedef enum qv_join_build {
+  QV_JOIN_BUILD_AUTO = 0, /**< the side with fewer rows (right on ties) */
+  QV_JOIN_BUILD_LEFT = 1,
+  QV_JOIN_BUILD_RIGHT = 2
+} qv_join_build;
+
+/** Options of a join; zero-initialise, then set at least the keys. */
+typedef struct qv_join_options {
+  qv_join_type how;
+  /** Key column names of the left table (n_keys >= 1 entries). */
+  const char *const *left_on;
+  /** Key column names of the right table, n_keys entries (NULL: left_on). */
+  const char *const *right_on;
+  int32_t n_keys;
+  /** Appended to the names of left / right payload columns whose names
+   *  clash (NULL: "" and "_right"). */
+  const char *left_suffix;
+  const char *right_suffix;
+  qv_join_build build;
+} qv_join_options;
+
+/** Parse "inner", "left", "right", "full" (or "outer"), "semi", "anti";
+ *  false for anything else. */
+QV_API bool qv_join_type_parse(const char *name, qv_join_type *out);
+
+/** Name of a join type ("inner", ...). */
+QV_API const char *qv_join_type_name(qv_join_type how);
+
+/**
+ * The matching row pairs of a hash join of `left` and `right` (the tables
+ * are read, not retained): *out_left[i] and *out_right[i] are row numbers
+ * of output row i in the left and right table, -1 where the row has no
+ * partner (outer joins). For semi / anti joins *out_right is NULL and
+ * *out_left lists the kept left rows in left order. The arrays are
+ * malloc'ed and owned by the caller (free()); *out_n receives their
+ * length. On failure the outputs are NULL / 0.
+ *
+ * Keys: opts->n_keys pairs of columns. The two columns of a pair are
+ * unified before hashing: dictionaries are decoded to their values;
+ * integers of different types become int64 (uint64 when both are
+ * unsigned; an unsigned value above INT64_MAX is then QV_ERANGE); integers
+ * and floats mixed, and half floats, become double; string / large_string
+ * / string_view become large_string, binary variants (or a string and a
+ * binary) large_binary; the null type takes the other column's type.
+ * Other pairs must have equal types (QV_ETYPE naming both columns and
+ * types). A NULL in any key column never matches (SQL); NaN matches NaN
+ * and -0.0 matches 0.0 (DuckDB's equality). An unknown column is QV_EARG
+ * naming it, with a "did you mean" suggestion.
+ *
+ * Engine: the build side's keys go through a qv_grouper (row-table
+ * encoding, minibatches of 4096, swiss table); each build row's group id
+ * is stored and the rows of each group listed in build order; the probe
+ * side is looked up with qv_grouper_lookup.
+ *
+ * Order of the output (deterministic; DuckDB's is unspecified): pairs in
+ * the probe side's row order, each probe row's matches in build-side row
+ * order; a probe row without a match (left join with the left as probe,
+ * ...) in its place; then the build rows without a match, in build order,
+ * when the join keeps them. The probe side is the side not built over
+ * (opts->build; AUTO builds over the smaller side, the right on ties, so
+ * an equal-sized or larger left gives left order). Semi and anti joins
+ * always return left rows in left order whichever side is built over.
+ * Working memory: about 16 bytes per build row plus 12 per probe row and
+ * 16 per output pair.
+ */
+QV_API qv_status qv_join_indices(qv_table *left, qv_table *right, const qv_join_options *opts,
+                                 int64_t **out_left, int64_t **out_right, int64_t *out_n,
+                                 qv_error *err) QV_NODISCARD;
+
+/**
+ * Hash join of two tables (qv_join_indices' rules and order) as a new
+ * in-memory table the caller owns. Columns: every left column, then the
+ * right's non-key columns; a right column whose name is also a left
+ * column's gets right_suffix and that left column left_suffix. For right
+ * and full joins the left key columns hold the right key where the left
+ * row is absent (SQL's USING, pandas' merge), and have the unified key
+ * type; otherwise each column keeps its type. Semi / anti: the left
+ * columns only. The schema carries no metadata (field metadata is kept).
+ */
+QV_API qv_status qv_table_join(qv_table *left, qv_table *right, const qv_join_options *opts,
+                               qv_table **out, qv_error *err) QV_NODISCARD;
+
+/**
+ * Distinct rows by the columns `on` (n_on >= 1; n_on == 0: every column):
+ * the first row of each distinct key, in order of first appearance, with
+ * all of the table's columns (DuckDB's DISTINCT ON keeps the first row
+ * too). Keys are compared as the grouper does: by bytes (floats bitwise,
+ * 0.0 and -0.0 differ, as in qv_unique), NULL equal to NULL. *out: a new
+ * table the caller owns. QV_EARG for an unknown column (with a
+ * suggestion), QV_ETYPE for a column the grouper cannot key on.
+ */
+QV_API qv_status qv_table_distinct(qv_table *t, const char *const *on, int32_t n_on, qv_table **out,
+                                   qv_error *err) QV_NODISCARD;
+
+/**
+ * Value counts of a column (pyarrow's value_counts): each distinct value
+ * once in order of first appearance (qv_unique's rules; null is a value
+ * and is counted), *out_values of the column's type and *out_counts int64,
+ * both new arrays the caller owns (NULL on failure).
+ */
+QV_API qv_status qv_value_counts(const qv_chunked_column *column, qv_array **out_values,
+                                 qv_array **out_counts, qv_error *err) QV_NODISCARD;
+
+/** qv_value_counts of a table column as a two-column table "values"
+ *  (the column's type), "counts" (int64), the fields of pyarrow's
+ *  struct. *out: a new table the caller owns. */
+QV_API qv_status qv_table_value_counts(qv_table *t, const char *column, qv_table **out,
+                                       qv_error *err) QV_NODISCARD;
 
 #ifdef __cplusplus
 }

@@ -598,6 +598,18 @@ QV_API qv_status qv_dataset_unique(qv_dataset *ds, const char *column, qv_array 
                                    qv_error *err) QV_NODISCARD;
 
 /**
+ * Group the rows as the dataset shows them (through its indices mapping)
+ * by `keys` and compute the aggregate expressions `aggs` ("EXPR [AS
+ * NAME]", see qv_table_group_by_exprs in compute.h for the language,
+ * result types, order and errors). *out: a new in-memory dataset (one
+ * reference) of the keys then the aggregates; `ds` is only read.
+ */
+QV_API qv_status qv_dataset_group_by(qv_dataset *ds, const char *const *keys, int32_t n_keys,
+                                     const char *const *aggs, int32_t n_aggs,
+                                     const qv_group_by_options *opts, qv_dataset **out,
+                                     qv_error *err) QV_NODISCARD;
+
+/**
  * Keep the rows where the expression `where` (expr.h, docs/expressions.md)
  * is true; false and null drop the row. Evaluated per batch (data batches
  * directly without a mapping, gathered windows with one). The kept rows
@@ -903,6 +915,35 @@ QV_API qv_status qv_dataset_dict_save_to_disk(qv_dataset *const *datasets, const
  *  qv_table_free_paths. */
 QV_API qv_status qv_dataset_dict_splits(const char *path, char ***out_names, int64_t *out_n,
                                         qv_error *err) QV_NODISCARD;
+
+/* ------------------------------------------------------------------------ */
+/* Join, distinct rows, value counts (dataset_join.c)                        */
+
+/**
+ * Hash join of two datasets (qv_table_join's columns, rules and row
+ * order, compute.h) over their rows as mapped (indices mappings
+ * honoured). *out: a new in-memory dataset the caller owns, fingerprint
+ * update(left, "quiver.join", {other: right's fingerprint, how, left_on,
+ * right_on, suffixes, build}). The inputs are unchanged.
+ */
+QV_API qv_status qv_dataset_join(qv_dataset *left, qv_dataset *right, const qv_join_options *opts,
+                                 qv_dataset **out, qv_error *err) QV_NODISCARD;
+
+/**
+ * Distinct rows by `on` (n_on == 0: every column), the first row of each
+ * key in order of first appearance, all columns (qv_table_distinct), over
+ * the rows as mapped. *out: a new in-memory dataset the caller owns.
+ */
+QV_API qv_status qv_dataset_distinct(qv_dataset *ds, const char *const *on, int32_t n_on,
+                                     qv_dataset **out, qv_error *err) QV_NODISCARD;
+
+/**
+ * Value counts of a column over the rows as mapped, as a dataset of two
+ * columns "values" and "counts" (qv_table_value_counts). *out: a new
+ * in-memory dataset the caller owns. QV_EARG for an unknown column.
+ */
+QV_API qv_status qv_dataset_value_counts(qv_dataset *ds, const char *column, qv_dataset **out,
+                                         qv_error *err) QV_NODISCARD;
 
 #ifdef __cplusplus
 }

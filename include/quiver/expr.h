@@ -1,7 +1,9 @@
 /*
  * quiver/expr.h — a small expression language over the columns of a record
- * batch: comparisons, and/or/not, arithmetic, `is null`, `in (...)`, and a
- * few functions (len, starts_with, ends_with, contains, abs). It is what
+ * batch: comparisons, and/or/not, arithmetic, `is null`, `in (...)`, and
+ * functions (len, starts_with, ends_with, contains, abs, sqrt, exp, ln/log,
+ * log10, log2, floor, ceil, round, pow, lower, upper, substr, coalesce, if,
+ * cast). It is what
  * `quiver filter --where='label == 1 and len(text) > 100'` and the dataset
  * layer's filter evaluate. The language (grammar, precedence, types, null
  * semantics, errors) is specified in docs/expressions.md.

@@ -29,6 +29,7 @@
 #include "quiver/ipc.h"
 #include "quiver/jsonl.h"
 #include "quiver/parquet.h"
+#include "quiver/parquet_writer.h"
 #include "quiver/print.h"
 #include "quiver/random.h"
 #include "quiver/row.h"

@@ -119,3 +119,14 @@ def function_hash(fn):
     except (_NotPlain, RecursionError):
         return None
     return hashlib.sha256(b"".join(out)).hexdigest()[:32]
+
+
+def value_hash(v):
+    """Hex digest of plain data `v` (fn_kwargs of map / filter), or None
+    when it holds something that is not plain data."""
+    out = []
+    try:
+        _value(v, out, set())
+    except (_NotPlain, RecursionError):
+        return None
+    return hashlib.sha256(b"".join(out)).hexdigest()[:32]

@@ -241,6 +241,8 @@ def _torch(t, query, features, kw):
     def conv(x):
         if isinstance(x, dict):
             return {k: conv(v) for k, v in x.items()}
+        if isinstance(x, (np.character, np.ndarray)) and np.issubdtype(x.dtype, np.character):
+            return x.tolist()  # strings stay Python str (lists of them), as datasets
         if isinstance(x, np.ndarray) and x.dtype == object:
             return [conv(y) for y in x]
         if isinstance(x, (np.ndarray, np.number, np.bool_)) and \

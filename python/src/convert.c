@@ -260,11 +260,30 @@ static bool import_arrow(PyObject *obj, const char *what, qv_array **out) {
   return true;
 }
 
-/* One column returned by a function: an Arrow array or a list of values. */
+/* quiver._api._to_arrow_column(obj): numpy arrays, pandas Series and lists
+ * holding numpy values as an Arrow array (pyarrow, as datasets converts
+ * them), or None when it does not apply. A new reference or NULL. */
+static PyObject *api_column(PyObject *obj) {
+  PyObject *a = PyTuple_Pack(1, obj);
+  PyObject *r = a ? qvpy_call_api("_to_arrow_column", NULL, a, NULL) : NULL;
+  Py_XDECREF(a);
+  return r;
+}
+
+/* One column returned by a function: an Arrow array or a list of values
+ * (numpy arrays, pandas Series and numpy values through pyarrow). */
 static bool column_of(PyObject *obj, const char *what, const char *col, int64_t first_row,
                       qv_array **out) {
   if (PyObject_HasAttrString(obj, "__arrow_c_array__")) return import_arrow(obj, what, out);
   if (!PyList_Check(obj) && !PyTuple_Check(obj)) {
+    PyObject *arr = api_column(obj);
+    if (arr != NULL && arr != Py_None) {
+      bool ok = import_arrow(arr, what, out);
+      Py_DECREF(arr);
+      return ok;
+    }
+    Py_XDECREF(arr);
+    if (arr == NULL) return false;
     PyErr_Format(qvpy_TypeError,
                  "%s: column '%s': expected a list of values or an Arrow array "
                  "(__arrow_c_array__), not %.100s",
@@ -279,6 +298,26 @@ static bool column_of(PyObject *obj, const char *what, const char *col, int64_t 
   for (Py_ssize_t i = 0; ok && i < n; i++) {
     val_where w = {what, col, first_row + (int64_t)i};
     ok = infer(t, PySequence_Fast_GET_ITEM(seq, i), &w, 0);
+  }
+  if (!ok && t != NULL && PyErr_ExceptionMatches(PyExc_TypeError)) {
+    /* values C does not convert (numpy scalars or arrays): pyarrow's, else
+     * the first error */
+    PyObject *et, *ev, *etb;
+    PyErr_Fetch(&et, &ev, &etb);
+    PyObject *arr = api_column(obj);
+    if (arr != NULL && arr != Py_None) {
+      Py_XDECREF(et);
+      Py_XDECREF(ev);
+      Py_XDECREF(etb);
+      inf_free(t);
+      Py_DECREF(seq);
+      ok = import_arrow(arr, what, out);
+      Py_DECREF(arr);
+      return ok;
+    }
+    Py_XDECREF(arr);
+    PyErr_Clear();
+    PyErr_Restore(et, ev, etb);
   }
   qv_type *ty = ok ? type_of(t) : NULL;
   qv_builder *b = NULL;
@@ -343,12 +382,21 @@ bool qvpy_result_struct(PyObject *r, const char *what, int64_t first_row, qv_arr
                  what, Py_TYPE(r)->tp_name);
     return false;
   }
+  PyObject *conv = NULL; /* a pandas DataFrame or Arrow table as a dict of columns */
   if (!PyDict_Check(r)) {
-    PyErr_Format(qvpy_TypeError,
-                 "%s: the function must return a dict of columns (or None to "
-                 "leave the dataset unchanged), not %.100s",
-                 what, Py_TYPE(r)->tp_name);
-    return false;
+    PyObject *a = PyTuple_Pack(1, r);
+    conv = a ? qvpy_call_api("_result_as_dict", NULL, a, NULL) : NULL;
+    Py_XDECREF(a);
+    if (conv == NULL) return false;
+    if (!PyDict_Check(conv)) {
+      Py_DECREF(conv);
+      PyErr_Format(qvpy_TypeError,
+                   "%s: the function must return a dict of columns (or None to "
+                   "leave the dataset unchanged), not %.100s",
+                   what, Py_TYPE(r)->tp_name);
+      return false;
+    }
+    r = conv;
   }
   Py_ssize_t n = PyDict_GET_SIZE(r);
   PyObject *names = PyList_New(0);
@@ -386,5 +434,55 @@ bool qvpy_result_struct(PyObject *r, const char *what, int64_t first_row, qv_arr
   for (int32_t i = 0; cols && i < k; i++) qv_array_unref(cols[i]);
   PyMem_Free(cols);
   Py_XDECREF(names);
+  Py_XDECREF(conv);
+  return ok;
+}
+
+bool qvpy_struct_keep_types(qv_array **s, const qv_schema *orig) {
+  qv_array *a = *s;
+  int32_t n = a->type->n_children, changed = 0;
+  qv_array **cols = PyMem_Calloc((size_t)(n > 0 ? n : 1), sizeof *cols);
+  PyObject *names = PyList_New(n);
+  if (cols == NULL || names == NULL) {
+    PyMem_Free(cols);
+    Py_XDECREF(names);
+    PyErr_NoMemory();
+    return false;
+  }
+  for (int32_t i = 0; i < n; i++) {
+    const qv_field *f = &a->type->children[i];
+    PyObject *nm = PyUnicode_FromString(f->name);
+    if (nm == NULL) {
+      for (int32_t j = 0; j < i; j++) qv_array_unref(cols[j]);
+      PyMem_Free(cols);
+      Py_DECREF(names);
+      return false;
+    }
+    PyList_SET_ITEM(names, i, nm);
+    int32_t j = qv_schema_find(orig, f->name);
+    qv_array *child = a->children[i];
+    cols[i] = NULL;
+    if (j >= 0 && !qv_type_equals(qv_schema_field(orig, j)->type, f->type, true)) {
+      qv_error err;
+      qv_type *to = qv_type_ref(qv_schema_field(orig, j)->type);
+      if (qv_array_cast(child, to, &cols[i], &err) == QV_OK) changed++;
+      else cols[i] = NULL;
+      qv_type_unref(to);
+    }
+    if (cols[i] == NULL) cols[i] = qv_array_ref(child);
+  }
+  bool ok = true;
+  if (changed > 0) {
+    qv_array *res = NULL;
+    ok = struct_of_columns(names, cols, n, a->length, &res);
+    if (ok) {
+      qv_array_unref(a);
+      *s = res;
+    }
+  } else {
+    for (int32_t i = 0; i < n; i++) qv_array_unref(cols[i]);
+  }
+  PyMem_Free(cols);
+  Py_DECREF(names);
   return ok;
 }

@@ -348,40 +348,153 @@ static PyObject *Dataset_format(DatasetObject *self, void *c) {
   return qvpy_call_formats("format", (PyObject *)self, NULL, NULL);
 }
 
+/* datasets' cache arguments of the index transforms (keep_in_memory,
+ * load_from_cache_file, *_cache_file_name, writer_batch_size,
+ * new_fingerprint; NULL when absent) into options; strings point into
+ * `hold` (a list the caller drops after the call). quiver keeps results in
+ * memory unless cache=True or a cache file name is given. */
+typedef struct cache_args {
+  PyObject *keep_in_memory, *load_from_cache_file, *cache_file_name, *writer_batch_size,
+      *new_fingerprint;
+} cache_args;
+
+static bool apply_cache_args(const cache_args *a, int cache, PyObject *hold,
+                             qv_dataset_options *o) {
+  bool in_memory = a->keep_in_memory != NULL && PyObject_IsTrue(a->keep_in_memory) > 0;
+  bool named = a->cache_file_name != NULL && a->cache_file_name != Py_None;
+  if (in_memory && named) {
+    PyErr_SetString(
+        qvpy_ValueError,
+        "Please use either `keep_in_memory` or `indices_cache_file_name` but not both.");
+    return false;
+  }
+  *o = qvpy_options((cache || named) && !in_memory);
+  if (named) {
+    PyObject *fs = PyOS_FSPath(a->cache_file_name);
+    PyObject *b = fs && PyUnicode_Check(fs) ? PyUnicode_EncodeFSDefault(fs) : Py_XNewRef(fs);
+    Py_XDECREF(fs);
+    if (b == NULL || !PyBytes_Check(b) || PyList_Append(hold, b) < 0) {
+      Py_XDECREF(b);
+      if (!PyErr_Occurred()) PyErr_SetString(qvpy_TypeError, "a cache file name must be a path");
+      return false;
+    }
+    Py_DECREF(b);
+    o->cache_file_name = PyBytes_AS_STRING(b);
+  }
+  o->ignore_cache = a->load_from_cache_file == Py_False;
+  if (a->writer_batch_size != NULL && a->writer_batch_size != Py_None) {
+    if (!qvpy_arg_int64(a->writer_batch_size, "writer_batch_size", &o->writer_batch_size))
+      return false;
+    if (o->writer_batch_size < 0) o->writer_batch_size = 0;
+  }
+  if (a->new_fingerprint != NULL && a->new_fingerprint != Py_None) {
+    if (!PyUnicode_Check(a->new_fingerprint)) {
+      PyErr_Format(qvpy_TypeError, "new_fingerprint must be a str or None, not %.100s",
+                   Py_TYPE(a->new_fingerprint)->tp_name);
+      return false;
+    }
+    if ((o->new_fingerprint = PyUnicode_AsUTF8(a->new_fingerprint)) == NULL) return false;
+  }
+  return true;
+}
+
+/* new_fingerprint= of the column methods: the result renamed. */
+static qv_status with_new_fp(qv_status st, qv_dataset **out, PyObject *nfp, qv_error *err) {
+  if (st != QV_OK || nfp == NULL || nfp == Py_None) return st;
+  const char *fp = PyUnicode_Check(nfp) ? PyUnicode_AsUTF8(nfp) : NULL;
+  qv_dataset *r = NULL;
+  if (fp == NULL) {
+    PyErr_Clear();
+    st = qv_error_set(err, QV_ETYPE, "new_fingerprint must be a str or None");
+  } else {
+    st = qv_dataset_with_fingerprint(*out, fp, &r, err);
+  }
+  qv_dataset_unref(*out);
+  *out = r;
+  return st;
+}
+
 static PyObject *Dataset_select(DatasetObject *self, PyObject *args, PyObject *kwargs) {
-  static char *kw[] = {"indices", "cache", NULL};
+  static char *kw[] = {"indices",
+                       "keep_in_memory",
+                       "indices_cache_file_name",
+                       "writer_batch_size",
+                       "new_fingerprint",
+                       "cache",
+                       NULL};
   PyObject *idx;
+  cache_args ca = {NULL, NULL, NULL, NULL, NULL};
   int cache = 0;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|$p:select", kw, &idx, &cache)) return NULL;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|OOOO$p:select", kw, &idx, &ca.keep_in_memory,
+                                   &ca.cache_file_name, &ca.writer_batch_size, &ca.new_fingerprint,
+                                   &cache))
+    return NULL;
+  PyObject *hold = PyList_New(0);
+  qv_dataset_options o;
+  if (hold == NULL || !apply_cache_args(&ca, cache, hold, &o)) {
+    Py_XDECREF(hold);
+    return NULL;
+  }
   int64_t *rows = NULL, n = 0;
-  if (!qvpy_arg_rows(idx, qv_dataset_num_rows(self->ds), false, &rows, &n)) return NULL;
-  qv_dataset_options o = qvpy_options(cache);
+  if (!qvpy_arg_rows(idx, qv_dataset_num_rows(self->ds), false, &rows, &n)) {
+    Py_DECREF(hold);
+    return NULL;
+  }
   qv_dataset *out = NULL;
   qv_error err;
   qv_status st;
   Py_BEGIN_ALLOW_THREADS st = qv_dataset_select(self->ds, rows, n, &o, &out, &err);
   Py_END_ALLOW_THREADS PyMem_Free(rows);
+  Py_DECREF(hold);
   return qvpy_derive(self, qvpy_result(st, out, &err), "select", args, kwargs);
 }
 
 static PyObject *Dataset_shuffle(DatasetObject *self, PyObject *args, PyObject *kwargs) {
-  static char *kw[] = {"seed", "cache", NULL};
-  PyObject *seed_obj = Py_None;
+  static char *kw[] = {"seed",
+                       "generator",
+                       "keep_in_memory",
+                       "load_from_cache_file",
+                       "indices_cache_file_name",
+                       "writer_batch_size",
+                       "new_fingerprint",
+                       "cache",
+                       NULL};
+  PyObject *seed_obj = Py_None, *gen = Py_None;
+  cache_args ca = {NULL, NULL, NULL, NULL, NULL};
   int cache = 0;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|O$p:shuffle", kw, &seed_obj, &cache))
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|OOOOOOO$p:shuffle", kw, &seed_obj, &gen,
+                                   &ca.keep_in_memory, &ca.load_from_cache_file,
+                                   &ca.cache_file_name, &ca.writer_batch_size, &ca.new_fingerprint,
+                                   &cache))
     return NULL;
+  if (gen != Py_None) { /* datasets: generator.permutation(len(self)) */
+    if (seed_obj != Py_None)
+      return PyErr_Format(qvpy_ValueError,
+                          "Both `seed` and `generator` were provided. Please "
+                          "specify just one of them.");
+    return qvpy_call_api("_shuffle_generator", (PyObject *)self, args, kwargs);
+  }
   uint64_t seed;
   if (!qvpy_arg_seed(seed_obj, &seed)) return NULL;
-  qv_dataset_options o = qvpy_options(cache);
+  PyObject *hold = PyList_New(0);
+  qv_dataset_options o;
+  if (hold == NULL || !apply_cache_args(&ca, cache, hold, &o)) {
+    Py_XDECREF(hold);
+    return NULL;
+  }
   qv_dataset *out = NULL;
   qv_error err;
   qv_status st;
   Py_BEGIN_ALLOW_THREADS st = qv_dataset_shuffle(self->ds, seed, &o, &out, &err);
-  Py_END_ALLOW_THREADS
-      /* the origin holds the seed used (drawn when seed=None) */
-      PyObject *r = qvpy_result(st, out, &err);
+  Py_END_ALLOW_THREADS Py_DECREF(hold);
+  /* the origin holds the seed used (drawn when seed=None) */
+  PyObject *r = qvpy_result(st, out, &err);
   PyObject *a = r ? Py_BuildValue("(K)", (unsigned long long)seed) : NULL;
-  PyObject *k = a ? Py_BuildValue("{s:O}", "cache", cache ? Py_True : Py_False) : NULL;
+  PyObject *k = a ? (kwargs ? PyDict_Copy(kwargs) : PyDict_New()) : NULL;
+  if (k != NULL) {
+    if (PyDict_DelItemString(k, "seed") < 0) PyErr_Clear();
+    if (PyDict_SetItemString(k, "cache", cache ? Py_True : Py_False) < 0) Py_CLEAR(k);
+  }
   if (r != NULL && k == NULL) Py_CLEAR(r);
   else r = qvpy_derive(self, r, "shuffle", a, k);
   Py_XDECREF(a);
@@ -390,31 +503,60 @@ static PyObject *Dataset_shuffle(DatasetObject *self, PyObject *args, PyObject *
 }
 
 static PyObject *Dataset_sort(DatasetObject *self, PyObject *args, PyObject *kwargs) {
-  static char *kw[] = {"column_names", "reverse", "null_placement", "cache", NULL};
+  static char *kw[] = {"column_names",
+                       "reverse",
+                       "null_placement",
+                       "keep_in_memory",
+                       "load_from_cache_file",
+                       "indices_cache_file_name",
+                       "writer_batch_size",
+                       "new_fingerprint",
+                       "cache",
+                       NULL};
   PyObject *cols_obj, *rev_obj = Py_False;
   const char *placement = "at_end";
+  cache_args ca = {NULL, NULL, NULL, NULL, NULL};
   int cache = 0;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|Os$p:sort", kw, &cols_obj, &rev_obj, &placement,
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|OsOOOOO$p:sort", kw, &cols_obj, &rev_obj,
+                                   &placement, &ca.keep_in_memory, &ca.load_from_cache_file,
+                                   &ca.cache_file_name, &ca.writer_batch_size, &ca.new_fingerprint,
                                    &cache))
     return NULL;
+  if (PyTuple_Check(rev_obj)) rev_obj = PySequence_List(rev_obj);
+  else Py_INCREF(rev_obj);
+  if (rev_obj == NULL) return NULL;
+  PyObject *hold = PyList_New(0);
+  int hold_ok = hold != NULL && PyList_Append(hold, rev_obj) == 0;
+  Py_DECREF(rev_obj);
+  qv_dataset_options o;
+  if (!hold_ok || !apply_cache_args(&ca, cache, hold, &o)) {
+    Py_XDECREF(hold);
+    return NULL;
+  }
   qv_null_placement nulls;
   if (strcmp(placement, "at_end") == 0 || strcmp(placement, "last") == 0) nulls = QV_NULLS_AT_END;
   else if (strcmp(placement, "at_start") == 0 || strcmp(placement, "first") == 0)
     nulls = QV_NULLS_AT_START;
-  else
+  else {
+    Py_DECREF(hold);
     return PyErr_Format(qvpy_ValueError,
                         "null_placement must be 'at_end' or 'at_start', "
                         "found '%s'",
                         placement);
+  }
   PyObject *keep = NULL;
   const char **cols = NULL;
   int32_t n = 0;
-  if (!qvpy_arg_names(cols_obj, "column_names", &keep, &cols, &n)) return NULL;
+  if (!qvpy_arg_names(cols_obj, "column_names", &keep, &cols, &n)) {
+    Py_DECREF(hold);
+    return NULL;
+  }
   bool *desc = PyMem_Calloc((size_t)(n > 0 ? n : 1), sizeof *desc);
   if (desc == NULL) {
     PyErr_NoMemory();
     goto done;
   }
+  rev_obj = PyList_GET_ITEM(hold, 0);
   if (PyBool_Check(rev_obj)) {
     for (int32_t i = 0; i < n; i++) desc[i] = rev_obj == Py_True;
   } else if (PyList_Check(rev_obj) || PyTuple_Check(rev_obj)) {
@@ -440,7 +582,6 @@ static PyObject *Dataset_sort(DatasetObject *self, PyObject *args, PyObject *kwa
     PyErr_SetString(qvpy_ValueError, "sort needs at least one column");
     goto done;
   }
-  qv_dataset_options o = qvpy_options(cache);
   qv_dataset *out = NULL;
   qv_error err;
   qv_status st;
@@ -448,19 +589,24 @@ static PyObject *Dataset_sort(DatasetObject *self, PyObject *args, PyObject *kwa
   Py_END_ALLOW_THREADS PyMem_Free(desc);
   PyMem_Free(cols);
   Py_DECREF(keep);
+  Py_DECREF(hold);
   return qvpy_derive(self, qvpy_result(st, out, &err), "sort", args, kwargs);
 done:
   PyMem_Free(desc);
   PyMem_Free(cols);
   Py_DECREF(keep);
+  Py_DECREF(hold);
   return NULL;
 }
 
 static PyObject *Dataset_shard(DatasetObject *self, PyObject *args, PyObject *kwargs) {
-  static char *kw[] = {"num_shards", "index", "contiguous", NULL};
-  PyObject *ns_obj, *ix_obj;
+  static char *kw[] = {
+      "num_shards",        "index", "contiguous", "keep_in_memory", "indices_cache_file_name",
+      "writer_batch_size", NULL};
+  PyObject *ns_obj, *ix_obj, *ignored[3] = {NULL, NULL, NULL}; /* shards are in memory */
   int contiguous = 1;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|p:shard", kw, &ns_obj, &ix_obj, &contiguous))
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|pOOO:shard", kw, &ns_obj, &ix_obj, &contiguous,
+                                   &ignored[0], &ignored[1], &ignored[2]))
     return NULL;
   int64_t ns, ix;
   if (!qvpy_arg_int64(ns_obj, "num_shards", &ns) || !qvpy_arg_int64(ix_obj, "index", &ix))
@@ -497,12 +643,37 @@ static bool arg_split_size(PyObject *o, const char *what, qv_split_size *out) {
 }
 
 static PyObject *Dataset_train_test_split(DatasetObject *self, PyObject *args, PyObject *kwargs) {
-  static char *kw[] = {"test_size", "train_size", "shuffle", "seed", "cache", NULL};
-  PyObject *test_obj = Py_None, *train_obj = Py_None, *seed_obj = Py_None;
+  static char *kw[] = {"test_size",
+                       "train_size",
+                       "shuffle",
+                       "stratify_by_column",
+                       "seed",
+                       "generator",
+                       "keep_in_memory",
+                       "load_from_cache_file",
+                       "train_indices_cache_file_name",
+                       "test_indices_cache_file_name",
+                       "writer_batch_size",
+                       "train_new_fingerprint",
+                       "test_new_fingerprint",
+                       "cache",
+                       NULL};
+  PyObject *test_obj = Py_None, *train_obj = Py_None, *seed_obj = Py_None, *strat = Py_None,
+           *gen = Py_None, *x[7] = {NULL, NULL, NULL, NULL, NULL, NULL, NULL};
   int shuffle = 1, cache = 0;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|OOpO$p:train_test_split", kw, &test_obj,
-                                   &train_obj, &shuffle, &seed_obj, &cache))
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|OOpOOOOOOOOOO$p:train_test_split", kw, &test_obj,
+                                   &train_obj, &shuffle, &strat, &seed_obj, &gen, &x[0], &x[1],
+                                   &x[2], &x[3], &x[4], &x[5], &x[6], &cache))
     return NULL;
+  if (strat != Py_None || gen != Py_None)
+    return PyErr_Format(PyExc_NotImplementedError,
+                        "train_test_split: %s is not supported by quiver",
+                        strat != Py_None ? "stratify_by_column" : "generator");
+  for (int i = 2; i < 7; i++)
+    if (x[i] != NULL && x[i] != Py_None && i != 4)
+      return PyErr_Format(PyExc_NotImplementedError,
+                          "train_test_split: %s is not supported by quiver", kw[i + 6]);
+  if (x[0] != NULL && PyObject_IsTrue(x[0]) > 0) cache = 0;
   qv_split_size test, train;
   uint64_t seed = 0;
   if (!arg_split_size(test_obj, "test_size", &test) ||
@@ -510,6 +681,7 @@ static PyObject *Dataset_train_test_split(DatasetObject *self, PyObject *args, P
     return NULL;
   if (shuffle && !qvpy_arg_seed(seed_obj, &seed)) return NULL;
   qv_dataset_options o = qvpy_options(cache);
+  o.ignore_cache = x[1] == Py_False;
   qv_dataset *tr = NULL, *te = NULL;
   qv_error err;
   qv_status st;
@@ -533,63 +705,110 @@ static PyObject *Dataset_train_test_split(DatasetObject *self, PyObject *args, P
 }
 
 static PyObject *Dataset_flatten_indices(DatasetObject *self, PyObject *args, PyObject *kwargs) {
-  static char *kw[] = {"cache", NULL};
+  static char *kw[] = {"keep_in_memory",
+                       "cache_file_name",
+                       "writer_batch_size",
+                       "features",
+                       "disable_nullable",
+                       "num_proc",
+                       "new_fingerprint",
+                       "cache",
+                       NULL};
+  cache_args ca = {NULL, NULL, NULL, NULL, NULL};
+  PyObject *features = Py_None, *ignored[2] = {NULL, NULL};
   int cache = 0;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|$p:flatten_indices", kw, &cache)) return NULL;
-  qv_dataset_options o = qvpy_options(cache);
+  if (!PyArg_ParseTupleAndKeywords(
+          args, kwargs, "|OOOOOOO$p:flatten_indices", kw, &ca.keep_in_memory, &ca.cache_file_name,
+          &ca.writer_batch_size, &features, &ignored[0], &ignored[1], &ca.new_fingerprint, &cache))
+    return NULL;
+  PyObject *hold = PyList_New(0);
+  qv_dataset_options o;
+  if (hold == NULL || !apply_cache_args(&ca, cache, hold, &o)) {
+    Py_XDECREF(hold);
+    return NULL;
+  }
   qv_dataset *out = NULL;
   qv_error err;
   qv_status st;
   Py_BEGIN_ALLOW_THREADS st = qv_dataset_flatten_indices(self->ds, &o, &out, &err);
-  Py_END_ALLOW_THREADS return qvpy_derive(self, qvpy_result(st, out, &err), "flatten_indices", args,
-                                          kwargs);
+  Py_END_ALLOW_THREADS Py_DECREF(hold);
+  PyObject *r = qvpy_derive(self, qvpy_result(st, out, &err), "flatten_indices", args, kwargs);
+  if (r == NULL || features == Py_None) return r;
+  PyObject *t = Py_BuildValue("(OO)", r, features);
+  Py_DECREF(r);
+  r = t ? qvpy_call_api("_cast_result", NULL, t, NULL) : NULL;
+  Py_XDECREF(t);
+  return r;
 }
 
 typedef qv_status (*names_fn)(qv_dataset *, const char *const *, int32_t, qv_dataset **,
                               qv_error *);
 
-static PyObject *names_transform(DatasetObject *self, PyObject *arg, const char *what,
-                                 const char *op, names_fn fn) {
+static PyObject *names_transform(DatasetObject *self, PyObject *args, PyObject *kwargs,
+                                 const char *what, const char *op, names_fn fn) {
+  static char *kw[] = {"column_names", "new_fingerprint", NULL};
+  PyObject *arg, *nfp = Py_None;
+  char fmt[64];
+  snprintf(fmt, sizeof fmt, "O|O:%s", op);
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, fmt, kw, &arg, &nfp)) return NULL;
   PyObject *keep = NULL;
   const char **names = NULL;
   int32_t n = 0;
   if (!qvpy_arg_names(arg, what, &keep, &names, &n)) return NULL;
   qv_dataset *out = NULL;
   qv_error err;
-  qv_status st = fn(self->ds, names, n, &out, &err);
+  qv_status st = with_new_fp(fn(self->ds, names, n, &out, &err), &out, nfp, &err);
   PyMem_Free(names);
   Py_DECREF(keep);
   PyObject *a = PyTuple_Pack(1, arg);
-  PyObject *r = qvpy_derive(self, qvpy_result(st, out, &err), op, a, NULL);
+  PyObject *k = nfp != Py_None ? Py_BuildValue("{s:O}", "new_fingerprint", nfp) : NULL;
+  PyObject *r = qvpy_derive(self, qvpy_result(st, out, &err), op, a, k);
   if (a == NULL) Py_CLEAR(r);
   Py_XDECREF(a);
+  Py_XDECREF(k);
   return r;
 }
 
-static PyObject *Dataset_select_columns(DatasetObject *self, PyObject *arg) {
-  return names_transform(self, arg, "column_names", "select_columns", qv_dataset_select_columns);
+static PyObject *Dataset_select_columns(DatasetObject *self, PyObject *args, PyObject *kwargs) {
+  return names_transform(self, args, kwargs, "column_names", "select_columns",
+                         qv_dataset_select_columns);
 }
 
-static PyObject *Dataset_remove_columns(DatasetObject *self, PyObject *arg) {
-  return names_transform(self, arg, "column_names", "remove_columns", qv_dataset_remove_columns);
+static PyObject *Dataset_remove_columns(DatasetObject *self, PyObject *args, PyObject *kwargs) {
+  return names_transform(self, args, kwargs, "column_names", "remove_columns",
+                         qv_dataset_remove_columns);
 }
 
 /* Rename; `op` and `args` (the method's) for the result's origin. */
 static PyObject *do_rename(DatasetObject *self, const char *const *from, const char *const *to,
-                           int32_t n, const char *op, PyObject *args) {
+                           int32_t n, const char *op, PyObject *args, PyObject *nfp) {
   qv_dataset *out = NULL;
   qv_error err;
-  qv_status st = qv_dataset_rename_columns(self->ds, from, to, n, &out, &err);
-  return qvpy_derive(self, qvpy_result(st, out, &err), op, args, NULL);
+  qv_status st =
+      with_new_fp(qv_dataset_rename_columns(self->ds, from, to, n, &out, &err), &out, nfp, &err);
+  PyObject *k = nfp != Py_None ? Py_BuildValue("{s:O}", "new_fingerprint", nfp) : NULL;
+  PyObject *r = qvpy_derive(self, qvpy_result(st, out, &err), op, args, k);
+  Py_XDECREF(k);
+  return r;
 }
 
-static PyObject *Dataset_rename_column(DatasetObject *self, PyObject *args) {
+static PyObject *Dataset_rename_column(DatasetObject *self, PyObject *args, PyObject *kwargs) {
+  static char *kw[] = {"original_column_name", "new_column_name", "new_fingerprint", NULL};
   const char *from, *to;
-  if (!PyArg_ParseTuple(args, "ss:rename_column", &from, &to)) return NULL;
-  return do_rename(self, &from, &to, 1, "rename_column", args);
+  PyObject *nfp = Py_None;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "ss|O:rename_column", kw, &from, &to, &nfp))
+    return NULL;
+  PyObject *a = Py_BuildValue("(ss)", from, to);
+  PyObject *r = a ? do_rename(self, &from, &to, 1, "rename_column", a, nfp) : NULL;
+  Py_XDECREF(a);
+  return r;
 }
 
-static PyObject *Dataset_rename_columns(DatasetObject *self, PyObject *mapping) {
+static PyObject *Dataset_rename_columns(DatasetObject *self, PyObject *args, PyObject *kwargs) {
+  static char *kw[] = {"column_mapping", "new_fingerprint", NULL};
+  PyObject *mapping, *nfp = Py_None;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|O:rename_columns", kw, &mapping, &nfp))
+    return NULL;
   if (!PyDict_Check(mapping))
     return PyErr_Format(qvpy_TypeError, "rename_columns takes a dict {old: new}, not %.100s",
                         Py_TYPE(mapping)->tp_name);
@@ -610,7 +829,7 @@ static PyObject *Dataset_rename_columns(DatasetObject *self, PyObject *mapping) 
     i++;
   }
   PyObject *a = PyTuple_Pack(1, mapping);
-  r = a ? do_rename(self, from, to, (int32_t)n, "rename_columns", a) : NULL;
+  r = a ? do_rename(self, from, to, (int32_t)n, "rename_columns", a, nfp) : NULL;
   Py_XDECREF(a);
 done:
   PyMem_Free(from);
@@ -811,46 +1030,122 @@ static PyObject *Dataset_iter(DatasetObject *self, PyObject *args, PyObject *kwa
   return qvpy_call_formats("iterate", (PyObject *)self, args, kwargs);
 }
 
+/* Methods implemented in quiver/_api.py (constructors, exports, column
+ * methods over construct.c's primitives). */
+#define API_METHOD(name)                                                                           \
+  static PyObject *Dataset_api_##name(PyObject *self, PyObject *args, PyObject *kwargs) {          \
+    return qvpy_call_api(#name, PyType_Check(self) ? NULL : self, args, kwargs);                   \
+  }
+API_METHOD(from_dict)
+API_METHOD(from_list)
+API_METHOD(from_pandas)
+API_METHOD(from_polars)
+API_METHOD(from_generator)
+API_METHOD(from_arrow)
+API_METHOD(to_dict)
+API_METHOD(to_list)
+API_METHOD(to_pandas)
+API_METHOD(to_polars)
+API_METHOD(to_arrow)
+API_METHOD(to_iterable_dataset)
+API_METHOD(cast)
+API_METHOD(cast_column)
+API_METHOD(add_column)
+API_METHOD(class_encode_column)
+API_METHOD(flatten)
+API_METHOD(skip)
+API_METHOD(take)
+API_METHOD(repeat)
+API_METHOD(add_item)
+#undef API_METHOD
+
+static PyObject *Dataset_shape(DatasetObject *self, void *c) {
+  (void)c;
+  return Py_BuildValue("(Li)", (long long)qv_dataset_num_rows(self->ds),
+                       (int)qv_dataset_num_columns(self->ds));
+}
+
 static PyMethodDef Dataset_methods[] = {
+    {"join", (PyCFunction)(void (*)(void))qvpy_Dataset_join, METH_VARARGS | METH_KEYWORDS,
+     "join($self, /, other, on=None, how='inner', *, left_on=None, right_on=None, "
+     "suffixes=None)\n--\n\nHash join with another Dataset (docs/compute.md): "
+     "inner, left, right, full (outer), semi, anti; suffixes: a (left, right) pair, "
+     "default ('', '_right')."},
+    {"distinct", (PyCFunction)(void (*)(void))qvpy_Dataset_distinct, METH_VARARGS | METH_KEYWORDS,
+     "distinct($self, /, column_names=None)\n--\n\nThe first row of each distinct key of the "
+     "columns (all columns when None), in order of first appearance."},
+    {"value_counts", (PyCFunction)qvpy_Dataset_value_counts, METH_O,
+     "value_counts($self, column, /)\n--\n\nA Dataset of each distinct value ('values') and "
+     "its count ('counts'), in order of first appearance (pyarrow's value_counts)."},
     {"select", (PyCFunction)(void (*)(void))Dataset_select, METH_VARARGS | METH_KEYWORDS,
-     "select($self, /, indices, *, cache=False)\n--\n\nThe rows at these positions (an iterable of "
-     "ints)."},
+     "select($self, /, indices, keep_in_memory=False, indices_cache_file_name=None, "
+     "writer_batch_size=1000, new_fingerprint=None, *, cache=False)\n--\n\nThe rows at these "
+     "positions (an iterable of ints or a numpy integer array)."},
     {"shuffle", (PyCFunction)(void (*)(void))Dataset_shuffle, METH_VARARGS | METH_KEYWORDS,
-     "shuffle($self, /, seed=None, *, cache=False)\n--\n\nRows in numpy "
-     "default_rng(seed).permutation order, "
-     "as datasets' shuffle."},
+     "shuffle($self, /, seed=None, generator=None, keep_in_memory=False, "
+     "load_from_cache_file=None, indices_cache_file_name=None, writer_batch_size=1000, "
+     "new_fingerprint=None, *, cache=False)\n--\n\nRows in numpy default_rng(seed).permutation "
+     "order (or generator.permutation), as datasets' shuffle."},
     {"sort", (PyCFunction)(void (*)(void))Dataset_sort, METH_VARARGS | METH_KEYWORDS,
-     "sort($self, /, column_names, reverse=False, null_placement='at_end', *, cache=False)"
-     "\n--\n\nStable sort by one column or a list of columns."},
+     "sort($self, /, column_names, reverse=False, null_placement='at_end', keep_in_memory=False, "
+     "load_from_cache_file=None, indices_cache_file_name=None, writer_batch_size=1000, "
+     "new_fingerprint=None, *, cache=False)\n--\n\nStable sort by one column or a list of "
+     "columns."},
     {"filter", (PyCFunction)(void (*)(void))qvpy_Dataset_filter, METH_VARARGS | METH_KEYWORDS,
-     "filter($self, /, function, *, batched=False, batch_size=1000, new_fingerprint=None, "
-     "cache=False)\n--\n\nThe rows where the expression string (docs/expressions.md) is true, or "
-     "for which the "
-     "callable returns a true value (batched: a list of them per batch of columns)."},
+     "filter($self, /, function=None, *, with_indices=False, with_rank=False, "
+     "input_columns=None, batched=False, batch_size=1000, keep_in_memory=False, "
+     "load_from_cache_file=None, cache_file_name=None, writer_batch_size=1000, fn_kwargs=None, "
+     "num_proc=None, suffix_template=None, new_fingerprint=None, desc=None, cache=False)\n--\n\n"
+     "The rows where the expression string (docs/expressions.md) is true, or for which the "
+     "callable returns a true value (batched: a list of them per batch of columns); datasets' "
+     "arguments."},
     {"map", (PyCFunction)(void (*)(void))qvpy_Dataset_map, METH_VARARGS | METH_KEYWORDS,
-     "map($self, /, function=None, *, set=None, batched=False, batch_size=1000, "
-     "remove_columns=None, num_proc=None, new_fingerprint=None, cache=False)\n--\n\ndatasets' map "
-     "with a Python callable "
-     "(row dict -> dict of columns, or batched: dict of column lists -> dict of column lists "
-     "or Arrow arrays), or with set={name: expression} evaluated in C (docs/python.md)."},
+     "map($self, /, function=None, *, set=None, with_indices=False, with_rank=False, "
+     "input_columns=None, batched=False, batch_size=1000, drop_last_batch=False, "
+     "remove_columns=None, keep_in_memory=False, load_from_cache_file=None, "
+     "cache_file_name=None, writer_batch_size=1000, features=None, disable_nullable=False, "
+     "fn_kwargs=None, num_proc=None, suffix_template=None, new_fingerprint=None, desc=None, "
+     "try_original_type=True, on_mixed_types=None, cache=False)\n--\n\ndatasets' map with a "
+     "Python callable (row dict -> dict of columns, or batched: dict of column lists -> dict of "
+     "column lists, numpy arrays or Arrow arrays, or a table), or with set={name: expression} "
+     "evaluated in C (docs/python.md)."},
+    {"group_by", (PyCFunction)(void (*)(void))qvpy_Dataset_group_by, METH_VARARGS | METH_KEYWORDS,
+     "group_by($self, /, keys=None, *, sort=False, memory_limit=None)\n--\n\nA pending hash "
+     "group-by by these key columns; .agg('sum(v1)', 'max(v1) - min(v2) AS r', n='count(*)') "
+     "runs it and returns a new Dataset (docs/compute.md)."},
     {"shard", (PyCFunction)(void (*)(void))Dataset_shard, METH_VARARGS | METH_KEYWORDS,
-     "shard($self, /, num_shards, index, contiguous=True)\n--\n\nOne shard, as datasets' shard."},
+     "shard($self, /, num_shards, index, contiguous=True, keep_in_memory=False, "
+     "indices_cache_file_name=None, writer_batch_size=1000)\n--\n\nOne shard, as datasets' "
+     "shard."},
     {"train_test_split", (PyCFunction)(void (*)(void))Dataset_train_test_split,
      METH_VARARGS | METH_KEYWORDS,
-     "train_test_split($self, /, test_size=None, train_size=None, shuffle=True, seed=None, *, "
-     "cache=False)\n--\n\n{'train': Dataset, 'test': Dataset}."},
+     "train_test_split($self, /, test_size=None, train_size=None, shuffle=True, "
+     "stratify_by_column=None, seed=None, generator=None, keep_in_memory=False, "
+     "load_from_cache_file=None, train_indices_cache_file_name=None, "
+     "test_indices_cache_file_name=None, writer_batch_size=1000, train_new_fingerprint=None, "
+     "test_new_fingerprint=None, *, cache=False)\n--\n\n{'train': Dataset, 'test': Dataset}."},
     {"flatten_indices", (PyCFunction)(void (*)(void))Dataset_flatten_indices,
      METH_VARARGS | METH_KEYWORDS,
-     "flatten_indices($self, /, *, cache=False)\n--\n\nThe rows as mapped, materialised without a "
+     "flatten_indices($self, /, keep_in_memory=False, cache_file_name=None, "
+     "writer_batch_size=1000, features=None, disable_nullable=False, num_proc=None, "
+     "new_fingerprint=None, *, cache=False)\n--\n\nThe rows as mapped, materialised without a "
      "mapping."},
-    {"select_columns", (PyCFunction)Dataset_select_columns, METH_O,
-     "select_columns($self, column_names, /)\n--\n\nOnly these columns, in this order."},
-    {"remove_columns", (PyCFunction)Dataset_remove_columns, METH_O,
-     "remove_columns($self, column_names, /)\n--\n\nWithout these columns."},
-    {"rename_column", (PyCFunction)Dataset_rename_column, METH_VARARGS,
-     "rename_column($self, original_column_name, new_column_name, /)\n--\n\nOne column renamed."},
-    {"rename_columns", (PyCFunction)Dataset_rename_columns, METH_O,
-     "rename_columns($self, column_mapping, /)\n--\n\nColumns renamed by a dict {old: new, ...}."},
+    {"select_columns", (PyCFunction)(void (*)(void))Dataset_select_columns,
+     METH_VARARGS | METH_KEYWORDS,
+     "select_columns($self, /, column_names, new_fingerprint=None)\n--\n\nOnly these columns, "
+     "in this order."},
+    {"remove_columns", (PyCFunction)(void (*)(void))Dataset_remove_columns,
+     METH_VARARGS | METH_KEYWORDS,
+     "remove_columns($self, /, column_names, new_fingerprint=None)\n--\n\nWithout these "
+     "columns."},
+    {"rename_column", (PyCFunction)(void (*)(void))Dataset_rename_column,
+     METH_VARARGS | METH_KEYWORDS,
+     "rename_column($self, /, original_column_name, new_column_name, new_fingerprint=None)"
+     "\n--\n\nOne column renamed."},
+    {"rename_columns", (PyCFunction)(void (*)(void))Dataset_rename_columns,
+     METH_VARARGS | METH_KEYWORDS,
+     "rename_columns($self, /, column_mapping, new_fingerprint=None)\n--\n\nColumns renamed by "
+     "a dict {old: new, ...}."},
     {"save_to_disk", (PyCFunction)(void (*)(void))Dataset_save_to_disk,
      METH_VARARGS | METH_KEYWORDS,
      "save_to_disk($self, /, dataset_path, max_shard_size=None, num_shards=None)\n--\n\nWrite the "
@@ -923,11 +1218,66 @@ static PyMethodDef Dataset_methods[] = {
      METH_VARARGS | METH_KEYWORDS | METH_CLASS,
      "from_json(path_or_paths, split=None, features=None, **kwargs)\n--\n\n"
      "A Dataset of JSON Lines files, as datasets' Dataset.from_json."},
+    /* construct.c and quiver/_api.py: constructors, exports, column methods */
+    {"_cast", (PyCFunction)qvpy_Dataset_cast, METH_O,
+     "_cast($self, features_json, /)\n--\n\nqv_dataset_cast (datasets' JSON features)."},
+    {"_cast_column", (PyCFunction)qvpy_Dataset_cast_column, METH_VARARGS,
+     "_cast_column($self, column, feature_json, /)\n--\n\nqv_dataset_cast_column."},
+    {"_add_column", (PyCFunction)qvpy_Dataset_add_column, METH_VARARGS,
+     "_add_column($self, name, values, feature_json=None, /)\n--\n\nqv_dataset_add_column."},
+    {"unique", (PyCFunction)qvpy_Dataset_unique, METH_O,
+     "unique($self, column, /)\n--\n\nThe distinct values of a column in order of first "
+     "appearance (datasets' unique)."},
+#define API(name, flags, sig, doc)                                                                 \
+  {                                                                                                \
+#name, (PyCFunction)(void (*)(void))Dataset_api_##name, METH_VARARGS | METH_KEYWORDS | flags,  \
+        #name sig "\n--\n\n" doc                                                                   \
+  }
+    API(from_dict, METH_CLASS, "($type, /, mapping, features=None, info=None, split=None)",
+        "An in-memory Dataset of {column: values} (datasets' from_dict)."),
+    API(from_list, METH_CLASS, "($type, /, mapping, features=None, info=None, split=None)",
+        "An in-memory Dataset of a list of row dicts (datasets' from_list)."),
+    API(from_pandas, METH_CLASS,
+        "($type, /, df, features=None, info=None, split=None, preserve_index=None)",
+        "An in-memory Dataset of a pandas DataFrame (datasets' from_pandas)."),
+    API(from_polars, METH_CLASS, "($type, /, df, features=None, info=None, split=None)",
+        "An in-memory Dataset of a polars DataFrame (datasets' from_polars)."),
+    API(from_generator, METH_CLASS,
+        "($type, /, generator, features=None, gen_kwargs=None, split=None, fingerprint=None)",
+        "An in-memory Dataset of the rows a generator yields (datasets' from_generator)."),
+    API(from_arrow, METH_CLASS, "($type, /, data, features=None, split=None, fingerprint=None)",
+        "An in-memory Dataset of any object with __arrow_c_stream__ (zero copy)."),
+    API(to_dict, 0, "($self, /, batch_size=None, batched=False)",
+        "{column: [values]} (datasets' to_dict), or an iterator of them when batched."),
+    API(to_list, 0, "($self, /)", "The rows as a list of dicts (datasets' to_list)."),
+    API(to_pandas, 0, "($self, /, batch_size=None, batched=False)",
+        "A pandas DataFrame (datasets' to_pandas), or an iterator of them when batched."),
+    API(to_polars, 0, "($self, /, batch_size=None, batched=False)",
+        "A polars DataFrame (datasets' to_polars), or an iterator of them when batched."),
+    API(to_arrow, 0, "($self, /)", "A pyarrow.Table of the rows (zero copy without a mapping)."),
+    API(to_iterable_dataset, 0, "($self, /, num_shards=1)",
+        "A quiver.IterableDataset over num_shards contiguous shards (datasets' semantics)."),
+    API(cast, 0, "($self, /, features)", "Cast to these features (datasets' cast)."),
+    API(cast_column, 0, "($self, /, column, feature, new_fingerprint=None)",
+        "Cast one column to a feature (datasets' cast_column)."),
+    API(add_column, 0, "($self, /, name, column, new_fingerprint=None, feature=None)",
+        "A column appended (a list, numpy array or Arrow array; datasets' add_column)."),
+    API(class_encode_column, 0, "($self, /, column, include_nulls=False)",
+        "A column encoded as a ClassLabel of its sorted distinct values (datasets')."),
+    API(flatten, 0, "($self, /, new_fingerprint=None, max_depth=16)",
+        "Struct columns flattened into 'a.b' columns (datasets' flatten)."),
+    API(skip, 0, "($self, /, n)", "Without the first n rows (datasets' skip)."),
+    API(take, 0, "($self, /, n)", "The first n rows (datasets' take)."),
+    API(repeat, 0, "($self, /, num_times)", "The rows num_times over (datasets' repeat)."),
+    API(add_item, 0, "($self, /, item, new_fingerprint=None)",
+        "One row appended, cast to the features (datasets' add_item)."),
+#undef API
     {NULL, NULL, 0, NULL}};
 
 static PyGetSetDef Dataset_getset[] = {
     {"num_rows", (getter)Dataset_num_rows, NULL, "Number of rows (through the mapping).", NULL},
     {"num_columns", (getter)Dataset_num_columns, NULL, "Number of columns.", NULL},
+    {"shape", (getter)Dataset_shape, NULL, "(num_rows, num_columns), as datasets' shape.", NULL},
     {"column_names", (getter)Dataset_column_names, NULL, "Column names.", NULL},
     {"fingerprint", (getter)Dataset_fingerprint, NULL, "The datasets fingerprint.", NULL},
     {"features", (getter)Dataset_features, NULL,

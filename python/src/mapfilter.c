@@ -16,7 +16,62 @@ typedef struct pyfn {
   bool batched;
   const char *what; /* "map" or "filter" */
   PyObject *et, *ev, *etb;
+  /* datasets' calling convention: fn(*inputs, *[indices], *[rank], **fn_kwargs) */
+  PyObject *input_columns; /* list of str (inputs passed one by one), or NULL (one dict) */
+  bool with_indices, with_rank;
+  PyObject *fn_kwargs;   /* dict or NULL */
+  PyObject *rank;        /* the worker's rank (an int) or None */
+  int64_t offset;        /* added to row numbers (a worker's first row) */
+  const qv_schema *orig; /* try_original_type: the input's schema, or NULL */
 } pyfn;
+
+/* Call p->fn on `inputs` (a row or a batch dict) as datasets does: with
+ * input_columns, their values one by one; then the row index (or the
+ * batch's list of indices) and the rank when asked, and fn_kwargs. */
+static PyObject *call_fn(pyfn *p, PyObject *inputs, int64_t row, int64_t n) {
+  if (p->input_columns == NULL && !p->with_indices && !p->with_rank && p->fn_kwargs == NULL)
+    return PyObject_CallOneArg(p->fn, inputs);
+  Py_ssize_t ni = p->input_columns ? PyList_GET_SIZE(p->input_columns) : 1;
+  PyObject *a = PyTuple_New(ni + p->with_indices + p->with_rank);
+  if (a == NULL) return NULL;
+  Py_ssize_t k = 0;
+  for (; k < ni; k++) {
+    PyObject *v = inputs;
+    if (p->input_columns) {
+      v = PyDict_GetItemWithError(inputs, PyList_GET_ITEM(p->input_columns, k));
+      if (v == NULL) {
+        if (!PyErr_Occurred())
+          PyErr_Format(qvpy_ValueError, "%s: input column %R is not in the dataset", p->what,
+                       PyList_GET_ITEM(p->input_columns, k));
+        Py_DECREF(a);
+        return NULL;
+      }
+    }
+    PyTuple_SET_ITEM(a, k, Py_NewRef(v));
+  }
+  if (p->with_indices) {
+    PyObject *ix;
+    if (p->batched) {
+      ix = PyList_New(n);
+      for (int64_t i = 0; ix != NULL && i < n; i++) {
+        PyObject *x = PyLong_FromLongLong(p->offset + row + i);
+        if (x == NULL) Py_CLEAR(ix);
+        else PyList_SET_ITEM(ix, i, x);
+      }
+    } else {
+      ix = PyLong_FromLongLong(p->offset + row);
+    }
+    if (ix == NULL) {
+      Py_DECREF(a);
+      return NULL;
+    }
+    PyTuple_SET_ITEM(a, k++, ix);
+  }
+  if (p->with_rank) PyTuple_SET_ITEM(a, k++, Py_NewRef(p->rank ? p->rank : Py_None));
+  PyObject *r = PyObject_Call(p->fn, a, p->fn_kwargs);
+  Py_DECREF(a);
+  return r;
+}
 
 static qv_status py_failed(pyfn *p, qv_error *err) {
   if (p->et == NULL) PyErr_Fetch(&p->et, &p->ev, &p->etb);
@@ -42,7 +97,7 @@ static bool map_rows(pyfn *p, const qv_array *batch, int64_t first_row, qv_array
   bool ok = qvpy_mapped_bytes_there(batch), none = false;
   for (int64_t i = 0; ok && i < batch->length; i++) {
     PyObject *row = qvpy_row_dict(batch, i);
-    PyObject *r = row ? PyObject_CallOneArg(p->fn, row) : NULL;
+    PyObject *r = row ? call_fn(p, row, first_row + i, 1) : NULL;
     Py_XDECREF(row);
     if (r == NULL) {
       ok = false;
@@ -120,13 +175,14 @@ static qv_status pymap_call(void *ctx, const qv_array *batch, int64_t first_row,
   *out = NULL;
   if (p->batched) {
     PyObject *cols = qvpy_columns_dict(batch);
-    PyObject *r = cols ? PyObject_CallOneArg(p->fn, cols) : NULL;
+    PyObject *r = cols ? call_fn(p, cols, first_row, batch->length) : NULL;
     Py_XDECREF(cols);
     ok = r != NULL && (r == Py_None || qvpy_result_struct(r, "map", first_row, out));
     Py_XDECREF(r);
   } else {
     ok = map_rows(p, batch, first_row, out);
   }
+  if (ok && *out != NULL && p->orig != NULL) ok = qvpy_struct_keep_types(out, p->orig);
   qv_status st = ok ? QV_OK : py_failed(p, err);
   PyGILState_Release(g);
   return st;
@@ -141,7 +197,7 @@ static qv_status pyfilter_call(void *ctx, const qv_array *batch, int64_t first_r
   bool ok = true;
   if (p->batched) {
     PyObject *cols = qvpy_columns_dict(batch);
-    PyObject *r = cols ? PyObject_CallOneArg(p->fn, cols) : NULL;
+    PyObject *r = cols ? call_fn(p, cols, first_row, batch->length) : NULL;
     Py_XDECREF(cols);
     PyObject *seq = r ? PySequence_Fast(r, "") : NULL;
     if (r != NULL && seq == NULL) {
@@ -169,7 +225,7 @@ static qv_status pyfilter_call(void *ctx, const qv_array *batch, int64_t first_r
     ok = qvpy_mapped_bytes_there(batch);
     for (int64_t i = 0; ok && i < batch->length; i++) {
       PyObject *row = qvpy_row_dict(batch, i);
-      PyObject *r = row ? PyObject_CallOneArg(p->fn, row) : NULL;
+      PyObject *r = row ? call_fn(p, row, first_row + i, 1) : NULL;
       Py_XDECREF(row);
       int t = r ? PyObject_IsTrue(r) : -1;
       Py_XDECREF(r);
@@ -188,9 +244,10 @@ static qv_status pyfilter_call(void *ctx, const qv_array *batch, int64_t first_r
  * hashed gets a random fingerprint in `random_fp` (as datasets), with a
  * warning when the result is to be cached. *new_fp points at the
  * fingerprint to impose, or NULL. */
-static bool function_fingerprint(PyObject *fn, bool batched, PyObject *nfp, int cache,
+static bool function_fingerprint(PyObject *fn, const pyfn *p, PyObject *nfp, int cache,
                                  const char *what, qv_fingerprint_args **params,
                                  char random_fp[QV_FINGERPRINT_SIZE], const char **new_fp) {
+  bool batched = p->batched;
   *params = NULL;
   *new_fp = NULL;
   if (nfp != Py_None) {
@@ -204,6 +261,20 @@ static bool function_fingerprint(PyObject *fn, bool batched, PyObject *nfp, int 
   }
   PyObject *mod = PyImport_ImportModule("quiver._fnhash");
   PyObject *h = mod ? PyObject_CallMethod(mod, "function_hash", "O", fn) : NULL;
+  /* fn_kwargs and filter's input_columns are part of what the function computes */
+  PyObject *extra = NULL;
+  if (h != NULL && h != Py_None && (p->fn_kwargs != NULL || p->input_columns != NULL)) {
+    PyObject *v = Py_BuildValue("(OO)", p->fn_kwargs ? p->fn_kwargs : Py_None,
+                                p->input_columns ? p->input_columns : Py_None);
+    extra = v ? PyObject_CallMethod(mod, "value_hash", "(O)", v) : NULL;
+    Py_XDECREF(v);
+    if (extra == NULL) Py_CLEAR(h);
+    else if (extra == Py_None) {
+      Py_CLEAR(extra);
+      Py_DECREF(h);
+      h = Py_NewRef(Py_None);
+    }
+  }
   Py_XDECREF(mod);
   if (h == NULL) return false;
   if (h == Py_None) {
@@ -231,7 +302,13 @@ static bool function_fingerprint(PyObject *fn, bool batched, PyObject *nfp, int 
   if (hs != NULL && st == QV_OK) {
     qv_fingerprint_arg_str(*params, "function", hs, &err);
     st = qv_fingerprint_arg_bool(*params, "batched", batched, &err);
+    const char *xs = extra && extra != Py_None ? PyUnicode_AsUTF8(extra) : NULL;
+    if (st == QV_OK && xs != NULL) st = qv_fingerprint_arg_str(*params, "fn_args", xs, &err);
+    if (st == QV_OK && p->with_indices)
+      st = qv_fingerprint_arg_bool(*params, "with_indices", true, &err);
+    if (st == QV_OK && p->with_rank) st = qv_fingerprint_arg_bool(*params, "with_rank", true, &err);
   }
+  Py_XDECREF(extra);
   Py_DECREF(h);
   if (hs == NULL || st != QV_OK) {
     qv_fingerprint_args_free(*params);
@@ -257,25 +334,165 @@ static bool arg_batch_size(PyObject *o, int64_t *out) {
   return true;
 }
 
+/* datasets' map / filter arguments beyond quiver's own (None when absent). */
+typedef struct fn_args {
+  PyObject *with_indices, *with_rank, *input_columns, *drop_last_batch, *keep_in_memory,
+      *load_from_cache_file, *cache_file_name, *writer_batch_size, *features, *disable_nullable,
+      *fn_kwargs, *suffix_template, *desc, *try_original_type, *on_mixed_types, *rank, *offset;
+} fn_args;
+
+static bool truth(PyObject *o, bool dflt) {
+  if (o == NULL || o == Py_None) return dflt;
+  return PyObject_IsTrue(o) > 0;
+}
+
+/* The pyfn fields and dataset options the datasets arguments give; the
+ * references in *keep (input column names) are dropped by the caller. */
+static bool apply_fn_args(const fn_args *a, pyfn *p, qv_dataset_options *o, int *cache,
+                          PyObject **keep, const char ***in_cols, int32_t *n_in, PyObject *hold) {
+  p->with_indices = truth(a->with_indices, false);
+  p->with_rank = truth(a->with_rank, false);
+  p->rank = a->rank && a->rank != Py_None ? a->rank : NULL;
+  p->offset = 0;
+  if (a->offset && a->offset != Py_None && !qvpy_arg_int64(a->offset, "_offset", &p->offset))
+    return false;
+  if (a->fn_kwargs && a->fn_kwargs != Py_None) {
+    if (!PyDict_Check(a->fn_kwargs)) {
+      PyErr_Format(qvpy_TypeError, "fn_kwargs must be a dict or None, not %.100s",
+                   Py_TYPE(a->fn_kwargs)->tp_name);
+      return false;
+    }
+    p->fn_kwargs = a->fn_kwargs;
+  }
+  if (a->input_columns && a->input_columns != Py_None) {
+    if (!qvpy_arg_names(a->input_columns, "input_columns", keep, in_cols, n_in)) return false;
+    PyObject *l = PySequence_List(*keep);
+    if (l == NULL || PyList_Append(hold, l) < 0) {
+      Py_XDECREF(l);
+      return false;
+    }
+    Py_DECREF(l);
+    p->input_columns = l; /* held by `hold` */
+  }
+  if (truth(a->keep_in_memory, false)) *cache = 0;
+  if (a->cache_file_name && a->cache_file_name != Py_None) {
+    if (truth(a->keep_in_memory, false)) {
+      PyErr_SetString(qvpy_ValueError,
+                      "Please use either `keep_in_memory` or `cache_file_name` "
+                      "but not both.");
+      return false;
+    }
+    PyObject *fs = PyOS_FSPath(a->cache_file_name);
+    PyObject *b = fs && PyUnicode_Check(fs) ? PyUnicode_EncodeFSDefault(fs) : Py_XNewRef(fs);
+    Py_XDECREF(fs);
+    if (b == NULL || !PyBytes_Check(b)) {
+      Py_XDECREF(b);
+      if (!PyErr_Occurred()) PyErr_SetString(qvpy_TypeError, "cache_file_name must be a path");
+      return false;
+    }
+    int r = PyList_Append(hold, b); /* kept alive by `hold` */
+    Py_DECREF(b);
+    if (r < 0) return false;
+    *cache = 1;
+  }
+  *o = qvpy_options(*cache);
+  if (a->cache_file_name && a->cache_file_name != Py_None)
+    o->cache_file_name = PyBytes_AS_STRING(PyList_GET_ITEM(hold, PyList_GET_SIZE(hold) - 1));
+  o->ignore_cache = a->load_from_cache_file == Py_False;
+  if (a->writer_batch_size && a->writer_batch_size != Py_None) {
+    if (!qvpy_arg_int64(a->writer_batch_size, "writer_batch_size", &o->writer_batch_size))
+      return false;
+    if (o->writer_batch_size < 0) o->writer_batch_size = 0;
+  }
+  return true;
+}
+
+/* A progress bar (quiver._api._progress) while a map / filter runs: called
+ * on the calling thread with the GIL released. */
+static void progress_cb(void *ctx, const char *what, int64_t done, int64_t total) {
+  (void)what;
+  PyGILState_STATE g = PyGILState_Ensure();
+  PyObject *r = PyObject_CallFunction((PyObject *)ctx, "LL", (long long)done, (long long)total);
+  if (r == NULL) PyErr_Clear();
+  Py_XDECREF(r);
+  PyGILState_Release(g);
+}
+
+static PyObject *progress_of(PyObject *desc, int64_t total) {
+  if (desc == NULL || desc == Py_None) return Py_NewRef(Py_None);
+  PyObject *a = Py_BuildValue("(OL)", desc, (long long)total);
+  PyObject *r = a ? qvpy_call_api("_progress", NULL, a, NULL) : NULL;
+  Py_XDECREF(a);
+  return r;
+}
+
+static void progress_done(PyObject *bar) {
+  if (bar == NULL || bar == Py_None) return;
+  PyObject *r = PyObject_CallMethod(bar, "close", NULL);
+  if (r == NULL) PyErr_Clear();
+  Py_XDECREF(r);
+}
+
+/* What map / filter return once the C call is done: features= cast. */
+static PyObject *finish(PyObject *ret, const fn_args *a) {
+  if (ret == NULL || a->features == NULL || a->features == Py_None) return ret;
+  PyObject *t = Py_BuildValue("(OO)", ret, a->features);
+  Py_DECREF(ret);
+  PyObject *r = t ? qvpy_call_api("_cast_result", NULL, t, NULL) : NULL;
+  Py_XDECREF(t);
+  return r;
+}
+
 PyObject *qvpy_Dataset_map(DatasetObject *self, PyObject *args, PyObject *kwargs) {
-  static char *kw[] = {
-      "function",        "set",   "batched", "batch_size", "remove_columns", "num_proc",
-      "new_fingerprint", "cache", NULL};
+  static char *kw[] = {"function",
+                       "set",
+                       "with_indices",
+                       "with_rank",
+                       "input_columns",
+                       "batched",
+                       "batch_size",
+                       "drop_last_batch",
+                       "remove_columns",
+                       "keep_in_memory",
+                       "load_from_cache_file",
+                       "cache_file_name",
+                       "writer_batch_size",
+                       "features",
+                       "disable_nullable",
+                       "fn_kwargs",
+                       "num_proc",
+                       "suffix_template",
+                       "new_fingerprint",
+                       "desc",
+                       "try_original_type",
+                       "on_mixed_types",
+                       "cache",
+                       "_rank",
+                       "_offset",
+                       NULL};
   PyObject *fn = Py_None, *set = Py_None, *bs_obj = NULL, *rm_obj = Py_None, *np_obj = Py_None,
-           *nfp = Py_None;
-  int batched = 0, cache = 0;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|O$OpOOOOp:map", kw, &fn, &set, &batched, &bs_obj,
-                                   &rm_obj, &np_obj, &nfp, &cache))
+           *nfp = Py_None, *batched_obj = NULL, *cache_obj = NULL;
+  fn_args a;
+  memset(&a, 0, sizeof a);
+  if (!PyArg_ParseTupleAndKeywords(
+          args, kwargs, "|O$OOOOOOOOOOOOOOOOOOOOOOOO:map", kw, &fn, &set, &a.with_indices,
+          &a.with_rank, &a.input_columns, &batched_obj, &bs_obj, &a.drop_last_batch, &rm_obj,
+          &a.keep_in_memory, &a.load_from_cache_file, &a.cache_file_name, &a.writer_batch_size,
+          &a.features, &a.disable_nullable, &a.fn_kwargs, &np_obj, &a.suffix_template, &nfp,
+          &a.desc, &a.try_original_type, &a.on_mixed_types, &cache_obj, &a.rank, &a.offset))
     return NULL;
-  if ((fn == Py_None) == (set == Py_None))
-    return PyErr_Format(qvpy_TypeError, "map takes a function or set={name: expression}, %s",
-                        fn == Py_None ? "got neither" : "not both");
+  int batched = truth(batched_obj, false), cache = truth(cache_obj, false);
+  if (fn != Py_None && set != Py_None)
+    return PyErr_Format(qvpy_TypeError, "map takes a function or set={name: expression}, not both");
+  if (fn == Py_None && set == Py_None) /* datasets: the identity (columns removed) */
+    return qvpy_call_api("_map_identity", (PyObject *)self, args, kwargs);
   if (fn != Py_None && !PyCallable_Check(fn))
     return PyErr_Format(qvpy_TypeError, "map: function must be callable, not %.100s",
                         Py_TYPE(fn)->tp_name);
   qv_map_options mo;
   memset(&mo, 0, sizeof mo);
   if (!arg_batch_size(bs_obj, &mo.batch_size)) return NULL;
+  mo.drop_last_batch = truth(a.drop_last_batch, false);
   if (np_obj != Py_None) {
     int64_t np = 0;
     if (!qvpy_arg_int64(np_obj, "num_proc", &np)) return NULL;
@@ -284,21 +501,44 @@ PyObject *qvpy_Dataset_map(DatasetObject *self, PyObject *args, PyObject *kwargs
                           "num_proc must be an int between 1 and 4096, found "
                           "%lld",
                           (long long)np);
-    if (fn != Py_None && np > 1)
-      return PyErr_Format(qvpy_ValueError,
-                          "map: num_proc=%lld with a Python function: quiver's "
-                          "workers are forked processes, which cannot safely run the Python "
-                          "interpreter; run it in this process (num_proc=None) or use set= "
-                          "expressions, which run in C",
-                          (long long)np);
-    mo.num_proc = (int)np;
+    /* Python functions run in forked worker processes of quiver._api */
+    if (fn != Py_None && np > 1 && qv_dataset_num_rows(self->ds) > 1)
+      return qvpy_call_api("_map_procs", (PyObject *)self, args, kwargs);
+    mo.num_proc = fn != Py_None ? 0 : (int)np;
   }
-  PyObject *rm_keep = NULL;
+  pyfn p = {fn, batched != 0, "map", NULL, NULL, NULL, NULL, false, false, NULL, NULL, 0, NULL};
+  if (truth(a.try_original_type, true)) p.orig = qv_dataset_schema(self->ds);
+  PyObject *rm_keep = NULL, *in_keep = NULL, *hold = PyList_New(0);
+  qv_dataset_options o;
+  if (hold == NULL ||
+      !apply_fn_args(&a, &p, &o, &cache, &in_keep, (const char ***)&mo.input_columns,
+                     &mo.n_input_columns, hold)) {
+    PyMem_Free((void *)mo.input_columns);
+    Py_XDECREF(in_keep);
+    Py_XDECREF(hold);
+    return NULL;
+  }
   if (rm_obj != Py_None &&
       !qvpy_arg_names(rm_obj, "remove_columns", &rm_keep, (const char ***)&mo.remove_columns,
-                      &mo.n_remove_columns))
+                      &mo.n_remove_columns)) {
+    PyMem_Free((void *)mo.input_columns);
+    Py_XDECREF(in_keep);
+    Py_DECREF(hold);
     return NULL;
-  qv_dataset_options o = qvpy_options(cache);
+  }
+  PyObject *bar = progress_of(a.desc, qv_dataset_num_rows(self->ds));
+  if (bar == NULL) {
+    PyMem_Free((void *)mo.input_columns);
+    PyMem_Free((void *)mo.remove_columns);
+    Py_XDECREF(in_keep);
+    Py_XDECREF(rm_keep);
+    Py_DECREF(hold);
+    return NULL;
+  }
+  if (bar != Py_None) {
+    o.progress = progress_cb;
+    o.progress_ctx = bar;
+  }
   qv_dataset *out = NULL;
   qv_error err;
   qv_status st = QV_OK;
@@ -344,37 +584,103 @@ PyObject *qvpy_Dataset_map(DatasetObject *self, PyObject *args, PyObject *kwargs
   } else {
     char random_fp[QV_FINGERPRINT_SIZE];
     qv_fingerprint_args *params = NULL;
-    if (function_fingerprint(fn, batched != 0, nfp, cache, "map", &params, random_fp,
-                             &o.new_fingerprint)) {
-      pyfn p = {fn, batched != 0, "map", NULL, NULL, NULL};
+    if (function_fingerprint(fn, &p, nfp, cache, "map", &params, random_fp, &o.new_fingerprint)) {
       qv_map_fn mf = {"quiver.python", "1", pymap_call, &p, params};
       /* Unbatched functions are called row by row inside batches of the
        * default size; batched ones get batch_size rows. */
       mo.batched = true;
-      if (!batched) mo.batch_size = QV_DATASET_MAP_BATCH_SIZE;
+      if (!batched) {
+        mo.batch_size = QV_DATASET_MAP_BATCH_SIZE;
+        mo.drop_last_batch = false;
+      }
       Py_BEGIN_ALLOW_THREADS st = qv_dataset_map(self->ds, &mf, &mo, &o, &out, &err);
       Py_END_ALLOW_THREADS ret = py_result(&p, st, out, &err);
       if (cache) ret = qvpy_tables_origin(ret);
     }
     qv_fingerprint_args_free(params);
   }
+  progress_done(bar);
+  Py_DECREF(bar);
   PyMem_Free((void *)mo.remove_columns);
+  PyMem_Free((void *)mo.input_columns);
   Py_XDECREF(rm_keep);
-  return ret;
+  Py_XDECREF(in_keep);
+  Py_DECREF(hold);
+  return finish(ret, &a);
 }
 
 PyObject *qvpy_Dataset_filter(DatasetObject *self, PyObject *args, PyObject *kwargs) {
-  static char *kw[] = {"function", "batched", "batch_size", "new_fingerprint", "cache", NULL};
-  PyObject *fn, *bs_obj = NULL, *nfp = Py_None;
-  int batched = 0, cache = 0;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|$pOOp:filter", kw, &fn, &batched, &bs_obj, &nfp,
-                                   &cache))
+  static char *kw[] = {"function",
+                       "with_indices",
+                       "with_rank",
+                       "input_columns",
+                       "batched",
+                       "batch_size",
+                       "keep_in_memory",
+                       "load_from_cache_file",
+                       "cache_file_name",
+                       "writer_batch_size",
+                       "fn_kwargs",
+                       "num_proc",
+                       "suffix_template",
+                       "new_fingerprint",
+                       "desc",
+                       "cache",
+                       "_rank",
+                       "_offset",
+                       NULL};
+  PyObject *fn = Py_None, *bs_obj = NULL, *nfp = Py_None, *batched_obj = NULL, *cache_obj = NULL,
+           *np_obj = Py_None;
+  fn_args a;
+  memset(&a, 0, sizeof a);
+  if (!PyArg_ParseTupleAndKeywords(
+          args, kwargs, "|O$OOOOOOOOOOOOOOOOO:filter", kw, &fn, &a.with_indices, &a.with_rank,
+          &a.input_columns, &batched_obj, &bs_obj, &a.keep_in_memory, &a.load_from_cache_file,
+          &a.cache_file_name, &a.writer_batch_size, &a.fn_kwargs, &np_obj, &a.suffix_template, &nfp,
+          &a.desc, &cache_obj, &a.rank, &a.offset))
     return NULL;
-  qv_dataset_options o = qvpy_options(cache);
+  int batched = truth(batched_obj, false), cache = truth(cache_obj, false);
+  if (fn == Py_None) /* datasets: every row kept */
+    return qvpy_call_api("_map_identity", (PyObject *)self, NULL, NULL);
+  if (np_obj != Py_None && !PyUnicode_Check(fn)) {
+    int64_t np = 0;
+    if (!qvpy_arg_int64(np_obj, "num_proc", &np)) return NULL;
+    if (np < 1 || np > 4096)
+      return PyErr_Format(qvpy_ValueError, "num_proc must be an int between 1 and 4096, found %lld",
+                          (long long)np);
+    if (np > 1 && qv_dataset_num_rows(self->ds) > 1)
+      return qvpy_call_api("_filter_procs", (PyObject *)self, args, kwargs);
+  }
+  pyfn p = {fn, batched != 0, "filter", NULL, NULL, NULL, NULL, false, false, NULL, NULL, 0, NULL};
+  PyObject *keep = PyList_New(0), *names_keep = NULL; /* keep holds what p and o point into */
+  const char **in_cols = NULL;
+  int32_t n_in = 0;
+  qv_dataset_options o;
+  bool ok = keep != NULL && apply_fn_args(&a, &p, &o, &cache, &names_keep, &in_cols, &n_in, keep);
+  PyMem_Free(in_cols);
+  Py_XDECREF(names_keep);
+  if (!ok) {
+    Py_XDECREF(keep);
+    return NULL;
+  }
+  for (int32_t i = 0; p.input_columns && i < n_in; i++) {
+    const char *c = PyUnicode_AsUTF8(PyList_GET_ITEM(p.input_columns, i));
+    if (c != NULL && qv_dataset_column_index(self->ds, c) < 0) {
+      PyObject *names = qvpy_column_names_of(qv_dataset_schema(self->ds));
+      if (names != NULL)
+        PyErr_Format(qvpy_ValueError,
+                     "Input column %s not in the dataset. Current columns in the dataset: %R", c,
+                     names);
+      Py_XDECREF(names);
+      Py_XDECREF(keep);
+      return NULL;
+    }
+  }
   qv_dataset *out = NULL;
   qv_error err;
   qv_status st;
   if (PyUnicode_Check(fn)) {
+    Py_XDECREF(keep);
     const char *where = PyUnicode_AsUTF8(fn);
     if (where == NULL) return NULL;
     if (nfp != Py_None) {
@@ -387,24 +693,42 @@ PyObject *qvpy_Dataset_filter(DatasetObject *self, PyObject *args, PyObject *kwa
     Py_END_ALLOW_THREADS return qvpy_derive(self, qvpy_result(st, out, &err), "filter", args,
                                             kwargs);
   }
-  if (!PyCallable_Check(fn))
+  if (!PyCallable_Check(fn)) {
+    Py_XDECREF(keep);
     return PyErr_Format(qvpy_TypeError,
                         "filter takes an expression string (see "
                         "docs/expressions.md) or a callable, not %.100s",
                         Py_TYPE(fn)->tp_name);
+  }
   int64_t bs = 0;
-  if (!arg_batch_size(bs_obj, &bs)) return NULL;
+  if (!arg_batch_size(bs_obj, &bs)) {
+    Py_XDECREF(keep);
+    return NULL;
+  }
   if (bs < 0) bs = qv_dataset_num_rows(self->ds) > 0 ? qv_dataset_num_rows(self->ds) : 1;
   if (!batched) bs = 0; /* rows one by one, in batches of the default size */
   char random_fp[QV_FINGERPRINT_SIZE];
   qv_fingerprint_args *params = NULL;
-  if (!function_fingerprint(fn, batched != 0, nfp, cache, "filter", &params, random_fp,
-                            &o.new_fingerprint))
+  if (!function_fingerprint(fn, &p, nfp, cache, "filter", &params, random_fp, &o.new_fingerprint)) {
+    Py_XDECREF(keep);
     return NULL;
-  pyfn p = {fn, batched != 0, "filter", NULL, NULL, NULL};
+  }
+  PyObject *bar = progress_of(a.desc, qv_dataset_num_rows(self->ds));
+  if (bar == NULL) {
+    qv_fingerprint_args_free(params);
+    Py_XDECREF(keep);
+    return NULL;
+  }
+  if (bar != Py_None) {
+    o.progress = progress_cb;
+    o.progress_ctx = bar;
+  }
   qv_filter_fn ff = {"quiver.python", "1", pyfilter_call, &p, params};
   Py_BEGIN_ALLOW_THREADS st = qv_dataset_filter_fn(self->ds, &ff, bs, &o, &out, &err);
   Py_END_ALLOW_THREADS qv_fingerprint_args_free(params);
+  progress_done(bar);
+  Py_DECREF(bar);
   PyObject *ret = py_result(&p, st, out, &err);
+  Py_XDECREF(keep);
   return cache ? qvpy_tables_origin(ret) : ret;
 }

@@ -375,6 +375,12 @@ static PyMethodDef module_methods[] = {
      "The rows as CSV or JSON Lines (use Dataset.to_csv / to_json)."},
     {"_sniff", (PyCFunction)qvpy_mod_sniff, METH_O,
      "_sniff($module, path, /)\n--\n\nWhat the path holds, as qv_path_sniff names it."},
+    {"_from_columns", (PyCFunction)qvpy_mod_from_columns, METH_VARARGS,
+     "_from_columns(mapping, fingerprint=None, /)\n--\n\nAn in-memory Dataset of a dict of "
+     "columns (lists converted in C, or Arrow arrays)."},
+    {"_from_stream", (PyCFunction)qvpy_mod_from_stream, METH_VARARGS,
+     "_from_stream(obj, fingerprint=None, /)\n--\n\nAn in-memory Dataset of the batches of "
+     "obj.__arrow_c_stream__() (zero copy)."},
     {"version", (PyCFunction)mod_version, METH_NOARGS,
      "version($module, /)\n--\n\nThe C library's version (qv_version())."},
     {NULL, NULL, 0, NULL}};

@@ -11,6 +11,7 @@
  *   mapfilter.c     Python callables as map / filter functions
  *   dsdict.c        DatasetDict saving / split names, calls into Python
  *   io.c            CSV / JSON Lines reading and writing, Dataset.from_* / to_*
+ *   construct.c     constructors (Python columns, Arrow streams), cast, add_column, unique
  * Every function returning a new PyObject * returns a new reference, or
  * NULL with a Python exception set; every bool-returning helper returns
  * false with a Python exception set.
@@ -164,6 +165,11 @@ PyObject *qvpy_Dataset_from_json(PyObject *cls, PyObject *args, PyObject *kwargs
 /** A map function's result (a dict {column: list or Arrow array} or an
  * Arrow record batch) as a STRUCT array in *out (a new reference). */
 bool qvpy_result_struct(PyObject *r, const char *what, int64_t first_row, qv_array **out);
+/** datasets' try_original_type: each column of the STRUCT array *s named
+ * as a column of `orig` with another type is cast to that type when the
+ * cast is exact (qv_array_cast), else kept; *s is replaced (its reference
+ * dropped) when a column changed. */
+bool qvpy_struct_keep_types(qv_array **s, const qv_schema *orig);
 
 /* ---- pickling (pickle.c) ----------------------------------------------- */
 /** `result` (a reference taken over; NULL passes through) given the origin
@@ -188,5 +194,27 @@ PyObject *qvpy_mod_from_recipes(PyObject *mod, PyObject *args);
 /* ---- map / filter (mapfilter.c) ---------------------------------------- */
 PyObject *qvpy_Dataset_map(DatasetObject *self, PyObject *args, PyObject *kwargs);
 PyObject *qvpy_Dataset_filter(DatasetObject *self, PyObject *args, PyObject *kwargs);
+/* groupby.c: Dataset.group_by(keys, *, sort=False, memory_limit=None) -> quiver.GroupBy */
+PyObject *qvpy_Dataset_group_by(DatasetObject *self, PyObject *args, PyObject *kwargs);
+
+/* ---- constructors and column methods (construct.c) -------------------- */
+/** _quiver._from_columns(mapping, fingerprint=None) -> Dataset. */
+PyObject *qvpy_mod_from_columns(PyObject *mod, PyObject *args);
+/** _quiver._from_stream(obj, fingerprint=None) -> Dataset (obj has __arrow_c_stream__). */
+PyObject *qvpy_mod_from_stream(PyObject *mod, PyObject *args);
+/** Dataset._cast(features_json), _cast_column(column, feature_json),
+ * _add_column(name, values, feature_json=None), unique(column). */
+PyObject *qvpy_Dataset_cast(DatasetObject *self, PyObject *json);
+PyObject *qvpy_Dataset_cast_column(DatasetObject *self, PyObject *args);
+PyObject *qvpy_Dataset_add_column(DatasetObject *self, PyObject *args);
+PyObject *qvpy_Dataset_unique(DatasetObject *self, PyObject *column);
+/** quiver._api.<fn>(self, *args, **kwargs); self NULL for functions of the
+ * class (from_dict...); args may be NULL. */
+PyObject *qvpy_call_api(const char *fn, PyObject *self, PyObject *args, PyObject *kwargs);
+
+/* ---- join / distinct / value_counts (join.c) --------------------------- */
+PyObject *qvpy_Dataset_join(DatasetObject *self, PyObject *args, PyObject *kwargs);
+PyObject *qvpy_Dataset_distinct(DatasetObject *self, PyObject *args, PyObject *kwargs);
+PyObject *qvpy_Dataset_value_counts(DatasetObject *self, PyObject *arg);
 
 #endif

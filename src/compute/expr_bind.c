@@ -535,6 +535,137 @@ static qv_status bind_call(binder *bd, const qvx_node *x, qvx_bnode *n) {
     n->kind = QVX_B_ABS;
     return bind_unary_num(bd, x, n);
   }
+  if (x->op == QVX_FN_LOWER || x->op == QVX_FN_UPPER || x->op == QVX_FN_SUBSTR) {
+    n->kind = QVX_B_STRMAP;
+    n->op = x->op;
+    QV_RETURN_NOT_OK(bind_children(bd, x, n, x->op == QVX_FN_SUBSTR ? 2 : 1));
+    type_null(n->a, QVX_K_STR);
+    if (n->a->out != QVX_K_STR) {
+      char d[200];
+      describe(bd, x->args[0], n->a, d, sizeof d);
+      return bind_err(bd, QV_ETYPE, x->args[0]->start, "%s() needs a string, found %s", fname, d);
+    }
+    if (x->op == QVX_FN_SUBSTR) {
+      if (x->n_args == 3) {
+        QV_RETURN_NOT_OK(bind_node(bd, x->args[2], &n->third));
+        n->ref_col = merge_ref(n->ref_col, n->third->ref_col);
+        n->can_fail = n->can_fail || n->third->can_fail;
+      }
+      qvx_bnode *ints[2] = {n->b, n->third};
+      for (int k = 0; k < 2; k++) {
+        if (!ints[k]) continue;
+        type_null(ints[k], QVX_K_I64);
+        if (ints[k]->out != QVX_K_I64 && ints[k]->out != QVX_K_U64) {
+          char d[200];
+          describe(bd, x->args[k + 1], ints[k], d, sizeof d);
+          return bind_err(bd, QV_ETYPE, x->args[k + 1]->start,
+                          "substr() needs an integer %s, found %s", k ? "length" : "start", d);
+        }
+      }
+      n->can_fail = true; /* uint64 positions beyond int64 */
+    }
+    n->out = QVX_K_STR;
+    n->is_binary = n->a->is_binary;
+    return QV_OK;
+  }
+  if (x->op == QVX_FN_CAST) {
+    n->kind = QVX_B_CAST;
+    n->op = x->op;
+    const qvx_node *t = x->args[1];
+    if (t->kind != QVX_N_LITERAL || t->lit.kind != QVX_LIT_STRING)
+      return bind_err(bd, QV_ETYPE, t->start,
+                      "cast() needs the target type as a string: 'int64', 'double', 'string' or "
+                      "'bool'");
+    static const struct {
+      const char *name;
+      qvx_kind kind;
+    } TARGETS[] = {{"int64", QVX_K_I64},  {"bigint", QVX_K_I64},  {"int", QVX_K_I64},
+                   {"double", QVX_K_F64}, {"float64", QVX_K_F64}, {"float", QVX_K_F64},
+                   {"string", QVX_K_STR}, {"varchar", QVX_K_STR}, {"utf8", QVX_K_STR},
+                   {"bool", QVX_K_BOOL},  {"boolean", QVX_K_BOOL}};
+    int k = 0, nt = (int)(sizeof TARGETS / sizeof TARGETS[0]);
+    while (k < nt && strcasecmp(TARGETS[k].name, t->lit.s) != 0) k++;
+    if (k == nt)
+      return bind_err(bd, QV_ETYPE, t->start,
+                      "cast() to '%s' is not supported (types: int64, double, string, bool)",
+                      t->lit.s);
+    QV_RETURN_NOT_OK(bind_children(bd, x, n, 1));
+    type_null(n->a, TARGETS[k].kind);
+    QV_RETURN_NOT_OK(need_value(bd, x->args[0], n->a));
+    if (n->a->out == QVX_K_LIST || n->a->out == QVX_K_ANY) {
+      char d[200];
+      describe(bd, x->args[0], n->a, d, sizeof d);
+      return bind_err(bd, QV_ETYPE, x->args[0]->start, "cannot cast %s", d);
+    }
+    if (TARGETS[k].kind == QVX_K_STR && n->a->out == QVX_K_STR && n->a->is_binary) {
+      char d[200];
+      describe(bd, x->args[0], n->a, d, sizeof d);
+      return bind_err(bd, QV_ETYPE, x->args[0]->start, "cannot cast %s to string", d);
+    }
+    n->out = TARGETS[k].kind;
+    n->can_fail = true; /* unparsable strings, out-of-range numbers */
+    return QV_OK;
+  }
+  if (x->op == QVX_FN_COALESCE || x->op == QVX_FN_IF) {
+    bool is_if = x->op == QVX_FN_IF;
+    n->kind = is_if ? QVX_B_IF : QVX_B_COALESCE;
+    n->op = x->op;
+    QV_RETURN_NOT_OK(bind_children(bd, x, n, 2));
+    qvx_bnode *va = n->a, *vb = n->b;
+    const qvx_node *xa = x->args[0], *xb = x->args[1];
+    if (is_if) {
+      QV_RETURN_NOT_OK(bind_node(bd, x->args[2], &n->third));
+      n->ref_col = merge_ref(n->ref_col, n->third->ref_col);
+      n->can_fail = n->can_fail || n->third->can_fail;
+      type_null(n->a, QVX_K_BOOL);
+      if (n->a->out != QVX_K_BOOL) {
+        char d[200];
+        describe(bd, x->args[0], n->a, d, sizeof d);
+        return bind_err(bd, QV_ETYPE, x->args[0]->start, "if() needs a boolean condition, found %s",
+                        d);
+      }
+      va = n->b, vb = n->third, xa = x->args[1], xb = x->args[2];
+    }
+    if (va->out == QVX_K_NULL) type_null(va, vb->out == QVX_K_NULL ? QVX_K_I64 : vb->out);
+    if (vb->out == QVX_K_NULL) type_null(vb, va->out);
+    if (va->out == QVX_K_LIST || va->out == QVX_K_ANY) QV_RETURN_NOT_OK(need_value(bd, xa, va));
+    if (vb->out == QVX_K_LIST || vb->out == QVX_K_ANY) QV_RETURN_NOT_OK(need_value(bd, xb, vb));
+    if (va->out == vb->out) {
+      n->out = va->out;
+      n->is_binary = va->is_binary || vb->is_binary;
+    } else if (is_numeric(va->out) && is_numeric(vb->out)) {
+      n->out = QVX_K_F64; /* mixed numbers compute in double */
+    } else {
+      char da[200], db[200];
+      describe(bd, xa, va, da, sizeof da);
+      describe(bd, xb, vb, db, sizeof db);
+      return bind_err(bd, QV_ETYPE, n->op_pos, "%s() needs values of one type, found %s and %s",
+                      fname, da, db);
+    }
+    return QV_OK;
+  }
+  if (x->op >= QVX_FN_SQRT && x->op <= QVX_FN_POW) {
+    n->kind = QVX_B_MATH;
+    n->op = x->op;
+    int count = x->op == QVX_FN_POW ? 2 : 1;
+    QV_RETURN_NOT_OK(bind_children(bd, x, n, count));
+    qvx_bnode *kids[2] = {n->a, n->b};
+    for (int k = 0; k < count; k++) {
+      type_null(kids[k], QVX_K_F64);
+      QV_RETURN_NOT_OK(need_value(bd, x->args[k], kids[k]));
+      if (!is_numeric(kids[k]->out)) {
+        char d[200];
+        describe(bd, x->args[k], kids[k], d, sizeof d);
+        return bind_err(bd, QV_ETYPE, x->args[k]->start, "%s() needs a number, found %s", fname, d);
+      }
+    }
+    /* floor/ceil/round keep integers as they are; the rest compute in double */
+    bool keep = (x->op == QVX_FN_FLOOR || x->op == QVX_FN_CEIL || x->op == QVX_FN_ROUND) &&
+                n->a->out != QVX_K_F64;
+    n->out = keep ? QVX_K_I64 : QVX_K_F64;
+    if (keep && n->a->out == QVX_K_U64) n->can_fail = true;
+    return QV_OK;
+  }
   if (x->op == QVX_FN_LEN) {
     n->kind = QVX_B_LEN;
     QV_RETURN_NOT_OK(bind_children(bd, x, n, 1));
@@ -660,6 +791,8 @@ static bool strict(const qvx_bnode *n) {
   switch (n->kind) {
     case QVX_B_AND:
     case QVX_B_OR:
+    case QVX_B_COALESCE:
+    case QVX_B_IF:
     case QVX_B_IS_NULL: return false;
     case QVX_B_LIT:
     case QVX_B_COL: return true;
@@ -672,6 +805,7 @@ static void mark_in_dict(qvx_bnode *n) {
   if (n->kind == QVX_B_COL) n->in_dict = true;
   mark_in_dict(n->a);
   mark_in_dict(n->b);
+  mark_in_dict(n->third);
 }
 
 static qv_status wrap_dicts(binder *bd, qvx_bnode **slot) {
@@ -696,7 +830,8 @@ static qv_status wrap_dicts(binder *bd, qvx_bnode **slot) {
     return QV_OK;
   }
   QV_RETURN_NOT_OK(wrap_dicts(bd, &n->a));
-  return wrap_dicts(bd, &n->b);
+  QV_RETURN_NOT_OK(wrap_dicts(bd, &n->b));
+  return wrap_dicts(bd, &n->third);
 }
 
 /* ------------------------------------------------------------------------ */

@@ -20,6 +20,7 @@
  * used elsewhere are decoded through the indices (strings by an indirection
  * table, never copied).
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
@@ -920,6 +921,429 @@ static qv_status eval_unary_num(ctx *c, qvx_bnode *n, const uint8_t *care, qvx_v
   return QV_OK;
 }
 
+/* sqrt, exp, ln, log10, log2, floor, ceil, round, pow: IEEE results (NaN for
+ * sqrt/log of negatives, -inf for log(0)); floor/ceil/round of integers are
+ * the integers. */
+static qv_status eval_math(ctx *c, qvx_bnode *n, const uint8_t *care, qvx_vec *out) {
+  qvx_vec a, b;
+  QV_RETURN_NOT_OK(eval(c, n->a, care, &a));
+  int64_t rows = c->n;
+  memset(out, 0, sizeof *out);
+  out->kind = n->out;
+  out->n = rows;
+  out->valid = a.valid;
+  if (n->out == QVX_K_I64) {
+    const int64_t *x;
+    QV_RETURN_NOT_OK(as_i64(c, n, &a, a.valid, care, &x));
+    out->values = x;
+    return QV_OK;
+  }
+  const double *x, *y = NULL;
+  QV_RETURN_NOT_OK(as_f64(c, &a, &n->s_aux, &x));
+  if (n->op == QVX_FN_POW) {
+    QV_RETURN_NOT_OK(eval(c, n->b, care, &b));
+    GROW(vbuf, uint8_t *, &n->s_valid, bm_bytes(rows));
+    out->valid = and_valid(a.valid, b.valid, vbuf, rows);
+    QV_RETURN_NOT_OK(as_f64(c, &b, &n->s_aux2, &y));
+  }
+  GROW(r, double *, &n->s_values, 8 * rows);
+  switch (n->op) {
+    case QVX_FN_SQRT:
+      for (int64_t i = 0; i < rows; i++) r[i] = sqrt(x[i]);
+      break;
+    case QVX_FN_EXP:
+      for (int64_t i = 0; i < rows; i++) r[i] = exp(x[i]);
+      break;
+    case QVX_FN_LN:
+      for (int64_t i = 0; i < rows; i++) r[i] = log(x[i]);
+      break;
+    case QVX_FN_LOG10:
+      for (int64_t i = 0; i < rows; i++) r[i] = log10(x[i]);
+      break;
+    case QVX_FN_LOG2:
+      for (int64_t i = 0; i < rows; i++) r[i] = log2(x[i]);
+      break;
+    case QVX_FN_FLOOR:
+      for (int64_t i = 0; i < rows; i++) r[i] = floor(x[i]);
+      break;
+    case QVX_FN_CEIL:
+      for (int64_t i = 0; i < rows; i++) r[i] = ceil(x[i]);
+      break;
+    case QVX_FN_ROUND: /* half away from zero, as DuckDB */
+      for (int64_t i = 0; i < rows; i++) r[i] = round(x[i]);
+      break;
+    default:
+      for (int64_t i = 0; i < rows; i++) r[i] = pow(x[i], y[i]);
+      break;
+  }
+  out->values = r;
+  return QV_OK;
+}
+
+static int64_t count_continuation(const uint8_t *p, int64_t n);
+
+/* A string result of `rows` rows into the node's scratch: offsets (int64,
+ * s_values) and bytes (s_aux, grown as needed). */
+typedef struct str_out {
+  int64_t *off;
+  uint8_t *data;
+  int64_t len, cap;
+} str_out;
+
+static qv_status str_out_begin(ctx *c, qvx_bnode *n, int64_t rows, str_out *o) {
+  GROW(off, int64_t *, &n->s_values, 8 * (rows + 1));
+  o->off = off;
+  o->cap = n->s_aux.cap > 64 ? n->s_aux.cap : 64;
+  GROW(d, uint8_t *, &n->s_aux, o->cap);
+  o->data = d;
+  o->len = 0;
+  return QV_OK;
+}
+
+static qv_status str_out_put(ctx *c, qvx_bnode *n, str_out *o, const uint8_t *p, int64_t len) {
+  if (o->len + len > o->cap) {
+    int64_t cap = o->cap;
+    while (cap < o->len + len) cap *= 2;
+    GROW(d, uint8_t *, &n->s_aux, cap); /* grow keeps the bytes (realloc) */
+    o->data = d;
+    o->cap = cap;
+  }
+  if (len) memcpy(o->data + o->len, p, (size_t)len);
+  o->len += len;
+  return QV_OK;
+}
+
+static void str_out_finish(str_out *o, int64_t rows, const uint8_t *valid, bool is_binary,
+                           qvx_vec *out) {
+  o->off[rows] = o->len;
+  memset(out, 0, sizeof *out);
+  out->kind = QVX_K_STR;
+  out->is_binary = is_binary;
+  out->n = rows;
+  out->valid = valid;
+  out->str.mode = QVX_S_OFF64;
+  out->str.offsets = (const uint8_t *)o->off;
+  out->str.data = o->data;
+  out->str.data_size = o->len;
+}
+
+/* Byte offset of code point k (0-based; the end when k >= the count) of
+ * p[0..len); binary strings count bytes. */
+static int64_t cp_offset(const uint8_t *p, int64_t len, int64_t k, bool binary) {
+  if (binary) return k < len ? k : len;
+  int64_t seen = 0;
+  for (int64_t i = 0; i < len; i++)
+    if ((p[i] & 0xC0) != 0x80 && seen++ == k) return i;
+  return len;
+}
+
+/* lower / upper (ASCII letters) and substr(s, start[, length]) with
+ * DuckDB's positions: 1 is the first code point, 0 just before it,
+ * negative ones count from the end; a negative length takes the code
+ * points before start. */
+static qv_status eval_strmap(ctx *c, qvx_bnode *n, const uint8_t *care, qvx_vec *out) {
+  qvx_vec a, b, l;
+  QV_RETURN_NOT_OK(eval(c, n->a, care, &a));
+  int64_t rows = c->n;
+  const uint8_t *valid = a.valid;
+  const int64_t *start = NULL, *length = NULL;
+  if (n->op == QVX_FN_SUBSTR) {
+    QV_RETURN_NOT_OK(eval(c, n->b, care, &b));
+    GROW(vb, uint8_t *, &n->s_valid, bm_bytes(rows));
+    valid = and_valid(valid, b.valid, vb, rows);
+    if (n->third) {
+      QV_RETURN_NOT_OK(eval(c, n->third, care, &l));
+      GROW(vc, uint8_t *, &n->s_care, bm_bytes(rows));
+      valid = and_valid(valid, l.valid, vc, rows);
+    }
+    QV_RETURN_NOT_OK(as_i64(c, n, &b, valid, care, &start));
+    if (n->third) QV_RETURN_NOT_OK(as_i64(c, n, &l, valid, care, &length));
+  }
+  str_out o;
+  QV_RETURN_NOT_OK(str_out_begin(c, n, rows, &o));
+  for (int64_t i = 0; i < rows; i++) {
+    o.off[i] = o.len;
+    if (!vbit(valid, i) || !vbit(care, i)) continue;
+    const uint8_t *p;
+    int64_t len;
+    if (!str_at(&a.str, i, &p, &len)) return bad_str(c, n, i);
+    if (n->op == QVX_FN_SUBSTR) {
+      int64_t chars = a.is_binary ? len : len - count_continuation(p, len);
+      int64_t st = start[i], pos = st > 0 ? st : (st < 0 ? chars + st + 1 : 0), lo, hi;
+      if (!length) {
+        lo = pos;
+        hi = chars + 1;
+      } else if (length[i] >= 0) {
+        lo = pos;
+        if (__builtin_add_overflow(pos, length[i], &hi)) hi = INT64_MAX;
+      } else {
+        hi = pos;
+        if (__builtin_add_overflow(pos, length[i], &lo)) lo = INT64_MIN;
+      }
+      if (lo < 1) lo = 1;
+      if (hi > chars + 1) hi = chars + 1;
+      if (lo >= hi) continue;
+      int64_t b0 = cp_offset(p, len, lo - 1, a.is_binary);
+      int64_t b1 = cp_offset(p, len, hi - 1, a.is_binary);
+      QV_RETURN_NOT_OK(str_out_put(c, n, &o, p + b0, b1 - b0));
+      continue;
+    }
+    int64_t at = o.len;
+    QV_RETURN_NOT_OK(str_out_put(c, n, &o, p, len));
+    uint8_t *q = o.data + at;
+    if (n->op == QVX_FN_LOWER) {
+      for (int64_t k = 0; k < len; k++)
+        if (q[k] >= 'A' && q[k] <= 'Z') q[k] = (uint8_t)(q[k] + 32);
+    } else {
+      for (int64_t k = 0; k < len; k++)
+        if (q[k] >= 'a' && q[k] <= 'z') q[k] = (uint8_t)(q[k] - 32);
+    }
+  }
+  str_out_finish(&o, rows, valid, n->is_binary, out);
+  return QV_OK;
+}
+
+/* coalesce(a, b): a where a is valid, else b. if(cond, a, b): a where cond
+ * is true, else b (false or null). Each branch is evaluated only for the
+ * rows that take it (errors elsewhere do not count). */
+static qv_status eval_choice(ctx *c, qvx_bnode *n, const uint8_t *care, qvx_vec *out) {
+  int64_t rows = c->n, nb = bm_bytes(rows);
+  qvx_vec cond, a, b;
+  qvx_bnode *na = n->a, *nb_ = n->b;
+  GROW(pick, uint8_t *, &n->s_care, nb); /* 1: take a */
+  GROW(care_a, uint8_t *, &n->s_aux2, 2 * nb);
+  uint8_t *care_b = care_a + nb;
+  if (n->kind == QVX_B_IF) {
+    QV_RETURN_NOT_OK(eval(c, n->a, care, &cond));
+    for (int64_t w = 0; w < nb; w++) {
+      uint8_t t = cond.values ? ((const uint8_t *)cond.values)[w] : 0;
+      if (cond.valid) t &= cond.valid[w];
+      pick[w] = t;
+    }
+    na = n->b;
+    nb_ = n->third;
+    for (int64_t w = 0; w < nb; w++) {
+      uint8_t cw = care ? care[w] : 0xff;
+      care_a[w] = cw & pick[w];
+      care_b[w] = cw & (uint8_t)~pick[w];
+    }
+    QV_RETURN_NOT_OK(eval(c, na, care_a, &a));
+  } else {
+    QV_RETURN_NOT_OK(eval(c, na, care, &a));
+    for (int64_t w = 0; w < nb; w++) {
+      pick[w] = a.valid ? a.valid[w] : 0xff;
+      care_b[w] = (care ? care[w] : 0xff) & (uint8_t)~pick[w];
+    }
+  }
+  QV_RETURN_NOT_OK(eval(c, nb_, care_b, &b));
+  GROW(valid, uint8_t *, &n->s_valid, nb);
+  for (int64_t i = 0; i < rows; i++) {
+    bool v = qv_bit_get(pick, i) ? vbit(a.valid, i) : vbit(b.valid, i);
+    if (v) qv_bit_set(valid, i);
+    else qv_bit_clear(valid, i);
+  }
+  memset(out, 0, sizeof *out);
+  out->kind = n->out;
+  out->n = rows;
+  out->valid = valid;
+  switch (n->out) {
+    case QVX_K_NULL: return QV_OK;
+    case QVX_K_BOOL: {
+      GROW(bits, uint8_t *, &n->s_values, nb);
+      const uint8_t *x = a.values, *y = b.values;
+      for (int64_t w = 0; w < nb; w++)
+        bits[w] = (uint8_t)((x ? x[w] & pick[w] : 0) | (y ? y[w] & (uint8_t)~pick[w] : 0));
+      out->values = bits;
+      return QV_OK;
+    }
+    case QVX_K_F64: {
+      const double *x, *y;
+      QV_RETURN_NOT_OK(as_f64(c, &a, &n->s_aux, &x));
+      GROW(r, double *, &n->s_values, 8 * rows);
+      if (b.kind == QVX_K_F64) {
+        y = b.values;
+      } else {
+        const int64_t *yi = b.values;
+        const uint64_t *yu = b.values;
+        for (int64_t i = 0; i < rows; i++)
+          r[i] = b.kind == QVX_K_U64 ? (double)yu[i] : (yi ? (double)yi[i] : 0.0);
+        y = r;
+      }
+      for (int64_t i = 0; i < rows; i++) r[i] = qv_bit_get(pick, i) ? x[i] : y[i];
+      out->values = r;
+      return QV_OK;
+    }
+    case QVX_K_I64:
+    case QVX_K_U64: {
+      GROW(r, uint64_t *, &n->s_values, 8 * rows);
+      const uint64_t *x = a.values, *y = b.values;
+      for (int64_t i = 0; i < rows; i++)
+        r[i] = qv_bit_get(pick, i) ? (x ? x[i] : 0) : (y ? y[i] : 0);
+      out->values = r;
+      return QV_OK;
+    }
+    case QVX_K_STR: {
+      str_out o;
+      QV_RETURN_NOT_OK(str_out_begin(c, n, rows, &o));
+      for (int64_t i = 0; i < rows; i++) {
+        o.off[i] = o.len;
+        if (!qv_bit_get(valid, i) || !vbit(care, i)) continue;
+        const qvx_vec *src = qv_bit_get(pick, i) ? &a : &b;
+        const uint8_t *p;
+        int64_t len;
+        if (!str_at(&src->str, i, &p, &len)) return bad_str(c, n, i);
+        QV_RETURN_NOT_OK(str_out_put(c, n, &o, p, len));
+      }
+      str_out_finish(&o, rows, valid, n->is_binary, out);
+      return QV_OK;
+    }
+    default: return eval_err(c, n, QV_ETYPE, 0, "unsupported value kind in a choice");
+  }
+}
+
+/* cast(x, type): numbers and bools convert as DuckDB's CAST (double to
+ * int64 rounds half away from zero; out of range or NaN is an error),
+ * strings parse (surrounding spaces allowed; junk is an error), numbers
+ * print as decimal text (doubles in the shortest round-trip form). */
+static qv_status eval_cast(ctx *c, qvx_bnode *n, const uint8_t *care, qvx_vec *out) {
+  qvx_vec a;
+  QV_RETURN_NOT_OK(eval(c, n->a, care, &a));
+  int64_t rows = c->n;
+  if (a.kind == n->out && (n->out != QVX_K_STR || !a.is_binary)) {
+    *out = a;
+    return QV_OK;
+  }
+  memset(out, 0, sizeof *out);
+  out->kind = n->out;
+  out->n = rows;
+  out->valid = a.valid;
+  char buf[128];
+  if (n->out == QVX_K_STR) {
+    str_out o;
+    QV_RETURN_NOT_OK(str_out_begin(c, n, rows, &o));
+    qv_strbuf sb;
+    qv_strbuf_init(&sb);
+    for (int64_t i = 0; i < rows; i++) {
+      o.off[i] = o.len;
+      if (!vbit(a.valid, i) || !vbit(care, i)) continue;
+      const uint8_t *p = (const uint8_t *)buf;
+      int64_t len = 0;
+      switch (a.kind) {
+        case QVX_K_BOOL:
+          len = snprintf(buf, sizeof buf, "%s", qv_bit_get(a.values, i) ? "true" : "false");
+          break;
+        case QVX_K_I64:
+          len = snprintf(buf, sizeof buf, "%" PRId64, ((const int64_t *)a.values)[i]);
+          break;
+        case QVX_K_U64:
+          len = snprintf(buf, sizeof buf, "%" PRIu64, ((const uint64_t *)a.values)[i]);
+          break;
+        case QVX_K_F64: {
+          qv_strbuf_clear(&sb);
+          (void)qv_format_double(&sb, ((const double *)a.values)[i], NULL);
+          p = (const uint8_t *)qv_strbuf_cstr(&sb);
+          len = (int64_t)strlen((const char *)p);
+          break;
+        }
+        case QVX_K_STR:
+          if (!str_at(&a.str, i, &p, &len)) {
+            qv_strbuf_reset(&sb);
+            return bad_str(c, n, i);
+          }
+          break;
+        default: break;
+      }
+      qv_status st = str_out_put(c, n, &o, p, len);
+      if (st != QV_OK) {
+        qv_strbuf_reset(&sb);
+        return st;
+      }
+    }
+    qv_strbuf_reset(&sb);
+    str_out_finish(&o, rows, a.valid, false, out);
+    return QV_OK;
+  }
+  if (n->out == QVX_K_BOOL) {
+    GROW(bits, uint8_t *, &n->s_values, bm_bytes(rows));
+    memset(bits, 0, (size_t)bm_bytes(rows));
+    for (int64_t i = 0; i < rows; i++) {
+      if (!vbit(a.valid, i) || !vbit(care, i)) continue;
+      bool v = false;
+      if (a.kind == QVX_K_I64 || a.kind == QVX_K_U64) v = ((const int64_t *)a.values)[i] != 0;
+      else if (a.kind == QVX_K_F64) v = ((const double *)a.values)[i] != 0;
+      else if (a.kind == QVX_K_STR) {
+        const uint8_t *p;
+        int64_t len;
+        if (!str_at(&a.str, i, &p, &len)) return bad_str(c, n, i);
+        while (len && (*p == ' ' || *p == '\t')) p++, len--;
+        while (len && (p[len - 1] == ' ' || p[len - 1] == '\t')) len--;
+        snprintf(buf, sizeof buf, "%.*s", (int)(len < 100 ? len : 100), (const char *)p);
+        if (!strcasecmp(buf, "true") || !strcasecmp(buf, "t") || !strcmp(buf, "1")) v = true;
+        else if (strcasecmp(buf, "false") && strcasecmp(buf, "f") && strcmp(buf, "0"))
+          return eval_err(c, n, QV_EINVAL, i, "cannot cast '%s' to bool", buf);
+      }
+      if (v) qv_bit_set(bits, i);
+    }
+    out->values = bits;
+    return QV_OK;
+  }
+  GROW(r, int64_t *, &n->s_values, 8 * rows);
+  double *rd = (double *)(void *)r;
+  for (int64_t i = 0; i < rows; i++) {
+    r[i] = 0;
+    if (!vbit(a.valid, i) || !vbit(care, i)) continue;
+    double d = 0;
+    int64_t iv = 0;
+    bool is_int = false;
+    switch (a.kind) {
+      case QVX_K_BOOL: iv = qv_bit_get(a.values, i), is_int = true; break;
+      case QVX_K_I64: iv = ((const int64_t *)a.values)[i], is_int = true; break;
+      case QVX_K_U64: {
+        uint64_t u = ((const uint64_t *)a.values)[i];
+        if (n->out == QVX_K_I64 && u > (uint64_t)INT64_MAX)
+          return eval_err(c, n, QV_ERANGE, i, "cannot cast %" PRIu64 " to int64", u);
+        iv = (int64_t)u, is_int = n->out == QVX_K_I64, d = (double)u;
+        break;
+      }
+      case QVX_K_F64: d = ((const double *)a.values)[i]; break;
+      case QVX_K_STR: {
+        const uint8_t *p;
+        int64_t len;
+        if (!str_at(&a.str, i, &p, &len)) return bad_str(c, n, i);
+        snprintf(buf, sizeof buf, "%.*s", (int)(len < 100 ? len : 100), (const char *)p);
+        char *e = NULL;
+        errno = 0;
+        if (n->out == QVX_K_I64) {
+          long long v = strtoll(buf, &e, 10);
+          is_int = true;
+          iv = v;
+        } else {
+          d = strtod(buf, &e);
+        }
+        while (e && (*e == ' ' || *e == '\t')) e++;
+        if (len >= 100 || e == buf || (e && *e) || (errno == ERANGE && n->out == QVX_K_I64))
+          return eval_err(c, n, QV_EINVAL, i, "cannot cast '%s' to %s", buf,
+                          n->out == QVX_K_I64 ? "int64" : "double");
+        break;
+      }
+      default: break;
+    }
+    if (n->out == QVX_K_F64) {
+      rd[i] = is_int ? (double)iv : d;
+      continue;
+    }
+    if (!is_int) {
+      double rr = round(d);
+      if (!(rr >= -9223372036854775808.0 && rr < 9223372036854775808.0))
+        return eval_err(c, n, QV_ERANGE, i, "cannot cast %g to int64", d);
+      iv = (int64_t)rr;
+    }
+    r[i] = iv;
+  }
+  out->values = r;
+  return QV_OK;
+}
+
 static qv_status eval_is_null(ctx *c, qvx_bnode *n, const uint8_t *care, qvx_vec *out) {
   qvx_vec a;
   QV_RETURN_NOT_OK(eval(c, n->a, care, &a));
@@ -1201,6 +1625,11 @@ static qv_status eval(ctx *c, qvx_bnode *n, const uint8_t *care, qvx_vec *out) {
     case QVX_B_ARITH: return eval_arith(c, n, care, out);
     case QVX_B_NEG:
     case QVX_B_ABS: return eval_unary_num(c, n, care, out);
+    case QVX_B_MATH: return eval_math(c, n, care, out);
+    case QVX_B_STRMAP: return eval_strmap(c, n, care, out);
+    case QVX_B_COALESCE:
+    case QVX_B_IF: return eval_choice(c, n, care, out);
+    case QVX_B_CAST: return eval_cast(c, n, care, out);
     case QVX_B_IS_NULL: return eval_is_null(c, n, care, out);
     case QVX_B_IN: return eval_in(c, n, care, out);
     case QVX_B_LEN: return eval_len(c, n, care, out);

@@ -67,7 +67,25 @@ typedef enum qvx_fn {
   QVX_FN_STARTS_WITH,
   QVX_FN_ENDS_WITH,
   QVX_FN_CONTAINS,
-  QVX_FN_ABS
+  QVX_FN_ABS,
+  /* numeric functions (QVX_B_MATH) */
+  QVX_FN_SQRT,
+  QVX_FN_EXP,
+  QVX_FN_LN, /* log(x) and ln(x): natural logarithm */
+  QVX_FN_LOG10,
+  QVX_FN_LOG2,
+  QVX_FN_FLOOR,
+  QVX_FN_CEIL,
+  QVX_FN_ROUND,
+  QVX_FN_POW,
+  /* strings (QVX_B_STRMAP) */
+  QVX_FN_LOWER,
+  QVX_FN_UPPER,
+  QVX_FN_SUBSTR, /* substr(s, start[, length]) */
+  /* choices */
+  QVX_FN_COALESCE, /* coalesce(a, b) */
+  QVX_FN_IF,       /* if(cond, a, b) */
+  QVX_FN_CAST      /* cast(x, 'int64' | 'double' | 'string' | 'bool') */
 } qvx_fn;
 
 typedef struct qvx_node {
@@ -135,8 +153,13 @@ typedef enum qvx_bkind {
   QVX_B_IS_NULL,
   QVX_B_IN,
   QVX_B_LEN,
-  QVX_B_STRFN, /* starts_with / ends_with / contains: op is the qvx_fn */
-  QVX_B_DICT   /* child evaluated over a dictionary, then mapped by indices */
+  QVX_B_STRFN,  /* starts_with / ends_with / contains: op is the qvx_fn */
+  QVX_B_MATH,   /* sqrt, exp, log..., floor, ceil, round, pow: op is the qvx_fn */
+  QVX_B_STRMAP, /* lower / upper / substr: op is the qvx_fn */
+  QVX_B_COALESCE,
+  QVX_B_IF,   /* a: condition, b: then, third: else */
+  QVX_B_CAST, /* a: the value; out: the target kind */
+  QVX_B_DICT  /* child evaluated over a dictionary, then mapped by indices */
 } qvx_bkind;
 
 /* String access: logical element i of a string vector. */
@@ -197,6 +220,7 @@ typedef struct qvx_bnode {
   int32_t col;             /* COL: index into qv_bound_expr.cols */
   qvx_lit lit;             /* LIT (string bytes owned by the bound expression) */
   struct qvx_bnode *a, *b; /* operands */
+  struct qvx_bnode *third; /* IF: the else operand; STRMAP substr: the length (or NULL) */
   /* IN: the literal set, sorted, in the comparison kind `in_kind` */
   qvx_kind in_kind;
   int64_t in_n;

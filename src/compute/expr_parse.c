@@ -657,7 +657,23 @@ static const struct {
                  {"contains", QVX_FN_CONTAINS, 2},
                  {"ends_with", QVX_FN_ENDS_WITH, 2},
                  {"len", QVX_FN_LEN, 1},
-                 {"starts_with", QVX_FN_STARTS_WITH, 2}};
+                 {"starts_with", QVX_FN_STARTS_WITH, 2},
+                 {"sqrt", QVX_FN_SQRT, 1},
+                 {"exp", QVX_FN_EXP, 1},
+                 {"ln", QVX_FN_LN, 1},
+                 {"log", QVX_FN_LN, 1},
+                 {"log10", QVX_FN_LOG10, 1},
+                 {"log2", QVX_FN_LOG2, 1},
+                 {"floor", QVX_FN_FLOOR, 1},
+                 {"ceil", QVX_FN_CEIL, 1},
+                 {"round", QVX_FN_ROUND, 1},
+                 {"pow", QVX_FN_POW, 2},
+                 {"lower", QVX_FN_LOWER, 1},
+                 {"upper", QVX_FN_UPPER, 1},
+                 {"substr", QVX_FN_SUBSTR, -3}, /* 2 or 3 */
+                 {"coalesce", QVX_FN_COALESCE, 2},
+                 {"if", QVX_FN_IF, 3},
+                 {"cast", QVX_FN_CAST, 2}};
 #define N_FUNCTIONS ((int)(sizeof FUNCTIONS / sizeof FUNCTIONS[0]))
 
 const char *qvx_fn_name(int fn) {
@@ -672,10 +688,12 @@ static qv_status parse_call(parser *p, qvx_node **out) {
   while (k < N_FUNCTIONS && strcasecmp(FUNCTIONS[k].name, name->s) != 0) k++;
   if (k == N_FUNCTIONS || name->quoted)
     return perr(p, name->start,
-                "unknown function '%s' (known: abs, contains, ends_with, len, starts_with)",
+                "unknown function '%s' (known: abs, cast, ceil, coalesce, contains, ends_with, "
+                "exp, floor, if, len, ln, log, log10, log2, lower, pow, round, sqrt, "
+                "starts_with, substr, upper)",
                 name->s);
   const token *open = advance(p);
-  qvx_node *args[2] = {NULL, NULL};
+  qvx_node *args[3] = {NULL, NULL, NULL};
   int32_t count = 0; /* arguments seen (extra ones are parsed, then refused) */
   if (peek(p)->kind != T_RPAREN) {
     for (;;) {
@@ -684,7 +702,7 @@ static qv_status parse_call(parser *p, qvx_node **out) {
         return need_operand(p, before);
       qvx_node *arg;
       QV_RETURN_NOT_OK(parse_or(p, &arg));
-      if (count < 2) args[count] = arg;
+      if (count < 3) args[count] = arg;
       count++;
       if (peek(p)->kind != T_COMMA) break;
       advance(p);
@@ -698,9 +716,13 @@ static qv_status parse_call(parser *p, qvx_node **out) {
     return expected(p, peek(p), "',' or ')'");
   }
   const token *close = advance(p);
-  if (count != FUNCTIONS[k].n_args)
+  if (FUNCTIONS[k].n_args == -3 ? (count != 2 && count != 3) : count != FUNCTIONS[k].n_args) {
+    if (FUNCTIONS[k].n_args == -3)
+      return perr(p, name->start, "%s() takes 2 or 3 arguments, found %d", FUNCTIONS[k].name,
+                  (int)count);
     return perr(p, name->start, "%s() takes %d argument%s, found %d", FUNCTIONS[k].name,
                 FUNCTIONS[k].n_args, FUNCTIONS[k].n_args == 1 ? "" : "s", (int)count);
+  }
   qvx_node *n = new_node(p, QVX_N_CALL, name->start, close->end);
   if (!n) return QV_ENOMEM;
   n->op = FUNCTIONS[k].fn;

@@ -127,5 +127,6 @@ print(json.dumps({"typed": os.path.exists(os.path.join(d, "py.typed")),
                   "open": str(inspect.signature(quiver.open))}))
 """)
     assert out["typed"] and out["pyi"]
-    assert out["select"] == "(self, /, indices, *, cache=False)"
+    assert out["select"] == ("(self, /, indices, keep_in_memory=False, indices_cache_file_name=None, "
+                             "writer_batch_size=1000, new_fingerprint=None, *, cache=False)")
     assert out["open"] == "(path, split=None, data=None)"

@@ -40,7 +40,7 @@ def stub_tree():
 def stub_params(fn):
     a = fn.args
     names = [p.arg for p in a.posonlyargs + a.args]
-    if names and names[0] in ("self", "cls"):  # cls: classmethods
+    if names and names[0] in ("self", "cls"):
         names = names[1:]
     return (names + ["*"] * bool(a.kwonlyargs or a.vararg) + [p.arg for p in a.kwonlyargs]
             + (["**" + a.kwarg.arg] if a.kwarg else []))
@@ -89,7 +89,10 @@ def test_methods_match_stubs():
 
 
 def test_help_shows_signatures():
-    assert str(inspect.signature(quiver.Dataset.shuffle)) == "(self, /, seed=None, *, cache=False)"
+    assert str(inspect.signature(quiver.Dataset.shuffle)) == (
+        "(self, /, seed=None, generator=None, keep_in_memory=False, load_from_cache_file=None, "
+        "indices_cache_file_name=None, writer_batch_size=1000, new_fingerprint=None, *, "
+        "cache=False)")
     assert str(inspect.signature(quiver.open)) == "(path, split=None, data=None)"
     assert quiver.Dataset.sort.__doc__.startswith("Stable sort")
     assert "--" not in quiver.Dataset.sort.__doc__

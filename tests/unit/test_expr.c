@@ -136,7 +136,9 @@ static void test_parse_errors(void) {
                "ERR: expected ')' to close the '(' at column 1, found end of input at column 7:\n"
                "  (a + 1\n        ^");
   CHECK_RENDER("f(x)",
-               "ERR: unknown function 'f' (known: abs, contains, ends_with, len, starts_with) at "
+               "ERR: unknown function 'f' (known: abs, cast, ceil, coalesce, contains, ends_with, "
+               "exp, floor, if, len, ln, log, log10, log2, lower, pow, round, sqrt, "
+               "starts_with, substr, upper) at "
                "column 1:\n  f(x)\n  ^");
   CHECK_RENDER("len(a, b)", "ERR: len() takes 1 argument, found 2 at column 1:\n  len(a, b)\n  ^");
   CHECK_RENDER("starts_with(s)",

@@ -75,6 +75,9 @@ bool cli_convert_is_text(int argc, char **argv);
 int cmd_convert_text(int argc, char **argv);
 /* `quiver info` of a CSV / JSON Lines file (kind QV_PATH_CSV / QV_PATH_JSON) */
 int cli_info_text(const char *path, qv_path_kind kind, bool as_json);
+/* convert_parquet.c: `convert` to Parquet (OUT *.parquet or --to=parquet) */
+bool cli_convert_to_parquet(int argc, char **argv);
+int cmd_convert_parquet(int argc, char **argv);
 int cmd_debug(int argc, char **argv);
 /* dataset_cmds.c */
 int cmd_select(int argc, char **argv);
@@ -90,5 +93,10 @@ int cmd_map(int argc, char **argv);
 int cmd_import(int argc, char **argv);
 /* serve.c */
 int cmd_serve(int argc, char **argv);
+/* groupby.c */
+int cmd_groupby(int argc, char **argv);
+/* join.c */
+int cmd_join(int argc, char **argv);
+int cmd_distinct(int argc, char **argv);
 
 #endif

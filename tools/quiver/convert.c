@@ -29,7 +29,9 @@ static const char kConvertHelp[] =
     "one per row group). The output file is replaced atomically: on any\n"
     "error the previous OUT is untouched.\n"
     "On a terminal, a progress bar shows on stderr for longer conversions\n"
-    "(QV_PROGRESS=0 turns it off).\n";
+    "(QV_PROGRESS=0 turns it off).\n"
+    "OUT ending in .parquet (or --to=parquet) writes Parquet: see\n"
+    "'quiver convert x.arrow y.parquet --help'.\n";
 
 /* Parse "none", "lz4", "zstd" or "zstd:LEVEL" (also "lz4:LEVEL"). */
 static bool parse_compression(const char *s, qv_compression *c, int *level) {
@@ -93,6 +95,7 @@ static qv_status convert_parquet(const char *in, const char *out, bool to_stdout
 }
 
 int cmd_convert(int argc, char **argv) {
+  if (cli_convert_to_parquet(argc, argv)) return cmd_convert_parquet(argc, argv); /* convert_parquet.c */
   if (cli_convert_is_text(argc, argv)) return cmd_convert_text(argc, argv); /* convert_text.c */
   const char *in = NULL, *out = NULL;
   qv_write_options wo;

@@ -15,6 +15,7 @@
 #include "quiver/csv.h"
 #include "quiver/ipc.h"
 #include "quiver/jsonl.h"
+#include "quiver/table.h"
 #include "quiver/writer.h"
 
 typedef enum { TF_NONE, TF_ARROW, TF_CSV, TF_JSONL } tfmt;
@@ -86,6 +87,27 @@ static qv_status read_input(const char *in, tfmt f, char delim, qv_read_result *
     return qv_csv_read_path(in, &o, res, err);
   }
   if (f == TF_JSONL) return qv_jsonl_read_path(in, NULL, res, err);
+  qv_path_kind kind = QV_PATH_ARROW_FILE;
+  if (strcmp(in, "-") != 0 && qv_path_sniff(in, &kind, err) == QV_OK && kind == QV_PATH_PARQUET) {
+    /* Parquet IN: its row groups as batches, pyarrow's types (table.h) */
+    qv_table *t = NULL;
+    QV_RETURN_NOT_OK(qv_table_read_parquet(in, NULL, &t, err));
+    res->schema = qv_schema_ref((qv_schema *)qv_table_schema(t));
+    int64_t n = qv_table_num_batches(t);
+    qv_status st = QV_OK;
+    if (n > 0 && (res->batches = calloc((size_t)n, sizeof *res->batches)) == NULL)
+      st = qv_error_set(err, QV_ENOMEM, "out of memory");
+    for (int64_t i = 0; st == QV_OK && i < n; i++) {
+      st = qv_table_batch(t, i, &res->batches[i], err);
+      if (st == QV_OK) {
+        res->n_rows += res->batches[i]->length;
+        res->n_batches++;
+      }
+    }
+    qv_table_unref(t);
+    if (st != QV_OK) qv_read_result_reset(res);
+    return st;
+  }
   qv_read_options ro = {QV_VALIDATE_FULL, true, 0};
   qv_reader *r = NULL;
   QV_RETURN_NOT_OK(strcmp(in, "-") == 0 ? qv_reader_open_fd(0, &ro, &r, err)

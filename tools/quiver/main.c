@@ -47,6 +47,11 @@ static const char kUsage[] =
     "                                batched map computing columns from expressions\n"
     "  import SRC... -o DST [--split NAME]  CSV / JSON Lines files as the directory\n"
     "                                load_dataset(...).save_to_disk writes\n"
+    "  groupby SRC --by=COL[,COL...] --agg='EXPR [AS NAME]'... [--sort] -o DST\n"
+    "                                hash group-by with aggregates (sum, mean, median...)\n"
+    "  join LEFT RIGHT --on=COL,... [--how=inner|left|right|full|semi|anti] -o DST\n"
+    "                                hash join (left columns, then right's non-key ones)\n"
+    "  distinct SRC [--on=COL,...] -o DST   first row of each distinct key\n"
     "  (every dataset command: --cache writes and reuses cache-<fingerprint>.arrow\n"
     "   files beside SRC, as datasets does)\n"
     "\n"
@@ -126,7 +131,8 @@ static const command kCommands[] = {
     {"shard", cmd_shard},     {"split", cmd_split},
     {"concat", cmd_concat},   {"flatten", cmd_flatten},
     {"map", cmd_map},         {"import", cmd_import},
-    {"serve", cmd_serve},
+    {"serve", cmd_serve},     {"groupby", cmd_groupby},
+    {"join", cmd_join},       {"distinct", cmd_distinct},
 };
 
 int main(int argc, char **argv) {

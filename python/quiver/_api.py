@@ -1,0 +1,680 @@
+"""datasets 5.2's constructors, exports and column methods of quiver.Dataset
+(python/ layer, Python glue over the C extension's construct.c).
+
+Values are converted in C (`_quiver._from_columns`: pyarrow's inference,
+python/src/convert.c) or imported zero copy from any `__arrow_c_stream__`
+object (`_quiver._from_stream`); casts, added columns and distinct values are
+the dataset layer's (qv_dataset_cast / cast_column / add_column / unique).
+Only what is naturally Python lives here: argument handling, datasets'
+column-name int optimisation and ClassLabel encoding of given features,
+pandas / polars / pyarrow objects, and the minimal IterableDataset.
+docs/python.md, "Constructors and exports".
+"""
+import json
+
+from . import _quiver
+from .features import ClassLabel, Features, Value, _asdict
+
+# datasets' OptimizedTypedSequence: int64 values of these columns (or lists,
+# lists of lists of them) are stored narrower when they fit
+_OPTIMIZED_INT = {"attention_mask": "int8", "special_tokens_mask": "int8", "input_ids": "int32",
+                  "token_type_ids": "int8"}
+
+
+def _features(features, info=None):
+    if info is not None and getattr(info, "features", None) is not None:
+        if features is not None and _asdict(dict(features)) != _asdict(dict(info.features)):
+            raise ValueError("Features specified in `features` and `info.features` can't be "
+                             f"different:\n{features}\n{info.features}")
+        features = info.features
+    if features is None:
+        return None
+    if not isinstance(features, dict):
+        raise TypeError(f"features must be a Features (a dict), not {type(features).__name__}")
+    return Features.from_dict(_asdict(dict(features)))
+
+
+def _json(features):
+    return json.dumps(_asdict(dict(features)))
+
+
+def _is_numpy(x):
+    return type(x).__module__ == "numpy" and hasattr(x, "ndim")
+
+
+def _numpy_column(arr):
+    """A numpy array as an Arrow array: datasets' numpy_to_pyarrow_listarray
+    (n-d arrays as nested lists over the flat values)."""
+    import numpy as np
+    import pyarrow as pa
+    if arr.ndim <= 1:
+        return pa.array(arr)
+    flat = np.ascontiguousarray(arr).reshape(-1)
+    out = pa.array(flat)
+    for dim in reversed(arr.shape[1:]):
+        n = len(out) // dim
+        out = pa.ListArray.from_arrays(pa.array(np.arange(0, n * dim + 1, dim, dtype=np.int32)),
+                                       out)
+    return out
+
+
+def _column(values):
+    """One column for _from_columns: lists stay lists (converted in C),
+    numpy arrays (or lists of them) become Arrow arrays, as datasets does."""
+    if _is_numpy(values):
+        return _numpy_column(values)
+    if hasattr(values, "__arrow_c_array__"):
+        return values
+    if isinstance(values, tuple):
+        values = list(values)
+    if not isinstance(values, list):
+        try:
+            values = list(values)
+        except TypeError:
+            raise TypeError(f"a column must be a list, a numpy array or an Arrow array, not "
+                            f"{type(values).__name__}") from None
+    if any(_is_numpy(v) for v in values):
+        values = [v.tolist() if _is_numpy(v) else v for v in values]
+    elif any(type(v).__module__ == "numpy" for v in values):  # numpy scalars
+        values = [v.item() if type(v).__module__ == "numpy" else v for v in values]
+    return values
+
+
+def _encode(mapping, features):
+    """datasets' Features.encode_batch for what the C cast cannot do:
+    ClassLabel columns given as label names become their ids."""
+    out = {}
+    for col, values in mapping.items():
+        f = features.get(col)
+        if isinstance(f, ClassLabel) and not _is_numpy(values) and \
+                not hasattr(values, "__arrow_c_array__"):
+            values = [f.str2int(v) if isinstance(v, str) else v for v in values]
+        out[col] = values
+    return out
+
+
+def _optimize_ints(ds, columns):
+    """datasets' int optimisation of known column names (no features given):
+    a cast when every value fits, else the int64 column stays."""
+    for col in columns:
+        narrow = _OPTIMIZED_INT.get(col)
+        f = ds.features.get(col) if narrow else None
+        depth = 0
+        while f is not None and type(f).__name__ == "List" and f.length == -1 and depth < 2:
+            f, depth = f.feature, depth + 1
+        if not (isinstance(f, Value) and f.dtype == "int64"):
+            continue
+        new = Value(narrow)
+        for _ in range(depth):
+            from .features import List
+            new = List(new)
+        try:
+            ds = ds.cast_column(col, new)
+        except (ValueError, _quiver.QuiverError):
+            pass  # a value out of range: datasets falls back to int64 too
+    return ds
+
+
+def _finish(ds, features, split=None):
+    if features is not None:
+        missing = [c for c in ds.column_names if c not in features]
+        if missing:
+            raise ValueError(f"Column(s) {missing} have no feature in the given features "
+                             f"{list(features)}")
+        extra = [c for c in features if c not in ds.column_names]
+        if extra:
+            raise ValueError(f"Feature(s) {extra} name no column of the data "
+                             f"{ds.column_names}")
+        ds = _cast(ds, Features({c: features[c] for c in ds.column_names}))
+    return ds
+
+
+def _from_columns(cols, features):
+    """_quiver._from_columns, with pyarrow converting the columns of values
+    quiver's C converter does not take (datetimes, decimals...), as datasets."""
+    try:
+        return _quiver._from_columns(cols)
+    except _quiver.QuiverTypeError:
+        import pyarrow as pa
+        from .features import _nested_type
+        out = {}
+        for c, v in cols.items():
+            try:
+                _quiver._from_columns({c: v})
+                out[c] = v
+                continue
+            except _quiver.QuiverTypeError:
+                pass
+            try:
+                out[c] = pa.array(v, type=_nested_type(features[c]) if features and c in features
+                                  else None)
+            except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError):
+                out[c] = pa.array(v)
+        return _quiver._from_columns(out)
+
+
+def from_dict(mapping, features=None, info=None, split=None, on_mixed_types=None):
+    if on_mixed_types is not None:
+        raise NotImplementedError("on_mixed_types='use_json' is not supported by quiver")
+    if not isinstance(mapping, dict):
+        raise TypeError(f"from_dict takes a dict of columns, not {type(mapping).__name__}")
+    features = _features(features, info)
+    if features is not None:
+        mapping = _encode(mapping, features)
+    ds = _from_columns({str(k): _column(v) for k, v in mapping.items()}, features)
+    if features is None:
+        return _optimize_ints(ds, [c for c in ds.column_names if c in _OPTIMIZED_INT])
+    return _finish(ds, features, split)
+
+
+def from_list(mapping, features=None, info=None, split=None, on_mixed_types=None):
+    if not isinstance(mapping, list):
+        raise TypeError(f"from_list takes a list of dicts, not {type(mapping).__name__}")
+    cols = {k: [r.get(k) for r in mapping] for k in mapping[0]} if mapping else {}
+    return from_dict(cols, features=features, info=info, split=split,
+                     on_mixed_types=on_mixed_types)
+
+
+def from_arrow(data, features=None, split=None, fingerprint=None):
+    ds = _quiver._from_stream(data, fingerprint)
+    return _finish(ds, _features(features), split)
+
+
+def from_pandas(df, features=None, info=None, split=None, preserve_index=None):
+    import pyarrow as pa
+    return from_arrow(pa.Table.from_pandas(df, preserve_index=preserve_index),
+                      features=_features(features, info), split=split)
+
+
+def from_polars(df, features=None, info=None, split=None):
+    if hasattr(df, "collect") and not hasattr(df, "to_arrow"):  # a LazyFrame
+        df = df.collect()
+    return from_arrow(df.to_arrow(), features=_features(features, info), split=split)
+
+
+def from_generator(generator, features=None, gen_kwargs=None, split=None, fingerprint=None,
+                   **kwargs):
+    """The rows a generator yields, in memory (datasets writes them to its
+    cache first; the rows and features are the same)."""
+    bad = [k for k in kwargs if k not in ("cache_dir", "keep_in_memory", "num_proc")]
+    if bad:
+        raise TypeError(f"from_generator() got an unexpected keyword argument {bad[0]!r}")
+    rows = list(generator(**(gen_kwargs or {})))
+    if not rows:
+        raise ValueError("from_generator: the generator yielded no rows")
+    ds = from_list(rows, features=features)
+    if fingerprint is not None:
+        ds = _quiver._from_stream(ds, fingerprint)
+    return ds
+
+
+# ---- exports -----------------------------------------------------------------
+
+def _plain(ds):
+    return ds if ds._format is None else ds._with_format(None)
+
+
+def _batches(ds, batch_size):
+    from . import _formats
+    p = _plain(ds)
+    n = len(p)
+    step = batch_size if batch_size else 1000  # datasets' DEFAULT_MAX_BATCH_SIZE
+    for off in range(0, n, step):
+        yield _formats._table(p._arrow(slice(off, min(off + step, n))))
+
+
+def to_arrow(ds):
+    import pyarrow as pa
+    return pa.table(_plain(ds))
+
+
+def to_dict(ds, batch_size=None, batched=False):
+    p = _plain(ds)
+    if not batched:
+        return p[:]
+    step = batch_size if batch_size else 1000
+    return (p[off:off + step] for off in range(0, len(p), step))
+
+
+def to_list(ds):
+    return list(_plain(ds))
+
+
+def to_pandas(ds, batch_size=None, batched=False):
+    if not batched:
+        return to_arrow(ds).to_pandas()
+    return (t.to_pandas() for t in _batches(ds, batch_size))
+
+
+def to_polars(ds, batch_size=None, batched=False, schema_overrides=None, rechunk=True):
+    import polars as pl
+    if not batched:
+        return pl.from_arrow(to_arrow(ds), schema_overrides=schema_overrides, rechunk=rechunk)
+    return (pl.from_arrow(t, schema_overrides=schema_overrides, rechunk=rechunk)
+            for t in _batches(ds, batch_size))
+
+
+def to_iterable_dataset(ds, num_shards=1):
+    fmt = ds._format
+    if fmt is not None and (fmt["format_kwargs"] or (
+            fmt["columns"] is not None and set(fmt["columns"]) != set(ds.column_names))):
+        raise NotImplementedError(
+            "Converting a formatted dataset with kwargs or selected columns to a formatted "
+            "iterable dataset is not implemented yet. Please run `my_dataset = "
+            "my_dataset.with_format(None)` before calling to_iterable_dataset")
+    if num_shards > len(ds):
+        raise ValueError(f"Unable to shard a dataset of size {len(ds)} into {num_shards} shards "
+                         "(the number of shards exceeds the number of samples).")
+    shards = [ds] if num_shards == 1 else [
+        ds.shard(num_shards=num_shards, index=i, contiguous=True) for i in range(num_shards)]
+    return IterableDataset(shards, fmt["type"] if fmt else None)
+
+
+_TORCH_CLASS = []
+
+
+def _torch_class():
+    """As datasets: once torch is imported, IterableDataset objects are also
+    torch.utils.data.IterableDataset ones (so a DataLoader iterates them and
+    its workers split the shards); quiver itself never imports torch."""
+    import sys
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return None
+    if not _TORCH_CLASS:
+        _TORCH_CLASS.append(type("IterableDataset", (IterableDataset, torch.utils.data.IterableDataset),
+                                 {"__module__": __name__}))
+    return _TORCH_CLASS[0]
+
+
+class IterableDataset:
+    """A minimal datasets.IterableDataset over shards of a Dataset (what
+    Dataset.to_iterable_dataset returns): iteration goes through the shards
+    in order; in a torch DataLoader worker, worker w of W reads shards
+    w, w+W, ... (datasets' rule: n_shards must be divisible... at least W
+    shards for every worker to get one)."""
+
+    def __new__(cls, *args, **kwargs):
+        if cls is IterableDataset:
+            cls = _torch_class() or cls
+        return object.__new__(cls)
+
+    def __init__(self, shards, format_type=None):
+        self._shards = list(shards)
+        self._format_type = format_type
+
+    @property
+    def n_shards(self):
+        return len(self._shards)
+
+    num_shards = n_shards
+
+    @property
+    def features(self):
+        return self._shards[0].features
+
+    @property
+    def column_names(self):
+        return self._shards[0].column_names
+
+    def with_format(self, type=None):
+        return IterableDataset(self._shards, type)
+
+    def shard(self, num_shards, index, contiguous=True):
+        """Group `index` of the shards split into num_shards groups
+        (datasets' IterableDataset.shard): contiguous groups (the first
+        n % num_shards one shard longer), else shards index, index +
+        num_shards, ..."""
+        if not 0 <= index < num_shards:
+            raise ValueError(f"index {index} is out of range for {num_shards} shards")
+        if not contiguous:
+            return IterableDataset(self._shards[index::num_shards], self._format_type)
+        div, mod = divmod(len(self._shards), num_shards)
+        start = div * index + min(index, mod)
+        end = start + div + (1 if index < mod else 0)
+        return IterableDataset(self._shards[start:end], self._format_type)
+
+    def _worker_shards(self):
+        try:
+            import torch.utils.data
+            info = torch.utils.data.get_worker_info()
+        except ImportError:
+            info = None
+        if info is None:
+            return self._shards
+        return self._shards[info.id::info.num_workers]
+
+    def __iter__(self):
+        for shard in self._worker_shards():
+            yield from (shard if self._format_type is None
+                        else shard.with_format(self._format_type))
+
+    def iter(self, batch_size, drop_last_batch=False):
+        buf = []
+        for row in self:
+            buf.append(row)
+            if len(buf) == batch_size:
+                yield {k: [r[k] for r in buf] for k in buf[0]}
+                buf = []
+        if buf and not drop_last_batch:
+            yield {k: [r[k] for r in buf] for k in buf[0]}
+
+    def take(self, n):
+        import itertools
+        return list(itertools.islice(iter(self), n))
+
+    def __repr__(self):
+        return (f"IterableDataset({{\n    features: {list(self.column_names)},\n"
+                f"    num_shards: {self.n_shards}\n}})")
+
+
+# ---- column methods ----------------------------------------------------------
+
+def cast(ds, features, batch_size=1000, keep_in_memory=False, load_from_cache_file=None,
+         cache_file_name=None, writer_batch_size=1000, num_proc=None):
+    features = _features(features)
+    if sorted(features) != sorted(ds.column_names):
+        raise ValueError(f"The columns in features ({list(features)}) must be identical as the "
+                         f"columns in the dataset: {ds.column_names}")
+    return _cast(ds, features)
+
+
+def _cast(ds, features):
+    """qv_dataset_cast; the casts it does not have (int -> string, list ->
+    fixed-size list...) through pyarrow's cast of the rows (in memory)."""
+    try:
+        return ds._cast(_json(features))
+    except _quiver.QuiverError as exc:
+        if "not supported" not in str(exc):
+            raise
+    import pyarrow as pa
+    t = to_arrow(ds)
+    arrays = []
+    for c in t.column_names:
+        typ = _nested_type_of(features[c])
+        col = t.column(c)
+        if col.type != typ:
+            try:
+                col = _cast_column_arrow(col, features[c], typ)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+                raise ValueError(f"cast: column '{c}': {exc}") from None
+        arrays.append(col)
+    out = from_arrow(pa.table(arrays, names=t.column_names), features=features)
+    return out if ds._format is None else out._with_format(ds._format)
+
+
+def _nested_type_of(feature):
+    from .features import _nested_type
+    return _nested_type(feature)
+
+
+def _cast_column_arrow(col, feature, typ):
+    import pyarrow as pa
+    if isinstance(feature, ClassLabel) and pa.types.is_string(col.type) or \
+            pa.types.is_large_string(col.type) and isinstance(feature, ClassLabel):
+        return pa.array([None if v is None else feature.str2int(v) for v in col.to_pylist()],
+                        type=typ)
+    if isinstance(typ, pa.ExtensionType):
+        return pa.ExtensionArray.from_storage(typ, col.combine_chunks().cast(typ.storage_type))
+    return col.cast(typ)
+
+
+def _one_feature(feature):
+    return Features.from_dict({"_": _asdict(feature)})["_"] if not isinstance(feature, dict) \
+        else Features.from_dict({"_": _asdict(dict(feature))})["_"]
+
+
+def cast_column(ds, column, feature, new_fingerprint=None):
+    if column not in ds.column_names:
+        raise ValueError(f"Column {column} not in the dataset. Current columns in the dataset: "
+                         f"{ds.column_names}")
+    f = _one_feature(feature)
+    try:
+        return ds._cast_column(column, _json({column: f}))
+    except _quiver.QuiverError as exc:
+        if "not supported" not in str(exc):
+            raise
+    feats = Features(dict(ds.features))
+    feats[column] = f
+    return _cast(ds, feats)
+
+
+def add_column(ds, name, column, new_fingerprint=None, feature=None):
+    if name in ds.column_names:
+        raise ValueError(f"Column {name} already exists in the dataset; remove it first or "
+                         "choose another name")
+    values = _column(column)
+    if feature is None:
+        return ds._add_column(name, values, None)
+    f = _one_feature(feature)
+    tmp = _from_columns({name: values}, None)
+    src = tmp.features[name]
+    if isinstance(f, ClassLabel) and isinstance(src, Value) and "int" not in src.dtype:
+        # datasets builds the column with the feature's Arrow type: names are refused
+        raise _quiver.QuiverValueError(f"add_column: column '{name}' holds {src.dtype} values, "
+                                       f"not the integer ids a ClassLabel stores")
+    if _asdict(src) != _asdict(f):
+        tmp = _cast(tmp, Features({name: f}))
+    return ds._add_column(name, tmp.to_arrow().column(0).combine_chunks(), _json({name: f}))
+
+
+def class_encode_column(ds, column, include_nulls=False):
+    if column not in ds.column_names:
+        raise ValueError(f"Column ({column}) not in table columns ({ds.column_names}).")
+    src = ds.features[column]
+    if not isinstance(src, Value):
+        raise ValueError(f"Class encoding is only supported for Value column, and column "
+                         f"{column} is {type(src).__name__}.")
+    uniq = ds.unique(column)
+    names = sorted(str(v) for v in uniq if include_nulls or v is not None)
+    dst = ClassLabel(names=names)
+    ids = {n: i for i, n in enumerate(names)}
+    p = _plain(ds)
+    vals = p[column][:]
+    if src.dtype == "string" and not (include_nulls and None in uniq):
+        labels = [None if v is None else ids[v] for v in vals]
+    else:
+        labels = [ids[str(v)] if include_nulls or v is not None else None for v in vals]
+    cols = ds.column_names
+    out = ds.remove_columns(column)._add_column(column, labels, _json({column: dst}))
+    out = out.select_columns(cols)
+    return out if ds._format is None else out._with_format(ds._format)
+
+
+def flatten(ds, new_fingerprint=None, max_depth=16):
+    """Struct columns flattened into 'a.b' columns (pyarrow's flatten of the
+    rows, then features flattened as datasets does)."""
+    import pyarrow as pa
+    t = to_arrow(ds)
+    feats = dict(ds.features)
+    for _ in range(1, max_depth):
+        if not any(pa.types.is_struct(f.type) for f in t.schema):
+            break
+        t = t.flatten()
+        flat = {}
+        for k, v in feats.items():
+            if isinstance(v, dict):
+                for k2, v2 in v.items():
+                    flat[f"{k}.{k2}"] = v2
+            else:
+                flat[k] = v
+        feats = flat
+    t = t.replace_schema_metadata(None)
+    out = from_arrow(t, features=Features({c: feats[c] for c in t.column_names}))
+    return out if ds._format is None else out._with_format(ds._format)
+
+
+# ---- map / filter support (called from python/src/mapfilter.c) --------------
+
+def _to_arrow_column(obj):
+    """A column a function returned that quiver's C converter does not take
+    (numpy arrays, pandas Series, lists holding numpy values) as an Arrow
+    array, converted by pyarrow as datasets does (numpy dtypes kept), or
+    None when it is none of these."""
+    mod = type(obj).__module__
+    if mod.startswith("pandas") and hasattr(obj, "to_numpy"):
+        import pyarrow as pa
+        return pa.Array.from_pandas(obj)
+    if _is_numpy(obj):
+        return _numpy_column(obj)
+    if not isinstance(obj, (list, tuple)):
+        return None
+    if not any(type(v).__module__ == "numpy" for v in obj if v is not None):
+        return None
+    import pyarrow as pa
+    return pa.array(list(obj))
+
+
+def _result_as_dict(r):
+    """A function's result that is a table (pandas DataFrame, pyarrow Table,
+    polars DataFrame, any Mapping) as a dict of columns, or None."""
+    import collections.abc
+    if isinstance(r, collections.abc.Mapping):
+        return dict(r)
+    mod = type(r).__module__
+    if mod.startswith("pandas") and hasattr(r, "columns"):
+        import pyarrow as pa
+        t = pa.Table.from_pandas(r, preserve_index=False)
+    elif hasattr(r, "__arrow_c_stream__"):
+        import pyarrow as pa
+        t = pa.table(r)
+    else:
+        return None
+    return {c: t.column(c).combine_chunks() for c in t.column_names}
+
+
+def _cast_result(ds, features):
+    return _cast(ds, _features(features))
+
+
+def _map_identity(ds, *args, remove_columns=None, **kwargs):
+    """map(None) / filter(None): the rows unchanged (columns removed)."""
+    out = ds.remove_columns(remove_columns) if remove_columns else ds
+    return out._with_format(ds._format)
+
+
+class _Progress:
+    """A one-line progress bar on the terminal (stderr), as datasets' tqdm."""
+
+    def __init__(self, desc, total, stream):
+        self.desc, self.total, self.stream, self.last = desc, total, stream, -1
+        self(0, total)
+
+    def __call__(self, done, total):
+        total = total or self.total
+        pct = int(100 * done / total) if total else 100
+        if pct == self.last:
+            return
+        self.last = pct
+        bar = "#" * (pct // 5)
+        self.stream.write(f"\r{self.desc}: {pct:3d}%|{bar:<20}| {done}/{total}")
+        self.stream.flush()
+
+    def close(self):
+        self(self.total, self.total)
+        self.stream.write("\n")
+        self.stream.flush()
+
+
+def _progress(desc, total):
+    import sys
+    stream = sys.stderr
+    try:
+        tty = stream is not None and stream.isatty()
+    except (AttributeError, ValueError):
+        tty = False
+    return _Progress(str(desc), total, stream) if tty else None
+
+
+_WORK = {}
+
+
+def _shard_start(n, num, index):
+    div, mod = divmod(n, num)
+    return div * index + min(index, mod)
+
+
+def _run_shard(arg):
+    token, rank = arg
+    ds, op, fn, num, kwargs = _WORK[token]
+    shard = ds.shard(num_shards=num, index=rank, contiguous=True)
+    return getattr(shard, op)(fn, _rank=rank, _offset=_shard_start(len(ds), num, rank), **kwargs)
+
+
+def _procs(ds, op, args, kwargs):
+    """map / filter with a Python function in num_proc forked worker
+    processes (datasets' multiprocessing): worker r runs the function on
+    contiguous shard r (indices and rank as datasets gives them); its result
+    comes back pickled (in-memory data as Arrow IPC, cache files as their
+    recipes) and the parts are concatenated in order."""
+    import multiprocessing
+    kwargs = dict(kwargs)
+    fn = args[0] if args else kwargs.pop("function")
+    num = min(int(kwargs.pop("num_proc")), len(ds))
+    features = kwargs.pop("features", None)
+    kwargs.pop("desc", None)
+    token = len(_WORK) + id(kwargs)  # an int: passed to the workers by value
+    _WORK[token] = (ds, op, fn, num, kwargs)
+    try:
+        # one task per process: shard r runs in a process of its own
+        with multiprocessing.get_context("fork").Pool(num, maxtasksperchild=1) as pool:
+            parts = pool.map(_run_shard, [(token, r) for r in range(num)])
+    finally:
+        del _WORK[token]
+    parts = [p for p in parts]
+    out = _quiver.concatenate_datasets(parts) if len(parts) > 1 else parts[0]
+    if features is not None:
+        out = _cast_result(out, features)
+    return out._with_format(ds._format)
+
+
+def _map_procs(ds, *args, **kwargs):
+    return _procs(ds, "map", args, kwargs)
+
+
+def _filter_procs(ds, *args, **kwargs):
+    return _procs(ds, "filter", args, kwargs)
+
+
+# ---- small datasets methods over the transforms above ------------------------
+
+def _shuffle_generator(ds, seed=None, generator=None, **kwargs):
+    """shuffle(generator=g): the rows in g.permutation(len(ds)) order, as
+    datasets (the generator's state advances)."""
+    kwargs.pop("load_from_cache_file", None)
+    keep = {k: v for k, v in kwargs.items() if k in (
+        "keep_in_memory", "writer_batch_size", "new_fingerprint", "cache")}
+    if kwargs.get("indices_cache_file_name") is not None:
+        keep["indices_cache_file_name"] = kwargs["indices_cache_file_name"]
+    return ds.select(generator.permutation(len(ds)), **keep)
+
+
+def skip(ds, n):
+    n = max(0, min(int(n), len(ds)))
+    return ds.select(range(n, len(ds)))
+
+
+def take(ds, n):
+    return ds.select(range(max(0, min(int(n), len(ds)))))
+
+
+def repeat(ds, num_times):
+    if num_times is None:
+        raise ValueError("Map style datasets do not support indefinite repetition.")
+    num_times = int(num_times)
+    if num_times <= 0:
+        return ds.select([])
+    return ds if num_times == 1 else _quiver.concatenate_datasets([ds] * num_times)
+
+
+def add_item(ds, item, new_fingerprint=None):
+    """One row appended (datasets' add_item): the item cast to the features."""
+    if not isinstance(item, dict):
+        raise TypeError(f"add_item takes a dict, not {type(item).__name__}")
+    extra = [c for c in item if c not in ds.column_names]
+    if extra:  # datasets adds them as columns of nulls before; quiver does not
+        raise NotImplementedError(f"add_item: columns {extra} are not in the dataset "
+                                  f"{ds.column_names}")
+    row = from_dict({c: [item.get(c)] for c in ds.column_names}, features=ds.features)
+    out = _quiver.concatenate_datasets([ds, row])
+    return out if ds._format is None else out._with_format(ds._format)

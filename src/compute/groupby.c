@@ -1,0 +1,494 @@
+/*
+ * groupby.c — compute layer: hash group-by over a qv_table
+ * (qv_table_group_by, quiver/compute.h). The key and input columns are
+ * loaded one chunk per record batch (lazily decoded mapped batches are
+ * decoded here); each batch's keys go through the grouper (grouper.c:
+ * row-table encoding and hashing in minibatches into a swiss table), which
+ * gives dense group ids in order of first appearance; every aggregate is
+ * then updated columnwise over those ids (aggregate.c). Holistic
+ * aggregates (median, quantile, top_k, list) get the rows of each group at
+ * the end, grouped by a counting sort on the ids. The output is the
+ * grouper's distinct keys followed by the aggregate columns, optionally
+ * reordered by sorting the keys (qv_sort_indices).
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compute/compute_internal.h"
+#include "compute/groupby_internal.h"
+
+static qv_status find_col(const qv_schema *s, const char *name, const char *what, int32_t *out,
+                          qv_error *err) {
+  if (name == NULL) return qv_error_set(err, QV_EARG, "%s: no column given", what);
+  int32_t i = qv_schema_find(s, name);
+  if (i >= 0) {
+    *out = i;
+    return QV_OK;
+  }
+  int32_t n = s->type->n_children;
+  const char **names = malloc(sizeof(char *) * (size_t)(n ? n : 1));
+  const char *close = NULL;
+  if (names) {
+    for (int32_t j = 0; j < n; j++) names[j] = s->type->children[j].name;
+    close = qvg_closest_name(name, names, n);
+  }
+  qv_status st;
+  if (close)
+    st = qv_error_set(err, QV_EARG, "%s: no column named '%s' (did you mean '%s'?)", what, name,
+                      close);
+  else st = qv_error_set(err, QV_EARG, "%s: no column named '%s'", what, name);
+  free(names);
+  return st;
+}
+
+/* Canonical text of an aggregate: "sum(v1)", "count(*)", "quantile(v1, 0.9)". */
+static void agg_label(const qv_aggregate *a, char *out, size_t cap) {
+  const char *fn = qv_agg_kind_name(a->kind);
+  const char *c = a->column ? a->column : "?";
+  switch (a->kind) {
+    case QV_AGG_COUNT_ALL: snprintf(out, cap, "count(*)"); break;
+    case QV_AGG_QUANTILE: snprintf(out, cap, "%s(%s, %g)", fn, c, a->q); break;
+    case QV_AGG_TOP_K:
+    case QV_AGG_BOTTOM_K: snprintf(out, cap, "%s(%s, %" PRId64 ")", fn, c, a->k); break;
+    case QV_AGG_CORR:
+    case QV_AGG_COVAR:
+    case QV_AGG_COVAR_POP:
+      snprintf(out, cap, "%s(%s, %s)", fn, c, a->column2 ? a->column2 : "?");
+      break;
+    default: snprintf(out, cap, "%s(%s)", fn, c); break;
+  }
+}
+
+typedef struct gb_state {
+  int32_t n_need;
+  int32_t *need; /* table columns loaded */
+  qvc_columns cols;
+  int32_t *key_pos; /* into need */
+  int32_t *x_pos, *y_pos;
+  qvg_agg **aggs;
+  char **labels;
+  qv_grouper *grouper;
+  uint32_t *ids; /* one batch (or all rows when holistic) */
+  qvg_rows rows;
+  qv_array **outs; /* n_keys + n_aggs result columns */
+} gb_state;
+
+static int32_t need_col(gb_state *s, int32_t col) {
+  for (int32_t i = 0; i < s->n_need; i++)
+    if (s->need[i] == col) return i;
+  s->need[s->n_need] = col;
+  return s->n_need++;
+}
+
+qv_status qvg_build_table(const char *const *names, qv_array **cols, int32_t n, int64_t len,
+                          qv_table **out, qv_error *err) {
+  qv_type *st_type = qv_type_new(QV_STRUCT);
+  if (!st_type) return qv_error_set(err, QV_ENOMEM, "group-by: out of memory");
+  qv_status st = QV_OK;
+  for (int32_t i = 0; i < n && st == QV_OK; i++)
+    st = qv_type_add_child(st_type, names[i], true, qv_type_ref(cols[i]->type), NULL, err);
+  qv_array *batch = st == QV_OK ? qv_array_new(st_type, 1, n) : NULL;
+  if (st == QV_OK && !batch) st = qv_error_set(err, QV_ENOMEM, "group-by: out of memory");
+  qv_schema *schema = NULL;
+  if (st == QV_OK) {
+    batch->length = len;
+    batch->null_count = 0;
+    for (int32_t i = 0; i < n; i++) batch->children[i] = qv_array_ref(cols[i]);
+    schema = qv_schema_new(qv_type_ref(st_type)); /* takes that reference over */
+    if (!schema) st = qv_error_set(err, QV_ENOMEM, "group-by: out of memory");
+  }
+  if (st == QV_OK) st = qv_table_from_batches(schema, &batch, 1, out, err);
+  if (schema) qv_schema_unref(schema);
+  if (batch) qv_array_unref(batch);
+  qv_type_unref(st_type);
+  return st;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Direct-index path: integer keys whose value ranges multiply to a small
+ * domain are mapped straight to a slot (sum of (value - min) * stride, a
+ * null its own value), and slots to group ids in order of first
+ * appearance, without hashing. */
+
+#define DIRECT_MAX_SLOTS (1 << 22)
+
+typedef struct direct_map {
+  int32_t n_keys;
+  int64_t *min, *stride;
+  int64_t *null_slot; /* per key: the value index of null (range - 1), -1 if no nulls */
+  int64_t n_slots;
+  uint32_t *slot_gid; /* QV_GROUP_NONE: not seen */
+  int64_t n_groups, cap;
+  int64_t *first_chunk, *first_row; /* first row of each group */
+} direct_map;
+
+static void direct_free(direct_map *d) {
+  free(d->min);
+  free(d->stride);
+  free(d->null_slot);
+  free(d->slot_gid);
+  free(d->first_chunk);
+  free(d->first_row);
+  memset(d, 0, sizeof *d);
+}
+
+static bool direct_key_type(qv_type_id id) {
+  return id == QV_INT8 || id == QV_INT16 || id == QV_INT32 || id == QV_INT64 || id == QV_UINT8 ||
+         id == QV_UINT16 || id == QV_UINT32 || id == QV_BOOL;
+}
+
+static inline int64_t key_int(const qv_array *a, int64_t i) {
+  if (a->type->id == QV_BOOL) return qv_bit_get(a->buffers[1]->data, a->offset + i);
+  return qv_array_int_at(a, i);
+}
+
+/* Decide whether the keys fit the direct path (false: use the grouper). */
+static bool direct_plan(const qv_chunked_column *const *keys, int32_t nk, int64_t total,
+                        direct_map *d) {
+  memset(d, 0, sizeof *d);
+  for (int32_t k = 0; k < nk; k++)
+    if (!direct_key_type(keys[k]->type->id)) return false;
+  d->n_keys = nk;
+  d->min = calloc((size_t)nk, sizeof(int64_t));
+  d->stride = calloc((size_t)nk, sizeof(int64_t));
+  d->null_slot = calloc((size_t)nk, sizeof(int64_t));
+  if (!d->min || !d->stride || !d->null_slot) {
+    direct_free(d);
+    return false;
+  }
+  int64_t limit = total * 2 > 1024 ? total * 2 : 1024;
+  if (limit > DIRECT_MAX_SLOTS) limit = DIRECT_MAX_SLOTS;
+  int64_t slots = 1;
+  for (int32_t k = 0; k < nk; k++) {
+    int64_t lo = INT64_MAX, hi = INT64_MIN;
+    bool nulls = false;
+    for (int64_t c = 0; c < keys[k]->n_chunks; c++) {
+      const qv_array *a = keys[k]->chunks[c];
+      const uint8_t *valid = a->buffers[0] ? a->buffers[0]->data : NULL;
+      if (a->type->id == QV_INT32 && !valid) {
+        const int32_t *v = (const int32_t *)(const void *)a->buffers[1]->data + a->offset;
+        for (int64_t i = 0; i < a->length; i++) {
+          if (v[i] < lo) lo = v[i];
+          if (v[i] > hi) hi = v[i];
+        }
+        continue;
+      }
+      for (int64_t i = 0; i < a->length; i++) {
+        if (valid && !qv_bit_get(valid, a->offset + i)) {
+          nulls = true;
+          continue;
+        }
+        int64_t x = key_int(a, i);
+        if (x < lo) lo = x;
+        if (x > hi) hi = x;
+      }
+    }
+    if (lo > hi) lo = hi = 0; /* only nulls, or no rows */
+    uint64_t range = (uint64_t)hi - (uint64_t)lo + 1 + (nulls ? 1 : 0);
+    if (range > (uint64_t)limit || (uint64_t)slots * range > (uint64_t)limit) {
+      direct_free(d);
+      return false;
+    }
+    d->min[k] = lo;
+    d->stride[k] = slots;
+    d->null_slot[k] = nulls ? (int64_t)range - 1 : -1;
+    slots *= (int64_t)range;
+  }
+  d->n_slots = slots;
+  d->slot_gid = malloc(sizeof(uint32_t) * (size_t)slots);
+  d->cap = 1024;
+  d->first_chunk = malloc(sizeof(int64_t) * (size_t)d->cap);
+  d->first_row = malloc(sizeof(int64_t) * (size_t)d->cap);
+  if (!d->slot_gid || !d->first_chunk || !d->first_row) {
+    direct_free(d);
+    return false;
+  }
+  memset(d->slot_gid, 0xff, sizeof(uint32_t) * (size_t)slots);
+  return true;
+}
+
+/* Group ids of batch b's rows (slots computed key by key, columnwise). */
+static qv_status direct_consume(direct_map *d, const qv_chunked_column *const *keys, int64_t b,
+                                int64_t len, uint32_t *ids, int64_t *slot, qv_error *err) {
+  memset(slot, 0, sizeof(int64_t) * (size_t)len);
+  for (int32_t k = 0; k < d->n_keys; k++) {
+    const qv_array *a = keys[k]->chunks[b];
+    const uint8_t *valid = a->buffers[0] ? a->buffers[0]->data : NULL;
+    int64_t lo = d->min[k], st = d->stride[k];
+    if (a->type->id == QV_INT32 && !valid) {
+      const int32_t *v = (const int32_t *)(const void *)a->buffers[1]->data + a->offset;
+      for (int64_t i = 0; i < len; i++) slot[i] += ((int64_t)v[i] - lo) * st;
+      continue;
+    }
+    for (int64_t i = 0; i < len; i++) {
+      bool ok = !valid || qv_bit_get(valid, a->offset + i);
+      slot[i] += (ok ? key_int(a, i) - lo : d->null_slot[k]) * st;
+    }
+  }
+  for (int64_t i = 0; i < len; i++) {
+    uint32_t g = d->slot_gid[slot[i]];
+    if (g == QV_GROUP_NONE) {
+      if (d->n_groups == d->cap) {
+        int64_t cap = d->cap * 2;
+        int64_t *fc = realloc(d->first_chunk, sizeof(int64_t) * (size_t)cap);
+        if (fc) d->first_chunk = fc;
+        int64_t *fr = realloc(d->first_row, sizeof(int64_t) * (size_t)cap);
+        if (fr) d->first_row = fr;
+        if (!fc || !fr) return qv_error_set(err, QV_ENOMEM, "group-by: out of memory");
+        d->cap = cap;
+      }
+      g = (uint32_t)d->n_groups;
+      d->first_chunk[g] = b;
+      d->first_row[g] = i;
+      d->n_groups++;
+      d->slot_gid[slot[i]] = g;
+    }
+    ids[i] = g;
+  }
+  return QV_OK;
+}
+
+qv_status qv_table_group_by(qv_table *t, const char *const *keys, int32_t n_keys,
+                            const qv_aggregate *aggs, int32_t n_aggs,
+                            const qv_group_by_options *opts, qv_table **out, qv_error *err) {
+  if (t == NULL || out == NULL || n_keys < 0 || n_aggs < 0 || (n_keys && !keys) ||
+      (n_aggs && !aggs))
+    return qv_error_set(err, QV_EARG, "group-by: needs a table, keys and aggregates");
+  qv_group_by_options o;
+  memset(&o, 0, sizeof o);
+  if (opts) o = *opts;
+  const qv_schema *schema = qv_table_schema(t);
+  gb_state s;
+  memset(&s, 0, sizeof s);
+  qv_status st = QV_OK;
+  int32_t max_need = n_keys + 2 * n_aggs;
+  s.need = malloc(sizeof(int32_t) * (size_t)(max_need ? max_need : 1));
+  s.key_pos = malloc(sizeof(int32_t) * (size_t)(n_keys ? n_keys : 1));
+  s.x_pos = malloc(sizeof(int32_t) * (size_t)(n_aggs ? n_aggs : 1));
+  s.y_pos = malloc(sizeof(int32_t) * (size_t)(n_aggs ? n_aggs : 1));
+  s.aggs = calloc((size_t)(n_aggs ? n_aggs : 1), sizeof *s.aggs);
+  s.labels = calloc((size_t)(n_aggs ? n_aggs : 1), sizeof *s.labels);
+  s.outs = calloc((size_t)(n_keys + n_aggs ? n_keys + n_aggs : 1), sizeof *s.outs);
+  const char **names = calloc((size_t)(n_keys + n_aggs ? n_keys + n_aggs : 1), sizeof *names);
+  if (!s.need || !s.key_pos || !s.x_pos || !s.y_pos || !s.aggs || !s.labels || !s.outs || !names)
+    st = qv_error_set(err, QV_ENOMEM, "group-by: out of memory");
+  /* Resolve the columns. */
+  for (int32_t i = 0; i < n_keys && st == QV_OK; i++) {
+    int32_t c;
+    char what[64];
+    snprintf(what, sizeof what, "group-by key %d", i + 1);
+    st = find_col(schema, keys[i], what, &c, err);
+    if (st == QV_OK) s.key_pos[i] = need_col(&s, c);
+    for (int32_t j = 0; j < i && st == QV_OK; j++)
+      if (strcmp(keys[j], keys[i]) == 0)
+        st = qv_error_set(err, QV_EARG, "group-by: key '%s' given twice", keys[i]);
+  }
+  bool holistic = false;
+  for (int32_t i = 0; i < n_aggs && st == QV_OK; i++) {
+    char label[192];
+    agg_label(&aggs[i], label, sizeof label);
+    s.labels[i] = strdup(aggs[i].name ? aggs[i].name : label);
+    if (!s.labels[i]) {
+      st = qv_error_set(err, QV_ENOMEM, "group-by: out of memory");
+      break;
+    }
+    s.x_pos[i] = s.y_pos[i] = -1;
+    const qv_type *tx = NULL, *ty = NULL;
+    int32_t c;
+    if (aggs[i].kind != QV_AGG_COUNT_ALL) {
+      st = find_col(schema, aggs[i].column, label, &c, err);
+      if (st != QV_OK) break;
+      s.x_pos[i] = need_col(&s, c);
+      tx = qv_schema_field(schema, c)->type;
+      if (aggs[i].kind == QV_AGG_CORR || aggs[i].kind == QV_AGG_COVAR ||
+          aggs[i].kind == QV_AGG_COVAR_POP) {
+        st = find_col(schema, aggs[i].column2, label, &c, err);
+        if (st != QV_OK) break;
+        s.y_pos[i] = need_col(&s, c);
+        ty = qv_schema_field(schema, c)->type;
+      }
+    }
+    st = qvg_agg_new(&aggs[i], tx, ty, label, &s.aggs[i], err);
+    if (st == QV_OK && qvg_agg_is_holistic(s.aggs[i])) holistic = true;
+  }
+  for (int32_t i = 0; i < n_keys + n_aggs && st == QV_OK; i++) {
+    names[i] = i < n_keys ? keys[i] : s.labels[i - n_keys];
+    for (int32_t j = 0; j < i; j++)
+      if (strcmp(names[i], names[j]) == 0) {
+        st = qv_error_set(err, QV_EARG,
+                          "group-by: two output columns are named '%s' (name one with AS)",
+                          names[i]);
+        break;
+      }
+  }
+  if (st == QV_OK && n_keys > 0) { /* checked here, used once the columns are loaded */
+    qv_type **kt = malloc(sizeof(qv_type *) * (size_t)n_keys);
+    if (!kt) st = qv_error_set(err, QV_ENOMEM, "group-by: out of memory");
+    for (int32_t i = 0; i < n_keys && st == QV_OK; i++)
+      kt[i] = qv_schema_field(schema, s.need[s.key_pos[i]])->type;
+    if (st == QV_OK) {
+      st = qv_grouper_new(kt, n_keys, &s.grouper, err);
+      if (st != QV_OK) qv_error_prefix(err, st, "group-by keys: ");
+    }
+    free(kt);
+  }
+  if (st == QV_OK) st = qvc_columns_load(&s.cols, t, s.need, s.n_need, err);
+  direct_map dm;
+  memset(&dm, 0, sizeof dm);
+  bool direct = false;
+  int64_t *slot_scratch = NULL;
+  const qv_chunked_column **kcols = NULL;
+  if (st == QV_OK && n_keys > 0) {
+    kcols = malloc(sizeof(*kcols) * (size_t)n_keys);
+    if (!kcols) st = qv_error_set(err, QV_ENOMEM, "group-by: out of memory");
+    for (int32_t i = 0; i < n_keys && st == QV_OK; i++) kcols[i] = &s.cols.columns[s.key_pos[i]];
+    if (st == QV_OK) direct = direct_plan(kcols, n_keys, qv_table_num_rows(t), &dm);
+  }
+  /* Consume the batches. */
+  int64_t total = qv_table_num_rows(t), nb = qv_table_num_batches(t), done = 0;
+  int64_t ng = n_keys ? 0 : 1, max_batch = 0;
+  for (int64_t b = 0; b < nb; b++)
+    if (qv_table_batch_rows(t, b) > max_batch) max_batch = qv_table_batch_rows(t, b);
+  if (st == QV_OK && direct) {
+    slot_scratch = malloc(sizeof(int64_t) * (size_t)(max_batch ? max_batch : 1));
+    if (!slot_scratch) st = qv_error_set(err, QV_ENOMEM, "group-by: out of memory");
+  }
+  if (st == QV_OK) {
+    int64_t nids = holistic ? total : max_batch;
+    s.ids = malloc(sizeof(uint32_t) * (size_t)(nids ? nids : 1));
+    if (!s.ids)
+      st = qv_error_set(err, QV_ENOMEM, "group-by: out of memory (%" PRId64 " rows)", nids);
+  }
+  int64_t per_group = 32;
+  for (int32_t i = 0; i < n_aggs && st == QV_OK; i++) per_group += qvg_agg_group_bytes(s.aggs[i]);
+  for (int32_t i = 0; i < n_aggs && st == QV_OK; i++) st = qvg_agg_reserve(s.aggs[i], ng, err);
+  for (int64_t b = 0; b < nb && st == QV_OK; b++) {
+    int64_t len = qv_table_batch_rows(t, b);
+    uint32_t *ids = holistic ? s.ids + done : s.ids;
+    if (direct) {
+      st = direct_consume(&dm, kcols, b, len, ids, slot_scratch, err);
+      if (st != QV_OK) break;
+      ng = dm.n_groups;
+    } else if (n_keys) {
+      qv_array **kc = calloc((size_t)n_keys, sizeof(qv_array *));
+      if (!kc) {
+        st = qv_error_set(err, QV_ENOMEM, "group-by: out of memory");
+        break;
+      }
+      for (int32_t i = 0; i < n_keys && st == QV_OK; i++)
+        st = qvg_normalize_floats(s.cols.columns[s.key_pos[i]].chunks[b], &kc[i], err);
+      if (st == QV_OK) st = qv_grouper_consume(s.grouper, kc, ids, err);
+      for (int32_t i = 0; i < n_keys; i++)
+        if (kc[i]) qv_array_unref(kc[i]);
+      free(kc);
+      if (st != QV_OK) break;
+      ng = qv_grouper_num_groups(s.grouper);
+    } else {
+      memset(ids, 0, sizeof(uint32_t) * (size_t)len);
+    }
+    for (int32_t i = 0; i < n_aggs && st == QV_OK; i++) {
+      st = qvg_agg_reserve(s.aggs[i], ng, err);
+      if (st != QV_OK) break;
+      qv_array *x = s.x_pos[i] >= 0 ? s.cols.columns[s.x_pos[i]].chunks[b] : NULL;
+      qv_array *y = s.y_pos[i] >= 0 ? s.cols.columns[s.y_pos[i]].chunks[b] : NULL;
+      st = qvg_agg_update(s.aggs[i], ids, len, (int32_t)b, x, y, err);
+    }
+    done += len;
+    if (st == QV_OK && o.memory_limit > 0) {
+      int64_t bytes = ng * per_group + (holistic ? total * 16 : max_batch * 4);
+      if (bytes > o.memory_limit)
+        st = qv_error_set(err, QV_ENOMEM,
+                          "group-by: %" PRId64 " groups need about %" PRId64
+                          " bytes of state, more than the memory limit of %" PRId64
+                          " bytes (spilling to disk is not implemented yet)",
+                          ng, bytes, o.memory_limit);
+    }
+    if (o.progress) o.progress(o.progress_ctx, done, total);
+  }
+  /* Group the rows for the holistic aggregates (counting sort on ids). */
+  if (st == QV_OK && holistic) {
+    s.rows.start = calloc((size_t)(ng + 1), sizeof(int64_t));
+    s.rows.chunk = malloc(sizeof(int32_t) * (size_t)(total ? total : 1));
+    s.rows.row = malloc(sizeof(int64_t) * (size_t)(total ? total : 1));
+    s.rows.ids = s.ids;
+    if (!s.rows.start || !s.rows.chunk || !s.rows.row)
+      st = qv_error_set(err, QV_ENOMEM, "group-by: out of memory (%" PRId64 " rows)", total);
+    if (st == QV_OK) {
+      for (int64_t i = 0; i < total; i++) s.rows.start[s.ids[i] + 1]++;
+      for (int64_t g = 0; g < ng; g++) s.rows.start[g + 1] += s.rows.start[g];
+      int64_t *fill = malloc(sizeof(int64_t) * (size_t)(ng ? ng : 1));
+      if (!fill) st = qv_error_set(err, QV_ENOMEM, "group-by: out of memory");
+      else {
+        memcpy(fill, s.rows.start, sizeof(int64_t) * (size_t)ng);
+        int64_t r = 0;
+        for (int64_t b = 0; b < nb; b++) {
+          int64_t len = qv_table_batch_rows(t, b);
+          for (int64_t i = 0; i < len; i++, r++) {
+            int64_t e = fill[s.ids[r]]++;
+            s.rows.chunk[e] = (int32_t)b;
+            s.rows.row[e] = i;
+          }
+        }
+        free(fill);
+      }
+    }
+  }
+  /* Results. */
+  if (st == QV_OK && n_keys && !direct) st = qv_grouper_uniques(s.grouper, s.outs, err);
+  for (int32_t i = 0; i < n_keys && direct && st == QV_OK; i++)
+    st = ng == 0 ? qv_array_nulls((qv_type *)kcols[i]->type, 0, &s.outs[i], err)
+                 : qv_array_take_chunked(kcols[i]->chunks, kcols[i]->n_chunks, dm.first_chunk,
+                                         dm.first_row, ng, &s.outs[i], err);
+  for (int32_t i = 0; i < n_aggs && st == QV_OK; i++) {
+    qv_chunked_column *xc = s.x_pos[i] >= 0 ? &s.cols.columns[s.x_pos[i]] : NULL;
+    st = qvg_agg_finish(s.aggs[i], ng, xc ? xc->chunks : NULL, xc ? xc->n_chunks : 0,
+                        holistic ? &s.rows : NULL, &s.outs[n_keys + i], err);
+  }
+  if (st == QV_OK && o.sort && n_keys > 0 && ng > 1) {
+    qv_sort_key *sk = calloc((size_t)n_keys, sizeof *sk);
+    int64_t *perm = malloc(sizeof(int64_t) * (size_t)ng);
+    if (!sk || !perm) st = qv_error_set(err, QV_ENOMEM, "group-by: out of memory");
+    for (int32_t i = 0; i < n_keys && st == QV_OK; i++) {
+      sk[i].column.type = s.outs[i]->type;
+      sk[i].column.chunks = &s.outs[i];
+      sk[i].column.n_chunks = 1;
+      sk[i].null_placement = QV_NULLS_AT_END;
+    }
+    if (st == QV_OK) st = qv_sort_indices(sk, n_keys, perm, err);
+    for (int32_t i = 0; i < n_keys + n_aggs && st == QV_OK; i++) {
+      qv_array *sorted = NULL;
+      st = qv_array_take(s.outs[i], perm, ng, &sorted, err);
+      if (st == QV_OK) {
+        qv_array_unref(s.outs[i]);
+        s.outs[i] = sorted;
+      }
+    }
+    free(sk);
+    free(perm);
+  }
+  if (st == QV_OK) st = qvg_build_table(names, s.outs, n_keys + n_aggs, ng, out, err);
+  /* Cleanup. */
+  direct_free(&dm);
+  free(slot_scratch);
+  free(kcols);
+  for (int32_t i = 0; i < n_keys + n_aggs && s.outs; i++)
+    if (s.outs[i]) qv_array_unref(s.outs[i]);
+  for (int32_t i = 0; i < n_aggs && s.aggs; i++) qvg_agg_free(s.aggs[i]);
+  for (int32_t i = 0; i < n_aggs && s.labels; i++) free(s.labels[i]);
+  qvc_columns_reset(&s.cols);
+  qv_grouper_free(s.grouper);
+  free(s.need);
+  free(s.key_pos);
+  free(s.x_pos);
+  free(s.y_pos);
+  free(s.aggs);
+  free(s.labels);
+  free(s.outs);
+  free(s.ids);
+  free(s.rows.start);
+  free(s.rows.chunk);
+  free(s.rows.row);
+  free(names);
+  return st;
+}

@@ -1,0 +1,233 @@
+/*
+ * join_fast.c — compute layer: the hash join's fixed-width key path
+ * (join.c). When the join has one key whose unified type is 1, 2, 4 or 8
+ * bytes wide (integers, canonicalised floats, dates, times, timestamps,
+ * durations, small decimals), its values are loaded as 64-bit words and
+ * hashed (splitmix64's finaliser) into open-addressing tables of words
+ * and group ids, without the row-table encoding:
+ *  - the build side is radix-partitioned on the hash's top bits, one
+ *    partition per thread of a pool (core/parallel_internal.h); each
+ *    partition's table is built by its own task, which scans the build
+ *    rows in order and takes its own, so group ids are dense per
+ *    partition, in first-appearance order; a partition's base is then
+ *    added (ids dense over all partitions);
+ *  - the probe side is looked up in parts of 64 Ki rows on the pool.
+ * Null keys get QV_GROUP_NONE on both sides (nulls never match).
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compute/join_internal.h"
+#include "core/parallel_internal.h"
+
+#define PART_ROWS 65536
+
+static inline uint64_t mix64(uint64_t x) {
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ull;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebull;
+  x ^= x >> 31;
+  return x;
+}
+
+bool qvj_fast_eligible(const qv_type *t) {
+  if (t->id == QV_NA || t->id == QV_BOOL || t->id == QV_DICTIONARY) return false;
+  int w = qv_type_byte_width(t);
+  int bits = qv_type_bit_width(t);
+  return (w == 1 || w == 2 || w == 4 || w == 8) && bits == w * 8 && t->n_children == 0;
+}
+
+/* Key words of every row of a side; ids[r] = QV_GROUP_NONE for null keys,
+ * 0 otherwise. */
+typedef struct load_ctx {
+  const qvj_side *s;
+  uint64_t *keys;
+  uint32_t *ids;
+  int w;
+} load_ctx;
+
+static void load_task(void *ctx, int64_t b, int worker) {
+  (void)worker;
+  load_ctx *c = ctx;
+  const qv_array *a = c->s->hkeys[b];
+  int64_t base = c->s->boff[b], n = a->length;
+  uint64_t *k = c->keys + base;
+  uint32_t *ids = c->ids + base;
+  const uint8_t *d = a->n_buffers > 1 && a->buffers[1] ? a->buffers[1]->data : NULL;
+  const uint8_t *valid =
+      a->buffers[0] && qv_array_null_count((qv_array *)a) > 0 ? a->buffers[0]->data : NULL;
+  int64_t off = a->offset;
+  for (int64_t i = 0; i < n; i++) {
+    uint64_t v = 0;
+    switch (c->w) {
+      case 1: v = d[off + i]; break;
+      case 2: {
+        uint16_t x;
+        memcpy(&x, d + (off + i) * 2, 2);
+        v = x;
+        break;
+      }
+      case 4: {
+        uint32_t x;
+        memcpy(&x, d + (off + i) * 4, 4);
+        v = x;
+        break;
+      }
+      default: memcpy(&v, d + (off + i) * 8, 8); break;
+    }
+    k[i] = v;
+    ids[i] = valid && !qv_bit_get(valid, off + i) ? QV_GROUP_NONE : 0;
+  }
+}
+
+typedef struct part_table {
+  uint64_t *keys;
+  uint32_t *ids; /* QV_GROUP_NONE: empty slot */
+  uint64_t mask;
+  int64_t n_groups, count;
+  bool oom;
+} part_table;
+
+typedef struct build_ctx {
+  const uint64_t *keys;
+  uint32_t *ids;
+  int64_t n;
+  part_table *parts;
+  int part_shift; /* 64 - log2(partitions); 64 for one partition */
+} build_ctx;
+
+static inline int64_t part_of(uint64_t h, int shift) {
+  return shift >= 64 ? 0 : (int64_t)(h >> shift);
+}
+
+static void build_task(void *ctx, int64_t p, int worker) {
+  (void)worker;
+  build_ctx *c = ctx;
+  part_table *t = &c->parts[p];
+  uint64_t cap = 16;
+  while (cap < (uint64_t)t->count * 2) cap <<= 1;
+  t->keys = malloc(sizeof(uint64_t) * cap);
+  t->ids = malloc(sizeof(uint32_t) * cap);
+  if (!t->keys || !t->ids) {
+    t->oom = true;
+    return;
+  }
+  memset(t->ids, 0xff, sizeof(uint32_t) * cap);
+  t->mask = cap - 1;
+  uint32_t next = 0;
+  for (int64_t r = 0; r < c->n; r++) {
+    if (c->ids[r] == QV_GROUP_NONE) continue;
+    uint64_t k = c->keys[r], h = mix64(k);
+    if (part_of(h, c->part_shift) != p) continue;
+    for (uint64_t s = h & t->mask;; s = (s + 1) & t->mask) {
+      uint32_t id = t->ids[s];
+      if (id == QV_GROUP_NONE) {
+        t->keys[s] = k;
+        t->ids[s] = next;
+        c->ids[r] = next++;
+        break;
+      }
+      if (t->keys[s] == k) {
+        c->ids[r] = id;
+        break;
+      }
+    }
+  }
+  t->n_groups = next;
+}
+
+typedef struct probe_ctx {
+  const uint64_t *keys;
+  uint32_t *ids;
+  int64_t n;
+  const part_table *parts;
+  const int64_t *base;
+  int part_shift;
+  bool rebase; /* build side: add the partition's base to the local ids */
+} probe_ctx;
+
+static void probe_task(void *ctx, int64_t part, int worker) {
+  (void)worker;
+  probe_ctx *c = ctx;
+  int64_t lo = part * PART_ROWS, hi = lo + PART_ROWS < c->n ? lo + PART_ROWS : c->n;
+  for (int64_t r = lo; r < hi; r++) {
+    if (c->ids[r] == QV_GROUP_NONE) continue;
+    uint64_t k = c->keys[r], h = mix64(k);
+    int64_t p = part_of(h, c->part_shift);
+    if (c->rebase) {
+      c->ids[r] += (uint32_t)c->base[p];
+      continue;
+    }
+    const part_table *t = &c->parts[p];
+    uint32_t found = QV_GROUP_NONE;
+    for (uint64_t s = h & t->mask;; s = (s + 1) & t->mask) {
+      uint32_t id = t->ids[s];
+      if (id == QV_GROUP_NONE) break;
+      if (t->keys[s] == k) {
+        found = id + (uint32_t)c->base[p];
+        break;
+      }
+    }
+    c->ids[r] = found;
+  }
+}
+
+qv_status qvj_fast_ids(const qvj_side *bs, const qvj_side *ps, const qv_type *type, uint32_t *bids,
+                       uint32_t *pids, int64_t *out_ng, qv_error *err) {
+  int w = qv_type_byte_width(type);
+  uint64_t *bk = malloc(sizeof(uint64_t) * (size_t)(bs->n ? bs->n : 1));
+  uint64_t *pk = malloc(sizeof(uint64_t) * (size_t)(ps->n ? ps->n : 1));
+  int threads = qv_cpu_count();
+  int nparts = 1;
+  while (nparts * 2 <= threads && nparts < 8) nparts *= 2;
+  if (bs->n < PART_ROWS) nparts = 1;
+  part_table *parts = calloc((size_t)nparts, sizeof *parts);
+  int64_t base[8] = {0};
+  qv_pool *pool = NULL;
+  qv_status st = QV_OK;
+  if (!bk || !pk || !parts) {
+    st = qv_error_set(err, QV_ENOMEM, "join: out of memory (%" PRId64 " keys)", bs->n + ps->n);
+    goto done;
+  }
+  if (threads > 1 && bs->n + ps->n >= PART_ROWS) (void)qv_pool_new(threads, &pool, NULL);
+  load_ctx lb = {bs, bk, bids, w}, lp = {ps, pk, pids, w};
+  qv_pool_run(pool, bs->nb, load_task, &lb);
+  qv_pool_run(pool, ps->nb, load_task, &lp);
+  int shift = 64;
+  for (int p = nparts; p > 1; p >>= 1) shift--;
+  for (int64_t r = 0; r < bs->n; r++)
+    if (bids[r] != QV_GROUP_NONE) parts[part_of(mix64(bk[r]), shift)].count++;
+  build_ctx bc = {bk, bids, bs->n, parts, shift};
+  qv_pool_run(pool, nparts, build_task, &bc);
+  int64_t ng = 0;
+  for (int p = 0; p < nparts; p++) {
+    if (parts[p].oom) {
+      st = qv_error_set(err, QV_ENOMEM, "join: out of memory (hash table of %" PRId64 " keys)",
+                        parts[p].count);
+      goto done;
+    }
+    base[p] = ng;
+    ng += parts[p].n_groups;
+  }
+  if (nparts > 1) {
+    probe_ctx rc = {bk, bids, bs->n, parts, base, shift, true};
+    qv_pool_run(pool, (bs->n + PART_ROWS - 1) / PART_ROWS, probe_task, &rc);
+  }
+  probe_ctx pc = {pk, pids, ps->n, parts, base, shift, false};
+  qv_pool_run(pool, (ps->n + PART_ROWS - 1) / PART_ROWS, probe_task, &pc);
+  st = qv_pool_check(pool, err);
+  *out_ng = ng;
+done:
+  qv_pool_free(pool);
+  if (parts)
+    for (int p = 0; p < nparts; p++) {
+      free(parts[p].keys);
+      free(parts[p].ids);
+    }
+  free(parts);
+  free(bk);
+  free(pk);
+  return st;
+}

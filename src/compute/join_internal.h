@@ -1,0 +1,54 @@
+/*
+ * join_internal.h — the pieces of the hash join (join.c) that the table
+ * output (join_table.c) and distinct (distinct.c) share: a side of the
+ * join with its key columns loaded and unified, and column lookup with a
+ * "did you mean" suggestion. Compute layer, private to src/compute.
+ */
+#ifndef QV_JOIN_INTERNAL_H
+#define QV_JOIN_INTERNAL_H
+
+#include "compute/compute_internal.h"
+
+/** One side of a join: its table, rows, batch offsets and keys. */
+typedef struct qvj_side {
+  qv_table *t;   /* borrowed */
+  int64_t n, nb; /* rows, record batches */
+  int64_t *boff; /* nb + 1 batch start rows */
+  int32_t n_keys;
+  qvc_columns keys; /* the key columns as loaded */
+  qv_array **ukeys; /* n_keys * nb: keys cast to the unified types */
+  qv_array **hkeys; /* n_keys * nb: ukeys with floats canonicalised */
+} qvj_side;
+
+/** Index of column `name` of t; QV_EARG "WHAT: no column named 'x' (did
+ *  you mean 'y'?)" when absent. */
+qv_status qvj_find_column(const qv_table *t, const char *what, const char *name, int32_t *out,
+                          qv_error *err);
+
+qv_status qvj_side_load(qvj_side *s, qv_table *t, const int32_t *idx, int32_t nk, qv_error *err);
+void qvj_side_reset(qvj_side *s);
+
+/** qv_join_indices with the sides kept for the caller (reset them, and
+ *  unref types[0..n_keys), also after a failure): lidx / ridx receive the
+ *  key column indices, types the unified key types. */
+qv_status qvj_join(qv_table *left, qv_table *right, const qv_join_options *o, qvj_side *l,
+                   qvj_side *r, int32_t *lidx, int32_t *ridx, qv_type **types, int64_t **out_l,
+                   int64_t **out_r, int64_t *out_n, qv_error *err);
+
+/** Tests set this to run single fixed-width keys through the grouper too
+ *  (both paths are checked against the oracle). */
+extern bool qvj_force_grouper;
+
+/** Whether one key of unified type t takes the fixed-width path
+ *  (join_fast.c): 1, 2, 4 or 8 bytes, no children, not bool. */
+bool qvj_fast_eligible(const qv_type *t);
+
+/** The fixed-width path: group ids of every build row (dense, in
+ *  first-appearance order per hash partition; QV_GROUP_NONE for a null
+ *  key) and of every probe row (the build group with an equal key, else
+ *  QV_GROUP_NONE); *out_ng the number of groups. Keys: the sides' hkeys
+ *  (one key column). */
+qv_status qvj_fast_ids(const qvj_side *bs, const qvj_side *ps, const qv_type *type, uint32_t *bids,
+                       uint32_t *pids, int64_t *out_ng, qv_error *err);
+
+#endif
