@@ -1,11 +1,11 @@
-"""quiver.load_dataset and Dataset.from_parquet/from_csv/from_json/to_csv/to_json.
+"""quiver.load_dataset, Dataset.from_parquet/from_csv/from_json/to_csv/to_json/to_parquet.
 
 The argument semantics of `datasets` (data_files as a str, list or dict of
 split -> files, with globs; split None -> a DatasetDict, a name -> that
 split) over quiver's C readers and writers: Parquet and JSON Lines are read
 by the dataset layer's one open path (quiver.open), CSV by the C reader in
 the types datasets gets through pandas.read_csv (_quiver._read_csv), and
-to_csv / to_json go through the C writers (_quiver._write_text). Nothing
+to_csv / to_json / to_parquet go through the C writers (_quiver._write_text). Nothing
 per row is computed here. See docs/python.md, "Parquet, CSV and JSON".
 """
 import glob
@@ -204,4 +204,15 @@ def to_json(ds, path_or_buf, batch_size=None, num_proc=None, storage_options=Non
         raise _quiver.QuiverValueError(
             f"to_json: unsupported option(s) {sorted(to_json_kwargs)} (docs/python.md)")
     _quiver._write_text(ds, path, "json", None, _batch(batch_size))
+    return os.path.getsize(path)
+
+
+def to_parquet(ds, path_or_buf, batch_size=None, storage_options=None, **parquet_writer_kwargs):
+    """Dataset.to_parquet: the rows as one Parquet file (snappy, pyarrow's
+    default, as datasets writes); returns the number of bytes written."""
+    path = _target(path_or_buf, "to_parquet")
+    if parquet_writer_kwargs:
+        raise _quiver.QuiverValueError(
+            f"to_parquet: unsupported option(s) {sorted(parquet_writer_kwargs)} (docs/python.md)")
+    _quiver._write_text(ds, path, "parquet", None, _batch(batch_size))
     return os.path.getsize(path)

@@ -1206,6 +1206,10 @@ static PyMethodDef Dataset_methods[] = {
     {"to_json", (PyCFunction)(void (*)(void))qvpy_Dataset_to_json, METH_VARARGS | METH_KEYWORDS,
      "to_json($self, /, path_or_buf, batch_size=None, num_proc=None, **to_json_kwargs)\n--\n\n"
      "The rows as JSON Lines, datasets' records/lines form. Returns the bytes written."},
+    {"to_parquet", (PyCFunction)(void (*)(void))qvpy_Dataset_to_parquet,
+     METH_VARARGS | METH_KEYWORDS,
+     "to_parquet($self, /, path_or_buf, batch_size=None, **parquet_writer_kwargs)\n--\n\n"
+     "The rows as a Parquet file (C writer, snappy). Returns the bytes written."},
     {"from_parquet", (PyCFunction)(void (*)(void))qvpy_Dataset_from_parquet,
      METH_VARARGS | METH_KEYWORDS | METH_CLASS,
      "from_parquet(path_or_paths, split=None, features=None, **kwargs)\n--\n\n"

@@ -3,8 +3,8 @@
  * `quiver._quiver` (python/ layer, top): the module functions
  * _read_csv (a CSV file typed as datasets' load_dataset("csv") types it,
  * through the C reader's pandas_types mode) and _write_text (a dataset's
- * rows through the C CSV / JSON Lines writers), and the Dataset methods
- * from_parquet/from_csv/from_json/to_csv/to_json, which forward to
+ * rows through the C CSV / JSON Lines / Parquet writers), and the Dataset methods
+ * from_parquet/from_csv/from_json/to_csv/to_json/to_parquet, which forward to
  * quiver/_io.py (the datasets argument semantics live there). Parquet and
  * JSON Lines are read by the dataset layer's one open path (quiver.open).
  */
@@ -12,6 +12,7 @@
 
 #include "quiver/csv.h"
 #include "quiver/jsonl.h"
+#include "quiver/parquet_writer.h"
 #include "quiver/table.h"
 #include "qvpy.h"
 
@@ -80,12 +81,12 @@ PyObject *qvpy_mod_write_text(PyObject *mod, PyObject *args, PyObject *kwargs) {
                                    &dso, PyUnicode_FSConverter, &path, &kind, &delim_obj,
                                    &batch_size))
     return NULL;
-  bool csv = strcmp(kind, "csv") == 0;
+  bool csv = strcmp(kind, "csv") == 0, parquet = strcmp(kind, "parquet") == 0;
   qv_csv_write_options o;
   memset(&o, 0, sizeof o);
-  if ((!csv && strcmp(kind, "json") != 0) || batch_size < 1) {
+  if ((!csv && !parquet && strcmp(kind, "json") != 0) || batch_size < 1) {
     Py_DECREF(path);
-    PyErr_SetString(qvpy_ValueError, "kind must be 'csv' or 'json' and batch_size >= 1");
+    PyErr_SetString(qvpy_ValueError, "kind must be 'csv', 'json' or 'parquet' and batch_size >= 1");
     return NULL;
   }
   if (!delimiter_arg(delim_obj, &o.delimiter)) {
@@ -98,23 +99,34 @@ PyObject *qvpy_mod_write_text(PyObject *mod, PyObject *args, PyObject *kwargs) {
   qv_status st;
   qv_csv_writer *cw = NULL;
   qv_jsonl_writer *jw = NULL;
+  qv_parquet_writer *pw = NULL;
+  qv_parquet_write_options po;
+  memset(&po, 0, sizeof po);
+  po.codec = QV_PARQUET_SNAPPY; /* pyarrow's default, which datasets' to_parquet uses */
   qv_dataset_iter *it = NULL;
-  Py_BEGIN_ALLOW_THREADS st = csv ? qv_csv_writer_open(p, qv_dataset_schema(ds), &o, &cw, &err)
-                                  : qv_jsonl_writer_open(p, &jw, &err);
+  const qv_schema *schema = qv_dataset_schema(ds);
+  Py_BEGIN_ALLOW_THREADS st = csv       ? qv_csv_writer_open(p, schema, &o, &cw, &err)
+                              : parquet ? qv_parquet_writer_open_path(p, schema, &po, &pw, &err)
+                                        : qv_jsonl_writer_open(p, &jw, &err);
   if (st == QV_OK) st = qv_dataset_iter_new(ds, batch_size, false, &it, &err);
   while (st == QV_OK) {
     qv_array *b = NULL;
     st = qv_dataset_iter_next(it, &b, NULL, &err);
     if (st != QV_OK || b == NULL) break;
-    st = csv ? qv_csv_writer_write(cw, b, &err) : qv_jsonl_writer_write(jw, b, &err);
+    st = csv       ? qv_csv_writer_write(cw, b, &err)
+         : parquet ? qv_parquet_writer_write_batch(pw, b, &err)
+                   : qv_jsonl_writer_write(jw, b, &err);
     qv_array_unref(b);
   }
   qv_dataset_iter_free(it);
   if (st == QV_OK) {
-    st = csv ? qv_csv_writer_close(cw, &err) : qv_jsonl_writer_close(jw, &err);
+    st = csv       ? qv_csv_writer_close(cw, &err)
+         : parquet ? qv_parquet_writer_close(pw, &err)
+                   : qv_jsonl_writer_close(jw, &err);
   } else {
     qv_csv_writer_abort(cw);
     qv_jsonl_writer_abort(jw);
+    qv_parquet_writer_abort(pw);
   }
   Py_END_ALLOW_THREADS Py_DECREF(path);
   if (st != QV_OK) return qvpy_raise_qv(st, &err);
@@ -170,4 +182,7 @@ PyObject *qvpy_mod_sniff(PyObject *mod, PyObject *arg) {
       st == QV_OK ? PyUnicode_FromString(qv_path_kind_name(kind)) : raise_io(st, &err, p);
   Py_DECREF(path);
   return r;
+}
+PyObject *qvpy_Dataset_to_parquet(PyObject *self, PyObject *args, PyObject *kwargs) {
+  return call_io("to_parquet", self, args, kwargs);
 }

@@ -147,8 +147,8 @@ PyObject *qvpy_call_formats(const char *fn, PyObject *self, PyObject *args, PyOb
  * datasets.load_dataset("csv") types it (pandas_types). */
 PyObject *qvpy_mod_read_csv(PyObject *mod, PyObject *args, PyObject *kwargs);
 /** _quiver._write_text(dataset, path, kind, delimiter=None,
- * batch_size=10000): the rows through the C CSV ("csv") or JSON Lines
- * ("json") writer, atomically. */
+ * batch_size=10000): the rows through the C CSV ("csv"), JSON Lines
+ * ("json") or Parquet ("parquet", snappy) writer, atomically. */
 PyObject *qvpy_mod_write_text(PyObject *mod, PyObject *args, PyObject *kwargs);
 /** _quiver._sniff(path): qv_path_sniff's kind name ("parquet", "csv",
  * "json", "arrow file", ...). */
@@ -157,6 +157,7 @@ PyObject *qvpy_mod_sniff(PyObject *mod, PyObject *arg);
  * from_json: forward to quiver._io. */
 PyObject *qvpy_Dataset_to_csv(PyObject *self, PyObject *args, PyObject *kwargs);
 PyObject *qvpy_Dataset_to_json(PyObject *self, PyObject *args, PyObject *kwargs);
+PyObject *qvpy_Dataset_to_parquet(PyObject *self, PyObject *args, PyObject *kwargs);
 PyObject *qvpy_Dataset_from_parquet(PyObject *cls, PyObject *args, PyObject *kwargs);
 PyObject *qvpy_Dataset_from_csv(PyObject *cls, PyObject *args, PyObject *kwargs);
 PyObject *qvpy_Dataset_from_json(PyObject *cls, PyObject *args, PyObject *kwargs);

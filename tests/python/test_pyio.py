@@ -252,3 +252,28 @@ def test_csv_sep_matches_datasets(tmp_path):
     # without sep, datasets (and quiver) read a .tsv with ","
     f.write_text("a\tb\n1\tx\n2\t\n")
     same(quiver.Dataset.from_csv(str(f)), D.Dataset.from_csv(str(f), cache_dir=str(tmp_path / "c")))
+
+
+def test_to_parquet_reads_back_equal(tmp_path, files):
+    for builder in ("json", "csv", "parquet"):
+        fs = [str(f) for f in files[builder]]
+        ours = getattr(quiver.Dataset, f"from_{builder}")(fs).select([3, 1, 4, 1, 5, 9, 2, 6])
+        theirs = getattr(D.Dataset, f"from_{builder}")(fs, cache_dir=str(tmp_path / "hfcache"))
+        theirs = theirs.select([3, 1, 4, 1, 5, 9, 2, 6])
+        a, b = tmp_path / f"q-{builder}.parquet", tmp_path / f"h-{builder}.parquet"
+        assert ours.to_parquet(str(a)) == a.stat().st_size
+        theirs.to_parquet(str(b))
+        assert pq.read_table(str(a)).to_pylist() == pq.read_table(str(b)).to_pylist()
+        assert pq.read_table(str(a)).schema.types == pq.read_table(str(b)).schema.types
+        back = D.Dataset.from_parquet(str(a), cache_dir=str(tmp_path / "c2"))
+        assert back.features == theirs.features
+        assert back[:] == theirs[:]
+
+
+def test_features_cast_matches_datasets(tmp_path, files):
+    f = str(files["csv"][0])
+    feats = D.Features({"id": D.Value("int32"), "name": D.Value("string"),
+                        "score": D.Value("float32"), "flag": D.Value("bool"),
+                        "day": D.Value("string"), "mixed": D.Value("float64")})
+    same(quiver.Dataset.from_csv(f, features=feats),
+         D.Dataset.from_csv(f, features=feats, cache_dir=str(tmp_path / "hfcache")))
