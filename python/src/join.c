@@ -114,4 +114,3 @@ PyObject *qvpy_Dataset_value_counts(DatasetObject *self, PyObject *arg) {
   Py_BEGIN_ALLOW_THREADS st = qv_dataset_value_counts(self->ds, col, &out, &err);
   Py_END_ALLOW_THREADS return qvpy_result(st, out, &err);
 }
-

@@ -1433,9 +1433,10 @@ static void test_open_paths(void) {
   QV_CHECK(qv_path_sniff(p, &k, &E) == QV_OK && k == QV_PATH_CSV);
   p = put_file(dir, "junk", "not an arrow file at all", 24);
   QV_CHECK(qv_dataset_open(p, NULL, &o, &E) == QV_EINVAL);
-  snprintf(want, sizeof want,
-           "%s: not an Arrow, Parquet, CSV or JSON file: found 6e 6f 74 20 61 6e 20 61 (\"not an a\")",
-           p);
+  snprintf(
+      want, sizeof want,
+      "%s: not an Arrow, Parquet, CSV or JSON file: found 6e 6f 74 20 61 6e 20 61 (\"not an a\")",
+      p);
   QV_CHECK_EQ_STR(E.message, want);
   p = put_file(dir, "bin", "\x01\x02\x03\xa0\xb0\xc0\xd0\xe0\xf0", 9);
   QV_CHECK(qv_path_sniff(p, &k, &E) == QV_EINVAL);

@@ -95,7 +95,8 @@ static qv_status convert_parquet(const char *in, const char *out, bool to_stdout
 }
 
 int cmd_convert(int argc, char **argv) {
-  if (cli_convert_to_parquet(argc, argv)) return cmd_convert_parquet(argc, argv); /* convert_parquet.c */
+  if (cli_convert_to_parquet(argc, argv))
+    return cmd_convert_parquet(argc, argv);                                 /* convert_parquet.c */
   if (cli_convert_is_text(argc, argv)) return cmd_convert_text(argc, argv); /* convert_text.c */
   const char *in = NULL, *out = NULL;
   qv_write_options wo;
