@@ -177,8 +177,20 @@ void qv_pool_wait(qv_pool *p, qv_pool_group *group) {
 
 void qv_pool_run(qv_pool *p, int64_t n, void (*fn)(void *ctx, int64_t i, int worker), void *ctx) {
   qv_pool_group g = {0};
-  if (p == NULL || n <= 1 || !qv_pool_submit(p, &g, n, fn, ctx)) {
+  if (p == NULL) { /* no pool: the caller's own loop, under the caller's guard */
     for (int64_t i = 0; i < n; i++) fn(ctx, i, 0);
+    return;
+  }
+  if (n <= 1 || !qv_pool_submit(p, &g, n, fn, ctx)) {
+    /* On the caller, but under a recovery point per task as on a worker,
+     * the fault kept for qv_pool_check: a single task (a one-column
+     * Parquet row group, one CSV block) is as safe as many. */
+    pthread_mutex_lock(&p->mu);
+    for (int64_t i = 0; i < n; i++) {
+      g.remaining++;
+      run_task(p, (task){fn, ctx, i, &g}, 0);
+    }
+    pthread_mutex_unlock(&p->mu);
     return;
   }
   qv_pool_wait(p, &g);

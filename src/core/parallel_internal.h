@@ -55,8 +55,10 @@ void qv_pool_wait(qv_pool *p, qv_pool_group *group);
  *  NULL-safe. */
 qv_status qv_pool_check(qv_pool *p, qv_error *err);
 
-/** Submit and wait: fn(ctx, i, worker) for every i in [0, n). When the
- *  queue cannot grow the loop runs on the caller. */
+/** Submit and wait: fn(ctx, i, worker) for every i in [0, n). A single
+ *  task, or every task when the queue cannot grow, runs on the caller,
+ *  under a recovery point as on a worker (qv_pool_check reports its
+ *  fault). With p NULL the loop runs on the caller unguarded. */
 void qv_pool_run(qv_pool *p, int64_t n, void (*fn)(void *ctx, int64_t i, int worker), void *ctx);
 
 #endif /* QUIVER_CORE_PARALLEL_INTERNAL_H */

@@ -386,6 +386,12 @@ static void check_truncation(qv_ipc_format format, const char *name) {
   QV_CHECK_EQ_INT(pr.done[0], 1);
   QV_CHECK_EQ_INT(pr.done[1], 0);
   QV_CHECK_EQ_INT(qv_pool_check(pool, &e), QV_OK); /* reported once */
+  /* One task runs on the caller, still under a recovery point. */
+  pool_read one = {{last->children[1]->buffers[2], NULL}, {0, 0}};
+  qv_pool_run(pool, 1, pool_task, &one);
+  QV_CHECK_EQ_INT(qv_pool_check(pool, &e), QV_ECHANGED);
+  QV_CHECK(says_shrank(&e, path, size, new_size));
+  QV_CHECK_EQ_INT(one.done[0], 0);
   qv_pool_free(pool);
 
   /* A guarded body's allocations are the caller's to free. */
