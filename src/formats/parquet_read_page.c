@@ -187,6 +187,50 @@ static inline uint64_t unpack_at(const uint8_t *bp, int64_t avail_bytes, int w, 
   return w == 64 ? v : v & ((UINT64_C(1) << w) - 1);
 }
 
+/* Read the header of the next run (an RLE run or a bit-packed one) at
+ * r->p, bit width > 0, and set the run's state; `i` of `n` values are
+ * decoded so far (for the error). Shared by both getters below. */
+static qv_status rle_next_run(qv_pq_rle *r, int64_t i, int64_t n, qv_error *err) {
+  int w = r->bit_width;
+  uint64_t h;
+  if (!uvarint(&r->p, r->end, &h))
+    return qv_error_set(err, QV_EINVAL, "RLE/bit-packed data ends after %lld of %lld values",
+                        (long long)i, (long long)n);
+  if (h & 1) {
+    uint64_t groups = h >> 1;
+    int64_t left = r->end - r->p;
+    if (groups == 0 || groups > (uint64_t)left)
+      return qv_error_set(err, QV_EINVAL, "RLE/bit-packed: bad bit-packed run of %llu groups",
+                          (unsigned long long)groups);
+    int64_t bytes = (int64_t)groups * w;
+    int64_t values = (int64_t)groups * 8;
+    if (bytes > left) { /* a truncated last run: only the values present */
+      values = left * 8 / w;
+      bytes = left;
+    }
+    r->bp = r->p;
+    r->bp_pos = 0;
+    r->bp_left = values;
+    r->p += bytes;
+    if (values == 0) return qv_error_set(err, QV_EINVAL, "RLE/bit-packed: empty bit-packed run");
+  } else {
+    uint64_t count = h >> 1;
+    int nb = (w + 7) / 8;
+    if (count == 0 || r->end - r->p < nb)
+      return qv_error_set(err, QV_EINVAL, "RLE/bit-packed: bad RLE run (count %llu)",
+                          (unsigned long long)count);
+    uint64_t v = 0;
+    for (int b = 0; b < nb; b++) v |= (uint64_t)r->p[b] << (8 * b);
+    r->p += nb;
+    if (w < 64 && (v >> w) != 0)
+      return qv_error_set(err, QV_EINVAL, "RLE run value %llu wider than %d bits",
+                          (unsigned long long)v, w);
+    r->rle_value = v;
+    r->rle_left = count > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)count;
+  }
+  return QV_OK;
+}
+
 qv_status qv_pq_rle_get(qv_pq_rle *r, uint32_t *out, int64_t n, qv_error *err) {
   int64_t i = 0;
   int w = r->bit_width;
@@ -212,42 +256,7 @@ qv_status qv_pq_rle_get(qv_pq_rle *r, uint32_t *out, int64_t n, qv_error *err) {
       memset(out + i, 0, (size_t)(n - i) * sizeof *out);
       return QV_OK;
     }
-    uint64_t h;
-    if (!uvarint(&r->p, r->end, &h))
-      return qv_error_set(err, QV_EINVAL, "RLE/bit-packed data ends after %lld of %lld values",
-                          (long long)i, (long long)n);
-    if (h & 1) {
-      uint64_t groups = h >> 1;
-      int64_t left = r->end - r->p;
-      if (groups == 0 || groups > (uint64_t)left)
-        return qv_error_set(err, QV_EINVAL, "RLE/bit-packed: bad bit-packed run of %llu groups",
-                            (unsigned long long)groups);
-      int64_t bytes = (int64_t)groups * w;
-      int64_t values = (int64_t)groups * 8;
-      if (bytes > left) { /* a truncated last run: only the values present */
-        values = left * 8 / w;
-        bytes = left;
-      }
-      r->bp = r->p;
-      r->bp_pos = 0;
-      r->bp_left = values;
-      r->p += bytes;
-      if (values == 0) return qv_error_set(err, QV_EINVAL, "RLE/bit-packed: empty bit-packed run");
-    } else {
-      uint64_t count = h >> 1;
-      int nb = (w + 7) / 8;
-      if (count == 0 || r->end - r->p < nb)
-        return qv_error_set(err, QV_EINVAL, "RLE/bit-packed: bad RLE run (count %llu)",
-                            (unsigned long long)count);
-      uint64_t v = 0;
-      for (int b = 0; b < nb; b++) v |= (uint64_t)r->p[b] << (8 * b);
-      r->p += nb;
-      if (w < 64 && (v >> w) != 0)
-        return qv_error_set(err, QV_EINVAL, "RLE run value %llu wider than %d bits",
-                            (unsigned long long)v, w);
-      r->rle_value = v;
-      r->rle_left = count > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)count;
-    }
+    QV_RETURN_NOT_OK(rle_next_run(r, i, n, err));
   }
   return QV_OK;
 }
@@ -279,42 +288,7 @@ static qv_status rle_get16(qv_pq_rle *r, int16_t *out, int64_t n, qv_error *err)
       memset(out + i, 0, (size_t)(n - i) * sizeof *out);
       return QV_OK;
     }
-    uint64_t h;
-    if (!uvarint(&r->p, r->end, &h))
-      return qv_error_set(err, QV_EINVAL, "RLE/bit-packed data ends after %lld of %lld values",
-                          (long long)i, (long long)n);
-    if (h & 1) {
-      uint64_t groups = h >> 1;
-      int64_t left = r->end - r->p;
-      if (groups == 0 || groups > (uint64_t)left)
-        return qv_error_set(err, QV_EINVAL, "RLE/bit-packed: bad bit-packed run of %llu groups",
-                            (unsigned long long)groups);
-      int64_t bytes = (int64_t)groups * w;
-      int64_t values = (int64_t)groups * 8;
-      if (bytes > left) { /* a truncated last run: only the values present */
-        values = left * 8 / w;
-        bytes = left;
-      }
-      r->bp = r->p;
-      r->bp_pos = 0;
-      r->bp_left = values;
-      r->p += bytes;
-      if (values == 0) return qv_error_set(err, QV_EINVAL, "RLE/bit-packed: empty bit-packed run");
-    } else {
-      uint64_t count = h >> 1;
-      int nb = (w + 7) / 8;
-      if (count == 0 || r->end - r->p < nb)
-        return qv_error_set(err, QV_EINVAL, "RLE/bit-packed: bad RLE run (count %llu)",
-                            (unsigned long long)count);
-      uint64_t v = 0;
-      for (int b = 0; b < nb; b++) v |= (uint64_t)r->p[b] << (8 * b);
-      r->p += nb;
-      if (w < 64 && (v >> w) != 0)
-        return qv_error_set(err, QV_EINVAL, "RLE run value %llu wider than %d bits",
-                            (unsigned long long)v, w);
-      r->rle_value = v;
-      r->rle_left = count > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)count;
-    }
+    QV_RETURN_NOT_OK(rle_next_run(r, i, n, err));
   }
   return QV_OK;
 }
