@@ -10,6 +10,7 @@
 
 #include "quiver/core.h"
 #include "quiver/dataset.h"
+#include "quiver/ipc.h"
 
 /* Exit codes: the conventional contract of the tool. */
 #define QV_EXIT_OK 0
@@ -68,6 +69,10 @@ int cmd_head(int argc, char **argv);
 int cmd_get(int argc, char **argv);
 int cmd_integration(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
+/* convert.c: parse an Arrow IPC --compression value, "none", "lz4", "zstd"
+ * or "zstd:LEVEL" (also "lz4:LEVEL"); false on anything else. The one
+ * parser of every convert route writing Arrow. */
+bool cli_parse_ipc_compression(const char *s, qv_compression *c, int *level);
 /* convert_text.c: convert when either side is CSV or JSON Lines; whether
  * s ends in suf (ASCII case ignored; suf in lower case) */
 bool cli_has_suffix(const char *s, const char *suf);

@@ -33,8 +33,7 @@ static const char kConvertHelp[] =
     "OUT ending in .parquet (or --to=parquet) writes Parquet: see\n"
     "'quiver convert x.arrow y.parquet --help'.\n";
 
-/* Parse "none", "lz4", "zstd" or "zstd:LEVEL" (also "lz4:LEVEL"). */
-static bool parse_compression(const char *s, qv_compression *c, int *level) {
+bool cli_parse_ipc_compression(const char *s, qv_compression *c, int *level) {
   const char *colon = strchr(s, ':');
   size_t n = colon ? (size_t)(colon - s) : strlen(s);
   *level = 0;
@@ -116,7 +115,7 @@ int cmd_convert(int argc, char **argv) {
       else return cli_usage("convert", "--format must be 'file' or 'stream'");
       format_set = true;
     } else if ((v = cli_opt_value(a, "--compression", argc, argv, &i, &m)) || m) {
-      if (!v || !parse_compression(v, &wo.compression, &wo.compression_level))
+      if (!v || !cli_parse_ipc_compression(v, &wo.compression, &wo.compression_level))
         return cli_usage("convert", "--compression must be none, lz4 or zstd[:LEVEL], found '%s'",
                          v ? v : "");
     } else if ((v = cli_opt_value(a, "--batch-size", argc, argv, &i, &m)) || m) {

@@ -66,7 +66,7 @@ bool cli_convert_is_text(int argc, char **argv) {
 static const char kHelp[] =
     "usage: quiver convert IN OUT [--from=arrow|csv|tsv|json] [--to=arrow|csv|tsv|json]\n"
     "                     [--delimiter=C] [--format=file|stream]\n"
-    "                     [--compression=none|lz4|zstd]\n"
+    "                     [--compression=none|lz4|zstd[:LEVEL]]\n"
     "\n"
     "Convert between Arrow IPC (file or stream), CSV and JSON Lines. Formats\n"
     "come from --from/--to or the extensions (.csv, .tsv, .json, .jsonl,\n"
@@ -137,14 +137,6 @@ static qv_status read_input(const char *in, tfmt f, char delim, qv_read_result *
   return st;
 }
 
-static bool parse_compression(const char *s, qv_compression *c) {
-  if (strcmp(s, "none") == 0) *c = QV_COMPRESSION_NONE;
-  else if (strcmp(s, "lz4") == 0) *c = QV_COMPRESSION_LZ4_FRAME;
-  else if (strcmp(s, "zstd") == 0) *c = QV_COMPRESSION_ZSTD;
-  else return false;
-  return true;
-}
-
 int cmd_convert_text(int argc, char **argv) {
   const char *in = NULL, *out = NULL;
   tfmt from = TF_NONE, to = TF_NONE;
@@ -177,8 +169,8 @@ int cmd_convert_text(int argc, char **argv) {
       else if (v && strcmp(v, "stream") == 0) wo.format = QV_FORMAT_STREAM;
       else return cli_usage("convert", "--format must be 'file' or 'stream'");
     } else if ((v = cli_opt_value(a, "--compression", argc, argv, &i, &m)) || m) {
-      if (!v || !parse_compression(v, &wo.compression))
-        return cli_usage("convert", "--compression must be none, lz4 or zstd, found '%s'",
+      if (!v || !cli_parse_ipc_compression(v, &wo.compression, &wo.compression_level))
+        return cli_usage("convert", "--compression must be none, lz4 or zstd[:LEVEL], found '%s'",
                          v ? v : "");
     } else if ((v = cli_opt_value(a, "--batch-size", argc, argv, &i, &m)) || m) {
       int64_t n = 0;
