@@ -42,7 +42,9 @@
 
 #include "quiver/array.h"
 #include "quiver/core.h"
+#include "quiver/csv.h"
 #include "quiver/ipc.h"
+#include "quiver/jsonl.h"
 #include "quiver/parquet.h"
 #include "quiver/type.h"
 
@@ -327,6 +329,22 @@ QV_API qv_status qv_parquet_stored_schema(const qv_parquet_file *f, qv_schema **
  */
 QV_API qv_status qv_parquet_arrow_schema(const qv_parquet_file *f, qv_schema **out,
                                          qv_error *err) QV_NODISCARD;
+
+/* ------------------------------------------------------------------------ */
+/* CSV and JSON Lines (table_text.c)                                         */
+
+/**
+ * Read a CSV file (qv_csv_read_path; `options` may be NULL: pyarrow's
+ * defaults) into an in-memory table of its batches. On success the caller
+ * owns *out; on failure *out is NULL and the reader's error (file, line,
+ * column) is kept.
+ */
+QV_API qv_status qv_table_read_csv(const char *path, const qv_csv_read_options *options,
+                                   qv_table **out, qv_error *err) QV_NODISCARD;
+
+/** qv_table_read_csv for a JSON Lines file (qv_jsonl_read_path). */
+QV_API qv_status qv_table_read_jsonl(const char *path, const qv_jsonl_read_options *options,
+                                     qv_table **out, qv_error *err) QV_NODISCARD;
 
 #ifdef __cplusplus
 }

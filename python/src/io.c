@@ -55,15 +55,10 @@ PyObject *qvpy_mod_read_csv(PyObject *mod, PyObject *args, PyObject *kwargs) {
   }
   const char *p = PyBytes_AS_STRING(path);
   qv_error err;
-  qv_read_result res;
   qv_table *t = NULL;
   qv_dataset *ds = NULL;
   qv_status st;
-  Py_BEGIN_ALLOW_THREADS st = qv_csv_read_path(p, &o, &res, &err);
-  if (st == QV_OK) {
-    st = qv_table_from_batches(res.schema, res.batches, res.n_batches, &t, &err);
-    qv_read_result_reset(&res);
-  }
+  Py_BEGIN_ALLOW_THREADS st = qv_table_read_csv(p, &o, &t, &err);
   if (st == QV_OK) st = qv_dataset_from_table(t, NULL, &ds, &err);
   qv_table_unref(t);
   Py_END_ALLOW_THREADS PyObject *r =

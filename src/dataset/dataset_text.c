@@ -7,8 +7,7 @@
 #include <string.h>
 
 #include "dataset/dataset_internal.h"
-#include "quiver/csv.h"
-#include "quiver/jsonl.h"
+#include "quiver/table.h"
 
 bool qv_ds_has_suffix(const char *path, const char *suffix) {
   size_t a = strlen(path), b = strlen(suffix);
@@ -22,11 +21,6 @@ bool qv_ds_has_suffix(const char *path, const char *suffix) {
 }
 
 qv_status qv_ds_read_text(const char *path, qv_path_kind kind, qv_table **out, qv_error *err) {
-  qv_read_result res;
-  qv_status st = kind == QV_PATH_CSV ? qv_csv_read_path(path, NULL, &res, err)
-                                     : qv_jsonl_read_path(path, NULL, &res, err);
-  if (st != QV_OK) return st;
-  st = qv_table_from_batches(res.schema, res.batches, res.n_batches, out, err);
-  qv_read_result_reset(&res);
-  return st;
+  return kind == QV_PATH_CSV ? qv_table_read_csv(path, NULL, out, err)
+                             : qv_table_read_jsonl(path, NULL, out, err);
 }

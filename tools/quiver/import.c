@@ -34,11 +34,8 @@ static qv_status open_src(const char *path, qv_dataset **out, qv_error *err) {
   qv_csv_read_options o;
   memset(&o, 0, sizeof o);
   o.pandas_types = true;
-  qv_read_result res;
-  QV_RETURN_NOT_OK(qv_csv_read_path(path, &o, &res, err));
   qv_table *t = NULL;
-  qv_status st = qv_table_from_batches(res.schema, res.batches, res.n_batches, &t, err);
-  qv_read_result_reset(&res);
+  qv_status st = qv_table_read_csv(path, &o, &t, err);
   if (st == QV_OK) st = qv_dataset_from_table(t, NULL, out, err);
   qv_table_unref(t);
   return st;
