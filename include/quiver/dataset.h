@@ -173,9 +173,10 @@ QV_API const char *qv_path_kind_name(qv_path_kind kind);
  * which name the path: QV_EIO when it cannot be stat()ed or read;
  * QV_EINVAL for anything else ("PATH: not an Arrow, Parquet, CSV or JSON file: found
  * 6e 6f 74 20 ... ("not ...")", or "...: the file is empty"). Parquet, CSV
- * and JSON files are QV_OK: qv_path_classify reads them into an in-memory
- * table (pyarrow.parquet / pyarrow.csv / pyarrow.json's types) that opens
- * as a dataset.
+ * and JSON files are QV_OK: qv_path_classify opens Parquet lazily
+ * (qv_table_open_parquet: footer only, row groups decoded on use) and reads
+ * CSV and JSON into an in-memory table (pyarrow.parquet / pyarrow.csv /
+ * pyarrow.json's types) that opens as a dataset.
  */
 QV_API qv_status qv_path_sniff(const char *path, qv_path_kind *out, qv_error *err) QV_NODISCARD;
 
@@ -188,8 +189,9 @@ typedef struct qv_path_info {
   qv_path_kind kind;
   char *path; /**< the path as given (owned) */
   /** ARROW_FILE / ARROW_STREAM / INDICES: the file memory-mapped
-   *  (qv_table_open_path; owned reference); CSV / JSON: the file read
-   *  into an in-memory table (owned reference); else NULL. */
+   *  (qv_table_open_path; owned reference); PARQUET: the file opened
+   *  lazily (qv_table_open_parquet; owned reference); CSV / JSON: the file
+   *  read into an in-memory table (owned reference); else NULL. */
   qv_table *table;
   /** INDICES: the largest value of the mapping (-1 when empty, INT64_MAX
    *  when >= 2^63), from the one pass that also refused nulls. */

@@ -72,6 +72,10 @@ QV_API const char *qv_parquet_created_by(const qv_parquet_file *f);
 /** FileMetaData.version. */
 QV_API int32_t qv_parquet_format_version(const qv_parquet_file *f);
 
+/** Column chunks decoded by qv_parquet_read on f so far (an atomic
+ *  counter: reads from several threads add up). For tests and stats. */
+QV_API int64_t qv_parquet_decoded_chunks(const qv_parquet_file *f);
+
 /** What the footer says of one column chunk (for `quiver info`). Strings
  *  are static or borrowed from the file (valid while it is open). */
 #define QV_PARQUET_MAX_ENCODINGS 16

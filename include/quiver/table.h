@@ -76,7 +76,9 @@ QV_API qv_status qv_table_from_batches(const qv_schema *schema, qv_array *const 
                                        qv_table **out, qv_error *err) QV_NODISCARD;
 
 /**
- * Memory-map an Arrow IPC file (stream or file format) as a mapped table.
+ * Memory-map an Arrow IPC file (stream or file format) as a mapped table
+ * (a Parquet file opens lazily as qv_table_open_parquet describes; the
+ * ones that need a whole read are QV_ENOTSUP here).
  * Only metadata is read: batches are decoded, and validated at the level
  * in `options` (NULL: QV_VALIDATE_DEFAULT), the first time their values are
  * needed, so a corrupt batch surfaces as an error of that later call. The
@@ -313,6 +315,27 @@ QV_API qv_status qv_table_export_stream(qv_table *t, struct ArrowArrayStream *ou
  */
 QV_API qv_status qv_table_read_parquet(const char *path, const qv_parquet_read_options *options,
                                        qv_table **out, qv_error *err) QV_NODISCARD;
+
+/**
+ * Open a Parquet file lazily as a mapped table: only the footer is read;
+ * batch i is row group i (empty ones dropped), with the types of
+ * qv_table_read_parquet, and a column of a row group is decoded the first
+ * time a value of it is needed (cached until the table's last reference
+ * goes), so head, get, select and slices touch only the row groups and
+ * columns they read. Recipes record the path and identity like any mapped
+ * file (qv_table_open_path opens Parquet files the same way). A file that
+ * shrinks while open fails the next decode with QV_ECHANGED. Files whose
+ * stored ARROW:schema asks for dictionary columns (one dictionary across
+ * row groups) are read whole instead (an in-memory table). On success the
+ * caller owns *out.
+ */
+QV_API qv_status qv_table_open_parquet(const char *path, qv_table **out,
+                                       qv_error *err) QV_NODISCARD;
+
+/** Column chunks decoded so far behind a lazy Parquet table (the
+ *  counter of qv_parquet_decoded_chunks on its file; shared by the tables
+ *  derived from it); -1 for any other table. */
+QV_API int64_t qv_table_parquet_decoded_chunks(const qv_table *t);
 
 /**
  * The schema stored by Arrow writers in a Parquet file's key/value

@@ -2,7 +2,7 @@
  * dataset_open.c — the one open of the dataset layer, used by every front
  * end (CLI, Python): a path is sniffed (qv_path_sniff: a directory by its
  * marker files, a file by its first bytes — Arrow IPC file or stream,
- * Parquet (read into memory by qv_table_read_parquet), and the formats
+ * Parquet (opened lazily by qv_table_open_parquet), and the formats
  * recognised but not read yet: CSV, JSON), classified
  * once (qv_path_classify: a file mapped as a table, an indices mapping
  * scanned once, a directory listed by qv_hf_dir_open) and opened from that
@@ -193,8 +193,8 @@ qv_status qv_path_classify(const char *path, qv_path_info *out, qv_error *err) {
   } else if (kind == QV_PATH_CSV || kind == QV_PATH_JSON) {
     st = qv_ds_read_text(path, kind, &info.table, err); /* dataset_text.c */
   } else if (kind == QV_PATH_PARQUET) {
-    /* read into memory with pyarrow's types (as Dataset.from_parquet) */
-    st = qv_table_read_parquet(path, NULL, &info.table, err);
+    /* pyarrow's types; only the footer now, row groups decoded lazily */
+    st = qv_table_open_parquet(path, &info.table, err);
   } else {
     st = qv_table_open_path(path, NULL, &info.table, err);
     if (st == QV_OK &&

@@ -29,6 +29,7 @@ struct qv_parquet_file {
   qv_pq_node **leaves;
   int32_t n_leaves;
   qv_schema *schema;
+  int64_t decoded_chunks; /* atomic: column chunks read_chunk decoded */
 };
 
 static qv_status oom(qv_error *err) {
@@ -198,6 +199,9 @@ const char *qv_parquet_created_by(const qv_parquet_file *f) {
   return f->meta.created_by ? f->meta.created_by : "";
 }
 int32_t qv_parquet_format_version(const qv_parquet_file *f) { return f->meta.version; }
+int64_t qv_parquet_decoded_chunks(const qv_parquet_file *f) {
+  return __atomic_load_n(&f->decoded_chunks, __ATOMIC_RELAXED);
+}
 
 /* A statistics value rendered by physical type. */
 static void render_stat(const qv_pq_node *leaf, qv_pq_bytes b, char *out, size_t cap) {
@@ -1490,7 +1494,10 @@ static qv_status read_row_group(read_job *j, int32_t g, qv_array **out, qv_error
     cols[l].max_alloc = j->max_alloc;
     cols[l].file = f->name;
     cols[l].rg = g;
-    if (want[l]) st = read_chunk(f, g, l, &cols[l], err);
+    if (want[l]) {
+      st = read_chunk(f, g, l, &cols[l], err);
+      __atomic_add_fetch(&f->decoded_chunks, 1, __ATOMIC_RELAXED);
+    }
   }
   int64_t rows = f->meta.row_groups[g].num_rows;
   qv_array *batch = NULL;

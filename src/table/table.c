@@ -42,6 +42,8 @@ void qv_tsource_unref(qv_tsource *s) {
   for (int64_t i = 0; i < s->n_batches; i++) qv_array_unref(s->decoded[i]);
   free(s->decoded);
   qv_reader_close(s->reader);
+  qv_parquet_close(s->pq);
+  qv_buffer_unref(s->pq_map);
   qv_schema_unref(s->schema);
   pthread_mutex_destroy(&s->mu);
   free(s->path);
@@ -122,15 +124,25 @@ qv_status qv_tsource_open(const char *path, const qv_read_options *opts,
   s->path = realpath(path, NULL);
   if (s->path == NULL) s->path = strdup(path);
   qv_status st = s->path ? QV_OK : oom(err, "path");
-  if (st == QV_OK) st = qv_reader_open_mapped(map, path, &id, opts, NULL, &s->reader, err);
-  qv_buffer_unref(map);
-  if (st != QV_OK) {
-    qv_error_prefix(err, st, "'%s': ", path);
-    qv_tsource_unref(s);
-    return st;
+  bool parquet = map->size >= 8 && memcmp(map->data, "PAR1", 4) == 0;
+  if (st == QV_OK && parquet) {
+    st = qv_tsource_open_parquet(s, map, path, err); /* table_parquet.c */
+    qv_buffer_unref(map);
+    if (st != QV_OK) {
+      qv_tsource_unref(s);
+      return st;
+    }
+  } else {
+    if (st == QV_OK) st = qv_reader_open_mapped(map, path, &id, opts, NULL, &s->reader, err);
+    qv_buffer_unref(map);
+    if (st != QV_OK) {
+      qv_error_prefix(err, st, "'%s': ", path);
+      qv_tsource_unref(s);
+      return st;
+    }
+    s->schema = qv_schema_ref((qv_schema *)qv_reader_schema(s->reader));
+    s->n_batches = qv_reader_num_batches(s->reader);
   }
-  s->schema = qv_schema_ref((qv_schema *)qv_reader_schema(s->reader));
-  s->n_batches = qv_reader_num_batches(s->reader);
   if (s->n_batches < 0) {
     qv_tsource_unref(s);
     return qv_error_set(err, QV_EIO, "'%s': batches cannot be located", path);
@@ -155,6 +167,12 @@ static qv_status src_batch(qv_tsource *s, int64_t i, const int32_t *cols, int32_
                            qv_error *err) {
   pthread_mutex_lock(&s->mu);
   qv_status st = QV_OK;
+  if (s->pq != NULL) { /* a Parquet row group, column by column */
+    st = qv_tsource_parquet_batch(s, i, cols, n, err);
+    *out = s->decoded[i];
+    pthread_mutex_unlock(&s->mu);
+    return st;
+  }
   qv_array *a = s->decoded[i];
   int32_t nf = qv_schema_num_fields(s->schema);
   bool lazy = qv_reader_compression(s->reader) != QV_COMPRESSION_NONE;
@@ -498,7 +516,7 @@ qv_status qv_tbl_from_source(qv_tsource *src, qv_table **out, qv_error *err) {
     qv_tbatch e = {0};
     e.src = qv_tsource_ref(src);
     e.src_batch = i;
-    e.length = qv_reader_batch_rows(src->reader, i);
+    e.length = src->pq ? qv_tsource_parquet_rows(src, i) : qv_reader_batch_rows(src->reader, i);
     qv_status st = e.length < 0 ? qv_error_set(err, QV_EINVAL, "'%s': batch %lld has %lld rows",
                                                src->path, (long long)i, (long long)e.length)
                                 : qv_tbl_push(t, &e, err);

@@ -34,6 +34,11 @@ typedef struct qv_tsource {
   int64_t n_batches;  /* record batches in the file */
   qv_array **decoded; /* [n_batches], NULL until decoded */
   pthread_mutex_t mu;
+  /* A Parquet file (table_parquet.c) instead of an IPC one: `reader` is
+   * NULL, batch i is row group i, decoded column by column on first use
+   * through the formats layer's reader, with pyarrow's types. */
+  qv_parquet_file *pq;
+  qv_buffer *pq_map; /* the file's mapping (checked before each decode) */
 } qv_tsource;
 
 qv_tsource *qv_tsource_ref(qv_tsource *s);
@@ -200,6 +205,18 @@ qv_status qv_tbl_from_source(qv_tsource *src, qv_table **out, qv_error *err);
  * (QV_ECHANGED), open the reader. */
 qv_status qv_tsource_open(const char *path, const qv_read_options *opts,
                           const qv_file_identity *expect, qv_tsource **out, qv_error *err);
+
+/* Parquet sources (table_parquet.c). Open the Parquet file mapped in `map`
+ * (a reference is taken) into `s` (pq, schema, n_batches). QV_ENOTSUP when
+ * its stored ARROW:schema asks for dictionary columns (one dictionary
+ * across row groups needs the whole file: qv_table_read_parquet). */
+qv_status qv_tsource_open_parquet(qv_tsource *s, qv_buffer *map, const char *path, qv_error *err);
+/* Rows of row group i. */
+int64_t qv_tsource_parquet_rows(const qv_tsource *s, int64_t i);
+/* Fill the missing columns among cols[0..n) (NULL: all) of s->decoded[i]
+ * (created on first use). Called with s->mu held. */
+qv_status qv_tsource_parquet_batch(qv_tsource *s, int64_t i, const int32_t *cols, int32_t n,
+                                   qv_error *err);
 
 /* Apply an op (borrowed) to any table, recording it on mapped tables. */
 qv_status qv_tbl_apply(qv_table *t, qv_top *op, qv_table **out, qv_error *err);

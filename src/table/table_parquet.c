@@ -1,15 +1,20 @@
 /*
- * table_parquet.c — a Parquet file as an in-memory table with pyarrow's
- * default types: the formats layer's reader (quiver/parquet.h) plus the
- * stored "ARROW:schema" (base64 of an IPC schema message, decoded with
- * the ipc layer's message decoder) as the target types. Table layer.
+ * table_parquet.c — a Parquet file as a table with pyarrow's default
+ * types: the formats layer's reader (quiver/parquet.h) plus the stored
+ * "ARROW:schema" (base64 of an IPC schema message, decoded with the ipc
+ * layer's message decoder) as the target types. Read whole into memory
+ * (qv_table_read_parquet), or lazily as a mapped table's source: only the
+ * footer is read at open, each row group is a batch whose columns are
+ * decoded on first use (table.c's src_batch calls in here). Table layer.
  */
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/guard_internal.h"
 #include "ipc/ipc_internal.h"
 #include "quiver/parquet.h"
 #include "quiver/table.h"
+#include "table/table_internal.h"
 
 static int b64_value(uint8_t c) {
   if (c >= 'A' && c <= 'Z') return c - 'A';
@@ -220,4 +225,120 @@ qv_status qv_table_read_parquet(const char *path, const qv_parquet_read_options 
   qv_schema_unref(target);
   qv_parquet_close(f);
   return st;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Lazy Parquet sources (table_internal.h)                                   */
+
+qv_status qv_tsource_open_parquet(qv_tsource *s, qv_buffer *map, const char *path, qv_error *err) {
+  QV_RETURN_NOT_OK(qv_parquet_open_buffer(map, path, &s->pq, err));
+  s->pq_map = qv_buffer_ref(map);
+  QV_RETURN_NOT_OK(qv_parquet_arrow_schema(s->pq, &s->schema, err));
+  const qv_schema *file = qv_parquet_schema(s->pq);
+  for (int32_t c = 0; c < qv_schema_num_fields(s->schema); c++)
+    if (qv_schema_field(s->schema, c)->type->id == QV_DICTIONARY &&
+        qv_schema_field(file, c)->type->id != QV_DICTIONARY)
+      return qv_error_set(err, QV_ENOTSUP,
+                          "'%s': column '%s' is a dictionary across row groups: read the whole "
+                          "file (qv_table_read_parquet)",
+                          path, qv_schema_field(s->schema, c)->name);
+  s->n_batches = qv_parquet_num_row_groups(s->pq);
+  return QV_OK;
+}
+
+int64_t qv_tsource_parquet_rows(const qv_tsource *s, int64_t i) {
+  return qv_parquet_row_group_rows(s->pq, (int32_t)i);
+}
+
+typedef struct pq_decode {
+  qv_tsource *s;
+  qv_parquet_read_options o;
+  qv_array **batches;
+  int64_t n;
+} pq_decode;
+
+static qv_status pq_decode_body(void *ctx, qv_error *err) {
+  pq_decode *d = ctx;
+  return qv_parquet_read(d->s->pq, &d->o, &d->batches, &d->n, NULL, err);
+}
+
+qv_status qv_tsource_parquet_batch(qv_tsource *s, int64_t i, const int32_t *cols, int32_t n,
+                                   qv_error *err) {
+  int32_t nf = qv_schema_num_fields(s->schema);
+  qv_array *a = s->decoded[i];
+  if (a == NULL) {
+    a = qv_array_new(s->schema->type, 1, nf);
+    if (a == NULL) {
+      return qv_error_set(err, QV_ENOMEM, "'%s': out of memory", s->path);
+    }
+    a->length = qv_parquet_row_group_rows(s->pq, (int32_t)i);
+    a->null_count = 0;
+    s->decoded[i] = a;
+  }
+  /* the columns still to decode, each once */
+  int32_t *want = malloc(sizeof *want * (size_t)(nf > 0 ? nf : 1));
+  bool *seen = calloc((size_t)(nf > 0 ? nf : 1), 1);
+  if (want == NULL || seen == NULL) {
+    free(want);
+    free(seen);
+    return qv_error_set(err, QV_ENOMEM, "'%s': out of memory", s->path);
+  }
+  int32_t k = 0;
+  for (int32_t j = 0; j < (cols ? n : nf); j++) {
+    int32_t c = cols ? cols[j] : j;
+    if (c < 0 || c >= nf || seen[c] || a->children[c] != NULL) continue;
+    seen[c] = true;
+    want[k++] = c;
+  }
+  free(seen);
+  qv_status st = QV_OK;
+  if (k > 0) {
+    int32_t rg = (int32_t)i;
+    pq_decode d;
+    memset(&d, 0, sizeof d);
+    d.s = s;
+    d.o.columns = want;
+    d.o.n_columns = k;
+    d.o.row_groups = &rg;
+    d.o.n_row_groups = 1;
+    d.o.arrow_schema = s->schema;
+    /* A file that shrank fails here, before the decode allocates
+     * (quiver/guard.h); the decode itself runs under a guard too. */
+    st = qv_guard_check_buffer(s->pq_map, err);
+    if (st == QV_OK) st = qv_guard_run(pq_decode_body, &d, err);
+    if (st == QV_OK && (d.n != 1 || d.batches[0]->n_children != k))
+      st = qv_error_set(err, QV_EINVAL, "'%s': row group %d did not decode as asked", s->path, rg);
+    for (int32_t j = 0; st == QV_OK && j < k; j++)
+      a->children[want[j]] = qv_array_ref(d.batches[0]->children[j]);
+    for (int64_t b = 0; b < d.n; b++) qv_array_unref(d.batches[b]);
+    free(d.batches);
+  }
+  free(want);
+  return st;
+}
+
+qv_status qv_table_open_parquet(const char *path, qv_table **out, qv_error *err) {
+  if (path == NULL) return qv_error_set(err, QV_EARG, "table: no path");
+  qv_tsource *src = NULL;
+  qv_status st = qv_tsource_open(path, NULL, NULL, &src, err);
+  if (st == QV_OK && src->pq == NULL) {
+    qv_tsource_unref(src);
+    return qv_error_set(err, QV_EINVAL, "'%s': not a Parquet file", path);
+  }
+  if (st == QV_ENOTSUP) {
+    /* dictionary columns (or a feature the reader refuses, which the
+     * whole read reports again): read the file whole */
+    qv_error why;
+    if (qv_table_read_parquet(path, NULL, out, &why) == QV_OK) return QV_OK;
+    return st;
+  }
+  QV_RETURN_NOT_OK(st);
+  st = qv_tbl_from_source(src, out, err);
+  qv_tsource_unref(src);
+  return st;
+}
+
+int64_t qv_table_parquet_decoded_chunks(const qv_table *t) {
+  const qv_tsource *s = t->kind == QV_TABLE_MAPPED ? t->src : NULL;
+  return s && s->pq ? qv_parquet_decoded_chunks(s->pq) : -1;
 }
