@@ -463,15 +463,26 @@ static qv_status decode_dict_indices(pq_col *c, const uint8_t *p, int64_t len, i
   qv_status st = qv_pq_rle_get(&r, idx, n, err);
   if (st != QV_OK) col_fail(c, st, err, "dictionary indices: %s", err ? err->message : "");
   pq_vals *d = &c->dict, *v = &c->vals;
-  for (int64_t i = 0; i < n && st == QV_OK; i++)
+  uint32_t hi = 0;
+  for (int64_t i = 0; i < n; i++) hi = idx[i] > hi ? idx[i] : hi;
+  for (int64_t i = 0; i < n && st == QV_OK && hi >= (uint64_t)d->count; i++)
     if (idx[i] >= (uint64_t)d->count)
       st = col_fail(c, QV_EINVAL, err, "dictionary index %u out of range (%lld values)", idx[i],
                     (long long)d->count);
   if (st == QV_OK && v->width > 0) {
     st = vals_reserve(c, v, n, n * v->width, err);
     int w = v->width;
-    for (int64_t i = 0; i < n && st == QV_OK; i++)
-      memcpy(v->data + v->len + i * w, d->data + (int64_t)idx[i] * w, (size_t)w);
+    uint8_t *o = v->data + v->len;
+    if (st == QV_OK && w == 8) { /* gathered straight into the values */
+      const uint64_t *src = (const uint64_t *)(const void *)d->data;
+      for (int64_t i = 0; i < n; i++) memcpy(o + i * 8, &src[idx[i]], 8);
+    } else if (st == QV_OK && w == 4) {
+      const uint32_t *src = (const uint32_t *)(const void *)d->data;
+      for (int64_t i = 0; i < n; i++) memcpy(o + i * 4, &src[idx[i]], 4);
+    } else {
+      for (int64_t i = 0; i < n && st == QV_OK; i++)
+        memcpy(o + i * w, d->data + (int64_t)idx[i] * w, (size_t)w);
+    }
     if (st == QV_OK) {
       v->len += n * w;
       v->count += n;
@@ -942,6 +953,42 @@ static qv_status slots_validity(const qv_pq_node *n, const pq_col *c, int64_t *o
   const int16_t *def = c->def, *rep = c->rep;
   int64_t nl = c->n_levels;
   int16_t rc = n->rep_ctx, dc = n->def_ctx, dn = n->def;
+  *out_valid = NULL;
+  *out_nulls = 0;
+  if (!simple && n->nullable && rep != NULL && def != NULL) {
+    /* one branchless pass: the validity bits of the slots packed 64 at a
+     * time into a bitmap sized for every level (slots <= levels) */
+    qv_buffer *v = NULL;
+    QV_RETURN_NOT_OK(alloc_buf((nl + 63) / 64 * 8, &v, err));
+    uint64_t *words = (uint64_t *)v->data, acc = 0;
+    int nb = 0;
+    int64_t w = 0, valid = 0;
+    for (int64_t i = 0; i < nl; i++) {
+      uint64_t slot = (uint64_t)((rep[i] <= rc) & (def[i] >= dc));
+      acc |= (slot & (uint64_t)(def[i] >= dn)) << nb;
+      nb += (int)slot;
+      if (nb == 64) {
+        valid += __builtin_popcountll(acc);
+        words[w++] = acc;
+        acc = 0;
+        nb = 0;
+      }
+    }
+    if (nb > 0) {
+      valid += __builtin_popcountll(acc);
+      words[w] = acc;
+    }
+    len = w * 64 + nb;
+    v->size = (len + 7) / 8;
+    *out_len = len;
+    if (valid == len) {
+      qv_buffer_unref(v);
+      return QV_OK;
+    }
+    *out_valid = v;
+    *out_nulls = len - valid;
+    return QV_OK;
+  }
   if (simple) {
     len = nl;
   } else if (rep != NULL && def != NULL) {
@@ -950,8 +997,6 @@ static qv_status slots_validity(const qv_pq_node *n, const pq_col *c, int64_t *o
     for (int64_t i = 0; i < nl; i++) len += is_slot(n, c, i);
   }
   *out_len = len;
-  *out_valid = NULL;
-  *out_nulls = 0;
   if (!n->nullable || def == NULL) return QV_OK;
   qv_buffer *v = NULL;
   QV_RETURN_NOT_OK(alloc_buf((len + 7) / 8, &v, err));
@@ -1014,8 +1059,10 @@ static qv_status assemble_leaf(asm_ctx *a, const qv_pq_node *n, qv_array **out) 
     qv_buffer_unref(valid);
     return qv_array_nulls(n->type, len, out, err);
   }
-  /* value index per slot: slot s holds value vi[s] (or none when null) */
-  bool dense = c->rep == NULL && n->def_ctx == 0 && c->vals.count == c->n_levels;
+  /* value index per slot: slot s holds value vi[s] (or none when null).
+   * Every level holding a value (def == max_def) is a slot of the leaf,
+   * so when there are as many slots as values, slot s holds value s. */
+  bool dense = c->vals.count == len;
   bool has_def = c->def != NULL;
   int64_t *vi = NULL;
   if (!dense) {
@@ -1025,10 +1072,22 @@ static qv_status assemble_leaf(asm_ctx *a, const qv_pq_node *n, qv_array **out) 
       return oom(err);
     }
     int64_t s = 0, v = 0;
-    for (int64_t i = 0; i < c->n_levels; i++) {
-      bool has_value = !has_def || c->def[i] == n->max_def;
-      if (is_slot(n, c, i)) vi[s++] = has_value ? v : -1;
-      if (has_value) v++;
+    if (has_def && c->rep != NULL) {
+      const int16_t *def = c->def, *rp = c->rep;
+      int16_t rc = n->rep_ctx, dc = n->def_ctx, md = n->max_def;
+      for (int64_t i = 0; i < c->n_levels; i++) {
+        int64_t has_value = def[i] == md;
+        int64_t slot = (rp[i] <= rc) & (def[i] >= dc);
+        if (s < len) vi[s] = has_value ? v : -1;
+        s += slot;
+        v += has_value;
+      }
+    } else {
+      for (int64_t i = 0; i < c->n_levels; i++) {
+        bool has_value = !has_def || c->def[i] == n->max_def;
+        if (is_slot(n, c, i)) vi[s++] = has_value ? v : -1;
+        if (has_value) v++;
+      }
     }
   }
   int64_t nvals = c->vals.count;

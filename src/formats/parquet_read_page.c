@@ -187,6 +187,117 @@ static inline uint64_t unpack_at(const uint8_t *bp, int64_t avail_bytes, int w, 
   return w == 64 ? v : v & ((UINT64_C(1) << w) - 1);
 }
 
+/* Values [k, k+8*groups) of a bit-packed run of width W (a constant in
+ * each instance, so the shifts and masks fold), k a multiple of 8: 8
+ * values are W bytes, each read with one unaligned 8-byte load. The
+ * caller leaves at least 8 bytes readable past the last group. */
+#define QV_PQ_UNPACK8(T, W)                                                                        \
+  static void unpack8_##T##_##W(const uint8_t *bp, int64_t k, int64_t groups, T *out) {            \
+    const uint8_t *p = bp + k / 8 * (W);                                                           \
+    const uint64_t mask = (W) == 64 ? ~UINT64_C(0) : (UINT64_C(1) << (W)) - 1;                     \
+    for (int64_t g = 0; g < groups; g++, p += (W), out += 8) {                                     \
+      for (int j = 0; j < 8; j++) {                                                                \
+        uint64_t v;                                                                                \
+        memcpy(&v, p + (j * (W)) / 8, 8);                                                          \
+        out[j] = (T)((v >> ((j * (W)) % 8)) & mask);                                               \
+      }                                                                                            \
+    }                                                                                              \
+  }
+#define QV_PQ_UNPACK_WIDTHS(T)                                                                     \
+  QV_PQ_UNPACK8(T, 1)                                                                              \
+  QV_PQ_UNPACK8(T, 2)                                                                              \
+  QV_PQ_UNPACK8(T, 3)                                                                              \
+  QV_PQ_UNPACK8(T, 4)                                                                              \
+  QV_PQ_UNPACK8(T, 5)                                                                              \
+  QV_PQ_UNPACK8(T, 6)                                                                              \
+  QV_PQ_UNPACK8(T, 7)                                                                              \
+  QV_PQ_UNPACK8(T, 8)                                                                              \
+  QV_PQ_UNPACK8(T, 9)                                                                              \
+  QV_PQ_UNPACK8(T, 10)                                                                             \
+  QV_PQ_UNPACK8(T, 11)                                                                             \
+  QV_PQ_UNPACK8(T, 12)                                                                             \
+  QV_PQ_UNPACK8(T, 13)                                                                             \
+  QV_PQ_UNPACK8(T, 14)                                                                             \
+  QV_PQ_UNPACK8(T, 15)                                                                             \
+  QV_PQ_UNPACK8(T, 16)
+QV_PQ_UNPACK_WIDTHS(int16_t)
+QV_PQ_UNPACK_WIDTHS(uint32_t)
+QV_PQ_UNPACK8(uint32_t, 17)
+QV_PQ_UNPACK8(uint32_t, 18)
+QV_PQ_UNPACK8(uint32_t, 19)
+QV_PQ_UNPACK8(uint32_t, 20)
+QV_PQ_UNPACK8(uint32_t, 21)
+QV_PQ_UNPACK8(uint32_t, 22)
+QV_PQ_UNPACK8(uint32_t, 23)
+QV_PQ_UNPACK8(uint32_t, 24)
+
+#define QV_PQ_UNPACK_CASE(T, W)                                                                    \
+  case W: unpack8_##T##_##W(bp, k, groups, out); return true;
+/* Whole groups of 8 by width (false: no fast path for this width). */
+static bool unpack_groups_int16(const uint8_t *bp, int w, int64_t k, int64_t groups, int16_t *out) {
+  switch (w) {
+    QV_PQ_UNPACK_CASE(int16_t, 1)
+    QV_PQ_UNPACK_CASE(int16_t, 2)
+    QV_PQ_UNPACK_CASE(int16_t, 3)
+    QV_PQ_UNPACK_CASE(int16_t, 4)
+    QV_PQ_UNPACK_CASE(int16_t, 5)
+    QV_PQ_UNPACK_CASE(int16_t, 6)
+    QV_PQ_UNPACK_CASE(int16_t, 7)
+    QV_PQ_UNPACK_CASE(int16_t, 8)
+    QV_PQ_UNPACK_CASE(int16_t, 9)
+    QV_PQ_UNPACK_CASE(int16_t, 10)
+    QV_PQ_UNPACK_CASE(int16_t, 11)
+    QV_PQ_UNPACK_CASE(int16_t, 12)
+    QV_PQ_UNPACK_CASE(int16_t, 13)
+    QV_PQ_UNPACK_CASE(int16_t, 14)
+    QV_PQ_UNPACK_CASE(int16_t, 15)
+    QV_PQ_UNPACK_CASE(int16_t, 16)
+    default: return false;
+  }
+}
+static bool unpack_groups_uint32(const uint8_t *bp, int w, int64_t k, int64_t groups,
+                                 uint32_t *out) {
+  switch (w) {
+    QV_PQ_UNPACK_CASE(uint32_t, 1)
+    QV_PQ_UNPACK_CASE(uint32_t, 2)
+    QV_PQ_UNPACK_CASE(uint32_t, 3)
+    QV_PQ_UNPACK_CASE(uint32_t, 4)
+    QV_PQ_UNPACK_CASE(uint32_t, 5)
+    QV_PQ_UNPACK_CASE(uint32_t, 6)
+    QV_PQ_UNPACK_CASE(uint32_t, 7)
+    QV_PQ_UNPACK_CASE(uint32_t, 8)
+    QV_PQ_UNPACK_CASE(uint32_t, 9)
+    QV_PQ_UNPACK_CASE(uint32_t, 10)
+    QV_PQ_UNPACK_CASE(uint32_t, 11)
+    QV_PQ_UNPACK_CASE(uint32_t, 12)
+    QV_PQ_UNPACK_CASE(uint32_t, 13)
+    QV_PQ_UNPACK_CASE(uint32_t, 14)
+    QV_PQ_UNPACK_CASE(uint32_t, 15)
+    QV_PQ_UNPACK_CASE(uint32_t, 16)
+    QV_PQ_UNPACK_CASE(uint32_t, 17)
+    QV_PQ_UNPACK_CASE(uint32_t, 18)
+    QV_PQ_UNPACK_CASE(uint32_t, 19)
+    QV_PQ_UNPACK_CASE(uint32_t, 20)
+    QV_PQ_UNPACK_CASE(uint32_t, 21)
+    QV_PQ_UNPACK_CASE(uint32_t, 22)
+    QV_PQ_UNPACK_CASE(uint32_t, 23)
+    QV_PQ_UNPACK_CASE(uint32_t, 24)
+    default: return false;
+  }
+}
+
+/* How many whole groups of 8 from value k (k % 8 == 0) of a bit-packed
+ * run of width w, at most n/8 of them, leave 8 bytes readable past their
+ * last byte in [bp, bp+avail). */
+static int64_t fast_groups(int64_t avail, int w, int64_t k, int64_t n) {
+  if (k % 8 != 0) return 0;
+  int64_t start = k / 8 * w, g = n / 8;
+  int64_t room = avail - start - 8;
+  if (room <= 0) return 0;
+  if (g * w > room) g = room / w;
+  return g;
+}
+
 /* Read the header of the next run (an RLE run or a bit-packed one) at
  * r->p, bit width > 0, and set the run's state; `i` of `n` values are
  * decoded so far (for the error). Shared by both getters below. */
@@ -245,8 +356,10 @@ qv_status qv_pq_rle_get(qv_pq_rle *r, uint32_t *out, int64_t n, qv_error *err) {
     if (r->bp_left > 0) {
       int64_t k = r->bp_left < n - i ? r->bp_left : n - i;
       int64_t avail = r->end - r->bp;
-      for (int64_t j = 0; j < k; j++)
-        out[i + j] = (uint32_t)unpack_at(r->bp, avail, w, r->bp_pos + j);
+      int64_t g = fast_groups(avail, w, r->bp_pos, k);
+      int64_t j = 0;
+      if (g > 0 && unpack_groups_uint32(r->bp, w, r->bp_pos, g, out + i)) j = g * 8;
+      for (; j < k; j++) out[i + j] = (uint32_t)unpack_at(r->bp, avail, w, r->bp_pos + j);
       r->bp_pos += k;
       r->bp_left -= k;
       i += k;
@@ -277,8 +390,10 @@ static qv_status rle_get16(qv_pq_rle *r, int16_t *out, int64_t n, qv_error *err)
     if (r->bp_left > 0) {
       int64_t k = r->bp_left < n - i ? r->bp_left : n - i;
       int64_t avail = r->end - r->bp;
-      for (int64_t j = 0; j < k; j++)
-        out[i + j] = (int16_t)unpack_at(r->bp, avail, w, r->bp_pos + j);
+      int64_t g = fast_groups(avail, w, r->bp_pos, k);
+      int64_t j = 0;
+      if (g > 0 && unpack_groups_int16(r->bp, w, r->bp_pos, g, out + i)) j = g * 8;
+      for (; j < k; j++) out[i + j] = (int16_t)unpack_at(r->bp, avail, w, r->bp_pos + j);
       r->bp_pos += k;
       r->bp_left -= k;
       i += k;
@@ -296,6 +411,8 @@ static qv_status rle_get16(qv_pq_rle *r, int16_t *out, int64_t n, qv_error *err)
 qv_status qv_pq_rle_get_levels(qv_pq_rle *r, int16_t *out, int64_t n, int16_t max, qv_error *err) {
   if (r->bit_width > 16) return qv_error_set(err, QV_EINVAL, "levels wider than 16 bits");
   QV_RETURN_NOT_OK(rle_get16(r, out, n, err));
+  /* values of bit_width bits cannot exceed a maximum of all ones */
+  if (r->bit_width < 16 && (1 << r->bit_width) - 1 <= max) return QV_OK;
   int16_t hi = 0;
   for (int64_t i = 0; i < n; i++) hi = out[i] > hi ? out[i] : hi;
   if (hi > max) {
