@@ -337,6 +337,25 @@ QV_API qv_status qv_table_open_parquet(const char *path, qv_table **out,
  *  derived from it); -1 for any other table. */
 QV_API int64_t qv_table_parquet_decoded_chunks(const qv_table *t);
 
+/** What qv_table_scan_parquet hands over: first the schema alone (batch
+ *  NULL), then each non-empty batch in row-group order (borrowed: add a
+ *  reference to keep it). A status other than QV_OK stops the scan and is
+ *  returned. */
+typedef qv_status (*qv_parquet_batch_fn)(void *ctx, const qv_schema *schema, qv_array *batch,
+                                         qv_error *err);
+
+/**
+ * Stream a Parquet file's row groups, with the types of
+ * qv_table_read_parquet, to `fn`: `threads` row groups (0: one per core)
+ * are decoded in parallel, handed over in order and released before the
+ * next ones are decoded, so memory stays about threads x one row group
+ * (files whose stored schema asks for dictionary columns are read whole
+ * first: one dictionary across row groups). For converting to Arrow
+ * (`quiver convert`) and writing caches.
+ */
+QV_API qv_status qv_table_scan_parquet(const char *path, int threads, qv_parquet_batch_fn fn,
+                                       void *ctx, qv_error *err) QV_NODISCARD;
+
 /**
  * The schema stored by Arrow writers in a Parquet file's key/value
  * metadata ("ARROW:schema": a base64 IPC schema message), decoded; *out is

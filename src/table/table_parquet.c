@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "core/guard_internal.h"
+#include "core/parallel_internal.h"
 #include "ipc/ipc_internal.h"
 #include "quiver/parquet.h"
 #include "quiver/table.h"
@@ -230,18 +231,17 @@ qv_status qv_table_read_parquet(const char *path, const qv_parquet_read_options 
 /* ------------------------------------------------------------------------ */
 /* Lazy Parquet sources (table_internal.h)                                   */
 
+static bool needs_whole_read(const qv_parquet_file *f, const qv_schema *schema);
+
 qv_status qv_tsource_open_parquet(qv_tsource *s, qv_buffer *map, const char *path, qv_error *err) {
   QV_RETURN_NOT_OK(qv_parquet_open_buffer(map, path, &s->pq, err));
   s->pq_map = qv_buffer_ref(map);
   QV_RETURN_NOT_OK(qv_parquet_arrow_schema(s->pq, &s->schema, err));
-  const qv_schema *file = qv_parquet_schema(s->pq);
-  for (int32_t c = 0; c < qv_schema_num_fields(s->schema); c++)
-    if (qv_schema_field(s->schema, c)->type->id == QV_DICTIONARY &&
-        qv_schema_field(file, c)->type->id != QV_DICTIONARY)
-      return qv_error_set(err, QV_ENOTSUP,
-                          "'%s': column '%s' is a dictionary across row groups: read the whole "
-                          "file (qv_table_read_parquet)",
-                          path, qv_schema_field(s->schema, c)->name);
+  if (needs_whole_read(s->pq, s->schema))
+    return qv_error_set(err, QV_ENOTSUP,
+                        "'%s': dictionary columns across row groups: read the whole file "
+                        "(qv_table_read_parquet)",
+                        path);
   s->n_batches = qv_parquet_num_row_groups(s->pq);
   return QV_OK;
 }
@@ -341,4 +341,65 @@ qv_status qv_table_open_parquet(const char *path, qv_table **out, qv_error *err)
 int64_t qv_table_parquet_decoded_chunks(const qv_table *t) {
   const qv_tsource *s = t->kind == QV_TABLE_MAPPED ? t->src : NULL;
   return s && s->pq ? qv_parquet_decoded_chunks(s->pq) : -1;
+}
+
+/* True when the types of `schema` need one dictionary across row groups
+ * (dictionary columns the file's own types do not have). */
+static bool needs_whole_read(const qv_parquet_file *f, const qv_schema *schema) {
+  const qv_schema *file = qv_parquet_schema(f);
+  for (int32_t c = 0; c < qv_schema_num_fields(schema); c++)
+    if (qv_schema_field(schema, c)->type->id == QV_DICTIONARY &&
+        qv_schema_field(file, c)->type->id != QV_DICTIONARY)
+      return true;
+  return false;
+}
+
+qv_status qv_table_scan_parquet(const char *path, int threads, qv_parquet_batch_fn fn, void *ctx,
+                                qv_error *err) {
+  qv_parquet_file *f = NULL;
+  QV_RETURN_NOT_OK(qv_parquet_open_path(path, &f, err));
+  qv_schema *schema = NULL;
+  qv_status st = qv_parquet_arrow_schema(f, &schema, err);
+  if (st == QV_OK && needs_whole_read(f, schema)) {
+    qv_parquet_close(f);
+    qv_table *t = NULL;
+    st = qv_table_read_parquet(path, NULL, &t, err);
+    if (st == QV_OK) st = fn(ctx, qv_table_schema(t), NULL, err);
+    for (int64_t i = 0; st == QV_OK && i < qv_table_num_batches(t); i++) {
+      qv_array *b = NULL;
+      st = qv_table_batch(t, i, &b, err);
+      if (st == QV_OK) st = fn(ctx, qv_table_schema(t), b, err);
+      qv_array_unref(b);
+    }
+    qv_table_unref(t);
+    qv_schema_unref(schema);
+    return st;
+  }
+  if (st == QV_OK) st = fn(ctx, schema, NULL, err);
+  int32_t n_rg = qv_parquet_num_row_groups(f);
+  int step = threads > 0 ? threads : qv_cpu_count();
+  if (step < 1) step = 1;
+  int32_t *rgs = malloc(sizeof *rgs * (size_t)step);
+  if (rgs == NULL && st == QV_OK) st = qv_error_set(err, QV_ENOMEM, "'%s': out of memory", path);
+  for (int32_t g = 0; st == QV_OK && g < n_rg; g += step) {
+    /* `step` row groups at a time, decoded in parallel */
+    qv_parquet_read_options o;
+    memset(&o, 0, sizeof o);
+    o.row_groups = rgs;
+    for (int32_t k = 0; k < step && g + k < n_rg; k++) rgs[o.n_row_groups++] = g + k;
+    o.threads = step;
+    o.arrow_schema = schema;
+    qv_array **batches = NULL;
+    int64_t n = 0;
+    st = qv_parquet_read(f, &o, &batches, &n, NULL, err);
+    for (int64_t i = 0; i < n; i++) {
+      if (st == QV_OK && batches[i]->length > 0) st = fn(ctx, schema, batches[i], err);
+      qv_array_unref(batches[i]);
+    }
+    free(batches);
+  }
+  free(rgs);
+  qv_schema_unref(schema);
+  qv_parquet_close(f);
+  return st;
 }

@@ -8,7 +8,9 @@
  * in tests/python/test_parquet*.py) and the random source table the file
  * was written from; recipes reopen the file; a file that shrinks while
  * open fails with QV_ECHANGED, no crash; dictionary columns fall back to
- * the whole read.
+ * the whole read. qv_table_scan_parquet hands over the schema, then every
+ * row group in order, equal to the whole read, and stops on the
+ * callback's error.
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -190,6 +192,65 @@ static void test_dictionary_columns_are_read_whole(void) {
   qv_table_unref(src);
 }
 
+typedef struct scan_ctx {
+  int calls;
+  qv_schema *schema;
+  qv_array *batches[64];
+  int64_t n;
+  int stop_after; /* 0: never */
+} scan_ctx;
+
+static qv_status scan_fn(void *ctx, const qv_schema *schema, qv_array *batch, qv_error *err) {
+  scan_ctx *k = ctx;
+  k->calls++;
+  if (batch == NULL) {
+    QV_CHECK(k->calls == 1 && k->schema == NULL);
+    k->schema = qv_schema_ref((qv_schema *)schema);
+    return QV_OK;
+  }
+  QV_CHECK(k->schema != NULL && k->n < 64);
+  if (k->n < 64) k->batches[k->n++] = qv_array_ref(batch);
+  if (k->stop_after > 0 && k->n == k->stop_after) return qv_error_set(err, QV_EIO, "stop here");
+  return QV_OK;
+}
+
+static void test_scan_streams_every_row_group_in_order(void) {
+  static const int types[] = {5, 31, 15};
+  qv_schema *s = rt_schema(types, 3);
+  qv_table *plain = source_table(), *dict = rt_table(s, ROWS, 37);
+  qv_schema_unref(s);
+  const char *paths[2] = {write_parquet(plain, "e.parquet"), write_parquet(dict, "f.parquet")};
+  for (int p = 0; p < 2; p++) {
+    for (int threads = 0; threads <= 3; threads++) {
+      scan_ctx k;
+      memset(&k, 0, sizeof k);
+      RT_OK(qv_table_scan_parquet(paths[p], threads, scan_fn, &k, &E));
+      QV_CHECK_EQ_INT(k.n, N_RG);
+      qv_table *got = NULL, *whole = NULL;
+      RT_OK(qv_table_from_batches(k.schema, k.batches, k.n, &got, &E));
+      RT_OK(qv_table_read_parquet(paths[p], NULL, &whole, &E));
+      qv_error diff;
+      QV_CHECK(got && whole && qv_table_equals(whole, got, &diff));
+      if (got) QV_CHECK_EQ_INT(qv_table_num_batches(got), N_RG);
+      qv_table_unref(got);
+      qv_table_unref(whole);
+      for (int64_t i = 0; i < k.n; i++) qv_array_unref(k.batches[i]);
+      qv_schema_unref(k.schema);
+    }
+    /* the callback's error stops the scan */
+    scan_ctx k;
+    memset(&k, 0, sizeof k);
+    k.stop_after = 3;
+    QV_CHECK_EQ_INT(qv_table_scan_parquet(paths[p], 2, scan_fn, &k, &E), QV_EIO);
+    QV_CHECK(strcmp(E.message, "stop here") == 0);
+    QV_CHECK_EQ_INT(k.n, 3);
+    for (int64_t i = 0; i < k.n; i++) qv_array_unref(k.batches[i]);
+    qv_schema_unref(k.schema);
+  }
+  qv_table_unref(plain);
+  qv_table_unref(dict);
+}
+
 static void test_not_parquet_is_refused(void) {
   qv_table *src = source_table();
   const char *path = rt_write(src);
@@ -204,6 +265,7 @@ int main(void) {
   QV_RUN(test_head_get_and_select_decode_only_what_they_need);
   QV_RUN(test_a_file_that_shrinks_while_open_is_echanged);
   QV_RUN(test_dictionary_columns_are_read_whole);
+  QV_RUN(test_scan_streams_every_row_group_in_order);
   QV_RUN(test_not_parquet_is_refused);
   rt_cleanup();
   return QV_TEST_END();

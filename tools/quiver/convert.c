@@ -73,23 +73,28 @@ static bool is_parquet_path(const char *path) {
 }
 
 /* Parquet input: the file read as pyarrow reads it (one batch per row
- * group), written to `w`. */
+ * group), streamed to the writer a few row groups at a time. */
+typedef struct pq_sink {
+  const char *out;
+  bool to_stdout;
+  const qv_write_options *wo;
+  qv_writer *w;
+} pq_sink;
+
+static qv_status pq_sink_batch(void *ctx, const qv_schema *schema, qv_array *batch, qv_error *err) {
+  pq_sink *k = ctx;
+  if (batch == NULL)
+    return k->to_stdout ? qv_writer_open_fd(1, schema, k->wo, &k->w, err)
+                        : qv_writer_open_path(k->out, schema, k->wo, &k->w, err);
+  return qv_writer_write_batch(k->w, batch, err);
+}
+
 static qv_status convert_parquet(const char *in, const char *out, bool to_stdout,
                                  const qv_write_options *wo, qv_error *err) {
-  qv_table *t = NULL;
-  QV_RETURN_NOT_OK(qv_table_read_parquet(in, NULL, &t, err));
-  qv_writer *w = NULL;
-  qv_status st = to_stdout ? qv_writer_open_fd(1, qv_table_schema(t), wo, &w, err)
-                           : qv_writer_open_path(out, qv_table_schema(t), wo, &w, err);
-  for (int64_t i = 0; st == QV_OK && i < qv_table_num_batches(t); i++) {
-    qv_array *batch = NULL;
-    st = qv_table_batch(t, i, &batch, err);
-    if (st == QV_OK) st = qv_writer_write_batch(w, batch, err);
-    qv_array_unref(batch);
-  }
-  if (st == QV_OK) st = qv_writer_close(w, err);
-  else if (w) qv_writer_abort(w);
-  qv_table_unref(t);
+  pq_sink k = {out, to_stdout, wo, NULL};
+  qv_status st = qv_table_scan_parquet(in, 0, pq_sink_batch, &k, err);
+  if (st == QV_OK && k.w) st = qv_writer_close(k.w, err);
+  else if (k.w) qv_writer_abort(k.w);
   return st;
 }
 
