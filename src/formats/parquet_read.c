@@ -491,8 +491,22 @@ static qv_status decode_dict_indices(pq_col *c, const uint8_t *p, int64_t len, i
     int64_t bytes = 0;
     for (int64_t i = 0; i < n; i++) bytes += d->offs[idx[i] + 1] - d->offs[idx[i]];
     st = vals_reserve(c, v, n, bytes, err);
-    for (int64_t i = 0; i < n && st == QV_OK; i++)
-      vals_push_var(v, d->data + d->offs[idx[i]], d->offs[idx[i] + 1] - d->offs[idx[i]]);
+    if (st == QV_OK) {
+      /* Both buffers keep 16 bytes of slack past their capacity (grow),
+       * so values up to 16 bytes are copied with one fixed-size move. */
+      const int64_t *doffs = d->offs;
+      int64_t *offs = v->offs + v->count, at = v->len;
+      uint8_t *out = v->data;
+      for (int64_t i = 0; i < n; i++) {
+        int64_t s0 = doffs[idx[i]], l = doffs[idx[i] + 1] - s0;
+        if (l <= 16) memcpy(out + at, d->data + s0, 16);
+        else memcpy(out + at, d->data + s0, (size_t)l);
+        at += l;
+        offs[i + 1] = at;
+      }
+      v->len = at;
+      v->count += n;
+    }
   }
   return st;
 }
