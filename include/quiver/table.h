@@ -140,7 +140,11 @@ QV_API int64_t qv_table_num_replays(const qv_table *t);
 
 /**
  * Every file mapped behind the table (a mapped table's path; the mapped
- * blocks of a concatenation), in block order, possibly repeated.
+ * blocks of a concatenation), in block order, possibly repeated. Parquet
+ * files opened lazily are not listed: they are data, not Arrow caches (the
+ * dataset layer writes its cache files beside the listed ones, as
+ * `datasets` does in its own cache directory, never beside the user's
+ * Parquet files), so such a table reports what an in-memory one does.
  * *out_paths is a malloc'ed array of *out_n malloc'ed strings; free them
  * with qv_table_free_paths.
  */

@@ -605,7 +605,10 @@ static qv_status add_path(char ***paths, int64_t *n, int64_t *cap, const char *p
 
 static qv_status collect_files(const qv_table *t, char ***paths, int64_t *n, int64_t *cap,
                                qv_error *err) {
-  if (t->kind == QV_TABLE_MAPPED) return add_path(paths, n, cap, t->src->path, err);
+  /* a Parquet source is the user's data, not an Arrow cache: not listed,
+   * so that no cache file is written or cleaned up beside it */
+  if (t->kind == QV_TABLE_MAPPED)
+    return t->src->pq ? QV_OK : add_path(paths, n, cap, t->src->path, err);
   for (int64_t r = 0; t->kind == QV_TABLE_CONCAT && r < t->n_rows_blocks; r++)
     for (int32_t j = 0; j < t->rows[r].n_blocks; j++)
       QV_RETURN_NOT_OK(collect_files(t->rows[r].blocks[j], paths, n, cap, err));
