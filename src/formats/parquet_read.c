@@ -1549,7 +1549,52 @@ typedef struct read_job {
   qv_array **batches;
   qv_status *status;
   qv_error *errors;
+  qv_pool *leaf_pool; /* set: the leaves of a row group decoded on it */
 } read_job;
+
+/* One column chunk of a row group, as a pool task (leaf-parallel reads). */
+typedef struct chunk_job {
+  qv_parquet_file *f;
+  int32_t g;
+  pq_col *cols;
+  const int32_t *leaves; /* the leaves to decode */
+  qv_status *status;
+  qv_error *errors;
+} chunk_job;
+
+static void chunk_task(void *ctx, int64_t i, int worker) {
+  (void)worker;
+  chunk_job *j = ctx;
+  int32_t l = j->leaves[i];
+  j->status[i] = read_chunk(j->f, j->g, l, &j->cols[l], &j->errors[i]);
+  __atomic_add_fetch(&j->f->decoded_chunks, 1, __ATOMIC_RELAXED);
+}
+
+/* The wanted leaves of row group g decoded on `pool`, in parallel. */
+static qv_status read_chunks_parallel(qv_parquet_file *f, int32_t g, pq_col *cols, const bool *want,
+                                      qv_pool *pool, qv_error *err) {
+  int32_t n = 0;
+  int32_t *leaves = malloc(sizeof *leaves * (size_t)(f->n_leaves > 0 ? f->n_leaves : 1));
+  qv_status *status = calloc((size_t)(f->n_leaves > 0 ? f->n_leaves : 1), sizeof *status);
+  qv_error *errors = calloc((size_t)(f->n_leaves > 0 ? f->n_leaves : 1), sizeof *errors);
+  qv_status st = leaves && status && errors ? QV_OK : oom(err);
+  for (int32_t l = 0; st == QV_OK && l < f->n_leaves; l++)
+    if (want[l]) leaves[n++] = l;
+  if (st == QV_OK) {
+    chunk_job cj = {f, g, cols, leaves, status, errors};
+    qv_pool_run(pool, n, chunk_task, &cj);
+    st = qv_pool_check(pool, err);
+    for (int32_t i = 0; i < n && st == QV_OK; i++)
+      if (status[i] != QV_OK) {
+        st = status[i];
+        if (err) *err = errors[i];
+      }
+  }
+  free(leaves);
+  free(status);
+  free(errors);
+  return st;
+}
 
 static qv_status read_row_group(read_job *j, int32_t g, qv_array **out, qv_error *err) {
   qv_parquet_file *f = j->f;
@@ -1562,11 +1607,14 @@ static qv_status read_row_group(read_job *j, int32_t g, qv_array **out, qv_error
   }
   for (int32_t i = 0; i < j->n_columns; i++) mark_leaves(f->root->children[j->columns[i]], want);
   qv_status st = QV_OK;
-  for (int32_t l = 0; l < f->n_leaves && st == QV_OK; l++) {
+  for (int32_t l = 0; l < f->n_leaves; l++) {
     cols[l].leaf = f->leaves[l];
     cols[l].max_alloc = j->max_alloc;
     cols[l].file = f->name;
     cols[l].rg = g;
+  }
+  if (j->leaf_pool != NULL) st = read_chunks_parallel(f, g, cols, want, j->leaf_pool, err);
+  for (int32_t l = 0; j->leaf_pool == NULL && l < f->n_leaves && st == QV_OK; l++) {
     if (want[l]) {
       st = read_chunk(f, g, l, &cols[l], err);
       __atomic_add_fetch(&f->decoded_chunks, 1, __ATOMIC_RELAXED);
@@ -1747,10 +1795,22 @@ qv_status qv_parquet_read(qv_parquet_file *f, const qv_parquet_read_options *opt
                   o.max_alloc > 0 ? o.max_alloc : PQ_DEFAULT_MAX_ALLOC,
                   batches,
                   status,
-                  errors};
+                  errors,
+                  NULL};
     int threads = o.threads > 0 ? o.threads : qv_cpu_count();
+    qv_pool *leaf_pool = NULL;
+    if (threads > n_rgs && n_cols > 0 && f->n_leaves > 1) {
+      /* fewer row groups than threads (a lazy table's one row group, the
+       * end of a scan): one row group at a time, its columns in parallel */
+      int lt = threads < f->n_leaves ? threads : f->n_leaves;
+      qv_error ignored;
+      if (qv_pool_new(lt, &leaf_pool, &ignored) == QV_OK) j.leaf_pool = leaf_pool;
+    }
     if (threads > n_rgs) threads = n_rgs;
-    if (threads <= 1) {
+    if (leaf_pool != NULL) {
+      for (int32_t i = 0; i < n_rgs; i++) read_task(&j, i, 0);
+      qv_pool_free(leaf_pool);
+    } else if (threads <= 1) {
       for (int32_t i = 0; i < n_rgs; i++) read_task(&j, i, 0);
     } else {
       qv_pool *pool = NULL;
