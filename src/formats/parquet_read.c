@@ -1345,9 +1345,12 @@ static qv_status assemble(asm_ctx *a, const qv_pq_node *n, qv_array **out) {
       if (c->rep != NULL && c->def != NULL) {
         const int16_t *rep = c->rep, *def = c->def;
         int16_t nr = n->rep_ctx, nd = n->def_ctx, er = e->rep_ctx, ed = e->def_ctx;
+        /* branchless: o[s] is written at every level and kept when the
+         * level is a slot (s stays <= len; o[len] is set below) */
         for (int64_t i = 0; i < c->n_levels; i++) {
-          if (rep[i] <= nr && def[i] >= nd) o[s++] = (int32_t)elems;
-          elems += rep[i] <= er && def[i] >= ed;
+          o[s] = (int32_t)elems;
+          s += (rep[i] <= nr) & (def[i] >= nd);
+          elems += (rep[i] <= er) & (def[i] >= ed);
         }
       } else {
         for (int64_t i = 0; i < c->n_levels; i++) {
