@@ -1802,7 +1802,10 @@ qv_status qv_parquet_read(qv_parquet_file *f, const qv_parquet_read_options *opt
                   NULL};
     int threads = o.threads > 0 ? o.threads : qv_cpu_count();
     qv_pool *leaf_pool = NULL;
-    if (threads > n_rgs && n_cols > 0 && f->n_leaves > 1) {
+    int64_t sel_rows = 0;
+    for (int32_t i = 0; i < n_rgs; i++) sel_rows += f->meta.row_groups[rgs[i]].num_rows;
+    /* (big enough to pay for the threads: 64 Ki rows) */
+    if (threads > n_rgs && n_cols > 0 && f->n_leaves > 1 && sel_rows >= 65536) {
       /* fewer row groups than threads (a lazy table's one row group, the
        * end of a scan): one row group at a time, its columns in parallel */
       int lt = threads < f->n_leaves ? threads : f->n_leaves;

@@ -124,7 +124,8 @@ qv_status qv_tsource_open(const char *path, const qv_read_options *opts,
   s->path = realpath(path, NULL);
   if (s->path == NULL) s->path = strdup(path);
   qv_status st = s->path ? QV_OK : oom(err, "path");
-  bool parquet = map->size >= 8 && memcmp(map->data, "PAR1", 4) == 0;
+  bool parquet = map->size >= 8 && (memcmp(map->data, "PAR1", 4) == 0 ||
+                                    memcmp(map->data, "PARE", 4) == 0); /* refused by the reader */
   if (st == QV_OK && parquet) {
     st = qv_tsource_open_parquet(s, map, path, err); /* table_parquet.c */
     qv_buffer_unref(map);
