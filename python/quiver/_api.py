@@ -12,7 +12,7 @@ docs/python.md, "Constructors and exports".
 """
 import json
 
-from . import _quiver
+from . import _media, _quiver
 from .features import ClassLabel, Features, Value, _asdict
 
 # datasets' OptimizedTypedSequence: int64 values of these columns (or lists,
@@ -89,6 +89,8 @@ def _encode(mapping, features):
         if isinstance(f, ClassLabel) and not _is_numpy(values) and \
                 not hasattr(values, "__arrow_c_array__"):
             values = [f.str2int(v) if isinstance(v, str) else v for v in values]
+        elif _media.is_media(f) and not hasattr(values, "__arrow_c_array__"):
+            values = [_media.encode(f, v) for v in values]  # datasets' encode_example
         out[col] = values
     return out
 
@@ -410,6 +412,8 @@ def _nested_type_of(feature):
 
 def _cast_column_arrow(col, feature, typ):
     import pyarrow as pa
+    if _media.is_media(feature):  # paths, bytes, {bytes, path}: datasets' cast_storage
+        return _media.cast_storage(col)
     if isinstance(feature, ClassLabel) and pa.types.is_string(col.type) or \
             pa.types.is_large_string(col.type) and isinstance(feature, ClassLabel):
         return pa.array([None if v is None else feature.str2int(v) for v in col.to_pylist()],

@@ -19,7 +19,28 @@ static PyObject *wrap(qv_dataset *ds) {
   o->ds = ds;
   o->origin = NULL;
   o->format = NULL;
+  o->media = -1;
   return (PyObject *)o;
+}
+
+/* Whether a features tree holds an Image or Audio feature (at any depth):
+ * datasets decodes those when rows are read, so rows of such a dataset go
+ * through quiver._formats (decoding in Python) even without a format. */
+static int feature_has_media(const qv_hf_feature *f, int depth) {
+  if (f == NULL || depth > QV_HF_MAX_DEPTH) return 0;
+  if (f->kind == QV_HF_MEDIA)
+    return f->type_name != NULL &&
+           (strcmp(f->type_name, "Image") == 0 || strcmp(f->type_name, "Audio") == 0);
+  for (int32_t i = 0; i < f->n_children; i++)
+    if (feature_has_media(f->children[i], depth + 1)) return 1;
+  return 0;
+}
+
+/* Rows of `self` straight from C (no format, nothing to decode)? */
+static int plain_rows(DatasetObject *self) {
+  if (self->format != NULL) return 0;
+  if (self->media < 0) self->media = feature_has_media(qv_dataset_features(self->ds), 0);
+  return self->media == 0;
 }
 
 /* The result of a transform: the new dataset or the error. */
@@ -224,7 +245,7 @@ static PyObject *getitem_python(DatasetObject *self, PyObject *key) {
  * (quiver._formats.getitem); ds["col"] is always quiver._formats' (a lazy
  * Column, as datasets 5). */
 static PyObject *Dataset_getitem(DatasetObject *self, PyObject *key) {
-  if (self->format == NULL && !PyUnicode_Check(key)) return getitem_python(self, key);
+  if (!PyUnicode_Check(key) && plain_rows(self)) return getitem_python(self, key);
   PyObject *a = PyTuple_Pack(1, key);
   PyObject *r = a ? qvpy_call_formats("getitem", (PyObject *)self, a, NULL) : NULL;
   Py_XDECREF(a);
@@ -1013,7 +1034,7 @@ static PyObject *Dataset_batches(DatasetObject *self, PyObject *args) {
 
 /* iter(ds): rows, in the format when there is one. */
 static PyObject *Dataset_tp_iter(DatasetObject *self) {
-  if (self->format != NULL) return qvpy_call_formats("iterate", (PyObject *)self, NULL, NULL);
+  if (!plain_rows(self)) return qvpy_call_formats("iterate", (PyObject *)self, NULL, NULL);
   return Dataset_iter_rows(self);
 }
 
@@ -1025,7 +1046,7 @@ static PyObject *Dataset_iter(DatasetObject *self, PyObject *args, PyObject *kwa
   PyObject *bs_obj = Py_None;
   int drop_last = 0;
   if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|Op:iter", kw, &bs_obj, &drop_last)) return NULL;
-  if (self->format != NULL) return qvpy_call_formats("iterate", (PyObject *)self, args, kwargs);
+  if (!plain_rows(self)) return qvpy_call_formats("iterate", (PyObject *)self, args, kwargs);
   if (bs_obj == Py_None) return Dataset_iter_rows(self);
   return qvpy_call_formats("iterate", (PyObject *)self, args, kwargs);
 }

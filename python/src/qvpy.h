@@ -56,6 +56,8 @@ typedef struct {
   PyObject *origin;             /* how it was made, as plain data (pickle.c), or NULL */
   PyObject *format; /* the output format (quiver._formats state), or NULL: rows as Python
                        values, straight from C (docs/python.md, "Formats") */
+  int media;        /* features hold an Image/Audio (rows decoded in Python by
+                       quiver._formats): 1 yes, 0 no, -1 not looked at yet */
 } DatasetObject;
 
 typedef struct {
