@@ -117,6 +117,43 @@ def _optimize_ints(ds, columns):
     return ds
 
 
+# ---- DatasetInfo (python/src/info.c) ------------------------------------------
+
+def _info(ds):
+    """ds.info: a DatasetInfo from the dataset's dataset_info.json."""
+    from .info import DatasetInfo
+    return DatasetInfo.from_dict(json.loads(ds._info_json()))
+
+
+def _info_text(info):
+    return json.dumps({k: v for k, v in info.to_dict().items() if k != "features"})
+
+
+def _for_save(ds):
+    """The dataset save_to_disk writes: ds, or a copy carrying its changed
+    `info` object (python/src/dataset.c keeps the object once read)."""
+    info = ds.info
+    cur = json.loads(ds._info_json())
+    cur.pop("features", None)
+    want = json.loads(_info_text(info))
+    return ds if cur == want else ds._with_info(_info_text(info))
+
+
+def _with_info(ds, info):
+    """datasets' constructors keep the info given (its features are the
+    dataset's)."""
+    if info is None:
+        return ds
+    import dataclasses
+    from .info import DatasetInfo
+    if not isinstance(info, DatasetInfo):
+        if not dataclasses.is_dataclass(info) or type(info).__name__ != "DatasetInfo":
+            raise TypeError(f"info must be a DatasetInfo, not {type(info).__name__}")
+        info = DatasetInfo.from_dict({f.name: getattr(info, f.name)
+                                      for f in dataclasses.fields(info)})
+    return ds._with_info(_info_text(info))
+
+
 def _finish(ds, features, split=None):
     if features is not None:
         missing = [c for c in ds.column_names if c not in features]
@@ -165,8 +202,9 @@ def from_dict(mapping, features=None, info=None, split=None, on_mixed_types=None
         mapping = _encode(mapping, features)
     ds = _from_columns({str(k): _column(v) for k, v in mapping.items()}, features)
     if features is None:
-        return _optimize_ints(ds, [c for c in ds.column_names if c in _OPTIMIZED_INT])
-    return _finish(ds, features, split)
+        return _with_info(_optimize_ints(ds, [c for c in ds.column_names if c in _OPTIMIZED_INT]),
+                          info)
+    return _with_info(_finish(ds, features, split), info)
 
 
 def from_list(mapping, features=None, info=None, split=None, on_mixed_types=None):
@@ -184,14 +222,15 @@ def from_arrow(data, features=None, split=None, fingerprint=None):
 
 def from_pandas(df, features=None, info=None, split=None, preserve_index=None):
     import pyarrow as pa
-    return from_arrow(pa.Table.from_pandas(df, preserve_index=preserve_index),
-                      features=_features(features, info), split=split)
+    return _with_info(from_arrow(pa.Table.from_pandas(df, preserve_index=preserve_index),
+                                 features=_features(features, info), split=split), info)
 
 
 def from_polars(df, features=None, info=None, split=None):
     if hasattr(df, "collect") and not hasattr(df, "to_arrow"):  # a LazyFrame
         df = df.collect()
-    return from_arrow(df.to_arrow(), features=_features(features, info), split=split)
+    return _with_info(from_arrow(df.to_arrow(), features=_features(features, info), split=split),
+                      info)
 
 
 def from_generator(generator, features=None, gen_kwargs=None, split=None, fingerprint=None,

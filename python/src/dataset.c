@@ -20,6 +20,7 @@ static PyObject *wrap(qv_dataset *ds) {
   o->origin = NULL;
   o->format = NULL;
   o->media = -1;
+  o->info = NULL;
   return (PyObject *)o;
 }
 
@@ -53,6 +54,7 @@ static void Dataset_dealloc(DatasetObject *self) {
   qv_dataset_unref(self->ds);
   Py_XDECREF(self->origin);
   Py_XDECREF(self->format);
+  Py_XDECREF(self->info);
   PyObject_Free(self);
 }
 
@@ -364,6 +366,12 @@ FORMATS_METHOD(with_transform)
 FORMATS_METHOD(set_transform)
 FORMATS_METHOD(getitems)
 #undef FORMATS_METHOD
+
+/* ds.info: a quiver.DatasetInfo (quiver._api._info), made once per object. */
+static PyObject *Dataset_info(DatasetObject *self, void *c) {
+  if (self->info == NULL) self->info = qvpy_call_api("_info", (PyObject *)self, NULL, NULL);
+  return Py_XNewRef(self->info);
+}
 
 static PyObject *Dataset_format(DatasetObject *self, void *c) {
   return qvpy_call_formats("format", (PyObject *)self, NULL, NULL);
@@ -897,12 +905,21 @@ static PyObject *Dataset_save_to_disk(DatasetObject *self, PyObject *args, PyObj
   qv_save_options so;
   qv_error err;
   PyObject *r = NULL;
-  if (qvpy_save_options(size_obj, shards_obj, &so)) {
+  /* a changed ds.info is saved (quiver._api._for_save: self or a copy with it) */
+  PyObject *src = self->info ? qvpy_call_api("_for_save", (PyObject *)self, NULL, NULL)
+                             : Py_NewRef((PyObject *)self);
+  if (src != NULL && !PyObject_TypeCheck(src, &qvpy_DatasetType)) {
+    PyErr_SetString(qvpy_TypeError, "_for_save must return a quiver.Dataset");
+    Py_CLEAR(src);
+  }
+  if (src != NULL && qvpy_save_options(size_obj, shards_obj, &so)) {
+    qv_dataset *ds = ((DatasetObject *)src)->ds;
     qv_status st;
     Py_BEGIN_ALLOW_THREADS st =
-        qv_dataset_save_to_disk(self->ds, PyBytes_AS_STRING(path), &so, NULL, &err);
+        qv_dataset_save_to_disk(ds, PyBytes_AS_STRING(path), &so, NULL, &err);
     Py_END_ALLOW_THREADS if (st != QV_OK) qvpy_raise_qv(st, &err);
     else r = Py_NewRef(Py_None); }
+  Py_XDECREF(src);
   Py_DECREF(path);
   return r;
 }
@@ -1185,6 +1202,10 @@ static PyMethodDef Dataset_methods[] = {
      "capsule or a quiver.Batch), for quiver._formats."},
     {"_getitem_python", (PyCFunction)Dataset_getitem_python, METH_O,
      "_getitem_python($self, key, /)\n--\n\nds[key] as Python values, whatever the format."},
+    {"_info_json", (PyCFunction)qvpy_dataset_info_json, METH_NOARGS,
+     "_info_json($self, /)\n--\n\ndataset_info.json of the dataset (qv_dataset_info_json)."},
+    {"_with_info", (PyCFunction)qvpy_dataset_with_info, METH_O,
+     "_with_info($self, json, /)\n--\n\nA new Dataset object carrying this dataset_info.json."},
     {"_with_format", (PyCFunction)Dataset_with_format_state, METH_O,
      "_with_format($self, state, /)\n--\n\nA new Dataset object over the same data with this "
      "format state."},
@@ -1310,6 +1331,10 @@ static PyGetSetDef Dataset_getset[] = {
     {"split", (getter)Dataset_split, NULL, "The split name, or None.", NULL},
     {"_origin", (getter)qvpy_Dataset_origin, NULL,
      "How the dataset was made (plain data replayed when unpickling), or None.", NULL},
+    {"info", (getter)Dataset_info, NULL,
+     "The dataset's info: a quiver.DatasetInfo (datasets' DatasetInfo: description, citation, "
+     "features, ...).",
+     NULL},
     {"format", (getter)Dataset_format, NULL,
      "The output format, as datasets' format: {'type', 'format_kwargs', 'columns', "
      "'output_all_columns'}.",
