@@ -929,8 +929,8 @@ QV_API qv_status qv_dataset_with_info(qv_dataset *ds, const char *json, int64_t 
 
 /** Options of qv_dataset_assemble_save (zeroed: the defaults). */
 typedef struct qv_assemble_options {
-  const char *features_json; /**< Features JSON of the columns (checked against the
-                                  shards' schema), NULL: the first shard's features
+  const char *features_json; /**< Features JSON of the columns (names and implied types
+                                  checked as the shards'), NULL: the first shard's features
                                   (its huggingface metadata, else derived from its
                                   Arrow types) */
   const char *fingerprint;   /**< state.json's fingerprint (validated), NULL: derived
@@ -942,7 +942,8 @@ typedef struct qv_assemble_options {
  * Assemble a save_to_disk Dataset directory `dir` from `n` >= 1 Arrow IPC
  * shards written elsewhere (the block outputs of quiver.ray / quiver.spark
  * workers), in this order: each shard is opened (qv_dataset_open) and must
- * have the first's columns and types (QV_EINVAL naming it otherwise), then
+ * have the first's column names and types (a column's own nullability is
+ * not compared; QV_EINVAL naming the first difference otherwise), then
  * moved with rename(2) — so the shards must be on the file system of
  * `dir`, and belong to the caller — into a hidden temporary beside `dir`
  * as `data-0000i-of-0000N.arrow`, dataset_info.json (a fresh info with the

@@ -5,6 +5,7 @@
  * directory assembled from Arrow shards written by worker processes
  * (qv_dataset_assemble_save). CPython extension (python/ layer).
  */
+#include "quiver/writer.h"
 #include "qvpy.h"
 
 /* Dataset._info_json(): qv_dataset_info_json as a str. */
@@ -79,4 +80,39 @@ done:
   Py_XDECREF(seq);
   Py_DECREF(path);
   return r;
+}
+
+/* _write_arrow_stream(data, path): every record batch of an object with
+ * __arrow_c_stream__ written to `path` as an Arrow IPC stream, atomically
+ * (qv_write_arrow_stream_path; GIL released, taken again by a Python
+ * producer). Returns the rows written. */
+PyObject *qvpy_mod_write_arrow_stream(PyObject *mod, PyObject *args) {
+  PyObject *obj, *path = NULL;
+  if (!PyArg_ParseTuple(args, "OO&:_write_arrow_stream", &obj, PyUnicode_FSConverter, &path))
+    return NULL;
+  PyObject *cap = PyObject_HasAttrString(obj, "__arrow_c_stream__")
+                      ? PyObject_CallMethod(obj, "__arrow_c_stream__", NULL)
+                      : NULL;
+  struct ArrowArrayStream *stream = cap ? PyCapsule_GetPointer(cap, "arrow_array_stream") : NULL;
+  if (stream == NULL || stream->release == NULL) {
+    if (!PyErr_Occurred())
+      PyErr_Format(qvpy_TypeError,
+                   "_write_arrow_stream: expected an unconsumed __arrow_c_stream__, not %.100s",
+                   Py_TYPE(obj)->tp_name);
+    Py_XDECREF(cap);
+    Py_DECREF(path);
+    return NULL;
+  }
+  qv_write_options o;
+  memset(&o, 0, sizeof o);
+  o.format = QV_FORMAT_STREAM;
+  qv_error err;
+  int64_t rows = 0;
+  qv_status st;
+  Py_BEGIN_ALLOW_THREADS st =
+      qv_write_arrow_stream_path(stream, PyBytes_AS_STRING(path), &o, &rows, &err);
+  Py_END_ALLOW_THREADS Py_DECREF(cap);
+  Py_DECREF(path);
+  if (st != QV_OK) return qvpy_raise_qv(st, &err);
+  return PyLong_FromLongLong(rows);
 }

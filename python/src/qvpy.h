@@ -144,6 +144,7 @@ PyObject *qvpy_mod_dataset_dict_save(PyObject *mod, PyObject *args, PyObject *kw
 PyObject *qvpy_dataset_info_json(PyObject *self, PyObject *unused);
 PyObject *qvpy_dataset_with_info(PyObject *self, PyObject *arg);
 PyObject *qvpy_mod_assemble_save(PyObject *mod, PyObject *args, PyObject *kwargs);
+PyObject *qvpy_mod_write_arrow_stream(PyObject *mod, PyObject *args);
 /** _quiver._dataset_dict_splits(path) -> list of split names. */
 PyObject *qvpy_mod_dataset_dict_splits(PyObject *mod, PyObject *arg);
 

@@ -651,6 +651,51 @@ static void assemble_undo(const char *tmp, const char *const *shards, int64_t mo
   }
 }
 
+/* Types equal but for nullability and the names of list items (Spark says
+ * "element", pyarrow "item"; datasets casts either on load). */
+static bool same_type(const qv_type *a, const qv_type *b, int depth) {
+  if (a->id != b->id || a->n_children != b->n_children || depth > 64) return false;
+  switch (a->id) {
+    case QV_FIXED_SIZE_LIST:
+      if (a->list_size != b->list_size) return false;
+      /* fall through */
+    case QV_LIST:
+    case QV_LARGE_LIST:
+    case QV_LIST_VIEW:
+    case QV_STRUCT:
+      for (int32_t i = 0; i < a->n_children; i++) {
+        if (a->id == QV_STRUCT && strcmp(a->children[i].name, b->children[i].name) != 0)
+          return false;
+        if (!same_type(a->children[i].type, b->children[i].type, depth + 1)) return false;
+      }
+      return true;
+    default: return qv_type_equals(a, b, false);
+  }
+}
+
+/* Whether `b` has the columns of `a` (names and types; nullability and the
+ * names of list items are not compared: writers differ there, datasets
+ * ignores them).
+ * QV_EINVAL naming the first difference otherwise. */
+static qv_status same_columns(const qv_schema *a, const qv_schema *b, const char *what,
+                              qv_error *err) {
+  int32_t n = qv_schema_num_fields(a);
+  if (qv_schema_num_fields(b) != n)
+    return qv_error_set(err, QV_EINVAL, "assemble: %s has %d columns where shard 0 has %d", what,
+                        (int)qv_schema_num_fields(b), (int)n);
+  for (int32_t i = 0; i < n; i++) {
+    const qv_field *fa = qv_schema_field(a, i), *fb = qv_schema_field(b, i);
+    if (strcmp(fa->name, fb->name) != 0)
+      return qv_error_set(err, QV_EINVAL, "assemble: %s: column %d is '%s' where shard 0 has '%s'",
+                          what, (int)i, fb->name, fa->name);
+    if (!same_type(fa->type, fb->type, 0))
+      return qv_error_set(err, QV_EINVAL,
+                          "assemble: %s: column '%s' does not have the type it has in shard 0",
+                          what, fb->name);
+  }
+  return QV_OK;
+}
+
 qv_status qv_dataset_assemble_save(const char *dir, const char *const *shards, int64_t n,
                                    const qv_assemble_options *opts, qv_error *err) {
   qv_assemble_options o;
@@ -669,12 +714,11 @@ qv_status qv_dataset_assemble_save(const char *dir, const char *const *shards, i
       qv_error_prefix(err, st, "assemble: shard %lld: ", (long long)i);
       break;
     }
-    if (first != NULL &&
-        !qv_schema_equals(qv_table_schema(first->data), qv_table_schema(d->data), false))
-      st = qv_error_set(err, QV_EINVAL,
-                        "assemble: shard %lld (%s) does not have the columns and types of shard "
-                        "0 (%s)",
-                        (long long)i, shards[i], shards[0]);
+    if (first != NULL) {
+      char what[64];
+      snprintf(what, sizeof what, "shard %lld", (long long)i);
+      st = same_columns(qv_table_schema(first->data), qv_table_schema(d->data), what, err);
+    }
     char key[32];
     snprintf(key, sizeof key, "%lld", (long long)i);
     if (st == QV_OK) st = qv_fingerprint_arg_str(args, key, d->fingerprint, err);
@@ -685,8 +729,10 @@ qv_status qv_dataset_assemble_save(const char *dir, const char *const *shards, i
   qv_hf_feature *given = NULL;
   if (st == QV_OK && o.features_json != NULL) {
     st = qv_hf_features_parse(o.features_json, (int64_t)strlen(o.features_json), &given, err);
-    if (st == QV_OK) st = qv_hf_features_check(given, qv_table_schema(first->data), err);
-    if (st != QV_OK) qv_error_prefix(err, st, "assemble: features: ");
+    qv_schema *implied = NULL;
+    if (st == QV_OK) st = qv_hf_features_arrow_schema(given, &implied, err);
+    if (st == QV_OK) st = same_columns(qv_table_schema(first->data), implied, "the features", err);
+    qv_schema_unref(implied);
   }
   char fp[QV_FINGERPRINT_SIZE];
   if (st == QV_OK) {
