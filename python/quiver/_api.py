@@ -233,20 +233,97 @@ def from_polars(df, features=None, info=None, split=None):
                       info)
 
 
-def from_generator(generator, features=None, gen_kwargs=None, split=None, fingerprint=None,
-                   **kwargs):
-    """The rows a generator yields, in memory (datasets writes them to its
-    cache first; the rows and features are the same)."""
-    bad = [k for k in kwargs if k not in ("cache_dir", "keep_in_memory", "num_proc")]
+def _generator_cache_dir(cache_dir):
+    """datasets' cache directory: cache_dir, else HF_DATASETS_CACHE, else
+    HF_HOME/datasets, else ~/.cache/huggingface/datasets."""
+    import os
+    if cache_dir is not None:
+        return os.fspath(cache_dir)
+    if os.environ.get("HF_DATASETS_CACHE"):
+        return os.environ["HF_DATASETS_CACHE"]
+    home = os.environ.get("HF_HOME") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "huggingface")
+    return os.path.join(home, "datasets")
+
+
+def _generator_fingerprint(generator, gen_kwargs, features):
+    """A deterministic fingerprint of the generator (its code and plain
+    data, quiver._fnhash), gen_kwargs and features, or None."""
+    import hashlib
+    from . import _fnhash
+    fh = _fnhash.function_hash(generator)
+    kh = _fnhash.value_hash(gen_kwargs or {})
+    if fh is None or kh is None:
+        return None
+    feats = _json(features) if features is not None else ""
+    return hashlib.sha256(f"{fh}:{kh}:{feats}".encode()).hexdigest()[:16]
+
+
+def from_generator(generator, features=None, cache_dir=None, keep_in_memory=False,
+                   gen_kwargs=None, num_proc=None, split=None, fingerprint=None, **kwargs):
+    """datasets' from_generator: the rows written to an Arrow cache file, a
+    batch of writer_batch_size rows (1000) at a time through quiver's atomic
+    IPC writer, then memory-mapped; reused when the same generator (code and
+    plain data), gen_kwargs and features wrote it before.
+    keep_in_memory=True keeps the rows in memory instead."""
+    import os
+    bad = [k for k in kwargs if k not in ("writer_batch_size", "config_name")]
     if bad:
         raise TypeError(f"from_generator() got an unexpected keyword argument {bad[0]!r}")
-    rows = list(generator(**(gen_kwargs or {})))
-    if not rows:
-        raise ValueError("from_generator: the generator yielded no rows")
-    ds = from_list(rows, features=features)
-    if fingerprint is not None:
-        ds = _quiver._from_stream(ds, fingerprint)
-    return ds
+    if num_proc is not None:
+        raise NotImplementedError("from_generator: num_proc is not supported by quiver")
+    features = _features(features)
+    step = int(kwargs.get("writer_batch_size") or 1000)
+    rows = iter(generator(**(gen_kwargs or {})))
+
+    def batches():
+        import itertools
+        return iter(lambda: list(itertools.islice(rows, step)), [])
+
+    if keep_in_memory:
+        got = [r for b in batches() for r in b]
+        if not got:
+            raise ValueError("from_generator: the generator yielded no rows")
+        ds = from_list(got, features=features)
+        return ds if fingerprint is None else _quiver._from_stream(ds, fingerprint)
+    fp = _generator_fingerprint(generator, gen_kwargs, features)
+    folder = os.path.join(_generator_cache_dir(cache_dir), "quiver-generator")
+    name = f"generator-{fp}.arrow" if fp else None
+    path = os.path.join(folder, name) if name else None
+    if path is None or not os.path.isfile(path):
+        import secrets
+        import pyarrow as pa
+        it = batches()
+        first = next(it, None)
+        if first is None:
+            raise ValueError("from_generator: the generator yielded no rows")
+        head = pa.table(from_list(first, features=features))
+        feats = from_arrow(head).features if features is None else features
+
+        raised = []
+
+        def tables():
+            yield head
+            try:
+                for b in it:
+                    yield pa.table(from_list(b, features=feats))
+            except BaseException as exc:  # re-raised as itself below, not as the C error
+                raised.append(exc)
+                raise
+
+        reader = pa.RecordBatchReader.from_batches(
+            head.schema, (rb for t in tables() for rb in t.cast(head.schema).to_batches()))
+        os.makedirs(folder, exist_ok=True)
+        if path is None:
+            path = os.path.join(folder, f"generator-{secrets.token_hex(8)}.arrow")
+        try:
+            _quiver._write_arrow_stream(reader, path)
+        except _quiver.QuiverError:
+            if raised:
+                raise raised[0] from None
+            raise
+    ds = _quiver.open(path)
+    return ds if fingerprint is None else _quiver._from_stream(ds, fingerprint)
 
 
 # ---- exports -----------------------------------------------------------------
@@ -715,9 +792,155 @@ def add_item(ds, item, new_fingerprint=None):
     if not isinstance(item, dict):
         raise TypeError(f"add_item takes a dict, not {type(item).__name__}")
     extra = [c for c in item if c not in ds.column_names]
-    if extra:  # datasets adds them as columns of nulls before; quiver does not
-        raise NotImplementedError(f"add_item: columns {extra} are not in the dataset "
-                                  f"{ds.column_names}")
+    if extra:  # as datasets: new keys become columns, null in the rows before
+        import pyarrow as pa
+        from .features import _nested_type
+        new = from_dict({c: [item[c]] for c in extra}).features
+        fmt = ds._format
+        for c in extra:
+            ds = ds._with_format(None).add_column(c, pa.nulls(len(ds), _nested_type(new[c])),
+                                                  feature=new[c])
+        ds = ds._with_format(fmt)
     row = from_dict({c: [item.get(c)] for c in ds.column_names}, features=ds.features)
     out = _quiver.concatenate_datasets([ds, row])
     return out if ds._format is None else out._with_format(ds._format)
+
+
+# ---- train_test_split: stratified, with a generator, named caches -----------
+
+def _mode_counts(counts, draws, rng):
+    """How many of `draws` rows each class gets: the floor of its share, and
+    the rows left over given to the classes with the largest remainders,
+    ties drawn with rng.choice (the approximation of the multivariate
+    hypergeometric mode datasets' stratified split uses)."""
+    import numpy as np
+    share = draws * counts / counts.sum()
+    got = np.floor(share)
+    left = int(draws - got.sum())
+    rest = share - got
+    for value in np.sort(np.unique(rest))[::-1]:
+        if left <= 0:
+            break
+        (tied,) = np.where(rest == value)
+        k = min(len(tied), left)
+        got[rng.choice(tied, size=k, replace=False)] += 1
+        left -= k
+    return got.astype(np.int64)
+
+
+def _stratified_indices(labels, n_train, n_test, rng):
+    """datasets' stratified shuffle split (its first split): per class, a
+    permutation of the class's rows, the first n_i for train and the next
+    t_i for test; each side permuted again. Draws from rng in datasets'
+    order, so one seed gives datasets' rows."""
+    import numpy as np
+    classes, inverse = np.unique(labels, return_inverse=True)
+    counts = np.bincount(inverse)
+    if counts.min() < 2:
+        raise ValueError("Minimum class count error")
+    if n_train < len(classes):
+        raise ValueError("The train_size = %d should be greater or equal to the number of "
+                         "classes = %d" % (n_train, len(classes)))
+    if n_test < len(classes):
+        raise ValueError("The test_size = %d should be greater or equal to the number of "
+                         "classes = %d" % (n_test, len(classes)))
+    by_class = np.split(np.argsort(inverse, kind="mergesort"), np.cumsum(counts)[:-1])
+    n_i = _mode_counts(counts, n_train, rng)
+    t_i = _mode_counts(counts - n_i, n_test, rng)
+    train, test = [], []
+    for c in range(len(classes)):
+        rows = by_class[c].take(rng.permutation(counts[c]), mode="clip")
+        train.extend(rows[:n_i[c]])
+        test.extend(rows[n_i[c]:n_i[c] + t_i[c]])
+    return rng.permutation(train), rng.permutation(test)
+
+
+def _split_sizes(n, test_size, train_size):
+    """datasets' n_train, n_test for train_test_split (its checks and messages)."""
+    import math
+    if test_size is None and train_size is None:
+        test_size = 0.25
+    for name, v in (("test_size", test_size), ("train_size", train_size)):
+        if v is not None and not isinstance(v, (int, float)):
+            raise ValueError(f"Invalid value for {name}: {v} of type {type(v)}")
+        if isinstance(v, int) and (v >= n or v <= 0) or isinstance(v, float) and \
+                (v <= 0 or v >= 1):
+            raise ValueError(f"{name}={v} should be either positive and smaller than the number "
+                             f"of samples {n} or a float in the (0, 1) range")
+    if isinstance(train_size, float) and isinstance(test_size, float) and \
+            train_size + test_size > 1:
+        raise ValueError(f"The sum of test_size and train_size = {train_size + test_size}, "
+                         "should be in the (0, 1) range. Reduce test_size and/or train_size.")
+    n_test = math.ceil(test_size * n) if isinstance(test_size, float) else test_size
+    n_train = math.floor(train_size * n) if isinstance(train_size, float) else train_size
+    if train_size is None:
+        n_train = n - n_test
+    elif test_size is None:
+        n_test = n - n_train
+    if n_train + n_test > n:
+        raise ValueError(f"The sum of train_size and test_size = {n_train + n_test}, should be "
+                         f"smaller than the number of samples {n}. Reduce test_size and/or "
+                         "train_size.")
+    if n_train == 0:
+        raise ValueError(f"With n_samples={n}, test_size={test_size} and train_size="
+                         f"{train_size}, the resulting train set will be empty. Adjust any of "
+                         "the aforementioned parameters.")
+    return int(n_train), int(n_test)
+
+
+def _train_test_split(ds, test_size=None, train_size=None, shuffle=True, stratify_by_column=None,
+                      seed=None, generator=None, keep_in_memory=False, load_from_cache_file=None,
+                      train_indices_cache_file_name=None, test_indices_cache_file_name=None,
+                      writer_batch_size=1000, train_new_fingerprint=None,
+                      test_new_fingerprint=None, cache=False):
+    """train_test_split with what the C split does not take (datasets'
+    stratify_by_column, generator, cache file names, new fingerprints): the
+    rows chosen here as datasets chooses them, each side a select."""
+    import numpy as np
+    from .dataset_dict import DatasetDict
+    n = len(ds)
+    if n == 0:
+        return DatasetDict({"train": ds, "test": ds})
+    n_train, n_test = _split_sizes(n, test_size, train_size)
+    if generator is None and shuffle:
+        if seed is None:  # as datasets: a seed from numpy's global state
+            _, keys, pos, *_ = np.random.get_state()
+            seed = keys[pos] if pos < 624 else keys[0]
+            np.random.random()
+        generator = np.random.default_rng(seed)
+    if not shuffle:
+        if stratify_by_column is not None:
+            raise ValueError("Stratified train/test split is not implemented for `shuffle=False`")
+        train, test = np.arange(n_train), np.arange(n_train, n_train + n_test)
+    elif stratify_by_column is not None:
+        feats = ds.features
+        if stratify_by_column not in feats:
+            raise ValueError(f"Key {stratify_by_column} not found in {feats.keys()}")
+        if not isinstance(feats[stratify_by_column], ClassLabel):
+            raise ValueError(f"Stratifying by column is only supported for ClassLabel column, "
+                             f"and column {stratify_by_column} is "
+                             f"{type(feats[stratify_by_column]).__name__}.")
+        labels = np.asarray(ds.with_format("numpy")[stratify_by_column][:])
+        try:
+            train, test = _stratified_indices(labels, n_train, n_test, generator)
+        except ValueError as exc:
+            if str(exc) != "Minimum class count error":
+                raise
+            raise ValueError(f"The least populated class in {stratify_by_column} column has "
+                             "only 1 member, which is too few. The minimum number of groups "
+                             "for any class cannot be less than 2.") from None
+    else:
+        perm = generator.permutation(n)
+        test, train = perm[:n_test], perm[n_test:n_test + n_train]
+
+    def side(rows, name, fp):
+        kw = {"keep_in_memory": keep_in_memory, "writer_batch_size": writer_batch_size,
+              "cache": cache}
+        if name is not None:
+            kw["indices_cache_file_name"] = name
+        if fp is not None:
+            kw["new_fingerprint"] = fp
+        return ds.select(np.asarray(rows, dtype=np.int64), **kw)
+
+    return DatasetDict({"train": side(train, train_indices_cache_file_name, train_new_fingerprint),
+                        "test": side(test, test_indices_cache_file_name, test_new_fingerprint)})

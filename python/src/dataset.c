@@ -694,14 +694,12 @@ static PyObject *Dataset_train_test_split(DatasetObject *self, PyObject *args, P
                                    &train_obj, &shuffle, &strat, &seed_obj, &gen, &x[0], &x[1],
                                    &x[2], &x[3], &x[4], &x[5], &x[6], &cache))
     return NULL;
-  if (strat != Py_None || gen != Py_None)
-    return PyErr_Format(PyExc_NotImplementedError,
-                        "train_test_split: %s is not supported by quiver",
-                        strat != Py_None ? "stratify_by_column" : "generator");
+  /* stratify_by_column, generator, cache file names, new fingerprints:
+   * the rows are chosen in Python (quiver._api._train_test_split) */
+  bool py = strat != Py_None || gen != Py_None;
   for (int i = 2; i < 7; i++)
-    if (x[i] != NULL && x[i] != Py_None && i != 4)
-      return PyErr_Format(PyExc_NotImplementedError,
-                          "train_test_split: %s is not supported by quiver", kw[i + 6]);
+    if (x[i] != NULL && x[i] != Py_None && i != 4) py = true;
+  if (py) return qvpy_call_api("_train_test_split", (PyObject *)self, args, kwargs);
   if (x[0] != NULL && PyObject_IsTrue(x[0]) > 0) cache = 0;
   qv_split_size test, train;
   uint64_t seed = 0;
@@ -1289,8 +1287,10 @@ static PyMethodDef Dataset_methods[] = {
     API(from_polars, METH_CLASS, "($type, /, df, features=None, info=None, split=None)",
         "An in-memory Dataset of a polars DataFrame (datasets' from_polars)."),
     API(from_generator, METH_CLASS,
-        "($type, /, generator, features=None, gen_kwargs=None, split=None, fingerprint=None)",
-        "An in-memory Dataset of the rows a generator yields (datasets' from_generator)."),
+        "($type, /, generator, features=None, cache_dir=None, keep_in_memory=False, "
+        "gen_kwargs=None, num_proc=None, split=None, fingerprint=None, **kwargs)",
+        "The rows a generator yields, written to an Arrow cache file and memory-mapped "
+        "(datasets' from_generator)."),
     API(from_arrow, METH_CLASS, "($type, /, data, features=None, split=None, fingerprint=None)",
         "An in-memory Dataset of any object with __arrow_c_stream__ (zero copy)."),
     API(to_dict, 0, "($self, /, batch_size=None, batched=False)",
