@@ -406,20 +406,31 @@ def _torch_class():
 
 
 class IterableDataset:
-    """A minimal datasets.IterableDataset over shards of a Dataset (what
-    Dataset.to_iterable_dataset returns): iteration goes through the shards
-    in order; in a torch DataLoader worker, worker w of W reads shards
-    w, w+W, ... (datasets' rule: n_shards must be divisible... at least W
-    shards for every worker to get one)."""
+    """datasets.IterableDataset over shards of a Dataset (what
+    Dataset.to_iterable_dataset returns): the rows go through the shards in
+    order and then through the lazy operations added by map, filter,
+    shuffle, take, skip, batch and the column methods, with datasets'
+    semantics (shuffle: the shard order shuffled, up to
+    max_buffer_input_shards groups of shards interleaved row by row, and
+    datasets' buffer shuffle, so one seed gives datasets' order). In a
+    torch DataLoader worker, worker w of W reads shards w, w+W, ..."""
 
     def __new__(cls, *args, **kwargs):
         if cls is IterableDataset:
             cls = _torch_class() or cls
         return object.__new__(cls)
 
-    def __init__(self, shards, format_type=None):
+    def __init__(self, shards, format_type=None, ops=(), features=None):
         self._shards = list(shards)
         self._format_type = format_type
+        self._ops = tuple(ops)
+        self._features = features
+
+    def _derive(self, op=None, features=False, format_type=False):
+        ops = self._ops + ((op,) if op is not None else ())
+        return IterableDataset(self._shards,
+                               self._format_type if format_type is False else format_type, ops,
+                               self._features if features is False else features)
 
     @property
     def n_shards(self):
@@ -429,14 +440,17 @@ class IterableDataset:
 
     @property
     def features(self):
+        if self._features is not None or self._ops:
+            return self._features
         return self._shards[0].features
 
     @property
     def column_names(self):
-        return self._shards[0].column_names
+        f = self.features
+        return list(f) if f is not None else None
 
     def with_format(self, type=None):
-        return IterableDataset(self._shards, type)
+        return self._derive(format_type=type)
 
     def shard(self, num_shards, index, contiguous=True):
         """Group `index` of the shards split into num_shards groups
@@ -445,12 +459,9 @@ class IterableDataset:
         num_shards, ..."""
         if not 0 <= index < num_shards:
             raise ValueError(f"index {index} is out of range for {num_shards} shards")
-        if not contiguous:
-            return IterableDataset(self._shards[index::num_shards], self._format_type)
-        div, mod = divmod(len(self._shards), num_shards)
-        start = div * index + min(index, mod)
-        end = start + div + (1 if index < mod else 0)
-        return IterableDataset(self._shards[start:end], self._format_type)
+        out = self._derive()
+        out._shards = _shard_group(self._shards, num_shards, index, contiguous)
+        return out
 
     def _worker_shards(self):
         try:
@@ -463,27 +474,339 @@ class IterableDataset:
         return self._shards[info.id::info.num_workers]
 
     def __iter__(self):
-        for shard in self._worker_shards():
-            yield from (shard if self._format_type is None
-                        else shard.with_format(self._format_type))
+        shards = self._worker_shards()
+        if not self._ops:
+            for shard in shards:
+                yield from (shard if self._format_type is None
+                            else shard.with_format(self._format_type))
+            return
+        if self._format_type is not None:
+            raise NotImplementedError("quiver's IterableDataset gives Python rows after map, "
+                                      "filter, shuffle, ...: use with_format(None)")
+        yield from _run(self._ops, _shard_order(self._ops, shards))
 
     def iter(self, batch_size, drop_last_batch=False):
         buf = []
         for row in self:
             buf.append(row)
             if len(buf) == batch_size:
-                yield {k: [r[k] for r in buf] for k in buf[0]}
+                yield _examples_to_batch(buf)
                 buf = []
         if buf and not drop_last_batch:
-            yield {k: [r[k] for r in buf] for k in buf[0]}
+            yield _examples_to_batch(buf)
+
+    # ---- lazy operations (datasets' IterableDataset methods) ----------------
+
+    def map(self, function=None, with_indices=False, input_columns=None, batched=False,
+            batch_size=1000, drop_last_batch=False, remove_columns=None, features=None,
+            fn_kwargs=None):
+        if isinstance(input_columns, str):
+            input_columns = [input_columns]
+        if isinstance(remove_columns, str):
+            remove_columns = [remove_columns]
+        op = ("map", function, with_indices, input_columns, batched, batch_size,
+              drop_last_batch, remove_columns, dict(fn_kwargs or {}))
+        if features is None and self.features is not None and function is None:
+            features = Features({c: f for c, f in self.features.items()
+                                 if c not in (remove_columns or ())})
+        return self._derive(op, features=features)
+
+    def filter(self, function=None, with_indices=False, input_columns=None, batched=False,
+               batch_size=1000, fn_kwargs=None):
+        if isinstance(input_columns, str):
+            input_columns = [input_columns]
+        op = ("filter", function, with_indices, input_columns, batched, batch_size,
+              dict(fn_kwargs or {}))
+        return self._derive(op, features=self.features)
+
+    def shuffle(self, seed=None, generator=None, buffer_size=1000, max_buffer_input_shards=10):
+        import copy
+        import numpy as np
+        gen = np.random.default_rng(seed) if generator is None else copy.deepcopy(generator)
+        return self._derive(("shuffle", gen, int(buffer_size), int(max_buffer_input_shards)),
+                            features=self.features)
 
     def take(self, n):
-        import itertools
-        return list(itertools.islice(iter(self), n))
+        return self._derive(("take", int(n)), features=self.features)
+
+    def skip(self, n):
+        return self._derive(("skip", int(n)), features=self.features)
+
+    def batch(self, batch_size, drop_last_batch=False):
+        from .features import List
+        f = self.features
+        feats = Features({c: List(v) for c, v in f.items()}) if f is not None else None
+        return self._derive(("batch", int(batch_size), bool(drop_last_batch)), features=feats)
+
+    def rename_column(self, original_column_name, new_column_name):
+        return self.rename_columns({original_column_name: new_column_name})
+
+    def rename_columns(self, column_mapping):
+        mapping = dict(column_mapping)
+        f = self.features
+        out = self.map(lambda x: _rename_row(x, mapping), remove_columns=list(mapping))
+        out._features = Features({mapping.get(c, c): v for c, v in f.items()}) \
+            if f is not None else None
+        return out
+
+    def remove_columns(self, column_names):
+        if isinstance(column_names, str):
+            column_names = [column_names]
+        f = self.features
+        out = self.map(remove_columns=list(column_names))
+        out._features = Features({c: v for c, v in f.items() if c not in column_names}) \
+            if f is not None else None
+        return out
+
+    def select_columns(self, column_names):
+        if isinstance(column_names, str):
+            column_names = [column_names]
+        f = self.features
+        if f is not None:
+            missing = [c for c in column_names if c not in f]
+            if missing:
+                raise ValueError(f"Column name {missing} not in the dataset. Columns in the "
+                                 f"dataset: {list(f)}.")
+        cols = list(column_names)
+        out = self._derive(("select", cols),
+                           features=Features({c: f[c] for c in cols}) if f is not None else None)
+        return out
 
     def __repr__(self):
-        return (f"IterableDataset({{\n    features: {list(self.column_names)},\n"
+        cols = self.column_names
+        return (f"IterableDataset({{\n    features: {cols if cols is not None else 'Unknown'},\n"
                 f"    num_shards: {self.n_shards}\n}})")
+
+
+def _shard_group(shards, num_shards, index, contiguous=True):
+    if not contiguous:
+        return shards[index::num_shards]
+    div, mod = divmod(len(shards), num_shards)
+    start = div * index + min(index, mod)
+    return shards[start:start + div + (1 if index < mod else 0)]
+
+
+def _examples_to_batch(rows):
+    """datasets' _examples_to_batch: columns in order of first appearance,
+    None where a row lacks one."""
+    cols = {c: None for r in rows for c in r}
+    return {c: [r.get(c) for r in rows] for c in cols}
+
+
+def _rename_row(row, mapping):
+    missing = [c for c in mapping if c not in row]
+    if missing:
+        raise ValueError(f"Error when renaming {list(mapping)} to {list(mapping.values())}: "
+                         f"columns {set(missing)} are not in the dataset.")
+    there = [c for c in mapping.values() if c in row]
+    if there:
+        raise ValueError(f"Error when renaming {list(mapping)} to {list(mapping.values())}: "
+                         f"columns {set(there)} are already in the dataset.")
+    return {new: row[old] for old, new in mapping.items()}
+
+
+def _blocks_order(ops):
+    return any(op[0] in ("take", "skip") for op in ops)
+
+
+def _run(ops, shards):
+    """The rows of `shards` through `ops` (the last applied last)."""
+    import itertools
+    if not ops:
+        for shard in shards:
+            yield from shard
+        return
+    op, below = ops[-1], ops[:-1]
+    kind = op[0]
+    if kind == "shuffle":
+        yield from _shuffled(op, below, shards)
+    elif kind == "take":
+        yield from itertools.islice(_run(below, shards), op[1])
+    elif kind == "skip":
+        yield from itertools.islice(_run(below, shards), op[1], None)
+    elif kind == "select":
+        for row in _run(below, shards):
+            yield {c: row[c] for c in op[1]}
+    elif kind == "batch":
+        _, size, drop = op
+        it = iter(_run(below, shards))
+        while True:
+            rows = list(itertools.islice(it, size))
+            if not rows or (drop and len(rows) < size):
+                return
+            yield _examples_to_batch(rows)
+    elif kind == "map":
+        yield from _mapped(op, _run(below, shards))
+    elif kind == "filter":
+        yield from _filtered(op, _run(below, shards))
+    else:  # pragma: no cover
+        raise AssertionError(kind)
+
+
+def _shuffled(op, below, shards):
+    """datasets' IterableDataset.shuffle: a shuffled shard order (a copy of
+    the generator; not when take/skip below fix the order), then
+    min(n_shards, max_buffer_input_shards) contiguous groups of shards read
+    in turn a block at a time, and the buffer: blocks appended until it
+    holds buffer_size rows or more, then permuted, all but buffer_size // 2
+    rows yielded and the rest kept; at the end the rest permuted and
+    yielded. Over Arrow data (no Python function below) datasets moves
+    blocks of max(1, buffer_size // max_buffer_input_shards) rows (1 when
+    the order is fixed: buffer_size); after a Python map or filter, rows."""
+    import copy
+    import itertools
+    _, gen, buffer_size, max_shards = op
+    if _blocks_order(below):
+        max_shards = 1
+    arrow = all(o[0] in ("take", "skip", "select", "shuffle") for o in below)
+    block = max(1, buffer_size // max(1, max_shards)) if arrow else 1
+
+    def blocks(rows):
+        it = iter(rows)
+        while True:
+            b = list(itertools.islice(it, block))
+            if not b:
+                return
+            yield b
+
+    if max_shards > 1:
+        k = min(len(shards), max_shards)
+        stream = _round_robin([blocks(_run(below, _shard_group(shards, k, j)))
+                               for j in range(k)])
+    else:
+        stream = blocks(_run(below, shards))
+    rng = copy.deepcopy(gen)
+    buf = []
+    for b in stream:
+        buf.extend(b)
+        if len(buf) >= buffer_size:
+            perm = rng.permutation(len(buf))
+            out = len(buf) - buffer_size // 2
+            for i in perm[:out]:
+                yield buf[i]
+            buf = [buf[i] for i in perm[out:]]
+    if buf:
+        for i in rng.permutation(len(buf)):
+            yield buf[i]
+
+
+def _shard_order(ops, shards):
+    """The shard order every shuffle gives, bottom up (datasets shuffles the
+    data sources of what is below each shuffle, at the bottom, with a copy
+    of its generator), skipping shuffles above a take or skip."""
+    import copy
+    shards = list(shards)
+    for i, op in enumerate(ops):
+        if op[0] == "shuffle" and not _blocks_order(ops[:i]):
+            order = list(range(len(shards)))
+            copy.deepcopy(op[1]).shuffle(order)
+            shards = [shards[j] for j in order]
+    return shards
+
+
+def _round_robin(sources):
+    """One item of each source in turn, skipping exhausted ones, until all are
+    (datasets' "all_exhausted_without_replacement" interleaving)."""
+    live = [iter(x) for x in sources]
+    done = [False] * len(live)
+    while not all(done):
+        for i, it in enumerate(live):
+            if done[i]:
+                continue
+            try:
+                yield next(it)
+            except StopIteration:
+                done[i] = True
+
+
+def _mapped(op, rows):
+    import itertools
+    _, fn, with_idx, in_cols, batched, bsize, drop_last, remove, kw = op
+    fn = fn if fn is not None else (lambda x, *a, **k: x)
+    idx = 0
+    it = iter(rows)
+    if not batched:
+        for row in it:
+            inputs = dict(row)
+            args = [inputs] if in_cols is None else [inputs[c] for c in in_cols]
+            if with_idx:
+                args.append(idx)
+            idx += 1
+            out = fn(*args, **kw)
+            if remove:
+                for c in remove:
+                    inputs.pop(c, None)
+                    if out is args[0] and isinstance(out, dict):
+                        out.pop(c, None)
+            yield {**inputs, **(out or {})}
+        return
+    while True:
+        rows_ = list(itertools.islice(it, bsize if bsize and bsize > 0 else None))
+        if not rows_ or (drop_last and bsize and bsize > 0 and len(rows_) < bsize):
+            return
+        batch = _examples_to_batch(rows_)
+        inputs = dict(batch)
+        args = [batch] if in_cols is None else [batch[c] for c in in_cols]
+        if with_idx:
+            args.append(list(range(idx, idx + len(rows_))))
+        idx += len(rows_)
+        out = fn(*args, **kw)
+        if remove:
+            for c in remove:
+                inputs.pop(c, None)
+                if out is batch:
+                    out.pop(c, None)
+        out = dict(out or {})
+        if out:
+            first = next(iter(out))
+            n = len(out[first])
+            bad = [c for c in out if len(out[c]) != n]
+            if bad:
+                raise ValueError(f"Column lengths mismatch: columns {bad} have length "
+                                 f"{[len(out[c]) for c in bad]} while {first} has length {n}.")
+            bad = [c for c in inputs if c not in out and len(inputs[c]) != n]
+            if bad:
+                raise ValueError(f"Column lengths mismatch: columns {bad} have length "
+                                 f"{[len(inputs[c]) for c in bad]} while {first} has length {n}. "
+                                 "Make sure the mapped function returns all columns at the same "
+                                 "length, or drop the offending input columns with "
+                                 "`remove_columns`.")
+        merged = {**inputs, **out}
+        n = len(merged[next(iter(merged))]) if merged else 0
+        for i in range(n):
+            yield {c: v[i] for c, v in merged.items()}
+
+
+def _filtered(op, rows):
+    import itertools
+    _, fn, with_idx, in_cols, batched, bsize, kw = op
+    if fn is None:
+        yield from rows
+        return
+    idx = 0
+    it = iter(rows)
+    if not batched:
+        for row in it:
+            args = [row] if in_cols is None else [row[c] for c in in_cols]
+            if with_idx:
+                args.append(idx)
+            idx += 1
+            if fn(*args, **kw):
+                yield row
+        return
+    while True:
+        rows_ = list(itertools.islice(it, bsize if bsize and bsize > 0 else None))
+        if not rows_:
+            return
+        batch = _examples_to_batch(rows_)
+        args = [batch] if in_cols is None else [batch[c] for c in in_cols]
+        if with_idx:
+            args.append(list(range(idx, idx + len(rows_))))
+        idx += len(rows_)
+        mask = fn(*args, **kw)
+        for row, keep in zip(rows_, mask):
+            if keep:
+                yield row
 
 
 # ---- column methods ----------------------------------------------------------
