@@ -911,6 +911,57 @@ QV_API qv_status qv_dataset_dict_save_to_disk(qv_dataset *const *datasets, const
                                               const qv_save_options *opts,
                                               qv_error *err) QV_NODISCARD;
 
+/**
+ * Append the dataset's info as dataset_info.json holds it (what
+ * save_to_disk writes: the info the dataset was opened or built with —
+ * description, citation, homepage, license, builder_name, splits, ... — with
+ * its current features; top-level keys sorted, indent 2) to `out`.
+ */
+QV_API qv_status qv_dataset_info_json(const qv_dataset *ds, qv_strbuf *out,
+                                      qv_error *err) QV_NODISCARD;
+
+/**
+ * A copy of ds (same tables, fingerprint, split and format) carrying the
+ * info `json[0..len)` (a dataset_info.json object, validated; its
+ * "features" are replaced by the dataset's own when emitted). *out: a new
+ * reference the caller owns; the input is unchanged.
+ */
+QV_API qv_status qv_dataset_with_info(qv_dataset *ds, const char *json, int64_t len,
+                                      qv_dataset **out, qv_error *err) QV_NODISCARD;
+
+/** Options of qv_dataset_assemble_save (zeroed: the defaults). */
+typedef struct qv_assemble_options {
+  const char *features_json; /**< Features JSON of the columns (names and implied types
+                                  checked as the shards'), NULL: the first shard's features
+                                  (its huggingface metadata, else derived from its
+                                  Arrow types) */
+  const char *fingerprint;   /**< state.json's fingerprint (validated), NULL: derived
+                                  from the shards' fingerprints in order */
+  const char *split;         /**< state.json's split, NULL for None */
+} qv_assemble_options;
+
+/**
+ * Assemble a save_to_disk Dataset directory `dir` from `n` >= 1 Arrow IPC
+ * shards written elsewhere (the block outputs of quiver.ray / quiver.spark
+ * workers), in this order: each shard is opened (qv_dataset_open) and must
+ * have the first's column names and types (a column's own nullability is
+ * not compared; QV_EINVAL naming the first difference otherwise), then
+ * moved with rename(2) — so the shards must be on the file system of
+ * `dir`, and belong to the caller — into a hidden temporary beside `dir`
+ * as `data-0000i-of-0000N.arrow`, dataset_info.json (a fresh info with the
+ * features) and state.json (fingerprint, split) are written, and the
+ * directory is put in place atomically exactly as qv_dataset_save_to_disk
+ * (one rename, RENAME_EXCHANGE over an existing dataset directory; the
+ * same refusals of destinations that would lose data). On failure before
+ * the rename the moved shards are moved back to their paths and `dir` is
+ * untouched. `opts` may be NULL. The shards' files are not rewritten: their
+ * schema metadata stays as written (datasets takes the features from
+ * dataset_info.json).
+ */
+QV_API qv_status qv_dataset_assemble_save(const char *dir, const char *const *shards, int64_t n,
+                                          const qv_assemble_options *opts,
+                                          qv_error *err) QV_NODISCARD;
+
 /** Split names of a DatasetDict directory (dataset_dict.json order) or the
  *  builder splits of a load_dataset cache directory (dataset_info.json
  *  order; possibly none), or QV_EINVAL when `path` is neither. Free with

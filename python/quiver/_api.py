@@ -12,7 +12,7 @@ docs/python.md, "Constructors and exports".
 """
 import json
 
-from . import _quiver
+from . import _media, _quiver
 from .features import ClassLabel, Features, Value, _asdict
 
 # datasets' OptimizedTypedSequence: int64 values of these columns (or lists,
@@ -89,6 +89,8 @@ def _encode(mapping, features):
         if isinstance(f, ClassLabel) and not _is_numpy(values) and \
                 not hasattr(values, "__arrow_c_array__"):
             values = [f.str2int(v) if isinstance(v, str) else v for v in values]
+        elif _media.is_media(f) and not hasattr(values, "__arrow_c_array__"):
+            values = [_media.encode(f, v) for v in values]  # datasets' encode_example
         out[col] = values
     return out
 
@@ -113,6 +115,43 @@ def _optimize_ints(ds, columns):
         except (ValueError, _quiver.QuiverError):
             pass  # a value out of range: datasets falls back to int64 too
     return ds
+
+
+# ---- DatasetInfo (python/src/info.c) ------------------------------------------
+
+def _info(ds):
+    """ds.info: a DatasetInfo from the dataset's dataset_info.json."""
+    from .info import DatasetInfo
+    return DatasetInfo.from_dict(json.loads(ds._info_json()))
+
+
+def _info_text(info):
+    return json.dumps({k: v for k, v in info.to_dict().items() if k != "features"})
+
+
+def _for_save(ds):
+    """The dataset save_to_disk writes: ds, or a copy carrying its changed
+    `info` object (python/src/dataset.c keeps the object once read)."""
+    info = ds.info
+    cur = json.loads(ds._info_json())
+    cur.pop("features", None)
+    want = json.loads(_info_text(info))
+    return ds if cur == want else ds._with_info(_info_text(info))
+
+
+def _with_info(ds, info):
+    """datasets' constructors keep the info given (its features are the
+    dataset's)."""
+    if info is None:
+        return ds
+    import dataclasses
+    from .info import DatasetInfo
+    if not isinstance(info, DatasetInfo):
+        if not dataclasses.is_dataclass(info) or type(info).__name__ != "DatasetInfo":
+            raise TypeError(f"info must be a DatasetInfo, not {type(info).__name__}")
+        info = DatasetInfo.from_dict({f.name: getattr(info, f.name)
+                                      for f in dataclasses.fields(info)})
+    return ds._with_info(_info_text(info))
 
 
 def _finish(ds, features, split=None):
@@ -163,8 +202,9 @@ def from_dict(mapping, features=None, info=None, split=None, on_mixed_types=None
         mapping = _encode(mapping, features)
     ds = _from_columns({str(k): _column(v) for k, v in mapping.items()}, features)
     if features is None:
-        return _optimize_ints(ds, [c for c in ds.column_names if c in _OPTIMIZED_INT])
-    return _finish(ds, features, split)
+        return _with_info(_optimize_ints(ds, [c for c in ds.column_names if c in _OPTIMIZED_INT]),
+                          info)
+    return _with_info(_finish(ds, features, split), info)
 
 
 def from_list(mapping, features=None, info=None, split=None, on_mixed_types=None):
@@ -182,30 +222,108 @@ def from_arrow(data, features=None, split=None, fingerprint=None):
 
 def from_pandas(df, features=None, info=None, split=None, preserve_index=None):
     import pyarrow as pa
-    return from_arrow(pa.Table.from_pandas(df, preserve_index=preserve_index),
-                      features=_features(features, info), split=split)
+    return _with_info(from_arrow(pa.Table.from_pandas(df, preserve_index=preserve_index),
+                                 features=_features(features, info), split=split), info)
 
 
 def from_polars(df, features=None, info=None, split=None):
     if hasattr(df, "collect") and not hasattr(df, "to_arrow"):  # a LazyFrame
         df = df.collect()
-    return from_arrow(df.to_arrow(), features=_features(features, info), split=split)
+    return _with_info(from_arrow(df.to_arrow(), features=_features(features, info), split=split),
+                      info)
 
 
-def from_generator(generator, features=None, gen_kwargs=None, split=None, fingerprint=None,
-                   **kwargs):
-    """The rows a generator yields, in memory (datasets writes them to its
-    cache first; the rows and features are the same)."""
-    bad = [k for k in kwargs if k not in ("cache_dir", "keep_in_memory", "num_proc")]
+def _generator_cache_dir(cache_dir):
+    """datasets' cache directory: cache_dir, else HF_DATASETS_CACHE, else
+    HF_HOME/datasets, else ~/.cache/huggingface/datasets."""
+    import os
+    if cache_dir is not None:
+        return os.fspath(cache_dir)
+    if os.environ.get("HF_DATASETS_CACHE"):
+        return os.environ["HF_DATASETS_CACHE"]
+    home = os.environ.get("HF_HOME") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "huggingface")
+    return os.path.join(home, "datasets")
+
+
+def _generator_fingerprint(generator, gen_kwargs, features):
+    """A deterministic fingerprint of the generator (its code and plain
+    data, quiver._fnhash), gen_kwargs and features, or None."""
+    import hashlib
+    from . import _fnhash
+    fh = _fnhash.function_hash(generator)
+    kh = _fnhash.value_hash(gen_kwargs or {})
+    if fh is None or kh is None:
+        return None
+    feats = _json(features) if features is not None else ""
+    return hashlib.sha256(f"{fh}:{kh}:{feats}".encode()).hexdigest()[:16]
+
+
+def from_generator(generator, features=None, cache_dir=None, keep_in_memory=False,
+                   gen_kwargs=None, num_proc=None, split=None, fingerprint=None, **kwargs):
+    """datasets' from_generator: the rows written to an Arrow cache file, a
+    batch of writer_batch_size rows (1000) at a time through quiver's atomic
+    IPC writer, then memory-mapped; reused when the same generator (code and
+    plain data), gen_kwargs and features wrote it before.
+    keep_in_memory=True keeps the rows in memory instead."""
+    import os
+    bad = [k for k in kwargs if k not in ("writer_batch_size", "config_name")]
     if bad:
         raise TypeError(f"from_generator() got an unexpected keyword argument {bad[0]!r}")
-    rows = list(generator(**(gen_kwargs or {})))
-    if not rows:
-        raise ValueError("from_generator: the generator yielded no rows")
-    ds = from_list(rows, features=features)
-    if fingerprint is not None:
-        ds = _quiver._from_stream(ds, fingerprint)
-    return ds
+    if num_proc is not None:
+        raise NotImplementedError("from_generator: num_proc is not supported by quiver")
+    features = _features(features)
+    step = int(kwargs.get("writer_batch_size") or 1000)
+    rows = iter(generator(**(gen_kwargs or {})))
+
+    def batches():
+        import itertools
+        return iter(lambda: list(itertools.islice(rows, step)), [])
+
+    if keep_in_memory:
+        got = [r for b in batches() for r in b]
+        if not got:
+            raise ValueError("from_generator: the generator yielded no rows")
+        ds = from_list(got, features=features)
+        return ds if fingerprint is None else _quiver._from_stream(ds, fingerprint)
+    fp = _generator_fingerprint(generator, gen_kwargs, features)
+    folder = os.path.join(_generator_cache_dir(cache_dir), "quiver-generator")
+    name = f"generator-{fp}.arrow" if fp else None
+    path = os.path.join(folder, name) if name else None
+    if path is None or not os.path.isfile(path):
+        import secrets
+        import pyarrow as pa
+        it = batches()
+        first = next(it, None)
+        if first is None:
+            raise ValueError("from_generator: the generator yielded no rows")
+        head = pa.table(from_list(first, features=features))
+        feats = from_arrow(head).features if features is None else features
+
+        raised = []
+
+        def tables():
+            yield head
+            try:
+                for b in it:
+                    yield pa.table(from_list(b, features=feats))
+            except BaseException as exc:  # re-raised as itself below, not as the C error
+                raised.append(exc)
+                raise
+
+        reader = pa.RecordBatchReader.from_batches(
+            head.schema, (rb for t in tables() for rb in t.cast(head.schema).to_batches()))
+        os.makedirs(folder, exist_ok=True)
+        if path is None:
+            path = os.path.join(folder, f"generator-{secrets.token_hex(8)}.arrow")
+        try:
+            _quiver._write_arrow_stream(reader, path)
+        except _quiver.QuiverError:
+            if raised:
+                raise raised[0] from None
+            raise
+    ds = _quiver.open(path)
+    return ds if fingerprint is None else _quiver._from_stream(ds, fingerprint)
 
 
 # ---- exports -----------------------------------------------------------------
@@ -288,20 +406,31 @@ def _torch_class():
 
 
 class IterableDataset:
-    """A minimal datasets.IterableDataset over shards of a Dataset (what
-    Dataset.to_iterable_dataset returns): iteration goes through the shards
-    in order; in a torch DataLoader worker, worker w of W reads shards
-    w, w+W, ... (datasets' rule: n_shards must be divisible... at least W
-    shards for every worker to get one)."""
+    """datasets.IterableDataset over shards of a Dataset (what
+    Dataset.to_iterable_dataset returns): the rows go through the shards in
+    order and then through the lazy operations added by map, filter,
+    shuffle, take, skip, batch and the column methods, with datasets'
+    semantics (shuffle: the shard order shuffled, up to
+    max_buffer_input_shards groups of shards interleaved row by row, and
+    datasets' buffer shuffle, so one seed gives datasets' order). In a
+    torch DataLoader worker, worker w of W reads shards w, w+W, ..."""
 
     def __new__(cls, *args, **kwargs):
         if cls is IterableDataset:
             cls = _torch_class() or cls
         return object.__new__(cls)
 
-    def __init__(self, shards, format_type=None):
+    def __init__(self, shards, format_type=None, ops=(), features=None):
         self._shards = list(shards)
         self._format_type = format_type
+        self._ops = tuple(ops)
+        self._features = features
+
+    def _derive(self, op=None, features=False, format_type=False):
+        ops = self._ops + ((op,) if op is not None else ())
+        return IterableDataset(self._shards,
+                               self._format_type if format_type is False else format_type, ops,
+                               self._features if features is False else features)
 
     @property
     def n_shards(self):
@@ -311,14 +440,17 @@ class IterableDataset:
 
     @property
     def features(self):
+        if self._features is not None or self._ops:
+            return self._features
         return self._shards[0].features
 
     @property
     def column_names(self):
-        return self._shards[0].column_names
+        f = self.features
+        return list(f) if f is not None else None
 
     def with_format(self, type=None):
-        return IterableDataset(self._shards, type)
+        return self._derive(format_type=type)
 
     def shard(self, num_shards, index, contiguous=True):
         """Group `index` of the shards split into num_shards groups
@@ -327,12 +459,9 @@ class IterableDataset:
         num_shards, ..."""
         if not 0 <= index < num_shards:
             raise ValueError(f"index {index} is out of range for {num_shards} shards")
-        if not contiguous:
-            return IterableDataset(self._shards[index::num_shards], self._format_type)
-        div, mod = divmod(len(self._shards), num_shards)
-        start = div * index + min(index, mod)
-        end = start + div + (1 if index < mod else 0)
-        return IterableDataset(self._shards[start:end], self._format_type)
+        out = self._derive()
+        out._shards = _shard_group(self._shards, num_shards, index, contiguous)
+        return out
 
     def _worker_shards(self):
         try:
@@ -345,27 +474,339 @@ class IterableDataset:
         return self._shards[info.id::info.num_workers]
 
     def __iter__(self):
-        for shard in self._worker_shards():
-            yield from (shard if self._format_type is None
-                        else shard.with_format(self._format_type))
+        shards = self._worker_shards()
+        if not self._ops:
+            for shard in shards:
+                yield from (shard if self._format_type is None
+                            else shard.with_format(self._format_type))
+            return
+        if self._format_type is not None:
+            raise NotImplementedError("quiver's IterableDataset gives Python rows after map, "
+                                      "filter, shuffle, ...: use with_format(None)")
+        yield from _run(self._ops, _shard_order(self._ops, shards))
 
     def iter(self, batch_size, drop_last_batch=False):
         buf = []
         for row in self:
             buf.append(row)
             if len(buf) == batch_size:
-                yield {k: [r[k] for r in buf] for k in buf[0]}
+                yield _examples_to_batch(buf)
                 buf = []
         if buf and not drop_last_batch:
-            yield {k: [r[k] for r in buf] for k in buf[0]}
+            yield _examples_to_batch(buf)
+
+    # ---- lazy operations (datasets' IterableDataset methods) ----------------
+
+    def map(self, function=None, with_indices=False, input_columns=None, batched=False,
+            batch_size=1000, drop_last_batch=False, remove_columns=None, features=None,
+            fn_kwargs=None):
+        if isinstance(input_columns, str):
+            input_columns = [input_columns]
+        if isinstance(remove_columns, str):
+            remove_columns = [remove_columns]
+        op = ("map", function, with_indices, input_columns, batched, batch_size,
+              drop_last_batch, remove_columns, dict(fn_kwargs or {}))
+        if features is None and self.features is not None and function is None:
+            features = Features({c: f for c, f in self.features.items()
+                                 if c not in (remove_columns or ())})
+        return self._derive(op, features=features)
+
+    def filter(self, function=None, with_indices=False, input_columns=None, batched=False,
+               batch_size=1000, fn_kwargs=None):
+        if isinstance(input_columns, str):
+            input_columns = [input_columns]
+        op = ("filter", function, with_indices, input_columns, batched, batch_size,
+              dict(fn_kwargs or {}))
+        return self._derive(op, features=self.features)
+
+    def shuffle(self, seed=None, generator=None, buffer_size=1000, max_buffer_input_shards=10):
+        import copy
+        import numpy as np
+        gen = np.random.default_rng(seed) if generator is None else copy.deepcopy(generator)
+        return self._derive(("shuffle", gen, int(buffer_size), int(max_buffer_input_shards)),
+                            features=self.features)
 
     def take(self, n):
-        import itertools
-        return list(itertools.islice(iter(self), n))
+        return self._derive(("take", int(n)), features=self.features)
+
+    def skip(self, n):
+        return self._derive(("skip", int(n)), features=self.features)
+
+    def batch(self, batch_size, drop_last_batch=False):
+        from .features import List
+        f = self.features
+        feats = Features({c: List(v) for c, v in f.items()}) if f is not None else None
+        return self._derive(("batch", int(batch_size), bool(drop_last_batch)), features=feats)
+
+    def rename_column(self, original_column_name, new_column_name):
+        return self.rename_columns({original_column_name: new_column_name})
+
+    def rename_columns(self, column_mapping):
+        mapping = dict(column_mapping)
+        f = self.features
+        out = self.map(lambda x: _rename_row(x, mapping), remove_columns=list(mapping))
+        out._features = Features({mapping.get(c, c): v for c, v in f.items()}) \
+            if f is not None else None
+        return out
+
+    def remove_columns(self, column_names):
+        if isinstance(column_names, str):
+            column_names = [column_names]
+        f = self.features
+        out = self.map(remove_columns=list(column_names))
+        out._features = Features({c: v for c, v in f.items() if c not in column_names}) \
+            if f is not None else None
+        return out
+
+    def select_columns(self, column_names):
+        if isinstance(column_names, str):
+            column_names = [column_names]
+        f = self.features
+        if f is not None:
+            missing = [c for c in column_names if c not in f]
+            if missing:
+                raise ValueError(f"Column name {missing} not in the dataset. Columns in the "
+                                 f"dataset: {list(f)}.")
+        cols = list(column_names)
+        out = self._derive(("select", cols),
+                           features=Features({c: f[c] for c in cols}) if f is not None else None)
+        return out
 
     def __repr__(self):
-        return (f"IterableDataset({{\n    features: {list(self.column_names)},\n"
+        cols = self.column_names
+        return (f"IterableDataset({{\n    features: {cols if cols is not None else 'Unknown'},\n"
                 f"    num_shards: {self.n_shards}\n}})")
+
+
+def _shard_group(shards, num_shards, index, contiguous=True):
+    if not contiguous:
+        return shards[index::num_shards]
+    div, mod = divmod(len(shards), num_shards)
+    start = div * index + min(index, mod)
+    return shards[start:start + div + (1 if index < mod else 0)]
+
+
+def _examples_to_batch(rows):
+    """datasets' _examples_to_batch: columns in order of first appearance,
+    None where a row lacks one."""
+    cols = {c: None for r in rows for c in r}
+    return {c: [r.get(c) for r in rows] for c in cols}
+
+
+def _rename_row(row, mapping):
+    missing = [c for c in mapping if c not in row]
+    if missing:
+        raise ValueError(f"Error when renaming {list(mapping)} to {list(mapping.values())}: "
+                         f"columns {set(missing)} are not in the dataset.")
+    there = [c for c in mapping.values() if c in row]
+    if there:
+        raise ValueError(f"Error when renaming {list(mapping)} to {list(mapping.values())}: "
+                         f"columns {set(there)} are already in the dataset.")
+    return {new: row[old] for old, new in mapping.items()}
+
+
+def _blocks_order(ops):
+    return any(op[0] in ("take", "skip") for op in ops)
+
+
+def _run(ops, shards):
+    """The rows of `shards` through `ops` (the last applied last)."""
+    import itertools
+    if not ops:
+        for shard in shards:
+            yield from shard
+        return
+    op, below = ops[-1], ops[:-1]
+    kind = op[0]
+    if kind == "shuffle":
+        yield from _shuffled(op, below, shards)
+    elif kind == "take":
+        yield from itertools.islice(_run(below, shards), op[1])
+    elif kind == "skip":
+        yield from itertools.islice(_run(below, shards), op[1], None)
+    elif kind == "select":
+        for row in _run(below, shards):
+            yield {c: row[c] for c in op[1]}
+    elif kind == "batch":
+        _, size, drop = op
+        it = iter(_run(below, shards))
+        while True:
+            rows = list(itertools.islice(it, size))
+            if not rows or (drop and len(rows) < size):
+                return
+            yield _examples_to_batch(rows)
+    elif kind == "map":
+        yield from _mapped(op, _run(below, shards))
+    elif kind == "filter":
+        yield from _filtered(op, _run(below, shards))
+    else:  # pragma: no cover
+        raise AssertionError(kind)
+
+
+def _shuffled(op, below, shards):
+    """datasets' IterableDataset.shuffle: a shuffled shard order (a copy of
+    the generator; not when take/skip below fix the order), then
+    min(n_shards, max_buffer_input_shards) contiguous groups of shards read
+    in turn a block at a time, and the buffer: blocks appended until it
+    holds buffer_size rows or more, then permuted, all but buffer_size // 2
+    rows yielded and the rest kept; at the end the rest permuted and
+    yielded. Over Arrow data (no Python function below) datasets moves
+    blocks of max(1, buffer_size // max_buffer_input_shards) rows (1 when
+    the order is fixed: buffer_size); after a Python map or filter, rows."""
+    import copy
+    import itertools
+    _, gen, buffer_size, max_shards = op
+    if _blocks_order(below):
+        max_shards = 1
+    arrow = all(o[0] in ("take", "skip", "select", "shuffle") for o in below)
+    block = max(1, buffer_size // max(1, max_shards)) if arrow else 1
+
+    def blocks(rows):
+        it = iter(rows)
+        while True:
+            b = list(itertools.islice(it, block))
+            if not b:
+                return
+            yield b
+
+    if max_shards > 1:
+        k = min(len(shards), max_shards)
+        stream = _round_robin([blocks(_run(below, _shard_group(shards, k, j)))
+                               for j in range(k)])
+    else:
+        stream = blocks(_run(below, shards))
+    rng = copy.deepcopy(gen)
+    buf = []
+    for b in stream:
+        buf.extend(b)
+        if len(buf) >= buffer_size:
+            perm = rng.permutation(len(buf))
+            out = len(buf) - buffer_size // 2
+            for i in perm[:out]:
+                yield buf[i]
+            buf = [buf[i] for i in perm[out:]]
+    if buf:
+        for i in rng.permutation(len(buf)):
+            yield buf[i]
+
+
+def _shard_order(ops, shards):
+    """The shard order every shuffle gives, bottom up (datasets shuffles the
+    data sources of what is below each shuffle, at the bottom, with a copy
+    of its generator), skipping shuffles above a take or skip."""
+    import copy
+    shards = list(shards)
+    for i, op in enumerate(ops):
+        if op[0] == "shuffle" and not _blocks_order(ops[:i]):
+            order = list(range(len(shards)))
+            copy.deepcopy(op[1]).shuffle(order)
+            shards = [shards[j] for j in order]
+    return shards
+
+
+def _round_robin(sources):
+    """One item of each source in turn, skipping exhausted ones, until all are
+    (datasets' "all_exhausted_without_replacement" interleaving)."""
+    live = [iter(x) for x in sources]
+    done = [False] * len(live)
+    while not all(done):
+        for i, it in enumerate(live):
+            if done[i]:
+                continue
+            try:
+                yield next(it)
+            except StopIteration:
+                done[i] = True
+
+
+def _mapped(op, rows):
+    import itertools
+    _, fn, with_idx, in_cols, batched, bsize, drop_last, remove, kw = op
+    fn = fn if fn is not None else (lambda x, *a, **k: x)
+    idx = 0
+    it = iter(rows)
+    if not batched:
+        for row in it:
+            inputs = dict(row)
+            args = [inputs] if in_cols is None else [inputs[c] for c in in_cols]
+            if with_idx:
+                args.append(idx)
+            idx += 1
+            out = fn(*args, **kw)
+            if remove:
+                for c in remove:
+                    inputs.pop(c, None)
+                    if out is args[0] and isinstance(out, dict):
+                        out.pop(c, None)
+            yield {**inputs, **(out or {})}
+        return
+    while True:
+        rows_ = list(itertools.islice(it, bsize if bsize and bsize > 0 else None))
+        if not rows_ or (drop_last and bsize and bsize > 0 and len(rows_) < bsize):
+            return
+        batch = _examples_to_batch(rows_)
+        inputs = dict(batch)
+        args = [batch] if in_cols is None else [batch[c] for c in in_cols]
+        if with_idx:
+            args.append(list(range(idx, idx + len(rows_))))
+        idx += len(rows_)
+        out = fn(*args, **kw)
+        if remove:
+            for c in remove:
+                inputs.pop(c, None)
+                if out is batch:
+                    out.pop(c, None)
+        out = dict(out or {})
+        if out:
+            first = next(iter(out))
+            n = len(out[first])
+            bad = [c for c in out if len(out[c]) != n]
+            if bad:
+                raise ValueError(f"Column lengths mismatch: columns {bad} have length "
+                                 f"{[len(out[c]) for c in bad]} while {first} has length {n}.")
+            bad = [c for c in inputs if c not in out and len(inputs[c]) != n]
+            if bad:
+                raise ValueError(f"Column lengths mismatch: columns {bad} have length "
+                                 f"{[len(inputs[c]) for c in bad]} while {first} has length {n}. "
+                                 "Make sure the mapped function returns all columns at the same "
+                                 "length, or drop the offending input columns with "
+                                 "`remove_columns`.")
+        merged = {**inputs, **out}
+        n = len(merged[next(iter(merged))]) if merged else 0
+        for i in range(n):
+            yield {c: v[i] for c, v in merged.items()}
+
+
+def _filtered(op, rows):
+    import itertools
+    _, fn, with_idx, in_cols, batched, bsize, kw = op
+    if fn is None:
+        yield from rows
+        return
+    idx = 0
+    it = iter(rows)
+    if not batched:
+        for row in it:
+            args = [row] if in_cols is None else [row[c] for c in in_cols]
+            if with_idx:
+                args.append(idx)
+            idx += 1
+            if fn(*args, **kw):
+                yield row
+        return
+    while True:
+        rows_ = list(itertools.islice(it, bsize if bsize and bsize > 0 else None))
+        if not rows_:
+            return
+        batch = _examples_to_batch(rows_)
+        args = [batch] if in_cols is None else [batch[c] for c in in_cols]
+        if with_idx:
+            args.append(list(range(idx, idx + len(rows_))))
+        idx += len(rows_)
+        mask = fn(*args, **kw)
+        for row, keep in zip(rows_, mask):
+            if keep:
+                yield row
 
 
 # ---- column methods ----------------------------------------------------------
@@ -410,6 +851,8 @@ def _nested_type_of(feature):
 
 def _cast_column_arrow(col, feature, typ):
     import pyarrow as pa
+    if _media.is_media(feature):  # paths, bytes, {bytes, path}: datasets' cast_storage
+        return _media.cast_storage(col)
     if isinstance(feature, ClassLabel) and pa.types.is_string(col.type) or \
             pa.types.is_large_string(col.type) and isinstance(feature, ClassLabel):
         return pa.array([None if v is None else feature.str2int(v) for v in col.to_pylist()],
@@ -672,9 +1115,155 @@ def add_item(ds, item, new_fingerprint=None):
     if not isinstance(item, dict):
         raise TypeError(f"add_item takes a dict, not {type(item).__name__}")
     extra = [c for c in item if c not in ds.column_names]
-    if extra:  # datasets adds them as columns of nulls before; quiver does not
-        raise NotImplementedError(f"add_item: columns {extra} are not in the dataset "
-                                  f"{ds.column_names}")
+    if extra:  # as datasets: new keys become columns, null in the rows before
+        import pyarrow as pa
+        from .features import _nested_type
+        new = from_dict({c: [item[c]] for c in extra}).features
+        fmt = ds._format
+        for c in extra:
+            ds = ds._with_format(None).add_column(c, pa.nulls(len(ds), _nested_type(new[c])),
+                                                  feature=new[c])
+        ds = ds._with_format(fmt)
     row = from_dict({c: [item.get(c)] for c in ds.column_names}, features=ds.features)
     out = _quiver.concatenate_datasets([ds, row])
     return out if ds._format is None else out._with_format(ds._format)
+
+
+# ---- train_test_split: stratified, with a generator, named caches -----------
+
+def _mode_counts(counts, draws, rng):
+    """How many of `draws` rows each class gets: the floor of its share, and
+    the rows left over given to the classes with the largest remainders,
+    ties drawn with rng.choice (the approximation of the multivariate
+    hypergeometric mode datasets' stratified split uses)."""
+    import numpy as np
+    share = draws * counts / counts.sum()
+    got = np.floor(share)
+    left = int(draws - got.sum())
+    rest = share - got
+    for value in np.sort(np.unique(rest))[::-1]:
+        if left <= 0:
+            break
+        (tied,) = np.where(rest == value)
+        k = min(len(tied), left)
+        got[rng.choice(tied, size=k, replace=False)] += 1
+        left -= k
+    return got.astype(np.int64)
+
+
+def _stratified_indices(labels, n_train, n_test, rng):
+    """datasets' stratified shuffle split (its first split): per class, a
+    permutation of the class's rows, the first n_i for train and the next
+    t_i for test; each side permuted again. Draws from rng in datasets'
+    order, so one seed gives datasets' rows."""
+    import numpy as np
+    classes, inverse = np.unique(labels, return_inverse=True)
+    counts = np.bincount(inverse)
+    if counts.min() < 2:
+        raise ValueError("Minimum class count error")
+    if n_train < len(classes):
+        raise ValueError("The train_size = %d should be greater or equal to the number of "
+                         "classes = %d" % (n_train, len(classes)))
+    if n_test < len(classes):
+        raise ValueError("The test_size = %d should be greater or equal to the number of "
+                         "classes = %d" % (n_test, len(classes)))
+    by_class = np.split(np.argsort(inverse, kind="mergesort"), np.cumsum(counts)[:-1])
+    n_i = _mode_counts(counts, n_train, rng)
+    t_i = _mode_counts(counts - n_i, n_test, rng)
+    train, test = [], []
+    for c in range(len(classes)):
+        rows = by_class[c].take(rng.permutation(counts[c]), mode="clip")
+        train.extend(rows[:n_i[c]])
+        test.extend(rows[n_i[c]:n_i[c] + t_i[c]])
+    return rng.permutation(train), rng.permutation(test)
+
+
+def _split_sizes(n, test_size, train_size):
+    """datasets' n_train, n_test for train_test_split (its checks and messages)."""
+    import math
+    if test_size is None and train_size is None:
+        test_size = 0.25
+    for name, v in (("test_size", test_size), ("train_size", train_size)):
+        if v is not None and not isinstance(v, (int, float)):
+            raise ValueError(f"Invalid value for {name}: {v} of type {type(v)}")
+        if isinstance(v, int) and (v >= n or v <= 0) or isinstance(v, float) and \
+                (v <= 0 or v >= 1):
+            raise ValueError(f"{name}={v} should be either positive and smaller than the number "
+                             f"of samples {n} or a float in the (0, 1) range")
+    if isinstance(train_size, float) and isinstance(test_size, float) and \
+            train_size + test_size > 1:
+        raise ValueError(f"The sum of test_size and train_size = {train_size + test_size}, "
+                         "should be in the (0, 1) range. Reduce test_size and/or train_size.")
+    n_test = math.ceil(test_size * n) if isinstance(test_size, float) else test_size
+    n_train = math.floor(train_size * n) if isinstance(train_size, float) else train_size
+    if train_size is None:
+        n_train = n - n_test
+    elif test_size is None:
+        n_test = n - n_train
+    if n_train + n_test > n:
+        raise ValueError(f"The sum of train_size and test_size = {n_train + n_test}, should be "
+                         f"smaller than the number of samples {n}. Reduce test_size and/or "
+                         "train_size.")
+    if n_train == 0:
+        raise ValueError(f"With n_samples={n}, test_size={test_size} and train_size="
+                         f"{train_size}, the resulting train set will be empty. Adjust any of "
+                         "the aforementioned parameters.")
+    return int(n_train), int(n_test)
+
+
+def _train_test_split(ds, test_size=None, train_size=None, shuffle=True, stratify_by_column=None,
+                      seed=None, generator=None, keep_in_memory=False, load_from_cache_file=None,
+                      train_indices_cache_file_name=None, test_indices_cache_file_name=None,
+                      writer_batch_size=1000, train_new_fingerprint=None,
+                      test_new_fingerprint=None, cache=False):
+    """train_test_split with what the C split does not take (datasets'
+    stratify_by_column, generator, cache file names, new fingerprints): the
+    rows chosen here as datasets chooses them, each side a select."""
+    import numpy as np
+    from .dataset_dict import DatasetDict
+    n = len(ds)
+    if n == 0:
+        return DatasetDict({"train": ds, "test": ds})
+    n_train, n_test = _split_sizes(n, test_size, train_size)
+    if generator is None and shuffle:
+        if seed is None:  # as datasets: a seed from numpy's global state
+            _, keys, pos, *_ = np.random.get_state()
+            seed = keys[pos] if pos < 624 else keys[0]
+            np.random.random()
+        generator = np.random.default_rng(seed)
+    if not shuffle:
+        if stratify_by_column is not None:
+            raise ValueError("Stratified train/test split is not implemented for `shuffle=False`")
+        train, test = np.arange(n_train), np.arange(n_train, n_train + n_test)
+    elif stratify_by_column is not None:
+        feats = ds.features
+        if stratify_by_column not in feats:
+            raise ValueError(f"Key {stratify_by_column} not found in {feats.keys()}")
+        if not isinstance(feats[stratify_by_column], ClassLabel):
+            raise ValueError(f"Stratifying by column is only supported for ClassLabel column, "
+                             f"and column {stratify_by_column} is "
+                             f"{type(feats[stratify_by_column]).__name__}.")
+        labels = np.asarray(ds.with_format("numpy")[stratify_by_column][:])
+        try:
+            train, test = _stratified_indices(labels, n_train, n_test, generator)
+        except ValueError as exc:
+            if str(exc) != "Minimum class count error":
+                raise
+            raise ValueError(f"The least populated class in {stratify_by_column} column has "
+                             "only 1 member, which is too few. The minimum number of groups "
+                             "for any class cannot be less than 2.") from None
+    else:
+        perm = generator.permutation(n)
+        test, train = perm[:n_test], perm[n_test:n_test + n_train]
+
+    def side(rows, name, fp):
+        kw = {"keep_in_memory": keep_in_memory, "writer_batch_size": writer_batch_size,
+              "cache": cache}
+        if name is not None:
+            kw["indices_cache_file_name"] = name
+        if fp is not None:
+            kw["new_fingerprint"] = fp
+        return ds.select(np.asarray(rows, dtype=np.int64), **kw)
+
+    return DatasetDict({"train": side(train, train_indices_cache_file_name, train_new_fingerprint),
+                        "test": side(test, test_indices_cache_file_name, test_new_fingerprint)})

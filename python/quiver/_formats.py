@@ -14,6 +14,8 @@ docs/python.md, "Formats".
 """
 import contextlib
 
+from . import _media
+
 _ALIASES = {None: None, "python": None, "numpy": "numpy", "np": "numpy", "arrow": "arrow",
             "pa": "arrow", "pyarrow": "arrow", "pandas": "pandas", "pd": "pandas",
             "polars": "polars", "pl": "polars", "torch": "torch", "pt": "torch",
@@ -193,6 +195,8 @@ def _tensorize(x, kw):
         return x
     if isinstance(x, np.number):
         return x
+    if type(x).__module__.startswith("PIL.") and hasattr(x, "mode"):
+        return np.asarray(x, **kw)  # a decoded Image, as datasets' NumpyFormatter
     dflt = {}
     if isinstance(x, np.ndarray) and np.issubdtype(x.dtype, np.integer):
         dflt = {"dtype": np.int64}
@@ -224,8 +228,15 @@ def _rt(x, kw):
     return _tensorize(x, kw)
 
 
-def _numpy(t, query, features, kw):
-    cols = {c: _np_extract(t.column(c), features.get(c)) for c in t.column_names}
+def _decoded(t, c, dec):
+    """Column c of t as decoded Python values (datasets' decode_column)."""
+    f = dec[c]
+    return [_media.decode(f, v) for v in t.column(c).to_pylist()]
+
+
+def _numpy(t, query, features, kw, dec=None):
+    cols = {c: _decoded(t, c, dec) if dec and c in dec else _np_extract(t.column(c), features.get(c))
+            for c in t.column_names}
     if query == "row":
         return {c: _rt(a[0], kw) for c, a in cols.items()}
     out = {c: _consolidate(_rt(a, kw)) for c, a in cols.items()}
@@ -234,7 +245,43 @@ def _numpy(t, query, features, kw):
     return out
 
 
-def _torch(t, query, features, kw):
+def _torch_image(x, kw):
+    """A decoded value as datasets' TorchFormatter gives it: images as
+    (channels, height, width) tensors of their own dtype."""
+    import numpy as np
+    import torch
+    if isinstance(x, dict):
+        return {k: _torch_image(v, kw) for k, v in x.items()}
+    if isinstance(x, list):
+        out = [_torch_image(v, kw) for v in x]
+        if out and all(isinstance(v, torch.Tensor) and v.shape == out[0].shape
+                       and v.dtype == out[0].dtype for v in out):
+            return torch.stack(out)
+        return out
+    if type(x).__module__.startswith("PIL.") and hasattr(x, "mode"):
+        a = np.asarray(x)
+        if a.ndim == 2:
+            a = a[:, :, np.newaxis]
+        return torch.as_tensor(np.ascontiguousarray(a.transpose((2, 0, 1))), **kw)
+    return x
+
+
+def _torch(t, query, features, kw, dec=None):
+    media = [c for c in t.column_names if dec and c in dec]
+    if not media:
+        return _torch_plain(t, query, features, kw)
+    rest = t.drop_columns(media)
+    out = _torch_plain(rest, query, features, kw) if rest.num_columns else {}
+    for c in media:
+        vals = _decoded(t, c, dec)
+        v = _torch_image(vals[0] if query == "row" else vals, kw)
+        if query == "column":
+            return v
+        out[c] = v
+    return {c: out[c] for c in t.column_names}
+
+
+def _torch_plain(t, query, features, kw):
     import numpy as np
     import torch
 
@@ -258,10 +305,13 @@ def _torch(t, query, features, kw):
     return conv(_numpy(t, query, features, {}))
 
 
-def _pandas(t, query):
+def _pandas(t, query, dec=None):
+    df = t.slice(0, 1).to_pandas() if query == "row" else t.to_pandas()
+    for c, f in (dec or {}).items():  # datasets' PandasFeaturesDecoder
+        if c in df.columns:
+            df[c] = df[c].map(lambda v, f=f: _media.decode(f, v))
     if query == "row":
-        return t.slice(0, 1).to_pandas()
-    df = t.to_pandas()
+        return df
     return df[t.column_names[0]] if query == "column" else df
 
 
@@ -278,15 +328,16 @@ def _format_table(t, query, state, features):
     kw = state["format_kwargs"]
     if typ == "arrow":
         return t.column(0) if query == "column" else t
+    dec = _media.decoders(features)
     if typ == "numpy":
-        return _numpy(t, query, features, kw)
+        return _numpy(t, query, features, kw, dec)
     if typ == "torch":
-        return _torch(t, query, features, kw)
+        return _torch(t, query, features, kw, dec)
     if typ == "pandas":
-        return _pandas(t, query)
+        return _pandas(t, query, dec)
     if typ == "polars":
         return _polars(t, query)
-    d = t.to_pydict()
+    d = _media.decode_batch(dec, t.to_pydict()) if dec else t.to_pydict()
     if typ == "custom":
         b = kw["transform"](d)
         if query == "row":
@@ -314,9 +365,14 @@ def _query(key):
 
 
 def _python_rows(ds, key, cols):
-    """Python values from C for `key`, of columns `cols` (None: all)."""
+    """Python values from C for `key`, of columns `cols` (None: all), with
+    Image / Audio values decoded as datasets' PythonFormatter does."""
     src = ds if cols is None else ds.select_columns(cols)
-    return src._getitem_python(key)
+    out = src._getitem_python(key)
+    dec = _media.decoders(src.features)
+    if not dec or isinstance(key, str):
+        return out
+    return _media.decode_row(dec, out) if _query(key) == "row" else _media.decode_batch(dec, out)
 
 
 def _format(ds, t_of, key, query, state):
@@ -361,8 +417,8 @@ class Column:
 
     def __iter__(self):
         src = self._src()
-        if src._format is None:  # Python values from C, a batch at a time
-            for b in src.iter_batches(1000):
+        if src._format is None and not _media.decoders(src.features):
+            for b in src.iter_batches(1000):  # Python values from C, a batch at a time
                 yield from b.to_pydict()[self.column_name]
             return
         for row in src:
@@ -416,13 +472,15 @@ def iterate(ds, batch_size=None, drop_last_batch=False):
 
 def _iter(ds, state, batches, rows):
     pos = 0
+    dec = _media.decoders(ds.features)
     for b in batches:
         n = b.num_rows
         if state["type"] is None and state["columns"] is None:
             if rows:
-                yield from b.to_pylist()
+                yield from (_media.decode_row(dec, r) for r in b.to_pylist()) if dec \
+                    else b.to_pylist()
             else:
-                yield b.to_pydict()
+                yield _media.decode_batch(dec, b.to_pydict()) if dec else b.to_pydict()
             pos += n
             continue
         t = _table(b)

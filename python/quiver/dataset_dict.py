@@ -6,7 +6,7 @@ qv_dataset_dict_save_to_disk through the extension).
 import os
 import re
 
-from . import _quiver
+from . import _api, _quiver
 
 __all__ = ["DatasetDict", "load_from_disk"]
 
@@ -123,7 +123,8 @@ class DatasetDict(dict):
                 raise _quiver.QuiverValueError("quiver saves every split with one num_shards: "
                                                "give one int, or the same for every split")
             num_shards = num_shards[next(iter(self))] if self else None
-        _quiver._dataset_dict_save_to_disk(list(self.values()), list(self.keys()),
+        _quiver._dataset_dict_save_to_disk([_api._for_save(d) for d in self.values()],
+                                           list(self.keys()),
                                            dataset_dict_path, max_shard_size, num_shards)
 
     @staticmethod

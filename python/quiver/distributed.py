@@ -13,10 +13,11 @@ export; docs/scale-out.md):
 - read_spec(spec): run one spec in a worker: rebuild the tables (a file
   that changed since planning is refused), gather mapped rows in sorted
   order and put them back in mapping order, yield pyarrow Tables;
-- ShardWriter / finish_save: one save_to_disk shard per block written
-  atomically (temporary file, fsync, rename) into a staging directory
-  beside the destination, then dataset_info.json and state.json, and the
-  staging directory renamed to the destination.
+- write_shard / finish_save: one shard per block written atomically by
+  quiver's IPC writer into a staging directory beside the destination,
+  then the save_to_disk directory assembled from them in C
+  (qv_dataset_assemble_save: shards moved in, dataset_info.json and
+  state.json, one atomic rename).
 """
 import json
 import os
@@ -386,29 +387,6 @@ def features_of(schema):
     return {f.name: _feature(f.type) for f in schema}
 
 
-def _fsync_dir(path):
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _write_atomic(path, write):
-    tmp = os.path.join(os.path.dirname(path),
-                       f".{os.path.basename(path)}.tmp-quiver-{os.getpid()}-{secrets.token_hex(4)}")
-    try:
-        with open(tmp, "wb") as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
 def staging_dir(dst):
     """A new empty staging directory beside `dst` (refused when dst exists)."""
     dst = os.path.abspath(os.fspath(dst))
@@ -423,9 +401,11 @@ def staging_dir(dst):
 
 def write_shard(stage, name, tables, schema=None, features=None):
     """Write an iterable of pyarrow Tables/RecordBatches as one Arrow IPC
-    stream shard `stage/name` (atomically) with the huggingface schema
-    metadata datasets writes ({"info": {"features": ...}}). Returns
-    (name, rows, features). `schema` is needed when there may be no table."""
+    stream shard `stage/name` with the huggingface schema metadata datasets
+    writes ({"info": {"features": ...}}), streamed batch by batch through
+    quiver's atomic writer (qv_write_arrow_stream_path: temporary, fsync,
+    rename). Returns (name, rows, features). `schema` is needed when there
+    may be no table."""
     import pyarrow as pa
 
     it = iter(tables)
@@ -434,55 +414,38 @@ def write_shard(stage, name, tables, schema=None, features=None):
         raise ValueError("write_shard: no data and no schema")
     if first is None:  # one empty batch: datasets cannot load a stream without any
         first = pa.record_batch([pa.array([], type=f.type) for f in schema], schema=schema)
-    base = schema if first is None else first.schema
-    feats = features if features is not None else features_of(base)
+    feats = features if features is not None else features_of(first.schema)
     meta = {b"huggingface": json.dumps({"info": {"features": feats}}).encode()}
-    out_schema = base.with_metadata(meta)
-    rows = 0
+    out_schema = first.schema.with_metadata(meta)
 
-    def write(f):
-        nonlocal rows
-        with pa.ipc.new_stream(f, out_schema) as w:
-            chunk = first
-            while chunk is not None:
-                t = chunk.replace_schema_metadata(meta)
-                w.write_table(t) if isinstance(t, pa.Table) else w.write_batch(t)
-                rows += t.num_rows
-                chunk = next(it, None)
+    def batches():
+        chunk = first
+        while chunk is not None:
+            t = chunk.replace_schema_metadata(meta)
+            yield from (t.to_batches() if isinstance(t, pa.Table) else [t])
+            chunk = next(it, None)
 
-    _write_atomic(os.path.join(stage, name), write)
+    reader = pa.RecordBatchReader.from_batches(out_schema, batches())
+    rows = _quiver._write_arrow_stream(reader, os.path.join(stage, name))
     return name, rows, feats
 
 
 def finish_save(stage, dst, shards, features, fingerprint=None):
-    """Rename the staged shards (names in block order) to
-    data-%05d-of-%05d.arrow, write dataset_info.json and state.json (as
-    datasets' save_to_disk), fsync, and rename the staging directory to
-    `dst`. On error the staging directory is removed."""
+    """The save_to_disk directory `dst` from the staged shards (names in
+    block order): qv_dataset_assemble_save moves them in as
+    data-%05d-of-%05d.arrow, writes dataset_info.json and state.json (as
+    datasets' save_to_disk) and puts the directory in place atomically
+    (docs/writing.md); then the empty staging directory is removed. On
+    error the staging directory is removed with what it holds."""
     import shutil
 
     dst = os.path.abspath(os.fspath(dst))
     try:
-        n = len(shards)
-        names = []
-        for i, s in enumerate(shards):
-            name = f"data-{i:05d}-of-{n:05d}.arrow"
-            os.replace(os.path.join(stage, s), os.path.join(stage, name))
-            names.append(name)
-        info = {"citation": "", "description": "", "features": features, "homepage": "",
-                "license": ""}
-        state = {"_data_files": [{"filename": nm} for nm in names],
-                 "_fingerprint": fingerprint or secrets.token_hex(8), "_format_columns": None,
-                 "_format_kwargs": {}, "_format_type": None, "_output_all_columns": False,
-                 "_split": None}
-        for fname, obj in (("dataset_info.json", info), ("state.json", state)):
-            text = json.dumps(obj, indent=2, sort_keys=fname == "state.json").encode()
-            _write_atomic(os.path.join(stage, fname), lambda f, t=text: f.write(t))
-        _fsync_dir(stage)
         if os.path.exists(dst):
             raise _quiver.QuiverValueError(f"{dst} appeared while writing; refusing to overwrite")
-        os.rename(stage, dst)
-        _fsync_dir(os.path.dirname(dst))
+        _quiver._assemble_save(dst, [os.path.join(stage, s) for s in shards],
+                               json.dumps(features), fingerprint or secrets.token_hex(8))
+        os.rmdir(stage)
     except BaseException:
         shutil.rmtree(stage, ignore_errors=True)
         raise

@@ -19,7 +19,29 @@ static PyObject *wrap(qv_dataset *ds) {
   o->ds = ds;
   o->origin = NULL;
   o->format = NULL;
+  o->media = -1;
+  o->info = NULL;
   return (PyObject *)o;
+}
+
+/* Whether a features tree holds an Image or Audio feature (at any depth):
+ * datasets decodes those when rows are read, so rows of such a dataset go
+ * through quiver._formats (decoding in Python) even without a format. */
+static int feature_has_media(const qv_hf_feature *f, int depth) {
+  if (f == NULL || depth > QV_HF_MAX_DEPTH) return 0;
+  if (f->kind == QV_HF_MEDIA)
+    return f->type_name != NULL &&
+           (strcmp(f->type_name, "Image") == 0 || strcmp(f->type_name, "Audio") == 0);
+  for (int32_t i = 0; i < f->n_children; i++)
+    if (feature_has_media(f->children[i], depth + 1)) return 1;
+  return 0;
+}
+
+/* Rows of `self` straight from C (no format, nothing to decode)? */
+static int plain_rows(DatasetObject *self) {
+  if (self->format != NULL) return 0;
+  if (self->media < 0) self->media = feature_has_media(qv_dataset_features(self->ds), 0);
+  return self->media == 0;
 }
 
 /* The result of a transform: the new dataset or the error. */
@@ -32,6 +54,7 @@ static void Dataset_dealloc(DatasetObject *self) {
   qv_dataset_unref(self->ds);
   Py_XDECREF(self->origin);
   Py_XDECREF(self->format);
+  Py_XDECREF(self->info);
   PyObject_Free(self);
 }
 
@@ -224,7 +247,7 @@ static PyObject *getitem_python(DatasetObject *self, PyObject *key) {
  * (quiver._formats.getitem); ds["col"] is always quiver._formats' (a lazy
  * Column, as datasets 5). */
 static PyObject *Dataset_getitem(DatasetObject *self, PyObject *key) {
-  if (self->format == NULL && !PyUnicode_Check(key)) return getitem_python(self, key);
+  if (!PyUnicode_Check(key) && plain_rows(self)) return getitem_python(self, key);
   PyObject *a = PyTuple_Pack(1, key);
   PyObject *r = a ? qvpy_call_formats("getitem", (PyObject *)self, a, NULL) : NULL;
   Py_XDECREF(a);
@@ -343,6 +366,12 @@ FORMATS_METHOD(with_transform)
 FORMATS_METHOD(set_transform)
 FORMATS_METHOD(getitems)
 #undef FORMATS_METHOD
+
+/* ds.info: a quiver.DatasetInfo (quiver._api._info), made once per object. */
+static PyObject *Dataset_info(DatasetObject *self, void *c) {
+  if (self->info == NULL) self->info = qvpy_call_api("_info", (PyObject *)self, NULL, NULL);
+  return Py_XNewRef(self->info);
+}
 
 static PyObject *Dataset_format(DatasetObject *self, void *c) {
   return qvpy_call_formats("format", (PyObject *)self, NULL, NULL);
@@ -665,14 +694,12 @@ static PyObject *Dataset_train_test_split(DatasetObject *self, PyObject *args, P
                                    &train_obj, &shuffle, &strat, &seed_obj, &gen, &x[0], &x[1],
                                    &x[2], &x[3], &x[4], &x[5], &x[6], &cache))
     return NULL;
-  if (strat != Py_None || gen != Py_None)
-    return PyErr_Format(PyExc_NotImplementedError,
-                        "train_test_split: %s is not supported by quiver",
-                        strat != Py_None ? "stratify_by_column" : "generator");
+  /* stratify_by_column, generator, cache file names, new fingerprints:
+   * the rows are chosen in Python (quiver._api._train_test_split) */
+  bool py = strat != Py_None || gen != Py_None;
   for (int i = 2; i < 7; i++)
-    if (x[i] != NULL && x[i] != Py_None && i != 4)
-      return PyErr_Format(PyExc_NotImplementedError,
-                          "train_test_split: %s is not supported by quiver", kw[i + 6]);
+    if (x[i] != NULL && x[i] != Py_None && i != 4) py = true;
+  if (py) return qvpy_call_api("_train_test_split", (PyObject *)self, args, kwargs);
   if (x[0] != NULL && PyObject_IsTrue(x[0]) > 0) cache = 0;
   qv_split_size test, train;
   uint64_t seed = 0;
@@ -876,12 +903,21 @@ static PyObject *Dataset_save_to_disk(DatasetObject *self, PyObject *args, PyObj
   qv_save_options so;
   qv_error err;
   PyObject *r = NULL;
-  if (qvpy_save_options(size_obj, shards_obj, &so)) {
+  /* a changed ds.info is saved (quiver._api._for_save: self or a copy with it) */
+  PyObject *src = self->info ? qvpy_call_api("_for_save", (PyObject *)self, NULL, NULL)
+                             : Py_NewRef((PyObject *)self);
+  if (src != NULL && !PyObject_TypeCheck(src, &qvpy_DatasetType)) {
+    PyErr_SetString(qvpy_TypeError, "_for_save must return a quiver.Dataset");
+    Py_CLEAR(src);
+  }
+  if (src != NULL && qvpy_save_options(size_obj, shards_obj, &so)) {
+    qv_dataset *ds = ((DatasetObject *)src)->ds;
     qv_status st;
     Py_BEGIN_ALLOW_THREADS st =
-        qv_dataset_save_to_disk(self->ds, PyBytes_AS_STRING(path), &so, NULL, &err);
+        qv_dataset_save_to_disk(ds, PyBytes_AS_STRING(path), &so, NULL, &err);
     Py_END_ALLOW_THREADS if (st != QV_OK) qvpy_raise_qv(st, &err);
     else r = Py_NewRef(Py_None); }
+  Py_XDECREF(src);
   Py_DECREF(path);
   return r;
 }
@@ -1013,7 +1049,7 @@ static PyObject *Dataset_batches(DatasetObject *self, PyObject *args) {
 
 /* iter(ds): rows, in the format when there is one. */
 static PyObject *Dataset_tp_iter(DatasetObject *self) {
-  if (self->format != NULL) return qvpy_call_formats("iterate", (PyObject *)self, NULL, NULL);
+  if (!plain_rows(self)) return qvpy_call_formats("iterate", (PyObject *)self, NULL, NULL);
   return Dataset_iter_rows(self);
 }
 
@@ -1025,7 +1061,7 @@ static PyObject *Dataset_iter(DatasetObject *self, PyObject *args, PyObject *kwa
   PyObject *bs_obj = Py_None;
   int drop_last = 0;
   if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|Op:iter", kw, &bs_obj, &drop_last)) return NULL;
-  if (self->format != NULL) return qvpy_call_formats("iterate", (PyObject *)self, args, kwargs);
+  if (!plain_rows(self)) return qvpy_call_formats("iterate", (PyObject *)self, args, kwargs);
   if (bs_obj == Py_None) return Dataset_iter_rows(self);
   return qvpy_call_formats("iterate", (PyObject *)self, args, kwargs);
 }
@@ -1164,6 +1200,10 @@ static PyMethodDef Dataset_methods[] = {
      "capsule or a quiver.Batch), for quiver._formats."},
     {"_getitem_python", (PyCFunction)Dataset_getitem_python, METH_O,
      "_getitem_python($self, key, /)\n--\n\nds[key] as Python values, whatever the format."},
+    {"_info_json", (PyCFunction)qvpy_dataset_info_json, METH_NOARGS,
+     "_info_json($self, /)\n--\n\ndataset_info.json of the dataset (qv_dataset_info_json)."},
+    {"_with_info", (PyCFunction)qvpy_dataset_with_info, METH_O,
+     "_with_info($self, json, /)\n--\n\nA new Dataset object carrying this dataset_info.json."},
     {"_with_format", (PyCFunction)Dataset_with_format_state, METH_O,
      "_with_format($self, state, /)\n--\n\nA new Dataset object over the same data with this "
      "format state."},
@@ -1247,8 +1287,10 @@ static PyMethodDef Dataset_methods[] = {
     API(from_polars, METH_CLASS, "($type, /, df, features=None, info=None, split=None)",
         "An in-memory Dataset of a polars DataFrame (datasets' from_polars)."),
     API(from_generator, METH_CLASS,
-        "($type, /, generator, features=None, gen_kwargs=None, split=None, fingerprint=None)",
-        "An in-memory Dataset of the rows a generator yields (datasets' from_generator)."),
+        "($type, /, generator, features=None, cache_dir=None, keep_in_memory=False, "
+        "gen_kwargs=None, num_proc=None, split=None, fingerprint=None, **kwargs)",
+        "The rows a generator yields, written to an Arrow cache file and memory-mapped "
+        "(datasets' from_generator)."),
     API(from_arrow, METH_CLASS, "($type, /, data, features=None, split=None, fingerprint=None)",
         "An in-memory Dataset of any object with __arrow_c_stream__ (zero copy)."),
     API(to_dict, 0, "($self, /, batch_size=None, batched=False)",
@@ -1289,6 +1331,10 @@ static PyGetSetDef Dataset_getset[] = {
     {"split", (getter)Dataset_split, NULL, "The split name, or None.", NULL},
     {"_origin", (getter)qvpy_Dataset_origin, NULL,
      "How the dataset was made (plain data replayed when unpickling), or None.", NULL},
+    {"info", (getter)Dataset_info, NULL,
+     "The dataset's info: a quiver.DatasetInfo (datasets' DatasetInfo: description, citation, "
+     "features, ...).",
+     NULL},
     {"format", (getter)Dataset_format, NULL,
      "The output format, as datasets' format: {'type', 'format_kwargs', 'columns', "
      "'output_all_columns'}.",

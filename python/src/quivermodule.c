@@ -365,6 +365,13 @@ static PyMethodDef module_methods[] = {
      "_dataset_dict_save_to_disk($module, /, datasets, names, dataset_dict_path, "
      "max_shard_size=None, num_shards=None)\n--\n\nqv_dataset_dict_save_to_disk: use "
      "DatasetDict.save_to_disk."},
+    {"_write_arrow_stream", (PyCFunction)qvpy_mod_write_arrow_stream, METH_VARARGS,
+     "_write_arrow_stream(data, path, /)\n--\n\nAn __arrow_c_stream__ written to path as an "
+     "Arrow IPC stream, atomically; returns the rows."},
+    {"_assemble_save", (PyCFunction)(void (*)(void))qvpy_mod_assemble_save,
+     METH_VARARGS | METH_KEYWORDS,
+     "_assemble_save(dataset_path, shards, features_json=None, fingerprint=None, split=None)\n--"
+     "\n\nqv_dataset_assemble_save: a save_to_disk directory from Arrow shards (moved)."},
     {"_dataset_dict_splits", (PyCFunction)qvpy_mod_dataset_dict_splits, METH_O,
      "_dataset_dict_splits($module, path, /)\n--\n\nSplit names of a DatasetDict directory."},
     {"_read_csv", (PyCFunction)(void (*)(void))qvpy_mod_read_csv, METH_VARARGS | METH_KEYWORDS,

@@ -56,6 +56,10 @@ typedef struct {
   PyObject *origin;             /* how it was made, as plain data (pickle.c), or NULL */
   PyObject *format; /* the output format (quiver._formats state), or NULL: rows as Python
                        values, straight from C (docs/python.md, "Formats") */
+  int media;        /* features hold an Image/Audio (rows decoded in Python by
+                       quiver._formats): 1 yes, 0 no, -1 not looked at yet */
+  PyObject *info;   /* the quiver.DatasetInfo `info` gave (kept so that changes to it
+                       are saved by save_to_disk), or NULL */
 } DatasetObject;
 
 typedef struct {
@@ -136,6 +140,11 @@ PyObject *qvpy_call_python(const char *module, const char *attr, PyObject *arg);
 /** _quiver._dataset_dict_save_to_disk(datasets, names, path,
  * max_shard_size=None, num_shards=None). */
 PyObject *qvpy_mod_dataset_dict_save(PyObject *mod, PyObject *args, PyObject *kwargs);
+/* info.c: Dataset._info_json / _with_info and the module's _assemble_save. */
+PyObject *qvpy_dataset_info_json(PyObject *self, PyObject *unused);
+PyObject *qvpy_dataset_with_info(PyObject *self, PyObject *arg);
+PyObject *qvpy_mod_assemble_save(PyObject *mod, PyObject *args, PyObject *kwargs);
+PyObject *qvpy_mod_write_arrow_stream(PyObject *mod, PyObject *args);
 /** _quiver._dataset_dict_splits(path) -> list of split names. */
 PyObject *qvpy_mod_dataset_dict_splits(PyObject *mod, PyObject *arg);
 

@@ -8,7 +8,10 @@
  * `data-0000i-of-0000N.arrow` IPC streams with the features in the schema
  * metadata, dataset_info.json and state.json (last), the whole directory
  * built in a hidden temporary and put in place with one rename
- * (core/atomic_internal.h), destinations that would lose data refused.
+ * (core/atomic_internal.h), destinations that would lose data refused;
+ * the dataset's info (dataset_info.json) read and replaced; and a
+ * save_to_disk directory assembled from Arrow shards written elsewhere
+ * (quiver.ray / quiver.spark workers), atomically in the same way.
  * Dataset layer.
  */
 #include <dirent.h>
@@ -442,6 +445,42 @@ static qv_status dst_begin(qv_dataset *const *dss, int64_t n, const char *path, 
 }
 
 /* ------------------------------------------------------------------------ */
+/* The dataset's info (dataset_info.json)                                    */
+
+qv_status qv_dataset_info_json(const qv_dataset *ds, qv_strbuf *out, qv_error *err) {
+  qv_hf_info *info = NULL;
+  qv_status st = ds->info_json
+                     ? qv_hf_info_parse(ds->info_json, (int64_t)strlen(ds->info_json), &info, err)
+                     : qv_hf_info_new(ds->features, &info, err);
+  if (st == QV_OK) st = qv_hf_info_set_features(info, ds->features, err);
+  if (st == QV_OK) st = qv_hf_info_emit(info, out, err);
+  qv_hf_info_free(info);
+  return st;
+}
+
+qv_status qv_dataset_with_info(qv_dataset *ds, const char *json, int64_t len, qv_dataset **out,
+                               qv_error *err) {
+  *out = NULL;
+  qv_hf_info *info = NULL;
+  QV_RETURN_NOT_OK(qv_hf_info_parse(json, len, &info, err));
+  qv_hf_info_free(info);
+  char *text = malloc((size_t)len + 1);
+  if (text == NULL) return oom(err);
+  memcpy(text, json, (size_t)len);
+  text[len] = '\0';
+  qv_dataset *d = NULL;
+  qv_status st = qv_ds_derive(ds, ds->data, ds->indices, ds->fingerprint, NULL, &d, err);
+  if (st != QV_OK) {
+    free(text);
+    return st;
+  }
+  free(d->info_json);
+  d->info_json = text;
+  *out = d;
+  return QV_OK;
+}
+
+/* ------------------------------------------------------------------------ */
 /* save_to_disk                                                              */
 
 /* The save_to_disk layout of `ds` into the existing empty directory `dir`
@@ -505,17 +544,10 @@ static qv_status save_into(qv_dataset *ds, const char *dir, const qv_save_option
   }
   qv_schema_unref(schema);
   /* dataset_info.json: the dataset's info with its current features. */
-  qv_hf_info *info = NULL;
   qv_strbuf sb;
   qv_strbuf_init(&sb);
-  if (st == QV_OK) {
-    st = ds->info_json ? qv_hf_info_parse(ds->info_json, (int64_t)strlen(ds->info_json), &info, err)
-                       : qv_hf_info_new(ds->features, &info, err);
-  }
-  if (st == QV_OK) st = qv_hf_info_set_features(info, ds->features, err);
-  if (st == QV_OK) st = qv_hf_info_emit(info, &sb, err);
+  if (st == QV_OK) st = qv_dataset_info_json(ds, &sb, err);
   if (st == QV_OK) st = write_text(dir, QV_HF_INFO_JSON, qv_strbuf_cstr(&sb), sb.len, err);
-  qv_hf_info_free(info);
   if (st == QV_OK) {
     state.fingerprint = ds->fingerprint;
     state.has_format_columns = ds->has_format_columns;
@@ -601,6 +633,161 @@ qv_status qv_dataset_dict_save_to_disk(qv_dataset *const *datasets, const char *
   if (st == QV_OK) st = write_text(tmp, QV_HF_DICT_JSON, qv_strbuf_cstr(&sb), sb.len, err);
   qv_strbuf_reset(&sb);
   if (st != QV_OK) {
+    qv_atomic_dir_abort(ad);
+    return st;
+  }
+  return qv_atomic_dir_commit(ad, NULL, err);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Assembling a save_to_disk directory from shards written elsewhere         */
+
+/* Move the shards already moved into `tmp` (the first `moved`) back. */
+static void assemble_undo(const char *tmp, const char *const *shards, int64_t moved, int64_t n) {
+  for (int64_t i = 0; i < moved; i++) {
+    char name[64], p[PATH_MAX];
+    qv_hf_shard_name(i, n, name, sizeof name);
+    if ((size_t)snprintf(p, sizeof p, "%s/%s", tmp, name) < sizeof p) (void)rename(p, shards[i]);
+  }
+}
+
+/* Types equal but for nullability and the names of list items (Spark says
+ * "element", pyarrow "item"; datasets casts either on load). */
+static bool same_type(const qv_type *a, const qv_type *b, int depth) {
+  if (a->id != b->id || a->n_children != b->n_children || depth > 64) return false;
+  switch (a->id) {
+    case QV_FIXED_SIZE_LIST:
+      if (a->list_size != b->list_size) return false;
+      /* fall through */
+    case QV_LIST:
+    case QV_LARGE_LIST:
+    case QV_LIST_VIEW:
+    case QV_STRUCT:
+      for (int32_t i = 0; i < a->n_children; i++) {
+        if (a->id == QV_STRUCT && strcmp(a->children[i].name, b->children[i].name) != 0)
+          return false;
+        if (!same_type(a->children[i].type, b->children[i].type, depth + 1)) return false;
+      }
+      return true;
+    default: return qv_type_equals(a, b, false);
+  }
+}
+
+/* Whether `b` has the columns of `a` (names and types; nullability and the
+ * names of list items are not compared: writers differ there, datasets
+ * ignores them).
+ * QV_EINVAL naming the first difference otherwise. */
+static qv_status same_columns(const qv_schema *a, const qv_schema *b, const char *what,
+                              qv_error *err) {
+  int32_t n = qv_schema_num_fields(a);
+  if (qv_schema_num_fields(b) != n)
+    return qv_error_set(err, QV_EINVAL, "assemble: %s has %d columns where shard 0 has %d", what,
+                        (int)qv_schema_num_fields(b), (int)n);
+  for (int32_t i = 0; i < n; i++) {
+    const qv_field *fa = qv_schema_field(a, i), *fb = qv_schema_field(b, i);
+    if (strcmp(fa->name, fb->name) != 0)
+      return qv_error_set(err, QV_EINVAL, "assemble: %s: column %d is '%s' where shard 0 has '%s'",
+                          what, (int)i, fb->name, fa->name);
+    if (!same_type(fa->type, fb->type, 0))
+      return qv_error_set(err, QV_EINVAL,
+                          "assemble: %s: column '%s' does not have the type it has in shard 0",
+                          what, fb->name);
+  }
+  return QV_OK;
+}
+
+qv_status qv_dataset_assemble_save(const char *dir, const char *const *shards, int64_t n,
+                                   const qv_assemble_options *opts, qv_error *err) {
+  qv_assemble_options o;
+  memset(&o, 0, sizeof o);
+  if (opts) o = *opts;
+  if (n < 1) return qv_error_set(err, QV_EARG, "assemble: no shards (datasets needs one)");
+  if (o.fingerprint) QV_RETURN_NOT_OK(qv_fingerprint_validate(o.fingerprint, err));
+  /* every shard readable, with the first's columns */
+  qv_dataset *first = NULL;
+  qv_fingerprint_args *args = NULL;
+  qv_status st = qv_fingerprint_args_new(&args, err);
+  for (int64_t i = 0; i < n && st == QV_OK; i++) {
+    qv_dataset *d = NULL;
+    st = qv_dataset_open(shards[i], NULL, &d, err);
+    if (st != QV_OK) {
+      qv_error_prefix(err, st, "assemble: shard %lld: ", (long long)i);
+      break;
+    }
+    if (first != NULL) {
+      char what[64];
+      snprintf(what, sizeof what, "shard %lld", (long long)i);
+      st = same_columns(qv_table_schema(first->data), qv_table_schema(d->data), what, err);
+    }
+    char key[32];
+    snprintf(key, sizeof key, "%lld", (long long)i);
+    if (st == QV_OK) st = qv_fingerprint_arg_str(args, key, d->fingerprint, err);
+    if (first == NULL) first = d;
+    else qv_dataset_unref(d);
+  }
+  /* the features: given (checked against the columns) or the first shard's */
+  qv_hf_feature *given = NULL;
+  if (st == QV_OK && o.features_json != NULL) {
+    st = qv_hf_features_parse(o.features_json, (int64_t)strlen(o.features_json), &given, err);
+    qv_schema *implied = NULL;
+    if (st == QV_OK) st = qv_hf_features_arrow_schema(given, &implied, err);
+    if (st == QV_OK) st = same_columns(qv_table_schema(first->data), implied, "the features", err);
+    qv_schema_unref(implied);
+  }
+  char fp[QV_FINGERPRINT_SIZE];
+  if (st == QV_OK) {
+    if (o.fingerprint) snprintf(fp, sizeof fp, "%s", o.fingerprint);
+    else st = qv_fingerprint_update(first->fingerprint, "quiver.assemble", args, fp, err);
+  }
+  qv_fingerprint_args_free(args);
+  qv_hf_info *info = NULL;
+  qv_strbuf sb;
+  qv_strbuf_init(&sb);
+  if (st == QV_OK) st = qv_hf_info_new(given ? given : first->features, &info, err);
+  if (st == QV_OK) st = qv_hf_info_emit(info, &sb, err);
+  qv_hf_info_free(info);
+  qv_hf_feature_free(given);
+  qv_dataset_unref(first);
+  qv_atomic_dir *ad = NULL;
+  if (st == QV_OK) st = dst_begin(NULL, 0, dir, &ad, err);
+  if (st != QV_OK) {
+    qv_strbuf_reset(&sb);
+    return st;
+  }
+  const char *tmp = qv_atomic_dir_tmp(ad);
+  qv_hf_state state;
+  memset(&state, 0, sizeof state);
+  state.data_files = calloc((size_t)n, sizeof(char *));
+  if (state.data_files == NULL) st = oom(err);
+  int64_t moved = 0;
+  for (int64_t i = 0; i < n && st == QV_OK; i++) {
+    char name[64], p[PATH_MAX];
+    qv_hf_shard_name(i, n, name, sizeof name);
+    if ((state.data_files[i] = qv_ds_strdup(name)) == NULL) st = oom(err);
+    else state.n_data_files = i + 1;
+    if (st == QV_OK && (size_t)snprintf(p, sizeof p, "%s/%s", tmp, name) >= sizeof p)
+      st = qv_error_set(err, QV_EARG, "%s: path too long", dir);
+    if (st == QV_OK && rename(shards[i], p) != 0)
+      st = qv_error_set(err, QV_EIO,
+                        "assemble: moving %s into %s: %s (shards must be on the "
+                        "file system of the destination)",
+                        shards[i], dir, strerror(errno));
+    if (st == QV_OK) moved = i + 1;
+  }
+  if (st == QV_OK) st = write_text(tmp, QV_HF_INFO_JSON, qv_strbuf_cstr(&sb), sb.len, err);
+  if (st == QV_OK) {
+    state.fingerprint = fp;
+    state.format_kwargs = NULL;
+    state.split = (char *)o.split;
+    qv_strbuf_clear(&sb);
+    st = qv_hf_state_emit(&state, &sb, err);
+  }
+  if (st == QV_OK) st = write_text(tmp, QV_HF_STATE_JSON, qv_strbuf_cstr(&sb), sb.len, err);
+  qv_strbuf_reset(&sb);
+  for (int64_t i = 0; i < state.n_data_files; i++) free(state.data_files[i]);
+  free(state.data_files);
+  if (st != QV_OK) {
+    assemble_undo(tmp, shards, moved, n);
     qv_atomic_dir_abort(ad);
     return st;
   }

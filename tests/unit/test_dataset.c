@@ -1565,6 +1565,96 @@ static void test_open_paths(void) {
   qv_dataset_unref(ds);
 }
 
+/* qv_dataset_assemble_save (shards written elsewhere -> a save_to_disk
+ * directory), qv_dataset_info_json and qv_dataset_with_info. */
+static void test_assemble_save(void) {
+  const char *dir = subdir("assemble");
+  qv_dataset *ds = memory_dataset(50, 7), *few = NULL, *back = NULL, *wi = NULL;
+  char src[400], src2[400], stage[400], out[400], other[400], sp[4][500];
+  snprintf(src, sizeof src, "%s/src", dir);
+  snprintf(src2, sizeof src2, "%s/src2", dir);
+  snprintf(stage, sizeof stage, "%s/stage", dir);
+  snprintf(out, sizeof out, "%s/out", dir);
+  snprintf(other, sizeof other, "%s/other", dir);
+  QV_REQUIRE(mkdir(stage, 0777) == 0 && mkdir(other, 0777) == 0);
+  qv_save_options so;
+  memset(&so, 0, sizeof so);
+  so.num_shards = 3;
+  OK(qv_dataset_save_to_disk(ds, src, &so, NULL, &E));
+  const char *drop[] = {"t"};
+  OK(qv_dataset_remove_columns(ds, drop, 1, &few, &E));
+  so.num_shards = 1;
+  OK(qv_dataset_save_to_disk(few, src2, &so, NULL, &E));
+  for (int i = 0; i < 4; i++) {
+    char from[500];
+    if (i < 3) snprintf(from, sizeof from, "%s/data-%05d-of-00003.arrow", src, i);
+    else snprintf(from, sizeof from, "%s/data-00000-of-00001.arrow", src2);
+    snprintf(sp[i], sizeof sp[i], "%s/s%d.arrow", stage, i);
+    QV_REQUIRE(rename(from, sp[i]) == 0);
+  }
+  const char *shards[4] = {sp[0], sp[1], sp[2], sp[3]};
+  qv_assemble_options o;
+  memset(&o, 0, sizeof o);
+  /* refusals leave the shards where they are and no destination */
+  QV_CHECK(qv_dataset_assemble_save(out, shards, 0, NULL, &E) == QV_EARG);
+  QV_CHECK(qv_dataset_assemble_save(out, shards, 4, NULL, &E) == QV_EINVAL);
+  QV_CHECK(strstr(E.message, "shard 3 has 2 columns where shard 0 has 3") != NULL);
+  o.fingerprint = "../x";
+  QV_CHECK(qv_dataset_assemble_save(out, shards, 3, &o, &E) != QV_OK);
+  o.fingerprint = NULL;
+  o.features_json = "{\"a\": {\"dtype\": \"int32\", \"_type\": \"Value\"}}";
+  QV_CHECK(qv_dataset_assemble_save(out, shards, 3, &o, &E) == QV_EINVAL);
+  char keep[500];
+  snprintf(keep, sizeof keep, "%s/keep", other);
+  OK(qv_atomic_write_file(keep, "mine", 4, &E));
+  QV_CHECK(qv_dataset_assemble_save(other, shards, 3, NULL, &E) == QV_EARG);
+  QV_CHECK(access(keep, F_OK) == 0);
+  struct stat st;
+  QV_CHECK(stat(out, &st) != 0);
+  for (int i = 0; i < 4; i++) QV_CHECK(access(sp[i], F_OK) == 0);
+  /* the directory: shards moved in order, fingerprint and split given */
+  o.features_json = NULL;
+  o.fingerprint = "0123456789abcdef";
+  o.split = "train";
+  OK(qv_dataset_assemble_save(out, shards, 3, &o, &E));
+  for (int i = 0; i < 3; i++) QV_CHECK(access(sp[i], F_OK) != 0);
+  QV_CHECK_EQ_INT(count_files(out, "data-"), 3);
+  OK(qv_dataset_open(out, NULL, &back, &E));
+  int64_t want[50];
+  for (int i = 0; i < 50; i++) want[i] = i;
+  QV_CHECK(same_a(back, want, 50));
+  QV_CHECK_EQ_STR(qv_dataset_fingerprint(back), "0123456789abcdef");
+  QV_CHECK(qv_dataset_split(back) != NULL && strcmp(qv_dataset_split(back), "train") == 0);
+  /* info: dataset_info.json text, and a copy carrying another one */
+  qv_strbuf sb;
+  qv_strbuf_init(&sb);
+  OK(qv_dataset_info_json(back, &sb, &E));
+  QV_CHECK(strstr(qv_strbuf_cstr(&sb), "\"features\"") != NULL);
+  QV_CHECK(strstr(qv_strbuf_cstr(&sb), "\"description\": \"\"") != NULL);
+  const char *info = "{\"description\": \"d\", \"builder_name\": \"b\"}";
+  OK(qv_dataset_with_info(back, info, (int64_t)strlen(info), &wi, &E));
+  qv_strbuf_clear(&sb);
+  OK(qv_dataset_info_json(wi, &sb, &E));
+  QV_CHECK(strstr(qv_strbuf_cstr(&sb), "\"description\": \"d\"") != NULL);
+  QV_CHECK(strstr(qv_strbuf_cstr(&sb), "\"builder_name\": \"b\"") != NULL);
+  QV_CHECK(strstr(qv_strbuf_cstr(&sb), "\"features\"") != NULL);
+  QV_CHECK_EQ_STR(qv_dataset_fingerprint(wi), "0123456789abcdef");
+  qv_dataset *bad = NULL;
+  QV_CHECK(qv_dataset_with_info(back, "[1]", 3, &bad, &E) != QV_OK && bad == NULL);
+  qv_strbuf_reset(&sb);
+  /* over an existing dataset directory: replaced whole */
+  const char *last[] = {sp[3]};
+  OK(qv_dataset_assemble_save(out, last, 1, NULL, &E));
+  QV_CHECK_EQ_INT(count_files(out, "data-"), 1);
+  qv_dataset_unref(wi);
+  qv_dataset_unref(back);
+  OK(qv_dataset_open(out, NULL, &back, &E));
+  QV_CHECK_EQ_INT(qv_dataset_num_columns(back), 2);
+  qv_dataset_unref(back);
+  qv_dataset_unref(few);
+  qv_dataset_unref(ds);
+}
+
 int main(void) {
   QV_RUN(test_open_and_fingerprints);
   QV_RUN(test_select);
@@ -1583,6 +1673,7 @@ int main(void) {
   QV_RUN(test_save_media_estimate);
   QV_RUN(test_indices_file);
   QV_RUN(test_open_paths);
+  QV_RUN(test_assemble_save);
   cleanup();
   return QV_TEST_END();
 }
