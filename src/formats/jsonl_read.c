@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "core/parallel_internal.h"
 #include "formats/text_internal.h"
@@ -65,6 +66,7 @@ typedef struct jreader {
   jblock *blocks;
   int64_t n_blocks;
   qv_type *root_type;
+  int64_t line_base; /* streaming: newlines before the window */
 } jreader;
 
 typedef struct parser {
@@ -85,6 +87,7 @@ static qv_status err_at(const jreader *r, qv_error *err, int64_t off, const char
     if (r->d[i] == '\n') line++, ls = i + 1;
   char msg[512];
   snprintf(msg, sizeof msg, fmt, a ? a : "", b ? b : "");
+  line += r->line_base;
   return qv_error_set(err, QV_EINVAL, "%s: line %lld, column %lld: %s", r->name, (long long)line,
                       (long long)(off - ls + 1), msg);
 }
@@ -777,6 +780,37 @@ static void run_block(void *vctx, int64_t i, int worker) {
   qv_bytes_free(&p.scratch);
 }
 
+/* The row type of the unified root shape (the explicit schema's columns
+ * first). */
+static qv_status root_type_of(const qv_jsonl_read_options *o, const shape *root, qv_type **out,
+                              qv_error *err) {
+  qv_status st = QV_OK;
+  qv_type *rt = NULL;
+  *out = NULL;
+  if (o->schema == NULL) {
+    rt = shape_type(root, err);
+    if (rt == NULL) st = QV_ENOMEM;
+  } else {
+    rt = qv_type_new(QV_STRUCT);
+    const qv_type *ex = o->schema->type;
+    for (int32_t i = 0; rt && st == QV_OK && i < ex->n_children; i++)
+      st = qv_type_add_child(rt, ex->children[i].name, ex->children[i].nullable,
+                             qv_type_ref(ex->children[i].type), &ex->children[i].metadata, err);
+    for (int32_t i = 0; rt && st == QV_OK && !o->schema_only && i < root->n_fields; i++) {
+      if (qv_schema_find(o->schema, root->fields[i]->name) >= 0) continue;
+      qv_type *c = shape_type(root->fields[i], err);
+      st = c ? qv_type_add_child(rt, root->fields[i]->name, true, c, NULL, err) : QV_ENOMEM;
+    }
+    if (rt == NULL && st == QV_OK) st = qv_error_set(err, QV_ENOMEM, "out of memory");
+  }
+  if (st != QV_OK) {
+    qv_type_unref(rt);
+    return st;
+  }
+  *out = rt;
+  return QV_OK;
+}
+
 static qv_status read_impl(jreader *r, qv_read_result *out, qv_error *err) {
   const qv_jsonl_read_options *o = r->o;
   int64_t pos = r->n >= 3 && memcmp(r->d, "\xef\xbb\xbf", 3) == 0 ? 3 : 0;
@@ -817,22 +851,7 @@ static qv_status read_impl(jreader *r, qv_read_result *out, qv_error *err) {
   if (root) root->kind = S_STRUCT;
   for (int64_t i = 0; st == QV_OK && i < nb; i++) st = unify(r, root, r->blocks[i].root, err);
   qv_type *rt = NULL;
-  if (st == QV_OK && o->schema == NULL) {
-    rt = shape_type(root, err);
-    if (rt == NULL) st = QV_ENOMEM;
-  } else if (st == QV_OK) {
-    rt = qv_type_new(QV_STRUCT);
-    const qv_type *ex = o->schema->type;
-    for (int32_t i = 0; rt && st == QV_OK && i < ex->n_children; i++)
-      st = qv_type_add_child(rt, ex->children[i].name, ex->children[i].nullable,
-                             qv_type_ref(ex->children[i].type), &ex->children[i].metadata, err);
-    for (int32_t i = 0; rt && st == QV_OK && !o->schema_only && i < root->n_fields; i++) {
-      if (qv_schema_find(o->schema, root->fields[i]->name) >= 0) continue;
-      qv_type *c = shape_type(root->fields[i], err);
-      st = c ? qv_type_add_child(rt, root->fields[i]->name, true, c, NULL, err) : QV_ENOMEM;
-    }
-    if (rt == NULL && st == QV_OK) st = qv_error_set(err, QV_ENOMEM, "out of memory");
-  }
+  if (st == QV_OK) st = root_type_of(o, root, &rt, err);
   shape_free(root);
   r->root_type = rt;
   if (st == QV_OK) {
@@ -897,5 +916,225 @@ qv_status qv_jsonl_read_path(const char *path, const qv_jsonl_read_options *opti
   QV_RETURN_NOT_OK(qv_text_read_file(path, &buf, err));
   qv_status st = qv_jsonl_read_buffer(buf->data, buf->size, path, options, out, err);
   qv_buffer_unref(buf);
+  return st;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Streaming                                                                 */
+
+static int64_t array_bytes(const qv_array *a) {
+  if (a == NULL) return 0;
+  int64_t n = 0;
+  for (int32_t i = 0; i < a->n_buffers; i++)
+    if (a->buffers[i]) n += a->buffers[i]->size;
+  for (int32_t i = 0; i < a->n_children; i++) n += array_bytes(a->children[i]);
+  return n;
+}
+
+typedef struct jstream {
+  jreader *r;
+  const qv_batch_sink *sink;
+  qv_text_window w;
+  qv_pool *pool;
+  shape *root;       /* the shapes unified so far: the floor of every pass */
+  qv_schema *schema; /* of the pending batches */
+  qv_array **pending;
+  int64_t n_pending;
+  bool begun;
+  qv_text_stream_stats *stats;
+} jstream;
+
+static qv_status jdeliver(jstream *s, qv_error *err) {
+  qv_status st = QV_OK;
+  if (s->n_pending > 0 && !s->begun) {
+    st = s->sink->begin(s->sink->ctx, s->schema, err);
+    s->begun = true;
+  }
+  for (int64_t i = 0; i < s->n_pending; i++) {
+    if (st == QV_OK) st = s->sink->batch(s->sink->ctx, s->pending[i], err);
+    qv_array_unref(s->pending[i]);
+  }
+  s->n_pending = 0;
+  return st;
+}
+
+static qv_status jblock_errors(jreader *r, int64_t nb, qv_error *err) {
+  for (int64_t i = 0; i < nb; i++)
+    if (r->blocks[i].st != QV_OK) {
+      *err = r->blocks[i].err;
+      return r->blocks[i].st;
+    }
+  return QV_OK;
+}
+
+/* The schema of the current root type. */
+static qv_status jmake_schema(jstream *s, qv_error *err) {
+  qv_schema_unref(s->schema);
+  qv_type *t = qv_type_ref(s->r->root_type);
+  if ((s->schema = qv_schema_new(t)) == NULL) {
+    qv_type_unref(t);
+    return qv_error_set(err, QV_ENOMEM, "out of memory");
+  }
+  return QV_OK;
+}
+
+static qv_status jstream_pass(jstream *s, int64_t *window_bytes, int64_t nbw,
+                              qv_text_progress_fn progress, void *pctx, int64_t file_size,
+                              bool *restart, qv_error *err) {
+  jreader *r = s->r;
+  qv_text_window *w = &s->w;
+  int64_t bs = r->o->block_size > 0 ? r->o->block_size : (1 << 20);
+  *restart = false;
+  s->begun = false;
+  bool first = true;
+  for (;;) {
+    QV_RETURN_NOT_OK(qv_text_window_fill(w, *window_bytes, err));
+    if (first && w->len >= 3 && memcmp(w->buf, "\xef\xbb\xbf", 3) == 0) {
+      qv_text_window_consume(w, 3);
+      continue;
+    }
+    first = false;
+    if (w->len == 0) break;
+    int64_t n = w->len;
+    if (!w->eof) {
+      const uint8_t *nl = memrchr(w->buf, '\n', (size_t)w->len);
+      if (nl == NULL) {
+        *window_bytes *= 2;
+        continue;
+      }
+      n = nl - w->buf + 1;
+    }
+    r->d = w->buf;
+    r->n = n;
+    r->line_base = w->line_base;
+    int64_t nb = (n + bs - 1) / bs;
+    if (nb > nbw) nb = nbw;
+    int64_t at = 0;
+    for (int64_t i = 0; i < nb; i++) {
+      jblock *b = &r->blocks[i];
+      shape_free(b->root);
+      qv_array_unref(b->batch);
+      memset(b, 0, sizeof *b);
+      b->start = at;
+      int64_t g = (i + 1) * (n / nb);
+      if (i + 1 == nb || g >= n) {
+        at = n;
+      } else {
+        if (g < at) g = at;
+        const uint8_t *nl = memchr(r->d + g, '\n', (size_t)(n - g));
+        at = nl ? nl - r->d + 1 : n;
+      }
+      b->end = at;
+    }
+    jtask task = {r, 0};
+    qv_pool_group g = {0};
+    bool queued = qv_pool_submit(s->pool, &g, nb, run_block, &task);
+    qv_status st = jdeliver(s, err); /* the previous window's, while this one parses */
+    if (queued) qv_pool_wait(s->pool, &g);
+    else qv_pool_run(s->pool, nb, run_block, &task);
+    if (st != QV_OK) return st;
+    QV_RETURN_NOT_OK(qv_pool_check(s->pool, err));
+    QV_RETURN_NOT_OK(jblock_errors(r, nb, err));
+    for (int64_t i = 0; i < nb; i++) QV_RETURN_NOT_OK(unify(r, s->root, r->blocks[i].root, err));
+    qv_type *rt = NULL;
+    QV_RETURN_NOT_OK(root_type_of(r->o, s->root, &rt, err));
+    bool changed = r->root_type == NULL || !qv_type_equals(rt, r->root_type, false);
+    qv_type_unref(r->root_type);
+    r->root_type = rt;
+    if (changed && s->begun) {
+      *restart = true;
+      qv_schema_unref(s->schema);
+      s->schema = NULL;
+      return QV_OK;
+    }
+    if (changed || s->schema == NULL) QV_RETURN_NOT_OK(jmake_schema(s, err));
+    task.phase = 1;
+    qv_pool_run(s->pool, nb, run_block, &task);
+    QV_RETURN_NOT_OK(qv_pool_check(s->pool, err));
+    QV_RETURN_NOT_OK(jblock_errors(r, nb, err));
+    int64_t held = w->cap, rows = 0;
+    for (int64_t i = 0; i < nb; i++) {
+      qv_array *a = r->blocks[i].batch;
+      r->blocks[i].batch = NULL;
+      if (a == NULL || a->length == 0) {
+        qv_array_unref(a);
+        continue;
+      }
+      held += array_bytes(a);
+      rows += a->length;
+      s->pending[s->n_pending++] = a;
+    }
+    if (s->stats) {
+      if (held > s->stats->peak_bytes) s->stats->peak_bytes = held;
+      s->stats->windows++;
+      s->stats->rows += rows;
+    }
+    bool last = w->eof && n == w->len;
+    qv_text_window_consume(w, n);
+    if (progress) progress(pctx, w->base, file_size);
+    if (last) break;
+  }
+  if (r->root_type == NULL) {
+    QV_RETURN_NOT_OK(root_type_of(r->o, s->root, &r->root_type, err));
+  }
+  if (s->schema == NULL) QV_RETURN_NOT_OK(jmake_schema(s, err));
+  QV_RETURN_NOT_OK(jdeliver(s, err));
+  if (!s->begun) {
+    s->begun = true;
+    QV_RETURN_NOT_OK(s->sink->begin(s->sink->ctx, s->schema, err));
+  }
+  return QV_OK;
+}
+
+qv_status qv_jsonl_stream_path(const char *path, const qv_jsonl_read_options *options,
+                               const qv_batch_sink *sink, qv_text_progress_fn progress,
+                               void *progress_ctx, qv_text_stream_stats *stats, qv_error *err) {
+  qv_jsonl_read_options dflt;
+  memset(&dflt, 0, sizeof dflt);
+  if (stats) memset(stats, 0, sizeof *stats);
+  jreader r;
+  memset(&r, 0, sizeof r);
+  r.name = path;
+  r.o = options ? options : &dflt;
+  jstream s;
+  memset(&s, 0, sizeof s);
+  s.r = &r;
+  s.sink = sink;
+  s.stats = stats;
+  qv_status st = qv_text_window_open(&s.w, path, err);
+  if (st != QV_OK) return st;
+  struct stat sb;
+  int64_t file_size = fstat(s.w.fd, &sb) == 0 ? (int64_t)sb.st_size : -1;
+  int threads = r.o->threads > 0 ? r.o->threads : qv_cpu_count();
+  int64_t bs = r.o->block_size > 0 ? r.o->block_size : (1 << 20);
+  int64_t nbw = 2 * (int64_t)threads, window_bytes = nbw * bs;
+  r.n_blocks = nbw;
+  r.blocks = calloc((size_t)nbw, sizeof *r.blocks);
+  s.pending = calloc((size_t)nbw, sizeof *s.pending);
+  s.root = shape_new(NULL, NULL, 0);
+  if (r.blocks == NULL || s.pending == NULL || s.root == NULL)
+    st = qv_error_set(err, QV_ENOMEM, "out of memory");
+  else s.root->kind = S_STRUCT;
+  if (st == QV_OK) st = qv_pool_new(threads + 1, &s.pool, err);
+  for (bool again = true; st == QV_OK && again;) {
+    st = jstream_pass(&s, &window_bytes, nbw, progress, progress_ctx, file_size, &again, err);
+    for (int64_t i = 0; i < s.n_pending; i++) qv_array_unref(s.pending[i]);
+    s.n_pending = 0;
+    if (st == QV_OK && again) {
+      if (stats) stats->restarts++, stats->rows = 0;
+      st = qv_text_window_rewind(&s.w, err);
+    }
+  }
+  qv_pool_free(s.pool);
+  for (int64_t i = 0; r.blocks && i < r.n_blocks; i++) {
+    shape_free(r.blocks[i].root);
+    qv_array_unref(r.blocks[i].batch);
+  }
+  free(r.blocks);
+  free(s.pending);
+  shape_free(s.root);
+  qv_schema_unref(s.schema);
+  qv_type_unref(r.root_type);
+  qv_text_window_close(&s.w);
   return st;
 }

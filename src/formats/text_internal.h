@@ -70,4 +70,33 @@ qv_status qv_text_read_file(const char *path, qv_buffer **out, qv_error *err);
 /** A heap buffer holding a copy of n bytes. */
 qv_status qv_text_buffer_from(const void *data, int64_t n, qv_buffer **out, qv_error *err);
 
+/* ---- streaming input ------------------------------------------------ */
+
+/** A window over a text file read in pieces: bytes [0, len) of `buf` are
+ *  the file's bytes from offset `base`; `line_base` newlines precede
+ *  them. The streaming readers parse a window, keep the bytes of an
+ *  incomplete last row (qv_text_window_consume drops the rest) and fill
+ *  again, so memory is the window, not the file. */
+typedef struct qv_text_window {
+  int fd;
+  const char *path;
+  uint8_t *buf;
+  int64_t cap, len;
+  int64_t base;
+  int64_t line_base;
+  bool eof;
+} qv_text_window;
+
+/** Open `path` for reading (nothing read yet). */
+qv_status qv_text_window_open(qv_text_window *w, const char *path, qv_error *err);
+/** Read until the window holds at least `want` bytes or the file ends
+ *  (w->eof); the buffer grows to `want` (at most 2 GiB: QV_ERANGE). */
+qv_status qv_text_window_fill(qv_text_window *w, int64_t want, qv_error *err);
+/** Drop the first n bytes (their newlines counted into line_base). */
+void qv_text_window_consume(qv_text_window *w, int64_t n);
+/** Back to the start of the file (a restart after a type widened). */
+qv_status qv_text_window_rewind(qv_text_window *w, qv_error *err);
+/** Close the file and free the buffer. NULL-safe, idempotent. */
+void qv_text_window_close(qv_text_window *w);
+
 #endif /* QUIVER_FORMATS_TEXT_INTERNAL_H */

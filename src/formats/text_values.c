@@ -411,3 +411,60 @@ qv_status qv_text_read_file(const char *path, qv_buffer **out, qv_error *err) {
   if (st != QV_OK) qv_error_prefix(err, st, "%s: ", path);
   return st;
 }
+
+/* ------------------------------------------------------------------------ */
+/* Streaming input                                                           */
+
+qv_status qv_text_window_open(qv_text_window *w, const char *path, qv_error *err) {
+  memset(w, 0, sizeof *w);
+  w->path = path;
+  w->fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (w->fd < 0) return qv_error_set(err, QV_EIO, "cannot open '%s': %s", path, strerror(errno));
+  return QV_OK;
+}
+
+qv_status qv_text_window_fill(qv_text_window *w, int64_t want, qv_error *err) {
+  if (want > ((int64_t)1 << 31))
+    return qv_error_set(err, QV_ERANGE, "%s: a row larger than 2 GiB at byte %lld", w->path,
+                        (long long)w->base);
+  if (want > w->cap) {
+    uint8_t *nb = realloc(w->buf, (size_t)want);
+    if (nb == NULL) return qv_error_set(err, QV_ENOMEM, "out of memory");
+    w->buf = nb;
+    w->cap = want;
+  }
+  while (!w->eof && w->len < want) {
+    ssize_t k = read(w->fd, w->buf + w->len, (size_t)(want - w->len));
+    if (k < 0 && errno == EINTR) continue;
+    if (k < 0) return qv_error_set(err, QV_EIO, "%s: read failed: %s", w->path, strerror(errno));
+    if (k == 0) w->eof = true;
+    w->len += k;
+  }
+  return QV_OK;
+}
+
+void qv_text_window_consume(qv_text_window *w, int64_t n) {
+  int64_t lines = 0;
+  for (int64_t i = 0; i < n; i++) lines += w->buf[i] == '\n';
+  w->line_base += lines;
+  memmove(w->buf, w->buf + n, (size_t)(w->len - n));
+  w->len -= n;
+  w->base += n;
+}
+
+qv_status qv_text_window_rewind(qv_text_window *w, qv_error *err) {
+  if (lseek(w->fd, 0, SEEK_SET) != 0)
+    return qv_error_set(err, QV_EIO, "%s: cannot seek back to re-read it: %s", w->path,
+                        strerror(errno));
+  w->len = w->base = w->line_base = 0;
+  w->eof = false;
+  return QV_OK;
+}
+
+void qv_text_window_close(qv_text_window *w) {
+  if (w->fd >= 0) close(w->fd);
+  w->fd = -1;
+  free(w->buf);
+  w->buf = NULL;
+  w->cap = w->len = 0;
+}

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 
 #include "cli.h"
+#include "progress.h"
 #include "quiver/csv.h"
 #include "quiver/ipc.h"
 #include "quiver/jsonl.h"
@@ -54,7 +55,7 @@ bool cli_convert_is_text(int argc, char **argv) {
     if (a[0] == '-' && a[1] != '\0') {
       if (strchr(a, '=') == NULL && i + 1 < argc &&
           (strcmp(a, "--format") == 0 || strcmp(a, "--compression") == 0 ||
-           strcmp(a, "--batch-size") == 0))
+           strcmp(a, "--batch-size") == 0 || strcmp(a, "--block-size") == 0))
         i++;
       continue;
     }
@@ -67,6 +68,7 @@ static const char kHelp[] =
     "usage: quiver convert IN OUT [--from=arrow|csv|tsv|json] [--to=arrow|csv|tsv|json]\n"
     "                     [--delimiter=C] [--format=file|stream]\n"
     "                     [--compression=none|lz4|zstd[:LEVEL]]\n"
+    "                     [--block-size=BYTES] [--stats]\n"
     "\n"
     "Convert between Arrow IPC (file or stream), CSV and JSON Lines. Formats\n"
     "come from --from/--to or the extensions (.csv, .tsv, .json, .jsonl,\n"
@@ -74,7 +76,15 @@ static const char kHelp[] =
     "inference and written as pyarrow.csv.write_csv writes it; JSON Lines is\n"
     "read as pyarrow.json infers it and written one object per row. Arrow\n"
     "output is the file format unless --format=stream; --compression applies\n"
-    "to Arrow output. OUT is replaced atomically.\n";
+    "to Arrow output. OUT is replaced atomically.\n"
+    "\n"
+    "CSV and JSON Lines input is read in windows of about 2 x cores x\n"
+    "--block-size bytes (default 1 MiB blocks), parsed on all cores while the\n"
+    "previous window is written, so memory stays small whatever IN's size. A\n"
+    "value a type inferred so far cannot hold (\"1.5\" in an int64 column)\n"
+    "restarts the conversion with the wider type: the result is always the\n"
+    "whole-file inference. --stats prints rows, windows, restarts and the\n"
+    "reader's peak memory on stderr.\n";
 
 /* The batches of IN, whatever its format. */
 static qv_status read_input(const char *in, tfmt f, char delim, qv_read_result *res,
@@ -137,10 +147,110 @@ static qv_status read_input(const char *in, tfmt f, char delim, qv_read_result *
   return st;
 }
 
+/* Where a streamed text input goes: the output writer, reopened when the
+ * reader restarts with wider types (qv_batch_sink.begin). */
+typedef struct text_sink {
+  tfmt to;
+  const char *out;
+  char delim;
+  const qv_write_options *wo;
+  qv_writer *aw;
+  qv_csv_writer *cw;
+  qv_jsonl_writer *jw;
+  cli_progress *bar;
+  int64_t rows;
+} text_sink;
+
+static void sink_abort(text_sink *t) {
+  qv_writer_abort(t->aw);
+  qv_csv_writer_abort(t->cw);
+  qv_jsonl_writer_abort(t->jw);
+  t->aw = NULL;
+  t->cw = NULL;
+  t->jw = NULL;
+}
+
+static qv_status sink_begin(void *ctx, const qv_schema *schema, qv_error *err) {
+  text_sink *t = ctx;
+  sink_abort(t);
+  t->rows = 0;
+  if (t->to == TF_CSV) {
+    qv_csv_write_options o;
+    memset(&o, 0, sizeof o);
+    o.delimiter = t->delim;
+    return qv_csv_writer_open(t->out, schema, &o, &t->cw, err);
+  }
+  if (t->to == TF_JSONL) return qv_jsonl_writer_open(t->out, &t->jw, err);
+  return qv_writer_open_path(t->out, schema, t->wo, &t->aw, err);
+}
+
+static qv_status sink_batch(void *ctx, qv_array *b, qv_error *err) {
+  text_sink *t = ctx;
+  t->rows += b->length;
+  if (t->cw) return qv_csv_writer_write(t->cw, b, err);
+  if (t->jw) return qv_jsonl_writer_write(t->jw, b, err);
+  return qv_writer_write_batch(t->aw, b, err);
+}
+
+static void sink_progress(void *ctx, int64_t done, int64_t total) {
+  (void)total;
+  text_sink *t = ctx;
+  cli_progress_update(t->bar, t->rows, done);
+}
+
+static qv_status sink_close(text_sink *t, qv_error *err) {
+  qv_status st = QV_OK;
+  if (t->cw) st = qv_csv_writer_close(t->cw, err);
+  else if (t->jw) st = qv_jsonl_writer_close(t->jw, err);
+  else if (t->aw) st = qv_writer_close(t->aw, err);
+  t->aw = NULL;
+  t->cw = NULL;
+  t->jw = NULL;
+  return st;
+}
+
+/* A CSV or JSON Lines IN read in windows straight into the writer:
+ * memory stays about threads x block size whatever IN's size. */
+static int convert_streamed(const char *in, tfmt from, char in_delim, int64_t block_size,
+                            bool show_stats, text_sink *t) {
+  qv_error err;
+  qv_batch_sink sink = {sink_begin, sink_batch, t};
+  qv_text_stream_stats stats;
+  struct stat sb;
+  cli_progress bar;
+  cli_progress_start(&bar, "convert", stat(in, &sb) == 0 ? (int64_t)sb.st_size : 0);
+  t->bar = &bar;
+  qv_status st;
+  if (from == TF_CSV) {
+    qv_csv_read_options o;
+    memset(&o, 0, sizeof o);
+    o.delimiter = in_delim;
+    o.block_size = block_size;
+    st = qv_csv_stream_path(in, &o, &sink, sink_progress, t, &stats, &err);
+  } else {
+    qv_jsonl_read_options o;
+    memset(&o, 0, sizeof o);
+    o.block_size = block_size;
+    st = qv_jsonl_stream_path(in, &o, &sink, sink_progress, t, &stats, &err);
+  }
+  if (st == QV_OK) st = sink_close(t, &err);
+  else sink_abort(t);
+  cli_progress_finish(&bar, st == QV_OK);
+  if (st != QV_OK) return cli_fail(st, &err);
+  if (show_stats)
+    fprintf(stderr,
+            "convert: %lld rows, %lld windows, %lld restarts, peak %lld bytes held by the reader\n",
+            (long long)stats.rows, (long long)stats.windows, (long long)stats.restarts,
+            (long long)stats.peak_bytes);
+  return QV_EXIT_OK;
+}
+
 int cmd_convert_text(int argc, char **argv) {
   const char *in = NULL, *out = NULL;
   tfmt from = TF_NONE, to = TF_NONE;
   char delim = 0;
+  int64_t block_size = 0;
+  bool show_stats = false;
   qv_write_options wo;
   memset(&wo, 0, sizeof wo);
   for (int i = 1; i < argc; i++) {
@@ -178,6 +288,12 @@ int cmd_convert_text(int argc, char **argv) {
         return cli_usage("convert", "--batch-size must be a positive integer, found '%s'",
                          v ? v : "");
       wo.max_batch_rows = n;
+    } else if ((v = cli_opt_value(a, "--block-size", argc, argv, &i, &m)) || m) {
+      if (!v || !cli_parse_i64(v, &block_size) || block_size <= 0 || block_size > (1 << 30))
+        return cli_usage("convert", "--block-size must be 1 .. 1073741824 bytes, found '%s'",
+                         v ? v : "");
+    } else if (strcmp(a, "--stats") == 0) {
+      show_stats = true;
     } else if (a[0] == '-' && a[1] != '\0') {
       return cli_usage("convert", "unknown option '%s'", a);
     } else if (in == NULL) {
@@ -195,6 +311,10 @@ int cmd_convert_text(int argc, char **argv) {
   char in_delim = from == TF_CSV ? delim : 0;
   char out_delim = to == TF_CSV ? (delim ? delim : (cli_has_suffix(out, ".tsv") ? '\t' : ',')) : 0;
 
+  if (from == TF_CSV || from == TF_JSONL) {
+    text_sink t = {to, out, out_delim, &wo, NULL, NULL, NULL, NULL, 0};
+    return convert_streamed(in, from, in_delim, block_size, show_stats, &t);
+  }
   qv_error err;
   qv_read_result res;
   qv_status st = read_input(in, from, in_delim, &res, &err);
