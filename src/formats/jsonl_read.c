@@ -75,6 +75,11 @@ typedef struct parser {
   qv_bytes scratch;
   uint64_t objects; /* object instances seen (duplicate-key stamps) */
   qv_error *err;
+  /* building on the types of earlier windows without inferring first:
+   * anything inference would have seen differently (a key the type lacks,
+   * a key given twice, a fraction in an inferred timestamp) fails, and the
+   * stream infers the block to find out whether a type widened */
+  bool spec;
 } parser;
 
 /* ------------------------------------------------------------------------ */
@@ -598,6 +603,11 @@ static qv_status build_object(parser *p, qv_builder *b, const qv_type *t, int de
         break;
       }
       p->pos++;
+      if (p->spec && ((idx < 0 && !(p->r->o->schema && p->r->o->schema_only)) ||
+                      (idx >= 0 && seen[idx] == me))) {
+        st = err_at(p->r, p->err, p->pos, "a key the types so far do not have%s%s", "", "");
+        break;
+      }
       if (idx < 0 || seen[idx] == me) {
         /* a key the schema drops (schema_only), or given twice (pass 1
          * reported that already for inferred columns) */
@@ -681,7 +691,7 @@ static qv_status build_value(parser *p, qv_builder *b, const qv_type *t, int dep
         static const int64_t kMul[] = {1, 1000, 1000000, 1000000000};
         static const int32_t kDiv[] = {1000000000, 1000000, 1000, 1};
         if (!qv_text_parse_timestamp(s, len, &sec, &ns, &fd, &z) || ns % kDiv[t->unit] ||
-            __builtin_mul_overflow(sec, kMul[t->unit], &v))
+            (p->spec && fd > 0) || __builtin_mul_overflow(sec, kMul[t->unit], &v))
           return mismatch(p, at, t);
         return qv_builder_append_int(b, v + ns / kDiv[t->unit], p->err);
       }
@@ -769,9 +779,10 @@ static void run_block(void *vctx, int64_t i, int worker) {
       blk->root->kind = S_STRUCT;
       blk->st = rows_of(&p, false, blk->root, NULL, &blk->n_rows);
     }
-  } else {
+  } else { /* 1: build; 2: build speculatively (parser.spec) */
     qv_builder *b = NULL;
     int64_t rows;
+    p.spec = t->phase == 2;
     blk->st = qv_builder_new(r->root_type, &b, &blk->err);
     if (blk->st == QV_OK) blk->st = rows_of(&p, true, NULL, b, &rows);
     if (blk->st == QV_OK) blk->st = qv_builder_finish(b, &blk->batch, &blk->err);
@@ -1026,7 +1037,10 @@ static qv_status jstream_pass(jstream *s, int64_t *window_bytes, int64_t nbw,
       }
       b->end = at;
     }
-    jtask task = {r, 0};
+    /* with types from earlier windows, build at once (one parse); a block
+     * that does not fit them is inferred to see whether a type widened */
+    bool spec = r->root_type != NULL;
+    jtask task = {r, spec ? 2 : 0};
     qv_pool_group g = {0};
     bool queued = qv_pool_submit(s->pool, &g, nb, run_block, &task);
     qv_status st = jdeliver(s, err); /* the previous window's, while this one parses */
@@ -1034,24 +1048,53 @@ static qv_status jstream_pass(jstream *s, int64_t *window_bytes, int64_t nbw,
     else qv_pool_run(s->pool, nb, run_block, &task);
     if (st != QV_OK) return st;
     QV_RETURN_NOT_OK(qv_pool_check(s->pool, err));
-    QV_RETURN_NOT_OK(jblock_errors(r, nb, err));
-    for (int64_t i = 0; i < nb; i++) QV_RETURN_NOT_OK(unify(r, s->root, r->blocks[i].root, err));
-    qv_type *rt = NULL;
-    QV_RETURN_NOT_OK(root_type_of(r->o, s->root, &rt, err));
-    bool changed = r->root_type == NULL || !qv_type_equals(rt, r->root_type, false);
-    qv_type_unref(r->root_type);
-    r->root_type = rt;
-    if (changed && s->begun) {
-      *restart = true;
-      qv_schema_unref(s->schema);
-      s->schema = NULL;
-      return QV_OK;
+    bool infer_all = !spec, redo_all = !spec, any_failed = false;
+    if (spec) {
+      jtask infer = {r, 0};
+      for (int64_t i = 0; i < nb; i++) {
+        jblock *b = &r->blocks[i];
+        if (b->st == QV_OK) continue;
+        any_failed = true;
+        qv_array_unref(b->batch);
+        b->batch = NULL;
+        b->st = QV_OK;
+        run_block(&infer, i, 0);
+      }
     }
-    if (changed || s->schema == NULL) QV_RETURN_NOT_OK(jmake_schema(s, err));
-    task.phase = 1;
-    qv_pool_run(s->pool, nb, run_block, &task);
-    QV_RETURN_NOT_OK(qv_pool_check(s->pool, err));
-    QV_RETURN_NOT_OK(jblock_errors(r, nb, err));
+    if (infer_all || any_failed) {
+      QV_RETURN_NOT_OK(jblock_errors(r, nb, err));
+      for (int64_t i = 0; i < nb; i++)
+        if (r->blocks[i].root) QV_RETURN_NOT_OK(unify(r, s->root, r->blocks[i].root, err));
+      qv_type *rt = NULL;
+      QV_RETURN_NOT_OK(root_type_of(r->o, s->root, &rt, err));
+      bool changed = r->root_type == NULL || !qv_type_equals(rt, r->root_type, false);
+      qv_type_unref(r->root_type);
+      r->root_type = rt;
+      if (changed && s->begun) {
+        *restart = true;
+        qv_schema_unref(s->schema);
+        s->schema = NULL;
+        return QV_OK;
+      }
+      if (changed || s->schema == NULL) QV_RETURN_NOT_OK(jmake_schema(s, err));
+      if (changed) redo_all = true;
+      /* build again: every block under new types, else the failed ones
+       * (their error, if any, is real) */
+      jtask build = {r, 1};
+      if (redo_all) {
+        for (int64_t i = 0; i < nb; i++) {
+          qv_array_unref(r->blocks[i].batch);
+          r->blocks[i].batch = NULL;
+        }
+        qv_pool_run(s->pool, nb, run_block, &build);
+        QV_RETURN_NOT_OK(qv_pool_check(s->pool, err));
+      } else {
+        for (int64_t i = 0; i < nb; i++)
+          if (r->blocks[i].root) run_block(&build, i, 0);
+      }
+      QV_RETURN_NOT_OK(jblock_errors(r, nb, err));
+    }
+    if (s->schema == NULL) QV_RETURN_NOT_OK(jmake_schema(s, err)); /* after a restart */
     int64_t held = w->cap, rows = 0;
     for (int64_t i = 0; i < nb; i++) {
       qv_array *a = r->blocks[i].batch;

@@ -122,3 +122,36 @@ def test_error_line_in_late_window(tmp_path):
     assert r.returncode == 1
     assert b"bad.csv: line 5002, column 1" in r.stderr, r.stderr
     assert not (tmp_path / "o.arrow").exists()
+
+
+@pytest.mark.parametrize("text,line", [
+    ('{"a":1}\n{"a":"x"}\n', 2),
+    ('{"a":1}\n{"a":[1]}\n', 2),
+    ('{"a":1,"a":2}\n', 1),
+    ('{"a":1}\n{"a":{"b":1,"b":2}}\n', 2),
+    ('{"a":1}\n{"a":\n', 2),
+    ('{"a":"x\x01"}\n', 1),
+])
+def test_jsonl_refused_in_late_window(tmp_path, text, line):
+    # 3000 good rows first: the bad one is met while building on the types
+    # of earlier windows, and must still be refused with its line
+    good = "".join(f'{{"a": {i}, "z": "{i}"}}\n' for i in range(3000))
+    data = (good + text).encode()
+    with pytest.raises(pa.ArrowInvalid):
+        pjson.read_json(io.BytesIO(data))
+    src = tmp_path / "bad.jsonl"
+    src.write_bytes(data)
+    r = quiver("convert", src, tmp_path / "o.arrow", "--block-size=512", check=False)
+    assert r.returncode == 1, r.stderr
+    assert f"bad.jsonl: line {3000 + line}, column " in r.stderr.decode(), r.stderr
+    assert not (tmp_path / "o.arrow").exists()
+
+
+def test_jsonl_new_nested_key_late(tmp_path):
+    lines = [f'{{"o": {{"x": {i}}}}}' for i in range(3000)] + ['{"o": {"x": 1, "y": "new"}}']
+    data = ("\n".join(lines) + "\n").encode()
+    expected = pjson.read_json(io.BytesIO(data), read_options=pjson.ReadOptions(use_threads=False))
+    got, stats = convert(tmp_path, data, "t.jsonl", "--block-size=512")
+    assert stats["restarts"] >= 1
+    assert got.schema == expected.schema
+    assert got.to_pylist() == expected.to_pylist()
