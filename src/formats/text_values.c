@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -168,6 +169,30 @@ bool qv_text_parse_double(const uint8_t *s, int64_t n, double *out) {
     *out = neg ? -v : v;
     return true;
   }
+#if defined(__x86_64__) && LDBL_MANT_DIG == 64
+  /* 16 to 19 significant digits (what printing a double gives): one
+   * correctly rounded x87 operation on exact operands (a 64-bit mantissa
+   * holds mant and 10^|e| for |e| <= 27), then the rounding to double.
+   * Rounding twice can differ from rounding once only when the 64-bit
+   * result is exactly halfway between two doubles (a midpoint lies on the
+   * 64-bit grid, so none can lie strictly between the result and the true
+   * value, which are less than one 64-bit step apart): then strtod. */
+  static const long double kPow10L[] = {1e0L,  1e1L,  1e2L,  1e3L,  1e4L,  1e5L,  1e6L,
+                                        1e7L,  1e8L,  1e9L,  1e10L, 1e11L, 1e12L, 1e13L,
+                                        1e14L, 1e15L, 1e16L, 1e17L, 1e18L, 1e19L, 1e20L,
+                                        1e21L, 1e22L, 1e23L, 1e24L, 1e25L, 1e26L, 1e27L};
+  if (exact && mant != 0 && e >= -27 && e <= 27) {
+    long double l = (long double)mant;
+    l = e >= 0 ? l * kPow10L[e] : l / kPow10L[-e];
+    uint64_t bits;
+    memcpy(&bits, &l, 8); /* the explicit 64-bit mantissa */
+    if ((bits & 0x7ff) != 0x400) {
+      double v = (double)l;
+      *out = neg ? -v : v;
+      return true;
+    }
+  }
+#endif
   /* slow path: strtod on a copy (the shape is known to be plain decimal) */
   char buf[128];
   char *heap = NULL, *b = buf;
@@ -443,10 +468,26 @@ qv_status qv_text_window_fill(qv_text_window *w, int64_t want, qv_error *err) {
   return QV_OK;
 }
 
+/* Newlines in n bytes, eight at a time: a byte of x = word ^ "\n\n..." is
+ * zero exactly where the word has a newline, and ((x & 0x7f..) + 0x7f..)
+ * | x has its high bit clear exactly at the zero bytes (no carries cross
+ * bytes), so the count is a popcount of those bits. */
+static int64_t count_newlines(const uint8_t *p, int64_t n) {
+  const uint64_t nl = 0x0a0a0a0a0a0a0a0aull, lo7 = 0x7f7f7f7f7f7f7f7full;
+  int64_t lines = 0, i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t x;
+    memcpy(&x, p + i, 8);
+    x ^= nl;
+    uint64_t t = ((x & lo7) + lo7) | x;
+    lines += __builtin_popcountll(~t & ~lo7);
+  }
+  for (; i < n; i++) lines += p[i] == '\n';
+  return lines;
+}
+
 void qv_text_window_consume(qv_text_window *w, int64_t n) {
-  int64_t lines = 0;
-  for (int64_t i = 0; i < n; i++) lines += w->buf[i] == '\n';
-  w->line_base += lines;
+  w->line_base += count_newlines(w->buf, n);
   memmove(w->buf, w->buf + n, (size_t)(w->len - n));
   w->len -= n;
   w->base += n;
