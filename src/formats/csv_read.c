@@ -69,7 +69,8 @@ typedef struct block {
 typedef struct reader {
   const uint8_t *d;
   int64_t n;
-  bool stop[256]; /* bytes that end an unquoted run: delimiter, CR, LF, escape */
+  bool stop[256];  /* bytes that end an unquoted run: delimiter, CR, LF, escape */
+  uint64_t delim8; /* the delimiter in every byte */
   const char *name;
   opts o;
   int32_t ncols;
@@ -124,6 +125,13 @@ static bool push_field(block *b, int64_t start, int64_t len, uint32_t flags) {
   return true;
 }
 
+/* The high bit of every zero byte of x, exactly (no carry crosses a byte:
+ * (b & 0x7f) + 0x7f <= 0xfe). */
+static inline uint64_t zero_bytes(uint64_t x) {
+  const uint64_t lo7 = 0x7f7f7f7f7f7f7f7full;
+  return ~(((x & lo7) + lo7) | x) & ~lo7;
+}
+
 /* Scan one field starting at p; returns the position of the byte that
  * ended it (delimiter, CR, LF or n). *flags gets F_QUOTED / F_COMPLEX.
  * -1: a quote not closed before the end of the data. */
@@ -170,6 +178,19 @@ static int64_t scan_field(const reader *r, int64_t p, uint32_t *flags) {
     return p < n ? p : n;
   }
   for (;;) {
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    if (!o->has_escape) /* eight bytes at a time to the next delimiter, CR or LF */
+      for (; p + 8 <= n; p += 8) {
+        uint64_t x;
+        memcpy(&x, d + p, 8);
+        uint64_t m = zero_bytes(x ^ r->delim8) | zero_bytes(x ^ 0x0a0a0a0a0a0a0a0aull) |
+                     zero_bytes(x ^ 0x0d0d0d0d0d0d0d0dull);
+        if (m) {
+          p += __builtin_ctzll(m) >> 3;
+          break;
+        }
+      }
+#endif
     while (p < n && !r->stop[d[p]]) p++;
     if (p >= n) break;
     uint8_t c = d[p];
@@ -425,8 +446,8 @@ static qv_status convert_col(const reader *r, const block *b, int32_t c, int kin
   qv_type *t = (qv_type *)type;
   if (kind == K_NULL) return qv_text_make_array(t, n, n, NULL, NULL, NULL, out, err);
   qv_buffer *valid = NULL, *vals = NULL, *offs = NULL;
-  qv_bytes data = {0};
-  int64_t nulls = 0;
+  qv_buffer *dbuf = NULL; /* string bytes: sized once from the raw fields */
+  int64_t dlen = 0, nulls = 0;
   qv_status st = qv_buffer_alloc((n + 7) / 8, &valid, err);
   qv_type_id id = type->id;
   bool is_str =
@@ -434,8 +455,12 @@ static qv_status convert_col(const reader *r, const block *b, int32_t c, int kin
   bool large = id == QV_LARGE_STRING || id == QV_LARGE_BINARY;
   int32_t width = id == QV_BOOL ? 0 : qv_type_byte_width(type);
   if (st == QV_OK) {
-    if (is_str) st = qv_buffer_alloc((n + 1) * (large ? 8 : 4), &offs, err);
-    else if (id == QV_BOOL) st = qv_buffer_alloc((n + 7) / 8, &vals, err);
+    if (is_str) {
+      int64_t total = 0;
+      for (int64_t row = 0; row < n; row++) total += b->f[row * r->ncols + c].len & F_LENMASK;
+      st = qv_buffer_alloc((n + 1) * (large ? 8 : 4), &offs, err);
+      if (st == QV_OK) st = qv_buffer_alloc(total, &dbuf, err);
+    } else if (id == QV_BOOL) st = qv_buffer_alloc((n + 7) / 8, &vals, err);
     else st = qv_buffer_alloc(n * width, &vals, err);
   }
   bool strings_null = r->o.pandas || !(id == QV_STRING || id == QV_LARGE_STRING ||
@@ -453,7 +478,7 @@ static qv_status convert_col(const reader *r, const block *b, int32_t c, int kin
     if (strings_null && is_null(r, s, len)) {
       nulls++;
       if (is_str) {
-        int64_t o = data.len;
+        int64_t o = dlen;
         if (large) memcpy(offs->data + (row + 1) * 8, &o, 8);
         else memcpy(offs->data + (row + 1) * 4, &(int32_t){(int32_t)o}, 4);
       }
@@ -531,11 +556,11 @@ static qv_status convert_col(const reader *r, const block *b, int32_t c, int kin
       }
       default: {
         if (check_utf8 && !qv_text_valid_utf8(s, len)) ok = false;
-        if (ok && !qv_bytes_append(&data, s, len)) {
-          st = qv_error_set(err, QV_ENOMEM, "out of memory");
-          break;
+        if (ok && len > 0) { /* len <= the raw field's length */
+          memcpy(dbuf->data + dlen, s, (size_t)len);
+          dlen += len;
         }
-        int64_t o = data.len;
+        int64_t o = dlen;
         if (large) memcpy(offs->data + (row + 1) * 8, &o, 8);
         else if (o > INT32_MAX)
           st = qv_error_set(err, QV_ERANGE, "%s: more than 2 GiB of text in one block", r->name);
@@ -545,9 +570,7 @@ static qv_status convert_col(const reader *r, const block *b, int32_t c, int kin
     }
     if (st == QV_OK && !ok) st = bad_value(r, f, type, err);
   }
-  qv_buffer *dbuf = NULL;
-  if (st == QV_OK && is_str) st = qv_text_buffer_from(data.data, data.len, &dbuf, err);
-  qv_bytes_free(&data);
+  if (st == QV_OK && is_str) st = qv_buffer_resize(dbuf, dlen, err);
   if (st == QV_OK && nulls == 0) {
     qv_buffer_unref(valid);
     valid = NULL;
@@ -556,6 +579,7 @@ static qv_status convert_col(const reader *r, const block *b, int32_t c, int kin
     qv_buffer_unref(valid);
     qv_buffer_unref(vals);
     qv_buffer_unref(offs);
+    qv_buffer_unref(dbuf);
     return st;
   }
   if (is_str) return qv_text_make_array(t, n, nulls, valid, offs, dbuf, out, err);
@@ -979,6 +1003,7 @@ static qv_status reader_init(reader *r, const qv_csv_read_options *o, const char
   r->o.nulls = o->null_values;
   r->o.pandas = o->pandas_types;
   r->stop[r->o.delim] = r->stop['\n'] = r->stop['\r'] = true;
+  r->delim8 = r->o.delim * 0x0101010101010101ull;
   if (r->o.has_escape) r->stop[r->o.escape] = true;
   r->o.n_nulls = o->n_null_values;
   if (r->o.delim == '\n' || r->o.delim == '\r' || (r->o.quoting && r->o.delim == r->o.quote))
