@@ -995,7 +995,11 @@ static qv_status reader_init(reader *r, const qv_csv_read_options *o, const char
                              qv_error *err) {
   r->name = name ? name : "<buffer>";
   r->o.delim =
-      (uint8_t)(o->delimiter ? o->delimiter : (name && ends_with(name, ".tsv") ? '\t' : ','));
+      (uint8_t)(o->delimiter ? o->delimiter
+                             : (name && (ends_with(name, ".tsv") || ends_with(name, ".tsv.gz") ||
+                                         ends_with(name, ".tsv.zst"))
+                                    ? '\t'
+                                    : ','));
   r->o.quote = (uint8_t)(o->quote ? o->quote : '"');
   r->o.quoting = !o->no_quoting;
   r->o.escape = (uint8_t)o->escape;
@@ -1305,7 +1309,9 @@ qv_status qv_csv_stream_path(const char *path, const qv_csv_read_options *option
   qv_status st = qv_text_window_open(&s.w, path, err);
   if (st != QV_OK) return st;
   struct stat sb;
-  int64_t file_size = fstat(s.w.fd, &sb) == 0 ? (int64_t)sb.st_size : -1;
+  int64_t file_size = fstat(s.w.fd, &sb) == 0 && !qv_text_compressed_path(path, NULL)
+                          ? (int64_t)sb.st_size
+                          : -1; /* compressed: the text's size is unknown */
   int threads = o->threads > 0 ? o->threads : qv_cpu_count();
   int64_t bs = o->block_size > 0 ? o->block_size : (1 << 20);
   int64_t nbw = 2 * (int64_t)threads, window_bytes = nbw * bs;

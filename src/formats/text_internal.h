@@ -80,6 +80,14 @@ qv_status qv_text_buffer_from(const void *data, int64_t n, qv_buffer **out, qv_e
 typedef struct qv_text_window {
   int fd;
   const char *path;
+  /* a path ending in .gz (gzip, concatenated members too) or .zst
+   * (zstd frames) is decompressed as it is read */
+  void *gz;     /* gzFile */
+  void *zstd;   /* ZSTD_DCtx */
+  uint8_t *zin; /* zstd: compressed input */
+  int64_t zin_len, zin_pos;
+  bool zin_eof;
+  bool zin_mid; /* zstd: inside a frame (its end not yet decoded) */
   uint8_t *buf;
   int64_t cap, len;
   int64_t base;
@@ -87,7 +95,7 @@ typedef struct qv_text_window {
   bool eof;
 } qv_text_window;
 
-/** Open `path` for reading (nothing read yet). */
+/** Open `path` for reading (nothing read yet); .gz / .zst decompressed. */
 qv_status qv_text_window_open(qv_text_window *w, const char *path, qv_error *err);
 /** Read until the window holds at least `want` bytes or the file ends
  *  (w->eof); the buffer grows to `want` (at most 2 GiB: QV_ERANGE). */
@@ -98,5 +106,8 @@ void qv_text_window_consume(qv_text_window *w, int64_t n);
 qv_status qv_text_window_rewind(qv_text_window *w, qv_error *err);
 /** Close the file and free the buffer. NULL-safe, idempotent. */
 void qv_text_window_close(qv_text_window *w);
+/** Whether a path names a compressed text file (.gz, .zst) and, when
+ *  `stem_len` is not NULL, the length of the name without that suffix. */
+bool qv_text_compressed_path(const char *path, size_t *stem_len);
 
 #endif /* QUIVER_FORMATS_TEXT_INTERNAL_H */

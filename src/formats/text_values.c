@@ -10,7 +10,10 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
+#include <zlib.h>
+#include <zstd.h>
 
 #include "formats/text_internal.h"
 
@@ -440,12 +443,94 @@ qv_status qv_text_read_file(const char *path, qv_buffer **out, qv_error *err) {
 /* ------------------------------------------------------------------------ */
 /* Streaming input                                                           */
 
+bool qv_text_compressed_path(const char *path, size_t *stem_len) {
+  size_t n = strlen(path);
+  size_t k = n >= 3 && strcasecmp(path + n - 3, ".gz") == 0    ? 3
+             : n >= 4 && strcasecmp(path + n - 4, ".zst") == 0 ? 4
+                                                               : 0;
+  if (stem_len) *stem_len = n - k;
+  return k > 0;
+}
+
+enum { ZIN_CHUNK = 1 << 17 };
+
 qv_status qv_text_window_open(qv_text_window *w, const char *path, qv_error *err) {
   memset(w, 0, sizeof *w);
   w->path = path;
   w->fd = open(path, O_RDONLY | O_CLOEXEC);
   if (w->fd < 0) return qv_error_set(err, QV_EIO, "cannot open '%s': %s", path, strerror(errno));
+  size_t n = strlen(path);
+  if (n >= 3 && strcasecmp(path + n - 3, ".gz") == 0) {
+    int fd2 = dup(w->fd);
+    if (fd2 < 0 || (w->gz = gzdopen(fd2, "rb")) == NULL) {
+      if (fd2 >= 0) close(fd2);
+      return qv_error_set(err, QV_EIO, "%s: cannot start gzip decompression", path);
+    }
+    gzbuffer(w->gz, 1 << 17);
+  } else if (n >= 4 && strcasecmp(path + n - 4, ".zst") == 0) {
+    w->zstd = ZSTD_createDCtx();
+    w->zin = malloc(ZIN_CHUNK);
+    if (w->zstd == NULL || w->zin == NULL) return qv_error_set(err, QV_ENOMEM, "out of memory");
+  }
   return QV_OK;
+}
+
+/* Up to `cap` bytes of the (decompressed) file into dst: 0 at its end. */
+static int64_t window_read(qv_text_window *w, uint8_t *dst, int64_t cap, qv_error *err) {
+  if (cap > (1 << 30)) cap = 1 << 30;
+  if (w->gz) {
+    int k = gzread(w->gz, dst, (unsigned)cap), code = Z_OK;
+    if (k == 0 && (gzerror(w->gz, &code), code == Z_BUF_ERROR)) {
+      /* the input ended inside a member: zlib's "more may come" */
+      qv_error_set(err, QV_EINVAL, "%s: bad gzip data: the file is truncated", w->path);
+      return -1;
+    }
+    if (k < 0) {
+      const char *m = gzerror(w->gz, &code);
+      qv_error_set(err, QV_EINVAL, "%s: bad gzip data: %s", w->path, m ? m : "?");
+      return -1;
+    }
+    return k;
+  }
+  if (w->zstd) {
+    ZSTD_outBuffer out = {dst, (size_t)cap, 0};
+    while (out.pos == 0) {
+      if (w->zin_pos == w->zin_len) {
+        if (w->zin_eof && w->zin_mid) {
+          qv_error_set(err, QV_EINVAL, "%s: bad zstd data: the file is truncated", w->path);
+          return -1;
+        }
+        if (w->zin_eof) return 0;
+        ssize_t k = read(w->fd, w->zin, ZIN_CHUNK);
+        if (k < 0 && errno == EINTR) continue;
+        if (k < 0) {
+          qv_error_set(err, QV_EIO, "%s: read failed: %s", w->path, strerror(errno));
+          return -1;
+        }
+        if (k == 0) {
+          w->zin_eof = true;
+          continue;
+        }
+        w->zin_len = k;
+        w->zin_pos = 0;
+      }
+      ZSTD_inBuffer in = {w->zin, (size_t)w->zin_len, (size_t)w->zin_pos};
+      size_t r = ZSTD_decompressStream(w->zstd, &out, &in);
+      w->zin_pos = (int64_t)in.pos;
+      if (ZSTD_isError(r)) {
+        qv_error_set(err, QV_EINVAL, "%s: bad zstd data: %s", w->path, ZSTD_getErrorName(r));
+        return -1;
+      }
+      w->zin_mid = r != 0;
+    }
+    return (int64_t)out.pos;
+  }
+  for (;;) {
+    ssize_t k = read(w->fd, dst, (size_t)cap);
+    if (k < 0 && errno == EINTR) continue;
+    if (k < 0) qv_error_set(err, QV_EIO, "%s: read failed: %s", w->path, strerror(errno));
+    return k;
+  }
 }
 
 qv_status qv_text_window_fill(qv_text_window *w, int64_t want, qv_error *err) {
@@ -459,9 +544,8 @@ qv_status qv_text_window_fill(qv_text_window *w, int64_t want, qv_error *err) {
     w->cap = want;
   }
   while (!w->eof && w->len < want) {
-    ssize_t k = read(w->fd, w->buf + w->len, (size_t)(want - w->len));
-    if (k < 0 && errno == EINTR) continue;
-    if (k < 0) return qv_error_set(err, QV_EIO, "%s: read failed: %s", w->path, strerror(errno));
+    int64_t k = window_read(w, w->buf + w->len, want - w->len, err);
+    if (k < 0) return w->gz || w->zstd ? QV_EINVAL : QV_EIO;
     if (k == 0) w->eof = true;
     w->len += k;
   }
@@ -494,15 +578,25 @@ void qv_text_window_consume(qv_text_window *w, int64_t n) {
 }
 
 qv_status qv_text_window_rewind(qv_text_window *w, qv_error *err) {
-  if (lseek(w->fd, 0, SEEK_SET) != 0)
+  if (w->gz ? gzrewind(w->gz) != 0 : lseek(w->fd, 0, SEEK_SET) != 0)
     return qv_error_set(err, QV_EIO, "%s: cannot seek back to re-read it: %s", w->path,
                         strerror(errno));
+  if (w->zstd) {
+    ZSTD_DCtx_reset(w->zstd, ZSTD_reset_session_only);
+    w->zin_len = w->zin_pos = 0;
+    w->zin_eof = w->zin_mid = false;
+  }
   w->len = w->base = w->line_base = 0;
   w->eof = false;
   return QV_OK;
 }
 
 void qv_text_window_close(qv_text_window *w) {
+  if (w->gz) gzclose(w->gz);
+  if (w->zstd) ZSTD_freeDCtx(w->zstd);
+  free(w->zin);
+  w->gz = w->zstd = NULL;
+  w->zin = NULL;
   if (w->fd >= 0) close(w->fd);
   w->fd = -1;
   free(w->buf);

@@ -155,3 +155,41 @@ def test_jsonl_new_nested_key_late(tmp_path):
     assert stats["restarts"] >= 1
     assert got.schema == expected.schema
     assert got.to_pylist() == expected.to_pylist()
+
+
+def test_compressed_inputs(tmp_path):
+    import gzip
+    rows = ["a,b,s"] + [f'{i},{i * 0.25},"x{i}"' for i in range(20000)] + ["z,1.5,late"]
+    data = ("\n".join(rows) + "\n").encode()
+    expected = pcsv.read_csv(io.BytesIO(data))
+    half = len(data) // 2
+    # two gzip members, as `cat a.gz b.gz` makes; a late widening restarts
+    # through gzrewind
+    gz = tmp_path / "t.csv.gz"
+    gz.write_bytes(gzip.compress(data[:half]) + gzip.compress(data[half:]))
+    r = quiver("convert", gz, tmp_path / "g.arrow", "--block-size=4096", "--stats")
+    assert re.search(rb", [1-9]\d* restarts", r.stderr), r.stderr
+    assert pa.ipc.open_file(str(tmp_path / "g.arrow")).read_all().equals(expected)
+    zs = tmp_path / "t.jsonl.zst"
+    jl = "".join(f'{{"i": {i}, "t": [{i}]}}\n' for i in range(20000)).encode()
+    with pa.CompressedOutputStream(str(zs), "zstd") as f:
+        f.write(jl)
+    quiver("convert", zs, tmp_path / "z.arrow", "--block-size=4096")
+    assert pa.ipc.open_file(str(tmp_path / "z.arrow")).read_all().equals(
+        pjson.read_json(io.BytesIO(jl), read_options=pjson.ReadOptions(use_threads=False)))
+    # damaged data is bad data (exit 1), compressed text output is refused
+    z = gzip.compress(data)
+    for damaged in (z[:-40], z[:len(z) // 2], z[:-4] + b"\0\0\0\0"):
+        bad = tmp_path / "bad.csv.gz"
+        bad.write_bytes(damaged)
+        r = quiver("convert", bad, tmp_path / "b.arrow", check=False)
+        assert r.returncode == 1 and b"bad gzip data" in r.stderr, r.stderr
+        assert not (tmp_path / "b.arrow").exists()
+    zd = zs.read_bytes()
+    for damaged in (zd[:-7], zd[:len(zd) // 2]):
+        bad = tmp_path / "bad.jsonl.zst"
+        bad.write_bytes(damaged)
+        r = quiver("convert", bad, tmp_path / "b.arrow", check=False)
+        assert r.returncode == 1 and b"bad zstd data" in r.stderr, r.stderr
+    r = quiver("convert", tmp_path / "g.arrow", tmp_path / "o.csv.gz", check=False)
+    assert r.returncode == 2, r.stderr

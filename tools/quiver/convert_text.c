@@ -32,7 +32,20 @@ bool cli_has_suffix(const char *s, const char *suf) {
   return true;
 }
 
+static bool compressed_text(const char *p) {
+  return cli_has_suffix(p, ".gz") || cli_has_suffix(p, ".zst");
+}
+
 static tfmt fmt_of_path(const char *p) {
+  if (compressed_text(p)) { /* x.csv.gz, x.jsonl.zst: the format of x.csv, x.jsonl */
+    char stem[4096];
+    size_t n = strlen(p) - (cli_has_suffix(p, ".gz") ? 3 : 4);
+    if (n >= sizeof stem) return TF_ARROW;
+    memcpy(stem, p, n);
+    stem[n] = '\0';
+    tfmt f = fmt_of_path(stem);
+    return f == TF_CSV || f == TF_JSONL ? f : TF_ARROW;
+  }
   if (cli_has_suffix(p, ".csv") || cli_has_suffix(p, ".tsv")) return TF_CSV;
   if (cli_has_suffix(p, ".json") || cli_has_suffix(p, ".jsonl") || cli_has_suffix(p, ".ndjson"))
     return TF_JSONL;
@@ -72,7 +85,8 @@ static const char kHelp[] =
     "\n"
     "Convert between Arrow IPC (file or stream), CSV and JSON Lines. Formats\n"
     "come from --from/--to or the extensions (.csv, .tsv, .json, .jsonl,\n"
-    ".ndjson; anything else is Arrow). CSV is read with pyarrow.csv's type\n"
+    ".ndjson, each also with .gz or .zst: read decompressed; anything else\n"
+    "is Arrow). CSV is read with pyarrow.csv's type\n"
     "inference and written as pyarrow.csv.write_csv writes it; JSON Lines is\n"
     "read as pyarrow.json infers it and written one object per row. Arrow\n"
     "output is the file format unless --format=stream; --compression applies\n"
@@ -218,7 +232,8 @@ static int convert_streamed(const char *in, tfmt from, char in_delim, int64_t bl
   qv_text_stream_stats stats;
   struct stat sb;
   cli_progress bar;
-  cli_progress_start(&bar, "convert", stat(in, &sb) == 0 ? (int64_t)sb.st_size : 0);
+  cli_progress_start(&bar, "convert",
+                     !compressed_text(in) && stat(in, &sb) == 0 ? (int64_t)sb.st_size : 0);
   t->bar = &bar;
   qv_status st;
   if (from == TF_CSV) {
@@ -308,6 +323,10 @@ int cmd_convert_text(int argc, char **argv) {
   if (from == TF_NONE) from = strcmp(in, "-") == 0 ? TF_ARROW : fmt_of_path(in);
   if (to == TF_NONE) to = fmt_of_path(out);
   if (strcmp(out, "-") == 0) return cli_usage("convert", "text output goes to a file, not stdout");
+  if ((to == TF_CSV || to == TF_JSONL) && compressed_text(out))
+    return cli_usage("convert",
+                     "compressed text output is not supported: write '%.*s' and compress it",
+                     (int)(strlen(out) - (cli_has_suffix(out, ".gz") ? 3 : 4)), out);
   char in_delim = from == TF_CSV ? delim : 0;
   char out_delim = to == TF_CSV ? (delim ? delim : (cli_has_suffix(out, ".tsv") ? '\t' : ',')) : 0;
 
