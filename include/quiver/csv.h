@@ -136,10 +136,22 @@ QV_API qv_status qv_csv_stream_path(const char *path, const qv_csv_read_options 
 /* ------------------------------------------------------------------------ */
 /* Writer                                                                    */
 
+/** Compression of a text writer's output. AUTO (zero) infers it from the
+ *  path as pandas' compression="infer" does: ".gz" gzip, ".zst" zstd,
+ *  anything else none. */
+typedef enum qv_text_compression {
+  QV_TEXT_COMPRESSION_AUTO = 0,
+  QV_TEXT_COMPRESSION_NONE,
+  QV_TEXT_COMPRESSION_GZIP, /* one gzip member (zlib; level 0: 6) */
+  QV_TEXT_COMPRESSION_ZSTD  /* one zstd frame (level 0: 3) */
+} qv_text_compression;
+
 typedef struct qv_csv_write_options {
   char delimiter; /* 0: ',' */
   bool no_header; /* no header row */
   bool crlf;      /* "\r\n" line ends instead of "\n" */
+  qv_text_compression compression;
+  int compression_level; /* 0: the codec's default */
 } qv_csv_write_options;
 
 typedef struct qv_csv_writer qv_csv_writer;

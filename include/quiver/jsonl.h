@@ -59,10 +59,21 @@ QV_API qv_status qv_jsonl_stream_path(const char *path, const qv_jsonl_read_opti
 
 typedef struct qv_jsonl_writer qv_jsonl_writer;
 
-/** Start writing JSON Lines to `path` (atomic: a temporary until close).
- *  The writer is freed by close or abort. */
+/** Start writing JSON Lines to `path` (atomic: a temporary until close),
+ *  compressed as the path says (qv_text_compression AUTO). The writer is
+ *  freed by close or abort. */
 QV_API qv_status qv_jsonl_writer_open(const char *path, qv_jsonl_writer **out,
                                       qv_error *err) QV_NODISCARD;
+
+typedef struct qv_jsonl_write_options {
+  qv_text_compression compression; /* AUTO: from the path (.gz, .zst) */
+  int compression_level;           /* 0: the codec's default */
+} qv_jsonl_write_options;
+
+/** qv_jsonl_writer_open with options (may be NULL: the defaults). */
+QV_API qv_status qv_jsonl_writer_open_options(const char *path,
+                                              const qv_jsonl_write_options *options,
+                                              qv_jsonl_writer **out, qv_error *err) QV_NODISCARD;
 /** Append one line per row of a record batch (borrowed). */
 QV_API qv_status qv_jsonl_writer_write(qv_jsonl_writer *w, const qv_array *batch,
                                        qv_error *err) QV_NODISCARD;

@@ -1309,7 +1309,7 @@ qv_status qv_csv_stream_path(const char *path, const qv_csv_read_options *option
   qv_status st = qv_text_window_open(&s.w, path, err);
   if (st != QV_OK) return st;
   struct stat sb;
-  int64_t file_size = fstat(s.w.fd, &sb) == 0 && !qv_text_compressed_path(path, NULL)
+  int64_t file_size = fstat(s.w.fd, &sb) == 0 && !s.w.gz && !s.w.zstd
                           ? (int64_t)sb.st_size
                           : -1; /* compressed: the text's size is unknown */
   int threads = o->threads > 0 ? o->threads : qv_cpu_count();

@@ -80,8 +80,8 @@ qv_status qv_text_buffer_from(const void *data, int64_t n, qv_buffer **out, qv_e
 typedef struct qv_text_window {
   int fd;
   const char *path;
-  /* a path ending in .gz (gzip, concatenated members too) or .zst
-   * (zstd frames) is decompressed as it is read */
+  /* gzip (concatenated members too) or zstd (frames) data, known by its
+   * magic bytes, is decompressed as it is read */
   void *gz;     /* gzFile */
   void *zstd;   /* ZSTD_DCtx */
   uint8_t *zin; /* zstd: compressed input */
@@ -95,7 +95,8 @@ typedef struct qv_text_window {
   bool eof;
 } qv_text_window;
 
-/** Open `path` for reading (nothing read yet); .gz / .zst decompressed. */
+/** Open `path` for reading (nothing read yet); gzip / zstd data
+ *  decompressed. */
 qv_status qv_text_window_open(qv_text_window *w, const char *path, qv_error *err);
 /** Read until the window holds at least `want` bytes or the file ends
  *  (w->eof); the buffer grows to `want` (at most 2 GiB: QV_ERANGE). */
@@ -106,8 +107,25 @@ void qv_text_window_consume(qv_text_window *w, int64_t n);
 qv_status qv_text_window_rewind(qv_text_window *w, qv_error *err);
 /** Close the file and free the buffer. NULL-safe, idempotent. */
 void qv_text_window_close(qv_text_window *w);
-/** Whether a path names a compressed text file (.gz, .zst) and, when
- *  `stem_len` is not NULL, the length of the name without that suffix. */
-bool qv_text_compressed_path(const char *path, size_t *stem_len);
+
+/* ---- compressed output --------------------------------------------- */
+
+/** A text writer's output: the atomic file, through gzip or zstd when
+ *  asked (quiver/csv.h qv_text_compression). */
+typedef struct qv_text_out {
+  struct qv_atomic_file *f;
+  int codec;   /* 0 none, 1 gzip, 2 zstd */
+  void *z;     /* z_stream */
+  void *zc;    /* ZSTD_CCtx */
+  uint8_t *ob; /* compressed bytes on their way to the file */
+} qv_text_out;
+
+qv_status qv_text_out_open(qv_text_out *o, const char *path, int compression, int level,
+                           qv_error *err);
+qv_status qv_text_out_write(qv_text_out *o, const void *data, int64_t n, qv_error *err);
+/** Finish the stream, fsync and rename into place (frees the codec). */
+qv_status qv_text_out_commit(qv_text_out *o, qv_error *err);
+/** Drop the temporary (frees the codec). */
+void qv_text_out_abort(qv_text_out *o);
 
 #endif /* QUIVER_FORMATS_TEXT_INTERNAL_H */

@@ -15,7 +15,9 @@
 #include <zlib.h>
 #include <zstd.h>
 
+#include "core/atomic_internal.h"
 #include "formats/text_internal.h"
+#include "quiver/csv.h"
 
 static void trim(const uint8_t **s, int64_t *n) {
   while (*n > 0 && ((*s)[0] == ' ' || (*s)[0] == '\t')) (*s)++, (*n)--;
@@ -443,15 +445,6 @@ qv_status qv_text_read_file(const char *path, qv_buffer **out, qv_error *err) {
 /* ------------------------------------------------------------------------ */
 /* Streaming input                                                           */
 
-bool qv_text_compressed_path(const char *path, size_t *stem_len) {
-  size_t n = strlen(path);
-  size_t k = n >= 3 && strcasecmp(path + n - 3, ".gz") == 0    ? 3
-             : n >= 4 && strcasecmp(path + n - 4, ".zst") == 0 ? 4
-                                                               : 0;
-  if (stem_len) *stem_len = n - k;
-  return k > 0;
-}
-
 enum { ZIN_CHUNK = 1 << 17 };
 
 qv_status qv_text_window_open(qv_text_window *w, const char *path, qv_error *err) {
@@ -459,15 +452,17 @@ qv_status qv_text_window_open(qv_text_window *w, const char *path, qv_error *err
   w->path = path;
   w->fd = open(path, O_RDONLY | O_CLOEXEC);
   if (w->fd < 0) return qv_error_set(err, QV_EIO, "cannot open '%s': %s", path, strerror(errno));
-  size_t n = strlen(path);
-  if (n >= 3 && strcasecmp(path + n - 3, ".gz") == 0) {
+  /* compressed by its magic bytes, whatever the name */
+  uint8_t magic[4] = {0};
+  ssize_t got = pread(w->fd, magic, 4, 0);
+  if (got >= 2 && magic[0] == 0x1f && magic[1] == 0x8b) {
     int fd2 = dup(w->fd);
     if (fd2 < 0 || (w->gz = gzdopen(fd2, "rb")) == NULL) {
       if (fd2 >= 0) close(fd2);
       return qv_error_set(err, QV_EIO, "%s: cannot start gzip decompression", path);
     }
     gzbuffer(w->gz, 1 << 17);
-  } else if (n >= 4 && strcasecmp(path + n - 4, ".zst") == 0) {
+  } else if (got == 4 && memcmp(magic, "\x28\xb5\x2f\xfd", 4) == 0) {
     w->zstd = ZSTD_createDCtx();
     w->zin = malloc(ZIN_CHUNK);
     if (w->zstd == NULL || w->zin == NULL) return qv_error_set(err, QV_ENOMEM, "out of memory");
@@ -602,4 +597,121 @@ void qv_text_window_close(qv_text_window *w) {
   free(w->buf);
   w->buf = NULL;
   w->cap = w->len = 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Compressed output                                                         */
+
+enum { OB_SIZE = 1 << 17 };
+
+static int codec_of(const char *path, int compression) {
+  if (compression == QV_TEXT_COMPRESSION_GZIP) return 1;
+  if (compression == QV_TEXT_COMPRESSION_ZSTD) return 2;
+  if (compression == QV_TEXT_COMPRESSION_NONE) return 0;
+  size_t n = strlen(path);
+  if (n >= 3 && strcasecmp(path + n - 3, ".gz") == 0) return 1;
+  if (n >= 4 && strcasecmp(path + n - 4, ".zst") == 0) return 2;
+  return 0;
+}
+
+static void out_free_codec(qv_text_out *o) {
+  if (o->z) {
+    deflateEnd(o->z);
+    free(o->z);
+  }
+  ZSTD_freeCCtx(o->zc);
+  free(o->ob);
+  o->z = o->zc = NULL;
+  o->ob = NULL;
+}
+
+qv_status qv_text_out_open(qv_text_out *o, const char *path, int compression, int level,
+                           qv_error *err) {
+  memset(o, 0, sizeof *o);
+  if (compression < QV_TEXT_COMPRESSION_AUTO || compression > QV_TEXT_COMPRESSION_ZSTD)
+    return qv_error_set(err, QV_EARG, "text writer: unknown compression %d", compression);
+  o->codec = codec_of(path, compression);
+  if (o->codec == 1 && (level < 0 || level > 9))
+    return qv_error_set(err, QV_EARG, "gzip level must be 1..9, found %d", level);
+  if (o->codec == 2 && (level < 0 || level > ZSTD_maxCLevel()))
+    return qv_error_set(err, QV_EARG, "zstd level must be 1..%d, found %d", ZSTD_maxCLevel(),
+                        level);
+  if (o->codec != 0 && (o->ob = malloc(OB_SIZE)) == NULL)
+    return qv_error_set(err, QV_ENOMEM, "out of memory");
+  if (o->codec == 1) {
+    z_stream *z = calloc(1, sizeof *z);
+    if (z == NULL ||
+        deflateInit2(z, level ? level : 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+      free(z);
+      out_free_codec(o);
+      return qv_error_set(err, QV_ENOMEM, "gzip: cannot start the compressor");
+    }
+    o->z = z;
+  } else if (o->codec == 2) {
+    o->zc = ZSTD_createCCtx();
+    if (o->zc == NULL ||
+        ZSTD_isError(ZSTD_CCtx_setParameter(o->zc, ZSTD_c_compressionLevel, level ? level : 3))) {
+      out_free_codec(o);
+      return qv_error_set(err, QV_ENOMEM, "zstd: cannot start the compressor");
+    }
+  }
+  qv_status st = qv_atomic_file_open(path, &o->f, err);
+  if (st != QV_OK) out_free_codec(o);
+  return st;
+}
+
+/* Compress n bytes (finish: and end the stream) into the file. */
+static qv_status out_pump(qv_text_out *o, const void *data, int64_t n, bool finish, qv_error *err) {
+  if (o->codec == 1) {
+    z_stream *z = o->z;
+    const uint8_t *p = data;
+    for (;;) {
+      uInt chunk = n > (1 << 30) ? (1u << 30) : (uInt)n;
+      z->next_in = (Bytef *)p;
+      z->avail_in = chunk;
+      bool last = finish && chunk == n;
+      int r;
+      do {
+        z->next_out = o->ob;
+        z->avail_out = OB_SIZE;
+        r = deflate(z, last ? Z_FINISH : Z_NO_FLUSH);
+        if (r == Z_STREAM_ERROR) return qv_error_set(err, QV_EIO, "gzip: the compressor failed");
+        int64_t k = OB_SIZE - z->avail_out;
+        if (k > 0) QV_RETURN_NOT_OK(qv_atomic_file_write(o->f, o->ob, k, err));
+      } while (z->avail_out == 0 || (last && r != Z_STREAM_END));
+      p += chunk;
+      n -= chunk;
+      if (n == 0) return QV_OK;
+    }
+  }
+  ZSTD_inBuffer in = {data, (size_t)n, 0};
+  for (;;) {
+    ZSTD_outBuffer out = {o->ob, OB_SIZE, 0};
+    size_t r = ZSTD_compressStream2(o->zc, &out, &in, finish ? ZSTD_e_end : ZSTD_e_continue);
+    if (ZSTD_isError(r))
+      return qv_error_set(err, QV_EIO, "zstd: the compressor failed: %s", ZSTD_getErrorName(r));
+    if (out.pos > 0) QV_RETURN_NOT_OK(qv_atomic_file_write(o->f, o->ob, (int64_t)out.pos, err));
+    if (finish ? r == 0 : in.pos == in.size) return QV_OK;
+  }
+}
+
+qv_status qv_text_out_write(qv_text_out *o, const void *data, int64_t n, qv_error *err) {
+  if (n <= 0) return QV_OK;
+  if (o->codec == 0) return qv_atomic_file_write(o->f, data, n, err);
+  return out_pump(o, data, n, false, err);
+}
+
+qv_status qv_text_out_commit(qv_text_out *o, qv_error *err) {
+  qv_status st = o->codec == 0 ? QV_OK : out_pump(o, "", 0, true, err);
+  out_free_codec(o);
+  if (st != QV_OK) {
+    qv_atomic_file_abort(o->f);
+    return st;
+  }
+  return qv_atomic_file_commit(o->f, err);
+}
+
+void qv_text_out_abort(qv_text_out *o) {
+  out_free_codec(o);
+  qv_atomic_file_abort(o->f);
 }

@@ -177,7 +177,7 @@ def test_compressed_inputs(tmp_path):
     quiver("convert", zs, tmp_path / "z.arrow", "--block-size=4096")
     assert pa.ipc.open_file(str(tmp_path / "z.arrow")).read_all().equals(
         pjson.read_json(io.BytesIO(jl), read_options=pjson.ReadOptions(use_threads=False)))
-    # damaged data is bad data (exit 1), compressed text output is refused
+    # damaged data is bad data (exit 1)
     z = gzip.compress(data)
     for damaged in (z[:-40], z[:len(z) // 2], z[:-4] + b"\0\0\0\0"):
         bad = tmp_path / "bad.csv.gz"
@@ -191,5 +191,33 @@ def test_compressed_inputs(tmp_path):
         bad.write_bytes(damaged)
         r = quiver("convert", bad, tmp_path / "b.arrow", check=False)
         assert r.returncode == 1 and b"bad zstd data" in r.stderr, r.stderr
-    r = quiver("convert", tmp_path / "g.arrow", tmp_path / "o.csv.gz", check=False)
-    assert r.returncode == 2, r.stderr
+
+
+def test_compressed_outputs(tmp_path):
+    import gzip
+    t = pa.table({"i": list(range(5000)), "s": [f"v{i}" for i in range(5000)],
+                  "x": [i / 7 for i in range(5000)]})
+    src = tmp_path / "t.arrow"
+    with pa.ipc.new_file(str(src), t.schema) as w:
+        w.write_table(t)
+    for kind in ("csv", "jsonl"):
+        plain = tmp_path / f"p.{kind}"
+        quiver("convert", src, plain)
+        # by the name, as pandas infers it
+        gz = tmp_path / f"o.{kind}.gz"
+        quiver("convert", src, gz)
+        assert gzip.decompress(gz.read_bytes()) == plain.read_bytes()
+        # explicit, whatever the name; read back by its magic bytes
+        zs = tmp_path / f"z.{kind}"
+        quiver("convert", src, zs, "--compression=zstd:7")
+        with pa.CompressedInputStream(pa.OSFile(str(zs)), "zstd") as f:
+            assert f.read() == plain.read_bytes()
+        quiver("convert", zs, tmp_path / "back.arrow")
+        back = pa.ipc.open_file(str(tmp_path / "back.arrow")).read_all()
+        assert back.column("i").to_pylist() == t.column("i").to_pylist()
+        nc = tmp_path / f"n.{kind}.gz"
+        quiver("convert", src, nc, "--compression=none")
+        assert nc.read_bytes() == plain.read_bytes()
+    for bad in ("gzip:10", "lz4", "zstd:0", "brotli"):
+        r = quiver("convert", src, tmp_path / "b.csv", f"--compression={bad}", check=False)
+        assert r.returncode == 2, (bad, r.stderr)

@@ -32,6 +32,24 @@ bool cli_has_suffix(const char *s, const char *suf) {
   return true;
 }
 
+/* none | gzip[:LEVEL] | zstd[:LEVEL] for text output. */
+static bool parse_text_compression(const char *v, int *codec, int *level) {
+  const char *colon = strchr(v, ':');
+  size_t n = colon ? (size_t)(colon - v) : strlen(v);
+  *level = 0;
+  if (n == 4 && strncmp(v, "none", 4) == 0 && !colon) *codec = QV_TEXT_COMPRESSION_NONE;
+  else if (n == 4 && strncmp(v, "gzip", 4) == 0) *codec = QV_TEXT_COMPRESSION_GZIP;
+  else if (n == 4 && strncmp(v, "zstd", 4) == 0) *codec = QV_TEXT_COMPRESSION_ZSTD;
+  else return false;
+  if (colon) {
+    int64_t l = 0;
+    if (!cli_parse_i64(colon + 1, &l) || l < 1 || l > (*codec == QV_TEXT_COMPRESSION_GZIP ? 9 : 22))
+      return false;
+    *level = (int)l;
+  }
+  return true;
+}
+
 static bool compressed_text(const char *p) {
   return cli_has_suffix(p, ".gz") || cli_has_suffix(p, ".zst");
 }
@@ -80,7 +98,7 @@ bool cli_convert_is_text(int argc, char **argv) {
 static const char kHelp[] =
     "usage: quiver convert IN OUT [--from=arrow|csv|tsv|json] [--to=arrow|csv|tsv|json]\n"
     "                     [--delimiter=C] [--format=file|stream]\n"
-    "                     [--compression=none|lz4|zstd[:LEVEL]]\n"
+    "                     [--compression=none|lz4|zstd[:LEVEL]|gzip[:LEVEL]]\n"
     "                     [--block-size=BYTES] [--stats]\n"
     "\n"
     "Convert between Arrow IPC (file or stream), CSV and JSON Lines. Formats\n"
@@ -90,7 +108,9 @@ static const char kHelp[] =
     "inference and written as pyarrow.csv.write_csv writes it; JSON Lines is\n"
     "read as pyarrow.json infers it and written one object per row. Arrow\n"
     "output is the file format unless --format=stream; --compression applies\n"
-    "to Arrow output. OUT is replaced atomically.\n"
+    "to the output: Arrow buffers (none, lz4, zstd) or the whole CSV/JSON\n"
+    "text (none, gzip, zstd; by default from OUT's name as pandas infers it:\n"
+    ".gz gzip, .zst zstd, else none). OUT is replaced atomically.\n"
     "\n"
     "CSV and JSON Lines input is read in windows of about 2 x cores x\n"
     "--block-size bytes (default 1 MiB blocks), parsed on all cores while the\n"
@@ -167,6 +187,7 @@ typedef struct text_sink {
   tfmt to;
   const char *out;
   char delim;
+  int comp, level; /* text output's qv_text_compression */
   const qv_write_options *wo;
   qv_writer *aw;
   qv_csv_writer *cw;
@@ -192,9 +213,14 @@ static qv_status sink_begin(void *ctx, const qv_schema *schema, qv_error *err) {
     qv_csv_write_options o;
     memset(&o, 0, sizeof o);
     o.delimiter = t->delim;
+    o.compression = (qv_text_compression)t->comp;
+    o.compression_level = t->level;
     return qv_csv_writer_open(t->out, schema, &o, &t->cw, err);
   }
-  if (t->to == TF_JSONL) return qv_jsonl_writer_open(t->out, &t->jw, err);
+  if (t->to == TF_JSONL) {
+    qv_jsonl_write_options o = {(qv_text_compression)t->comp, t->level};
+    return qv_jsonl_writer_open_options(t->out, &o, &t->jw, err);
+  }
   return qv_writer_open_path(t->out, schema, t->wo, &t->aw, err);
 }
 
@@ -264,6 +290,7 @@ int cmd_convert_text(int argc, char **argv) {
   const char *in = NULL, *out = NULL;
   tfmt from = TF_NONE, to = TF_NONE;
   char delim = 0;
+  const char *comp = NULL;
   int64_t block_size = 0;
   bool show_stats = false;
   qv_write_options wo;
@@ -294,9 +321,8 @@ int cmd_convert_text(int argc, char **argv) {
       else if (v && strcmp(v, "stream") == 0) wo.format = QV_FORMAT_STREAM;
       else return cli_usage("convert", "--format must be 'file' or 'stream'");
     } else if ((v = cli_opt_value(a, "--compression", argc, argv, &i, &m)) || m) {
-      if (!v || !cli_parse_ipc_compression(v, &wo.compression, &wo.compression_level))
-        return cli_usage("convert", "--compression must be none, lz4 or zstd[:LEVEL], found '%s'",
-                         v ? v : "");
+      if (!v) return cli_usage("convert", "--compression needs a value");
+      comp = v; /* parsed once OUT's format is known */
     } else if ((v = cli_opt_value(a, "--batch-size", argc, argv, &i, &m)) || m) {
       int64_t n = 0;
       if (!v || !cli_parse_i64(v, &n) || n <= 0)
@@ -323,15 +349,21 @@ int cmd_convert_text(int argc, char **argv) {
   if (from == TF_NONE) from = strcmp(in, "-") == 0 ? TF_ARROW : fmt_of_path(in);
   if (to == TF_NONE) to = fmt_of_path(out);
   if (strcmp(out, "-") == 0) return cli_usage("convert", "text output goes to a file, not stdout");
-  if ((to == TF_CSV || to == TF_JSONL) && compressed_text(out))
-    return cli_usage("convert",
-                     "compressed text output is not supported: write '%.*s' and compress it",
-                     (int)(strlen(out) - (cli_has_suffix(out, ".gz") ? 3 : 4)), out);
+  int text_comp = QV_TEXT_COMPRESSION_AUTO, text_level = 0;
+  if (comp && (to == TF_CSV || to == TF_JSONL)) {
+    if (!parse_text_compression(comp, &text_comp, &text_level))
+      return cli_usage(
+          "convert", "--compression for text must be none, gzip[:1-9] or zstd[:LEVEL], found '%s'",
+          comp);
+  } else if (comp && !cli_parse_ipc_compression(comp, &wo.compression, &wo.compression_level)) {
+    return cli_usage("convert", "--compression must be none, lz4 or zstd[:LEVEL], found '%s'",
+                     comp);
+  }
   char in_delim = from == TF_CSV ? delim : 0;
   char out_delim = to == TF_CSV ? (delim ? delim : (cli_has_suffix(out, ".tsv") ? '\t' : ',')) : 0;
 
   if (from == TF_CSV || from == TF_JSONL) {
-    text_sink t = {to, out, out_delim, &wo, NULL, NULL, NULL, NULL, 0};
+    text_sink t = {to, out, out_delim, text_comp, text_level, &wo, NULL, NULL, NULL, NULL, 0};
     return convert_streamed(in, from, in_delim, block_size, show_stats, &t);
   }
   qv_error err;
@@ -342,6 +374,8 @@ int cmd_convert_text(int argc, char **argv) {
     qv_csv_write_options o;
     memset(&o, 0, sizeof o);
     o.delimiter = out_delim;
+    o.compression = (qv_text_compression)text_comp;
+    o.compression_level = text_level;
     qv_csv_writer *w = NULL;
     st = qv_csv_writer_open(out, res.schema, &o, &w, &err);
     for (int64_t i = 0; st == QV_OK && i < res.n_batches; i++)
@@ -350,7 +384,8 @@ int cmd_convert_text(int argc, char **argv) {
     else qv_csv_writer_abort(w);
   } else if (to == TF_JSONL) {
     qv_jsonl_writer *w = NULL;
-    st = qv_jsonl_writer_open(out, &w, &err);
+    qv_jsonl_write_options jo = {(qv_text_compression)text_comp, text_level};
+    st = qv_jsonl_writer_open_options(out, &jo, &w, &err);
     for (int64_t i = 0; st == QV_OK && i < res.n_batches; i++)
       st = qv_jsonl_writer_write(w, res.batches[i], &err);
     if (st == QV_OK) st = qv_jsonl_writer_close(w, &err);
