@@ -1049,15 +1049,6 @@ qv_status qv_csv_read_path(const char *path, const qv_csv_read_options *options,
 /* ------------------------------------------------------------------------ */
 /* Streaming                                                                 */
 
-static int64_t array_bytes(const qv_array *a) {
-  if (a == NULL) return 0;
-  int64_t n = 0;
-  for (int32_t i = 0; i < a->n_buffers; i++)
-    if (a->buffers[i]) n += a->buffers[i]->size;
-  for (int32_t i = 0; i < a->n_children; i++) n += array_bytes(a->children[i]);
-  return n;
-}
-
 typedef struct stream {
   reader *r;
   const qv_batch_sink *sink;
@@ -1095,17 +1086,7 @@ static qv_status make_schema(stream *s, qv_error *err) {
 
 /* Hand the pending batches to the sink (begin first in a pass). */
 static qv_status deliver(stream *s, qv_error *err) {
-  qv_status st = QV_OK;
-  if (s->n_pending > 0 && !s->begun) {
-    st = s->sink->begin(s->sink->ctx, s->schema, err);
-    s->begun = true;
-  }
-  for (int64_t i = 0; i < s->n_pending; i++) {
-    if (st == QV_OK) st = s->sink->batch(s->sink->ctx, s->pending[i], err);
-    qv_array_unref(s->pending[i]);
-  }
-  s->n_pending = 0;
-  return st;
+  return qv_text_deliver(s->sink, s->schema, s->pending, &s->n_pending, &s->begun, err);
 }
 
 static void first_error(reader *r, int64_t nb, qv_status *st, qv_error *err) {
@@ -1265,7 +1246,7 @@ static qv_status stream_pass(stream *s, const qv_csv_read_options *o, int64_t *w
         a->children[c] = r->out[i * ncols + c];
         r->out[i * ncols + c] = NULL;
       }
-      held += array_bytes(a);
+      held += qv_text_array_bytes(a);
       rows += a->length;
       s->pending[s->n_pending++] = a;
     }

@@ -933,15 +933,6 @@ qv_status qv_jsonl_read_path(const char *path, const qv_jsonl_read_options *opti
 /* ------------------------------------------------------------------------ */
 /* Streaming                                                                 */
 
-static int64_t array_bytes(const qv_array *a) {
-  if (a == NULL) return 0;
-  int64_t n = 0;
-  for (int32_t i = 0; i < a->n_buffers; i++)
-    if (a->buffers[i]) n += a->buffers[i]->size;
-  for (int32_t i = 0; i < a->n_children; i++) n += array_bytes(a->children[i]);
-  return n;
-}
-
 typedef struct jstream {
   jreader *r;
   const qv_batch_sink *sink;
@@ -956,17 +947,7 @@ typedef struct jstream {
 } jstream;
 
 static qv_status jdeliver(jstream *s, qv_error *err) {
-  qv_status st = QV_OK;
-  if (s->n_pending > 0 && !s->begun) {
-    st = s->sink->begin(s->sink->ctx, s->schema, err);
-    s->begun = true;
-  }
-  for (int64_t i = 0; i < s->n_pending; i++) {
-    if (st == QV_OK) st = s->sink->batch(s->sink->ctx, s->pending[i], err);
-    qv_array_unref(s->pending[i]);
-  }
-  s->n_pending = 0;
-  return st;
+  return qv_text_deliver(s->sink, s->schema, s->pending, &s->n_pending, &s->begun, err);
 }
 
 static qv_status jblock_errors(jreader *r, int64_t nb, qv_error *err) {
@@ -1103,7 +1084,7 @@ static qv_status jstream_pass(jstream *s, int64_t *window_bytes, int64_t nbw,
         qv_array_unref(a);
         continue;
       }
-      held += array_bytes(a);
+      held += qv_text_array_bytes(a);
       rows += a->length;
       s->pending[s->n_pending++] = a;
     }

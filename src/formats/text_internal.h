@@ -13,6 +13,7 @@
 
 #include "quiver/array.h"
 #include "quiver/core.h"
+#include "quiver/csv.h"
 #include "quiver/type.h"
 
 /** pyarrow's default null strings ("", "#N/A", "NA", "null", "nan", ...). */
@@ -67,6 +68,13 @@ qv_status qv_text_make_array(qv_type *type, int64_t length, int64_t null_count, 
 /** The whole file at `path` read into a heap buffer (read, not mapped: a
  *  file that shrinks while it is parsed cannot fault the parser). */
 qv_status qv_text_read_file(const char *path, qv_buffer **out, qv_error *err);
+/** Bytes of all buffers of an array and its children (the streaming
+ *  readers' memory accounting; views count their own size). NULL: 0. */
+int64_t qv_text_array_bytes(const qv_array *a);
+/** Hand a streaming reader's pending batches to its sink (begin first,
+ *  with `schema`, unless *begun), dropping the references in every case. */
+qv_status qv_text_deliver(const qv_batch_sink *sink, const qv_schema *schema, qv_array **pending,
+                          int64_t *n_pending, bool *begun, qv_error *err);
 /** A heap buffer holding a copy of n bytes. */
 qv_status qv_text_buffer_from(const void *data, int64_t n, qv_buffer **out, qv_error *err);
 

@@ -715,3 +715,28 @@ void qv_text_out_abort(qv_text_out *o) {
   out_free_codec(o);
   qv_atomic_file_abort(o->f);
 }
+
+int64_t qv_text_array_bytes(const qv_array *a) {
+  if (a == NULL) return 0;
+  int64_t n = 0;
+  for (int32_t i = 0; i < a->n_buffers; i++)
+    if (a->buffers[i]) n += a->buffers[i]->size;
+  for (int32_t i = 0; i < a->n_children; i++) n += qv_text_array_bytes(a->children[i]);
+  if (a->dictionary) n += qv_text_array_bytes(a->dictionary);
+  return n;
+}
+
+qv_status qv_text_deliver(const qv_batch_sink *sink, const qv_schema *schema, qv_array **pending,
+                          int64_t *n_pending, bool *begun, qv_error *err) {
+  qv_status st = QV_OK;
+  if (*n_pending > 0 && !*begun) {
+    st = sink->begin(sink->ctx, schema, err);
+    *begun = true;
+  }
+  for (int64_t i = 0; i < *n_pending; i++) {
+    if (st == QV_OK) st = sink->batch(sink->ctx, pending[i], err);
+    qv_array_unref(pending[i]);
+  }
+  *n_pending = 0;
+  return st;
+}
