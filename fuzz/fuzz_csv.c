@@ -5,12 +5,17 @@
  * at the full level and render as JSON rows, or refused with a status and
  * a message. Byte 0 picks the options (delimiter, quoting, escape,
  * header, pandas types, a tiny block size so that the speculative block
- * starts are exercised, one or two threads); the rest is the text.
+ * starts are exercised, one or two threads); the rest is the text. The
+ * streaming reader must agree with it (fuzz_text_stream.h).
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz_text_stream.h"
 #include "quiver/csv.h"
 #include "quiver/print.h"
 
@@ -30,8 +35,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   qv_error err;
   if (qv_csv_read_buffer(data + 1, (int64_t)size - 1, "fuzz.csv", &o, &res, &err) != QV_OK) {
     if (err.message[0] == '\0') abort();
+    fz_stream_check(data + 1, size - 1, true, &o, NULL, NULL, true);
     return 0;
   }
+  fz_stream_check(data + 1, size - 1, true, &o, NULL, &res, true);
   qv_strbuf sb;
   qv_strbuf_init(&sb);
   for (int64_t i = 0; i < res.n_batches; i++) {

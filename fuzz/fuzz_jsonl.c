@@ -5,12 +5,17 @@
  * input is either read into batches that validate at the full level and
  * render as JSON rows, or refused with a status and a message. Byte 0
  * picks a tiny block size (several blocks, unified across) and the thread
- * count; the rest is the text.
+ * count; the rest is the text. The streaming reader must give the same
+ * rows when it succeeds (fuzz_text_stream.h).
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz_text_stream.h"
 #include "quiver/jsonl.h"
 #include "quiver/print.h"
 
@@ -24,8 +29,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   qv_error err;
   if (qv_jsonl_read_buffer(data + 1, (int64_t)size - 1, "fuzz.jsonl", &o, &res, &err) != QV_OK) {
     if (err.message[0] == '\0') abort();
+    fz_stream_check(data + 1, size - 1, false, NULL, &o, NULL, false);
     return 0;
   }
+  fz_stream_check(data + 1, size - 1, false, NULL, &o, &res, false);
   qv_strbuf sb;
   qv_strbuf_init(&sb);
   for (int64_t i = 0; i < res.n_batches; i++) {

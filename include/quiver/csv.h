@@ -82,12 +82,76 @@ QV_API qv_status qv_csv_read_buffer(const void *data, int64_t size, const char *
                                     qv_error *err) QV_NODISCARD;
 
 /* ------------------------------------------------------------------------ */
+/* Streaming                                                                 */
+
+/** Where a streaming text reader (qv_csv_stream_path, qv_jsonl_stream_path)
+ *  delivers its record batches, in file order. */
+typedef struct qv_batch_sink {
+  /* Called with the schema (borrowed for the call) before the first
+   * batch. Called AGAIN, with a wider schema, when a later block holds a
+   * value the types inferred so far do not take (an int64 column meets
+   * "1.5", a null column its first value): the reader then starts over
+   * at the first row, and the sink must discard every batch it was given
+   * (a writer aborts and reopens). The final types are the ones the whole
+   * -file reader infers. */
+  qv_status (*begin)(void *ctx, const qv_schema *schema, qv_error *err);
+  /* One record batch (a STRUCT array, borrowed: take a reference to keep
+   * it). */
+  qv_status (*batch)(void *ctx, qv_array *batch, qv_error *err);
+  void *ctx;
+} qv_batch_sink;
+
+/** What a streaming read did (for progress, tests and benchmarks). */
+typedef struct qv_text_stream_stats {
+  int64_t rows;       /* rows delivered by the last (successful) pass */
+  int64_t windows;    /* windows parsed, all passes */
+  int64_t restarts;   /* passes started over because a type widened */
+  int64_t peak_bytes; /* most bytes the reader itself held at once: the
+                         window, field spans, converted blocks not yet
+                         delivered (not the sink's memory) */
+} qv_text_stream_stats;
+
+/** Called after each window with the bytes read so far and the file's
+ *  size (progress bars); may be NULL. */
+typedef void (*qv_text_progress_fn)(void *ctx, int64_t done_bytes, int64_t total_bytes);
+
+/**
+ * Read a CSV file in windows of about threads x 2 x block_size bytes
+ * (each cut at a row boundary: a quoted newline never splits a row),
+ * parsing each window's blocks on all cores while the sink consumes the
+ * previous window's batches, so memory stays O(threads x block_size)
+ * whatever the file's size (a single row larger than the window grows
+ * it; a file with CR-only line ends is one window). Types, values and
+ * errors are those of qv_csv_read_path (see qv_batch_sink.begin for the
+ * restart a late wider value costs: each restart widens at least one
+ * column, so there are at most columns x 9). The file must be seekable.
+ * `stats` and `progress` may be NULL. On failure the sink has been given
+ * a partial result it must drop; `err` names file, line and column.
+ */
+QV_API qv_status qv_csv_stream_path(const char *path, const qv_csv_read_options *options,
+                                    const qv_batch_sink *sink, qv_text_progress_fn progress,
+                                    void *progress_ctx, qv_text_stream_stats *stats,
+                                    qv_error *err) QV_NODISCARD;
+
+/* ------------------------------------------------------------------------ */
 /* Writer                                                                    */
+
+/** Compression of a text writer's output. AUTO (zero) infers it from the
+ *  path as pandas' compression="infer" does: ".gz" gzip, ".zst" zstd,
+ *  anything else none. */
+typedef enum qv_text_compression {
+  QV_TEXT_COMPRESSION_AUTO = 0,
+  QV_TEXT_COMPRESSION_NONE,
+  QV_TEXT_COMPRESSION_GZIP, /* one gzip member (zlib; level 0: 6) */
+  QV_TEXT_COMPRESSION_ZSTD  /* one zstd frame (level 0: 3) */
+} qv_text_compression;
 
 typedef struct qv_csv_write_options {
   char delimiter; /* 0: ',' */
   bool no_header; /* no header row */
   bool crlf;      /* "\r\n" line ends instead of "\n" */
+  qv_text_compression compression;
+  int compression_level; /* 0: the codec's default */
 } qv_csv_write_options;
 
 typedef struct qv_csv_writer qv_csv_writer;

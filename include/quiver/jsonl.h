@@ -43,12 +43,37 @@ QV_API qv_status qv_jsonl_read_buffer(const void *data, int64_t size, const char
                                       const qv_jsonl_read_options *options, qv_read_result *out,
                                       qv_error *err) QV_NODISCARD;
 
+/**
+ * Read a JSON Lines file in windows of about threads x 2 x block_size
+ * bytes cut at newlines, parsing each window on all cores while the sink
+ * takes the previous window's batches: memory O(threads x block_size),
+ * not O(file). Types, values and errors as qv_jsonl_read_path; a later
+ * window that widens a type restarts the read (qv_batch_sink in
+ * quiver/csv.h). The file must be seekable; `progress` and `stats` may
+ * be NULL.
+ */
+QV_API qv_status qv_jsonl_stream_path(const char *path, const qv_jsonl_read_options *options,
+                                      const qv_batch_sink *sink, qv_text_progress_fn progress,
+                                      void *progress_ctx, qv_text_stream_stats *stats,
+                                      qv_error *err) QV_NODISCARD;
+
 typedef struct qv_jsonl_writer qv_jsonl_writer;
 
-/** Start writing JSON Lines to `path` (atomic: a temporary until close).
- *  The writer is freed by close or abort. */
+/** Start writing JSON Lines to `path` (atomic: a temporary until close),
+ *  compressed as the path says (qv_text_compression AUTO). The writer is
+ *  freed by close or abort. */
 QV_API qv_status qv_jsonl_writer_open(const char *path, qv_jsonl_writer **out,
                                       qv_error *err) QV_NODISCARD;
+
+typedef struct qv_jsonl_write_options {
+  qv_text_compression compression; /* AUTO: from the path (.gz, .zst) */
+  int compression_level;           /* 0: the codec's default */
+} qv_jsonl_write_options;
+
+/** qv_jsonl_writer_open with options (may be NULL: the defaults). */
+QV_API qv_status qv_jsonl_writer_open_options(const char *path,
+                                              const qv_jsonl_write_options *options,
+                                              qv_jsonl_writer **out, qv_error *err) QV_NODISCARD;
 /** Append one line per row of a record batch (borrowed). */
 QV_API qv_status qv_jsonl_writer_write(qv_jsonl_writer *w, const qv_array *batch,
                                        qv_error *err) QV_NODISCARD;

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "core/parallel_internal.h"
 #include "formats/text_internal.h"
@@ -60,26 +61,31 @@ typedef struct block {
   span *f;
   int64_t n_fields, cap_fields;
   int64_t n_rows;
+  bool incomplete; /* streaming: its last row runs past the window */
   qv_status st;
   qv_error err;
-  int kind[1]; /* unused placeholder: kinds live in `kinds` */
 } block;
 
 typedef struct reader {
   const uint8_t *d;
   int64_t n;
-  bool stop[256]; /* bytes that end an unquoted run: delimiter, CR, LF, escape */
+  bool stop[256];  /* bytes that end an unquoted run: delimiter, CR, LF, escape */
+  uint64_t delim8; /* the delimiter in every byte */
   const char *name;
   opts o;
   int32_t ncols;
   block *blocks;
   int64_t n_blocks;
-  int *kinds;     /* [block][col] first kind accepting the block's values */
-  uint8_t *tzs;   /* [block][col] 1 naive timestamps seen, 2 zoned seen */
-  uint8_t *nulls; /* [block][col] a null value seen */
-  int *col_kind;  /* final kind per column */
+  int *kinds;      /* [block][col] first kind accepting the block's values */
+  uint8_t *tzs;    /* [block][col] 1 naive timestamps seen, 2 zoned seen */
+  uint8_t *nulls;  /* [block][col] a null value seen */
+  int *col_kind;   /* final kind per column (streaming: the floor so far) */
+  uint8_t *col_tz; /* the zones seen under col_kind (streaming) */
   qv_type **col_type;
-  qv_array **out; /* [block][col] */
+  qv_array **out;    /* [block][col] */
+  bool partial;      /* streaming: more data follows this window */
+  bool streaming;    /* keep the spans between windows */
+  int64_t line_base; /* streaming: newlines before the window */
 } reader;
 
 /* ------------------------------------------------------------------------ */
@@ -97,6 +103,7 @@ static qv_status err_at(const reader *r, qv_error *err, qv_status st, int64_t of
                         const char *detail) {
   int64_t line, col;
   line_col(r->d, off, &line, &col);
+  line += r->line_base;
   return qv_error_set(err, st, "%s: line %lld, column %lld: %s%s", r->name, (long long)line,
                       (long long)col, what, detail ? detail : "");
 }
@@ -116,6 +123,13 @@ static bool push_field(block *b, int64_t start, int64_t len, uint32_t flags) {
   b->f[b->n_fields].len = (uint32_t)len | flags;
   b->n_fields++;
   return true;
+}
+
+/* The high bit of every zero byte of x, exactly (no carry crosses a byte:
+ * (b & 0x7f) + 0x7f <= 0xfe). */
+static inline uint64_t zero_bytes(uint64_t x) {
+  const uint64_t lo7 = 0x7f7f7f7f7f7f7f7full;
+  return ~(((x & lo7) + lo7) | x) & ~lo7;
 }
 
 /* Scan one field starting at p; returns the position of the byte that
@@ -164,6 +178,19 @@ static int64_t scan_field(const reader *r, int64_t p, uint32_t *flags) {
     return p < n ? p : n;
   }
   for (;;) {
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    if (!o->has_escape) /* eight bytes at a time to the next delimiter, CR or LF */
+      for (; p + 8 <= n; p += 8) {
+        uint64_t x;
+        memcpy(&x, d + p, 8);
+        uint64_t m = zero_bytes(x ^ r->delim8) | zero_bytes(x ^ 0x0a0a0a0a0a0a0a0aull) |
+                     zero_bytes(x ^ 0x0d0d0d0d0d0d0d0dull);
+        if (m) {
+          p += __builtin_ctzll(m) >> 3;
+          break;
+        }
+      }
+#endif
     while (p < n && !r->stop[d[p]]) p++;
     if (p >= n) break;
     uint8_t c = d[p];
@@ -184,6 +211,7 @@ static qv_status tokenise(reader *r, block *b, int32_t ncols, int64_t max_rows, 
   const uint8_t *d = r->d;
   int64_t n = r->n, p = b->start;
   b->n_fields = b->n_rows = 0;
+  b->incomplete = false;
   while (p < b->guess_end && b->n_rows < max_rows) {
     if (d[p] == '\n' || d[p] == '\r') { /* empty line */
       p++;
@@ -193,6 +221,12 @@ static qv_status tokenise(reader *r, block *b, int32_t ncols, int64_t max_rows, 
     for (;;) {
       uint32_t fl;
       int64_t e = scan_field(r, p, &fl);
+      if (e < 0 && r->partial) { /* the row goes on in the next window */
+        b->n_fields -= nf;
+        b->incomplete = true;
+        b->end = row_start;
+        return QV_OK;
+      }
       if (e < 0) return err_at(r, err, QV_EINVAL, p, "unterminated quoted field", NULL);
       if (e - p > (int64_t)F_LENMASK)
         return err_at(r, err, QV_ERANGE, p, "a field larger than 1 GiB", NULL);
@@ -412,8 +446,8 @@ static qv_status convert_col(const reader *r, const block *b, int32_t c, int kin
   qv_type *t = (qv_type *)type;
   if (kind == K_NULL) return qv_text_make_array(t, n, n, NULL, NULL, NULL, out, err);
   qv_buffer *valid = NULL, *vals = NULL, *offs = NULL;
-  qv_bytes data = {0};
-  int64_t nulls = 0;
+  qv_buffer *dbuf = NULL; /* string bytes: sized once from the raw fields */
+  int64_t dlen = 0, nulls = 0;
   qv_status st = qv_buffer_alloc((n + 7) / 8, &valid, err);
   qv_type_id id = type->id;
   bool is_str =
@@ -421,8 +455,12 @@ static qv_status convert_col(const reader *r, const block *b, int32_t c, int kin
   bool large = id == QV_LARGE_STRING || id == QV_LARGE_BINARY;
   int32_t width = id == QV_BOOL ? 0 : qv_type_byte_width(type);
   if (st == QV_OK) {
-    if (is_str) st = qv_buffer_alloc((n + 1) * (large ? 8 : 4), &offs, err);
-    else if (id == QV_BOOL) st = qv_buffer_alloc((n + 7) / 8, &vals, err);
+    if (is_str) {
+      int64_t total = 0;
+      for (int64_t row = 0; row < n; row++) total += b->f[row * r->ncols + c].len & F_LENMASK;
+      st = qv_buffer_alloc((n + 1) * (large ? 8 : 4), &offs, err);
+      if (st == QV_OK) st = qv_buffer_alloc(total, &dbuf, err);
+    } else if (id == QV_BOOL) st = qv_buffer_alloc((n + 7) / 8, &vals, err);
     else st = qv_buffer_alloc(n * width, &vals, err);
   }
   bool strings_null = r->o.pandas || !(id == QV_STRING || id == QV_LARGE_STRING ||
@@ -440,7 +478,7 @@ static qv_status convert_col(const reader *r, const block *b, int32_t c, int kin
     if (strings_null && is_null(r, s, len)) {
       nulls++;
       if (is_str) {
-        int64_t o = data.len;
+        int64_t o = dlen;
         if (large) memcpy(offs->data + (row + 1) * 8, &o, 8);
         else memcpy(offs->data + (row + 1) * 4, &(int32_t){(int32_t)o}, 4);
       }
@@ -518,11 +556,11 @@ static qv_status convert_col(const reader *r, const block *b, int32_t c, int kin
       }
       default: {
         if (check_utf8 && !qv_text_valid_utf8(s, len)) ok = false;
-        if (ok && !qv_bytes_append(&data, s, len)) {
-          st = qv_error_set(err, QV_ENOMEM, "out of memory");
-          break;
+        if (ok && len > 0) { /* len <= the raw field's length */
+          memcpy(dbuf->data + dlen, s, (size_t)len);
+          dlen += len;
         }
-        int64_t o = data.len;
+        int64_t o = dlen;
         if (large) memcpy(offs->data + (row + 1) * 8, &o, 8);
         else if (o > INT32_MAX)
           st = qv_error_set(err, QV_ERANGE, "%s: more than 2 GiB of text in one block", r->name);
@@ -532,9 +570,7 @@ static qv_status convert_col(const reader *r, const block *b, int32_t c, int kin
     }
     if (st == QV_OK && !ok) st = bad_value(r, f, type, err);
   }
-  qv_buffer *dbuf = NULL;
-  if (st == QV_OK && is_str) st = qv_text_buffer_from(data.data, data.len, &dbuf, err);
-  qv_bytes_free(&data);
+  if (st == QV_OK && is_str) st = qv_buffer_resize(dbuf, dlen, err);
   if (st == QV_OK && nulls == 0) {
     qv_buffer_unref(valid);
     valid = NULL;
@@ -543,6 +579,7 @@ static qv_status convert_col(const reader *r, const block *b, int32_t c, int kin
     qv_buffer_unref(valid);
     qv_buffer_unref(vals);
     qv_buffer_unref(offs);
+    qv_buffer_unref(dbuf);
     return st;
   }
   if (is_str) return qv_text_make_array(t, n, nulls, valid, offs, dbuf, out, err);
@@ -584,18 +621,12 @@ typedef struct task_ctx {
   int phase;         /* 0 tokenise, 1 infer, 2 convert */
 } task_ctx;
 
-static void run_task(void *vctx, int64_t i, int worker) {
-  task_ctx *ctx = vctx;
-  reader *r = ctx->r;
-  block *b = &r->blocks[i];
-  if (b->st != QV_OK) return;
-  if (ctx->phase == 0) {
-    b->st = tokenise(r, b, r->ncols, INT64_MAX, &b->err);
-  } else if (ctx->phase == 1) {
-    /* infer by converting: the kind of the first value is tried on the
-     * whole column (one parse in the common case); when some value does
-     * not fit, the column is inferred value by value and converted again */
-    qv_bytes *scratch = &ctx->scratch[worker];
+/* Phase 1 for block i: infer by converting. The kind of the first value
+ * (at least the column's floor kind, K_NULL but in a stream) is tried on
+ * the whole column (one parse in the common case); when some value does
+ * not fit, the column is inferred value by value and converted again. */
+static void infer_block(reader *r, block *b, int64_t i, qv_bytes *scratch) {
+  {
     for (int32_t c = 0; c < r->ncols && b->st == QV_OK; c++) {
       if (r->col_kind[c] == K_EXPLICIT) continue;
       int64_t at = i * r->ncols + c;
@@ -605,7 +636,7 @@ static void run_task(void *vctx, int64_t i, int worker) {
         int64_t len;
         const uint8_t *v = field_bytes(r, &b->f[row * r->ncols + c], scratch, &len);
         if (v == NULL || !is_null(r, v, len)) {
-          k = K_INT;
+          k = r->col_kind[c] > K_INT ? r->col_kind[c] : K_INT;
           while (v != NULL && k < K_BINARY && !accepts(r, k, v, len, &tz)) k = next_kind(r, k);
           if (v == NULL) k = K_BINARY;
         }
@@ -631,8 +662,24 @@ static void run_task(void *vctx, int64_t i, int worker) {
       r->kinds[at] = k;
       r->tzs[at] = tz;
       r->nulls[at] = a->null_count > 0;
+      qv_array_unref(r->out[at]);
       r->out[at] = a;
     }
+  }
+}
+
+static void run_task(void *vctx, int64_t i, int worker) {
+  task_ctx *ctx = vctx;
+  reader *r = ctx->r;
+  block *b = &r->blocks[i];
+  if (b->st != QV_OK) return;
+  if (ctx->phase == 0) {
+    b->st = tokenise(r, b, r->ncols, INT64_MAX, &b->err);
+  } else if (ctx->phase == 1) {
+    infer_block(r, b, i, &ctx->scratch[worker]);
+  } else if (ctx->phase == 3) { /* streaming: both at once, on a guessed start */
+    b->st = tokenise(r, b, r->ncols, INT64_MAX, &b->err);
+    if (b->st == QV_OK) infer_block(r, b, i, &ctx->scratch[worker]);
   } else {
     for (int32_t c = 0; c < r->ncols && b->st == QV_OK; c++) {
       qv_array **a = &r->out[i * r->ncols + c];
@@ -642,8 +689,11 @@ static void run_task(void *vctx, int64_t i, int worker) {
       b->st = convert_col(r, b, c, r->col_kind[c], r->col_type[c], false, &ctx->scratch[worker], a,
                           &b->err);
     }
-    free(b->f);
-    b->f = NULL;
+    if (!r->streaming) {
+      free(b->f);
+      b->f = NULL;
+      b->cap_fields = 0;
+    }
   }
 }
 
@@ -663,35 +713,102 @@ static bool ends_with(const char *s, const char *suf) {
   return a >= b && strcmp(s + a - b, suf) == 0;
 }
 
-static qv_status read_impl(reader *r, const qv_csv_read_options *o, qv_read_result *out,
-                           qv_error *err) {
+/* The column kinds over blocks [0, nb): for each column the first kind
+ * >= its floor (r->col_kind: K_NULL, or in a stream what the windows so
+ * far needed) and every block's that all of them accept. Sets col_kind,
+ * col_tz and col_type; *changed (may be NULL) whether a type moved. */
+static bool ts_kind(int k) { return k == K_TS || k == K_TSNS; }
+
+static qv_status unify_cols(reader *r, int64_t nb, qv_bytes *scratch, bool *changed,
+                            qv_error *err) {
+  int32_t ncols = r->ncols;
+  if (changed) *changed = false;
+  for (int32_t c = 0; c < ncols; c++) {
+    if (r->col_kind[c] == K_EXPLICIT) continue;
+    int floor = r->col_kind[c], k = floor;
+    uint8_t floor_tz = r->col_tz ? r->col_tz[c] : 0, tz = 0;
+    for (int64_t i = 0; i < nb; i++)
+      if (r->kinds[i * ncols + c] > k) k = r->kinds[i * ncols + c];
+    for (bool again = true; again;) {
+      again = false;
+      tz = ts_kind(k) && ts_kind(floor) ? floor_tz : 0;
+      for (int64_t i = 0; i < nb; i++) {
+        int bk = r->kinds[i * ncols + c];
+        uint8_t btz = r->tzs[i * ncols + c];
+        if (bk == K_NULL) continue;
+        if (bk != k) {
+          bk = infer_block_col(r, &r->blocks[i], c, k, &btz, &r->nulls[i * ncols + c], scratch);
+          r->kinds[i * ncols + c] = bk;
+          r->tzs[i * ncols + c] = btz;
+        }
+        if (bk > k) {
+          k = bk;
+          again = true;
+          break;
+        }
+        tz |= btz;
+        if (ts_kind(k) && tz == 3) {
+          k = next_kind(r, k);
+          again = true;
+          break;
+        }
+      }
+    }
+    if (r->o.pandas) { /* pandas: integers with missing values and empty columns are float64 */
+      bool any_null = false;
+      for (int64_t i = 0; i < nb; i++) any_null |= r->nulls[i * ncols + c] != 0;
+      if (k == K_NULL || (k == K_INT && any_null)) k = K_REAL;
+    }
+    qv_type *t = col_type_for(r, k, tz);
+    if (t == NULL) return qv_error_set(err, QV_ENOMEM, "out of memory");
+    if (changed && (r->col_type[c] == NULL || !qv_type_equals(t, r->col_type[c], false)))
+      *changed = true;
+    qv_type_unref(r->col_type[c]);
+    r->col_type[c] = t;
+    r->col_kind[c] = k;
+    if (r->col_tz) r->col_tz[c] = tz;
+  }
+  return QV_OK;
+}
+
+/* The header at the start of the data (after a BOM): r->ncols, the column
+ * names (*names_out, ncols + 1 entries, owned by the caller; free with
+ * free_names) and where the data rows start. With r->partial, a header
+ * that runs past the window sets *need_more instead. */
+static void free_names(char **names, int32_t n) {
+  for (int32_t c = 0; names && c < n; c++) free(names[c]);
+  free(names);
+}
+
+static qv_status parse_header(reader *r, const qv_csv_read_options *o, char ***names_out,
+                              int64_t *data_start, bool *need_more, qv_error *err) {
   const uint8_t *d = r->d;
   int64_t n = r->n, pos = 0;
+  *names_out = NULL;
+  *need_more = false;
   if (n >= 3 && memcmp(d, "\xef\xbb\xbf", 3) == 0) pos = 3;
-  /* header */
   block hb;
   memset(&hb, 0, sizeof hb);
   hb.start = pos;
   hb.guess_end = n;
   qv_status st = tokenise(r, &hb, -1, 1, err);
+  if (st == QV_OK && hb.n_rows == 0 && r->partial) {
+    *need_more = true;
+    free(hb.f);
+    return QV_OK;
+  }
+  if (st == QV_OK && hb.n_rows == 0)
+    st = qv_error_set(err, QV_EINVAL, "%s: empty CSV file", r->name);
   if (st != QV_OK) {
     free(hb.f);
     return st;
   }
-  if (hb.n_rows == 0) {
-    free(hb.f);
-    return qv_error_set(err, QV_EINVAL, "%s: empty CSV file", r->name);
-  }
   int32_t ncols = (int32_t)hb.n_fields;
   if (o->column_names) ncols = o->n_column_names;
   r->ncols = ncols;
-  int64_t data_start = (o->no_header || o->column_names) ? pos : hb.end;
-  qv_type *st_type = qv_type_new(QV_STRUCT);
-  if (st_type == NULL) {
-    free(hb.f);
-    return qv_error_set(err, QV_ENOMEM, "out of memory");
-  }
+  *data_start = (o->no_header || o->column_names) ? pos : hb.end;
   char **names = calloc((size_t)ncols + 1, sizeof *names);
+  if (names == NULL) st = qv_error_set(err, QV_ENOMEM, "out of memory");
   qv_bytes scratch0 = {0};
   for (int32_t c = 0; c < ncols && st == QV_OK; c++) {
     if (o->column_names) {
@@ -709,6 +826,28 @@ static qv_status read_impl(reader *r, const qv_csv_read_options *o, qv_read_resu
   }
   free(hb.f);
   qv_bytes_free(&scratch0);
+  if (st != QV_OK) {
+    free_names(names, ncols);
+    return st;
+  }
+  *names_out = names;
+  return QV_OK;
+}
+
+static qv_status read_impl(reader *r, const qv_csv_read_options *o, qv_read_result *out,
+                           qv_error *err) {
+  const uint8_t *d = r->d;
+  int64_t n = r->n, data_start = 0;
+  char **names = NULL;
+  bool more;
+  qv_status st = parse_header(r, o, &names, &data_start, &more, err);
+  if (st != QV_OK) return st;
+  int32_t ncols = r->ncols;
+  qv_type *st_type = qv_type_new(QV_STRUCT);
+  if (st_type == NULL) {
+    free_names(names, ncols);
+    return qv_error_set(err, QV_ENOMEM, "out of memory");
+  }
 
   /* blocks */
   int64_t bs = o->block_size > 0 ? o->block_size : (1 << 20);
@@ -777,47 +916,7 @@ static qv_status read_impl(reader *r, const qv_csv_read_options *o, qv_read_resu
         *err = r->blocks[i].err;
       }
   }
-  /* the column kinds: the first kind >= every block's that all accept */
-  for (int32_t c = 0; st == QV_OK && c < ncols; c++) {
-    if (r->col_kind[c] == K_EXPLICIT) continue;
-    int k = K_NULL;
-    uint8_t tz = 0;
-    for (int64_t i = 0; i < nb; i++)
-      if (r->kinds[i * ncols + c] > k) k = r->kinds[i * ncols + c];
-    for (bool again = true; again;) {
-      again = false;
-      tz = 0;
-      for (int64_t i = 0; i < nb; i++) {
-        int bk = r->kinds[i * ncols + c];
-        uint8_t btz = r->tzs[i * ncols + c];
-        if (bk == K_NULL) continue;
-        if (bk != k) {
-          bk = infer_block_col(r, &r->blocks[i], c, k, &btz, &r->nulls[i * ncols + c], &scratch[0]);
-          r->kinds[i * ncols + c] = bk;
-          r->tzs[i * ncols + c] = btz;
-        }
-        if (bk > k) {
-          k = bk;
-          again = true;
-          break;
-        }
-        tz |= btz;
-        if ((k == K_TS || k == K_TSNS) && tz == 3) {
-          k = next_kind(r, k);
-          again = true;
-          break;
-        }
-      }
-    }
-    if (r->o.pandas) { /* pandas: integers with missing values and empty columns are float64 */
-      bool any_null = false;
-      for (int64_t i = 0; i < nb; i++) any_null |= r->nulls[i * ncols + c] != 0;
-      if (k == K_NULL || (k == K_INT && any_null)) k = K_REAL;
-    }
-    r->col_kind[c] = k;
-    r->col_type[c] = col_type_for(r, k, tz);
-    if (r->col_type[c] == NULL) st = qv_error_set(err, QV_ENOMEM, "out of memory");
-  }
+  if (st == QV_OK) st = unify_cols(r, nb, &scratch[0], NULL, err);
   if (st == QV_OK) {
     ctx.phase = 2;
     qv_pool_run(pool, nb, run_task, &ctx);
@@ -862,8 +961,7 @@ static qv_status read_impl(reader *r, const qv_csv_read_options *o, qv_read_resu
     batches[nbat++] = a;
     rows += a->length;
   }
-  for (int32_t c = 0; names && c < ncols; c++) free(names[c]);
-  free(names);
+  free_names(names, ncols);
   qv_type_unref(st_type);
   if (st != QV_OK) {
     for (int64_t i = 0; i < nbat; i++) qv_array_unref(batches[i]);
@@ -892,6 +990,35 @@ static void reader_free(reader *r) {
   free(r->nulls);
 }
 
+/* The reader's options from the caller's (checked). */
+static qv_status reader_init(reader *r, const qv_csv_read_options *o, const char *name,
+                             qv_error *err) {
+  r->name = name ? name : "<buffer>";
+  r->o.delim =
+      (uint8_t)(o->delimiter ? o->delimiter
+                             : (name && (ends_with(name, ".tsv") || ends_with(name, ".tsv.gz") ||
+                                         ends_with(name, ".tsv.zst"))
+                                    ? '\t'
+                                    : ','));
+  r->o.quote = (uint8_t)(o->quote ? o->quote : '"');
+  r->o.quoting = !o->no_quoting;
+  r->o.escape = (uint8_t)o->escape;
+  r->o.has_escape = o->escape != 0;
+  r->o.nulls = o->null_values;
+  r->o.pandas = o->pandas_types;
+  r->stop[r->o.delim] = r->stop['\n'] = r->stop['\r'] = true;
+  r->delim8 = r->o.delim * 0x0101010101010101ull;
+  if (r->o.has_escape) r->stop[r->o.escape] = true;
+  r->o.n_nulls = o->n_null_values;
+  if (r->o.delim == '\n' || r->o.delim == '\r' || (r->o.quoting && r->o.delim == r->o.quote))
+    return qv_error_set(err, QV_EARG, "csv: the delimiter cannot be a newline or the quote");
+  if (o->n_column_names < 0 || o->n_types < 0 || o->n_null_values < 0)
+    return qv_error_set(err, QV_EARG, "csv: negative option count");
+  if (o->column_names && o->n_column_names == 0)
+    return qv_error_set(err, QV_EARG, "csv: an empty list of column names");
+  return QV_OK;
+}
+
 qv_status qv_csv_read_buffer(const void *data, int64_t size, const char *name,
                              const qv_csv_read_options *options, qv_read_result *out,
                              qv_error *err) {
@@ -903,24 +1030,7 @@ qv_status qv_csv_read_buffer(const void *data, int64_t size, const char *name,
   memset(&r, 0, sizeof r);
   r.d = data;
   r.n = size;
-  r.name = name ? name : "<buffer>";
-  r.o.delim =
-      (uint8_t)(o->delimiter ? o->delimiter : (name && ends_with(name, ".tsv") ? '\t' : ','));
-  r.o.quote = (uint8_t)(o->quote ? o->quote : '"');
-  r.o.quoting = !o->no_quoting;
-  r.o.escape = (uint8_t)o->escape;
-  r.o.has_escape = o->escape != 0;
-  r.o.nulls = o->null_values;
-  r.o.pandas = o->pandas_types;
-  r.stop[r.o.delim] = r.stop['\n'] = r.stop['\r'] = true;
-  if (r.o.has_escape) r.stop[r.o.escape] = true;
-  r.o.n_nulls = o->n_null_values;
-  if (r.o.delim == '\n' || r.o.delim == '\r' || (r.o.quoting && r.o.delim == r.o.quote))
-    return qv_error_set(err, QV_EARG, "csv: the delimiter cannot be a newline or the quote");
-  if (o->n_column_names < 0 || o->n_types < 0 || o->n_null_values < 0)
-    return qv_error_set(err, QV_EARG, "csv: negative option count");
-  if (o->column_names && o->n_column_names == 0)
-    return qv_error_set(err, QV_EARG, "csv: an empty list of column names");
+  QV_RETURN_NOT_OK(reader_init(&r, o, name, err));
   qv_status st = read_impl(&r, o, out, err);
   reader_free(&r);
   return st;
@@ -933,5 +1043,283 @@ qv_status qv_csv_read_path(const char *path, const qv_csv_read_options *options,
   QV_RETURN_NOT_OK(qv_text_read_file(path, &buf, err));
   qv_status st = qv_csv_read_buffer(buf->data, buf->size, path, options, out, err);
   qv_buffer_unref(buf);
+  return st;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Streaming                                                                 */
+
+typedef struct stream {
+  reader *r;
+  const qv_batch_sink *sink;
+  qv_text_window w;
+  qv_pool *pool;
+  qv_bytes *scratch;
+  int n_scratch;
+  char **names;
+  qv_schema *schema; /* of the pending batches */
+  qv_array **pending;
+  int64_t n_pending;
+  bool begun; /* sink->begin called in this pass */
+  qv_text_stream_stats *stats;
+} stream;
+
+static qv_status make_schema(stream *s, qv_error *err) {
+  reader *r = s->r;
+  qv_schema_unref(s->schema);
+  s->schema = NULL;
+  qv_type *t = qv_type_new(QV_STRUCT);
+  if (t == NULL) return qv_error_set(err, QV_ENOMEM, "out of memory");
+  for (int32_t c = 0; c < r->ncols; c++) {
+    qv_status st = qv_type_add_child(t, s->names[c], true, qv_type_ref(r->col_type[c]), NULL, err);
+    if (st != QV_OK) {
+      qv_type_unref(t);
+      return st;
+    }
+  }
+  if ((s->schema = qv_schema_new(t)) == NULL) {
+    qv_type_unref(t);
+    return qv_error_set(err, QV_ENOMEM, "out of memory");
+  }
+  return QV_OK;
+}
+
+/* Hand the pending batches to the sink (begin first in a pass). */
+static qv_status deliver(stream *s, qv_error *err) {
+  return qv_text_deliver(s->sink, s->schema, s->pending, &s->n_pending, &s->begun, err);
+}
+
+static void first_error(reader *r, int64_t nb, qv_status *st, qv_error *err) {
+  for (int64_t i = 0; *st == QV_OK && i < nb; i++)
+    if (r->blocks[i].st != QV_OK) {
+      *st = r->blocks[i].st;
+      *err = r->blocks[i].err;
+    }
+}
+
+/* Point the reader at the window's complete rows: all of it at the end of
+ * the file, else up to its last newline (false: none, read more). */
+static bool frame(stream *s) {
+  reader *r = s->r;
+  qv_text_window *w = &s->w;
+  r->d = w->buf;
+  r->line_base = w->line_base;
+  r->partial = !w->eof;
+  if (w->eof) {
+    r->n = w->len;
+    return true;
+  }
+  const uint8_t *nl = w->len > 0 ? memrchr(w->buf, '\n', (size_t)w->len) : NULL;
+  if (nl == NULL) return false;
+  r->n = nl - w->buf + 1;
+  return true;
+}
+
+/* One pass over the file; *restart when a type widened after batches
+ * were delivered (the floor kinds are kept for the next pass). */
+static qv_status stream_pass(stream *s, const qv_csv_read_options *o, int64_t *window_bytes,
+                             int64_t nbw, qv_text_progress_fn progress, void *pctx,
+                             int64_t file_size, bool *restart, qv_error *err) {
+  reader *r = s->r;
+  qv_text_window *w = &s->w;
+  *restart = false;
+  s->begun = false;
+  int64_t bs = o->block_size > 0 ? o->block_size : (1 << 20);
+  qv_status st = QV_OK;
+  int64_t data_start = 0;
+  /* the header */
+  for (;;) {
+    QV_RETURN_NOT_OK(qv_text_window_fill(w, *window_bytes, err));
+    if (!frame(s)) {
+      *window_bytes *= 2;
+      continue;
+    }
+    char **names = NULL;
+    bool more = false;
+    QV_RETURN_NOT_OK(parse_header(r, o, &names, &data_start, &more, err));
+    if (more) {
+      *window_bytes *= 2;
+      continue;
+    }
+    if (s->names == NULL) {
+      s->names = names;
+    } else {
+      free_names(names, r->ncols);
+    }
+    break;
+  }
+  if (r->blocks == NULL) { /* first pass: per-window state */
+    int32_t ncols = r->ncols;
+    r->streaming = true;
+    r->n_blocks = nbw;
+    r->blocks = calloc((size_t)nbw, sizeof *r->blocks);
+    r->col_kind = calloc((size_t)ncols + 1, sizeof *r->col_kind);
+    r->col_tz = calloc((size_t)ncols + 1, 1);
+    r->col_type = calloc((size_t)ncols + 1, sizeof *r->col_type);
+    r->kinds = calloc((size_t)(nbw * ncols + 1), sizeof *r->kinds);
+    r->tzs = calloc((size_t)(nbw * ncols + 1), 1);
+    r->nulls = calloc((size_t)(nbw * ncols + 1), 1);
+    r->out = calloc((size_t)(nbw * ncols + 1), sizeof *r->out);
+    s->pending = calloc((size_t)nbw, sizeof *s->pending);
+    if (r->blocks == NULL || r->col_kind == NULL || r->col_tz == NULL || r->col_type == NULL ||
+        r->kinds == NULL || r->tzs == NULL || r->nulls == NULL || r->out == NULL ||
+        s->pending == NULL)
+      return qv_error_set(err, QV_ENOMEM, "out of memory");
+    for (int32_t c = 0; c < ncols; c++)
+      for (int32_t k = 0; k < o->n_types; k++)
+        if (o->type_names[k] && strcmp(o->type_names[k], s->names[c]) == 0) {
+          r->col_kind[c] = K_EXPLICIT;
+          qv_type_unref(r->col_type[c]);
+          r->col_type[c] = qv_type_ref(o->types[k]);
+        }
+  }
+  qv_text_window_consume(w, data_start);
+  task_ctx ctx = {r, s->scratch, 3};
+  int32_t ncols = r->ncols;
+  for (;;) {
+    QV_RETURN_NOT_OK(qv_text_window_fill(w, *window_bytes, err));
+    if (w->len == 0) break;
+    if (!frame(s)) {
+      *window_bytes *= 2;
+      continue;
+    }
+    int64_t n = r->n;
+    int64_t nb = (n + bs - 1) / bs;
+    if (nb > nbw) nb = nbw;
+    for (int64_t i = 0; i < nb; i++) {
+      int64_t g = i * (n / nb);
+      if (i > 0) {
+        const uint8_t *nl = memchr(r->d + g, '\n', (size_t)(n - g));
+        g = nl ? nl - r->d + 1 : n;
+      }
+      r->blocks[i].start = g;
+      r->blocks[i].st = QV_OK;
+    }
+    for (int64_t i = 0; i < nb; i++)
+      r->blocks[i].guess_end = i + 1 < nb ? r->blocks[i + 1].start : n;
+    qv_pool_group g = {0};
+    bool queued = qv_pool_submit(s->pool, &g, nb, run_task, &ctx);
+    st = deliver(s, err); /* the previous window's batches, while this one parses */
+    if (queued) qv_pool_wait(s->pool, &g);
+    else qv_pool_run(s->pool, nb, run_task, &ctx);
+    if (st != QV_OK) return st;
+    QV_RETURN_NOT_OK(qv_pool_check(s->pool, err));
+    /* verify the guessed starts; redo from the first wrong one, in order */
+    for (int64_t i = 1; i < nb; i++) {
+      block *b = &r->blocks[i];
+      if (b->start == r->blocks[i - 1].end) continue;
+      b->start = r->blocks[i - 1].end;
+      if (b->start > b->guess_end) b->guess_end = b->start;
+      b->st = tokenise(r, b, ncols, INT64_MAX, &b->err);
+      if (b->st == QV_OK) infer_block(r, b, i, &s->scratch[0]);
+    }
+    first_error(r, nb, &st, err);
+    if (st != QV_OK) return st;
+    int64_t carry = r->blocks[nb - 1].end;
+    if (r->partial && carry == 0) { /* not one whole row: a bigger window */
+      *window_bytes *= 2;
+      continue;
+    }
+    bool changed = false;
+    QV_RETURN_NOT_OK(unify_cols(r, nb, &s->scratch[0], &changed, err));
+    if (changed && s->begun) {
+      *restart = true;
+      qv_schema_unref(s->schema); /* rebuilt from the wider types */
+      s->schema = NULL;
+      return QV_OK;
+    }
+    ctx.phase = 2;
+    qv_pool_run(s->pool, nb, run_task, &ctx);
+    ctx.phase = 3;
+    first_error(r, nb, &st, err);
+    if (st != QV_OK) return st;
+    if (changed || s->schema == NULL) QV_RETURN_NOT_OK(make_schema(s, err));
+    int64_t held = w->cap, rows = 0;
+    for (int64_t i = 0; i < nb; i++) held += r->blocks[i].cap_fields * (int64_t)sizeof(span);
+    for (int64_t i = 0; i < nb; i++) {
+      if (r->blocks[i].n_rows == 0) continue;
+      qv_array *a = qv_array_new(s->schema->type, 1, ncols);
+      if (a == NULL) return qv_error_set(err, QV_ENOMEM, "out of memory");
+      a->length = r->blocks[i].n_rows;
+      a->null_count = 0;
+      for (int32_t c = 0; c < ncols; c++) {
+        a->children[c] = r->out[i * ncols + c];
+        r->out[i * ncols + c] = NULL;
+      }
+      held += qv_text_array_bytes(a);
+      rows += a->length;
+      s->pending[s->n_pending++] = a;
+    }
+    if (s->stats) {
+      if (held > s->stats->peak_bytes) s->stats->peak_bytes = held;
+      s->stats->windows++;
+      s->stats->rows += rows;
+    }
+    bool last = !r->partial;
+    qv_text_window_consume(w, carry);
+    if (progress) progress(pctx, w->base, file_size);
+    if (last) break;
+  }
+  if (s->schema == NULL) { /* no data rows */
+    QV_RETURN_NOT_OK(unify_cols(r, 0, &s->scratch[0], NULL, err));
+    QV_RETURN_NOT_OK(make_schema(s, err));
+  }
+  QV_RETURN_NOT_OK(deliver(s, err));
+  if (!s->begun) {
+    s->begun = true;
+    QV_RETURN_NOT_OK(s->sink->begin(s->sink->ctx, s->schema, err));
+  }
+  return QV_OK;
+}
+
+qv_status qv_csv_stream_path(const char *path, const qv_csv_read_options *options,
+                             const qv_batch_sink *sink, qv_text_progress_fn progress,
+                             void *progress_ctx, qv_text_stream_stats *stats, qv_error *err) {
+  qv_csv_read_options dflt;
+  memset(&dflt, 0, sizeof dflt);
+  const qv_csv_read_options *o = options ? options : &dflt;
+  if (stats) memset(stats, 0, sizeof *stats);
+  reader r;
+  memset(&r, 0, sizeof r);
+  QV_RETURN_NOT_OK(reader_init(&r, o, path, err));
+  stream s;
+  memset(&s, 0, sizeof s);
+  s.r = &r;
+  s.sink = sink;
+  s.stats = stats;
+  qv_status st = qv_text_window_open(&s.w, path, err);
+  if (st != QV_OK) return st;
+  struct stat sb;
+  int64_t file_size = fstat(s.w.fd, &sb) == 0 && !s.w.gz && !s.w.zstd
+                          ? (int64_t)sb.st_size
+                          : -1; /* compressed: the text's size is unknown */
+  int threads = o->threads > 0 ? o->threads : qv_cpu_count();
+  int64_t bs = o->block_size > 0 ? o->block_size : (1 << 20);
+  int64_t nbw = 2 * (int64_t)threads, window_bytes = nbw * bs;
+  /* the workers parse while this thread hands batches to the sink */
+  st = qv_pool_new(threads + 1, &s.pool, err);
+  if (st == QV_OK) {
+    s.n_scratch = qv_pool_size(s.pool);
+    s.scratch = calloc((size_t)s.n_scratch, sizeof *s.scratch);
+    if (s.scratch == NULL) st = qv_error_set(err, QV_ENOMEM, "out of memory");
+  }
+  for (bool again = true; st == QV_OK && again;) {
+    st = stream_pass(&s, o, &window_bytes, nbw, progress, progress_ctx, file_size, &again, err);
+    for (int64_t i = 0; i < s.n_pending; i++) qv_array_unref(s.pending[i]);
+    s.n_pending = 0;
+    if (st == QV_OK && again) {
+      if (stats) stats->restarts++, stats->rows = 0;
+      st = qv_text_window_rewind(&s.w, err);
+    }
+  }
+  qv_pool_free(s.pool);
+  for (int i = 0; s.scratch && i < s.n_scratch; i++) qv_bytes_free(&s.scratch[i]);
+  free(s.scratch);
+  free(s.pending);
+  free_names(s.names, r.ncols);
+  qv_schema_unref(s.schema);
+  qv_text_window_close(&s.w);
+  free(r.col_tz);
+  reader_free(&r);
   return st;
 }

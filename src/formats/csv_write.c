@@ -21,7 +21,7 @@
 #include "quiver/print.h"
 
 struct qv_csv_writer {
-  qv_atomic_file *f;
+  qv_text_out out;
   qv_schema *schema;
   qv_csv_write_options o;
   qv_strbuf buf;
@@ -286,7 +286,7 @@ static qv_status put_value(qv_strbuf *sb, const qv_array *a, int64_t i, qv_error
 
 static qv_status flush(qv_csv_writer *w, bool force, qv_error *err) {
   if (w->buf.len == 0 || (!force && w->buf.len < (1 << 20))) return QV_OK;
-  qv_status st = qv_atomic_file_write(w->f, w->buf.data, w->buf.len, err);
+  qv_status st = qv_text_out_write(&w->out, w->buf.data, w->buf.len, err);
   qv_strbuf_clear(&w->buf);
   return st;
 }
@@ -308,7 +308,7 @@ qv_status qv_csv_writer_open(const char *path, const qv_schema *schema,
   if (w == NULL) return qv_error_set(err, QV_ENOMEM, "out of memory");
   if (options) w->o = *options;
   if (w->o.delimiter == 0) w->o.delimiter = ',';
-  qv_status st = qv_atomic_file_open(path, &w->f, err);
+  qv_status st = qv_text_out_open(&w->out, path, w->o.compression, w->o.compression_level, err);
   if (st != QV_OK) {
     free(w);
     return st;
@@ -345,9 +345,9 @@ qv_status qv_csv_writer_write(qv_csv_writer *w, const qv_array *batch, qv_error 
 qv_status qv_csv_writer_close(qv_csv_writer *w, qv_error *err) {
   qv_status st = flush(w, true, err);
   if (st == QV_OK) {
-    st = qv_atomic_file_commit(w->f, err);
+    st = qv_text_out_commit(&w->out, err);
   } else {
-    qv_atomic_file_abort(w->f);
+    qv_text_out_abort(&w->out);
   }
   qv_strbuf_reset(&w->buf);
   qv_schema_unref(w->schema);
@@ -357,7 +357,7 @@ qv_status qv_csv_writer_close(qv_csv_writer *w, qv_error *err) {
 
 void qv_csv_writer_abort(qv_csv_writer *w) {
   if (w == NULL) return;
-  qv_atomic_file_abort(w->f);
+  qv_text_out_abort(&w->out);
   qv_strbuf_reset(&w->buf);
   qv_schema_unref(w->schema);
   free(w);

@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "core/parallel_internal.h"
 #include "formats/text_internal.h"
@@ -65,6 +66,7 @@ typedef struct jreader {
   jblock *blocks;
   int64_t n_blocks;
   qv_type *root_type;
+  int64_t line_base; /* streaming: newlines before the window */
 } jreader;
 
 typedef struct parser {
@@ -73,6 +75,11 @@ typedef struct parser {
   qv_bytes scratch;
   uint64_t objects; /* object instances seen (duplicate-key stamps) */
   qv_error *err;
+  /* building on the types of earlier windows without inferring first:
+   * anything inference would have seen differently (a key the type lacks,
+   * a key given twice, a fraction in an inferred timestamp) fails, and the
+   * stream infers the block to find out whether a type widened */
+  bool spec;
 } parser;
 
 /* ------------------------------------------------------------------------ */
@@ -85,6 +92,7 @@ static qv_status err_at(const jreader *r, qv_error *err, int64_t off, const char
     if (r->d[i] == '\n') line++, ls = i + 1;
   char msg[512];
   snprintf(msg, sizeof msg, fmt, a ? a : "", b ? b : "");
+  line += r->line_base;
   return qv_error_set(err, QV_EINVAL, "%s: line %lld, column %lld: %s", r->name, (long long)line,
                       (long long)(off - ls + 1), msg);
 }
@@ -595,6 +603,11 @@ static qv_status build_object(parser *p, qv_builder *b, const qv_type *t, int de
         break;
       }
       p->pos++;
+      if (p->spec && ((idx < 0 && !(p->r->o->schema && p->r->o->schema_only)) ||
+                      (idx >= 0 && seen[idx] == me))) {
+        st = err_at(p->r, p->err, p->pos, "a key the types so far do not have%s%s", "", "");
+        break;
+      }
       if (idx < 0 || seen[idx] == me) {
         /* a key the schema drops (schema_only), or given twice (pass 1
          * reported that already for inferred columns) */
@@ -678,7 +691,7 @@ static qv_status build_value(parser *p, qv_builder *b, const qv_type *t, int dep
         static const int64_t kMul[] = {1, 1000, 1000000, 1000000000};
         static const int32_t kDiv[] = {1000000000, 1000000, 1000, 1};
         if (!qv_text_parse_timestamp(s, len, &sec, &ns, &fd, &z) || ns % kDiv[t->unit] ||
-            __builtin_mul_overflow(sec, kMul[t->unit], &v))
+            (p->spec && fd > 0) || __builtin_mul_overflow(sec, kMul[t->unit], &v))
           return mismatch(p, at, t);
         return qv_builder_append_int(b, v + ns / kDiv[t->unit], p->err);
       }
@@ -766,15 +779,47 @@ static void run_block(void *vctx, int64_t i, int worker) {
       blk->root->kind = S_STRUCT;
       blk->st = rows_of(&p, false, blk->root, NULL, &blk->n_rows);
     }
-  } else {
+  } else { /* 1: build; 2: build speculatively (parser.spec) */
     qv_builder *b = NULL;
     int64_t rows;
+    p.spec = t->phase == 2;
     blk->st = qv_builder_new(r->root_type, &b, &blk->err);
     if (blk->st == QV_OK) blk->st = rows_of(&p, true, NULL, b, &rows);
     if (blk->st == QV_OK) blk->st = qv_builder_finish(b, &blk->batch, &blk->err);
     qv_builder_free(b);
   }
   qv_bytes_free(&p.scratch);
+}
+
+/* The row type of the unified root shape (the explicit schema's columns
+ * first). */
+static qv_status root_type_of(const qv_jsonl_read_options *o, const shape *root, qv_type **out,
+                              qv_error *err) {
+  qv_status st = QV_OK;
+  qv_type *rt = NULL;
+  *out = NULL;
+  if (o->schema == NULL) {
+    rt = shape_type(root, err);
+    if (rt == NULL) st = QV_ENOMEM;
+  } else {
+    rt = qv_type_new(QV_STRUCT);
+    const qv_type *ex = o->schema->type;
+    for (int32_t i = 0; rt && st == QV_OK && i < ex->n_children; i++)
+      st = qv_type_add_child(rt, ex->children[i].name, ex->children[i].nullable,
+                             qv_type_ref(ex->children[i].type), &ex->children[i].metadata, err);
+    for (int32_t i = 0; rt && st == QV_OK && !o->schema_only && i < root->n_fields; i++) {
+      if (qv_schema_find(o->schema, root->fields[i]->name) >= 0) continue;
+      qv_type *c = shape_type(root->fields[i], err);
+      st = c ? qv_type_add_child(rt, root->fields[i]->name, true, c, NULL, err) : QV_ENOMEM;
+    }
+    if (rt == NULL && st == QV_OK) st = qv_error_set(err, QV_ENOMEM, "out of memory");
+  }
+  if (st != QV_OK) {
+    qv_type_unref(rt);
+    return st;
+  }
+  *out = rt;
+  return QV_OK;
 }
 
 static qv_status read_impl(jreader *r, qv_read_result *out, qv_error *err) {
@@ -817,22 +862,7 @@ static qv_status read_impl(jreader *r, qv_read_result *out, qv_error *err) {
   if (root) root->kind = S_STRUCT;
   for (int64_t i = 0; st == QV_OK && i < nb; i++) st = unify(r, root, r->blocks[i].root, err);
   qv_type *rt = NULL;
-  if (st == QV_OK && o->schema == NULL) {
-    rt = shape_type(root, err);
-    if (rt == NULL) st = QV_ENOMEM;
-  } else if (st == QV_OK) {
-    rt = qv_type_new(QV_STRUCT);
-    const qv_type *ex = o->schema->type;
-    for (int32_t i = 0; rt && st == QV_OK && i < ex->n_children; i++)
-      st = qv_type_add_child(rt, ex->children[i].name, ex->children[i].nullable,
-                             qv_type_ref(ex->children[i].type), &ex->children[i].metadata, err);
-    for (int32_t i = 0; rt && st == QV_OK && !o->schema_only && i < root->n_fields; i++) {
-      if (qv_schema_find(o->schema, root->fields[i]->name) >= 0) continue;
-      qv_type *c = shape_type(root->fields[i], err);
-      st = c ? qv_type_add_child(rt, root->fields[i]->name, true, c, NULL, err) : QV_ENOMEM;
-    }
-    if (rt == NULL && st == QV_OK) st = qv_error_set(err, QV_ENOMEM, "out of memory");
-  }
+  if (st == QV_OK) st = root_type_of(o, root, &rt, err);
   shape_free(root);
   r->root_type = rt;
   if (st == QV_OK) {
@@ -897,5 +927,240 @@ qv_status qv_jsonl_read_path(const char *path, const qv_jsonl_read_options *opti
   QV_RETURN_NOT_OK(qv_text_read_file(path, &buf, err));
   qv_status st = qv_jsonl_read_buffer(buf->data, buf->size, path, options, out, err);
   qv_buffer_unref(buf);
+  return st;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Streaming                                                                 */
+
+typedef struct jstream {
+  jreader *r;
+  const qv_batch_sink *sink;
+  qv_text_window w;
+  qv_pool *pool;
+  shape *root;       /* the shapes unified so far: the floor of every pass */
+  qv_schema *schema; /* of the pending batches */
+  qv_array **pending;
+  int64_t n_pending;
+  bool begun;
+  qv_text_stream_stats *stats;
+} jstream;
+
+static qv_status jdeliver(jstream *s, qv_error *err) {
+  return qv_text_deliver(s->sink, s->schema, s->pending, &s->n_pending, &s->begun, err);
+}
+
+static qv_status jblock_errors(jreader *r, int64_t nb, qv_error *err) {
+  for (int64_t i = 0; i < nb; i++)
+    if (r->blocks[i].st != QV_OK) {
+      *err = r->blocks[i].err;
+      return r->blocks[i].st;
+    }
+  return QV_OK;
+}
+
+/* The schema of the current root type. */
+static qv_status jmake_schema(jstream *s, qv_error *err) {
+  qv_schema_unref(s->schema);
+  qv_type *t = qv_type_ref(s->r->root_type);
+  if ((s->schema = qv_schema_new(t)) == NULL) {
+    qv_type_unref(t);
+    return qv_error_set(err, QV_ENOMEM, "out of memory");
+  }
+  return QV_OK;
+}
+
+static qv_status jstream_pass(jstream *s, int64_t *window_bytes, int64_t nbw,
+                              qv_text_progress_fn progress, void *pctx, int64_t file_size,
+                              bool *restart, qv_error *err) {
+  jreader *r = s->r;
+  qv_text_window *w = &s->w;
+  int64_t bs = r->o->block_size > 0 ? r->o->block_size : (1 << 20);
+  *restart = false;
+  s->begun = false;
+  bool first = true;
+  for (;;) {
+    QV_RETURN_NOT_OK(qv_text_window_fill(w, *window_bytes, err));
+    if (first && w->len >= 3 && memcmp(w->buf, "\xef\xbb\xbf", 3) == 0) {
+      qv_text_window_consume(w, 3);
+      continue;
+    }
+    first = false;
+    if (w->len == 0) break;
+    int64_t n = w->len;
+    if (!w->eof) {
+      const uint8_t *nl = memrchr(w->buf, '\n', (size_t)w->len);
+      if (nl == NULL) {
+        *window_bytes *= 2;
+        continue;
+      }
+      n = nl - w->buf + 1;
+    }
+    r->d = w->buf;
+    r->n = n;
+    r->line_base = w->line_base;
+    int64_t nb = (n + bs - 1) / bs;
+    if (nb > nbw) nb = nbw;
+    int64_t at = 0;
+    for (int64_t i = 0; i < nb; i++) {
+      jblock *b = &r->blocks[i];
+      shape_free(b->root);
+      qv_array_unref(b->batch);
+      memset(b, 0, sizeof *b);
+      b->start = at;
+      int64_t g = (i + 1) * (n / nb);
+      if (i + 1 == nb || g >= n) {
+        at = n;
+      } else {
+        if (g < at) g = at;
+        const uint8_t *nl = memchr(r->d + g, '\n', (size_t)(n - g));
+        at = nl ? nl - r->d + 1 : n;
+      }
+      b->end = at;
+    }
+    /* with types from earlier windows, build at once (one parse); a block
+     * that does not fit them is inferred to see whether a type widened */
+    bool spec = r->root_type != NULL;
+    jtask task = {r, spec ? 2 : 0};
+    qv_pool_group g = {0};
+    bool queued = qv_pool_submit(s->pool, &g, nb, run_block, &task);
+    qv_status st = jdeliver(s, err); /* the previous window's, while this one parses */
+    if (queued) qv_pool_wait(s->pool, &g);
+    else qv_pool_run(s->pool, nb, run_block, &task);
+    if (st != QV_OK) return st;
+    QV_RETURN_NOT_OK(qv_pool_check(s->pool, err));
+    bool infer_all = !spec, redo_all = !spec, any_failed = false;
+    if (spec) {
+      jtask infer = {r, 0};
+      for (int64_t i = 0; i < nb; i++) {
+        jblock *b = &r->blocks[i];
+        if (b->st == QV_OK) continue;
+        any_failed = true;
+        qv_array_unref(b->batch);
+        b->batch = NULL;
+        b->st = QV_OK;
+        run_block(&infer, i, 0);
+      }
+    }
+    if (infer_all || any_failed) {
+      QV_RETURN_NOT_OK(jblock_errors(r, nb, err));
+      for (int64_t i = 0; i < nb; i++)
+        if (r->blocks[i].root) QV_RETURN_NOT_OK(unify(r, s->root, r->blocks[i].root, err));
+      qv_type *rt = NULL;
+      QV_RETURN_NOT_OK(root_type_of(r->o, s->root, &rt, err));
+      bool changed = r->root_type == NULL || !qv_type_equals(rt, r->root_type, false);
+      qv_type_unref(r->root_type);
+      r->root_type = rt;
+      if (changed && s->begun) {
+        *restart = true;
+        qv_schema_unref(s->schema);
+        s->schema = NULL;
+        return QV_OK;
+      }
+      if (changed || s->schema == NULL) QV_RETURN_NOT_OK(jmake_schema(s, err));
+      if (changed) redo_all = true;
+      /* build again: every block under new types, else the failed ones
+       * (their error, if any, is real) */
+      jtask build = {r, 1};
+      if (redo_all) {
+        for (int64_t i = 0; i < nb; i++) {
+          qv_array_unref(r->blocks[i].batch);
+          r->blocks[i].batch = NULL;
+        }
+        qv_pool_run(s->pool, nb, run_block, &build);
+        QV_RETURN_NOT_OK(qv_pool_check(s->pool, err));
+      } else {
+        for (int64_t i = 0; i < nb; i++)
+          if (r->blocks[i].root) run_block(&build, i, 0);
+      }
+      QV_RETURN_NOT_OK(jblock_errors(r, nb, err));
+    }
+    if (s->schema == NULL) QV_RETURN_NOT_OK(jmake_schema(s, err)); /* after a restart */
+    int64_t held = w->cap, rows = 0;
+    for (int64_t i = 0; i < nb; i++) {
+      qv_array *a = r->blocks[i].batch;
+      r->blocks[i].batch = NULL;
+      if (a == NULL || a->length == 0) {
+        qv_array_unref(a);
+        continue;
+      }
+      held += qv_text_array_bytes(a);
+      rows += a->length;
+      s->pending[s->n_pending++] = a;
+    }
+    if (s->stats) {
+      if (held > s->stats->peak_bytes) s->stats->peak_bytes = held;
+      s->stats->windows++;
+      s->stats->rows += rows;
+    }
+    bool last = w->eof && n == w->len;
+    qv_text_window_consume(w, n);
+    if (progress) progress(pctx, w->base, file_size);
+    if (last) break;
+  }
+  if (r->root_type == NULL) {
+    QV_RETURN_NOT_OK(root_type_of(r->o, s->root, &r->root_type, err));
+  }
+  if (s->schema == NULL) QV_RETURN_NOT_OK(jmake_schema(s, err));
+  QV_RETURN_NOT_OK(jdeliver(s, err));
+  if (!s->begun) {
+    s->begun = true;
+    QV_RETURN_NOT_OK(s->sink->begin(s->sink->ctx, s->schema, err));
+  }
+  return QV_OK;
+}
+
+qv_status qv_jsonl_stream_path(const char *path, const qv_jsonl_read_options *options,
+                               const qv_batch_sink *sink, qv_text_progress_fn progress,
+                               void *progress_ctx, qv_text_stream_stats *stats, qv_error *err) {
+  qv_jsonl_read_options dflt;
+  memset(&dflt, 0, sizeof dflt);
+  if (stats) memset(stats, 0, sizeof *stats);
+  jreader r;
+  memset(&r, 0, sizeof r);
+  r.name = path;
+  r.o = options ? options : &dflt;
+  jstream s;
+  memset(&s, 0, sizeof s);
+  s.r = &r;
+  s.sink = sink;
+  s.stats = stats;
+  qv_status st = qv_text_window_open(&s.w, path, err);
+  if (st != QV_OK) return st;
+  struct stat sb;
+  int64_t file_size = fstat(s.w.fd, &sb) == 0 && !s.w.gz && !s.w.zstd
+                          ? (int64_t)sb.st_size
+                          : -1; /* compressed: the text's size is unknown */
+  int threads = r.o->threads > 0 ? r.o->threads : qv_cpu_count();
+  int64_t bs = r.o->block_size > 0 ? r.o->block_size : (1 << 20);
+  int64_t nbw = 2 * (int64_t)threads, window_bytes = nbw * bs;
+  r.n_blocks = nbw;
+  r.blocks = calloc((size_t)nbw, sizeof *r.blocks);
+  s.pending = calloc((size_t)nbw, sizeof *s.pending);
+  s.root = shape_new(NULL, NULL, 0);
+  if (r.blocks == NULL || s.pending == NULL || s.root == NULL)
+    st = qv_error_set(err, QV_ENOMEM, "out of memory");
+  else s.root->kind = S_STRUCT;
+  if (st == QV_OK) st = qv_pool_new(threads + 1, &s.pool, err);
+  for (bool again = true; st == QV_OK && again;) {
+    st = jstream_pass(&s, &window_bytes, nbw, progress, progress_ctx, file_size, &again, err);
+    for (int64_t i = 0; i < s.n_pending; i++) qv_array_unref(s.pending[i]);
+    s.n_pending = 0;
+    if (st == QV_OK && again) {
+      if (stats) stats->restarts++, stats->rows = 0;
+      st = qv_text_window_rewind(&s.w, err);
+    }
+  }
+  qv_pool_free(s.pool);
+  for (int64_t i = 0; r.blocks && i < r.n_blocks; i++) {
+    shape_free(r.blocks[i].root);
+    qv_array_unref(r.blocks[i].batch);
+  }
+  free(r.blocks);
+  free(s.pending);
+  shape_free(s.root);
+  qv_schema_unref(s.schema);
+  qv_type_unref(r.root_type);
+  qv_text_window_close(&s.w);
   return st;
 }

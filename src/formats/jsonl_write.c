@@ -8,19 +8,28 @@
 #include <string.h>
 
 #include "core/atomic_internal.h"
+#include "formats/text_internal.h"
 #include "quiver/jsonl.h"
 #include "quiver/print.h"
 
 struct qv_jsonl_writer {
-  qv_atomic_file *f;
+  qv_text_out out;
   qv_strbuf buf;
 };
 
 qv_status qv_jsonl_writer_open(const char *path, qv_jsonl_writer **out, qv_error *err) {
+  return qv_jsonl_writer_open_options(path, NULL, out, err);
+}
+
+qv_status qv_jsonl_writer_open_options(const char *path, const qv_jsonl_write_options *options,
+                                       qv_jsonl_writer **out, qv_error *err) {
   *out = NULL;
+  qv_jsonl_write_options dflt = {QV_TEXT_COMPRESSION_AUTO, 0};
+  if (options == NULL) options = &dflt;
   qv_jsonl_writer *w = calloc(1, sizeof *w);
   if (w == NULL) return qv_error_set(err, QV_ENOMEM, "out of memory");
-  qv_status st = qv_atomic_file_open(path, &w->f, err);
+  qv_status st =
+      qv_text_out_open(&w->out, path, options->compression, options->compression_level, err);
   if (st != QV_OK) {
     free(w);
     return st;
@@ -32,7 +41,7 @@ qv_status qv_jsonl_writer_open(const char *path, qv_jsonl_writer **out, qv_error
 
 static qv_status flush(qv_jsonl_writer *w, bool force, qv_error *err) {
   if (w->buf.len == 0 || (!force && w->buf.len < (1 << 20))) return QV_OK;
-  qv_status st = qv_atomic_file_write(w->f, w->buf.data, w->buf.len, err);
+  qv_status st = qv_text_out_write(&w->out, w->buf.data, w->buf.len, err);
   qv_strbuf_clear(&w->buf);
   return st;
 }
@@ -50,8 +59,8 @@ qv_status qv_jsonl_writer_write(qv_jsonl_writer *w, const qv_array *batch, qv_er
 
 qv_status qv_jsonl_writer_close(qv_jsonl_writer *w, qv_error *err) {
   qv_status st = flush(w, true, err);
-  if (st == QV_OK) st = qv_atomic_file_commit(w->f, err);
-  else qv_atomic_file_abort(w->f);
+  if (st == QV_OK) st = qv_text_out_commit(&w->out, err);
+  else qv_text_out_abort(&w->out);
   qv_strbuf_reset(&w->buf);
   free(w);
   return st;
@@ -59,7 +68,7 @@ qv_status qv_jsonl_writer_close(qv_jsonl_writer *w, qv_error *err) {
 
 void qv_jsonl_writer_abort(qv_jsonl_writer *w) {
   if (w == NULL) return;
-  qv_atomic_file_abort(w->f);
+  qv_text_out_abort(&w->out);
   qv_strbuf_reset(&w->buf);
   free(w);
 }

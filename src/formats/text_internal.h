@@ -13,6 +13,7 @@
 
 #include "quiver/array.h"
 #include "quiver/core.h"
+#include "quiver/csv.h"
 #include "quiver/type.h"
 
 /** pyarrow's default null strings ("", "#N/A", "NA", "null", "nan", ...). */
@@ -67,7 +68,72 @@ qv_status qv_text_make_array(qv_type *type, int64_t length, int64_t null_count, 
 /** The whole file at `path` read into a heap buffer (read, not mapped: a
  *  file that shrinks while it is parsed cannot fault the parser). */
 qv_status qv_text_read_file(const char *path, qv_buffer **out, qv_error *err);
+/** Bytes of all buffers of an array and its children (the streaming
+ *  readers' memory accounting; views count their own size). NULL: 0. */
+int64_t qv_text_array_bytes(const qv_array *a);
+/** Hand a streaming reader's pending batches to its sink (begin first,
+ *  with `schema`, unless *begun), dropping the references in every case. */
+qv_status qv_text_deliver(const qv_batch_sink *sink, const qv_schema *schema, qv_array **pending,
+                          int64_t *n_pending, bool *begun, qv_error *err);
 /** A heap buffer holding a copy of n bytes. */
 qv_status qv_text_buffer_from(const void *data, int64_t n, qv_buffer **out, qv_error *err);
+
+/* ---- streaming input ------------------------------------------------ */
+
+/** A window over a text file read in pieces: bytes [0, len) of `buf` are
+ *  the file's bytes from offset `base`; `line_base` newlines precede
+ *  them. The streaming readers parse a window, keep the bytes of an
+ *  incomplete last row (qv_text_window_consume drops the rest) and fill
+ *  again, so memory is the window, not the file. */
+typedef struct qv_text_window {
+  int fd;
+  const char *path;
+  /* gzip (concatenated members too) or zstd (frames) data, known by its
+   * magic bytes, is decompressed as it is read */
+  void *gz;     /* gzFile */
+  void *zstd;   /* ZSTD_DCtx */
+  uint8_t *zin; /* zstd: compressed input */
+  int64_t zin_len, zin_pos;
+  bool zin_eof;
+  bool zin_mid; /* zstd: inside a frame (its end not yet decoded) */
+  uint8_t *buf;
+  int64_t cap, len;
+  int64_t base;
+  int64_t line_base;
+  bool eof;
+} qv_text_window;
+
+/** Open `path` for reading (nothing read yet); gzip / zstd data
+ *  decompressed. */
+qv_status qv_text_window_open(qv_text_window *w, const char *path, qv_error *err);
+/** Read until the window holds at least `want` bytes or the file ends
+ *  (w->eof); the buffer grows to `want` (at most 2 GiB: QV_ERANGE). */
+qv_status qv_text_window_fill(qv_text_window *w, int64_t want, qv_error *err);
+/** Drop the first n bytes (their newlines counted into line_base). */
+void qv_text_window_consume(qv_text_window *w, int64_t n);
+/** Back to the start of the file (a restart after a type widened). */
+qv_status qv_text_window_rewind(qv_text_window *w, qv_error *err);
+/** Close the file and free the buffer. NULL-safe, idempotent. */
+void qv_text_window_close(qv_text_window *w);
+
+/* ---- compressed output --------------------------------------------- */
+
+/** A text writer's output: the atomic file, through gzip or zstd when
+ *  asked (quiver/csv.h qv_text_compression). */
+typedef struct qv_text_out {
+  struct qv_atomic_file *f;
+  int codec;   /* 0 none, 1 gzip, 2 zstd */
+  void *z;     /* z_stream */
+  void *zc;    /* ZSTD_CCtx */
+  uint8_t *ob; /* compressed bytes on their way to the file */
+} qv_text_out;
+
+qv_status qv_text_out_open(qv_text_out *o, const char *path, int compression, int level,
+                           qv_error *err);
+qv_status qv_text_out_write(qv_text_out *o, const void *data, int64_t n, qv_error *err);
+/** Finish the stream, fsync and rename into place (frees the codec). */
+qv_status qv_text_out_commit(qv_text_out *o, qv_error *err);
+/** Drop the temporary (frees the codec). */
+void qv_text_out_abort(qv_text_out *o);
 
 #endif /* QUIVER_FORMATS_TEXT_INTERNAL_H */

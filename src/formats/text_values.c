@@ -6,12 +6,18 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
+#include <zlib.h>
+#include <zstd.h>
 
+#include "core/atomic_internal.h"
 #include "formats/text_internal.h"
+#include "quiver/csv.h"
 
 static void trim(const uint8_t **s, int64_t *n) {
   while (*n > 0 && ((*s)[0] == ' ' || (*s)[0] == '\t')) (*s)++, (*n)--;
@@ -168,6 +174,30 @@ bool qv_text_parse_double(const uint8_t *s, int64_t n, double *out) {
     *out = neg ? -v : v;
     return true;
   }
+#if defined(__x86_64__) && LDBL_MANT_DIG == 64
+  /* 16 to 19 significant digits (what printing a double gives): one
+   * correctly rounded x87 operation on exact operands (a 64-bit mantissa
+   * holds mant and 10^|e| for |e| <= 27), then the rounding to double.
+   * Rounding twice can differ from rounding once only when the 64-bit
+   * result is exactly halfway between two doubles (a midpoint lies on the
+   * 64-bit grid, so none can lie strictly between the result and the true
+   * value, which are less than one 64-bit step apart): then strtod. */
+  static const long double kPow10L[] = {1e0L,  1e1L,  1e2L,  1e3L,  1e4L,  1e5L,  1e6L,
+                                        1e7L,  1e8L,  1e9L,  1e10L, 1e11L, 1e12L, 1e13L,
+                                        1e14L, 1e15L, 1e16L, 1e17L, 1e18L, 1e19L, 1e20L,
+                                        1e21L, 1e22L, 1e23L, 1e24L, 1e25L, 1e26L, 1e27L};
+  if (exact && mant != 0 && e >= -27 && e <= 27) {
+    long double l = (long double)mant;
+    l = e >= 0 ? l * kPow10L[e] : l / kPow10L[-e];
+    uint64_t bits;
+    memcpy(&bits, &l, 8); /* the explicit 64-bit mantissa */
+    if ((bits & 0x7ff) != 0x400) {
+      double v = (double)l;
+      *out = neg ? -v : v;
+      return true;
+    }
+  }
+#endif
   /* slow path: strtod on a copy (the shape is known to be plain decimal) */
   char buf[128];
   char *heap = NULL, *b = buf;
@@ -409,5 +439,304 @@ qv_status qv_text_read_file(const char *path, qv_buffer **out, qv_error *err) {
   qv_status st = qv_buffer_read_fd(fd, 0, out, err);
   close(fd);
   if (st != QV_OK) qv_error_prefix(err, st, "%s: ", path);
+  return st;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Streaming input                                                           */
+
+enum { ZIN_CHUNK = 1 << 17 };
+
+qv_status qv_text_window_open(qv_text_window *w, const char *path, qv_error *err) {
+  memset(w, 0, sizeof *w);
+  w->path = path;
+  w->fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (w->fd < 0) return qv_error_set(err, QV_EIO, "cannot open '%s': %s", path, strerror(errno));
+  /* compressed by its magic bytes, whatever the name */
+  uint8_t magic[4] = {0};
+  ssize_t got = pread(w->fd, magic, 4, 0);
+  if (got >= 2 && magic[0] == 0x1f && magic[1] == 0x8b) {
+    int fd2 = dup(w->fd);
+    if (fd2 < 0 || (w->gz = gzdopen(fd2, "rb")) == NULL) {
+      if (fd2 >= 0) close(fd2);
+      return qv_error_set(err, QV_EIO, "%s: cannot start gzip decompression", path);
+    }
+    gzbuffer(w->gz, 1 << 17);
+  } else if (got == 4 && memcmp(magic, "\x28\xb5\x2f\xfd", 4) == 0) {
+    w->zstd = ZSTD_createDCtx();
+    w->zin = malloc(ZIN_CHUNK);
+    if (w->zstd == NULL || w->zin == NULL) return qv_error_set(err, QV_ENOMEM, "out of memory");
+  }
+  return QV_OK;
+}
+
+/* Up to `cap` bytes of the (decompressed) file into dst: 0 at its end. */
+static int64_t window_read(qv_text_window *w, uint8_t *dst, int64_t cap, qv_error *err) {
+  if (cap > (1 << 30)) cap = 1 << 30;
+  if (w->gz) {
+    int k = gzread(w->gz, dst, (unsigned)cap), code = Z_OK;
+    if (k == 0 && (gzerror(w->gz, &code), code == Z_BUF_ERROR)) {
+      /* the input ended inside a member: zlib's "more may come" */
+      qv_error_set(err, QV_EINVAL, "%s: bad gzip data: the file is truncated", w->path);
+      return -1;
+    }
+    if (k < 0) {
+      const char *m = gzerror(w->gz, &code);
+      qv_error_set(err, QV_EINVAL, "%s: bad gzip data: %s", w->path, m ? m : "?");
+      return -1;
+    }
+    return k;
+  }
+  if (w->zstd) {
+    ZSTD_outBuffer out = {dst, (size_t)cap, 0};
+    while (out.pos == 0) {
+      if (w->zin_pos == w->zin_len) {
+        if (w->zin_eof && w->zin_mid) {
+          qv_error_set(err, QV_EINVAL, "%s: bad zstd data: the file is truncated", w->path);
+          return -1;
+        }
+        if (w->zin_eof) return 0;
+        ssize_t k = read(w->fd, w->zin, ZIN_CHUNK);
+        if (k < 0 && errno == EINTR) continue;
+        if (k < 0) {
+          qv_error_set(err, QV_EIO, "%s: read failed: %s", w->path, strerror(errno));
+          return -1;
+        }
+        if (k == 0) {
+          w->zin_eof = true;
+          continue;
+        }
+        w->zin_len = k;
+        w->zin_pos = 0;
+      }
+      ZSTD_inBuffer in = {w->zin, (size_t)w->zin_len, (size_t)w->zin_pos};
+      size_t r = ZSTD_decompressStream(w->zstd, &out, &in);
+      w->zin_pos = (int64_t)in.pos;
+      if (ZSTD_isError(r)) {
+        qv_error_set(err, QV_EINVAL, "%s: bad zstd data: %s", w->path, ZSTD_getErrorName(r));
+        return -1;
+      }
+      w->zin_mid = r != 0;
+    }
+    return (int64_t)out.pos;
+  }
+  for (;;) {
+    ssize_t k = read(w->fd, dst, (size_t)cap);
+    if (k < 0 && errno == EINTR) continue;
+    if (k < 0) qv_error_set(err, QV_EIO, "%s: read failed: %s", w->path, strerror(errno));
+    return k;
+  }
+}
+
+qv_status qv_text_window_fill(qv_text_window *w, int64_t want, qv_error *err) {
+  if (want > ((int64_t)1 << 31))
+    return qv_error_set(err, QV_ERANGE, "%s: a row larger than 2 GiB at byte %lld", w->path,
+                        (long long)w->base);
+  if (want > w->cap) {
+    uint8_t *nb = realloc(w->buf, (size_t)want);
+    if (nb == NULL) return qv_error_set(err, QV_ENOMEM, "out of memory");
+    w->buf = nb;
+    w->cap = want;
+  }
+  while (!w->eof && w->len < want) {
+    int64_t k = window_read(w, w->buf + w->len, want - w->len, err);
+    if (k < 0) return w->gz || w->zstd ? QV_EINVAL : QV_EIO;
+    if (k == 0) w->eof = true;
+    w->len += k;
+  }
+  return QV_OK;
+}
+
+/* Newlines in n bytes, eight at a time: a byte of x = word ^ "\n\n..." is
+ * zero exactly where the word has a newline, and ((x & 0x7f..) + 0x7f..)
+ * | x has its high bit clear exactly at the zero bytes (no carries cross
+ * bytes), so the count is a popcount of those bits. */
+static int64_t count_newlines(const uint8_t *p, int64_t n) {
+  const uint64_t nl = 0x0a0a0a0a0a0a0a0aull, lo7 = 0x7f7f7f7f7f7f7f7full;
+  int64_t lines = 0, i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t x;
+    memcpy(&x, p + i, 8);
+    x ^= nl;
+    uint64_t t = ((x & lo7) + lo7) | x;
+    lines += __builtin_popcountll(~t & ~lo7);
+  }
+  for (; i < n; i++) lines += p[i] == '\n';
+  return lines;
+}
+
+void qv_text_window_consume(qv_text_window *w, int64_t n) {
+  w->line_base += count_newlines(w->buf, n);
+  memmove(w->buf, w->buf + n, (size_t)(w->len - n));
+  w->len -= n;
+  w->base += n;
+}
+
+qv_status qv_text_window_rewind(qv_text_window *w, qv_error *err) {
+  if (w->gz ? gzrewind(w->gz) != 0 : lseek(w->fd, 0, SEEK_SET) != 0)
+    return qv_error_set(err, QV_EIO, "%s: cannot seek back to re-read it: %s", w->path,
+                        strerror(errno));
+  if (w->zstd) {
+    ZSTD_DCtx_reset(w->zstd, ZSTD_reset_session_only);
+    w->zin_len = w->zin_pos = 0;
+    w->zin_eof = w->zin_mid = false;
+  }
+  w->len = w->base = w->line_base = 0;
+  w->eof = false;
+  return QV_OK;
+}
+
+void qv_text_window_close(qv_text_window *w) {
+  if (w->gz) gzclose(w->gz);
+  if (w->zstd) ZSTD_freeDCtx(w->zstd);
+  free(w->zin);
+  w->gz = w->zstd = NULL;
+  w->zin = NULL;
+  if (w->fd >= 0) close(w->fd);
+  w->fd = -1;
+  free(w->buf);
+  w->buf = NULL;
+  w->cap = w->len = 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Compressed output                                                         */
+
+enum { OB_SIZE = 1 << 17 };
+
+static int codec_of(const char *path, int compression) {
+  if (compression == QV_TEXT_COMPRESSION_GZIP) return 1;
+  if (compression == QV_TEXT_COMPRESSION_ZSTD) return 2;
+  if (compression == QV_TEXT_COMPRESSION_NONE) return 0;
+  size_t n = strlen(path);
+  if (n >= 3 && strcasecmp(path + n - 3, ".gz") == 0) return 1;
+  if (n >= 4 && strcasecmp(path + n - 4, ".zst") == 0) return 2;
+  return 0;
+}
+
+static void out_free_codec(qv_text_out *o) {
+  if (o->z) {
+    deflateEnd(o->z);
+    free(o->z);
+  }
+  ZSTD_freeCCtx(o->zc);
+  free(o->ob);
+  o->z = o->zc = NULL;
+  o->ob = NULL;
+}
+
+qv_status qv_text_out_open(qv_text_out *o, const char *path, int compression, int level,
+                           qv_error *err) {
+  memset(o, 0, sizeof *o);
+  if (compression < QV_TEXT_COMPRESSION_AUTO || compression > QV_TEXT_COMPRESSION_ZSTD)
+    return qv_error_set(err, QV_EARG, "text writer: unknown compression %d", compression);
+  o->codec = codec_of(path, compression);
+  if (o->codec == 1 && (level < 0 || level > 9))
+    return qv_error_set(err, QV_EARG, "gzip level must be 1..9, found %d", level);
+  if (o->codec == 2 && (level < 0 || level > ZSTD_maxCLevel()))
+    return qv_error_set(err, QV_EARG, "zstd level must be 1..%d, found %d", ZSTD_maxCLevel(),
+                        level);
+  if (o->codec != 0 && (o->ob = malloc(OB_SIZE)) == NULL)
+    return qv_error_set(err, QV_ENOMEM, "out of memory");
+  if (o->codec == 1) {
+    z_stream *z = calloc(1, sizeof *z);
+    if (z == NULL ||
+        deflateInit2(z, level ? level : 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+      free(z);
+      out_free_codec(o);
+      return qv_error_set(err, QV_ENOMEM, "gzip: cannot start the compressor");
+    }
+    o->z = z;
+  } else if (o->codec == 2) {
+    o->zc = ZSTD_createCCtx();
+    if (o->zc == NULL ||
+        ZSTD_isError(ZSTD_CCtx_setParameter(o->zc, ZSTD_c_compressionLevel, level ? level : 3))) {
+      out_free_codec(o);
+      return qv_error_set(err, QV_ENOMEM, "zstd: cannot start the compressor");
+    }
+  }
+  qv_status st = qv_atomic_file_open(path, &o->f, err);
+  if (st != QV_OK) out_free_codec(o);
+  return st;
+}
+
+/* Compress n bytes (finish: and end the stream) into the file. */
+static qv_status out_pump(qv_text_out *o, const void *data, int64_t n, bool finish, qv_error *err) {
+  if (o->codec == 1) {
+    z_stream *z = o->z;
+    const uint8_t *p = data;
+    for (;;) {
+      uInt chunk = n > (1 << 30) ? (1u << 30) : (uInt)n;
+      z->next_in = (Bytef *)p;
+      z->avail_in = chunk;
+      bool last = finish && chunk == n;
+      int r;
+      do {
+        z->next_out = o->ob;
+        z->avail_out = OB_SIZE;
+        r = deflate(z, last ? Z_FINISH : Z_NO_FLUSH);
+        if (r == Z_STREAM_ERROR) return qv_error_set(err, QV_EIO, "gzip: the compressor failed");
+        int64_t k = OB_SIZE - z->avail_out;
+        if (k > 0) QV_RETURN_NOT_OK(qv_atomic_file_write(o->f, o->ob, k, err));
+      } while (z->avail_out == 0 || (last && r != Z_STREAM_END));
+      p += chunk;
+      n -= chunk;
+      if (n == 0) return QV_OK;
+    }
+  }
+  ZSTD_inBuffer in = {data, (size_t)n, 0};
+  for (;;) {
+    ZSTD_outBuffer out = {o->ob, OB_SIZE, 0};
+    size_t r = ZSTD_compressStream2(o->zc, &out, &in, finish ? ZSTD_e_end : ZSTD_e_continue);
+    if (ZSTD_isError(r))
+      return qv_error_set(err, QV_EIO, "zstd: the compressor failed: %s", ZSTD_getErrorName(r));
+    if (out.pos > 0) QV_RETURN_NOT_OK(qv_atomic_file_write(o->f, o->ob, (int64_t)out.pos, err));
+    if (finish ? r == 0 : in.pos == in.size) return QV_OK;
+  }
+}
+
+qv_status qv_text_out_write(qv_text_out *o, const void *data, int64_t n, qv_error *err) {
+  if (n <= 0) return QV_OK;
+  if (o->codec == 0) return qv_atomic_file_write(o->f, data, n, err);
+  return out_pump(o, data, n, false, err);
+}
+
+qv_status qv_text_out_commit(qv_text_out *o, qv_error *err) {
+  qv_status st = o->codec == 0 ? QV_OK : out_pump(o, "", 0, true, err);
+  out_free_codec(o);
+  if (st != QV_OK) {
+    qv_atomic_file_abort(o->f);
+    return st;
+  }
+  return qv_atomic_file_commit(o->f, err);
+}
+
+void qv_text_out_abort(qv_text_out *o) {
+  out_free_codec(o);
+  qv_atomic_file_abort(o->f);
+}
+
+int64_t qv_text_array_bytes(const qv_array *a) {
+  if (a == NULL) return 0;
+  int64_t n = 0;
+  for (int32_t i = 0; i < a->n_buffers; i++)
+    if (a->buffers[i]) n += a->buffers[i]->size;
+  for (int32_t i = 0; i < a->n_children; i++) n += qv_text_array_bytes(a->children[i]);
+  if (a->dictionary) n += qv_text_array_bytes(a->dictionary);
+  return n;
+}
+
+qv_status qv_text_deliver(const qv_batch_sink *sink, const qv_schema *schema, qv_array **pending,
+                          int64_t *n_pending, bool *begun, qv_error *err) {
+  qv_status st = QV_OK;
+  if (*n_pending > 0 && !*begun) {
+    st = sink->begin(sink->ctx, schema, err);
+    *begun = true;
+  }
+  for (int64_t i = 0; i < *n_pending; i++) {
+    if (st == QV_OK) st = sink->batch(sink->ctx, pending[i], err);
+    qv_array_unref(pending[i]);
+  }
+  *n_pending = 0;
   return st;
 }

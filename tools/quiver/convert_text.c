@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 
 #include "cli.h"
+#include "progress.h"
 #include "quiver/csv.h"
 #include "quiver/ipc.h"
 #include "quiver/jsonl.h"
@@ -31,7 +32,38 @@ bool cli_has_suffix(const char *s, const char *suf) {
   return true;
 }
 
+/* none | gzip[:LEVEL] | zstd[:LEVEL] for text output. */
+static bool parse_text_compression(const char *v, int *codec, int *level) {
+  const char *colon = strchr(v, ':');
+  size_t n = colon ? (size_t)(colon - v) : strlen(v);
+  *level = 0;
+  if (n == 4 && strncmp(v, "none", 4) == 0 && !colon) *codec = QV_TEXT_COMPRESSION_NONE;
+  else if (n == 4 && strncmp(v, "gzip", 4) == 0) *codec = QV_TEXT_COMPRESSION_GZIP;
+  else if (n == 4 && strncmp(v, "zstd", 4) == 0) *codec = QV_TEXT_COMPRESSION_ZSTD;
+  else return false;
+  if (colon) {
+    int64_t l = 0;
+    if (!cli_parse_i64(colon + 1, &l) || l < 1 || l > (*codec == QV_TEXT_COMPRESSION_GZIP ? 9 : 22))
+      return false;
+    *level = (int)l;
+  }
+  return true;
+}
+
+static bool compressed_text(const char *p) {
+  return cli_has_suffix(p, ".gz") || cli_has_suffix(p, ".zst");
+}
+
 static tfmt fmt_of_path(const char *p) {
+  if (compressed_text(p)) { /* x.csv.gz, x.jsonl.zst: the format of x.csv, x.jsonl */
+    char stem[4096];
+    size_t n = strlen(p) - (cli_has_suffix(p, ".gz") ? 3 : 4);
+    if (n >= sizeof stem) return TF_ARROW;
+    memcpy(stem, p, n);
+    stem[n] = '\0';
+    tfmt f = fmt_of_path(stem);
+    return f == TF_CSV || f == TF_JSONL ? f : TF_ARROW;
+  }
   if (cli_has_suffix(p, ".csv") || cli_has_suffix(p, ".tsv")) return TF_CSV;
   if (cli_has_suffix(p, ".json") || cli_has_suffix(p, ".jsonl") || cli_has_suffix(p, ".ndjson"))
     return TF_JSONL;
@@ -54,7 +86,7 @@ bool cli_convert_is_text(int argc, char **argv) {
     if (a[0] == '-' && a[1] != '\0') {
       if (strchr(a, '=') == NULL && i + 1 < argc &&
           (strcmp(a, "--format") == 0 || strcmp(a, "--compression") == 0 ||
-           strcmp(a, "--batch-size") == 0))
+           strcmp(a, "--batch-size") == 0 || strcmp(a, "--block-size") == 0))
         i++;
       continue;
     }
@@ -66,15 +98,27 @@ bool cli_convert_is_text(int argc, char **argv) {
 static const char kHelp[] =
     "usage: quiver convert IN OUT [--from=arrow|csv|tsv|json] [--to=arrow|csv|tsv|json]\n"
     "                     [--delimiter=C] [--format=file|stream]\n"
-    "                     [--compression=none|lz4|zstd[:LEVEL]]\n"
+    "                     [--compression=none|lz4|zstd[:LEVEL]|gzip[:LEVEL]]\n"
+    "                     [--block-size=BYTES] [--stats]\n"
     "\n"
     "Convert between Arrow IPC (file or stream), CSV and JSON Lines. Formats\n"
     "come from --from/--to or the extensions (.csv, .tsv, .json, .jsonl,\n"
-    ".ndjson; anything else is Arrow). CSV is read with pyarrow.csv's type\n"
+    ".ndjson, each also with .gz or .zst: read decompressed; anything else\n"
+    "is Arrow). CSV is read with pyarrow.csv's type\n"
     "inference and written as pyarrow.csv.write_csv writes it; JSON Lines is\n"
     "read as pyarrow.json infers it and written one object per row. Arrow\n"
     "output is the file format unless --format=stream; --compression applies\n"
-    "to Arrow output. OUT is replaced atomically.\n";
+    "to the output: Arrow buffers (none, lz4, zstd) or the whole CSV/JSON\n"
+    "text (none, gzip, zstd; by default from OUT's name as pandas infers it:\n"
+    ".gz gzip, .zst zstd, else none). OUT is replaced atomically.\n"
+    "\n"
+    "CSV and JSON Lines input is read in windows of about 2 x cores x\n"
+    "--block-size bytes (default 1 MiB blocks), parsed on all cores while the\n"
+    "previous window is written, so memory stays small whatever IN's size. A\n"
+    "value a type inferred so far cannot hold (\"1.5\" in an int64 column)\n"
+    "restarts the conversion with the wider type: the result is always the\n"
+    "whole-file inference. --stats prints rows, windows, restarts and the\n"
+    "reader's peak memory on stderr.\n";
 
 /* The batches of IN, whatever its format. */
 static qv_status read_input(const char *in, tfmt f, char delim, qv_read_result *res,
@@ -137,10 +181,118 @@ static qv_status read_input(const char *in, tfmt f, char delim, qv_read_result *
   return st;
 }
 
+/* Where a streamed text input goes: the output writer, reopened when the
+ * reader restarts with wider types (qv_batch_sink.begin). */
+typedef struct text_sink {
+  tfmt to;
+  const char *out;
+  char delim;
+  int comp, level; /* text output's qv_text_compression */
+  const qv_write_options *wo;
+  qv_writer *aw;
+  qv_csv_writer *cw;
+  qv_jsonl_writer *jw;
+  cli_progress *bar;
+  int64_t rows;
+} text_sink;
+
+static void sink_abort(text_sink *t) {
+  qv_writer_abort(t->aw);
+  qv_csv_writer_abort(t->cw);
+  qv_jsonl_writer_abort(t->jw);
+  t->aw = NULL;
+  t->cw = NULL;
+  t->jw = NULL;
+}
+
+static qv_status sink_begin(void *ctx, const qv_schema *schema, qv_error *err) {
+  text_sink *t = ctx;
+  sink_abort(t);
+  t->rows = 0;
+  if (t->to == TF_CSV) {
+    qv_csv_write_options o;
+    memset(&o, 0, sizeof o);
+    o.delimiter = t->delim;
+    o.compression = (qv_text_compression)t->comp;
+    o.compression_level = t->level;
+    return qv_csv_writer_open(t->out, schema, &o, &t->cw, err);
+  }
+  if (t->to == TF_JSONL) {
+    qv_jsonl_write_options o = {(qv_text_compression)t->comp, t->level};
+    return qv_jsonl_writer_open_options(t->out, &o, &t->jw, err);
+  }
+  return qv_writer_open_path(t->out, schema, t->wo, &t->aw, err);
+}
+
+static qv_status sink_batch(void *ctx, qv_array *b, qv_error *err) {
+  text_sink *t = ctx;
+  t->rows += b->length;
+  if (t->cw) return qv_csv_writer_write(t->cw, b, err);
+  if (t->jw) return qv_jsonl_writer_write(t->jw, b, err);
+  return qv_writer_write_batch(t->aw, b, err);
+}
+
+static void sink_progress(void *ctx, int64_t done, int64_t total) {
+  (void)total;
+  text_sink *t = ctx;
+  cli_progress_update(t->bar, t->rows, done);
+}
+
+static qv_status sink_close(text_sink *t, qv_error *err) {
+  qv_status st = QV_OK;
+  if (t->cw) st = qv_csv_writer_close(t->cw, err);
+  else if (t->jw) st = qv_jsonl_writer_close(t->jw, err);
+  else if (t->aw) st = qv_writer_close(t->aw, err);
+  t->aw = NULL;
+  t->cw = NULL;
+  t->jw = NULL;
+  return st;
+}
+
+/* A CSV or JSON Lines IN read in windows straight into the writer:
+ * memory stays about threads x block size whatever IN's size. */
+static int convert_streamed(const char *in, tfmt from, char in_delim, int64_t block_size,
+                            bool show_stats, text_sink *t) {
+  qv_error err;
+  qv_batch_sink sink = {sink_begin, sink_batch, t};
+  qv_text_stream_stats stats;
+  struct stat sb;
+  cli_progress bar;
+  cli_progress_start(&bar, "convert",
+                     !compressed_text(in) && stat(in, &sb) == 0 ? (int64_t)sb.st_size : 0);
+  t->bar = &bar;
+  qv_status st;
+  if (from == TF_CSV) {
+    qv_csv_read_options o;
+    memset(&o, 0, sizeof o);
+    o.delimiter = in_delim;
+    o.block_size = block_size;
+    st = qv_csv_stream_path(in, &o, &sink, sink_progress, t, &stats, &err);
+  } else {
+    qv_jsonl_read_options o;
+    memset(&o, 0, sizeof o);
+    o.block_size = block_size;
+    st = qv_jsonl_stream_path(in, &o, &sink, sink_progress, t, &stats, &err);
+  }
+  if (st == QV_OK) st = sink_close(t, &err);
+  else sink_abort(t);
+  cli_progress_finish(&bar, st == QV_OK);
+  if (st != QV_OK) return cli_fail(st, &err);
+  if (show_stats)
+    fprintf(stderr,
+            "convert: %lld rows, %lld windows, %lld restarts, peak %lld bytes held by the reader\n",
+            (long long)stats.rows, (long long)stats.windows, (long long)stats.restarts,
+            (long long)stats.peak_bytes);
+  return QV_EXIT_OK;
+}
+
 int cmd_convert_text(int argc, char **argv) {
   const char *in = NULL, *out = NULL;
   tfmt from = TF_NONE, to = TF_NONE;
   char delim = 0;
+  const char *comp = NULL;
+  int64_t block_size = 0;
+  bool show_stats = false;
   qv_write_options wo;
   memset(&wo, 0, sizeof wo);
   for (int i = 1; i < argc; i++) {
@@ -169,15 +321,20 @@ int cmd_convert_text(int argc, char **argv) {
       else if (v && strcmp(v, "stream") == 0) wo.format = QV_FORMAT_STREAM;
       else return cli_usage("convert", "--format must be 'file' or 'stream'");
     } else if ((v = cli_opt_value(a, "--compression", argc, argv, &i, &m)) || m) {
-      if (!v || !cli_parse_ipc_compression(v, &wo.compression, &wo.compression_level))
-        return cli_usage("convert", "--compression must be none, lz4 or zstd[:LEVEL], found '%s'",
-                         v ? v : "");
+      if (!v) return cli_usage("convert", "--compression needs a value");
+      comp = v; /* parsed once OUT's format is known */
     } else if ((v = cli_opt_value(a, "--batch-size", argc, argv, &i, &m)) || m) {
       int64_t n = 0;
       if (!v || !cli_parse_i64(v, &n) || n <= 0)
         return cli_usage("convert", "--batch-size must be a positive integer, found '%s'",
                          v ? v : "");
       wo.max_batch_rows = n;
+    } else if ((v = cli_opt_value(a, "--block-size", argc, argv, &i, &m)) || m) {
+      if (!v || !cli_parse_i64(v, &block_size) || block_size <= 0 || block_size > (1 << 30))
+        return cli_usage("convert", "--block-size must be 1 .. 1073741824 bytes, found '%s'",
+                         v ? v : "");
+    } else if (strcmp(a, "--stats") == 0) {
+      show_stats = true;
     } else if (a[0] == '-' && a[1] != '\0') {
       return cli_usage("convert", "unknown option '%s'", a);
     } else if (in == NULL) {
@@ -192,9 +349,23 @@ int cmd_convert_text(int argc, char **argv) {
   if (from == TF_NONE) from = strcmp(in, "-") == 0 ? TF_ARROW : fmt_of_path(in);
   if (to == TF_NONE) to = fmt_of_path(out);
   if (strcmp(out, "-") == 0) return cli_usage("convert", "text output goes to a file, not stdout");
+  int text_comp = QV_TEXT_COMPRESSION_AUTO, text_level = 0;
+  if (comp && (to == TF_CSV || to == TF_JSONL)) {
+    if (!parse_text_compression(comp, &text_comp, &text_level))
+      return cli_usage(
+          "convert", "--compression for text must be none, gzip[:1-9] or zstd[:LEVEL], found '%s'",
+          comp);
+  } else if (comp && !cli_parse_ipc_compression(comp, &wo.compression, &wo.compression_level)) {
+    return cli_usage("convert", "--compression must be none, lz4 or zstd[:LEVEL], found '%s'",
+                     comp);
+  }
   char in_delim = from == TF_CSV ? delim : 0;
   char out_delim = to == TF_CSV ? (delim ? delim : (cli_has_suffix(out, ".tsv") ? '\t' : ',')) : 0;
 
+  if (from == TF_CSV || from == TF_JSONL) {
+    text_sink t = {to, out, out_delim, text_comp, text_level, &wo, NULL, NULL, NULL, NULL, 0};
+    return convert_streamed(in, from, in_delim, block_size, show_stats, &t);
+  }
   qv_error err;
   qv_read_result res;
   qv_status st = read_input(in, from, in_delim, &res, &err);
@@ -203,6 +374,8 @@ int cmd_convert_text(int argc, char **argv) {
     qv_csv_write_options o;
     memset(&o, 0, sizeof o);
     o.delimiter = out_delim;
+    o.compression = (qv_text_compression)text_comp;
+    o.compression_level = text_level;
     qv_csv_writer *w = NULL;
     st = qv_csv_writer_open(out, res.schema, &o, &w, &err);
     for (int64_t i = 0; st == QV_OK && i < res.n_batches; i++)
@@ -211,7 +384,8 @@ int cmd_convert_text(int argc, char **argv) {
     else qv_csv_writer_abort(w);
   } else if (to == TF_JSONL) {
     qv_jsonl_writer *w = NULL;
-    st = qv_jsonl_writer_open(out, &w, &err);
+    qv_jsonl_write_options jo = {(qv_text_compression)text_comp, text_level};
+    st = qv_jsonl_writer_open_options(out, &jo, &w, &err);
     for (int64_t i = 0; st == QV_OK && i < res.n_batches; i++)
       st = qv_jsonl_writer_write(w, res.batches[i], &err);
     if (st == QV_OK) st = qv_jsonl_writer_close(w, &err);
