@@ -298,6 +298,35 @@ static int64_t utf8_decode(const uint8_t *p, int64_t n, uint32_t *out) {
   return m;
 }
 
+/* Whether p[0..n) is all ASCII (a word at a time). */
+static bool all_ascii(const uint8_t *p, int64_t n) {
+  uint64_t acc = 0;
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    uint64_t w[4];
+    memcpy(w, p + i, 32);
+    acc |= w[0] | w[1] | w[2] | w[3];
+  }
+  for (; i + 8 <= n; i += 8) {
+    uint64_t w;
+    memcpy(&w, p + i, 8);
+    acc |= w;
+  }
+  for (; i < n; i++) acc |= p[i];
+  return (acc & 0x8080808080808080ULL) == 0;
+}
+
+/* ASCII bytes p[0..n) widened to UCS4 code points. */
+static void widen_ascii(uint32_t *out, const uint8_t *p, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t w;
+    memcpy(&w, p + i, 8);
+    for (int j = 0; j < 8; j++) out[i + j] = (uint32_t)(w >> (8 * j)) & 0xFF;
+  }
+  for (; i < n; i++) out[i] = p[i];
+}
+
 /* Rows [row0, row0+n) (physical row0) of a string column without nulls as
  * the numpy array np.asarray(list of str) gives ('<U' of the longest
  * value, in code points; at least 1), filled in C; Py_None for other
@@ -314,8 +343,7 @@ static PyObject *string_array(const qv_array *a, int64_t row0, int64_t n) {
   int64_t size = data != NULL ? a->buffers[2]->size : 0;
   int64_t s0 = qv_load_int(off, w, false, row0), e0 = qv_load_int(off, w, false, row0 + n);
   if (s0 < 0 || e0 < s0 || (e0 > s0 && (data == NULL || e0 > size))) Py_RETURN_NONE;
-  bool ascii = true;
-  for (int64_t i = s0; i < e0 && ascii; i++) ascii = data[i] < 0x80;
+  bool ascii = e0 == s0 || all_ascii(data + s0, e0 - s0);
   int64_t maxlen = 1, s = s0;
   for (int64_t j = 0; j < n; j++) {
     int64_t e = qv_load_int(off, w, false, row0 + j + 1);
@@ -339,12 +367,9 @@ static PyObject *string_array(const qv_array *a, int64_t row0, int64_t n) {
   s = s0;
   for (int64_t j = 0; j < n; j++, out += maxlen) {
     int64_t e = qv_load_int(off, w, false, row0 + j + 1), len = e - s;
-    if (ascii) {
-      for (int64_t i = 0; i < len; i++) out[i] = data[s + i];
-    } else {
-      len = utf8_decode(data + s, e - s, out);
-    }
-    for (int64_t i = len; i < maxlen; i++) out[i] = 0;
+    if (ascii) widen_ascii(out, data + s, len);
+    else len = utf8_decode(data + s, e - s, out);
+    if (len < maxlen) memset(out + len, 0, (size_t)(maxlen - len) * 4);
     s = e;
   }
   PyBuffer_Release(&view);
