@@ -15,8 +15,8 @@ row_dict_at / slice_columns, batch.c Batch._numpy_columns):
   of quiver's mapping: read-only, not owning their data), Array2D, strings
   (ASCII, non-ASCII, empty, longer in later batches: '<U' arrays filled
   in C) and for the columns that fall back to Python (nulls, bool, int32
-  and float64 cast by datasets' rules), plain, shuffled and with a
-  format_kwargs dtype.
+  and float64 cast by datasets' rules), plain, through an indices mapping
+  (shuffle, select with repeats, filter) and with a format_kwargs dtype.
 
 Environment: QV_BUILD (build/python/quiver, built by CMake).
 """
@@ -186,6 +186,23 @@ def test_numpy_batches_match_datasets(numpy_dir, batch_size):
     assert len(hb) == len(qb)
     for x, y in zip(hb, qb):
         _same_batch(x, y)
+
+
+def test_numpy_batches_through_a_mapping(numpy_dir):
+    """With an indices mapping the batches are views of the gathered
+    windows; shuffle, select with repeats and filter against datasets."""
+    path, h = numpy_dir
+    q = quiver.open(path)
+    qs = q.shuffle(seed=9)
+    rows = [N - 1, 0, 131, 130, 5, 5, 64]
+    for hh, qq in ((h.shuffle(seed=9), qs), (h.select(rows), q.select(rows)),
+                   (h.filter(lambda r: r["id"] % 3 == 0), q.filter(lambda r: r["id"] % 3 == 0))):
+        for bs, drop in ((1, False), (3, True), (50, False), (50, True), (N, False)):
+            hb = list(hh.with_format("numpy").iter(batch_size=bs, drop_last_batch=drop))
+            qb = list(qq.with_format("numpy").iter(batch_size=bs, drop_last_batch=drop))
+            assert len(hb) == len(qb), (bs, drop)
+            for x, y in zip(hb, qb):
+                _same_batch(x, y)
 
 
 def test_numpy_format_kwargs(numpy_dir):
