@@ -76,7 +76,9 @@ QV_API qv_status qv_guard_run(qv_guard_fn fn, void *ctx, qv_error *err) QV_NODIS
 QV_API qv_status qv_guard_check_buffer(const qv_buffer *buf, qv_error *err) QV_NODISCARD;
 
 /** qv_guard_check_buffer over every buffer of `a`, its children and its
- *  dictionary (recursively). One load per mapped buffer. Borrowed. */
+ *  dictionary (recursively), in one load per file mapping: the highest
+ *  byte the array uses of each (a file loses bytes only at its end, so the
+ *  bytes below it are there when it is). Borrowed. */
 QV_API qv_status qv_guard_check_array(const qv_array *a, qv_error *err) QV_NODISCARD;
 
 /** Install the SIGBUS handler now (idempotent, thread-safe). quiver calls

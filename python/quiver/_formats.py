@@ -470,11 +470,36 @@ def iterate(ds, batch_size=None, drop_last_batch=False):
     return _iter(ds, _state(ds), batches, batch_size is None)
 
 
+def _numpy_batch(ds, b, kw, feats):
+    """A batch in the numpy format: the columns the C side converts
+    (Batch._numpy_columns: views of null-free fixed-width numbers, '<U'
+    arrays of null-free strings), the others as _numpy does; `feats` holds
+    ds.features once a column needs it."""
+    out = {}
+    t = None
+    for c, a in b._numpy_columns().items():
+        if a is None:
+            if t is None:
+                t = _table(b)
+            if not feats:
+                feats.append(ds.features)
+            a = _consolidate(_rt(_np_extract(t.column(c), feats[0].get(c)), kw))
+        else:
+            a = _tensorize(a, kw)
+        out[c] = a
+    return out
+
+
 def _iter(ds, state, batches, rows):
     pos = 0
     dec = _media.decoders(ds.features)
+    feats = []
     for b in batches:
         n = b.num_rows
+        if state["type"] == "numpy" and state["columns"] is None and not rows and not dec:
+            yield _numpy_batch(ds, b, state["format_kwargs"], feats)
+            pos += n
+            continue
         if state["type"] is None and state["columns"] is None:
             if rows:
                 yield from (_media.decode_row(dec, r) for r in b.to_pylist()) if dec \

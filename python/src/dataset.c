@@ -141,6 +141,43 @@ static PyObject *take_columns(qv_dataset *ds, const int64_t *rows, int64_t n) {
   return r;
 }
 
+/* Row `i` (in range) as {column: value}, read from the data batch that
+ * holds it (no one-row slice is made; qv_table_batch checks the batch's
+ * mapped bytes). */
+static PyObject *row_dict_at(qv_dataset *ds, int64_t i) {
+  qv_table *data = qv_dataset_data(ds);
+  int64_t data_row = i, b = 0, r = 0;
+  qv_array *batch = NULL;
+  qv_error err;
+  qv_status st = QV_OK;
+  if (qv_dataset_indices(ds) != NULL) {
+    st = qv_dataset_data_rows(ds, i, 1, &data_row, &err);
+    if (st == QV_OK && data_row >= qv_table_num_rows(data))
+      st = qv_error_set(&err, QV_ERANGE, "indices mapping: row %lld maps to data row %lld of %lld",
+                        (long long)i, (long long)data_row, (long long)qv_table_num_rows(data));
+  }
+  if (st == QV_OK) st = qv_table_locate(data, data_row, &b, &r, &err);
+  if (st == QV_OK) st = qv_table_batch(data, b, &batch, &err);
+  if (st != QV_OK) return qvpy_raise_qv(st, &err);
+  PyObject *row = qvpy_row_dict(batch, r);
+  qv_array_unref(batch);
+  return row;
+}
+
+/* Rows [start, start+len) as {column: [values]}: a zero-copy slice
+ * without an indices mapping (the lists filled from the mapped batches),
+ * the rows gathered with one. */
+static PyObject *slice_columns(qv_dataset *ds, int64_t start, int64_t len) {
+  qv_table *t = NULL;
+  qv_error err;
+  qv_status st;
+  Py_BEGIN_ALLOW_THREADS st = qv_dataset_slice(ds, start, len, &t, &err);
+  Py_END_ALLOW_THREADS if (st != QV_OK) return qvpy_raise_qv(st, &err);
+  PyObject *r = qvpy_table_columns_dict(t);
+  qv_table_unref(t);
+  return r;
+}
+
 /* One column over every row, as a list. */
 static PyObject *column_list(qv_dataset *ds, const char *name) {
   qv_table *t = NULL;
@@ -205,6 +242,7 @@ static PyObject *getitem_python(DatasetObject *self, PyObject *key) {
     Py_ssize_t start, stop, step;
     if (PySlice_Unpack(key, &start, &stop, &step) < 0) return NULL;
     Py_ssize_t len = PySlice_AdjustIndices((Py_ssize_t)n, &start, &stop, step);
+    if (step == 1) return slice_columns(self->ds, (int64_t)start, (int64_t)len);
     int64_t *rows = PyMem_Malloc((size_t)(len > 0 ? len : 1) * sizeof *rows);
     if (rows == NULL) return PyErr_NoMemory();
     for (Py_ssize_t i = 0; i < len; i++) rows[i] = (int64_t)(start + i * step);
@@ -221,13 +259,7 @@ static PyObject *getitem_python(DatasetObject *self, PyObject *key) {
       return NULL;
     }
     if (i < 0) i += n;
-    qv_array *b = NULL;
-    qv_error err;
-    qv_status st = qv_dataset_row(self->ds, i, &b, &err);
-    if (st != QV_OK) return qvpy_raise_qv(st, &err);
-    PyObject *r = qvpy_mapped_bytes_there(b) ? qvpy_row_dict(b, 0) : NULL;
-    qv_array_unref(b);
-    return r;
+    return row_dict_at(self->ds, i);
   }
   if (PyList_Check(key) || PyTuple_Check(key) || PyRange_Check(key) || is_row_array(key)) {
     int64_t *rows = NULL, m = 0;

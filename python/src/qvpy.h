@@ -108,6 +108,9 @@ bool qvpy_mapped_bytes_there(const qv_array *a);
 PyObject *qvpy_row_dict(const qv_array *batch, int64_t row);
 /** A STRUCT batch as {column: [values]}. */
 PyObject *qvpy_columns_dict(const qv_array *batch);
+/** The rows of `t` (borrowed) as {column: [values]}, each list filled from
+ * the table's batches directly (qv_table_batch guard-checks each one). */
+PyObject *qvpy_table_columns_dict(qv_table *t);
 
 /* ---- capsules and batches (batch.c) ------------------------------------ */
 /** Destructor of "arrow_array_stream" capsules. */

@@ -231,10 +231,111 @@ static inline bool gc_atomic(PyObject *v) {
  * ds[i], measured with gc.disable()). A dict a caller later adds a
  * container to is tracked again by CPython; a list is not (a cycle made
  * through such a list by appending to it is not collected). */
-static void untrack_if_atomic(PyObject *o, Py_ssize_t n, PyObject *const *items) {
-  for (Py_ssize_t i = 0; i < n; i++)
-    if (!gc_atomic(items[i])) return;
-  if (PyObject_GC_IsTracked(o)) PyObject_GC_UnTrack(o);
+
+static PyObject *bytes_value(qv_type_id id, const uint8_t *p, int64_t n);
+
+/* Elements k0 .. k0+n-1 (physical indices) of `c` as n new references in
+ * out[0..n) (NULL-initialised, as PyList_New leaves them: on failure the
+ * ones made stay for the caller's list to drop). The bounds of the whole
+ * run are checked once and the common types (integers, floats, strings
+ * and binaries, with or without nulls) converted in one loop, without a
+ * call per value; the others through qvpy_value_of. *atomic (may be NULL)
+ * is cleared when a value is a tracked container (gc_atomic). */
+static bool fill_values(const qv_array *c, int64_t k0, int64_t n, PyObject **out, int depth,
+                        bool *atomic) {
+  const qv_type *t = c->type;
+  qv_type_id id = t->id;
+  const uint8_t *valid = NULL;
+  if (n <= 0) return true;
+  if (id != QV_SPARSE_UNION && id != QV_DENSE_UNION && id != QV_RUN_END_ENCODED && id != QV_NA &&
+      c->n_buffers > 0 && c->buffers[0] != NULL) {
+    if (((k0 + n - 1) >> 3) >= c->buffers[0]->size) {
+      bad_array(c, "validity bit", k0 + n - 1 - c->offset);
+      return false;
+    }
+    valid = c->buffers[0]->data;
+  }
+  int w = 0;
+  bool sgn = false;
+  switch (id) {
+    case QV_INT8:
+    case QV_INT16:
+    case QV_INT32:
+    case QV_INT64: sgn = true; /* fall through */
+    case QV_UINT8:
+    case QV_UINT16:
+    case QV_UINT32:
+    case QV_UINT64:
+    case QV_FLOAT:
+    case QV_DOUBLE: w = qv_type_byte_width(t); break;
+    case QV_STRING:
+    case QV_BINARY: w = 4; break;
+    case QV_LARGE_STRING:
+    case QV_LARGE_BINARY: w = 8; break;
+    default: break;
+  }
+  if (w == 0) { /* every other type: one value at a time */
+    for (int64_t j = 0; j < n; j++) {
+      PyObject *v = qvpy_value_of(c, k0 + j - c->offset, depth);
+      if (v == NULL) return false;
+      out[j] = v;
+      if (atomic != NULL && *atomic && !gc_atomic(v)) *atomic = false;
+    }
+    return true;
+  }
+  bool is_bin =
+      id == QV_STRING || id == QV_LARGE_STRING || id == QV_BINARY || id == QV_LARGE_BINARY;
+  /* values (or offsets: n + 1 of them) of the whole run inside buffer 1 */
+  int64_t last = is_bin ? k0 + n : k0 + n - 1;
+  if (c->n_buffers < 2 || c->buffers[1] == NULL || k0 < 0 || (last + 1) * w > c->buffers[1]->size) {
+    bad_array(c, is_bin ? "offset" : "value", k0 + n - 1 - c->offset);
+    return false;
+  }
+  const uint8_t *p = c->buffers[1]->data;
+  if (is_bin) {
+    const uint8_t *data = c->n_buffers > 2 && c->buffers[2] != NULL ? c->buffers[2]->data : NULL;
+    int64_t size = data != NULL ? c->buffers[2]->size : 0;
+    int64_t s = qv_load_int(p, w, false, k0);
+    for (int64_t j = 0; j < n; j++) {
+      int64_t e = qv_load_int(p, w, false, k0 + j + 1);
+      if (valid != NULL && !qv_bit_get(valid, k0 + j)) {
+        out[j] = Py_NewRef(Py_None);
+      } else {
+        if (s < 0 || e < s || (e > s && (data == NULL || e > size))) {
+          bad_array(c, "value bytes", k0 + j - c->offset);
+          return false;
+        }
+        PyObject *v =
+            e == s ? bytes_value(id, (const uint8_t *)"", 0) : bytes_value(id, data + s, e - s);
+        if (v == NULL) return false;
+        out[j] = v;
+      }
+      s = e;
+    }
+    return true;
+  }
+  for (int64_t j = 0; j < n; j++) {
+    int64_t k = k0 + j;
+    PyObject *v;
+    if (valid != NULL && !qv_bit_get(valid, k)) {
+      v = Py_NewRef(Py_None);
+    } else if (id == QV_DOUBLE) {
+      double d;
+      memcpy(&d, p + k * 8, 8);
+      v = PyFloat_FromDouble(d);
+    } else if (id == QV_FLOAT) {
+      float f;
+      memcpy(&f, p + k * 4, 4);
+      v = PyFloat_FromDouble(f);
+    } else if (sgn) {
+      v = PyLong_FromLongLong(qv_load_int(p, w, false, k));
+    } else {
+      v = PyLong_FromUnsignedLongLong((unsigned long long)(uint64_t)qv_load_int(p, w, true, k));
+    }
+    if (v == NULL) return false;
+    out[j] = v;
+  }
+  return true;
 }
 
 /* Elements [start, end) of `child` as a list. */
@@ -244,15 +345,13 @@ static PyObject *list_of(const qv_array *a, const qv_array *child, int64_t start
     return bad_array(a, "child range", row);
   PyObject *list = PyList_New((Py_ssize_t)(end - start));
   if (list == NULL) return NULL;
-  for (int64_t j = start; j < end; j++) {
-    PyObject *v = qvpy_value_of(child, j, depth + 1);
-    if (v == NULL) {
-      Py_DECREF(list);
-      return NULL;
-    }
-    PyList_SET_ITEM(list, (Py_ssize_t)(j - start), v);
+  bool atomic = true;
+  if (!fill_values(child, child->offset + start, end - start, ((PyListObject *)list)->ob_item,
+                   depth + 1, &atomic)) {
+    Py_DECREF(list);
+    return NULL;
   }
-  untrack_if_atomic(list, PyList_GET_SIZE(list), ((PyListObject *)list)->ob_item);
+  if (atomic && PyObject_GC_IsTracked(list)) PyObject_GC_UnTrack(list);
   return list;
 }
 
@@ -280,9 +379,19 @@ static PyObject *key_of(const char *name) {
   return n;
 }
 
+/* An empty dict with room for n keys (no resize while it is filled). */
+static PyObject *dict_for(Py_ssize_t n) {
+#if PY_VERSION_HEX < 0x030D0000
+  return _PyDict_NewPresized(n);
+#else
+  (void)n;
+  return PyDict_New();
+#endif
+}
+
 /* Struct element at physical index k as {field: value}. */
 static PyObject *struct_of(const qv_array *a, int64_t k, int depth) {
-  PyObject *dict = PyDict_New();
+  PyObject *dict = dict_for(a->type->n_children);
   if (dict == NULL) return NULL;
   bool atomic = true;
   for (int32_t i = 0; i < a->type->n_children; i++) {
@@ -541,13 +650,73 @@ PyObject *qvpy_row_dict(const qv_array *batch, int64_t row) {
 /* Rows of a record batch as {column: [values]} (datasets' batch format). */
 PyObject *qvpy_columns_dict(const qv_array *batch) {
   if (!qvpy_mapped_bytes_there(batch)) return NULL;
-  PyObject *dict = PyDict_New();
+  PyObject *dict = dict_for(batch->type->n_children);
   for (int32_t c = 0; dict != NULL && c < batch->type->n_children; c++) {
     const qv_array *col = batch->children[c];
     PyObject *list = list_of(batch, col, batch->offset, batch->offset + batch->length, 0, 0);
-    if (list == NULL || PyDict_SetItemString(dict, batch->type->children[c].name, list) < 0)
-      Py_CLEAR(dict);
+    PyObject *key = list ? key_of(batch->type->children[c].name) : NULL;
+    if (key == NULL || PyDict_SetItem(dict, key, list) < 0) Py_CLEAR(dict);
     Py_XDECREF(list);
   }
+  return dict;
+}
+
+/* The rows of a table as {column: [values]}: each column's list filled
+ * batch by batch, straight from the (mapped) batches. */
+PyObject *qvpy_table_columns_dict(qv_table *t) {
+  const qv_schema *schema = qv_table_schema(t);
+  int32_t nc = qv_schema_num_fields(schema);
+  int64_t rows = qv_table_num_rows(t);
+  PyObject *lists[64], **cols = nc <= 64 ? lists : PyMem_Calloc((size_t)nc, sizeof *cols);
+  if (cols == NULL) return PyErr_NoMemory();
+  bool ok = true;
+  bool *atomic = PyMem_Malloc((size_t)(nc > 0 ? nc : 1) * sizeof *atomic);
+  if (atomic == NULL) ok = (PyErr_NoMemory(), false);
+  for (int32_t c = 0; c < nc; c++) {
+    cols[c] = ok ? PyList_New((Py_ssize_t)rows) : NULL;
+    if (cols[c] == NULL) ok = false;
+    if (atomic != NULL) atomic[c] = true;
+  }
+  int64_t pos = 0;
+  for (int64_t b = 0; ok && b < qv_table_num_batches(t); b++) {
+    qv_array *batch = NULL;
+    qv_error err;
+    qv_status st = qv_table_batch(t, b, &batch, &err); /* guard-checked */
+    if (st != QV_OK) {
+      qvpy_raise_qv(st, &err);
+      ok = false;
+      break;
+    }
+    if (batch->length > rows - pos || batch->n_children < nc) {
+      bad_array(batch, "batch length", pos);
+      ok = false;
+    }
+    for (int32_t c = 0; ok && c < nc; c++) {
+      const qv_array *col = batch->children[c];
+      if (col == NULL || batch->offset + batch->length > col->length) {
+        bad_array(batch, "struct child", pos);
+        ok = false;
+      } else {
+        ok = fill_values(col, col->offset + batch->offset, batch->length,
+                         ((PyListObject *)cols[c])->ob_item + pos, 1, &atomic[c]);
+      }
+    }
+    pos += batch->length;
+    qv_array_unref(batch);
+  }
+  if (ok && pos != rows) {
+    PyErr_Format(qvpy_QuiverError, "table of %lld rows has batches of %lld rows", (long long)rows,
+                 (long long)pos);
+    ok = false;
+  }
+  PyObject *dict = ok ? dict_for(nc) : NULL;
+  for (int32_t c = 0; dict != NULL && c < nc; c++) {
+    if (atomic[c] && PyObject_GC_IsTracked(cols[c])) PyObject_GC_UnTrack(cols[c]);
+    PyObject *key = key_of(qv_schema_field(schema, c)->name);
+    if (key == NULL || PyDict_SetItem(dict, key, cols[c]) < 0) Py_CLEAR(dict);
+  }
+  for (int32_t c = 0; c < nc; c++) Py_XDECREF(cols[c]);
+  if (cols != lists) PyMem_Free(cols);
+  PyMem_Free(atomic);
   return dict;
 }
