@@ -377,9 +377,11 @@ static qv_status encode_impl(qv_row_table *t, qv_array *const *cols, const int64
                              qv_error *err) {
   const qv_row_metadata *md = &t->md;
   int32_t nc = md->num_cols;
-  qv_row_colview *views = malloc(sizeof(qv_row_colview) * (size_t)nc);
-  gap *gaps = malloc(sizeof(gap) * (size_t)(nc + 1));
-  enc_col *ecols = malloc(sizeof(enc_col) * (size_t)nc);
+  /* Guard temporaries (core/guard_internal.h): freed also when a mapped
+   * column's file shrinks while this runs. */
+  qv_row_colview *views = qv_guard_tmp_alloc(nc, sizeof(qv_row_colview), false);
+  gap *gaps = qv_guard_tmp_alloc(nc + 1, sizeof(gap), false);
+  enc_col *ecols = qv_guard_tmp_alloc(nc, sizeof(enc_col), false);
   qv_status st = QV_OK;
   if (!views || !gaps || !ecols) {
     st = qv_error_set(err, QV_ENOMEM, "row encode: out of memory");
@@ -474,9 +476,9 @@ static qv_status encode_impl(qv_row_table *t, qv_array *const *cols, const int64
   t->num_rows = base + n;
 
 done:
-  free(views);
-  free(gaps);
-  free(ecols);
+  qv_guard_tmp_free(views);
+  qv_guard_tmp_free(gaps);
+  qv_guard_tmp_free(ecols);
   return st;
 }
 
