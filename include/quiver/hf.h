@@ -193,6 +193,19 @@ QV_API qv_status qv_hf_features_resolve(const qv_schema *schema, qv_hf_feature *
                                         bool **out_from_metadata, qv_error *err) QV_NODISCARD;
 
 /**
+ * qv_hf_features_resolve, also giving the "fingerprint" of the same
+ * "huggingface" metadata (parsed once: a file of 1M columns parses its
+ * features JSON once, not a second time for the fingerprint). On success
+ * *out_fingerprint (may be NULL) receives a malloc'd copy the caller frees
+ * with free(), or NULL when the metadata or its fingerprint is absent. On
+ * failure nothing is returned (no fingerprint either).
+ */
+QV_API qv_status qv_hf_features_resolve_fingerprint(const qv_schema *schema, qv_hf_feature **out,
+                                                    bool **out_from_metadata,
+                                                    char **out_fingerprint,
+                                                    qv_error *err) QV_NODISCARD;
+
+/**
  * Strict check: `features` (a QV_HF_DICT) describes exactly the columns of
  * `schema` (same names in the same order) and each column's implied field
  * equals the file's (see qv_hf_features_resolve). QV_EINVAL naming the

@@ -235,7 +235,9 @@ QV_API qv_status qv_reader_next_select(qv_reader *r, const int32_t *columns, int
  * K/M/G/T suffix) when set, else the smallest of 4 GiB, a quarter of
  * physical memory and half of the address-space limit (RLIMIT_AS). Set it
  * before decoding from other threads. Independent of max_alloc, which
- * bounds each buffer.
+ * bounds each buffer. Mapped tables (qv_table_open_path, datasets) keep
+ * the batches they decode and, when this budget refuses a decode, first
+ * release the least recently used ones that nothing else references.
  */
 QV_API void qv_reader_set_decompress_budget(qv_reader *r, int64_t bytes);
 QV_API int64_t qv_reader_decompress_budget(const qv_reader *r);

@@ -552,6 +552,7 @@ static qv_status cast_binary(qv_array *a, qv_type *to, qv_array **out, qv_error 
   int32_t wt = qvk_is_large(to->id) ? 8 : 4;
   qv_array *r = qv_array_new(to, 3, 0);
   if (r == NULL) return oom(err);
+  *out = r; /* in the caller's context at once: a fault below frees it there */
   r->length = a->length;
   int64_t first = 0, last = 0;
   qv_status st = validity_at_zero(a, &r->buffers[0], err);
@@ -570,9 +571,9 @@ static qv_status cast_binary(qv_array *a, qv_type *to, qv_array **out, qv_error 
   }
   if (st != QV_OK) {
     qv_array_unref(r);
+    *out = NULL;
     return st;
   }
-  *out = r;
   return QV_OK;
 }
 

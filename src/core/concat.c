@@ -45,6 +45,14 @@ static qv_status oom(qv_error *err, const char *what) {
   return qv_error_set(err, QV_ENOMEM, "concat: out of memory (%s)", what);
 }
 
+/* Temporaries are the guard's (core/guard_internal.h): a fault in the
+ * middle of a concat (a file shrinking while it runs) frees them. Output
+ * arrays and buffers are linked into the result as soon as they exist, so
+ * that the caller's unref of the partial result frees them. */
+static void *tcalloc(size_t n, size_t size) { return qv_guard_tmp_alloc((int64_t)n, size, true); }
+static void *tmalloc(size_t bytes) { return qv_guard_tmp_alloc(1, bytes, false); }
+static void tfree(void *p) { qv_guard_tmp_free(p); }
+
 /* Merge validity bitmaps into out->buffers[0] (left NULL if no nulls). */
 static qv_status concat_validity(qv_array *const *in, int64_t n, int64_t total, qv_array *out,
                                  qv_error *err) {
@@ -52,8 +60,8 @@ static qv_status concat_validity(qv_array *const *in, int64_t n, int64_t total, 
   for (int64_t i = 0; i < n; i++) nulls += qv_array_null_count(in[i]);
   out->null_count = nulls;
   if (nulls == 0) return QV_OK;
-  qv_buffer *bits = NULL;
-  QV_RETURN_NOT_OK(qv_buffer_alloc((total + 7) / 8, &bits, err));
+  QV_RETURN_NOT_OK(qv_buffer_alloc((total + 7) / 8, &out->buffers[0], err));
+  qv_buffer *bits = out->buffers[0];
   int64_t pos = 0;
   for (int64_t i = 0; i < n; i++) {
     const qv_array *a = in[i];
@@ -61,7 +69,6 @@ static qv_status concat_validity(qv_array *const *in, int64_t n, int64_t total, 
     else qv_bitmap_copy(bits->data, pos, a->buffers[0]->data, a->offset, a->length);
     pos += a->length;
   }
-  out->buffers[0] = bits;
   return QV_OK;
 }
 
@@ -69,14 +76,15 @@ static qv_status concat_validity(qv_array *const *in, int64_t n, int64_t total, 
 static qv_status concat_child_ranges(qv_array *const *in, int64_t n, int32_t k,
                                      const int64_t *start, const int64_t *len, qv_array **out,
                                      qv_error *err) {
-  qv_array **parts = calloc((size_t)(n > 0 ? n : 1), sizeof *parts);
+  qv_array **parts = tcalloc((size_t)(n > 0 ? n : 1), sizeof *parts);
   if (parts == NULL) return oom(err, "child slices");
+  qv_guard_tmp_on_recover(parts, qv_guard_tmp_unref_arrays);
   qv_status st = QV_OK;
   for (int64_t i = 0; i < n && st == QV_OK; i++)
     st = qv_array_slice(in[i]->children[k], len[i] > 0 ? start[i] : 0, len[i], &parts[i], err);
   if (st == QV_OK) st = concat_impl(parts, n, out, err);
   for (int64_t i = 0; i < n; i++) qv_array_unref(parts[i]);
-  free(parts);
+  tfree(parts);
   return st;
 }
 
@@ -86,16 +94,14 @@ static qv_status concat_slot(qv_array *const *in, int64_t n, int64_t total, int3
                              int32_t slot, qv_buffer **out, qv_error *err) {
   int64_t bytes;
   if (qv_mul_overflow(total, width, &bytes)) return oom(err, "values");
-  qv_buffer *buf = NULL;
-  QV_RETURN_NOT_OK(qv_buffer_alloc(bytes, &buf, err));
-  uint8_t *dst = buf->data;
+  QV_RETURN_NOT_OK(qv_buffer_alloc(bytes, out, err));
+  uint8_t *dst = (*out)->data;
   for (int64_t i = 0; i < n; i++) {
     const qv_array *a = in[i];
     if (a->length == 0) continue;
     memcpy(dst, a->buffers[slot]->data + a->offset * width, (size_t)(a->length * width));
     dst += a->length * width;
   }
-  *out = buf;
   return QV_OK;
 }
 
@@ -106,15 +112,14 @@ static qv_status concat_fixed(qv_array *const *in, int64_t n, int64_t total, int
 
 static qv_status concat_bool(qv_array *const *in, int64_t n, int64_t total, qv_array *out,
                              qv_error *err) {
-  qv_buffer *buf = NULL;
-  QV_RETURN_NOT_OK(qv_buffer_alloc((total + 7) / 8, &buf, err));
+  QV_RETURN_NOT_OK(qv_buffer_alloc((total + 7) / 8, &out->buffers[1], err));
+  qv_buffer *buf = out->buffers[1];
   int64_t pos = 0;
   for (int64_t i = 0; i < n; i++) {
     if (in[i]->length == 0) continue; /* empty arrays may lack buffers */
     qv_bitmap_copy(buf->data, pos, in[i]->buffers[1]->data, in[i]->offset, in[i]->length);
     pos += in[i]->length;
   }
-  out->buffers[1] = buf;
   return QV_OK;
 }
 
@@ -135,8 +140,8 @@ static qv_status offsets_overflow(qv_error *err, const qv_type *t, int64_t need)
 static qv_status concat_offsets(qv_array *const *in, int64_t n, int64_t total, bool large,
                                 qv_array *out, int64_t *start, int64_t *len, qv_error *err) {
   int32_t w = large ? 8 : 4;
-  qv_buffer *buf = NULL;
-  QV_RETURN_NOT_OK(qv_buffer_alloc((total + 1) * w, &buf, err));
+  QV_RETURN_NOT_OK(qv_buffer_alloc((total + 1) * w, &out->buffers[1], err));
+  qv_buffer *buf = out->buffers[1]; /* in the output already: freed with it */
   int64_t base = 0, pos = 0;
   for (int64_t i = 0; i < n; i++) {
     const qv_array *a = in[i];
@@ -150,7 +155,6 @@ static qv_status concat_offsets(qv_array *const *in, int64_t n, int64_t total, b
     start[i] = first;
     len[i] = last - first;
     if (len[i] < 0 || (!large && base + len[i] > INT32_MAX)) {
-      qv_buffer_unref(buf);
       if (len[i] < 0)
         return qv_error_set(err, QV_EINVAL,
                             "concat: array %lld has decreasing offsets (%lld then %lld)",
@@ -171,41 +175,38 @@ static qv_status concat_offsets(qv_array *const *in, int64_t n, int64_t total, b
     base += len[i];
   }
   qvk_store_int(buf->data, w, total, base);
-  out->buffers[1] = buf;
   return QV_OK;
 }
 
 static qv_status concat_binary(qv_array *const *in, int64_t n, int64_t total, bool large,
                                qv_array *out, qv_error *err) {
-  int64_t *start = calloc((size_t)(2 * n), sizeof *start);
+  int64_t *start = tcalloc((size_t)(2 * n), sizeof *start);
   if (start == NULL) return oom(err, "ranges");
   int64_t *len = start + n;
   qv_status st = concat_offsets(in, n, total, large, out, start, len, err);
   int64_t bytes = 0;
   for (int64_t i = 0; st == QV_OK && i < n; i++) bytes += len[i];
-  qv_buffer *data = NULL;
-  if (st == QV_OK) st = qv_buffer_alloc(bytes, &data, err);
+  if (st == QV_OK) st = qv_buffer_alloc(bytes, &out->buffers[2], err);
   if (st == QV_OK) {
-    uint8_t *dst = data->data;
+    uint8_t *dst = out->buffers[2]->data;
     for (int64_t i = 0; i < n; i++) {
       if (len[i] == 0) continue;
       memcpy(dst, in[i]->buffers[2]->data + start[i], (size_t)len[i]);
       dst += len[i];
     }
-    out->buffers[2] = data;
   }
-  free(start);
+  tfree(start);
   return st;
 }
 
 static qv_status concat_list(qv_array *const *in, int64_t n, int64_t total, bool large,
                              qv_array *out, qv_error *err) {
-  int64_t *start = calloc((size_t)(2 * n), sizeof *start);
+  int64_t *start = tcalloc((size_t)(2 * n), sizeof *start);
   if (start == NULL) return oom(err, "ranges");
   int64_t *len = start + n;
   qv_status st = concat_offsets(in, n, total, large, out, start, len, err);
   if (st == QV_OK) st = concat_child_ranges(in, n, 0, start, len, &out->children[0], err);
-  free(start);
+  tfree(start);
   return st;
 }
 
@@ -248,7 +249,7 @@ static qv_status concat_views(qv_array *const *in, int64_t n, int64_t total, qv_
 static qv_status concat_list_view(qv_array *const *in, int64_t n, int64_t total, bool large,
                                   qv_array *out, qv_error *err) {
   int32_t w = large ? 8 : 4;
-  int64_t *start = calloc((size_t)(2 * n), sizeof *start);
+  int64_t *start = tcalloc((size_t)(2 * n), sizeof *start);
   if (start == NULL) return oom(err, "ranges");
   int64_t *len = start + n;
   qv_status st = concat_slot(in, n, total, w, 1, &out->buffers[1], err);
@@ -283,12 +284,12 @@ static qv_status concat_list_view(qv_array *const *in, int64_t n, int64_t total,
     base += len[i];
   }
   if (st == QV_OK) st = concat_child_ranges(in, n, 0, start, len, &out->children[0], err);
-  free(start);
+  tfree(start);
   return st;
 }
 
 static qv_status concat_struct_like(qv_array *const *in, int64_t n, qv_array *out, qv_error *err) {
-  int64_t *start = calloc((size_t)(2 * n + 1), sizeof *start);
+  int64_t *start = tcalloc((size_t)(2 * n + 1), sizeof *start);
   if (start == NULL) return oom(err, "ranges");
   int64_t *len = start + n;
   int64_t size = out->type->id == QV_FIXED_SIZE_LIST ? out->type->list_size : 1;
@@ -299,7 +300,7 @@ static qv_status concat_struct_like(qv_array *const *in, int64_t n, qv_array *ou
   qv_status st = QV_OK;
   for (int32_t k = 0; k < out->n_children && st == QV_OK; k++)
     st = concat_child_ranges(in, n, k, start, len, &out->children[k], err);
-  free(start);
+  tfree(start);
   return st;
 }
 
@@ -310,13 +311,13 @@ static qv_status concat_dense_union(qv_array *const *in, int64_t n, int64_t tota
   int32_t nk = out->n_children;
   /* lo/hi[i*nk+k]: referenced range of child k in input i. */
   int64_t cells = n * (int64_t)(nk > 0 ? nk : 1);
-  int64_t *lo = malloc(sizeof *lo * (size_t)(4 * cells));
+  int64_t *lo = tmalloc(sizeof *lo * (size_t)(4 * cells));
   qv_buffer *offs = NULL;
   if (lo == NULL) return oom(err, "union ranges");
   int64_t *hi = lo + cells, *start = hi + cells, *len = start + cells;
   qv_status st = qv_buffer_alloc(total * 4, &offs, err);
   if (st != QV_OK) {
-    free(lo);
+    tfree(lo);
     return st;
   }
   out->buffers[1] = offs;
@@ -328,7 +329,7 @@ static qv_status concat_dense_union(qv_array *const *in, int64_t n, int64_t tota
     for (int64_t j = 0; j < a->length; j++) {
       int k = ids[j] >= 0 ? map[ids[j]] : -1;
       if (k < 0) {
-        free(lo);
+        tfree(lo);
         return qv_error_set(err, QV_EINVAL,
                             "concat: array %lld: row %lld has type id %d "
                             "that is not in the union",
@@ -340,9 +341,9 @@ static qv_status concat_dense_union(qv_array *const *in, int64_t n, int64_t tota
     }
   }
   int64_t pos = 0;
-  int64_t *base = calloc((size_t)(nk > 0 ? nk : 1), sizeof *base);
+  int64_t *base = tcalloc((size_t)(nk > 0 ? nk : 1), sizeof *base);
   if (base == NULL) {
-    free(lo);
+    tfree(lo);
     return oom(err, "union bases");
   }
   for (int64_t i = 0; i < n; i++) {
@@ -359,8 +360,8 @@ static qv_status concat_dense_union(qv_array *const *in, int64_t n, int64_t tota
     for (int32_t k = 0; k < nk; k++) {
       int64_t need = base[k] + len[k * n + i];
       if (need > INT32_MAX) {
-        free(lo);
-        free(base);
+        tfree(lo);
+        tfree(base);
         return offsets_overflow(err, out->type, need);
       }
     }
@@ -373,8 +374,8 @@ static qv_status concat_dense_union(qv_array *const *in, int64_t n, int64_t tota
   }
   for (int32_t k = 0; k < nk && st == QV_OK; k++)
     st = concat_child_ranges(in, n, k, start + k * n, len + k * n, &out->children[k], err);
-  free(lo);
-  free(base);
+  tfree(lo);
+  tfree(base);
   return st;
 }
 
@@ -389,11 +390,11 @@ static qv_status concat_dictionary(qv_array *const *in, int64_t n, int64_t total
     out->dictionary = qv_array_ref(in[0]->dictionary);
     return QV_OK;
   }
-  int64_t *bases = malloc(sizeof *bases * (size_t)n);
+  int64_t *bases = tmalloc(sizeof *bases * (size_t)n);
   if (bases == NULL) return oom(err, "dictionaries");
   qv_status st = qvk_unify_dictionaries(in, n, bases, &out->dictionary, err);
   if (st != QV_OK) {
-    free(bases);
+    tfree(bases);
     return qv_error_prefix(err, st, "concat: dictionary: ");
   }
   bool is_unsigned = !qv_type_id_is_signed_integer(it->id);
@@ -410,7 +411,7 @@ static qv_status concat_dictionary(qv_array *const *in, int64_t n, int64_t total
       }
       int64_t v = qv_load_int(idx, w, is_unsigned, pos) + base;
       if (v > imax) {
-        free(bases);
+        tfree(bases);
         return qv_error_set(err, QV_ERANGE,
                             "concat: dictionary index %lld (array %lld, row %lld) does not "
                             "fit index type %s (max %lld)",
@@ -420,17 +421,17 @@ static qv_status concat_dictionary(qv_array *const *in, int64_t n, int64_t total
       qvk_store_int(idx, w, pos, v);
     }
   }
-  free(bases);
+  tfree(bases);
   return QV_OK;
 }
 
 qv_status qvk_unify_dictionaries(qv_array *const *arrays, int64_t n, int64_t *base, qv_array **out,
                                  qv_error *err) {
-  qv_array **distinct = malloc(sizeof *distinct * (size_t)(n > 0 ? n : 1));
-  int64_t *start = malloc(sizeof *start * (size_t)(n > 0 ? n : 1));
+  qv_array **distinct = tmalloc(sizeof *distinct * (size_t)(n > 0 ? n : 1));
+  int64_t *start = tmalloc(sizeof *start * (size_t)(n > 0 ? n : 1));
   if (distinct == NULL || start == NULL) {
-    free(distinct);
-    free(start);
+    tfree(distinct);
+    tfree(start);
     return oom(err, "dictionaries");
   }
   int64_t nd = 0, total = 0;
@@ -446,8 +447,8 @@ qv_status qvk_unify_dictionaries(qv_array *const *arrays, int64_t n, int64_t *ba
     base[i] = start[k];
   }
   qv_status st = qv_array_concat(distinct, nd, out, err);
-  free(distinct);
-  free(start);
+  tfree(distinct);
+  tfree(start);
   return st;
 }
 
@@ -460,7 +461,7 @@ static qv_status concat_ree(qv_array *const *in, int64_t n, int64_t total, qv_ar
     return qv_error_set(err, QV_ERANGE,
                         "concat: run-end encoded length %lld does not fit run end type %s",
                         (long long)total, qv_type_id_name(rt->id));
-  int64_t *start = calloc((size_t)(2 * n), sizeof *start);
+  int64_t *start = tcalloc((size_t)(2 * n), sizeof *start);
   if (start == NULL) return oom(err, "runs");
   int64_t *len = start + n;
   int64_t runs = 0;
@@ -470,7 +471,7 @@ static qv_status concat_ree(qv_array *const *in, int64_t n, int64_t total, qv_ar
     int64_t p0 = qvk_ree_find(a->children[0], a->offset);
     int64_t p1 = qvk_ree_find(a->children[0], a->offset + a->length - 1) + 1;
     if (p1 > a->children[0]->length) {
-      free(start);
+      tfree(start);
       return qv_error_set(err, QV_EINVAL,
                           "concat: array %lld: run ends end before logical length %lld",
                           (long long)i, (long long)(a->offset + a->length));
@@ -480,10 +481,10 @@ static qv_status concat_ree(qv_array *const *in, int64_t n, int64_t total, qv_ar
     runs += len[i];
   }
   qv_array *re = qv_array_new((qv_type *)rt, 2, 0);
-  qv_buffer *buf = NULL;
-  qv_status st = re ? qv_buffer_alloc(runs * w, &buf, err) : oom(err, "run ends");
+  out->children[0] = re; /* in the result at once */
+  qv_status st = re ? qv_buffer_alloc(runs * w, &re->buffers[1], err) : oom(err, "run ends");
   if (st == QV_OK) {
-    re->buffers[1] = buf;
+    qv_buffer *buf = re->buffers[1];
     re->length = runs;
     re->null_count = 0;
     int64_t base = 0, r = 0;
@@ -496,12 +497,9 @@ static qv_status concat_ree(qv_array *const *in, int64_t n, int64_t total, qv_ar
       }
       base += a->length;
     }
-    out->children[0] = re;
-    re = NULL;
     st = concat_child_ranges(in, n, 1, start, len, &out->children[1], err);
   }
-  qv_array_unref(re);
-  free(start);
+  tfree(start);
   return st;
 }
 
@@ -513,6 +511,7 @@ static qv_status concat_impl(qv_array *const *in, int64_t n, qv_array **out, qv_
       return qv_error_set(err, QV_ERANGE, "concat: total length overflows int64");
   qv_array *a = qv_array_new(t, qv_type_num_buffers(t->id), t->n_children);
   if (a == NULL) return oom(err, "array");
+  *out = a; /* in the result (or the caller's call context) at once */
   a->length = total;
   a->null_count = 0;
   qv_status st = QV_OK;
@@ -559,9 +558,9 @@ static qv_status concat_impl(qv_array *const *in, int64_t n, qv_array **out, qv_
   }
   if (st != QV_OK) {
     qv_array_unref(a);
+    *out = NULL;
     return st;
   }
-  *out = a;
   return QV_OK;
 }
 

@@ -11,6 +11,10 @@
  * `hi` cleared first on removal and set last on insertion, nodes never
  * freed), so the handler calls nothing that is not async-signal-safe.
  *
+ * Temporaries (qv_guard_tmp_alloc) hang off the frame that was innermost
+ * when they were allocated: a recovery frees them, a normal return hands
+ * those still live to the enclosing frame.
+ *
  * Recovery: qv_guard_run pushes a frame (a sigjmp_buf saved without the
  * signal mask, so no system call) on a thread-local stack. The handler is
  * installed with SA_NODEFER, so SIGBUS is not blocked while it runs and
@@ -40,11 +44,24 @@ struct qv_guard_region {
 static pthread_mutex_t reg_mu = PTHREAD_MUTEX_INITIALIZER;
 static qv_guard_region *reg_head; /* atomic pointer; list only grows */
 
+typedef struct tmp_block tmp_block;
+
 typedef struct guard_frame {
   sigjmp_buf jb;
   struct guard_frame *prev;
   const void *volatile addr; /* set by the handler before it jumps */
+  tmp_block *volatile tmps;  /* qv_guard_tmp_alloc blocks this guard owns */
 } guard_frame;
+
+/* Header of a qv_guard_tmp_alloc block (48 bytes: the memory after it
+ * keeps malloc's 16-byte alignment). */
+struct tmp_block {
+  tmp_block *prev, *next;
+  guard_frame *owner;           /* NULL: owned by no guard */
+  qv_guard_tmp_cleanup cleanup; /* on recovery, before the free */
+  int64_t n;
+  uint64_t unused;
+};
 
 /* Initial-exec: the handler must not make glibc allocate a TLS block (the
  * library may be dlopen'ed, e.g. in the Python extension). */
@@ -177,6 +194,60 @@ void qv_guard_install(void) {
 /* ------------------------------------------------------------------------ */
 /* Recovery points                                                           */
 
+void *qv_guard_tmp_alloc(int64_t n, size_t size, bool zero) {
+  size_t count = (size_t)(n > 0 ? n : 1), bytes;
+  if (size == 0) size = 1;
+  if (__builtin_mul_overflow(count, size, &bytes) || bytes > SIZE_MAX - sizeof(tmp_block))
+    return NULL;
+  tmp_block *b = zero ? calloc(1, sizeof *b + bytes) : malloc(sizeof *b + bytes);
+  if (b == NULL) return NULL;
+  guard_frame *f = tls_top;
+  b->owner = f;
+  b->cleanup = NULL;
+  b->n = (int64_t)count;
+  b->prev = NULL;
+  b->next = f != NULL ? f->tmps : NULL;
+  if (b->next != NULL) b->next->prev = b;
+  if (f != NULL) f->tmps = b;
+  return b + 1;
+}
+
+void qv_guard_tmp_free(void *p) {
+  if (p == NULL) return;
+  tmp_block *b = (tmp_block *)p - 1;
+  if (b->owner != NULL) {
+    if (b->prev != NULL) b->prev->next = b->next;
+    else b->owner->tmps = b->next;
+    if (b->next != NULL) b->next->prev = b->prev;
+  }
+  free(b);
+}
+
+void qv_guard_tmp_on_recover(void *p, qv_guard_tmp_cleanup fn) {
+  if (p != NULL) ((tmp_block *)p - 1)->cleanup = fn;
+}
+
+void qv_guard_tmp_unref_arrays(void *p, int64_t n) {
+  qv_array **a = p;
+  for (int64_t i = 0; i < n; i++) qv_array_unref(a[i]);
+}
+
+/* A frame's live temporaries on its normal return: to the enclosing frame
+ * (or to none). */
+static void tmps_hand_over(guard_frame *f) {
+  tmp_block *b = f->tmps;
+  while (b != NULL) {
+    tmp_block *next = b->next;
+    b->owner = f->prev;
+    b->prev = NULL;
+    b->next = f->prev != NULL ? f->prev->tmps : NULL;
+    if (b->next != NULL) b->next->prev = b;
+    if (f->prev != NULL) f->prev->tmps = b;
+    b = next;
+  }
+  f->tmps = NULL;
+}
+
 /* noinline keeps the sigsetjmp frame this function's own. */
 __attribute__((noinline)) qv_status qv_guard_run_at(qv_guard_fn fn, void *ctx, qv_error *err,
                                                     const void **fault) {
@@ -184,15 +255,23 @@ __attribute__((noinline)) qv_status qv_guard_run_at(qv_guard_fn fn, void *ctx, q
   guard_frame f;
   f.prev = tls_top;
   f.addr = NULL;
+  f.tmps = NULL;
   *fault = NULL;
   if (sigsetjmp(f.jb, 0) != 0) {
     tls_top = f.prev;
     *fault = f.addr;
+    /* The body never reached its own frees. */
+    for (tmp_block *b = f.tmps, *next; b != NULL; b = next) {
+      next = b->next;
+      if (b->cleanup != NULL) b->cleanup(b + 1, b->n);
+      free(b);
+    }
     return QV_ECHANGED;
   }
   tls_top = &f;
   qv_status st = fn(ctx, err);
   tls_top = f.prev;
+  if (f.tmps != NULL) tmps_hand_over(&f);
   return st;
 }
 
@@ -338,6 +417,29 @@ qv_status qv_guard_check_prefix(const qv_buffer *buf, int64_t end, qv_error *err
 qv_status qv_guard_check_array(const qv_array *a, qv_error *err) {
   check_ctx c = {&a, a != NULL ? 1 : 0, NULL, 0};
   return qv_guard_run(check_body, &c, err);
+}
+
+static void touch_pages(const qv_array *a, int depth) {
+  if (a == NULL || depth > CHECK_MAX_DEPTH) return;
+  for (int32_t i = 0; i < a->n_buffers; i++) {
+    const qv_buffer *b = a->buffers[i];
+    if (b == NULL || b->size <= 0 || !qv_buffer_is_mapped(b)) continue;
+    const volatile uint8_t *p = b->data;
+    for (int64_t off = 0; off < b->size; off += 4096) (void)p[off];
+    (void)p[b->size - 1];
+  }
+  for (int32_t i = 0; i < a->n_children; i++) touch_pages(a->children[i], depth + 1);
+  touch_pages(a->dictionary, depth + 1);
+}
+
+static qv_status pages_body(void *p, qv_error *err) {
+  (void)err;
+  touch_pages(p, 0);
+  return QV_OK;
+}
+
+qv_status qv_guard_check_array_pages(const qv_array *a, qv_error *err) {
+  return qv_guard_run(pages_body, (void *)a, err);
 }
 
 qv_status qv_guard_check_arrays(const qv_array *const *arrays, int64_t n, qv_error *err) {

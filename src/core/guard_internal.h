@@ -40,6 +40,11 @@ qv_status qv_guard_fault_error(const void *addr, qv_error *err);
  * when buf is mapped and end > 0. */
 qv_status qv_guard_check_prefix(const qv_buffer *buf, int64_t end, qv_error *err);
 
+/* qv_guard_check_array reading every page of each mapped buffer (not
+ * only the last byte): for a failure that may come from a mapped page that
+ * is gone (a write(2) from it fails with EFAULT). Costs a load per page. */
+qv_status qv_guard_check_array_pages(const qv_array *a, qv_error *err);
+
 /* qv_guard_check_array over n arrays (NULL entries skipped), one guard. */
 qv_status qv_guard_check_arrays(const qv_array *const *arrays, int64_t n, qv_error *err);
 
@@ -48,5 +53,26 @@ qv_status qv_guard_check_arrays(const qv_array *const *arrays, int64_t n, qv_err
  * that a file that shrank before the call fails before fn allocates. */
 qv_status qv_guard_run_checked(const qv_array *const *arrays, int64_t n, qv_guard_fn fn, void *ctx,
                                qv_error *err);
+
+/* Temporary memory of a guarded body (index lists, scratch): owned by the
+ * innermost guard active on this thread when it is allocated, so that a
+ * recovery from a fault in the middle of the body frees it (the body's own
+ * free never runs then). Freed normally with qv_guard_tmp_free; a block
+ * still live when its guard returns passes to the enclosing guard, or to
+ * no guard. Outside any guard it is plain heap memory. Costs a list insert
+ * and remove per block (per call, never per element). NULL when out of
+ * memory or when n * size overflows. Thread-safe (each thread's guards
+ * own their blocks; a block must be freed by its thread while its guard
+ * is active, or by any thread once that guard has returned). */
+void *qv_guard_tmp_alloc(int64_t n, size_t size, bool zero);
+void qv_guard_tmp_free(void *p);
+
+/* Have a recovery also call fn(p, n) (n: the count p was allocated with)
+ * before freeing block p: for temporaries holding references, e.g. a list
+ * of qv_array slices (qv_guard_tmp_unref_arrays). */
+typedef void (*qv_guard_tmp_cleanup)(void *p, int64_t n);
+void qv_guard_tmp_on_recover(void *p, qv_guard_tmp_cleanup fn);
+/* A qv_guard_tmp_cleanup: qv_array_unref of each of the n entries. */
+void qv_guard_tmp_unref_arrays(void *p, int64_t n);
 
 #endif /* QUIVER_CORE_GUARD_INTERNAL_H */

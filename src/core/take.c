@@ -82,7 +82,12 @@ static qv_status oom(qv_error *err, const char *what) {
   return qv_error_set(err, QV_ENOMEM, "take: out of memory (%s)", what);
 }
 
-static void *xcalloc(int64_t n, size_t size) { return calloc((size_t)(n > 0 ? n : 1), size); }
+/* Temporaries are the guard's (core/guard_internal.h): a fault in the
+ * middle of a gather (a file shrinking while it runs) frees them. Output
+ * arrays and buffers are linked into the result as soon as they exist, so
+ * that the caller's unref of the partial result frees them. */
+static void *xcalloc(int64_t n, size_t size) { return qv_guard_tmp_alloc(n, size, true); }
+static void xfree(void *p) { qv_guard_tmp_free(p); }
 
 /* Child k of every chunk (malloc'd list the caller frees). */
 static qv_array **child_chunks(const gsrc *s, int32_t k) {
@@ -100,7 +105,7 @@ static qv_status gather_child(const gsrc *s, int32_t k, const int64_t *chunk, co
   if (cc == NULL) return oom(err, "child list");
   gsrc cs = {cc, s->n_chunks, s->n_chunks > 1 ? chunk : NULL, row, n, dest, s->pool};
   qv_status st = gather(&cs, out, err);
-  free(cc);
+  xfree(cc);
   return st;
 }
 
@@ -112,9 +117,8 @@ static qv_status gather_validity(const gsrc *s, qv_array *out, qv_error *err) {
   for (int64_t c = 0; c < s->n_chunks && !any; c++) any = qv_array_null_count(s->chunks[c]) > 0;
   out->null_count = 0;
   if (!any) return QV_OK;
-  qv_buffer *bits = NULL;
-  QV_RETURN_NOT_OK(qv_buffer_alloc((s->n + 7) / 8, &bits, err));
-  uint8_t *d = bits->data;
+  QV_RETURN_NOT_OK(qv_buffer_alloc((s->n + 7) / 8, &out->buffers[0], err));
+  uint8_t *d = out->buffers[0]->data;
   int64_t valid = 0;
   if (s->n_chunks == 1 || s->chunk == NULL) {
     const qv_array *a = s->chunks[0];
@@ -131,9 +135,8 @@ static qv_status gather_validity(const gsrc *s, qv_array *out, qv_error *err) {
     const uint8_t **vb = xcalloc(s->n_chunks, sizeof *vb);
     int64_t *vo = xcalloc(s->n_chunks, sizeof *vo);
     if (vb == NULL || vo == NULL) {
-      free(vb);
-      free(vo);
-      qv_buffer_unref(bits);
+      xfree(vb);
+      xfree(vo);
       return oom(err, "validity");
     }
     for (int64_t c = 0; c < s->n_chunks; c++) {
@@ -148,10 +151,9 @@ static qv_status gather_validity(const gsrc *s, qv_array *out, qv_error *err) {
       d[j >> 3] |= (uint8_t)(b << (j & 7));
       valid += b;
     }
-    free(vb);
-    free(vo);
+    xfree(vb);
+    xfree(vo);
   }
-  out->buffers[0] = bits;
   out->null_count = s->n - valid;
   return QV_OK;
 }
@@ -255,31 +257,26 @@ static qv_status gather_slot(const gsrc *s, int32_t width, int32_t slot, qv_buff
                              qv_error *err) {
   int64_t n = s->n, bytes;
   if (qv_mul_overflow(n, width, &bytes)) return oom(err, "values");
-  qv_buffer *buf = NULL;
-  QV_RETURN_NOT_OK(qv_buffer_alloc(bytes, &buf, err));
+  QV_RETURN_NOT_OK(qv_buffer_alloc(bytes, out, err));
+  qv_buffer *buf = *out;
   const uint8_t **bases = NULL;
   const uint8_t *base0 = NULL;
   if (s->chunk == NULL || s->n_chunks == 1) {
     base0 = slot_base(s->chunks[0], slot, width);
   } else {
     bases = xcalloc(s->n_chunks, sizeof *bases);
-    if (bases == NULL) {
-      qv_buffer_unref(buf);
-      return oom(err, "chunk bases");
-    }
+    if (bases == NULL) return oom(err, "chunk bases");
     for (int64_t c = 0; c < s->n_chunks; c++) bases[c] = slot_base(s->chunks[c], slot, width);
   }
   slot_rows_ctx x = {s, width, base0, bases, buf->data};
   run_rows(s, slot_rows, &x);
-  free(bases);
-  *out = buf;
+  xfree(bases);
   return QV_OK;
 }
 
 static qv_status gather_bool(const gsrc *s, qv_array *out, qv_error *err) {
-  qv_buffer *buf = NULL;
-  QV_RETURN_NOT_OK(qv_buffer_alloc((s->n + 7) / 8, &buf, err));
-  uint8_t *d = buf->data;
+  QV_RETURN_NOT_OK(qv_buffer_alloc((s->n + 7) / 8, &out->buffers[1], err));
+  uint8_t *d = out->buffers[1]->data;
   if (s->chunk == NULL) {
     const qv_array *a = s->chunks[0];
     const uint8_t *v = s->n > 0 ? a->buffers[1]->data : NULL;
@@ -297,7 +294,6 @@ static qv_status gather_bool(const gsrc *s, qv_array *out, qv_error *err) {
       d[j >> 3] |= (uint8_t)(b << (j & 7));
     }
   }
-  out->buffers[1] = buf;
   return QV_OK;
 }
 
@@ -339,8 +335,8 @@ static inline void range_of(const qv_array *a, bool large, int64_t r, int64_t *s
 static qv_status build_offsets(const gsrc *s, bool large, bool child_limit, qv_buffer **offsets_out,
                                int64_t *starts, int64_t *total, qv_error *err) {
   int32_t w = large ? 8 : 4;
-  qv_buffer *buf = NULL;
-  QV_RETURN_NOT_OK(qv_buffer_alloc((s->n + 1) * w, &buf, err));
+  QV_RETURN_NOT_OK(qv_buffer_alloc((s->n + 1) * w, offsets_out, err));
+  qv_buffer *buf = *offsets_out; /* in the output already: freed with it */
   int64_t sum = 0;
   for (int64_t i = 0; i < s->n; i++) {
     int64_t c = SRC_CHUNK(s, i);
@@ -349,7 +345,6 @@ static qv_status build_offsets(const gsrc *s, bool large, bool child_limit, qv_b
     range_of(a, large, s->row[i], &start, &end);
     int64_t limit = child_limit ? a->children[0]->length : a->buffers[2]->size;
     if (start < 0 || end < start || end > limit) {
-      qv_buffer_unref(buf);
       return qv_error_set(err, QV_EINVAL,
                           "take: row %lld of chunk %lld has offsets [%lld, %lld) outside "
                           "[0, %lld)",
@@ -358,13 +353,9 @@ static qv_status build_offsets(const gsrc *s, bool large, bool child_limit, qv_b
     }
     starts[i] = start;
     sum += end - start;
-    if (!large && sum > INT32_MAX) {
-      qv_buffer_unref(buf);
-      return offset_overflow(err, a->type, sum);
-    }
+    if (!large && sum > INT32_MAX) return offset_overflow(err, a->type, sum);
     qvk_store_int(buf->data, w, i + 1, sum);
   }
-  *offsets_out = buf;
   *total = sum;
   return QV_OK;
 }
@@ -445,11 +436,10 @@ static qv_status gather_binary_to(const gsrc *s, bool large, qv_array *out, qv_e
   int32_t w = large ? 8 : 4;
   int64_t n = s->n;
   bin_rows_ctx x = {s, w, xcalloc(n, sizeof(const uint8_t *)), NULL, NULL, n};
-  qv_buffer *offs = NULL, *data = NULL;
   qv_status st = x.from ? QV_OK : oom(err, "string starts");
-  if (st == QV_OK) st = qv_buffer_alloc((n + 1) * w, &offs, err);
+  if (st == QV_OK) st = qv_buffer_alloc((n + 1) * w, &out->buffers[1], err);
   if (st == QV_OK) {
-    x.offs = offs->data;
+    x.offs = out->buffers[1]->data;
     run_rows(s, bin_size_rows, &x);
     if (x.bad < n) {
       int64_t i = x.bad, c = SRC_CHUNK(s, i), start, end;
@@ -468,16 +458,12 @@ static qv_status gather_binary_to(const gsrc *s, bool large, qv_array *out, qv_e
     if (!large && sum > INT32_MAX) st = offset_overflow(err, s->chunks[0]->type, sum);
     else qvk_store_int(x.offs, w, j, sum);
   }
-  if (st == QV_OK) st = qv_buffer_alloc(sum, &data, err);
+  if (st == QV_OK) st = qv_buffer_alloc(sum, &out->buffers[2], err);
   if (st == QV_OK) {
-    x.data = data->data;
+    x.data = out->buffers[2]->data;
     run_rows(s, bin_copy_rows, &x);
-    out->buffers[1] = offs;
-    out->buffers[2] = data;
-  } else {
-    qv_buffer_unref(offs);
   }
-  free(x.from);
+  xfree(x.from);
   return st;
 }
 
@@ -489,11 +475,10 @@ static qv_status gather_binary(const gsrc *s, bool large, qv_array *out, qv_erro
   int64_t *starts = xcalloc(s->n, sizeof *starts);
   if (starts == NULL) return oom(err, "string starts");
   qv_status st = build_offsets(s, large, false, &out->buffers[1], starts, &total, err);
-  qv_buffer *data = NULL;
-  if (st == QV_OK) st = qv_buffer_alloc(total, &data, err);
+  if (st == QV_OK) st = qv_buffer_alloc(total, &out->buffers[2], err);
   if (st == QV_OK) {
     const uint8_t *o = out->buffers[1]->data;
-    uint8_t *d = data->data;
+    uint8_t *d = out->buffers[2]->data;
     const uint8_t *src0 = s->chunk == NULL && s->n > 0 ? s->chunks[0]->buffers[2]->data : NULL;
     for (int64_t i = 0; i < s->n; i++) {
       const uint8_t *src = s->chunk ? s->chunks[s->chunk[i]]->buffers[2]->data : src0;
@@ -501,9 +486,8 @@ static qv_status gather_binary(const gsrc *s, bool large, qv_array *out, qv_erro
       int64_t e = qv_load_int(o, large ? 8 : 4, false, i + 1);
       if (e > b) memcpy(d + b, src + starts[i], (size_t)(e - b));
     }
-    out->buffers[2] = data;
   }
-  free(starts);
+  xfree(starts);
   return st;
 }
 
@@ -514,8 +498,8 @@ static qv_status gather_views(const gsrc *s, qv_array *out, qv_error *err) {
   int32_t *base = xcalloc(s->n_chunks, sizeof *base);
   bool *used = xcalloc(s->n_chunks, sizeof *used);
   if (base == NULL || used == NULL) {
-    free(base);
-    free(used);
+    xfree(base);
+    xfree(used);
     return oom(err, "view buffers");
   }
   if (s->chunk == NULL) used[0] = true; /* one chunk: share all its buffers */
@@ -526,8 +510,8 @@ static qv_status gather_views(const gsrc *s, qv_array *out, qv_error *err) {
     base[c] = (int32_t)n_data;
     if (used[c]) n_data += s->chunks[c]->n_buffers - QV_VIEW_FIXED_BUFFERS;
     if (n_data > INT32_MAX - QV_VIEW_FIXED_BUFFERS) {
-      free(base);
-      free(used);
+      xfree(base);
+      xfree(used);
       return qv_error_set(err, QV_ERANGE, "take: %lld view data buffers exceed the limit",
                           (long long)n_data);
     }
@@ -557,8 +541,8 @@ static qv_status gather_views(const gsrc *s, qv_array *out, qv_error *err) {
       }
     }
   }
-  free(base);
-  free(used);
+  xfree(base);
+  xfree(used);
   return st;
 }
 
@@ -591,6 +575,7 @@ static qv_status gather_list_flat(const gsrc *s, bool large, int32_t width, cons
   qv_type *t = s->chunks[0]->children[0]->type;
   qv_array *a = qv_array_new(t, 2, 0);
   if (a == NULL) return oom(err, "array");
+  *out = a; /* in the result at once (a fault below: freed with it) */
   a->length = total;
   a->null_count = 0;
   int64_t bytes;
@@ -604,10 +589,7 @@ static qv_status gather_list_flat(const gsrc *s, bool large, int32_t width, cons
     st = qv_buffer_alloc((total + 7) / 8, &a->buffers[0], err);
     if (st == QV_OK) memset(a->buffers[0]->data, 0xff, (size_t)((total + 7) / 8));
   }
-  if (st != QV_OK) {
-    qv_array_unref(a);
-    return st;
-  }
+  if (st != QV_OK) return st;
   uint8_t *dst = a->buffers[1]->data;
   uint8_t *bits = nulls ? a->buffers[0]->data : NULL;
   int32_t ow = large ? 8 : 4;
@@ -623,7 +605,6 @@ static qv_status gather_list_flat(const gsrc *s, bool large, int32_t width, cons
     k += len;
   }
   if (bits != NULL) a->null_count = total - qv_bitmap_count(bits, 0, total);
-  *out = a;
   return QV_OK;
 }
 
@@ -635,11 +616,11 @@ static qv_status gather_list(const gsrc *s, bool large, bool is_view, qv_array *
   if (!is_view) {
     int64_t *starts = xcalloc(s->n, sizeof *starts);
     if (starts == NULL) return oom(err, "list starts");
-    qv_status st = build_offsets(s, large, true, &offs, starts, &total, err);
-    if (st == QV_OK) out->buffers[1] = offs;
+    qv_status st = build_offsets(s, large, true, &out->buffers[1], starts, &total, err);
+    offs = out->buffers[1];
     int32_t cw = st == QV_OK ? flat_child_width(s) : 0;
     if (cw > 0) st = gather_list_flat(s, large, cw, starts, offs, total, &out->children[0], err);
-    free(starts);
+    xfree(starts);
     if (st != QV_OK || cw > 0) return st;
   } else {
     /* Views: sizes gathered verbatim; offsets become cumulative. */
@@ -666,8 +647,8 @@ static qv_status gather_list(const gsrc *s, bool large, bool is_view, qv_array *
   int64_t *rows = xcalloc(total, sizeof *rows);
   int64_t *chunks = s->chunk ? xcalloc(total, sizeof *chunks) : NULL;
   if (rows == NULL || (s->chunk && chunks == NULL)) {
-    free(rows);
-    free(chunks);
+    xfree(rows);
+    xfree(chunks);
     return oom(err, "child rows");
   }
   int64_t k = 0;
@@ -688,8 +669,8 @@ static qv_status gather_list(const gsrc *s, bool large, bool is_view, qv_array *
     }
   }
   qv_status st = gather_child(s, 0, chunks, rows, total, NULL, &out->children[0], err);
-  free(rows);
-  free(chunks);
+  xfree(rows);
+  xfree(chunks);
   return st;
 }
 
@@ -722,7 +703,7 @@ static qv_status gather_struct_like(const gsrc *s, qv_array *out, qv_error *err)
   qv_status st = QV_OK;
   for (int32_t k = 0; k < out->n_children && st == QV_OK; k++)
     st = gather_child(s, k, s->chunk, rows ? rows : s->row, s->n, s->dest, &out->children[k], err);
-  free(rows);
+  xfree(rows);
   return st;
 }
 
@@ -732,8 +713,8 @@ static qv_status gather_fsl(const gsrc *s, qv_array *out, qv_error *err) {
   int64_t *rows = xcalloc(total, sizeof *rows);
   int64_t *chunks = s->chunk ? xcalloc(total, sizeof *chunks) : NULL;
   if (rows == NULL || (s->chunk && chunks == NULL)) {
-    free(rows);
-    free(chunks);
+    xfree(rows);
+    xfree(chunks);
     return oom(err, "child rows");
   }
   int64_t k = 0;
@@ -746,8 +727,8 @@ static qv_status gather_fsl(const gsrc *s, qv_array *out, qv_error *err) {
     }
   }
   qv_status st = gather_child(s, 0, chunks, rows, total, NULL, &out->children[0], err);
-  free(rows);
-  free(chunks);
+  xfree(rows);
+  xfree(chunks);
   return st;
 }
 
@@ -803,9 +784,9 @@ static qv_status gather_dense_union(const gsrc *s, qv_array *out, qv_error *err)
     st = gather_child(s, k, chunks ? chunks + count[k] : NULL, rows + count[k],
                       count[k + 1] - count[k], NULL, &out->children[k], err);
 done:
-  free(count);
-  free(rows);
-  free(chunks);
+  xfree(count);
+  xfree(rows);
+  xfree(chunks);
   return st;
 }
 
@@ -853,7 +834,7 @@ static qv_status gather_dictionary(const gsrc *s, qv_array *out, qv_error *err) 
     qvk_store_int(idx, w, i, v);
   }
 done:
-  free(base);
+  xfree(base);
   return st;
 }
 
@@ -873,8 +854,10 @@ static qv_status gather_ree(const gsrc *s, qv_array *out, qv_error *err) {
     st = oom(err, "runs");
     goto done;
   }
-  if ((st = qv_buffer_alloc(s->n * w, &ends, err)) != QV_OK) goto done;
-  re->buffers[1] = ends;
+  out->children[0] = re; /* in the result at once */
+  re = NULL;
+  if ((st = qv_buffer_alloc(s->n * w, &out->children[0]->buffers[1], err)) != QV_OK) goto done;
+  ends = out->children[0]->buffers[1];
   int64_t runs = 0;
   for (int64_t i = 0; i < s->n; i++) {
     int64_t c = SRC_CHUNK(s, i);
@@ -896,15 +879,13 @@ static qv_status gather_ree(const gsrc *s, qv_array *out, qv_error *err) {
     runs++;
   }
   if ((st = qv_buffer_resize(ends, runs * w, err)) != QV_OK) goto done;
-  re->length = runs;
-  re->null_count = 0;
-  out->children[0] = re;
-  re = NULL;
+  out->children[0]->length = runs;
+  out->children[0]->null_count = 0;
   st = gather_child(s, 1, chunks, phys, runs, NULL, &out->children[1], err);
 done:
   qv_array_unref(re);
-  free(phys);
-  free(chunks);
+  xfree(phys);
+  xfree(chunks);
   return st;
 }
 
@@ -942,8 +923,8 @@ static qv_status gather_in_output_order(const gsrc *s, qv_array **out, qv_error 
     gsrc o = {s->chunks, s->n_chunks, chunk, row, s->n, NULL, NULL};
     st = gather(&o, out, err);
   }
-  free(chunk);
-  free(row);
+  xfree(chunk);
+  xfree(row);
   return st;
 }
 
@@ -952,6 +933,7 @@ static qv_status gather(const gsrc *s, qv_array **out, qv_error *err) {
   if (s->dest != NULL && !scatters(t->id)) return gather_in_output_order(s, out, err);
   qv_array *a = qv_array_new(t, qv_type_num_buffers(t->id), t->n_children);
   if (a == NULL) return oom(err, "array");
+  *out = a; /* in the result (or the caller's call context) at once */
   a->length = s->n;
   a->null_count = 0;
   qv_status st = QV_OK;
@@ -993,9 +975,9 @@ static qv_status gather(const gsrc *s, qv_array **out, qv_error *err) {
   }
   if (st != QV_OK) {
     qv_array_unref(a);
+    *out = NULL;
     return st;
   }
-  *out = a;
   return QV_OK;
 }
 

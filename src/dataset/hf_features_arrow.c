@@ -703,6 +703,12 @@ qv_status qv_hf_feature_from_arrow(const qv_field *field, qv_hf_feature **out, q
 
 qv_status qv_hf_features_resolve(const qv_schema *schema, qv_hf_feature **out,
                                  bool **out_from_metadata, qv_error *err) {
+  return qv_hf_features_resolve_fingerprint(schema, out, out_from_metadata, NULL, err);
+}
+
+qv_status qv_hf_features_resolve_fingerprint(const qv_schema *schema, qv_hf_feature **out,
+                                             bool **out_from_metadata, char **out_fingerprint,
+                                             qv_error *err) {
   qv_hf_metadata md = {NULL, NULL};
   const qv_kv *kv = qv_metadata_find(&schema->metadata, QV_HF_METADATA_KEY);
   if (kv != NULL) QV_RETURN_NOT_OK(qv_hf_metadata_parse(kv->value, kv->value_len, &md, err));
@@ -739,8 +745,10 @@ qv_status qv_hf_features_resolve(const qv_schema *schema, qv_hf_feature **out,
     if (st != QV_OK) break;
     qv_hf_feature *c = NULL;
     if (match) {
-      c = qv_hf_feature_copy(mf);
-      if (c == NULL) st = qv_error_set(err, QV_ENOMEM, "out of memory (features)");
+      /* Taken from the parsed metadata, not copied: each key matches one
+       * column at most (names are unique, checked above). */
+      c = md.features->children[k];
+      md.features->children[k] = NULL;
       from[i] = true;
     } else {
       st = qv_hf_feature_from_arrow(field, &c, err);
@@ -750,13 +758,18 @@ qv_status qv_hf_features_resolve(const qv_schema *schema, qv_hf_feature **out,
   }
   qv_name_index_free(&by_key);
   qv_name_index_free(&seen);
+  char *fp = md.fingerprint;
+  md.fingerprint = NULL;
   qv_hf_metadata_reset(&md);
   if (st != QV_OK) {
     qv_hf_feature_free(res);
     free(from);
+    free(fp);
     return st;
   }
   *out = res;
+  if (out_fingerprint) *out_fingerprint = fp;
+  else free(fp);
   if (out_from_metadata) *out_from_metadata = from;
   else free(from);
   return QV_OK;

@@ -737,6 +737,7 @@ struct qv_writer {
   int64_t n_dict_blocks, cap_dict_blocks, n_batch_blocks, cap_batch_blocks;
   int64_t rows, batches; /* written so far */
   int64_t flushed;       /* own file: bytes whose writeback was started */
+  bool efault;           /* a write failed with EFAULT (see writev_all) */
 };
 
 /* Own files: writeback is started every this many bytes written
@@ -752,6 +753,10 @@ static qv_status writev_all(qv_writer *w, struct iovec *iov, int n, qv_error *er
     ssize_t r = writev(w->fd, iov + i, cnt);
     if (r < 0) {
       if (errno == EINTR) continue;
+      /* A write from a mapping whose file shrank fails with EFAULT rather
+       * than raising SIGBUS: qv_writer_write_batch then reads the batch's
+       * pages under a guard to say which file (quiver/guard.h). */
+      if (errno == EFAULT) w->efault = true;
       return qv_error_set(err, QV_EIO, "writer: write to %s failed: %s",
                           w->tmp ? w->tmp : "descriptor", strerror(errno));
     }
@@ -821,7 +826,7 @@ static qv_status write_message(qv_writer *w, const body *b, const uint8_t *meta,
   block->metadata_length = (int32_t)(framed + padn);
   block->body_length = b ? b->size : 0;
   int64_t niov = 3 + (b ? b->n_segs : 0);
-  struct iovec *iov = malloc(sizeof *iov * (size_t)niov);
+  struct iovec *iov = qv_guard_tmp_alloc(niov, sizeof *iov, false); /* core/guard_internal.h */
   if (iov == NULL) return qv_error_set(err, QV_ENOMEM, "writer: out of memory (iovec)");
   int k = 0;
   iov[k++] = (struct iovec){prefix, 8};
@@ -830,7 +835,7 @@ static qv_status write_message(qv_writer *w, const body *b, const uint8_t *meta,
   for (int64_t s = 0; b && s < b->n_segs; s++)
     iov[k++] = (struct iovec){(void *)b->segs[s].p, (size_t)b->segs[s].len};
   qv_status st = write_iov(w, iov, k, err);
-  free(iov);
+  qv_guard_tmp_free(iov);
   return st;
 }
 
@@ -1194,6 +1199,14 @@ qv_status qv_writer_write_batch(qv_writer *w, qv_array *batch, qv_error *err) {
   write_call c = {w, batch};
   qv_status st = qv_guard_check_array(batch, err);
   if (st == QV_OK) st = qv_guard_run(write_body, &c, err);
+  if (st == QV_EIO && w->efault) {
+    qv_error pe;
+    qv_status pst = qv_guard_check_array_pages(batch, &pe);
+    if (pst != QV_OK) {
+      if (err != NULL) *err = pe;
+      st = pst;
+    }
+  }
   if (st != QV_OK) w->failed = true;
   return st;
 }

@@ -311,6 +311,7 @@ static qv_status put_node(wbuf *w, qv_table *t, qv_error *err) {
       for (int64_t i = 0; i < t->n_batches && st == QV_OK; i++)
         st = qv_tbl_entry_array(t, i, &b[i], err);
       if (st == QV_OK) st = put_ipc(w, t->schema, b, t->n_batches, err);
+      for (int64_t i = 0; i < t->n_batches; i++) qv_array_unref(b[i]);
       free(b);
       put_uvar(w, 0);
       return st;

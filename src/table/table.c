@@ -39,8 +39,9 @@ qv_tsource *qv_tsource_ref(qv_tsource *s) {
 
 void qv_tsource_unref(qv_tsource *s) {
   if (s == NULL || __atomic_sub_fetch(&s->refcount, 1, __ATOMIC_ACQ_REL) != 0) return;
-  for (int64_t i = 0; i < s->n_batches; i++) qv_array_unref(s->decoded[i]);
+  for (int64_t i = 0; s->decoded != NULL && i < s->n_batches; i++) qv_array_unref(s->decoded[i]);
   free(s->decoded);
+  free(s->last_use);
   qv_reader_close(s->reader);
   qv_parquet_close(s->pq);
   qv_buffer_unref(s->pq_map);
@@ -149,7 +150,8 @@ qv_status qv_tsource_open(const char *path, const qv_read_options *opts,
     return qv_error_set(err, QV_EIO, "'%s': batches cannot be located", path);
   }
   s->decoded = calloc((size_t)(s->n_batches > 0 ? s->n_batches : 1), sizeof *s->decoded);
-  if (s->decoded == NULL) {
+  s->last_use = calloc((size_t)(s->n_batches > 0 ? s->n_batches : 1), sizeof *s->last_use);
+  if (s->decoded == NULL || s->last_use == NULL) {
     qv_tsource_unref(s);
     return oom(err, "batch cache");
   }
@@ -157,13 +159,43 @@ qv_status qv_tsource_open(const char *path, const qv_read_options *opts,
   return QV_OK;
 }
 
-/* File batch i, decoded on first use (borrowed: the source keeps it),
- * with at least the columns `cols` (n of them; NULL = all) loaded. In a
- * compressed file only the columns asked for are decompressed: the
- * cached batch has NULL children for the others, which later calls fill
- * in (a slot only ever goes from NULL to a column, under the mutex, so
- * arrays borrowed from it stay valid). Uncompressed files decode whole
- * batches (zero copy; all columns validated) as before. */
+/* Is cached batch a held by the cache alone (its struct, and each column
+ * loaded)? Then releasing it frees its decompressed memory. Under s->mu
+ * (no new reference can be taken from the cache meanwhile). */
+static bool only_cached(const qv_array *a) {
+  if (__atomic_load_n(&a->refcount_, __ATOMIC_ACQUIRE) != 1) return false;
+  for (int32_t c = 0; c < a->n_children; c++)
+    if (a->children[c] != NULL &&
+        __atomic_load_n(&a->children[c]->refcount_, __ATOMIC_ACQUIRE) != 1)
+      return false;
+  return true;
+}
+
+/* Release the least recently used cached batch (other than `keep`) that
+ * nothing but the cache references. Under s->mu. False: none. */
+static bool release_lru(qv_tsource *s, int64_t keep) {
+  int64_t best = -1;
+  for (int64_t j = 0; j < s->n_batches; j++) {
+    if (j == keep || s->decoded[j] == NULL || !only_cached(s->decoded[j])) continue;
+    if (best < 0 || s->last_use[j] < s->last_use[best]) best = j;
+  }
+  if (best < 0) return false;
+  qv_array_unref(s->decoded[best]);
+  s->decoded[best] = NULL;
+  s->released++;
+  return true;
+}
+
+/* File batch i, decoded on first use, with at least the columns `cols` (n
+ * of them; NULL = all) loaded: one new reference (the source keeps
+ * another). In a compressed file only the columns asked for are
+ * decompressed: the cached batch has NULL children for the others, which
+ * later calls fill in (a slot only ever goes from NULL to a column, under
+ * the mutex, so arrays taken from it stay valid). A decode that the
+ * reader's decompression budget refuses releases least recently used
+ * cached batches no one else holds (release_lru) and is retried.
+ * Uncompressed files decode whole batches (zero copy; all columns
+ * validated) as before. */
 static qv_status src_batch(qv_tsource *s, int64_t i, const int32_t *cols, int32_t n, qv_array **out,
                            qv_error *err) {
   pthread_mutex_lock(&s->mu);
@@ -189,10 +221,15 @@ static qv_status src_batch(qv_tsource *s, int64_t i, const int32_t *cols, int32_
   } else if (a != NULL) {
     for (int32_t c = 0; c < a->n_children && !missing; c++) missing = a->children[c] == NULL;
   }
-  if (st == QV_OK && missing) {
+  while (st == QV_OK && missing) {
     qv_array *got = NULL;
     st = lazy ? qv_reader_batch_masked(s->reader, i, want, &got, err)
               : qv_reader_batch(s->reader, i, &got, err);
+    if (st == QV_ENOMEM && lazy && qv_reader_decompress_budget(s->reader) > 0 &&
+        release_lru(s, i)) {
+      st = QV_OK; /* memory released for the budget: try again */
+      continue;
+    }
     if (st != QV_OK) {
       qv_error_prefix(err, st, "'%s': ", s->path);
     } else if (a == NULL) {
@@ -203,10 +240,14 @@ static qv_status src_batch(qv_tsource *s, int64_t i, const int32_t *cols, int32_
           a->children[c] = qv_array_ref(got->children[c]);
       qv_array_unref(got);
     }
+    missing = false;
+  }
+  if (st == QV_OK) {
+    s->last_use[i] = ++s->tick;
+    *out = qv_array_ref(a);
   }
   pthread_mutex_unlock(&s->mu);
   free(want);
-  *out = a;
   return st;
 }
 
@@ -286,7 +327,7 @@ qv_status qv_tbl_entry_array(qv_table *t, int64_t i, qv_array **out, qv_error *e
   qv_tbatch *e = &t->batches[i];
   qv_array *a = __atomic_load_n(&e->array, __ATOMIC_ACQUIRE);
   if (a != NULL) {
-    *out = a;
+    *out = qv_array_ref(a);
     return QV_OK;
   }
   qv_array *full = NULL;
@@ -294,20 +335,29 @@ qv_status qv_tbl_entry_array(qv_table *t, int64_t i, qv_array **out, qv_error *e
   QV_RETURN_NOT_OK(src_batch(e->src, e->src_batch, e->proj ? e->proj->cols : NULL,
                              e->proj ? e->proj->n : -1, &full, err));
   int32_t have = e->proj ? e->proj->n : full->n_children;
+  qv_status st = QV_OK;
   if (have != n || full->length < e->offset + e->length)
-    return qv_error_set(err, QV_EINVAL,
-                        "'%s': batch %lld has %d columns and %lld rows, expected %d and %lld",
-                        e->src->path, (long long)e->src_batch, full->n_children,
-                        (long long)full->length, n, (long long)(e->offset + e->length));
-  QV_RETURN_NOT_OK(batch_from(full, t->schema->type, e->proj ? e->proj->cols : NULL, n, e->offset,
-                              e->length, &a, err));
+    st = qv_error_set(err, QV_EINVAL,
+                      "'%s': batch %lld has %d columns and %lld rows, expected %d and %lld",
+                      e->src->path, (long long)e->src_batch, full->n_children,
+                      (long long)full->length, n, (long long)(e->offset + e->length));
+  if (st == QV_OK)
+    st = batch_from(full, t->schema->type, e->proj ? e->proj->cols : NULL, n, e->offset, e->length,
+                    &a, err);
+  bool compressed = qv_reader_compression(e->src->reader) != QV_COMPRESSION_NONE;
+  qv_array_unref(full);
+  if (st != QV_OK) return st;
+  if (compressed) { /* not kept: the source may release the columns */
+    *out = a;
+    return QV_OK;
+  }
   qv_array *expected = NULL;
   if (!__atomic_compare_exchange_n(&e->array, &expected, a, false, __ATOMIC_ACQ_REL,
                                    __ATOMIC_ACQUIRE)) {
     qv_array_unref(a); /* another thread won; use its array */
     a = expected;
   }
-  *out = a;
+  *out = qv_array_ref(a);
   return QV_OK;
 }
 
@@ -570,8 +620,12 @@ qv_status qv_table_batch(qv_table *t, int64_t i, qv_array **out, qv_error *err) 
   /* Callers read the batch directly: one that was decoded before its file
    * shrank fails here rather than with SIGBUS in the caller (quiver/guard.h;
    * one load per mapped buffer). */
-  QV_RETURN_NOT_OK(qv_guard_check_array(a, err));
-  *out = qv_array_ref(a);
+  qv_status st = qv_guard_check_array(a, err);
+  if (st != QV_OK) {
+    qv_array_unref(a);
+    return st;
+  }
+  *out = a;
   return QV_OK;
 }
 
@@ -749,7 +803,7 @@ static qv_status gather_columns(qv_table *t, int64_t *batch, const int64_t *row,
   int32_t nc = type->n_children;
   int64_t nb = t->n_batches;
   int64_t *remap = malloc(sizeof *remap * (size_t)nb);
-  qv_array **used = malloc(sizeof *used * (size_t)nb);
+  qv_array **used = calloc((size_t)(nb > 0 ? nb : 1), sizeof *used);
   qv_array **chunks = malloc(sizeof *chunks * (size_t)nb);
   qv_status st = remap && used && chunks ? QV_OK : oom(err, "gather");
   int64_t k = 0;
@@ -772,6 +826,7 @@ static qv_status gather_columns(qv_table *t, int64_t *batch, const int64_t *row,
     if (st != QV_OK) qv_error_prefix(err, st, "gather: column '%s': ", type->children[c].name);
   }
   qv_pool_free(pool);
+  for (int64_t j = 0; used != NULL && j < k; j++) qv_array_unref(used[j]);
   free(remap);
   free(used);
   free(chunks);
@@ -987,6 +1042,7 @@ bool qv_table_equals(qv_table *expected, qv_table *actual, qv_error *diff) {
     e.message[0] = '\0';
     if (qv_tbl_entry_array(expected, i, &x, &e) != QV_OK ||
         qv_tbl_entry_array(actual, j, &y, &e) != QV_OK) {
+      qv_array_unref(x);
       qv_error_set(diff, QV_EINVAL, "batch does not decode: %s", e.message);
       return false;
     }
@@ -1000,6 +1056,8 @@ bool qv_table_equals(qv_table *expected, qv_table *actual, qv_error *diff) {
       qv_array_unref(sx);
       qv_array_unref(sy);
       if (!same) {
+        qv_array_unref(x);
+        qv_array_unref(y);
         qv_error_set(diff, QV_EINVAL, "column '%s', rows from %lld: %s", a->children[c].name,
                      (long long)row, e.message);
         return false;
@@ -1010,6 +1068,8 @@ bool qv_table_equals(qv_table *expected, qv_table *actual, qv_error *diff) {
     pj += len;
     if (pi == x->length) i++, pi = 0;
     if (pj == y->length) j++, pj = 0;
+    qv_array_unref(x);
+    qv_array_unref(y);
   }
   return true;
 }

@@ -161,6 +161,10 @@ static qv_status push_aligned(qv_table *t, const qv_trow *row, qv_error *err) {
   int64_t left = row->length;
   while (st == QV_OK && left > 0) {
     int64_t seg = left;
+    for (int32_t j = 0; j < nb; j++) {
+      qv_array_unref(cur[j]);
+      cur[j] = NULL;
+    }
     for (int32_t j = 0; j < nb && st == QV_OK; j++) {
       qv_table *b = row->blocks[j];
       st = qv_tbl_entry_array(b, bi[j], &cur[j], err);
@@ -185,6 +189,7 @@ static qv_status push_aligned(qv_table *t, const qv_trow *row, qv_error *err) {
     }
     left -= seg;
   }
+  for (int32_t j = 0; cur != NULL && j < nb; j++) qv_array_unref(cur[j]);
   free(bi);
   free(pos);
   free(cur);

@@ -33,9 +33,9 @@ static qv_status ts_next(void *ctx, qv_array **batch, qv_error *err) {
   tstream *p = ctx;
   *batch = NULL;
   if (p->next >= p->table->n_batches) return QV_OK; /* end of stream */
-  qv_array *b = NULL;                               /* borrowed from the table */
+  qv_array *b = NULL;                               /* one reference, handed on */
   QV_RETURN_NOT_OK(qv_tbl_entry_array(p->table, p->next, &b, err));
-  *batch = qv_array_ref(b);
+  *batch = b;
   p->next++;
   return QV_OK;
 }
@@ -141,6 +141,7 @@ qv_status qv_table_write_path(qv_table *t, const char *path, const qv_write_opti
     st = qv_tbl_entry_array(t, i, &b[i], err);
   if (st == QV_OK)
     st = qv_tbl_write_batches(open_path, (void *)path, t->schema, b, t->n_batches, options, err);
+  for (int64_t i = 0; i < t->n_batches; i++) qv_array_unref(b[i]);
   free(b);
   return st;
 }

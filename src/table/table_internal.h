@@ -24,7 +24,10 @@
 
 /* One mapped IPC file, shared by every table and entry built on it. File
  * batches are decoded on first use (under `mu`) and cached until the
- * source is dropped. */
+ * source is dropped, or, in a compressed file, until the reader's
+ * decompression budget needs their memory: a decode that would pass the
+ * budget first releases the least recently used cached batches that
+ * nothing else references (`last_use`), then retries. */
 typedef struct qv_tsource {
   long refcount;
   char *path;
@@ -33,6 +36,9 @@ typedef struct qv_tsource {
   qv_schema *schema;  /* the file's schema (reference) */
   int64_t n_batches;  /* record batches in the file */
   qv_array **decoded; /* [n_batches], NULL until decoded */
+  uint64_t *last_use; /* [n_batches], tick of the last use (LRU release) */
+  uint64_t tick;
+  int64_t released; /* batches released for the budget (tests, stats) */
   pthread_mutex_t mu;
   /* A Parquet file (table_parquet.c) instead of an IPC one: `reader` is
    * NULL, batch i is row group i, decoded column by column on first use
@@ -167,7 +173,10 @@ void qv_tbatch_reset(qv_tbatch *e);
 /* A copy of an entry (references added). */
 qv_tbatch qv_tbatch_copy(const qv_tbatch *e);
 
-/* Entry i's materialised batch (borrowed; decoded on first use). */
+/* Entry i's materialised batch (decoded on first use): one new reference
+ * the caller drops with qv_array_unref. Entries of compressed files do not
+ * keep their array (their decompressed columns may be released for the
+ * budget once no caller holds them); others cache it. */
 qv_status qv_tbl_entry_array(qv_table *t, int64_t i, qv_array **out, qv_error *err);
 /* Entry `e` re-expressed for a table of struct type `type` with columns
  * cols[0..n) of the entry's columns (n < 0: all, same order): lazy stays

@@ -183,6 +183,7 @@ static qv_status data_filter(qv_table *t, qv_table *r, qv_array *mask, qv_error 
     qv_array *a = NULL, *sub = NULL;
     st = qv_tbl_entry_array(t, b, &a, err);
     if (st == QV_OK) st = qv_array_take(a, idx, cnt, &sub, err);
+    qv_array_unref(a);
     if (st == QV_OK) st = qv_tbl_push_array(r, sub, err);
   }
   free(idx);
@@ -219,9 +220,11 @@ static qv_status data_cast(qv_table *t, qv_table *r, qv_error *err) {
     }
     if (st != QV_OK) {
       for (int32_t k = 0; k < nc; k++) qv_array_unref(ch[k]);
+      qv_array_unref(a);
       break;
     }
     st = qv_make_batch(type, a->length, ch, nc, &nb, err);
+    qv_array_unref(a);
     if (st == QV_OK) st = qv_tbl_push_array(r, nb, err);
   }
   free(ch);
@@ -285,7 +288,10 @@ static qv_status data_add(qv_table *t, qv_table *r, const qv_top *op, bool repla
     qv_array *a = NULL, *nb = NULL;
     st = qv_tbl_entry_array(t, b, &a, err);
     if (st == QV_OK) st = cursor_next(&cur, a->length, &ch[pos], err);
-    if (st != QV_OK) break;
+    if (st != QV_OK) {
+      qv_array_unref(a);
+      break;
+    }
     for (int32_t c = 0, k = 0; c < nc; c++) {
       if (c == pos) {
         if (replace) k++;
@@ -294,6 +300,7 @@ static qv_status data_add(qv_table *t, qv_table *r, const qv_top *op, bool repla
       ch[c] = qv_array_ref(a->children[k++]);
     }
     st = qv_make_batch(type, a->length, ch, nc, &nb, err);
+    qv_array_unref(a);
     if (st == QV_OK) st = qv_tbl_push_array(r, nb, err);
   }
   free(ch);
@@ -323,6 +330,7 @@ static qv_status data_combine(qv_table *t, qv_table *r, qv_error *err) {
   } else {
     for (int32_t k = 0; k < c; k++) qv_array_unref(ch[k]);
   }
+  for (int64_t b = 0; batches != NULL && b < nb; b++) qv_array_unref(batches[b]);
   free(batches);
   free(parts);
   free(ch);

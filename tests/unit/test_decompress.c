@@ -8,7 +8,9 @@
  * hold more than it allows, counting arrays the caller still holds, and
  * a compressed buffer declaring more than its rows need is refused with
  * batch, column, buffer, declared and needed in the message; a mapped
- * table's column selection reaches the loader. The oracle for every value
+ * table's column selection reaches the loader; a long scan of a mapped
+ * table (and a dataset) under a small budget releases least recently used
+ * batches no one holds. The oracle for every value
  * is the whole batch read by qv_reader_batch (or the values written).
  */
 #include <stdio.h>
@@ -16,6 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "quiver/dataset.h"
 #include "quiver/ipc.h"
 #include "quiver/table.h"
 #include "quiver/writer.h"
@@ -325,6 +328,122 @@ static void test_table_projection(void) {
   unlink(path);
 }
 
+/* A long scan over a compressed file under a small budget: the mapped
+ * table releases the least recently used decompressed batches that no one
+ * holds, so every batch reads (before: the budget refused the fifth); a
+ * batch the caller still holds is never released (its values stay); when
+ * the held batches fill the budget, the next decode is refused; a dataset
+ * iterating the file in batches reads every row. Oracle: the values
+ * written (row r holds 3r + 1). */
+#define LRU_BATCHES 12
+#define LRU_ROWS ((int64_t)64 << 10) /* 512 KiB of int64 per batch */
+
+static void check_lru_batch(const qv_array *b, int64_t k) {
+  QV_REQUIRE(b != NULL && b->length == LRU_ROWS && b->n_children == 1);
+  bool ok = true;
+  for (int64_t i = 0; i < LRU_ROWS; i += 997)
+    ok = ok && i64_at(b->children[0], i) == 3 * (k * LRU_ROWS + i) + 1;
+  ok = ok && i64_at(b->children[0], LRU_ROWS - 1) == 3 * (k * LRU_ROWS + LRU_ROWS - 1) + 1;
+  QV_CHECK(ok);
+}
+
+static void test_lru_release(void) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/lru.arrows", g_dir);
+  qv_type *st = tb_type(QV_STRUCT);
+  tb_child(st, "v", tb_type(QV_INT64));
+  int64_t n = LRU_BATCHES * LRU_ROWS;
+  qv_buffer *v = tb_buf(NULL, n * 8);
+  for (int64_t r = 0; r < n; r++) {
+    int64_t x = 3 * r + 1;
+    memcpy(v->data + 8 * r, &x, 8);
+  }
+  qv_buffer *vb[2] = {NULL, v};
+  qv_array *col = tb_array(tb_type(QV_INT64), n, 2, vb, 0, NULL);
+  col->null_count = 0;
+  qv_array *batch = tb_array(qv_type_ref(st), n, 1, (qv_buffer *[]){NULL}, 1, &col);
+  batch->null_count = 0;
+  qv_schema *schema = qv_schema_new(st);
+  qv_write_options o = {QV_FORMAT_STREAM, QV_COMPRESSION_ZSTD, 0, 0, LRU_ROWS, 1};
+  qv_writer *w = NULL;
+  qv_error err;
+  QV_REQUIRE(qv_writer_open_path(path, schema, &o, &w, &err) == QV_OK);
+  QV_REQUIRE(qv_writer_write_batch(w, batch, &err) == QV_OK);
+  QV_REQUIRE(qv_writer_close(w, &err) == QV_OK);
+  qv_array_unref(batch);
+  qv_schema_unref(schema);
+
+  char budget[32]; /* four batches and a little */
+  snprintf(budget, sizeof budget, "%lld", (long long)(4 * LRU_ROWS * 8 + 4096));
+  setenv("QUIVER_DECOMPRESS_BUDGET", budget, 1);
+  qv_table *t = NULL;
+  qv_dataset *ds = NULL;
+  qv_status s = qv_table_open_path(path, NULL, &t, &err);
+  if (s == QV_OK) s = qv_dataset_open(path, NULL, &ds, &err);
+  unsetenv("QUIVER_DECOMPRESS_BUDGET");
+  QV_REQUIRE(s == QV_OK);
+  QV_REQUIRE(qv_table_num_batches(t) == LRU_BATCHES);
+
+  /* Every batch, twice over, each dropped after use. */
+  for (int pass = 0; pass < 2; pass++)
+    for (int64_t k = 0; k < LRU_BATCHES; k++) {
+      qv_array *b = NULL;
+      s = qv_table_batch(t, k, &b, &err);
+      if (s != QV_OK) fprintf(stderr, "  batch %lld: %s\n", (long long)k, err.message);
+      QV_REQUIRE(s == QV_OK);
+      check_lru_batch(b, k);
+      qv_array_unref(b);
+    }
+  /* A batch held by the caller stays while the others come and go. */
+  qv_array *held[4] = {NULL, NULL, NULL, NULL};
+  QV_REQUIRE(qv_table_batch(t, 0, &held[0], &err) == QV_OK);
+  for (int64_t k = 1; k < LRU_BATCHES; k++) {
+    qv_array *b = NULL;
+    QV_REQUIRE(qv_table_batch(t, k, &b, &err) == QV_OK);
+    check_lru_batch(b, k);
+    qv_array_unref(b);
+  }
+  check_lru_batch(held[0], 0);
+  /* Four held fill the budget: a fifth is refused, not allocated. */
+  for (int k = 1; k < 4; k++) QV_REQUIRE(qv_table_batch(t, k, &held[k], &err) == QV_OK);
+  qv_array *b = NULL;
+  s = qv_table_batch(t, 7, &b, &err);
+  QV_CHECK_EQ_INT(s, QV_ENOMEM);
+  if (s == QV_OK) qv_array_unref(b);
+  else QV_CHECK(strstr(err.message, "over the reader's budget") != NULL);
+  for (int k = 0; k < 4; k++) {
+    check_lru_batch(held[k], k);
+    qv_array_unref(held[k]);
+  }
+  QV_REQUIRE(qv_table_batch(t, 7, &b, &err) == QV_OK);
+  check_lru_batch(b, 7);
+  qv_array_unref(b);
+
+  /* The dataset layer's iteration over the same kind of file. */
+  qv_dataset_iter *it = NULL;
+  QV_REQUIRE(qv_dataset_iter_new(ds, 1000, false, &it, &err) == QV_OK);
+  int64_t rows = 0;
+  bool same = true;
+  for (;;) {
+    qv_array *x = NULL;
+    int64_t first = 0;
+    s = qv_dataset_iter_next(it, &x, &first, &err);
+    if (s != QV_OK) fprintf(stderr, "  iterate: %s\n", err.message);
+    QV_REQUIRE(s == QV_OK);
+    if (x == NULL) break;
+    for (int64_t i = 0; i < x->length; i++)
+      same = same && i64_at(x->children[0], i) == 3 * (first + i) + 1;
+    rows += x->length;
+    qv_array_unref(x);
+  }
+  QV_CHECK(same);
+  QV_CHECK_EQ_INT(rows, n);
+  qv_dataset_iter_free(it);
+  qv_dataset_unref(ds);
+  qv_table_unref(t);
+  unlink(path);
+}
+
 int main(void) {
   snprintf(g_dir, sizeof g_dir, "/tmp/qv_decompress_XXXXXX");
   if (mkdtemp(g_dir) == NULL) return 1;
@@ -334,6 +453,7 @@ int main(void) {
   QV_RUN(test_declared_over_need);
   QV_RUN(test_uncompressed_zero_copy);
   QV_RUN(test_table_projection);
+  QV_RUN(test_lru_release);
   rmdir(g_dir);
   return QV_TEST_END();
 }

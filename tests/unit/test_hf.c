@@ -307,6 +307,21 @@ static void test_derive_and_resolve(void) {
                   "\"Value\"}, \"lab\": {\"names\": [\"a\"], \"_type\": \"ClassLabel\"}}");
   QV_CHECK(!from[3] && from[4]);
   free(from);
+  /* The same features and the metadata's fingerprint from one parse. */
+  qv_hf_feature *f2 = NULL;
+  char *fp = NULL;
+  from = NULL;
+  QV_REQUIRE(qv_hf_features_resolve_fingerprint(s, &f2, &from, &fp, NULL) == QV_OK);
+  qv_strbuf sb2;
+  qv_strbuf_init(&sb2);
+  QV_CHECK(qv_hf_feature_emit(f2, QV_HF_JSON_COMPACT, &sb2, NULL) == QV_OK);
+  QV_CHECK_EQ_STR(qv_strbuf_cstr(&sb2), qv_strbuf_cstr(&sb));
+  QV_CHECK(fp != NULL && strcmp(fp, "f00") == 0);
+  QV_CHECK(!from[3] && from[4]);
+  free(fp);
+  free(from);
+  qv_hf_feature_free(f2);
+  qv_strbuf_reset(&sb2);
   qv_hf_feature *meta = parse("{\"ts\": {\"dtype\": \"timestamp[us]\", \"_type\": \"Value\"}}");
   qv_error err;
   QV_CHECK(qv_hf_features_check(meta, s, &err) == QV_EINVAL);
@@ -344,6 +359,23 @@ static void test_derive_and_resolve(void) {
   QV_CHECK_EQ_STR(err.message,
                   "huggingface metadata: features['a']: a feature must be an object or a "
                   "one-element list, found integer");
+  char *fp2 = (char *)"untouched";
+  QV_CHECK(qv_hf_features_resolve_fingerprint(s2, &f, NULL, &fp2, &err) == QV_EINVAL);
+  QV_CHECK(strcmp(fp2, "untouched") == 0); /* nothing returned on failure */
+  qv_schema_unref(s2);
+  /* No metadata, or metadata without a fingerprint: NULL. */
+  s2 = schema_of(tb_child(tb_type(QV_STRUCT), "a", tb_type(QV_INT8)),
+                 "{\"info\": {\"features\": {\"a\": {\"dtype\": \"int8\", \"_type\": "
+                 "\"Value\"}}}}");
+  fp2 = NULL;
+  QV_CHECK(qv_hf_features_resolve_fingerprint(s2, &f, NULL, &fp2, &err) == QV_OK);
+  QV_CHECK(fp2 == NULL);
+  qv_hf_feature_free(f);
+  qv_schema_unref(s2);
+  s2 = schema_of(tb_child(tb_type(QV_STRUCT), "a", tb_type(QV_INT8)), NULL);
+  QV_CHECK(qv_hf_features_resolve_fingerprint(s2, &f, NULL, &fp2, &err) == QV_OK);
+  QV_CHECK(fp2 == NULL && f != NULL && f->n_children == 1);
+  qv_hf_feature_free(f);
   qv_schema_unref(s2);
 }
 

@@ -219,11 +219,9 @@ static qv_status dir_file_info(const qv_hf_dir *d, const qv_hf_file *f, json_t *
   const qv_schema *sc = qv_table_schema(t);
   qv_hf_feature *feats = NULL;
   qv_error ferr;
-  qv_status fst = qv_hf_features_resolve(sc, &feats, NULL, &ferr);
+  /* Features and fingerprint from one parse of the metadata. */
   qv_hf_metadata md = {NULL, NULL};
-  const qv_kv *kv = qv_metadata_find(&sc->metadata, QV_HF_METADATA_KEY);
-  if (kv != NULL && qv_hf_metadata_parse(kv->value, kv->value_len, &md, NULL) != QV_OK)
-    md = (qv_hf_metadata){NULL, NULL}; /* unreadable metadata: shown as none */
+  qv_status fst = qv_hf_features_resolve_fingerprint(sc, &feats, NULL, &md.fingerprint, &ferr);
   const char *dataset = f->source >= 0 ? d->sources[f->source].name : NULL;
   qv_status st = QV_OK;
   if (arr != NULL) {
@@ -530,10 +528,9 @@ int cli_debug_hf_emit(int argc, char **argv) {
     st = qv_reader_open_path(path, NULL, &r, &err);
     qv_hf_feature *features = NULL;
     qv_hf_metadata md = {NULL, NULL};
-    if (st == QV_OK) st = qv_hf_features_resolve(qv_reader_schema(r), &features, NULL, &err);
-    const qv_kv *kv =
-        st == QV_OK ? qv_metadata_find(&qv_reader_schema(r)->metadata, QV_HF_METADATA_KEY) : NULL;
-    if (kv != NULL) st = qv_hf_metadata_parse(kv->value, kv->value_len, &md, &err);
+    if (st == QV_OK)
+      st = qv_hf_features_resolve_fingerprint(qv_reader_schema(r), &features, NULL, &md.fingerprint,
+                                              &err);
     if (st == QV_OK) st = qv_hf_metadata_emit(features, md.fingerprint, &sb, &err);
     qv_hf_metadata_reset(&md);
     qv_hf_feature_free(features);

@@ -145,11 +145,11 @@ int cmd_info(int argc, char **argv) {
   qv_hf_feature *features = NULL;
   bool *from_md = NULL;
   qv_error ferr;
-  qv_status fst = qv_hf_features_resolve(s, &features, &from_md, &ferr);
-  qv_hf_metadata md = {NULL, NULL};
+  /* One parse of the metadata for both (unreadable metadata: no
+   * fingerprint, the features' error shown). */
+  char *fingerprint = NULL;
+  qv_status fst = qv_hf_features_resolve_fingerprint(s, &features, &from_md, &fingerprint, &ferr);
   const qv_kv *hf = qv_metadata_find(&s->metadata, QV_HF_METADATA_KEY);
-  if (hf != NULL && qv_hf_metadata_parse(hf->value, hf->value_len, &md, NULL) != QV_OK)
-    md = (qv_hf_metadata){NULL, NULL}; /* unreadable metadata: shown as none */
   qv_strbuf sb;
   qv_strbuf_init(&sb);
   const char *fmt = qv_reader_format(r) == QV_FORMAT_FILE ? "file" : "stream";
@@ -176,8 +176,7 @@ int cmd_info(int argc, char **argv) {
       fj = json_loadb(qv_strbuf_cstr(&sb), (size_t)sb.len, 0, NULL);
     json_object_set_new(o, "features", fj ? fj : json_null());
     if (fst != QV_OK) json_object_set_new(o, "features_error", json_string(ferr.message));
-    json_object_set_new(o, "fingerprint",
-                        md.fingerprint ? json_string(md.fingerprint) : json_null());
+    json_object_set_new(o, "fingerprint", fingerprint ? json_string(fingerprint) : json_null());
     json_dumpf(o, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     fputc('\n', stdout);
     json_decref(o);
@@ -211,10 +210,10 @@ int cmd_info(int argc, char **argv) {
                from_md[i] ? "" : "  (from the Arrow type: the metadata does not match)");
       }
     }
-    if (md.fingerprint) printf("fingerprint:        %s\n", md.fingerprint);
+    if (fingerprint) printf("fingerprint:        %s\n", fingerprint);
   }
   qv_strbuf_reset(&sb);
-  qv_hf_metadata_reset(&md);
+  free(fingerprint);
   qv_hf_feature_free(features);
   free(from_md);
   qv_reader_close(r);
