@@ -202,7 +202,7 @@ static qv_status src_batch(qv_tsource *s, int64_t i, const int32_t *cols, int32_
   qv_status st = QV_OK;
   if (s->pq != NULL) { /* a Parquet row group, column by column */
     st = qv_tsource_parquet_batch(s, i, cols, n, err);
-    *out = s->decoded[i];
+    *out = st == QV_OK ? qv_array_ref(s->decoded[i]) : NULL; /* a new reference, as below */
     pthread_mutex_unlock(&s->mu);
     return st;
   }
@@ -344,7 +344,10 @@ qv_status qv_tbl_entry_array(qv_table *t, int64_t i, qv_array **out, qv_error *e
   if (st == QV_OK)
     st = batch_from(full, t->schema->type, e->proj ? e->proj->cols : NULL, n, e->offset, e->length,
                     &a, err);
-  bool compressed = qv_reader_compression(e->src->reader) != QV_COMPRESSION_NONE;
+  /* A Parquet source has no IPC reader: its decoded row groups are kept
+   * (decoding is the expensive part; table_parquet.c). */
+  bool compressed =
+      e->src->reader != NULL && qv_reader_compression(e->src->reader) != QV_COMPRESSION_NONE;
   qv_array_unref(full);
   if (st != QV_OK) return st;
   if (compressed) { /* not kept: the source may release the columns */
