@@ -258,6 +258,11 @@ typedef struct qv_group_by_options {
   /** Called after each batch with the rows done and the total (may be NULL). */
   void (*progress)(void *ctx, int64_t rows_done, int64_t rows_total);
   void *progress_ctx;
+  /** Threads (0: every core for tables of 64 Ki rows or more, one below;
+   *  1: one thread; n > 1: n threads and the partitioned path even for a
+   *  small table, as the tests force it). Results do not depend on it
+   *  (each group's rows are aggregated in table order either way). */
+  int32_t threads;
 } qv_group_by_options;
 
 /** Name of an aggregate kind as the expression language spells it

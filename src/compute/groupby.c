@@ -17,6 +17,7 @@
 
 #include "compute/compute_internal.h"
 #include "compute/groupby_internal.h"
+#include "core/parallel_internal.h"
 
 static qv_status find_col(const qv_schema *s, const char *name, const char *what, int32_t *out,
                           qv_error *err) {
@@ -249,6 +250,96 @@ static qv_status direct_consume(direct_map *d, const qv_chunked_column *const *k
   return QV_OK;
 }
 
+/* ------------------------------------------------------------------------ */
+/* Aggregate updates: one thread over the batches, or one task per
+ * partition of the groups (each partition's rows in table order, so every
+ * group is updated in the same sequence either way). */
+
+#define GB_PARALLEL_MIN_ROWS 65536
+
+typedef struct agg_ctx {
+  gb_state *s;
+  const qvg_parts *parts;
+  const int64_t *boff;
+  int64_t nb;
+  int32_t n_aggs;
+  qvg_scratch *scratch; /* per worker */
+  qv_status *st;        /* per partition */
+  qv_error *errs;
+} agg_ctx;
+
+static void agg_task(void *ctx, int64_t p, int worker) {
+  agg_ctx *c = ctx;
+  gb_state *s = c->s;
+  qvg_scratch *sc = &c->scratch[worker];
+  for (int64_t b = 0; b < c->nb; b++) {
+    int64_t lo = c->parts->off[p * c->nb + b], hi = c->parts->off[p * c->nb + b + 1];
+    if (lo == hi) continue;
+    for (int32_t i = 0; i < c->n_aggs; i++) {
+      if (!qvg_agg_parallel_ok(s->aggs[i])) continue;
+      qv_array *x = s->x_pos[i] >= 0 ? s->cols.columns[s->x_pos[i]].chunks[b] : NULL;
+      qv_array *y = s->y_pos[i] >= 0 ? s->cols.columns[s->y_pos[i]].chunks[b] : NULL;
+      qv_status st = qvg_agg_update_sel(s->aggs[i], sc, s->ids + c->boff[b], c->parts->rows + lo,
+                                        hi - lo, (int32_t)b, x, y, &c->errs[p]);
+      if (st != QV_OK) {
+        c->st[p] = st;
+        return;
+      }
+    }
+  }
+}
+
+static qv_status update_aggregates(gb_state *s, qv_pool *pool, int32_t n_parts, qvg_parts *parts,
+                                   const int64_t *boff, int64_t nb, int32_t n_aggs, int64_t ng,
+                                   const qv_group_by_options *o, int64_t total, qv_error *err) {
+  bool par = false;
+  for (int32_t i = 0; i < n_aggs; i++)
+    if (qvg_agg_parallel_ok(s->aggs[i]) && !qvg_agg_is_holistic(s->aggs[i])) par = true;
+  par = par && n_parts > 1 && ng > 0 && total > 0;
+  qv_status st = QV_OK;
+  if (par) {
+    if (!parts->rows) st = qvg_parts_by_group(pool, s->ids, boff, nb, n_parts, parts, err);
+    int nw = qv_pool_size(pool);
+    agg_ctx c = {s, parts, boff, nb, n_aggs, NULL, NULL, NULL};
+    c.scratch = calloc((size_t)nw, sizeof(qvg_scratch));
+    c.st = calloc((size_t)n_parts, sizeof(qv_status));
+    c.errs = calloc((size_t)n_parts, sizeof(qv_error));
+    if (st == QV_OK && (!c.scratch || !c.st || !c.errs))
+      st = qv_error_set(err, QV_ENOMEM, "group-by: out of memory");
+    /* null counts are cached in the arrays: settle them before the tasks */
+    for (int32_t i = 0; i < n_aggs && st == QV_OK; i++)
+      for (int64_t b = 0; b < nb; b++) {
+        if (s->x_pos[i] >= 0) (void)qv_array_null_count(s->cols.columns[s->x_pos[i]].chunks[b]);
+        if (s->y_pos[i] >= 0) (void)qv_array_null_count(s->cols.columns[s->y_pos[i]].chunks[b]);
+      }
+    if (st == QV_OK) {
+      qv_pool_run(pool, n_parts, agg_task, &c);
+      st = qv_pool_check(pool, err);
+    }
+    for (int32_t p = 0; p < n_parts && st == QV_OK; p++)
+      if (c.st[p] != QV_OK) {
+        st = c.st[p];
+        if (err) *err = c.errs[p];
+      }
+    for (int w = 0; c.scratch && w < nw; w++) qvg_scratch_free(&c.scratch[w]);
+    free(c.scratch);
+    free(c.st);
+    free(c.errs);
+  }
+  for (int64_t b = 0; b < nb && st == QV_OK; b++) {
+    int64_t len = boff[b + 1] - boff[b];
+    for (int32_t i = 0; i < n_aggs && st == QV_OK; i++) {
+      if (par && qvg_agg_parallel_ok(s->aggs[i])) continue;
+      qv_array *x = s->x_pos[i] >= 0 ? s->cols.columns[s->x_pos[i]].chunks[b] : NULL;
+      qv_array *y = s->y_pos[i] >= 0 ? s->cols.columns[s->y_pos[i]].chunks[b] : NULL;
+      st = qvg_agg_update(s->aggs[i], s->ids + boff[b], len, (int32_t)b, x, y, err);
+    }
+    if (st == QV_OK && o->progress && !par) o->progress(o->progress_ctx, boff[b + 1], total);
+  }
+  if (st == QV_OK && o->progress && par) o->progress(o->progress_ctx, total, total);
+  return st;
+}
+
 qv_status qv_table_group_by(qv_table *t, const char *const *keys, int32_t n_keys,
                             const qv_aggregate *aggs, int32_t n_aggs,
                             const qv_group_by_options *opts, qv_table **out, qv_error *err) {
@@ -345,67 +436,81 @@ qv_status qv_table_group_by(qv_table *t, const char *const *keys, int32_t n_keys
     for (int32_t i = 0; i < n_keys && st == QV_OK; i++) kcols[i] = &s.cols.columns[s.key_pos[i]];
     if (st == QV_OK) direct = direct_plan(kcols, n_keys, qv_table_num_rows(t), &dm);
   }
-  /* Consume the batches. */
-  int64_t total = qv_table_num_rows(t), nb = qv_table_num_batches(t), done = 0;
+  /* Group ids of every row (table order), then the aggregates. */
+  int64_t total = qv_table_num_rows(t), nb = qv_table_num_batches(t);
   int64_t ng = n_keys ? 0 : 1, max_batch = 0;
-  for (int64_t b = 0; b < nb; b++)
-    if (qv_table_batch_rows(t, b) > max_batch) max_batch = qv_table_batch_rows(t, b);
+  int64_t *boff = malloc(sizeof(int64_t) * (size_t)(nb + 1));
+  if (!boff && st == QV_OK) st = qv_error_set(err, QV_ENOMEM, "group-by: out of memory");
+  if (boff) {
+    boff[0] = 0;
+    for (int64_t b = 0; b < nb; b++) {
+      int64_t len = qv_table_batch_rows(t, b);
+      if (len > max_batch) max_batch = len;
+      boff[b + 1] = boff[b] + len;
+    }
+  }
+  int threads = o.threads > 0 ? o.threads : (total >= GB_PARALLEL_MIN_ROWS ? qv_cpu_count() : 1);
+  if (threads > 64) threads = 64;
+  int32_t n_parts = 1;
+  while (n_parts < threads) n_parts *= 2;
+  qv_pool *pool = NULL;
+  if (st == QV_OK) st = qv_pool_new(threads, &pool, err);
+  bool hashp = st == QV_OK && n_keys > 0 && !direct;
+  for (int32_t i = 0; i < n_keys && hashp; i++) hashp = qvg_hash_eligible(kcols[i]->type);
+  int64_t *hfirst_chunk = NULL, *hfirst_row = NULL;
+  qvg_parts parts;
+  memset(&parts, 0, sizeof parts);
   if (st == QV_OK && direct) {
     slot_scratch = malloc(sizeof(int64_t) * (size_t)(max_batch ? max_batch : 1));
     if (!slot_scratch) st = qv_error_set(err, QV_ENOMEM, "group-by: out of memory");
   }
   if (st == QV_OK) {
-    int64_t nids = holistic ? total : max_batch;
-    s.ids = malloc(sizeof(uint32_t) * (size_t)(nids ? nids : 1));
+    s.ids = malloc(sizeof(uint32_t) * (size_t)(total ? total : 1));
     if (!s.ids)
-      st = qv_error_set(err, QV_ENOMEM, "group-by: out of memory (%" PRId64 " rows)", nids);
+      st = qv_error_set(err, QV_ENOMEM, "group-by: out of memory (%" PRId64 " rows)", total);
+  }
+  if (st == QV_OK && hashp) {
+    st = qvg_hash_group(pool, n_parts, kcols, n_keys, boff, nb, s.ids, &hfirst_chunk, &hfirst_row,
+                        &ng, &parts, err);
+  } else {
+    for (int64_t b = 0; b < nb && st == QV_OK; b++) {
+      int64_t len = boff[b + 1] - boff[b];
+      uint32_t *ids = s.ids + boff[b];
+      if (direct) {
+        st = direct_consume(&dm, kcols, b, len, ids, slot_scratch, err);
+        ng = dm.n_groups;
+      } else if (n_keys) {
+        qv_array **kc = calloc((size_t)n_keys, sizeof(qv_array *));
+        if (!kc) {
+          st = qv_error_set(err, QV_ENOMEM, "group-by: out of memory");
+          break;
+        }
+        for (int32_t i = 0; i < n_keys && st == QV_OK; i++)
+          st = qvg_normalize_floats(s.cols.columns[s.key_pos[i]].chunks[b], &kc[i], err);
+        if (st == QV_OK) st = qv_grouper_consume(s.grouper, kc, ids, err);
+        for (int32_t i = 0; i < n_keys; i++)
+          if (kc[i]) qv_array_unref(kc[i]);
+        free(kc);
+        if (st == QV_OK) ng = qv_grouper_num_groups(s.grouper);
+      } else {
+        memset(ids, 0, sizeof(uint32_t) * (size_t)len);
+      }
+    }
   }
   int64_t per_group = 32;
   for (int32_t i = 0; i < n_aggs && st == QV_OK; i++) per_group += qvg_agg_group_bytes(s.aggs[i]);
-  for (int32_t i = 0; i < n_aggs && st == QV_OK; i++) st = qvg_agg_reserve(s.aggs[i], ng, err);
-  for (int64_t b = 0; b < nb && st == QV_OK; b++) {
-    int64_t len = qv_table_batch_rows(t, b);
-    uint32_t *ids = holistic ? s.ids + done : s.ids;
-    if (direct) {
-      st = direct_consume(&dm, kcols, b, len, ids, slot_scratch, err);
-      if (st != QV_OK) break;
-      ng = dm.n_groups;
-    } else if (n_keys) {
-      qv_array **kc = calloc((size_t)n_keys, sizeof(qv_array *));
-      if (!kc) {
-        st = qv_error_set(err, QV_ENOMEM, "group-by: out of memory");
-        break;
-      }
-      for (int32_t i = 0; i < n_keys && st == QV_OK; i++)
-        st = qvg_normalize_floats(s.cols.columns[s.key_pos[i]].chunks[b], &kc[i], err);
-      if (st == QV_OK) st = qv_grouper_consume(s.grouper, kc, ids, err);
-      for (int32_t i = 0; i < n_keys; i++)
-        if (kc[i]) qv_array_unref(kc[i]);
-      free(kc);
-      if (st != QV_OK) break;
-      ng = qv_grouper_num_groups(s.grouper);
-    } else {
-      memset(ids, 0, sizeof(uint32_t) * (size_t)len);
-    }
-    for (int32_t i = 0; i < n_aggs && st == QV_OK; i++) {
-      st = qvg_agg_reserve(s.aggs[i], ng, err);
-      if (st != QV_OK) break;
-      qv_array *x = s.x_pos[i] >= 0 ? s.cols.columns[s.x_pos[i]].chunks[b] : NULL;
-      qv_array *y = s.y_pos[i] >= 0 ? s.cols.columns[s.y_pos[i]].chunks[b] : NULL;
-      st = qvg_agg_update(s.aggs[i], ids, len, (int32_t)b, x, y, err);
-    }
-    done += len;
-    if (st == QV_OK && o.memory_limit > 0) {
-      int64_t bytes = ng * per_group + (holistic ? total * 16 : max_batch * 4);
-      if (bytes > o.memory_limit)
-        st = qv_error_set(err, QV_ENOMEM,
-                          "group-by: %" PRId64 " groups need about %" PRId64
-                          " bytes of state, more than the memory limit of %" PRId64
-                          " bytes (spilling to disk is not implemented yet)",
-                          ng, bytes, o.memory_limit);
-    }
-    if (o.progress) o.progress(o.progress_ctx, done, total);
+  if (st == QV_OK && o.memory_limit > 0) {
+    int64_t bytes = ng * per_group + total * (holistic ? 20 : 4);
+    if (bytes > o.memory_limit)
+      st = qv_error_set(err, QV_ENOMEM,
+                        "group-by: %" PRId64 " groups need about %" PRId64
+                        " bytes of state, more than the memory limit of %" PRId64
+                        " bytes (spilling to disk is not implemented yet)",
+                        ng, bytes, o.memory_limit);
   }
+  for (int32_t i = 0; i < n_aggs && st == QV_OK; i++) st = qvg_agg_reserve(s.aggs[i], ng, err);
+  if (st == QV_OK)
+    st = update_aggregates(&s, pool, n_parts, &parts, boff, nb, n_aggs, ng, &o, total, err);
   /* Group the rows for the holistic aggregates (counting sort on ids). */
   if (st == QV_OK && holistic) {
     s.rows.start = calloc((size_t)(ng + 1), sizeof(int64_t));
@@ -435,11 +540,21 @@ qv_status qv_table_group_by(qv_table *t, const char *const *keys, int32_t n_keys
     }
   }
   /* Results. */
-  if (st == QV_OK && n_keys && !direct) st = qv_grouper_uniques(s.grouper, s.outs, err);
-  for (int32_t i = 0; i < n_keys && direct && st == QV_OK; i++)
+  if (st == QV_OK && n_keys && !direct && !hashp) st = qv_grouper_uniques(s.grouper, s.outs, err);
+  for (int32_t i = 0; i < n_keys && (direct || hashp) && st == QV_OK; i++) {
     st = ng == 0 ? qv_array_nulls((qv_type *)kcols[i]->type, 0, &s.outs[i], err)
-                 : qv_array_take_chunked(kcols[i]->chunks, kcols[i]->n_chunks, dm.first_chunk,
-                                         dm.first_row, ng, &s.outs[i], err);
+                 : qv_array_take_chunked(kcols[i]->chunks, kcols[i]->n_chunks,
+                                         direct ? dm.first_chunk : hfirst_chunk,
+                                         direct ? dm.first_row : hfirst_row, ng, &s.outs[i], err);
+    if (st == QV_OK && hashp) { /* the canonical float, as the grouper keeps it */
+      qv_array *norm = NULL;
+      st = qvg_normalize_floats(s.outs[i], &norm, err);
+      if (st == QV_OK) {
+        qv_array_unref(s.outs[i]);
+        s.outs[i] = norm;
+      }
+    }
+  }
   for (int32_t i = 0; i < n_aggs && st == QV_OK; i++) {
     qv_chunked_column *xc = s.x_pos[i] >= 0 ? &s.cols.columns[s.x_pos[i]] : NULL;
     st = qvg_agg_finish(s.aggs[i], ng, xc ? xc->chunks : NULL, xc ? xc->n_chunks : 0,
@@ -471,6 +586,11 @@ qv_status qv_table_group_by(qv_table *t, const char *const *keys, int32_t n_keys
   /* Cleanup. */
   direct_free(&dm);
   free(slot_scratch);
+  free(boff);
+  free(hfirst_chunk);
+  free(hfirst_row);
+  qvg_parts_free(&parts);
+  qv_pool_free(pool);
   free(kcols);
   for (int32_t i = 0; i < n_keys + n_aggs && s.outs; i++)
     if (s.outs[i]) qv_array_unref(s.outs[i]);
