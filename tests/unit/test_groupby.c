@@ -243,6 +243,8 @@ static const char *AGGS[] = {
     "list(i) AS li",
     "max(x) - min(i) AS rng",
     "bottom_k(s, 2) AS bs",
+    "sum(i * 2 - 1) AS s2i", /* expressions inside aggregate calls */
+    "max(len(s)) AS mls",
 };
 #define N_AGGS ((int)(sizeof AGGS / sizeof AGGS[0]))
 
@@ -440,6 +442,17 @@ static void check_group(const data *d, const qv_array *batch, int nk, int64_t g,
     for (int64_t q = 0; q < ni; q++)
       if (ii[q] < mi) mi = ii[q];
     QV_CHECK(same_double(dbl_at(c[23], g), maxx - (double)mi));
+  }
+  /* sum(i * 2 - 1), max(len(s)) */
+  QV_CHECK(valid_at(c[25], g) == (cnt_i > 0));
+  if (cnt_i) QV_CHECK_EQ_INT(qv_array_int_at(c[25], g), 2 * si - cnt_i);
+  QV_CHECK(valid_at(c[26], g) == (mins != NULL));
+  {
+    int64_t ml = -1;
+    for (int64_t e = 0; e < m; e++)
+      if (d->s[rows[e]] >= 0 && (int64_t)strlen(SV[d->s[rows[e]]]) > ml)
+        ml = (int64_t)strlen(SV[d->s[rows[e]]]);
+    if (ml >= 0) QV_CHECK_EQ_INT(qv_array_int_at(c[26], g), ml);
   }
   free(xs);
   free(is);
