@@ -30,7 +30,8 @@ typedef enum vclass { VC_INT, VC_UINT, VC_FLOAT, VC_BOOL, VC_BYTES, VC_OTHER } v
 
 struct qvg_agg {
   qv_agg_kind kind;
-  qv_type *type; /* the input's type (a reference; NULL for count(*)) */
+  qv_type *type;  /* the input's type (a reference; NULL for count(*)) */
+  qv_type *type2; /* corr / covar: the second input's type (a reference) */
   char label[192];
   double q;
   int64_t k;
@@ -214,6 +215,7 @@ qv_status qvg_agg_new(const qv_aggregate *spec, const qv_type *type, const qv_ty
   if (!a) return qv_error_set(err, QV_ENOMEM, "%s: out of memory", label);
   a->kind = spec->kind;
   if (type) a->type = qv_type_ref((qv_type *)type);
+  if (type2) a->type2 = qv_type_ref((qv_type *)type2);
   snprintf(a->label, sizeof a->label, "%s", label);
   a->q = spec->q;
   a->k = spec->k;
@@ -265,6 +267,7 @@ qv_status qvg_agg_new(const qv_aggregate *spec, const qv_type *type, const qv_ty
 void qvg_agg_free(qvg_agg *a) {
   if (!a) return;
   if (a->type) qv_type_unref(a->type);
+  if (a->type2) qv_type_unref(a->type2);
   free(a->cnt);
   free(a->iacc);
   free(a->m);
@@ -796,6 +799,124 @@ qv_status qvg_agg_update_sel(qvg_agg *a, qvg_scratch *s, const uint32_t *ids_b, 
     }
     default: return QV_OK;
   }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Merging thread-local states                                               */
+
+bool qvg_agg_mergeable(const qvg_agg *a) {
+  return !qvg_kind_is_holistic(a->kind) && a->kind != QV_AGG_COUNT_DISTINCT;
+}
+
+qv_status qvg_agg_clone_empty(const qvg_agg *a, qvg_agg **out, qv_error *err) {
+  qv_aggregate spec;
+  memset(&spec, 0, sizeof spec);
+  spec.kind = a->kind;
+  spec.q = a->q;
+  spec.k = a->k;
+  return qvg_agg_new(&spec, a->type, a->type2, a->label, out, err);
+}
+
+/* dst's state of a group takes src's in: n values then nb more. Chan et
+ * al.'s pairwise update of the mean and the sums of squared deviations. */
+static inline void chan(double *m, double *m2, int64_t na, double mb, double m2b, int64_t nb) {
+  double n = (double)(na + nb), delta = mb - *m;
+  *m += delta * (double)nb / n;
+  *m2 += m2b + delta * delta * (double)na * (double)nb / n;
+}
+
+qv_status qvg_agg_merge(qvg_agg *d, const qvg_agg *s, const uint32_t *map, int64_t n,
+                        qv_error *err) {
+  qv_agg_kind k = d->kind;
+  int dir = k == QV_AGG_MAX ? 1 : -1;
+  bool u = d->vc == VC_UINT;
+  for (int64_t g = 0; g < n; g++) {
+    uint32_t t = map ? map[g] : (uint32_t)g;
+    switch (k) {
+      case QV_AGG_COUNT_ALL:
+      case QV_AGG_COUNT: d->cnt[t] += s->cnt[g]; break;
+      case QV_AGG_SUM:
+        if (d->vc == VC_FLOAT) d->m[t] += s->m[g];
+        else if (qv_add_overflow(d->iacc[t], s->iacc[g], &d->iacc[t]))
+          return qv_error_set(err, QV_ERANGE,
+                              "%s: the sum overflows int64 (group %u); cast the column to double "
+                              "first",
+                              d->label, t);
+        d->cnt[t] += s->cnt[g];
+        break;
+      case QV_AGG_MEAN:
+        d->m[t] += s->m[g];
+        d->cnt[t] += s->cnt[g];
+        break;
+      case QV_AGG_VAR:
+      case QV_AGG_VAR_POP:
+      case QV_AGG_STDDEV:
+      case QV_AGG_STDDEV_POP:
+        if (s->cnt[g] == 0) break;
+        if (d->cnt[t] == 0) d->m[t] = s->m[g], d->m2[t] = s->m2[g];
+        else chan(&d->m[t], &d->m2[t], d->cnt[t], s->m[g], s->m2[g], s->cnt[g]);
+        d->cnt[t] += s->cnt[g];
+        break;
+      case QV_AGG_CORR:
+      case QV_AGG_COVAR:
+      case QV_AGG_COVAR_POP: {
+        int64_t na = d->cnt[t], nb = s->cnt[g];
+        if (nb == 0) break;
+        if (na == 0) {
+          d->m[t] = s->m[g], d->m2[t] = s->m2[g];
+          d->my[t] = s->my[g], d->m2y[t] = s->m2y[g], d->cxy[t] = s->cxy[g];
+        } else {
+          double nn = (double)(na + nb), dx = s->m[g] - d->m[t], dy = s->my[g] - d->my[t];
+          d->cxy[t] += s->cxy[g] + dx * dy * (double)na * (double)nb / nn;
+          chan(&d->m[t], &d->m2[t], na, s->m[g], s->m2[g], nb);
+          chan(&d->my[t], &d->m2y[t], na, s->my[g], s->m2y[g], nb);
+        }
+        d->cnt[t] += nb;
+        break;
+      }
+      case QV_AGG_FIRST:
+        if (!d->has[t] && s->has[g])
+          d->has[t] = s->has[g], d->pchunk[t] = s->pchunk[g], d->prow[t] = s->prow[g];
+        break;
+      case QV_AGG_LAST:
+        if (s->has[g]) d->has[t] = s->has[g], d->pchunk[t] = s->pchunk[g], d->prow[t] = s->prow[g];
+        break;
+      case QV_AGG_ANY:
+      case QV_AGG_ALL:
+        if (!(s->has[g] & 1)) break;
+        if (!(d->has[t] & 1)) d->has[t] = s->has[g];
+        else if (k == QV_AGG_ANY) d->has[t] = (uint8_t)(1 | ((d->has[t] | s->has[g]) & 2));
+        else d->has[t] = (uint8_t)(1 | (d->has[t] & s->has[g] & 2));
+        break;
+      case QV_AGG_MIN:
+      case QV_AGG_MAX: {
+        /* src's rows come after dst's: on a tie dst's (earlier) row stays */
+        uint8_t sh = s->has[g], dh = d->has[t];
+        if (sh == 0 || (sh == 1 && dh != 0)) break;
+        bool take = dh == 0 || (dh == 1 && sh == 2);
+        if (!take) {
+          int cm;
+          if (d->vc == VC_FLOAT) cm = cmp_double(s->m[g], d->m[t]);
+          else if (d->vc == VC_BYTES)
+            cm = cmp_bytes(s->bptr[g], s->blen[g], d->bptr[t], d->blen[t]);
+          else {
+            int64_t x = s->iacc[g], c = d->iacc[t];
+            cm = u ? ((uint64_t)x < (uint64_t)c ? -1 : (uint64_t)x > (uint64_t)c)
+                   : (x < c ? -1 : x > c);
+          }
+          take = cm * dir > 0;
+        }
+        if (!take) break;
+        d->has[t] = sh, d->pchunk[t] = s->pchunk[g], d->prow[t] = s->prow[g];
+        if (d->vc == VC_FLOAT) d->m[t] = s->m[g];
+        else if (d->vc == VC_BYTES) d->bptr[t] = s->bptr[g], d->blen[t] = s->blen[g];
+        else d->iacc[t] = s->iacc[g];
+        break;
+      }
+      default: break;
+    }
+  }
+  return QV_OK;
 }
 
 /* ------------------------------------------------------------------------ */

@@ -340,6 +340,132 @@ static qv_status update_aggregates(gb_state *s, qv_pool *pool, int32_t n_parts, 
   return st;
 }
 
+/* ------------------------------------------------------------------------ */
+/* Thread-local pre-aggregation (hash-path keys, mergeable aggregates, few
+ * groups for the rows): worker w groups the contiguous batches
+ * [w nb / T, (w + 1) nb / T) into its own table and updates its own
+ * aggregate states; the tables are then merged in worker order (so the
+ * groups keep their order of first appearance) and each worker's states
+ * merged into the result's. A worker that finds about as many groups as
+ * rows in its first batch stops them all and the partitioned path runs
+ * instead. */
+
+#define PRE_SAMPLE_ROWS 65536
+#define PRE_MAX_DISTINCT_PCT 85
+
+typedef struct pre_ctx {
+  gb_state *s;
+  const qv_chunked_column *const *kcols;
+  int32_t nk, n_aggs, nw;
+  const int64_t *boff;
+  int64_t nb, max_batch;
+  qvg_htab **tabs;
+  qvg_agg ***aggs;
+  qv_status *st;
+  qv_error *errs;
+  int stop;
+} pre_ctx;
+
+static void pre_task(void *ctx, int64_t w, int worker) {
+  (void)worker;
+  pre_ctx *c = ctx;
+  gb_state *s = c->s;
+  qv_error *err = &c->errs[w];
+  int64_t b0 = w * c->nb / c->nw, b1 = (w + 1) * c->nb / c->nw;
+  uint64_t *h = malloc(sizeof(uint64_t) * (size_t)(c->max_batch ? c->max_batch : 1));
+  uint32_t *ids = malloc(sizeof(uint32_t) * (size_t)(c->max_batch ? c->max_batch : 1));
+  c->aggs[w] = calloc((size_t)(c->n_aggs ? c->n_aggs : 1), sizeof(qvg_agg *));
+  qv_status st =
+      h && ids && c->aggs[w] ? QV_OK : qv_error_set(err, QV_ENOMEM, "group-by: out of memory");
+  if (st == QV_OK) st = qvg_htab_new(c->kcols, c->nk, &c->tabs[w], err);
+  for (int32_t i = 0; i < c->n_aggs && st == QV_OK; i++)
+    st = qvg_agg_clone_empty(s->aggs[i], &c->aggs[w][i], err);
+  for (int64_t b = b0; b < b1 && st == QV_OK; b++) {
+    if (__atomic_load_n(&c->stop, __ATOMIC_RELAXED)) break;
+    int64_t len = c->boff[b + 1] - c->boff[b];
+    st = qvg_htab_batch(c->tabs[w], b, len, h, ids, err);
+    int64_t ng = st == QV_OK ? qvg_htab_groups(c->tabs[w]) : 0;
+    if (st == QV_OK && b == b0 && len >= 4096 && ng * 2 > len) {
+      __atomic_store_n(&c->stop, 1, __ATOMIC_RELAXED); /* too many groups: partition instead */
+      break;
+    }
+    for (int32_t i = 0; i < c->n_aggs && st == QV_OK; i++) {
+      st = qvg_agg_reserve(c->aggs[w][i], ng, err);
+      qv_array *x = s->x_pos[i] >= 0 ? s->cols.columns[s->x_pos[i]].chunks[b] : NULL;
+      qv_array *y = s->y_pos[i] >= 0 ? s->cols.columns[s->y_pos[i]].chunks[b] : NULL;
+      if (st == QV_OK) st = qvg_agg_update(c->aggs[w][i], ids, len, (int32_t)b, x, y, err);
+    }
+  }
+  c->st[w] = st;
+  free(h);
+  free(ids);
+}
+
+static qv_status preaggregate(gb_state *s, qv_pool *pool, int threads,
+                              const qv_chunked_column *const *kcols, int32_t nk,
+                              const int64_t *boff, int64_t nb, int64_t max_batch, int32_t n_aggs,
+                              int64_t *n_groups, int64_t **first_chunk, int64_t **first_row,
+                              bool *done, qv_error *err) {
+  *done = false;
+  int32_t nw = threads < nb ? threads : (int32_t)nb;
+  pre_ctx c = {s, kcols, nk, n_aggs, nw, boff, nb, max_batch, NULL, NULL, NULL, NULL, 0};
+  c.tabs = calloc((size_t)nw, sizeof *c.tabs);
+  c.aggs = calloc((size_t)nw, sizeof *c.aggs);
+  c.st = calloc((size_t)nw, sizeof *c.st);
+  c.errs = calloc((size_t)nw, sizeof *c.errs);
+  uint32_t **maps = calloc((size_t)nw, sizeof *maps);
+  qvg_htab *glob = NULL;
+  qv_status st = c.tabs && c.aggs && c.st && c.errs && maps
+                     ? QV_OK
+                     : qv_error_set(err, QV_ENOMEM, "group-by: out of memory");
+  if (st == QV_OK) {
+    qv_pool_run(pool, nw, pre_task, &c);
+    st = qv_pool_check(pool, err);
+  }
+  for (int32_t w = 0; w < nw && st == QV_OK; w++)
+    if (c.st[w] != QV_OK) {
+      st = c.st[w];
+      if (err) *err = c.errs[w];
+    }
+  bool stopped = __atomic_load_n(&c.stop, __ATOMIC_RELAXED) != 0;
+  if (st == QV_OK && !stopped) st = qvg_htab_new(kcols, nk, &glob, err);
+  for (int32_t w = 0; w < nw && st == QV_OK && !stopped; w++) {
+    int64_t n = qvg_htab_groups(c.tabs[w]);
+    maps[w] = malloc(sizeof(uint32_t) * (size_t)(n ? n : 1));
+    st = maps[w] ? qvg_htab_merge(glob, c.tabs[w], maps[w], err)
+                 : qv_error_set(err, QV_ENOMEM, "group-by: out of memory");
+  }
+  int64_t ng = glob ? qvg_htab_groups(glob) : 0;
+  if (st == QV_OK && !stopped) {
+    *first_chunk = malloc(sizeof(int64_t) * (size_t)(ng ? ng : 1));
+    *first_row = malloc(sizeof(int64_t) * (size_t)(ng ? ng : 1));
+    if (!*first_chunk || !*first_row) st = qv_error_set(err, QV_ENOMEM, "group-by: out of memory");
+    else qvg_htab_firsts(glob, *first_chunk, *first_row);
+  }
+  for (int32_t i = 0; i < n_aggs && st == QV_OK && !stopped; i++) {
+    st = qvg_agg_reserve(s->aggs[i], ng, err);
+    for (int32_t w = 0; w < nw && st == QV_OK; w++)
+      st = qvg_agg_merge(s->aggs[i], c.aggs[w][i], maps[w], qvg_htab_groups(c.tabs[w]), err);
+  }
+  if (st == QV_OK && !stopped) {
+    *n_groups = ng;
+    *done = true;
+  }
+  for (int32_t w = 0; w < nw; w++) {
+    if (c.tabs) qvg_htab_free(c.tabs[w]);
+    for (int32_t i = 0; c.aggs && c.aggs[w] && i < n_aggs; i++) qvg_agg_free(c.aggs[w][i]);
+    if (c.aggs) free(c.aggs[w]);
+    if (maps) free(maps[w]);
+  }
+  qvg_htab_free(glob);
+  free(c.tabs);
+  free(c.aggs);
+  free(c.st);
+  free(c.errs);
+  free(maps);
+  return st;
+}
+
 qv_status qv_table_group_by(qv_table *t, const char *const *keys, int32_t n_keys,
                             const qv_aggregate *aggs, int32_t n_aggs,
                             const qv_group_by_options *opts, qv_table **out, qv_error *err) {
@@ -464,15 +590,28 @@ qv_status qv_table_group_by(qv_table *t, const char *const *keys, int32_t n_keys
     slot_scratch = malloc(sizeof(int64_t) * (size_t)(max_batch ? max_batch : 1));
     if (!slot_scratch) st = qv_error_set(err, QV_ENOMEM, "group-by: out of memory");
   }
-  if (st == QV_OK) {
+  /* Few groups for many rows (estimated on a sample of the first batch)
+   * and mergeable aggregates: thread-local pre-aggregation. */
+  bool pre = st == QV_OK && hashp && threads > 1 && nb >= 2;
+  for (int32_t i = 0; i < n_aggs && pre; i++) pre = qvg_agg_mergeable(s.aggs[i]);
+  if (pre) {
+    int64_t sample = boff[1] < PRE_SAMPLE_ROWS ? boff[1] : PRE_SAMPLE_ROWS;
+    int64_t dist = qvg_hash_sample_distinct(kcols, n_keys, 0, sample);
+    pre = dist >= 0 && dist * 100 <= sample * PRE_MAX_DISTINCT_PCT;
+  }
+  bool pre_done = false;
+  if (pre)
+    st = preaggregate(&s, pool, threads, kcols, n_keys, boff, nb, max_batch, n_aggs, &ng,
+                      &hfirst_chunk, &hfirst_row, &pre_done, err);
+  if (st == QV_OK && !pre_done) {
     s.ids = malloc(sizeof(uint32_t) * (size_t)(total ? total : 1));
     if (!s.ids)
       st = qv_error_set(err, QV_ENOMEM, "group-by: out of memory (%" PRId64 " rows)", total);
   }
-  if (st == QV_OK && hashp) {
+  if (st == QV_OK && hashp && !pre_done) {
     st = qvg_hash_group(pool, n_parts, kcols, n_keys, boff, nb, s.ids, &hfirst_chunk, &hfirst_row,
                         &ng, &parts, err);
-  } else {
+  } else if (!pre_done) {
     for (int64_t b = 0; b < nb && st == QV_OK; b++) {
       int64_t len = boff[b + 1] - boff[b];
       uint32_t *ids = s.ids + boff[b];
@@ -508,8 +647,10 @@ qv_status qv_table_group_by(qv_table *t, const char *const *keys, int32_t n_keys
                         " bytes (spilling to disk is not implemented yet)",
                         ng, bytes, o.memory_limit);
   }
-  for (int32_t i = 0; i < n_aggs && st == QV_OK; i++) st = qvg_agg_reserve(s.aggs[i], ng, err);
-  if (st == QV_OK)
+  if (st == QV_OK && pre_done && o.progress) o.progress(o.progress_ctx, total, total);
+  for (int32_t i = 0; i < n_aggs && st == QV_OK && !pre_done; i++)
+    st = qvg_agg_reserve(s.aggs[i], ng, err);
+  if (st == QV_OK && !pre_done)
     st = update_aggregates(&s, pool, n_parts, &parts, boff, nb, n_aggs, ng, &o, total, err);
   /* Group the rows for the holistic aggregates (counting sort on ids). */
   if (st == QV_OK && holistic) {

@@ -298,6 +298,8 @@ typedef struct part_state {
   uint32_t *rep_b, *rep_r; /* first row of each local group */
   ginline *inl;            /* n_inline records per group */
   uint32_t *map;           /* local id -> global id */
+  uint64_t *ghash;         /* hash of each group (kept for tables that are merged) */
+  int64_t hcap;
   qv_status st;
   qv_error err;
 } part_state;
@@ -325,18 +327,13 @@ static inline int32_t part_of(const hctx *c, uint64_t h) {
   return c->pshift >= 64 ? 0 : (int32_t)(h >> c->pshift);
 }
 
-static void hash_task(void *ctx, int64_t b, int worker) {
-  (void)worker;
-  hctx *c = ctx;
-  int64_t base = c->boff[b], n = c->boff[b + 1] - base;
-  uint64_t *h = c->hashes + base;
-  for (int32_t j = 0; j < c->nk; j++) {
-    const hkey *k = &c->keys[j];
+/* Hashes of the n rows of batch b; false when a chunk's buffers do not
+ * hold what its rows address. */
+static bool hash_rows(const hkey *keys, int32_t nk, int64_t b, int64_t n, uint64_t *h) {
+  for (int32_t j = 0; j < nk; j++) {
+    const hkey *k = &keys[j];
     const qv_array *a = k->chunks[b];
-    if (a->length != n || !check_chunk(k, a)) {
-      c->bst[b] = QV_EINVAL;
-      return;
-    }
+    if (a->length != n || !check_chunk(k, a)) return false;
     const uint8_t *valid =
         a->buffers[0] && qv_array_null_count((qv_array *)a) > 0 ? a->buffers[0]->data : NULL;
     uint64_t seed = 0x632be59bd9b4e019ull * (uint64_t)(j + 1);
@@ -382,6 +379,18 @@ static void hash_task(void *ctx, int64_t b, int worker) {
       }
     }
 #undef QV_COMBINE
+  }
+  return true;
+}
+
+static void hash_task(void *ctx, int64_t b, int worker) {
+  (void)worker;
+  hctx *c = ctx;
+  int64_t base = c->boff[b], n = c->boff[b + 1] - base;
+  uint64_t *h = c->hashes + base;
+  if (!hash_rows(c->keys, c->nk, b, n, h)) {
+    c->bst[b] = QV_EINVAL;
+    return;
   }
   int64_t *cnt = c->cnt + b * c->n_parts;
   for (int64_t i = 0; i < n; i++) cnt[part_of(c, h[i])]++;
@@ -467,18 +476,95 @@ static inline bool same_bytes(const hkey *k, int64_t b1, int64_t r1, int64_t b2,
   return la == lc && memcmp(pa, pc, (size_t)la) == 0;
 }
 
+static bool part_init(part_state *s, int32_t ni) {
+  s->cap = 1024;
+  s->tab = calloc((size_t)s->cap, sizeof(uint64_t));
+  return s->tab && part_grow_groups(s, ni);
+}
+
+static void part_free(part_state *s) {
+  free(s->tab);
+  free(s->rep_b);
+  free(s->rep_r);
+  free(s->inl);
+  free(s->map);
+  free(s->ghash);
+}
+
+/* The group of row r of batch b (hash h) in s, made when new (*is_new);
+ * QV_GROUP_NONE with s->st set on failure. */
+static inline uint32_t probe_insert(const hkey *keys, int32_t nk, int32_t ni, part_state *s,
+                                    int64_t b, uint32_t r, uint64_t h, bool keep_hash,
+                                    bool *is_new) {
+  ginline cur[MAX_INLINE_KEYS];
+  uint32_t tag = (uint32_t)h;
+  uint64_t mask = (uint64_t)s->cap - 1;
+  uint64_t slot = tag & mask;
+  *is_new = false;
+  for (int32_t j = 0; j < ni; j++) row_inline(&keys[j], keys[j].chunks[b], r, &cur[j]);
+  for (;;) {
+    uint64_t v = s->tab[slot];
+    if (!v) break;
+    if ((uint32_t)(v >> 32) == tag) {
+      uint32_t g = (uint32_t)v - 1;
+      bool eq = true;
+      if (ni) {
+        const ginline *rec = s->inl + (int64_t)g * ni;
+        for (int32_t j = 0; j < ni && eq; j++) {
+          if (rec[j].len != cur[j].len || rec[j].w0 != cur[j].w0 || rec[j].w1 != cur[j].w1)
+            eq = false;
+          else if (cur[j].len > INLINE_MAX && cur[j].len != UINT64_MAX)
+            eq = same_bytes(&keys[j], s->rep_b[g], s->rep_r[g], b, r);
+        }
+      } else {
+        eq = same_keys(keys, nk, s->rep_b[g], s->rep_r[g], b, r);
+      }
+      if (eq) return g;
+    }
+    slot = (slot + 1) & mask;
+  }
+  if (s->n + 1 >= (int64_t)QV_GROUP_NONE) {
+    s->st = qv_error_set(&s->err, QV_ERANGE, "group-by: more than %" PRIu32 " groups",
+                         (uint32_t)(QV_GROUP_NONE - 1));
+    return QV_GROUP_NONE;
+  }
+  if (s->n == s->gcap && !part_grow_groups(s, ni)) {
+    s->st = qv_error_set(&s->err, QV_ENOMEM, "group-by: out of memory");
+    return QV_GROUP_NONE;
+  }
+  if (keep_hash && s->n >= s->hcap) {
+    int64_t hc = s->hcap ? s->hcap * 2 : 1024;
+    uint64_t *gh = realloc(s->ghash, sizeof(uint64_t) * (size_t)hc);
+    if (!gh) {
+      s->st = qv_error_set(&s->err, QV_ENOMEM, "group-by: out of memory");
+      return QV_GROUP_NONE;
+    }
+    s->ghash = gh;
+    s->hcap = hc;
+  }
+  uint32_t id = (uint32_t)s->n++;
+  s->rep_b[id] = (uint32_t)b;
+  s->rep_r[id] = r;
+  if (keep_hash) s->ghash[id] = h;
+  for (int32_t j = 0; j < ni; j++) s->inl[(int64_t)id * ni + j] = cur[j];
+  s->tab[slot] = ((uint64_t)tag << 32) | ((uint64_t)id + 1);
+  *is_new = true;
+  if (s->n * 2 > s->cap && !part_grow_table(s)) {
+    s->st = qv_error_set(&s->err, QV_ENOMEM, "group-by: out of memory (hash table)");
+    return QV_GROUP_NONE;
+  }
+  return id;
+}
+
 static void group_task(void *ctx, int64_t p, int worker) {
   (void)worker;
   hctx *c = ctx;
   part_state *s = &c->ps[p];
   int32_t ni = c->n_inline;
-  s->cap = 1024;
-  s->tab = calloc((size_t)s->cap, sizeof(uint64_t));
-  if (!s->tab || !part_grow_groups(s, ni)) {
+  if (!part_init(s, ni)) {
     s->st = qv_error_set(&s->err, QV_ENOMEM, "group-by: out of memory");
     return;
   }
-  ginline cur[MAX_INLINE_KEYS];
   for (int64_t b = 0; b < c->nb; b++) {
     int64_t lo = c->parts->off[p * c->nb + b], hi = c->parts->off[p * c->nb + b + 1];
     int64_t base = c->boff[b];
@@ -488,56 +574,15 @@ static void group_task(void *ctx, int64_t p, int worker) {
       if (e + PREFETCH_AHEAD < hi) /* the table is probed at random: fetch ahead */
         __builtin_prefetch(&s->tab[(uint32_t)c->hashes[base + c->parts->rows[e + PREFETCH_AHEAD]] &
                                    (uint64_t)(s->cap - 1)]);
-      uint32_t tag = (uint32_t)h;
-      uint64_t mask = (uint64_t)s->cap - 1;
-      uint64_t slot = tag & mask;
-      uint32_t id = QV_GROUP_NONE;
-      for (int32_t j = 0; j < ni; j++) row_inline(&c->keys[j], c->keys[j].chunks[b], r, &cur[j]);
-      for (;;) {
-        uint64_t v = s->tab[slot];
-        if (!v) break;
-        if ((uint32_t)(v >> 32) == tag) {
-          uint32_t g = (uint32_t)v - 1;
-          bool eq = true;
-          if (ni) {
-            const ginline *rec = s->inl + (int64_t)g * ni;
-            for (int32_t j = 0; j < ni && eq; j++) {
-              if (rec[j].len != cur[j].len || rec[j].w0 != cur[j].w0 || rec[j].w1 != cur[j].w1)
-                eq = false;
-              else if (cur[j].len > INLINE_MAX && cur[j].len != UINT64_MAX)
-                eq = same_bytes(&c->keys[j], s->rep_b[g], s->rep_r[g], b, r);
-            }
-          } else {
-            eq = same_keys(c->keys, c->nk, s->rep_b[g], s->rep_r[g], b, r);
-          }
-          if (eq) {
-            id = g;
-            break;
-          }
-        }
-        slot = (slot + 1) & mask;
+      if (ni && e + PREFETCH_AHEAD / 2 < hi) { /* then the inline keys of that slot's group */
+        uint64_t v = s->tab[(uint32_t)c->hashes[base + c->parts->rows[e + PREFETCH_AHEAD / 2]] &
+                            (uint64_t)(s->cap - 1)];
+        if (v) __builtin_prefetch(&s->inl[(int64_t)((uint32_t)v - 1) * ni]);
       }
-      if (id == QV_GROUP_NONE) {
-        if (s->n + 1 >= (int64_t)QV_GROUP_NONE) {
-          s->st = qv_error_set(&s->err, QV_ERANGE, "group-by: more than %" PRIu32 " groups",
-                               (uint32_t)(QV_GROUP_NONE - 1));
-          return;
-        }
-        if (s->n == s->gcap && !part_grow_groups(s, ni)) {
-          s->st = qv_error_set(&s->err, QV_ENOMEM, "group-by: out of memory");
-          return;
-        }
-        id = (uint32_t)s->n++;
-        s->rep_b[id] = (uint32_t)b;
-        s->rep_r[id] = r;
-        for (int32_t j = 0; j < ni; j++) s->inl[(int64_t)id * ni + j] = cur[j];
-        s->tab[slot] = ((uint64_t)tag << 32) | ((uint64_t)id + 1);
-        c->first[base + r] = 1;
-        if (s->n * 2 > s->cap && !part_grow_table(s)) {
-          s->st = qv_error_set(&s->err, QV_ENOMEM, "group-by: out of memory (hash table)");
-          return;
-        }
-      }
+      bool is_new;
+      uint32_t id = probe_insert(c->keys, c->nk, ni, s, b, r, h, false, &is_new);
+      if (id == QV_GROUP_NONE) return;
+      if (is_new) c->first[base + r] = 1;
       c->ids[base + r] = id;
     }
   }
@@ -681,13 +726,7 @@ qv_status qvg_hash_group(qv_pool *pool, int32_t n_parts, const qv_chunked_column
     *n_groups = 0;
     qvg_parts_free(parts);
   }
-  for (int32_t p = 0; c.ps && p < n_parts; p++) {
-    free(c.ps[p].tab);
-    free(c.ps[p].rep_b);
-    free(c.ps[p].rep_r);
-    free(c.ps[p].inl);
-    free(c.ps[p].map);
-  }
+  for (int32_t p = 0; c.ps && p < n_parts; p++) part_free(&c.ps[p]);
   free(c.keys);
   free(c.hashes);
   free(c.first);
@@ -761,4 +800,130 @@ qv_status qvg_parts_by_group(qv_pool *pool, const uint32_t *ids, const int64_t *
   qv_pool_run(pool, nb, pg_task, &c);
   free(c.cnt);
   return QV_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* One table over whole batches (thread-local pre-aggregation, groupby.c)   */
+
+struct qvg_htab {
+  hkey *keys;
+  int32_t nk, ni;
+  part_state s;
+};
+
+qv_status qvg_htab_new(const qv_chunked_column *const *kcols, int32_t nk, qvg_htab **out,
+                       qv_error *err) {
+  qvg_htab *t = calloc(1, sizeof *t);
+  if (t) t->keys = calloc((size_t)nk, sizeof(hkey));
+  if (!t || !t->keys) {
+    if (t) free(t);
+    return qv_error_set(err, QV_ENOMEM, "group-by: out of memory");
+  }
+  t->nk = nk;
+  t->ni = nk <= MAX_INLINE_KEYS ? nk : 0;
+  for (int32_t j = 0; j < nk; j++) {
+    if (!kind_of(kcols[j]->type, &t->keys[j])) {
+      qvg_htab_free(t);
+      return qv_error_set(err, QV_ETYPE, "group-by: key %d: not a hash-path type", j);
+    }
+    t->keys[j].chunks = kcols[j]->chunks;
+  }
+  if (!part_init(&t->s, t->ni)) {
+    qvg_htab_free(t);
+    return qv_error_set(err, QV_ENOMEM, "group-by: out of memory");
+  }
+  *out = t;
+  return QV_OK;
+}
+
+void qvg_htab_free(qvg_htab *t) {
+  if (!t) return;
+  part_free(&t->s);
+  free(t->keys);
+  free(t);
+}
+
+int64_t qvg_htab_groups(const qvg_htab *t) { return t->s.n; }
+
+qv_status qvg_htab_batch(qvg_htab *t, int64_t b, int64_t n, uint64_t *h, uint32_t *ids,
+                         qv_error *err) {
+  if (!hash_rows(t->keys, t->nk, b, n, h))
+    return qv_error_set(
+        err, QV_EINVAL,
+        "group-by: a key column of batch %" PRId64 " has offsets or views outside its buffers", b);
+  part_state *s = &t->s;
+  for (int64_t i = 0; i < n; i++) {
+    /* two stages: the table slot of row i + 16, then the inline keys of
+     * the group in the (by now loaded) slot of row i + 8 */
+    if (i + PREFETCH_AHEAD < n)
+      __builtin_prefetch(&s->tab[(uint32_t)h[i + PREFETCH_AHEAD] & (uint64_t)(s->cap - 1)]);
+    if (t->ni && i + PREFETCH_AHEAD / 2 < n) {
+      uint64_t v = s->tab[(uint32_t)h[i + PREFETCH_AHEAD / 2] & (uint64_t)(s->cap - 1)];
+      if (v) __builtin_prefetch(&s->inl[(int64_t)((uint32_t)v - 1) * t->ni]);
+    }
+    bool is_new;
+    ids[i] = probe_insert(t->keys, t->nk, t->ni, s, b, (uint32_t)i, h[i], true, &is_new);
+    if (ids[i] == QV_GROUP_NONE) {
+      if (err) *err = s->err;
+      return s->st;
+    }
+  }
+  return QV_OK;
+}
+
+qv_status qvg_htab_merge(qvg_htab *dst, const qvg_htab *src, uint32_t *map, qv_error *err) {
+  const part_state *ss = &src->s;
+  for (int64_t g = 0; g < ss->n; g++) {
+    bool is_new;
+    map[g] = probe_insert(dst->keys, dst->nk, dst->ni, &dst->s, ss->rep_b[g], ss->rep_r[g],
+                          ss->ghash[g], true, &is_new);
+    if (map[g] == QV_GROUP_NONE) {
+      if (err) *err = dst->s.err;
+      return dst->s.st;
+    }
+  }
+  return QV_OK;
+}
+
+void qvg_htab_firsts(const qvg_htab *t, int64_t *chunk, int64_t *row) {
+  for (int64_t g = 0; g < t->s.n; g++) {
+    chunk[g] = t->s.rep_b[g];
+    row[g] = t->s.rep_r[g];
+  }
+}
+
+int64_t qvg_hash_sample_distinct(const qv_chunked_column *const *kcols, int32_t nk, int64_t b,
+                                 int64_t n) {
+  hkey *keys = calloc((size_t)nk, sizeof(hkey));
+  uint64_t *h = malloc(sizeof(uint64_t) * (size_t)(n ? n : 1));
+  int64_t cap = 1;
+  while (cap < 2 * n) cap *= 2;
+  uint64_t *set = calloc((size_t)cap, sizeof(uint64_t));
+  int64_t distinct = -1;
+  bool ok = keys && h && set;
+  for (int32_t j = 0; j < nk && ok; j++) {
+    ok = kind_of(kcols[j]->type, &keys[j]);
+    keys[j].chunks = kcols[j]->chunks;
+  }
+  /* a whole-batch hash on a slice: hash_rows wants the batch's length */
+  int64_t len = ok ? kcols[0]->chunks[b]->length : 0;
+  uint64_t *hb = ok ? realloc(h, sizeof(uint64_t) * (size_t)(len ? len : 1)) : NULL;
+  if (hb) h = hb;
+  if (ok && hb && hash_rows(keys, nk, b, len, h)) {
+    distinct = 0;
+    uint64_t mask = (uint64_t)cap - 1;
+    for (int64_t i = 0; i < n && i < len; i++) {
+      uint64_t v = h[i] | 1; /* 0 marks an empty slot */
+      uint64_t slot = v & mask;
+      while (set[slot] && set[slot] != v) slot = (slot + 1) & mask;
+      if (!set[slot]) {
+        set[slot] = v;
+        distinct++;
+      }
+    }
+  }
+  free(keys);
+  free(h);
+  free(set);
+  return distinct;
 }

@@ -74,6 +74,22 @@ qv_status qvg_agg_update_sel(qvg_agg *a, qvg_scratch *s, const uint32_t *ids_b, 
  *  (count_distinct's grouper): those are updated by one thread. */
 bool qvg_agg_parallel_ok(const qvg_agg *a);
 
+/** True when thread-local states of this aggregate can be merged
+ *  (qvg_agg_merge): every kind but the holistic ones and count_distinct. */
+bool qvg_agg_mergeable(const qvg_agg *a);
+
+/** A new, empty aggregate of the same kind, inputs and label as `a`. */
+qv_status qvg_agg_clone_empty(const qvg_agg *a, qvg_agg **out, qv_error *err);
+
+/** Merge the states of src's groups 0..n into dst's groups map[g] (map
+ *  NULL: the same ids). src must have seen rows that all come after the
+ *  rows dst has seen (first/last and the ties of min/max follow row
+ *  order). Integer sums are checked (QV_ERANGE); float sums, means,
+ *  variances and co-moments are combined pairwise (Chan et al.), so they
+ *  may differ from one thread's in the last bits. */
+qv_status qvg_agg_merge(qvg_agg *dst, const qvg_agg *src, const uint32_t *map, int64_t n,
+                        qv_error *err);
+
 /** The result column of n_groups rows. chunks: the input column's chunks
  *  (for results gathered from the input); rows: NULL unless holistic. */
 qv_status qvg_agg_finish(qvg_agg *a, int64_t n_groups, qv_array *const *chunks, int64_t n_chunks,
@@ -132,5 +148,31 @@ qv_status qvg_hash_group(qv_pool *pool, int32_t n_parts, const qv_chunked_column
  *  their group id ids[row] (for ids assigned without hash partitions). */
 qv_status qvg_parts_by_group(qv_pool *pool, const uint32_t *ids, const int64_t *boff, int64_t nb,
                              int32_t n_parts, qvg_parts *parts, qv_error *err);
+
+/** A group table over whole batches of hash-path keys (one per thread of
+ * the pre-aggregation in groupby.c; not thread-safe itself). Groups are
+ * dense in order of first appearance among the rows inserted. */
+typedef struct qvg_htab qvg_htab;
+
+qv_status qvg_htab_new(const qv_chunked_column *const *kcols, int32_t nk, qvg_htab **out,
+                       qv_error *err);
+void qvg_htab_free(qvg_htab *t);
+int64_t qvg_htab_groups(const qvg_htab *t);
+
+/** Group ids ids[0..n) of the n rows of batch b (h: n hashes of scratch). */
+qv_status qvg_htab_batch(qvg_htab *t, int64_t b, int64_t n, uint64_t *h, uint32_t *ids,
+                         qv_error *err);
+
+/** Insert src's groups (in their order) into dst: map[g] = dst's id of
+ *  src's group g (map has qvg_htab_groups(src) entries). */
+qv_status qvg_htab_merge(qvg_htab *dst, const qvg_htab *src, uint32_t *map, qv_error *err);
+
+/** First row (chunk, row) of every group. */
+void qvg_htab_firsts(const qvg_htab *t, int64_t *chunk, int64_t *row);
+
+/** Distinct key hashes among the first n rows of batch b (an estimate of
+ *  the groups there); -1 when the batch's buffers are inconsistent. */
+int64_t qvg_hash_sample_distinct(const qv_chunked_column *const *kcols, int32_t nk, int64_t b,
+                                 int64_t n);
 
 #endif /* QV_GROUPBY_INTERNAL_H */
