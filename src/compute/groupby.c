@@ -289,9 +289,83 @@ static void agg_task(void *ctx, int64_t p, int worker) {
   }
 }
 
+/* Few groups, every aggregate mergeable: each task updates its own states
+ * over a contiguous range of batches (ids already global), merged in
+ * range order. */
+typedef struct range_ctx {
+  gb_state *s;
+  const int64_t *boff;
+  int64_t nb, ng;
+  int32_t n_aggs, nr;
+  qvg_agg ***aggs;
+  qv_status *st;
+  qv_error *errs;
+} range_ctx;
+
+static void range_task(void *ctx, int64_t w, int worker) {
+  (void)worker;
+  range_ctx *c = ctx;
+  gb_state *s = c->s;
+  qv_error *err = &c->errs[w];
+  int64_t b0 = w * c->nb / c->nr, b1 = (w + 1) * c->nb / c->nr;
+  c->aggs[w] = calloc((size_t)(c->n_aggs ? c->n_aggs : 1), sizeof(qvg_agg *));
+  qv_status st = c->aggs[w] ? QV_OK : qv_error_set(err, QV_ENOMEM, "group-by: out of memory");
+  for (int32_t i = 0; i < c->n_aggs && st == QV_OK; i++) {
+    st = qvg_agg_clone_empty(s->aggs[i], &c->aggs[w][i], err);
+    if (st == QV_OK) st = qvg_agg_reserve(c->aggs[w][i], c->ng, err);
+  }
+  for (int64_t b = b0; b < b1 && st == QV_OK; b++)
+    for (int32_t i = 0; i < c->n_aggs && st == QV_OK; i++) {
+      qv_array *x = s->x_pos[i] >= 0 ? s->cols.columns[s->x_pos[i]].chunks[b] : NULL;
+      qv_array *y = s->y_pos[i] >= 0 ? s->cols.columns[s->y_pos[i]].chunks[b] : NULL;
+      st = qvg_agg_update(c->aggs[w][i], s->ids + c->boff[b], c->boff[b + 1] - c->boff[b],
+                          (int32_t)b, x, y, err);
+    }
+  c->st[w] = st;
+}
+
+static qv_status update_by_ranges(gb_state *s, qv_pool *pool, int32_t nr, const int64_t *boff,
+                                  int64_t nb, int32_t n_aggs, int64_t ng, qv_error *err) {
+  range_ctx c = {s, boff, nb, ng, n_aggs, nr, NULL, NULL, NULL};
+  c.aggs = calloc((size_t)nr, sizeof *c.aggs);
+  c.st = calloc((size_t)nr, sizeof *c.st);
+  c.errs = calloc((size_t)nr, sizeof *c.errs);
+  qv_status st =
+      c.aggs && c.st && c.errs ? QV_OK : qv_error_set(err, QV_ENOMEM, "group-by: out of memory");
+  if (st == QV_OK) {
+    qv_pool_run(pool, nr, range_task, &c);
+    st = qv_pool_check(pool, err);
+  }
+  for (int32_t w = 0; w < nr && st == QV_OK; w++)
+    if (c.st[w] != QV_OK) {
+      st = c.st[w];
+      if (err) *err = c.errs[w];
+    }
+  for (int32_t i = 0; i < n_aggs && st == QV_OK; i++)
+    for (int32_t w = 0; w < nr && st == QV_OK; w++)
+      st = qvg_agg_merge(s->aggs[i], c.aggs[w][i], NULL, ng, err);
+  for (int32_t w = 0; c.aggs && w < nr; w++) {
+    for (int32_t i = 0; c.aggs[w] && i < n_aggs; i++) qvg_agg_free(c.aggs[w][i]);
+    free(c.aggs[w]);
+  }
+  free(c.aggs);
+  free(c.st);
+  free(c.errs);
+  return st;
+}
+
 static qv_status update_aggregates(gb_state *s, qv_pool *pool, int32_t n_parts, qvg_parts *parts,
                                    const int64_t *boff, int64_t nb, int32_t n_aggs, int64_t ng,
                                    const qv_group_by_options *o, int64_t total, qv_error *err) {
+  bool ranges = n_parts > 1 && nb >= 2 && ng > 0 && ng * 16 <= total && n_aggs > 0;
+  for (int32_t i = 0; i < n_aggs && ranges; i++) ranges = qvg_agg_mergeable(s->aggs[i]);
+  if (ranges) {
+    int32_t nr = qv_pool_size(pool) < nb ? qv_pool_size(pool) : (int32_t)nb;
+    if (nr < 2) nr = 2;
+    qv_status st = update_by_ranges(s, pool, nr, boff, nb, n_aggs, ng, err);
+    if (st == QV_OK && o->progress) o->progress(o->progress_ctx, total, total);
+    return st;
+  }
   bool par = false;
   for (int32_t i = 0; i < n_aggs; i++)
     if (qvg_agg_parallel_ok(s->aggs[i]) && !qvg_agg_is_holistic(s->aggs[i])) par = true;
@@ -594,10 +668,15 @@ qv_status qv_table_group_by(qv_table *t, const char *const *keys, int32_t n_keys
    * and mergeable aggregates: thread-local pre-aggregation. */
   bool pre = st == QV_OK && hashp && threads > 1 && nb >= 2;
   for (int32_t i = 0; i < n_aggs && pre; i++) pre = qvg_agg_mergeable(s.aggs[i]);
-  if (pre) {
+  double distinct_frac = 0;
+  if (st == QV_OK && hashp && threads > 1 && nb >= 1) {
     int64_t sample = boff[1] < PRE_SAMPLE_ROWS ? boff[1] : PRE_SAMPLE_ROWS;
     int64_t dist = qvg_hash_sample_distinct(kcols, n_keys, 0, sample);
-    pre = dist >= 0 && dist * 100 <= sample * PRE_MAX_DISTINCT_PCT;
+    pre = pre && dist >= 0 && dist * 100 <= sample * PRE_MAX_DISTINCT_PCT;
+    /* a partitioned table is sized for the sample's share of new keys
+     * when nearly all are new (else it grows as groups come) */
+    if (dist >= 0 && sample > 0 && dist * 100 > sample * PRE_MAX_DISTINCT_PCT)
+      distinct_frac = (double)dist / (double)sample;
   }
   bool pre_done = false;
   if (pre)
@@ -609,8 +688,8 @@ qv_status qv_table_group_by(qv_table *t, const char *const *keys, int32_t n_keys
       st = qv_error_set(err, QV_ENOMEM, "group-by: out of memory (%" PRId64 " rows)", total);
   }
   if (st == QV_OK && hashp && !pre_done) {
-    st = qvg_hash_group(pool, n_parts, kcols, n_keys, boff, nb, s.ids, &hfirst_chunk, &hfirst_row,
-                        &ng, &parts, err);
+    st = qvg_hash_group(pool, n_parts, distinct_frac, kcols, n_keys, boff, nb, s.ids, &hfirst_chunk,
+                        &hfirst_row, &ng, &parts, err);
   } else if (!pre_done) {
     for (int64_t b = 0; b < nb && st == QV_OK; b++) {
       int64_t len = boff[b + 1] - boff[b];

@@ -319,8 +319,9 @@ typedef struct hctx {
   part_state *ps;
   int64_t *gbase; /* nb + 1 */
   int64_t *first_chunk, *first_row;
-  qv_status *bst;   /* per batch: a chunk's buffers are inconsistent */
-  int32_t n_inline; /* keys kept inline beside each group (all of them, or 0) */
+  qv_status *bst;       /* per batch: a chunk's buffers are inconsistent */
+  int32_t n_inline;     /* keys kept inline beside each group (all of them, or 0) */
+  double distinct_frac; /* expected groups per row (tables are sized for it) */
 } hctx;
 
 static inline int32_t part_of(const hctx *c, uint64_t h) {
@@ -333,7 +334,7 @@ static bool hash_rows(const hkey *keys, int32_t nk, int64_t b, int64_t n, uint64
   for (int32_t j = 0; j < nk; j++) {
     const hkey *k = &keys[j];
     const qv_array *a = k->chunks[b];
-    if (a->length != n || !check_chunk(k, a)) return false;
+    if (a->length < n || !check_chunk(k, a)) return false;
     const uint8_t *valid =
         a->buffers[0] && qv_array_null_count((qv_array *)a) > 0 ? a->buffers[0]->data : NULL;
     uint64_t seed = 0x632be59bd9b4e019ull * (uint64_t)(j + 1);
@@ -476,9 +477,12 @@ static inline bool same_bytes(const hkey *k, int64_t b1, int64_t r1, int64_t b2,
   return la == lc && memcmp(pa, pc, (size_t)la) == 0;
 }
 
-static bool part_init(part_state *s, int32_t ni) {
+/* An empty table sized for about `expect` groups. */
+static bool part_init(part_state *s, int32_t ni, int64_t expect) {
   s->cap = 1024;
+  while (s->cap * 7 < expect * 10) s->cap *= 2;
   s->tab = calloc((size_t)s->cap, sizeof(uint64_t));
+  s->gcap = expect > 1024 ? expect / 2 : 0; /* part_grow_groups doubles it */
   return s->tab && part_grow_groups(s, ni);
 }
 
@@ -549,7 +553,7 @@ static inline uint32_t probe_insert(const hkey *keys, int32_t nk, int32_t ni, pa
   for (int32_t j = 0; j < ni; j++) s->inl[(int64_t)id * ni + j] = cur[j];
   s->tab[slot] = ((uint64_t)tag << 32) | ((uint64_t)id + 1);
   *is_new = true;
-  if (s->n * 2 > s->cap && !part_grow_table(s)) {
+  if (s->n * 10 > s->cap * 7 && !part_grow_table(s)) { /* at most 70% full */
     s->st = qv_error_set(&s->err, QV_ENOMEM, "group-by: out of memory (hash table)");
     return QV_GROUP_NONE;
   }
@@ -561,7 +565,8 @@ static void group_task(void *ctx, int64_t p, int worker) {
   hctx *c = ctx;
   part_state *s = &c->ps[p];
   int32_t ni = c->n_inline;
-  if (!part_init(s, ni)) {
+  int64_t rows = c->parts->off[(p + 1) * c->nb] - c->parts->off[p * c->nb];
+  if (!part_init(s, ni, (int64_t)((double)rows * c->distinct_frac))) {
     s->st = qv_error_set(&s->err, QV_ENOMEM, "group-by: out of memory");
     return;
   }
@@ -630,10 +635,10 @@ void qvg_parts_free(qvg_parts *p) {
   memset(p, 0, sizeof *p);
 }
 
-qv_status qvg_hash_group(qv_pool *pool, int32_t n_parts, const qv_chunked_column *const *kcols,
-                         int32_t nk, const int64_t *boff, int64_t nb, uint32_t *ids,
-                         int64_t **first_chunk, int64_t **first_row, int64_t *n_groups,
-                         qvg_parts *parts, qv_error *err) {
+qv_status qvg_hash_group(qv_pool *pool, int32_t n_parts, double distinct_frac,
+                         const qv_chunked_column *const *kcols, int32_t nk, const int64_t *boff,
+                         int64_t nb, uint32_t *ids, int64_t **first_chunk, int64_t **first_row,
+                         int64_t *n_groups, qvg_parts *parts, qv_error *err) {
   int64_t total = boff[nb];
   hctx c;
   memset(&c, 0, sizeof c);
@@ -670,6 +675,7 @@ qv_status qvg_hash_group(qv_pool *pool, int32_t n_parts, const qv_chunked_column
     c.keys[j].chunks = kcols[j]->chunks;
   }
   c.n_inline = nk <= MAX_INLINE_KEYS ? nk : 0;
+  c.distinct_frac = distinct_frac;
   /* null counts are cached in the arrays: settle them before the tasks */
   for (int32_t j = 0; j < nk && st == QV_OK; j++)
     for (int64_t b = 0; b < nb; b++) (void)qv_array_null_count(kcols[j]->chunks[b]);
@@ -828,7 +834,7 @@ qv_status qvg_htab_new(const qv_chunked_column *const *kcols, int32_t nk, qvg_ht
     }
     t->keys[j].chunks = kcols[j]->chunks;
   }
-  if (!part_init(&t->s, t->ni)) {
+  if (!part_init(&t->s, t->ni, 0)) {
     qvg_htab_free(t);
     return qv_error_set(err, QV_ENOMEM, "group-by: out of memory");
   }
@@ -905,11 +911,9 @@ int64_t qvg_hash_sample_distinct(const qv_chunked_column *const *kcols, int32_t 
     ok = kind_of(kcols[j]->type, &keys[j]);
     keys[j].chunks = kcols[j]->chunks;
   }
-  /* a whole-batch hash on a slice: hash_rows wants the batch's length */
   int64_t len = ok ? kcols[0]->chunks[b]->length : 0;
-  uint64_t *hb = ok ? realloc(h, sizeof(uint64_t) * (size_t)(len ? len : 1)) : NULL;
-  if (hb) h = hb;
-  if (ok && hb && hash_rows(keys, nk, b, len, h)) {
+  if (n > len) n = len;
+  if (ok && hash_rows(keys, nk, b, n, h)) {
     distinct = 0;
     uint64_t mask = (uint64_t)cap - 1;
     for (int64_t i = 0; i < n && i < len; i++) {

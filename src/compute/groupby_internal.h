@@ -138,11 +138,12 @@ bool qvg_hash_eligible(const qv_type *t);
  *  first row of each of the *n_groups groups (malloc'd, the caller frees),
  *  *parts the rows by hash partition (n_parts a power of two; release with
  *  qvg_parts_free). Runs on `pool` (one task per batch, then per
- *  partition). */
-qv_status qvg_hash_group(qv_pool *pool, int32_t n_parts, const qv_chunked_column *const *kcols,
-                         int32_t nk, const int64_t *boff, int64_t nb, uint32_t *ids,
-                         int64_t **first_chunk, int64_t **first_row, int64_t *n_groups,
-                         qvg_parts *parts, qv_error *err);
+ *  partition). distinct_frac: the expected groups per row (a sample's
+ *  estimate; 0 when unknown), to size the tables. */
+qv_status qvg_hash_group(qv_pool *pool, int32_t n_parts, double distinct_frac,
+                         const qv_chunked_column *const *kcols, int32_t nk, const int64_t *boff,
+                         int64_t nb, uint32_t *ids, int64_t **first_chunk, int64_t **first_row,
+                         int64_t *n_groups, qvg_parts *parts, qv_error *err);
 
 /** Rows split into n_parts (a power of two, >= 2) partitions by a hash of
  *  their group id ids[row] (for ids assigned without hash partitions). */
