@@ -851,6 +851,21 @@ void qvg_htab_free(qvg_htab *t) {
 
 int64_t qvg_htab_groups(const qvg_htab *t) { return t->s.n; }
 
+/* The group of a valid short string (len <= INLINE_MAX, words w0 w1) of
+ * a one-key table when it exists; QV_GROUP_NONE otherwise. */
+static inline uint32_t find_short(const part_state *s, uint64_t h, uint64_t len, uint64_t w0,
+                                  uint64_t w1) {
+  uint32_t tag = (uint32_t)h;
+  uint64_t mask = (uint64_t)s->cap - 1;
+  for (uint64_t slot = tag & mask;; slot = (slot + 1) & mask) {
+    uint64_t v = s->tab[slot];
+    if (!v) return QV_GROUP_NONE;
+    if ((uint32_t)(v >> 32) != tag) continue;
+    const ginline *rec = &s->inl[(uint32_t)v - 1];
+    if (rec->len == len && rec->w0 == w0 && rec->w1 == w1) return (uint32_t)v - 1;
+  }
+}
+
 qv_status qvg_htab_batch(qvg_htab *t, int64_t b, int64_t n, uint64_t *h, uint32_t *ids,
                          qv_error *err) {
   if (!hash_rows(t->keys, t->nk, b, n, h))
@@ -858,6 +873,46 @@ qv_status qvg_htab_batch(qvg_htab *t, int64_t b, int64_t n, uint64_t *h, uint32_
         err, QV_EINVAL,
         "group-by: a key column of batch %" PRId64 " has offsets or views outside its buffers", b);
   part_state *s = &t->s;
+  const hkey *k0 = &t->keys[0];
+  const qv_array *a0 = k0->chunks[b];
+  /* one string key: found groups compared inline without the general
+   * probe (new groups, nulls and long strings take it) */
+  bool one_str = t->nk == 1 && (k0->kind == HK_BIN32 || k0->kind == HK_BIN64);
+  const uint8_t *valid0 =
+      a0->buffers[0] && qv_array_null_count((qv_array *)a0) > 0 ? a0->buffers[0]->data : NULL;
+  const uint8_t *data0 =
+      one_str && a0->n_buffers > 2 && a0->buffers[2] ? a0->buffers[2]->data : NULL;
+  for (int64_t i = 0; i < n && one_str; i++) {
+    if (i + PREFETCH_AHEAD < n)
+      __builtin_prefetch(&s->tab[(uint32_t)h[i + PREFETCH_AHEAD] & (uint64_t)(s->cap - 1)]);
+    uint32_t id = QV_GROUP_NONE;
+    if (!valid0 || qv_bit_get(valid0, a0->offset + i)) {
+      int64_t st0, en;
+      if (k0->kind == HK_BIN32) {
+        const int32_t *o = (const int32_t *)(const void *)a0->buffers[1]->data + a0->offset;
+        st0 = o[i], en = o[i + 1];
+      } else {
+        const int64_t *o = (const int64_t *)(const void *)a0->buffers[1]->data + a0->offset;
+        st0 = o[i], en = o[i + 1];
+      }
+      int64_t len = en - st0;
+      if (len <= INLINE_MAX) {
+        uint64_t w0, w1;
+        inline_words(data0 + st0, len, &w0, &w1);
+        id = find_short(s, h[i], (uint64_t)len, w0, w1);
+      }
+    }
+    if (id == QV_GROUP_NONE) {
+      bool is_new;
+      id = probe_insert(t->keys, t->nk, t->ni, s, b, (uint32_t)i, h[i], true, &is_new);
+      if (id == QV_GROUP_NONE) {
+        if (err) *err = s->err;
+        return s->st;
+      }
+    }
+    ids[i] = id;
+  }
+  if (one_str) return QV_OK;
   for (int64_t i = 0; i < n; i++) {
     /* two stages: the table slot of row i + 16, then the inline keys of
      * the group in the (by now loaded) slot of row i + 8 */
