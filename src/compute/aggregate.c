@@ -73,6 +73,10 @@ const char *qv_agg_kind_name(qv_agg_kind kind) {
 
 bool qvg_agg_is_holistic(const qvg_agg *a) { return qvg_kind_is_holistic(a->kind) && !a->stream_k; }
 
+bool qvg_agg_needs_rows(const qvg_agg *a) {
+  return qvg_agg_is_holistic(a) && a->kind != QV_AGG_MEDIAN && a->kind != QV_AGG_QUANTILE;
+}
+
 bool qvg_kind_is_holistic(qv_agg_kind kind) {
   return kind == QV_AGG_MEDIAN || kind == QV_AGG_QUANTILE || kind == QV_AGG_TOP_K ||
          kind == QV_AGG_BOTTOM_K || kind == QV_AGG_LIST;

@@ -209,26 +209,44 @@ static bool direct_plan(const qv_chunked_column *const *keys, int32_t nk, int64_
   return true;
 }
 
-/* Group ids of batch b's rows (slots computed key by key, columnwise). */
-static qv_status direct_consume(direct_map *d, const qv_chunked_column *const *keys, int64_t b,
-                                int64_t len, uint32_t *ids, int64_t *slot, qv_error *err) {
-  memset(slot, 0, sizeof(int64_t) * (size_t)len);
+/* The slots of batch b's rows into ids (key by key, columnwise; one task
+ * per batch). Slots are below DIRECT_MAX_SLOTS, so they fit 32 bits. */
+typedef struct dslot_ctx {
+  const direct_map *d;
+  const qv_chunked_column *const *keys;
+  const int64_t *boff;
+  uint32_t *ids;
+} dslot_ctx;
+
+static void direct_slot_task(void *ctx, int64_t b, int worker) {
+  (void)worker;
+  dslot_ctx *c = ctx;
+  const direct_map *d = c->d;
+  int64_t len = c->boff[b + 1] - c->boff[b];
+  uint32_t *slot = c->ids + c->boff[b];
+  memset(slot, 0, sizeof(uint32_t) * (size_t)len);
   for (int32_t k = 0; k < d->n_keys; k++) {
-    const qv_array *a = keys[k]->chunks[b];
+    const qv_array *a = c->keys[k]->chunks[b];
     const uint8_t *valid = a->buffers[0] ? a->buffers[0]->data : NULL;
     int64_t lo = d->min[k], st = d->stride[k];
     if (a->type->id == QV_INT32 && !valid) {
       const int32_t *v = (const int32_t *)(const void *)a->buffers[1]->data + a->offset;
-      for (int64_t i = 0; i < len; i++) slot[i] += ((int64_t)v[i] - lo) * st;
+      for (int64_t i = 0; i < len; i++) slot[i] += (uint32_t)(((int64_t)v[i] - lo) * st);
       continue;
     }
     for (int64_t i = 0; i < len; i++) {
       bool ok = !valid || qv_bit_get(valid, a->offset + i);
-      slot[i] += (ok ? key_int(a, i) - lo : d->null_slot[k]) * st;
+      slot[i] += (uint32_t)((ok ? key_int(a, i) - lo : d->null_slot[k]) * st);
     }
   }
+}
+
+/* Slots of batch b (in ids) to group ids, new groups in order of first
+ * appearance. */
+static qv_status direct_assign(direct_map *d, int64_t b, int64_t len, uint32_t *ids,
+                               qv_error *err) {
   for (int64_t i = 0; i < len; i++) {
-    uint32_t g = d->slot_gid[slot[i]];
+    uint32_t sl = ids[i], g = d->slot_gid[sl];
     if (g == QV_GROUP_NONE) {
       if (d->n_groups == d->cap) {
         int64_t cap = d->cap * 2;
@@ -243,7 +261,7 @@ static qv_status direct_consume(direct_map *d, const qv_chunked_column *const *k
       d->first_chunk[g] = b;
       d->first_row[g] = i;
       d->n_groups++;
-      d->slot_gid[slot[i]] = g;
+      d->slot_gid[sl] = g;
     }
     ids[i] = g;
   }
@@ -628,7 +646,6 @@ qv_status qv_table_group_by(qv_table *t, const char *const *keys, int32_t n_keys
   direct_map dm;
   memset(&dm, 0, sizeof dm);
   bool direct = false;
-  int64_t *slot_scratch = NULL;
   const qv_chunked_column **kcols = NULL;
   if (st == QV_OK && n_keys > 0) {
     kcols = malloc(sizeof(*kcols) * (size_t)n_keys);
@@ -651,19 +668,17 @@ qv_status qv_table_group_by(qv_table *t, const char *const *keys, int32_t n_keys
   }
   int threads = o.threads > 0 ? o.threads : (total >= GB_PARALLEL_MIN_ROWS ? qv_cpu_count() : 1);
   if (threads > 64) threads = 64;
+  bool small_batches = max_batch <= (int64_t)UINT32_MAX; /* rows in a batch are uint32 */
+  if (!small_batches) threads = 1;
   int32_t n_parts = 1;
   while (n_parts < threads) n_parts *= 2;
   qv_pool *pool = NULL;
   if (st == QV_OK) st = qv_pool_new(threads, &pool, err);
-  bool hashp = st == QV_OK && n_keys > 0 && !direct;
+  bool hashp = st == QV_OK && n_keys > 0 && !direct && small_batches;
   for (int32_t i = 0; i < n_keys && hashp; i++) hashp = qvg_hash_eligible(kcols[i]->type);
   int64_t *hfirst_chunk = NULL, *hfirst_row = NULL;
   qvg_parts parts;
   memset(&parts, 0, sizeof parts);
-  if (st == QV_OK && direct) {
-    slot_scratch = malloc(sizeof(int64_t) * (size_t)(max_batch ? max_batch : 1));
-    if (!slot_scratch) st = qv_error_set(err, QV_ENOMEM, "group-by: out of memory");
-  }
   /* Few groups for many rows (estimated on a sample of the first batch)
    * and mergeable aggregates: thread-local pre-aggregation. */
   bool pre = st == QV_OK && hashp && threads > 1 && nb >= 2;
@@ -695,7 +710,13 @@ qv_status qv_table_group_by(qv_table *t, const char *const *keys, int32_t n_keys
       int64_t len = boff[b + 1] - boff[b];
       uint32_t *ids = s.ids + boff[b];
       if (direct) {
-        st = direct_consume(&dm, kcols, b, len, ids, slot_scratch, err);
+        if (b == 0) { /* every batch's slots on all cores, then numbered in order */
+          dslot_ctx dc = {&dm, kcols, boff, s.ids};
+          qv_pool_run(pool, nb, direct_slot_task, &dc);
+          st = qv_pool_check(pool, err);
+          if (st != QV_OK) break;
+        }
+        st = direct_assign(&dm, b, len, ids, err);
         ng = dm.n_groups;
       } else if (n_keys) {
         qv_array **kc = calloc((size_t)n_keys, sizeof(qv_array *));
@@ -732,16 +753,22 @@ qv_status qv_table_group_by(qv_table *t, const char *const *keys, int32_t n_keys
   if (st == QV_OK && !pre_done)
     st = update_aggregates(&s, pool, n_parts, &parts, boff, nb, n_aggs, ng, &o, total, err);
   /* Group the rows for the holistic aggregates (counting sort on ids). */
+  bool need_rows = false; /* median/quantile alone need only start[] */
+  for (int32_t i = 0; i < n_aggs && holistic; i++) need_rows |= qvg_agg_needs_rows(s.aggs[i]);
   if (st == QV_OK && holistic) {
     s.rows.start = calloc((size_t)(ng + 1), sizeof(int64_t));
-    s.rows.chunk = malloc(sizeof(int32_t) * (size_t)(total ? total : 1));
-    s.rows.row = malloc(sizeof(int64_t) * (size_t)(total ? total : 1));
+    if (need_rows) {
+      s.rows.chunk = malloc(sizeof(int32_t) * (size_t)(total ? total : 1));
+      s.rows.row = malloc(sizeof(int64_t) * (size_t)(total ? total : 1));
+    }
     s.rows.ids = s.ids;
-    if (!s.rows.start || !s.rows.chunk || !s.rows.row)
+    if (!s.rows.start || (need_rows && (!s.rows.chunk || !s.rows.row)))
       st = qv_error_set(err, QV_ENOMEM, "group-by: out of memory (%" PRId64 " rows)", total);
     if (st == QV_OK) {
       for (int64_t i = 0; i < total; i++) s.rows.start[s.ids[i] + 1]++;
       for (int64_t g = 0; g < ng; g++) s.rows.start[g + 1] += s.rows.start[g];
+    }
+    if (st == QV_OK && need_rows) {
       int64_t *fill = malloc(sizeof(int64_t) * (size_t)(ng ? ng : 1));
       if (!fill) st = qv_error_set(err, QV_ENOMEM, "group-by: out of memory");
       else {
@@ -805,7 +832,7 @@ qv_status qv_table_group_by(qv_table *t, const char *const *keys, int32_t n_keys
   if (st == QV_OK) st = qvg_build_table(names, s.outs, n_keys + n_aggs, ng, out, err);
   /* Cleanup. */
   direct_free(&dm);
-  free(slot_scratch);
+
   free(boff);
   free(hfirst_chunk);
   free(hfirst_row);

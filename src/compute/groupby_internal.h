@@ -42,6 +42,11 @@ bool qvg_kind_is_holistic(qv_agg_kind kind);
  *  per group as they stream). */
 bool qvg_agg_is_holistic(const qvg_agg *a);
 
+/** True when the holistic aggregate reads qvg_rows' chunk/row lists
+ *  (list, top_k/bottom_k kept as rows); median and quantile need only
+ *  start[] and ids. */
+bool qvg_agg_needs_rows(const qvg_agg *a);
+
 /** Check the aggregate against its input types (type2 NULL unless corr /
  *  covar) and make its state. `label` names it in errors ("sum(v1)"). */
 qv_status qvg_agg_new(const qv_aggregate *spec, const qv_type *type, const qv_type *type2,
