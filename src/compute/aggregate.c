@@ -16,6 +16,12 @@
  * aggregates (median, quantile, top_k/bottom_k, list) read every row of a
  * group at the end through the rows the driver grouped (qvg_rows).
  *
+ * For the parallel driver an update can take a selection of a batch's
+ * rows with the caller's scratch (one per thread, each on its own groups),
+ * and the states of the streaming aggregates merge (qvg_agg_merge:
+ * thread-local pre-aggregation; variances and co-moments by Chan et al.'s
+ * pairwise update).
+ *
  * Floats order as DuckDB orders them: NaN above every number, -0.0 equal
  * to 0.0; nulls are skipped except by count(*), first, last and list.
  */

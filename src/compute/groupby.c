@@ -1,15 +1,19 @@
 /*
  * groupby.c — compute layer: hash group-by over a qv_table
- * (qv_table_group_by, quiver/compute.h). The key and input columns are
- * loaded one chunk per record batch (lazily decoded mapped batches are
- * decoded here); each batch's keys go through the grouper (grouper.c:
- * row-table encoding and hashing in minibatches into a swiss table), which
- * gives dense group ids in order of first appearance; every aggregate is
- * then updated columnwise over those ids (aggregate.c). Holistic
+ * (qv_table_group_by, quiver/compute.h), the driver. The key and input
+ * columns are loaded one chunk per record batch (lazily decoded mapped
+ * batches are decoded here). Every row gets a dense group id in order of
+ * first appearance from one of three paths: direct index (small integer
+ * domains, below), the hash path on all cores (groupby_hash.c: fixed-width
+ * and binary keys) or the grouper (grouper.c: row-table encoding, for the
+ * other keys, dictionaries). The aggregates (aggregate.c) are then updated
+ * columnwise, on all cores: thread-local pre-aggregation with merged
+ * states when groups are few (ranges of batches per thread), else per
+ * partition of the groups, each group's rows in table order. Holistic
  * aggregates (median, quantile, top_k, list) get the rows of each group at
  * the end, grouped by a counting sort on the ids. The output is the
- * grouper's distinct keys followed by the aggregate columns, optionally
- * reordered by sorting the keys (qv_sort_indices).
+ * distinct keys followed by the aggregate columns, optionally reordered by
+ * sorting the keys (qv_sort_indices).
  */
 #include <inttypes.h>
 #include <stdlib.h>
