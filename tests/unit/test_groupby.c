@@ -646,7 +646,7 @@ static void test_hash_keys(void) {
   qv_error err;
   QV_REQUIRE(qv_type_add_child(st, "f", true, qv_type_new(QV_DOUBLE), NULL, &err) == QV_OK);
   QV_REQUIRE(qv_type_add_child(st, "s", true, qv_type_new(QV_LARGE_STRING), NULL, &err) == QV_OK);
-  QV_REQUIRE(qv_type_add_child(st, "i", true, qv_type_new(QV_INT64), NULL, &err) == QV_OK);
+  QV_REQUIRE(qv_type_add_child(st, "i", true, qv_type_new(QV_INT32), NULL, &err) == QV_OK);
   double *f = malloc(sizeof(double) * (size_t)n);
   int *sv = malloc(sizeof(int) * (size_t)n), *iv = malloc(sizeof(int) * (size_t)n);
   bool *fn = malloc((size_t)n);
@@ -685,7 +685,7 @@ static void test_hash_keys(void) {
   qv_schema_unref(schema);
   n = per * 5;
   /* canonical key of row r for the brute force */
-  const char *aggs[] = {"count(*) AS n", "first(i) AS fi"};
+  const char *aggs[] = {"count(*) AS n", "first(i) AS fi", "mean(i) AS mi", "sum(i) AS si"};
   for (int which = 0; which < 3; which++) {
     const char *k_f = "f", *k_s[] = {"s", "i"};
     const char *const *keys = which == 0 ? &k_f : k_s;
@@ -693,7 +693,7 @@ static void test_hash_keys(void) {
     qv_group_by_options o;
     memset(&o, 0, sizeof o);
     qv_table *out = NULL;
-    qv_status s2 = group_both(t, keys, nk, aggs, 2, o, 4, &out, &err);
+    qv_status s2 = group_both(t, keys, nk, aggs, 4, o, 4, &out, &err);
     if (s2 != QV_OK) fprintf(stderr, "hash keys %d: %s\n", which, err.message);
     QV_REQUIRE(s2 == QV_OK);
     int64_t ng = qv_table_num_rows(out);
@@ -702,7 +702,7 @@ static void test_hash_keys(void) {
     int64_t covered = 0, prev_first = -1;
     for (int64_t g = 0; g < ng; g++) {
       qv_array *k0 = res->children[0];
-      int64_t m = 0, first = -1;
+      int64_t m = 0, first = -1, isum = 0;
       for (int64_t r = 0; r < n; r++) {
         bool match;
         if (which == 0) {
@@ -729,11 +729,14 @@ static void test_hash_keys(void) {
         if (match) {
           if (first < 0) first = r;
           m++;
+          isum += iv[r];
         }
       }
       QV_CHECK(m > 0);
       QV_CHECK_EQ_INT(qv_array_int_at(res->children[nk], g), m);
       QV_CHECK_EQ_INT(qv_array_int_at(res->children[nk + 1], g), iv[first]);
+      QV_CHECK(fabs(dbl_at(res->children[nk + 2], g) - (double)isum / (double)m) < 1e-12);
+      QV_CHECK_EQ_INT(qv_array_int_at(res->children[nk + 3], g), isum);
       QV_CHECK(first > prev_first); /* first-appearance order */
       prev_first = first;
       covered += m;
