@@ -23,6 +23,7 @@ pyarrow, numpy (tests/requirements.txt).
 import argparse
 import math
 import os
+import resource
 import sys
 import time
 
@@ -125,14 +126,23 @@ def same(a, b):
     return all(x == y or abs(x - y) <= 1e-9 * max(abs(x), abs(y)) for x, y in zip(a[1], b[1]))
 
 
+def cpu_now():
+    """CPU seconds (user + sys) of this process, every thread: quiver,
+    DuckDB and Polars all run in it."""
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    return ru.ru_utime + ru.ru_stime
+
+
 def best(fn, runs):
-    t = math.inf
+    """(best wall seconds, best CPU seconds, result) over `runs` runs."""
+    t = c = math.inf
     r = None
     for _ in range(runs):
-        t0 = time.perf_counter()
+        c0, t0 = cpu_now(), time.perf_counter()
         r = fn()
         t = min(t, time.perf_counter() - t0)
-    return t, r
+        c = min(c, cpu_now() - c0)
+    return t, c, r
 
 
 def main():
@@ -162,28 +172,33 @@ def main():
     only = {int(q) for q in args.only.split(",") if q}
     threads = con.execute("SELECT current_setting('threads')").fetchall()[0][0]
     print(f"G1_{n:.0e}_1e2_0_0: {n} rows; threads: DuckDB {threads}, "
-          f"Polars {pl.thread_pool_size()}")
-    print(f"{'q':>4} {'quiver s':>9} {'DuckDB s':>9} {'Polars s':>9}  answers")
+          f"Polars {pl.thread_pool_size()}; load average {os.getloadavg()[0]:.1f}")
+    print(f"{'q':>4} {'quiver s':>9} {'DuckDB s':>9} {'Polars s':>9}   "
+          f"{'cpu: qv':>8} {'DuckDB':>7} {'Polars':>7}  answers")
     tq = td = tp = 0.0
+    cq = cd = cp = 0.0
     for qi, (keys, aggs, sql, pl_aggs) in enumerate(questions(pl), 1):
         if only and qi not in only:
             continue
-        t_q, r_q = best(lambda: pa.table(ds.group_by(keys).agg(*aggs)), args.runs)
+        t_q, u_q, r_q = best(lambda: pa.table(ds.group_by(keys).agg(*aggs)), args.runs)
 
         def run_duck():
             con.execute("DROP TABLE IF EXISTS ans")
             con.execute("CREATE TABLE ans AS " + sql)
             return con.sql("SELECT * FROM ans").to_arrow_table()
 
-        t_d, r_d = best(run_duck, args.runs)
-        t_p, r_p = best(lambda: df.group_by(keys).agg(pl_aggs).to_arrow(), args.runs)
+        t_d, u_d, r_d = best(run_duck, args.runs)
+        t_p, u_p, r_p = best(lambda: df.group_by(keys).agg(pl_aggs).to_arrow(), args.runs)
         c_q, c_d, c_p = chk(r_q, keys), chk(r_d, keys), chk(r_p, keys)
         ok = "equal" if same(c_q, c_d) and same(c_p, c_d) else f"DIFFER {c_q} {c_d} {c_p}"
-        print(f"q{qi:<3} {t_q:9.3f} {t_d:9.3f} {t_p:9.3f}  {ok}", flush=True)
+        print(f"q{qi:<3} {t_q:9.3f} {t_d:9.3f} {t_p:9.3f}   {u_q:8.3f} {u_d:7.3f} {u_p:7.3f}  "
+              f"{ok}", flush=True)
         tq, td, tp = tq + t_q, td + t_d, tp + t_p
-    print(f"{'sum':>4} {tq:9.3f} {td:9.3f} {tp:9.3f}")
+        cq, cd, cp = cq + u_q, cd + u_d, cp + u_p
+    print(f"{'sum':>4} {tq:9.3f} {td:9.3f} {tp:9.3f}   {cq:8.3f} {cd:7.3f} {cp:7.3f}")
     print(f"ratio quiver/DuckDB {tq / td:.2f}  quiver/Polars {tq / tp:.2f}  "
-          f"(DuckDB/Polars {td / tp:.2f})")
+          f"(DuckDB/Polars {td / tp:.2f}); CPU quiver/DuckDB {cq / cd:.2f}  "
+          f"quiver/Polars {cq / cp:.2f}; load average {os.getloadavg()[0]:.1f}")
 
 
 if __name__ == "__main__":

@@ -41,9 +41,10 @@
  * <=> equal keys, NULL equal to NULL). Group-by and distinct build on it.
  *
  * Group-by with aggregates (qv_table_group_by, qv_table_group_by_exprs; the
- * section at the end; docs/compute.md): keys through the grouper or a
- * direct-index path, aggregates updated columnwise over group ids, result
- * types as DuckDB's (integer sums int64, checked).
+ * section at the end; docs/compute.md): keys through a hash path on all
+ * cores (fixed-width and binary keys), the grouper or a direct-index path,
+ * aggregates updated columnwise over group ids, result types as DuckDB's
+ * (integer sums int64, checked).
  */
 #ifndef QUIVER_COMPUTE_H
 #define QUIVER_COMPUTE_H
@@ -258,6 +259,14 @@ typedef struct qv_group_by_options {
   /** Called after each batch with the rows done and the total (may be NULL). */
   void (*progress)(void *ctx, int64_t rows_done, int64_t rows_total);
   void *progress_ctx;
+  /** Threads (0: every core for tables of 64 Ki rows or more, one below;
+   *  1: one thread; n > 1: n threads and the parallel paths even for a
+   *  small table, as the tests force it). The groups, their order and
+   *  every exact result do not depend on it; float sums, means, variances
+   *  and correlations of the pre-aggregation (few groups, mergeable
+   *  aggregates; docs/compute.md) add partial sums per range of batches
+   *  and may differ from one thread's in the last bits. */
+  int32_t threads;
 } qv_group_by_options;
 
 /** Name of an aggregate kind as the expression language spells it
@@ -305,6 +314,10 @@ QV_API qv_status qv_aggregate_parse(const char *text, char *storage, qv_aggregat
  * "count(*)". A bare aggregate call keeps the aggregate's result type;
  * any other expression is evaluated over the aggregated rows and has the
  * expression's type. Without AS the name is EXPR as written (trimmed).
+ * A column argument of a call may itself be a scalar expression over the
+ * table's columns ("sum(a * b)", "max(length(s))", "count(if(x > 0, 1,
+ * null))"): it is evaluated batch by batch (every column of a batch is
+ * decoded for it) and aggregated as a column.
  * Errors as qv_table_group_by, plus QV_EINVAL / QV_ETYPE from the
  * expression language and QV_EARG for a malformed text, each prefixed with
  * "aggregate N ('TEXT'): ". Ownership as qv_table_group_by.

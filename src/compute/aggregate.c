@@ -16,6 +16,12 @@
  * aggregates (median, quantile, top_k/bottom_k, list) read every row of a
  * group at the end through the rows the driver grouped (qvg_rows).
  *
+ * For the parallel driver an update can take a selection of a batch's
+ * rows with the caller's scratch (one per thread, each on its own groups),
+ * and the states of the streaming aggregates merge (qvg_agg_merge:
+ * thread-local pre-aggregation; variances and co-moments by Chan et al.'s
+ * pairwise update).
+ *
  * Floats order as DuckDB orders them: NaN above every number, -0.0 equal
  * to 0.0; nulls are skipped except by count(*), first, last and list.
  */
@@ -30,7 +36,8 @@ typedef enum vclass { VC_INT, VC_UINT, VC_FLOAT, VC_BOOL, VC_BYTES, VC_OTHER } v
 
 struct qvg_agg {
   qv_agg_kind kind;
-  qv_type *type; /* the input's type (a reference; NULL for count(*)) */
+  qv_type *type;  /* the input's type (a reference; NULL for count(*)) */
+  qv_type *type2; /* corr / covar: the second input's type (a reference) */
   char label[192];
   double q;
   int64_t k;
@@ -55,12 +62,7 @@ struct qvg_agg {
   qv_grouper *distinct; /* count_distinct: over (group id, value) */
   qv_type *u32;
   int64_t n_distinct;
-  /* batch scratch */
-  double *fx, *fy;
-  int64_t *ix;
-  uint8_t *vx, *vy;
-  uint32_t *dids;
-  int64_t scratch_cap;
+  qvg_scratch own; /* batch scratch of the single-threaded updates */
 };
 
 static const char *const KIND_NAMES[QV_AGG_KIND_COUNT] = {
@@ -76,6 +78,10 @@ const char *qv_agg_kind_name(qv_agg_kind kind) {
 #define STREAM_K_MAX 16
 
 bool qvg_agg_is_holistic(const qvg_agg *a) { return qvg_kind_is_holistic(a->kind) && !a->stream_k; }
+
+bool qvg_agg_needs_rows(const qvg_agg *a) {
+  return qvg_agg_is_holistic(a) && a->kind != QV_AGG_MEDIAN && a->kind != QV_AGG_QUANTILE;
+}
 
 bool qvg_kind_is_holistic(qv_agg_kind kind) {
   return kind == QV_AGG_MEDIAN || kind == QV_AGG_QUANTILE || kind == QV_AGG_TOP_K ||
@@ -219,6 +225,7 @@ qv_status qvg_agg_new(const qv_aggregate *spec, const qv_type *type, const qv_ty
   if (!a) return qv_error_set(err, QV_ENOMEM, "%s: out of memory", label);
   a->kind = spec->kind;
   if (type) a->type = qv_type_ref((qv_type *)type);
+  if (type2) a->type2 = qv_type_ref((qv_type *)type2);
   snprintf(a->label, sizeof a->label, "%s", label);
   a->q = spec->q;
   a->k = spec->k;
@@ -270,6 +277,7 @@ qv_status qvg_agg_new(const qv_aggregate *spec, const qv_type *type, const qv_ty
 void qvg_agg_free(qvg_agg *a) {
   if (!a) return;
   if (a->type) qv_type_unref(a->type);
+  if (a->type2) qv_type_unref(a->type2);
   free(a->cnt);
   free(a->iacc);
   free(a->m);
@@ -288,12 +296,7 @@ void qvg_agg_free(qvg_agg *a) {
   free(a->krow);
   qv_grouper_free(a->distinct);
   if (a->u32) qv_type_unref(a->u32);
-  free(a->fx);
-  free(a->fy);
-  free(a->ix);
-  free(a->vx);
-  free(a->vy);
-  free(a->dids);
+  qvg_scratch_free(&a->own);
   free(a);
 }
 
@@ -401,47 +404,64 @@ qv_status qvg_agg_reserve(qvg_agg *a, int64_t n_groups, qv_error *err) {
 /* ------------------------------------------------------------------------ */
 /* Updates                                                                   */
 
-static qv_status scratch(qvg_agg *a, int64_t n, qv_error *err) {
-  if (n <= a->scratch_cap) return QV_OK;
+void qvg_scratch_free(qvg_scratch *s) {
+  free(s->fx);
+  free(s->fy);
+  free(s->ix);
+  free(s->vx);
+  free(s->vy);
+  free(s->dids);
+  free(s->g);
+  memset(s, 0, sizeof *s);
+}
+
+static qv_status scratch(qvg_scratch *s, const char *label, int64_t n, qv_error *err) {
+  if (n <= s->cap) return QV_OK;
   int64_t c = n < 1024 ? 1024 : n;
-  free(a->fx);
-  free(a->fy);
-  free(a->ix);
-  free(a->vx);
-  free(a->vy);
-  free(a->dids);
-  a->fx = malloc(sizeof(double) * (size_t)c);
-  a->fy = malloc(sizeof(double) * (size_t)c);
-  a->ix = malloc(sizeof(int64_t) * (size_t)c);
-  a->vx = malloc((size_t)c);
-  a->vy = malloc((size_t)c);
-  a->dids = malloc(sizeof(uint32_t) * (size_t)c);
-  a->scratch_cap = c;
-  if (!a->fx || !a->fy || !a->ix || !a->vx || !a->vy || !a->dids) {
-    a->scratch_cap = 0;
-    return qv_error_set(err, QV_ENOMEM, "%s: out of memory", a->label);
+  qvg_scratch_free(s);
+  s->fx = malloc(sizeof(double) * (size_t)c);
+  s->fy = malloc(sizeof(double) * (size_t)c);
+  s->ix = malloc(sizeof(int64_t) * (size_t)c);
+  s->vx = malloc((size_t)c);
+  s->vy = malloc((size_t)c);
+  s->dids = malloc(sizeof(uint32_t) * (size_t)c);
+  s->g = malloc(sizeof(uint32_t) * (size_t)c);
+  s->cap = c;
+  if (!s->fx || !s->fy || !s->ix || !s->vx || !s->vy || !s->dids || !s->g) {
+    qvg_scratch_free(s);
+    return qv_error_set(err, QV_ENOMEM, "%s: out of memory", label);
   }
   return QV_OK;
 }
 
-static void load_valid(const qv_array *x, int64_t n, uint8_t *v) {
+/* Row of the j-th value of an update: sel[j], or j without a selection. */
+#define ROW(j) (sel ? (int64_t)sel[j] : (int64_t)(j))
+
+static void load_valid(const qv_array *x, const uint32_t *sel, int64_t n, uint8_t *v) {
   if (x->n_buffers == 0 || x->buffers[0] == NULL || x->null_count == 0) {
     memset(v, 1, (size_t)n);
     return;
   }
   const uint8_t *bits = x->buffers[0]->data;
-  for (int64_t i = 0; i < n; i++) v[i] = qv_bit_get(bits, x->offset + i);
+  for (int64_t i = 0; i < n; i++) v[i] = qv_bit_get(bits, x->offset + ROW(i));
 }
 
 #define QV_LOAD_AS(T, DST)                                                                         \
   do {                                                                                             \
     const T *src_ = (const T *)(const void *)x->buffers[1]->data + x->offset;                      \
-    for (int64_t i = 0; i < n; i++) out[i] = (DST)src_[i];                                         \
+    if (sel)                                                                                       \
+      for (int64_t i = 0; i < n; i++) out[i] = (DST)src_[sel[i]];                                  \
+    else                                                                                           \
+      for (int64_t i = 0; i < n; i++) out[i] = (DST)src_[i];                                       \
   } while (0)
 
-static void load_doubles(const qv_array *x, vclass vc, int64_t n, double *out) {
+static void load_doubles(const qv_array *x, vclass vc, const uint32_t *sel, int64_t n,
+                         double *out) {
   switch (x->type->id) {
-    case QV_DOUBLE: memcpy(out, x->buffers[1]->data + x->offset * 8, (size_t)n * 8); return;
+    case QV_DOUBLE:
+      if (sel) QV_LOAD_AS(double, double);
+      else memcpy(out, x->buffers[1]->data + x->offset * 8, (size_t)n * 8);
+      return;
     case QV_FLOAT: QV_LOAD_AS(float, double); return;
     case QV_INT8: QV_LOAD_AS(int8_t, double); return;
     case QV_INT16: QV_LOAD_AS(int16_t, double); return;
@@ -452,11 +472,11 @@ static void load_doubles(const qv_array *x, vclass vc, int64_t n, double *out) {
     case QV_UINT32: QV_LOAD_AS(uint32_t, double); return;
     case QV_UINT64: QV_LOAD_AS(uint64_t, double); return;
     default:
-      for (int64_t i = 0; i < n; i++) out[i] = val_double(x, vc, i);
+      for (int64_t i = 0; i < n; i++) out[i] = val_double(x, vc, ROW(i));
   }
 }
 
-static void load_ints(const qv_array *x, int64_t n, int64_t *out) {
+static void load_ints(const qv_array *x, const uint32_t *sel, int64_t n, int64_t *out) {
   switch (x->type->id) {
     case QV_INT8: QV_LOAD_AS(int8_t, int64_t); return;
     case QV_INT16: QV_LOAD_AS(int16_t, int64_t); return;
@@ -465,14 +485,14 @@ static void load_ints(const qv_array *x, int64_t n, int64_t *out) {
     case QV_UINT16: QV_LOAD_AS(uint16_t, int64_t); return;
     case QV_UINT32: QV_LOAD_AS(uint32_t, int64_t); return;
     case QV_BOOL:
-      for (int64_t i = 0; i < n; i++) out[i] = val_int(x, i);
+      for (int64_t i = 0; i < n; i++) out[i] = val_int(x, ROW(i));
       return;
     default:
-      if (qv_type_bit_width(x->type) == 64) {
+      if (qv_type_bit_width(x->type) == 64 && !sel) {
         memcpy(out, x->buffers[1]->data + x->offset * 8, (size_t)n * 8);
         return;
       }
-      for (int64_t i = 0; i < n; i++) out[i] = val_int(x, i);
+      for (int64_t i = 0; i < n; i++) out[i] = val_int(x, ROW(i));
   }
 }
 #undef QV_LOAD_AS
@@ -522,8 +542,8 @@ qv_status qvg_normalize_floats(qv_array *x, qv_array **out, qv_error *err) {
   return QV_OK;
 }
 
-static qv_status update_distinct(qvg_agg *a, const uint32_t *ids, int64_t n, qv_array *x,
-                                 qv_error *err) {
+static qv_status update_distinct(qvg_agg *a, qvg_scratch *s, const uint32_t *ids, int64_t n,
+                                 qv_array *x, qv_error *err) {
   qv_buffer *buf = NULL;
   QV_RETURN_NOT_OK(qv_buffer_alloc(n * 4, &buf, err));
   memcpy(buf->data, ids, (size_t)n * 4);
@@ -542,40 +562,71 @@ static qv_status update_distinct(qvg_agg *a, const uint32_t *ids, int64_t n, qv_
     return st;
   }
   qv_array *keys[2] = {g, xn};
-  st = qv_grouper_consume(a->distinct, keys, a->dids, err);
+  st = qv_grouper_consume(a->distinct, keys, s->dids, err);
   qv_array_unref(g);
   qv_array_unref(xn);
   if (st != QV_OK) return qv_error_prefix(err, st, "%s: ", a->label);
-  const uint8_t *v = a->vx;
+  const uint8_t *v = s->vx;
   for (int64_t i = 0; i < n; i++)
-    if ((int64_t)a->dids[i] == a->n_distinct) {
+    if ((int64_t)s->dids[i] == a->n_distinct) {
       a->n_distinct++;
       a->cnt[ids[i]] += v[i];
     }
   return QV_OK;
 }
 
+bool qvg_agg_parallel_ok(const qvg_agg *a) { return a->kind != QV_AGG_COUNT_DISTINCT; }
+
 qv_status qvg_agg_update(qvg_agg *a, const uint32_t *ids, int64_t n, int32_t c, qv_array *x,
                          const qv_array *y, qv_error *err) {
+  return qvg_agg_update_sel(a, &a->own, ids, NULL, n, c, x, y, err);
+}
+
+qv_status qvg_agg_update_sel(qvg_agg *a, qvg_scratch *s, const uint32_t *ids_b, const uint32_t *sel,
+                             int64_t n, int32_t c, qv_array *x, const qv_array *y, qv_error *err) {
   qv_agg_kind k = a->kind;
+  if (qvg_agg_is_holistic(a) || n == 0) return QV_OK;
+  QV_RETURN_NOT_OK(scratch(s, a->label, n, err));
+  const uint32_t *ids = ids_b;
+  if (sel) {
+    for (int64_t j = 0; j < n; j++) s->g[j] = ids_b[sel[j]];
+    ids = s->g;
+  }
   if (k == QV_AGG_COUNT_ALL) {
     for (int64_t i = 0; i < n; i++) a->cnt[ids[i]]++;
     return QV_OK;
   }
-  if (qvg_agg_is_holistic(a)) return QV_OK;
-  QV_RETURN_NOT_OK(scratch(a, n, err));
   if (x->null_count < 0) qv_array_null_count(x);
-  uint8_t *v = a->vx;
-  load_valid(x, n, v);
+  /* sum / mean of a column without nulls, rows in order: straight from the
+   * values (no scratch copy, no validity bytes) */
+  bool no_nulls = x->n_buffers == 0 || x->buffers[0] == NULL || x->null_count == 0;
+  if (!sel && no_nulls && (k == QV_AGG_MEAN || (k == QV_AGG_SUM && a->vc == VC_FLOAT)) &&
+      (x->type->id == QV_DOUBLE || x->type->id == QV_INT32 || x->type->id == QV_INT64)) {
+    const uint8_t *d = x->buffers[1]->data;
+    if (x->type->id == QV_DOUBLE) {
+      const double *xv = (const double *)(const void *)d + x->offset;
+      for (int64_t i = 0; i < n; i++) a->m[ids[i]] += xv[i];
+    } else if (x->type->id == QV_INT32) {
+      const int32_t *xv = (const int32_t *)(const void *)d + x->offset;
+      for (int64_t i = 0; i < n; i++) a->m[ids[i]] += (double)xv[i];
+    } else {
+      const int64_t *xv = (const int64_t *)(const void *)d + x->offset;
+      for (int64_t i = 0; i < n; i++) a->m[ids[i]] += (double)xv[i];
+    }
+    for (int64_t i = 0; i < n; i++) a->cnt[ids[i]]++;
+    return QV_OK;
+  }
+  uint8_t *v = s->vx;
+  load_valid(x, sel, n, v);
   if (a->stream_k) {
     int64_t kk = a->k;
     bool top = k == QV_AGG_TOP_K;
     if (a->vc == VC_FLOAT) {
-      load_doubles(x, a->vc, n, a->fx);
+      load_doubles(x, a->vc, sel, n, s->fx);
       for (int64_t i = 0; i < n; i++) {
         if (!v[i]) continue;
         uint32_t g = ids[i];
-        double xv = a->fx[i], *kv = a->kd + (int64_t)g * kk;
+        double xv = s->fx[i], *kv = a->kd + (int64_t)g * kk;
         int32_t *kc = a->kchunk + (int64_t)g * kk;
         int64_t *kr = a->krow + (int64_t)g * kk, m = a->cnt[g];
         /* kv[0..m) is sorted best first; find xv's place */
@@ -591,15 +642,15 @@ qv_status qvg_agg_update(qvg_agg *a, const uint32_t *ids, int64_t n, int32_t c, 
           kv[j] = kv[j - 1], kc[j] = kc[j - 1], kr[j] = kr[j - 1];
           j--;
         }
-        kv[j] = xv, kc[j] = c, kr[j] = i;
+        kv[j] = xv, kc[j] = c, kr[j] = ROW(i);
       }
     } else {
-      load_ints(x, n, a->ix);
+      load_ints(x, sel, n, s->ix);
       bool u = a->vc == VC_UINT;
       for (int64_t i = 0; i < n; i++) {
         if (!v[i]) continue;
         uint32_t g = ids[i];
-        int64_t xv = a->ix[i], *kv = a->ki + (int64_t)g * kk;
+        int64_t xv = s->ix[i], *kv = a->ki + (int64_t)g * kk;
         int32_t *kc = a->kchunk + (int64_t)g * kk;
         int64_t *kr = a->krow + (int64_t)g * kk, m = a->cnt[g];
 #define QV_KBETTER(p, q)                                                                           \
@@ -617,7 +668,7 @@ qv_status qvg_agg_update(qvg_agg *a, const uint32_t *ids, int64_t n, int32_t c, 
           j--;
         }
 #undef QV_KBETTER
-        kv[j] = xv, kc[j] = c, kr[j] = i;
+        kv[j] = xv, kc[j] = c, kr[j] = ROW(i);
       }
     }
     return QV_OK;
@@ -626,36 +677,36 @@ qv_status qvg_agg_update(qvg_agg *a, const uint32_t *ids, int64_t n, int32_t c, 
     case QV_AGG_COUNT:
       for (int64_t i = 0; i < n; i++) a->cnt[ids[i]] += v[i];
       return QV_OK;
-    case QV_AGG_COUNT_DISTINCT: return update_distinct(a, ids, n, x, err);
+    case QV_AGG_COUNT_DISTINCT: return update_distinct(a, s, ids, n, x, err);
     case QV_AGG_SUM:
       if (a->vc == VC_FLOAT) {
-        load_doubles(x, a->vc, n, a->fx);
+        load_doubles(x, a->vc, sel, n, s->fx);
         for (int64_t i = 0; i < n; i++)
           if (v[i]) {
-            a->m[ids[i]] += a->fx[i];
+            a->m[ids[i]] += s->fx[i];
             a->cnt[ids[i]]++;
           }
         return QV_OK;
       }
-      load_ints(x, n, a->ix);
+      load_ints(x, sel, n, s->ix);
       for (int64_t i = 0; i < n; i++) {
         if (!v[i]) continue;
         uint32_t g = ids[i];
-        int64_t val = a->ix[i];
+        int64_t val = s->ix[i];
         bool over = a->vc == VC_UINT && val < 0; /* a uint64 above INT64_MAX */
         if (over || qv_add_overflow(a->iacc[g], val, &a->iacc[g]))
           return qv_error_set(err, QV_ERANGE,
                               "%s: the sum overflows int64 at row %" PRId64
                               " of batch %d (group %u); cast the column to double first",
-                              a->label, i, (int)c, g);
+                              a->label, ROW(i), (int)c, g);
         a->cnt[g]++;
       }
       return QV_OK;
     case QV_AGG_MEAN:
-      load_doubles(x, a->vc, n, a->fx);
+      load_doubles(x, a->vc, sel, n, s->fx);
       for (int64_t i = 0; i < n; i++)
         if (v[i]) {
-          a->m[ids[i]] += a->fx[i];
+          a->m[ids[i]] += s->fx[i];
           a->cnt[ids[i]]++;
         }
       return QV_OK;
@@ -663,11 +714,11 @@ qv_status qvg_agg_update(qvg_agg *a, const uint32_t *ids, int64_t n, int32_t c, 
     case QV_AGG_VAR_POP:
     case QV_AGG_STDDEV:
     case QV_AGG_STDDEV_POP:
-      load_doubles(x, a->vc, n, a->fx);
+      load_doubles(x, a->vc, sel, n, s->fx);
       for (int64_t i = 0; i < n; i++) {
         if (!v[i]) continue;
         uint32_t g = ids[i];
-        double xv = a->fx[i];
+        double xv = s->fx[i];
         int64_t cn = ++a->cnt[g];
         double d = xv - a->m[g];
         a->m[g] += d / (double)cn;
@@ -677,13 +728,13 @@ qv_status qvg_agg_update(qvg_agg *a, const uint32_t *ids, int64_t n, int32_t c, 
     case QV_AGG_CORR:
     case QV_AGG_COVAR:
     case QV_AGG_COVAR_POP: {
-      load_doubles(x, a->vc, n, a->fx);
-      load_doubles(y, a->vc2, n, a->fy);
-      load_valid(y, n, a->vy);
+      load_doubles(x, a->vc, sel, n, s->fx);
+      load_doubles(y, a->vc2, sel, n, s->fy);
+      load_valid(y, sel, n, s->vy);
       for (int64_t i = 0; i < n; i++) {
-        if (!v[i] || !a->vy[i]) continue;
+        if (!v[i] || !s->vy[i]) continue;
         uint32_t g = ids[i];
-        double xv = a->fx[i], yv = a->fy[i];
+        double xv = s->fx[i], yv = s->fy[i];
         int64_t cn = ++a->cnt[g];
         double dx = xv - a->m[g], dy = yv - a->my[g];
         a->m[g] += dx / (double)cn;
@@ -700,7 +751,7 @@ qv_status qvg_agg_update(qvg_agg *a, const uint32_t *ids, int64_t n, int32_t c, 
         if (a->has[g]) continue;
         a->has[g] = 1;
         a->pchunk[g] = c;
-        a->prow[g] = i;
+        a->prow[g] = ROW(i);
       }
       return QV_OK;
     case QV_AGG_LAST:
@@ -708,7 +759,7 @@ qv_status qvg_agg_update(qvg_agg *a, const uint32_t *ids, int64_t n, int32_t c, 
         uint32_t g = ids[i];
         a->has[g] = 1;
         a->pchunk[g] = c;
-        a->prow[g] = i;
+        a->prow[g] = ROW(i);
       }
       return QV_OK;
     case QV_AGG_ANY:
@@ -717,7 +768,7 @@ qv_status qvg_agg_update(qvg_agg *a, const uint32_t *ids, int64_t n, int32_t c, 
       for (int64_t i = 0; i < n; i++) {
         if (!v[i]) continue;
         uint32_t g = ids[i];
-        uint8_t b = (uint8_t)qv_bit_get(x->buffers[1]->data, x->offset + i);
+        uint8_t b = (uint8_t)qv_bit_get(x->buffers[1]->data, x->offset + ROW(i));
         if (!(a->has[g] & 1)) a->has[g] = (uint8_t)(1 | (b << 1));
         else if (any ? b : !b) a->has[g] = (uint8_t)(1 | (any ? 2 : 0));
       }
@@ -729,54 +780,172 @@ qv_status qvg_agg_update(qvg_agg *a, const uint32_t *ids, int64_t n, int32_t c, 
       /* A group's first row is its placeholder: an all-null group gathers
        * that (null) row. has: 1 placeholder, 2 a valid value chosen. */
       if (a->vc == VC_FLOAT) {
-        load_doubles(x, a->vc, n, a->fx);
+        load_doubles(x, a->vc, sel, n, s->fx);
         for (int64_t i = 0; i < n; i++) {
           uint32_t g = ids[i];
           if (!v[i]) {
-            if (!a->has[g]) a->has[g] = 1, a->pchunk[g] = c, a->prow[g] = i;
+            if (!a->has[g]) a->has[g] = 1, a->pchunk[g] = c, a->prow[g] = ROW(i);
             continue;
           }
-          double xv = a->fx[i];
+          double xv = s->fx[i];
           if (a->has[g] != 2 || cmp_double(xv, a->m[g]) * dir > 0)
-            a->has[g] = 2, a->m[g] = xv, a->pchunk[g] = c, a->prow[g] = i;
+            a->has[g] = 2, a->m[g] = xv, a->pchunk[g] = c, a->prow[g] = ROW(i);
         }
       } else if (a->vc == VC_BYTES) {
         for (int64_t i = 0; i < n; i++) {
           uint32_t g = ids[i];
           if (!v[i]) {
-            if (!a->has[g]) a->has[g] = 1, a->pchunk[g] = c, a->prow[g] = i;
+            if (!a->has[g]) a->has[g] = 1, a->pchunk[g] = c, a->prow[g] = ROW(i);
             continue;
           }
           const uint8_t *p;
           int64_t len;
-          if (!val_bytes(x, i, &p, &len))
+          if (!val_bytes(x, ROW(i), &p, &len))
             return qv_error_set(err, QV_EINVAL,
                                 "%s: value at row %" PRId64
                                 " of batch %d points outside its buffers",
-                                a->label, i, (int)c);
+                                a->label, ROW(i), (int)c);
           if (a->has[g] != 2 || cmp_bytes(p, len, a->bptr[g], a->blen[g]) * dir > 0)
-            a->has[g] = 2, a->bptr[g] = p, a->blen[g] = len, a->pchunk[g] = c, a->prow[g] = i;
+            a->has[g] = 2, a->bptr[g] = p, a->blen[g] = len, a->pchunk[g] = c, a->prow[g] = ROW(i);
         }
       } else {
-        load_ints(x, n, a->ix);
+        load_ints(x, sel, n, s->ix);
         bool u = a->vc == VC_UINT;
         for (int64_t i = 0; i < n; i++) {
           uint32_t g = ids[i];
           if (!v[i]) {
-            if (!a->has[g]) a->has[g] = 1, a->pchunk[g] = c, a->prow[g] = i;
+            if (!a->has[g]) a->has[g] = 1, a->pchunk[g] = c, a->prow[g] = ROW(i);
             continue;
           }
-          int64_t xv = a->ix[i], cur = a->iacc[g];
+          int64_t xv = s->ix[i], cur = a->iacc[g];
           int cm = u ? ((uint64_t)xv < (uint64_t)cur ? -1 : (uint64_t)xv > (uint64_t)cur)
                      : (xv < cur ? -1 : xv > cur);
           if (a->has[g] != 2 || cm * dir > 0)
-            a->has[g] = 2, a->iacc[g] = xv, a->pchunk[g] = c, a->prow[g] = i;
+            a->has[g] = 2, a->iacc[g] = xv, a->pchunk[g] = c, a->prow[g] = ROW(i);
         }
       }
       return QV_OK;
     }
     default: return QV_OK;
   }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Merging thread-local states                                               */
+
+bool qvg_agg_mergeable(const qvg_agg *a) {
+  return !qvg_kind_is_holistic(a->kind) && a->kind != QV_AGG_COUNT_DISTINCT;
+}
+
+qv_status qvg_agg_clone_empty(const qvg_agg *a, qvg_agg **out, qv_error *err) {
+  qv_aggregate spec;
+  memset(&spec, 0, sizeof spec);
+  spec.kind = a->kind;
+  spec.q = a->q;
+  spec.k = a->k;
+  return qvg_agg_new(&spec, a->type, a->type2, a->label, out, err);
+}
+
+/* dst's state of a group takes src's in: n values then nb more. Chan et
+ * al.'s pairwise update of the mean and the sums of squared deviations. */
+static inline void chan(double *m, double *m2, int64_t na, double mb, double m2b, int64_t nb) {
+  double n = (double)(na + nb), delta = mb - *m;
+  *m += delta * (double)nb / n;
+  *m2 += m2b + delta * delta * (double)na * (double)nb / n;
+}
+
+qv_status qvg_agg_merge(qvg_agg *d, const qvg_agg *s, const uint32_t *map, int64_t n,
+                        qv_error *err) {
+  qv_agg_kind k = d->kind;
+  int dir = k == QV_AGG_MAX ? 1 : -1;
+  bool u = d->vc == VC_UINT;
+  for (int64_t g = 0; g < n; g++) {
+    uint32_t t = map ? map[g] : (uint32_t)g;
+    switch (k) {
+      case QV_AGG_COUNT_ALL:
+      case QV_AGG_COUNT: d->cnt[t] += s->cnt[g]; break;
+      case QV_AGG_SUM:
+        if (d->vc == VC_FLOAT) d->m[t] += s->m[g];
+        else if (qv_add_overflow(d->iacc[t], s->iacc[g], &d->iacc[t]))
+          return qv_error_set(err, QV_ERANGE,
+                              "%s: the sum overflows int64 (group %u); cast the column to double "
+                              "first",
+                              d->label, t);
+        d->cnt[t] += s->cnt[g];
+        break;
+      case QV_AGG_MEAN:
+        d->m[t] += s->m[g];
+        d->cnt[t] += s->cnt[g];
+        break;
+      case QV_AGG_VAR:
+      case QV_AGG_VAR_POP:
+      case QV_AGG_STDDEV:
+      case QV_AGG_STDDEV_POP:
+        if (s->cnt[g] == 0) break;
+        if (d->cnt[t] == 0) d->m[t] = s->m[g], d->m2[t] = s->m2[g];
+        else chan(&d->m[t], &d->m2[t], d->cnt[t], s->m[g], s->m2[g], s->cnt[g]);
+        d->cnt[t] += s->cnt[g];
+        break;
+      case QV_AGG_CORR:
+      case QV_AGG_COVAR:
+      case QV_AGG_COVAR_POP: {
+        int64_t na = d->cnt[t], nb = s->cnt[g];
+        if (nb == 0) break;
+        if (na == 0) {
+          d->m[t] = s->m[g], d->m2[t] = s->m2[g];
+          d->my[t] = s->my[g], d->m2y[t] = s->m2y[g], d->cxy[t] = s->cxy[g];
+        } else {
+          double nn = (double)(na + nb), dx = s->m[g] - d->m[t], dy = s->my[g] - d->my[t];
+          d->cxy[t] += s->cxy[g] + dx * dy * (double)na * (double)nb / nn;
+          chan(&d->m[t], &d->m2[t], na, s->m[g], s->m2[g], nb);
+          chan(&d->my[t], &d->m2y[t], na, s->my[g], s->m2y[g], nb);
+        }
+        d->cnt[t] += nb;
+        break;
+      }
+      case QV_AGG_FIRST:
+        if (!d->has[t] && s->has[g])
+          d->has[t] = s->has[g], d->pchunk[t] = s->pchunk[g], d->prow[t] = s->prow[g];
+        break;
+      case QV_AGG_LAST:
+        if (s->has[g]) d->has[t] = s->has[g], d->pchunk[t] = s->pchunk[g], d->prow[t] = s->prow[g];
+        break;
+      case QV_AGG_ANY:
+      case QV_AGG_ALL:
+        if (!(s->has[g] & 1)) break;
+        if (!(d->has[t] & 1)) d->has[t] = s->has[g];
+        else if (k == QV_AGG_ANY) d->has[t] = (uint8_t)(1 | ((d->has[t] | s->has[g]) & 2));
+        else d->has[t] = (uint8_t)(1 | (d->has[t] & s->has[g] & 2));
+        break;
+      case QV_AGG_MIN:
+      case QV_AGG_MAX: {
+        /* src's rows come after dst's: on a tie dst's (earlier) row stays */
+        uint8_t sh = s->has[g], dh = d->has[t];
+        if (sh == 0 || (sh == 1 && dh != 0)) break;
+        bool take = dh == 0 || (dh == 1 && sh == 2);
+        if (!take) {
+          int cm;
+          if (d->vc == VC_FLOAT) cm = cmp_double(s->m[g], d->m[t]);
+          else if (d->vc == VC_BYTES)
+            cm = cmp_bytes(s->bptr[g], s->blen[g], d->bptr[t], d->blen[t]);
+          else {
+            int64_t x = s->iacc[g], c = d->iacc[t];
+            cm = u ? ((uint64_t)x < (uint64_t)c ? -1 : (uint64_t)x > (uint64_t)c)
+                   : (x < c ? -1 : x > c);
+          }
+          take = cm * dir > 0;
+        }
+        if (!take) break;
+        d->has[t] = sh, d->pchunk[t] = s->pchunk[g], d->prow[t] = s->prow[g];
+        if (d->vc == VC_FLOAT) d->m[t] = s->m[g];
+        else if (d->vc == VC_BYTES) d->bptr[t] = s->bptr[g], d->blen[t] = s->blen[g];
+        else d->iacc[t] = s->iacc[g];
+        break;
+      }
+      default: break;
+    }
+  }
+  return QV_OK;
 }
 
 /* ------------------------------------------------------------------------ */

@@ -657,6 +657,7 @@ static const struct {
                  {"contains", QVX_FN_CONTAINS, 2},
                  {"ends_with", QVX_FN_ENDS_WITH, 2},
                  {"len", QVX_FN_LEN, 1},
+                 {"length", QVX_FN_LEN, 1}, /* DuckDB's name */
                  {"starts_with", QVX_FN_STARTS_WITH, 2},
                  {"sqrt", QVX_FN_SQRT, 1},
                  {"exp", QVX_FN_EXP, 1},

@@ -1,15 +1,19 @@
 /*
  * groupby.c — compute layer: hash group-by over a qv_table
- * (qv_table_group_by, quiver/compute.h). The key and input columns are
- * loaded one chunk per record batch (lazily decoded mapped batches are
- * decoded here); each batch's keys go through the grouper (grouper.c:
- * row-table encoding and hashing in minibatches into a swiss table), which
- * gives dense group ids in order of first appearance; every aggregate is
- * then updated columnwise over those ids (aggregate.c). Holistic
+ * (qv_table_group_by, quiver/compute.h), the driver. The key and input
+ * columns are loaded one chunk per record batch (lazily decoded mapped
+ * batches are decoded here). Every row gets a dense group id in order of
+ * first appearance from one of three paths: direct index (small integer
+ * domains, below), the hash path on all cores (groupby_hash.c: fixed-width
+ * and binary keys) or the grouper (grouper.c: row-table encoding, for the
+ * other keys, dictionaries). The aggregates (aggregate.c) are then updated
+ * columnwise, on all cores: thread-local pre-aggregation with merged
+ * states when groups are few (ranges of batches per thread), else per
+ * partition of the groups, each group's rows in table order. Holistic
  * aggregates (median, quantile, top_k, list) get the rows of each group at
  * the end, grouped by a counting sort on the ids. The output is the
- * grouper's distinct keys followed by the aggregate columns, optionally
- * reordered by sorting the keys (qv_sort_indices).
+ * distinct keys followed by the aggregate columns, optionally reordered by
+ * sorting the keys (qv_sort_indices).
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -17,6 +21,7 @@
 
 #include "compute/compute_internal.h"
 #include "compute/groupby_internal.h"
+#include "core/parallel_internal.h"
 
 static qv_status find_col(const qv_schema *s, const char *name, const char *what, int32_t *out,
                           qv_error *err) {
@@ -208,26 +213,44 @@ static bool direct_plan(const qv_chunked_column *const *keys, int32_t nk, int64_
   return true;
 }
 
-/* Group ids of batch b's rows (slots computed key by key, columnwise). */
-static qv_status direct_consume(direct_map *d, const qv_chunked_column *const *keys, int64_t b,
-                                int64_t len, uint32_t *ids, int64_t *slot, qv_error *err) {
-  memset(slot, 0, sizeof(int64_t) * (size_t)len);
+/* The slots of batch b's rows into ids (key by key, columnwise; one task
+ * per batch). Slots are below DIRECT_MAX_SLOTS, so they fit 32 bits. */
+typedef struct dslot_ctx {
+  const direct_map *d;
+  const qv_chunked_column *const *keys;
+  const int64_t *boff;
+  uint32_t *ids;
+} dslot_ctx;
+
+static void direct_slot_task(void *ctx, int64_t b, int worker) {
+  (void)worker;
+  dslot_ctx *c = ctx;
+  const direct_map *d = c->d;
+  int64_t len = c->boff[b + 1] - c->boff[b];
+  uint32_t *slot = c->ids + c->boff[b];
+  memset(slot, 0, sizeof(uint32_t) * (size_t)len);
   for (int32_t k = 0; k < d->n_keys; k++) {
-    const qv_array *a = keys[k]->chunks[b];
+    const qv_array *a = c->keys[k]->chunks[b];
     const uint8_t *valid = a->buffers[0] ? a->buffers[0]->data : NULL;
     int64_t lo = d->min[k], st = d->stride[k];
     if (a->type->id == QV_INT32 && !valid) {
       const int32_t *v = (const int32_t *)(const void *)a->buffers[1]->data + a->offset;
-      for (int64_t i = 0; i < len; i++) slot[i] += ((int64_t)v[i] - lo) * st;
+      for (int64_t i = 0; i < len; i++) slot[i] += (uint32_t)(((int64_t)v[i] - lo) * st);
       continue;
     }
     for (int64_t i = 0; i < len; i++) {
       bool ok = !valid || qv_bit_get(valid, a->offset + i);
-      slot[i] += (ok ? key_int(a, i) - lo : d->null_slot[k]) * st;
+      slot[i] += (uint32_t)((ok ? key_int(a, i) - lo : d->null_slot[k]) * st);
     }
   }
+}
+
+/* Slots of batch b (in ids) to group ids, new groups in order of first
+ * appearance. */
+static qv_status direct_assign(direct_map *d, int64_t b, int64_t len, uint32_t *ids,
+                               qv_error *err) {
   for (int64_t i = 0; i < len; i++) {
-    uint32_t g = d->slot_gid[slot[i]];
+    uint32_t sl = ids[i], g = d->slot_gid[sl];
     if (g == QV_GROUP_NONE) {
       if (d->n_groups == d->cap) {
         int64_t cap = d->cap * 2;
@@ -242,11 +265,301 @@ static qv_status direct_consume(direct_map *d, const qv_chunked_column *const *k
       d->first_chunk[g] = b;
       d->first_row[g] = i;
       d->n_groups++;
-      d->slot_gid[slot[i]] = g;
+      d->slot_gid[sl] = g;
     }
     ids[i] = g;
   }
   return QV_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Aggregate updates: one thread over the batches, or one task per
+ * partition of the groups (each partition's rows in table order, so every
+ * group is updated in the same sequence either way). */
+
+#define GB_PARALLEL_MIN_ROWS 65536
+
+typedef struct agg_ctx {
+  gb_state *s;
+  const qvg_parts *parts;
+  const int64_t *boff;
+  int64_t nb;
+  int32_t n_aggs;
+  qvg_scratch *scratch; /* per worker */
+  qv_status *st;        /* per partition */
+  qv_error *errs;
+} agg_ctx;
+
+static void agg_task(void *ctx, int64_t p, int worker) {
+  agg_ctx *c = ctx;
+  gb_state *s = c->s;
+  qvg_scratch *sc = &c->scratch[worker];
+  for (int64_t b = 0; b < c->nb; b++) {
+    int64_t lo = c->parts->off[p * c->nb + b], hi = c->parts->off[p * c->nb + b + 1];
+    if (lo == hi) continue;
+    for (int32_t i = 0; i < c->n_aggs; i++) {
+      if (!qvg_agg_parallel_ok(s->aggs[i])) continue;
+      qv_array *x = s->x_pos[i] >= 0 ? s->cols.columns[s->x_pos[i]].chunks[b] : NULL;
+      qv_array *y = s->y_pos[i] >= 0 ? s->cols.columns[s->y_pos[i]].chunks[b] : NULL;
+      qv_status st = qvg_agg_update_sel(s->aggs[i], sc, s->ids + c->boff[b], c->parts->rows + lo,
+                                        hi - lo, (int32_t)b, x, y, &c->errs[p]);
+      if (st != QV_OK) {
+        c->st[p] = st;
+        return;
+      }
+    }
+  }
+}
+
+/* Few groups, every aggregate mergeable: each task updates its own states
+ * over a contiguous range of batches (ids already global), merged in
+ * range order. */
+typedef struct range_ctx {
+  gb_state *s;
+  const int64_t *boff;
+  int64_t nb, ng;
+  int32_t n_aggs, nr;
+  qvg_agg ***aggs;
+  qv_status *st;
+  qv_error *errs;
+} range_ctx;
+
+static void range_task(void *ctx, int64_t w, int worker) {
+  (void)worker;
+  range_ctx *c = ctx;
+  gb_state *s = c->s;
+  qv_error *err = &c->errs[w];
+  int64_t b0 = w * c->nb / c->nr, b1 = (w + 1) * c->nb / c->nr;
+  c->aggs[w] = calloc((size_t)(c->n_aggs ? c->n_aggs : 1), sizeof(qvg_agg *));
+  qv_status st = c->aggs[w] ? QV_OK : qv_error_set(err, QV_ENOMEM, "group-by: out of memory");
+  for (int32_t i = 0; i < c->n_aggs && st == QV_OK; i++) {
+    st = qvg_agg_clone_empty(s->aggs[i], &c->aggs[w][i], err);
+    if (st == QV_OK) st = qvg_agg_reserve(c->aggs[w][i], c->ng, err);
+  }
+  for (int64_t b = b0; b < b1 && st == QV_OK; b++)
+    for (int32_t i = 0; i < c->n_aggs && st == QV_OK; i++) {
+      qv_array *x = s->x_pos[i] >= 0 ? s->cols.columns[s->x_pos[i]].chunks[b] : NULL;
+      qv_array *y = s->y_pos[i] >= 0 ? s->cols.columns[s->y_pos[i]].chunks[b] : NULL;
+      st = qvg_agg_update(c->aggs[w][i], s->ids + c->boff[b], c->boff[b + 1] - c->boff[b],
+                          (int32_t)b, x, y, err);
+    }
+  c->st[w] = st;
+}
+
+static qv_status update_by_ranges(gb_state *s, qv_pool *pool, int32_t nr, const int64_t *boff,
+                                  int64_t nb, int32_t n_aggs, int64_t ng, qv_error *err) {
+  range_ctx c = {s, boff, nb, ng, n_aggs, nr, NULL, NULL, NULL};
+  c.aggs = calloc((size_t)nr, sizeof *c.aggs);
+  c.st = calloc((size_t)nr, sizeof *c.st);
+  c.errs = calloc((size_t)nr, sizeof *c.errs);
+  qv_status st =
+      c.aggs && c.st && c.errs ? QV_OK : qv_error_set(err, QV_ENOMEM, "group-by: out of memory");
+  if (st == QV_OK) {
+    qv_pool_run(pool, nr, range_task, &c);
+    st = qv_pool_check(pool, err);
+  }
+  for (int32_t w = 0; w < nr && st == QV_OK; w++)
+    if (c.st[w] != QV_OK) {
+      st = c.st[w];
+      if (err) *err = c.errs[w];
+    }
+  for (int32_t i = 0; i < n_aggs && st == QV_OK; i++)
+    for (int32_t w = 0; w < nr && st == QV_OK; w++)
+      st = qvg_agg_merge(s->aggs[i], c.aggs[w][i], NULL, ng, err);
+  for (int32_t w = 0; c.aggs && w < nr; w++) {
+    for (int32_t i = 0; c.aggs[w] && i < n_aggs; i++) qvg_agg_free(c.aggs[w][i]);
+    free(c.aggs[w]);
+  }
+  free(c.aggs);
+  free(c.st);
+  free(c.errs);
+  return st;
+}
+
+static qv_status update_aggregates(gb_state *s, qv_pool *pool, int32_t n_parts, qvg_parts *parts,
+                                   const int64_t *boff, int64_t nb, int32_t n_aggs, int64_t ng,
+                                   const qv_group_by_options *o, int64_t total, qv_error *err) {
+  bool ranges = n_parts > 1 && nb >= 2 && ng > 0 && ng * 16 <= total && n_aggs > 0;
+  for (int32_t i = 0; i < n_aggs && ranges; i++) ranges = qvg_agg_mergeable(s->aggs[i]);
+  if (ranges) {
+    int32_t nr = qv_pool_size(pool) < nb ? qv_pool_size(pool) : (int32_t)nb;
+    if (nr < 2) nr = 2;
+    qv_status st = update_by_ranges(s, pool, nr, boff, nb, n_aggs, ng, err);
+    if (st == QV_OK && o->progress) o->progress(o->progress_ctx, total, total);
+    return st;
+  }
+  bool par = false;
+  for (int32_t i = 0; i < n_aggs; i++)
+    if (qvg_agg_parallel_ok(s->aggs[i]) && !qvg_agg_is_holistic(s->aggs[i])) par = true;
+  par = par && n_parts > 1 && ng > 0 && total > 0;
+  qv_status st = QV_OK;
+  if (par) {
+    if (!parts->rows) st = qvg_parts_by_group(pool, s->ids, boff, nb, n_parts, parts, err);
+    int nw = qv_pool_size(pool);
+    agg_ctx c = {s, parts, boff, nb, n_aggs, NULL, NULL, NULL};
+    c.scratch = calloc((size_t)nw, sizeof(qvg_scratch));
+    c.st = calloc((size_t)n_parts, sizeof(qv_status));
+    c.errs = calloc((size_t)n_parts, sizeof(qv_error));
+    if (st == QV_OK && (!c.scratch || !c.st || !c.errs))
+      st = qv_error_set(err, QV_ENOMEM, "group-by: out of memory");
+    /* null counts are cached in the arrays: settle them before the tasks */
+    for (int32_t i = 0; i < n_aggs && st == QV_OK; i++)
+      for (int64_t b = 0; b < nb; b++) {
+        if (s->x_pos[i] >= 0) (void)qv_array_null_count(s->cols.columns[s->x_pos[i]].chunks[b]);
+        if (s->y_pos[i] >= 0) (void)qv_array_null_count(s->cols.columns[s->y_pos[i]].chunks[b]);
+      }
+    if (st == QV_OK) {
+      qv_pool_run(pool, n_parts, agg_task, &c);
+      st = qv_pool_check(pool, err);
+    }
+    for (int32_t p = 0; p < n_parts && st == QV_OK; p++)
+      if (c.st[p] != QV_OK) {
+        st = c.st[p];
+        if (err) *err = c.errs[p];
+      }
+    for (int w = 0; c.scratch && w < nw; w++) qvg_scratch_free(&c.scratch[w]);
+    free(c.scratch);
+    free(c.st);
+    free(c.errs);
+  }
+  for (int64_t b = 0; b < nb && st == QV_OK; b++) {
+    int64_t len = boff[b + 1] - boff[b];
+    for (int32_t i = 0; i < n_aggs && st == QV_OK; i++) {
+      if (par && qvg_agg_parallel_ok(s->aggs[i])) continue;
+      qv_array *x = s->x_pos[i] >= 0 ? s->cols.columns[s->x_pos[i]].chunks[b] : NULL;
+      qv_array *y = s->y_pos[i] >= 0 ? s->cols.columns[s->y_pos[i]].chunks[b] : NULL;
+      st = qvg_agg_update(s->aggs[i], s->ids + boff[b], len, (int32_t)b, x, y, err);
+    }
+    if (st == QV_OK && o->progress && !par) o->progress(o->progress_ctx, boff[b + 1], total);
+  }
+  if (st == QV_OK && o->progress && par) o->progress(o->progress_ctx, total, total);
+  return st;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Thread-local pre-aggregation (hash-path keys, mergeable aggregates, few
+ * groups for the rows): worker w groups the contiguous batches
+ * [w nb / T, (w + 1) nb / T) into its own table and updates its own
+ * aggregate states; the tables are then merged in worker order (so the
+ * groups keep their order of first appearance) and each worker's states
+ * merged into the result's. A worker that finds about as many groups as
+ * rows in its first batch stops them all and the partitioned path runs
+ * instead. */
+
+#define PRE_SAMPLE_ROWS 65536
+#define PRE_MAX_DISTINCT_PCT 85
+
+typedef struct pre_ctx {
+  gb_state *s;
+  const qv_chunked_column *const *kcols;
+  int32_t nk, n_aggs, nw;
+  const int64_t *boff;
+  int64_t nb, max_batch;
+  qvg_htab **tabs;
+  qvg_agg ***aggs;
+  qv_status *st;
+  qv_error *errs;
+  int stop;
+} pre_ctx;
+
+static void pre_task(void *ctx, int64_t w, int worker) {
+  (void)worker;
+  pre_ctx *c = ctx;
+  gb_state *s = c->s;
+  qv_error *err = &c->errs[w];
+  int64_t b0 = w * c->nb / c->nw, b1 = (w + 1) * c->nb / c->nw;
+  uint64_t *h = malloc(sizeof(uint64_t) * (size_t)(c->max_batch ? c->max_batch : 1));
+  uint32_t *ids = malloc(sizeof(uint32_t) * (size_t)(c->max_batch ? c->max_batch : 1));
+  c->aggs[w] = calloc((size_t)(c->n_aggs ? c->n_aggs : 1), sizeof(qvg_agg *));
+  qv_status st =
+      h && ids && c->aggs[w] ? QV_OK : qv_error_set(err, QV_ENOMEM, "group-by: out of memory");
+  if (st == QV_OK) st = qvg_htab_new(c->kcols, c->nk, &c->tabs[w], err);
+  for (int32_t i = 0; i < c->n_aggs && st == QV_OK; i++)
+    st = qvg_agg_clone_empty(s->aggs[i], &c->aggs[w][i], err);
+  for (int64_t b = b0; b < b1 && st == QV_OK; b++) {
+    if (__atomic_load_n(&c->stop, __ATOMIC_RELAXED)) break;
+    int64_t len = c->boff[b + 1] - c->boff[b];
+    st = qvg_htab_batch(c->tabs[w], b, len, h, ids, err);
+    int64_t ng = st == QV_OK ? qvg_htab_groups(c->tabs[w]) : 0;
+    if (st == QV_OK && b == b0 && len >= 4096 && ng * 2 > len) {
+      __atomic_store_n(&c->stop, 1, __ATOMIC_RELAXED); /* too many groups: partition instead */
+      break;
+    }
+    for (int32_t i = 0; i < c->n_aggs && st == QV_OK; i++) {
+      st = qvg_agg_reserve(c->aggs[w][i], ng, err);
+      qv_array *x = s->x_pos[i] >= 0 ? s->cols.columns[s->x_pos[i]].chunks[b] : NULL;
+      qv_array *y = s->y_pos[i] >= 0 ? s->cols.columns[s->y_pos[i]].chunks[b] : NULL;
+      if (st == QV_OK) st = qvg_agg_update(c->aggs[w][i], ids, len, (int32_t)b, x, y, err);
+    }
+  }
+  c->st[w] = st;
+  free(h);
+  free(ids);
+}
+
+static qv_status preaggregate(gb_state *s, qv_pool *pool, int threads,
+                              const qv_chunked_column *const *kcols, int32_t nk,
+                              const int64_t *boff, int64_t nb, int64_t max_batch, int32_t n_aggs,
+                              int64_t *n_groups, int64_t **first_chunk, int64_t **first_row,
+                              bool *done, qv_error *err) {
+  *done = false;
+  int32_t nw = threads < nb ? threads : (int32_t)nb;
+  pre_ctx c = {s, kcols, nk, n_aggs, nw, boff, nb, max_batch, NULL, NULL, NULL, NULL, 0};
+  c.tabs = calloc((size_t)nw, sizeof *c.tabs);
+  c.aggs = calloc((size_t)nw, sizeof *c.aggs);
+  c.st = calloc((size_t)nw, sizeof *c.st);
+  c.errs = calloc((size_t)nw, sizeof *c.errs);
+  uint32_t **maps = calloc((size_t)nw, sizeof *maps);
+  qvg_htab *glob = NULL;
+  qv_status st = c.tabs && c.aggs && c.st && c.errs && maps
+                     ? QV_OK
+                     : qv_error_set(err, QV_ENOMEM, "group-by: out of memory");
+  if (st == QV_OK) {
+    qv_pool_run(pool, nw, pre_task, &c);
+    st = qv_pool_check(pool, err);
+  }
+  for (int32_t w = 0; w < nw && st == QV_OK; w++)
+    if (c.st[w] != QV_OK) {
+      st = c.st[w];
+      if (err) *err = c.errs[w];
+    }
+  bool stopped = __atomic_load_n(&c.stop, __ATOMIC_RELAXED) != 0;
+  if (st == QV_OK && !stopped) st = qvg_htab_new(kcols, nk, &glob, err);
+  for (int32_t w = 0; w < nw && st == QV_OK && !stopped; w++) {
+    int64_t n = qvg_htab_groups(c.tabs[w]);
+    maps[w] = malloc(sizeof(uint32_t) * (size_t)(n ? n : 1));
+    st = maps[w] ? qvg_htab_merge(glob, c.tabs[w], maps[w], err)
+                 : qv_error_set(err, QV_ENOMEM, "group-by: out of memory");
+  }
+  int64_t ng = glob ? qvg_htab_groups(glob) : 0;
+  if (st == QV_OK && !stopped) {
+    *first_chunk = malloc(sizeof(int64_t) * (size_t)(ng ? ng : 1));
+    *first_row = malloc(sizeof(int64_t) * (size_t)(ng ? ng : 1));
+    if (!*first_chunk || !*first_row) st = qv_error_set(err, QV_ENOMEM, "group-by: out of memory");
+    else qvg_htab_firsts(glob, *first_chunk, *first_row);
+  }
+  for (int32_t i = 0; i < n_aggs && st == QV_OK && !stopped; i++) {
+    st = qvg_agg_reserve(s->aggs[i], ng, err);
+    for (int32_t w = 0; w < nw && st == QV_OK; w++)
+      st = qvg_agg_merge(s->aggs[i], c.aggs[w][i], maps[w], qvg_htab_groups(c.tabs[w]), err);
+  }
+  if (st == QV_OK && !stopped) {
+    *n_groups = ng;
+    *done = true;
+  }
+  for (int32_t w = 0; w < nw; w++) {
+    if (c.tabs) qvg_htab_free(c.tabs[w]);
+    for (int32_t i = 0; c.aggs && c.aggs[w] && i < n_aggs; i++) qvg_agg_free(c.aggs[w][i]);
+    if (c.aggs) free(c.aggs[w]);
+    if (maps) free(maps[w]);
+  }
+  qvg_htab_free(glob);
+  free(c.tabs);
+  free(c.aggs);
+  free(c.st);
+  free(c.errs);
+  free(maps);
+  return st;
 }
 
 qv_status qv_table_group_by(qv_table *t, const char *const *keys, int32_t n_keys,
@@ -337,7 +650,6 @@ qv_status qv_table_group_by(qv_table *t, const char *const *keys, int32_t n_keys
   direct_map dm;
   memset(&dm, 0, sizeof dm);
   bool direct = false;
-  int64_t *slot_scratch = NULL;
   const qv_chunked_column **kcols = NULL;
   if (st == QV_OK && n_keys > 0) {
     kcols = malloc(sizeof(*kcols) * (size_t)n_keys);
@@ -345,78 +657,122 @@ qv_status qv_table_group_by(qv_table *t, const char *const *keys, int32_t n_keys
     for (int32_t i = 0; i < n_keys && st == QV_OK; i++) kcols[i] = &s.cols.columns[s.key_pos[i]];
     if (st == QV_OK) direct = direct_plan(kcols, n_keys, qv_table_num_rows(t), &dm);
   }
-  /* Consume the batches. */
-  int64_t total = qv_table_num_rows(t), nb = qv_table_num_batches(t), done = 0;
+  /* Group ids of every row (table order), then the aggregates. */
+  int64_t total = qv_table_num_rows(t), nb = qv_table_num_batches(t);
   int64_t ng = n_keys ? 0 : 1, max_batch = 0;
-  for (int64_t b = 0; b < nb; b++)
-    if (qv_table_batch_rows(t, b) > max_batch) max_batch = qv_table_batch_rows(t, b);
-  if (st == QV_OK && direct) {
-    slot_scratch = malloc(sizeof(int64_t) * (size_t)(max_batch ? max_batch : 1));
-    if (!slot_scratch) st = qv_error_set(err, QV_ENOMEM, "group-by: out of memory");
+  int64_t *boff = malloc(sizeof(int64_t) * (size_t)(nb + 1));
+  if (!boff && st == QV_OK) st = qv_error_set(err, QV_ENOMEM, "group-by: out of memory");
+  if (boff) {
+    boff[0] = 0;
+    for (int64_t b = 0; b < nb; b++) {
+      int64_t len = qv_table_batch_rows(t, b);
+      if (len > max_batch) max_batch = len;
+      boff[b + 1] = boff[b] + len;
+    }
   }
-  if (st == QV_OK) {
-    int64_t nids = holistic ? total : max_batch;
-    s.ids = malloc(sizeof(uint32_t) * (size_t)(nids ? nids : 1));
+  int threads = o.threads > 0 ? o.threads : (total >= GB_PARALLEL_MIN_ROWS ? qv_cpu_count() : 1);
+  if (threads > 64) threads = 64;
+  bool small_batches = max_batch <= (int64_t)UINT32_MAX; /* rows in a batch are uint32 */
+  if (!small_batches) threads = 1;
+  int32_t n_parts = 1;
+  while (n_parts < threads) n_parts *= 2;
+  qv_pool *pool = NULL;
+  if (st == QV_OK) st = qv_pool_new(threads, &pool, err);
+  bool hashp = st == QV_OK && n_keys > 0 && !direct && small_batches;
+  for (int32_t i = 0; i < n_keys && hashp; i++) hashp = qvg_hash_eligible(kcols[i]->type);
+  int64_t *hfirst_chunk = NULL, *hfirst_row = NULL;
+  qvg_parts parts;
+  memset(&parts, 0, sizeof parts);
+  /* Few groups for many rows (estimated on a sample of the first batch)
+   * and mergeable aggregates: thread-local pre-aggregation. */
+  bool pre = st == QV_OK && hashp && threads > 1 && nb >= 2;
+  for (int32_t i = 0; i < n_aggs && pre; i++) pre = qvg_agg_mergeable(s.aggs[i]);
+  double distinct_frac = 0;
+  if (st == QV_OK && hashp && threads > 1 && nb >= 1) {
+    int64_t sample = boff[1] < PRE_SAMPLE_ROWS ? boff[1] : PRE_SAMPLE_ROWS;
+    int64_t dist = qvg_hash_sample_distinct(kcols, n_keys, 0, sample);
+    pre = pre && dist >= 0 && dist * 100 <= sample * PRE_MAX_DISTINCT_PCT;
+    /* a partitioned table is sized for the sample's share of new keys
+     * when nearly all are new (else it grows as groups come) */
+    if (dist >= 0 && sample > 0 && dist * 100 > sample * PRE_MAX_DISTINCT_PCT)
+      distinct_frac = (double)dist / (double)sample;
+  }
+  bool pre_done = false;
+  if (pre)
+    st = preaggregate(&s, pool, threads, kcols, n_keys, boff, nb, max_batch, n_aggs, &ng,
+                      &hfirst_chunk, &hfirst_row, &pre_done, err);
+  if (st == QV_OK && !pre_done) {
+    s.ids = malloc(sizeof(uint32_t) * (size_t)(total ? total : 1));
     if (!s.ids)
-      st = qv_error_set(err, QV_ENOMEM, "group-by: out of memory (%" PRId64 " rows)", nids);
+      st = qv_error_set(err, QV_ENOMEM, "group-by: out of memory (%" PRId64 " rows)", total);
+  }
+  if (st == QV_OK && hashp && !pre_done) {
+    st = qvg_hash_group(pool, n_parts, distinct_frac, kcols, n_keys, boff, nb, s.ids, &hfirst_chunk,
+                        &hfirst_row, &ng, &parts, err);
+  } else if (!pre_done) {
+    for (int64_t b = 0; b < nb && st == QV_OK; b++) {
+      int64_t len = boff[b + 1] - boff[b];
+      uint32_t *ids = s.ids + boff[b];
+      if (direct) {
+        if (b == 0) { /* every batch's slots on all cores, then numbered in order */
+          dslot_ctx dc = {&dm, kcols, boff, s.ids};
+          qv_pool_run(pool, nb, direct_slot_task, &dc);
+          st = qv_pool_check(pool, err);
+          if (st != QV_OK) break;
+        }
+        st = direct_assign(&dm, b, len, ids, err);
+        ng = dm.n_groups;
+      } else if (n_keys) {
+        qv_array **kc = calloc((size_t)n_keys, sizeof(qv_array *));
+        if (!kc) {
+          st = qv_error_set(err, QV_ENOMEM, "group-by: out of memory");
+          break;
+        }
+        for (int32_t i = 0; i < n_keys && st == QV_OK; i++)
+          st = qvg_normalize_floats(s.cols.columns[s.key_pos[i]].chunks[b], &kc[i], err);
+        if (st == QV_OK) st = qv_grouper_consume(s.grouper, kc, ids, err);
+        for (int32_t i = 0; i < n_keys; i++)
+          if (kc[i]) qv_array_unref(kc[i]);
+        free(kc);
+        if (st == QV_OK) ng = qv_grouper_num_groups(s.grouper);
+      } else {
+        memset(ids, 0, sizeof(uint32_t) * (size_t)len);
+      }
+    }
   }
   int64_t per_group = 32;
   for (int32_t i = 0; i < n_aggs && st == QV_OK; i++) per_group += qvg_agg_group_bytes(s.aggs[i]);
-  for (int32_t i = 0; i < n_aggs && st == QV_OK; i++) st = qvg_agg_reserve(s.aggs[i], ng, err);
-  for (int64_t b = 0; b < nb && st == QV_OK; b++) {
-    int64_t len = qv_table_batch_rows(t, b);
-    uint32_t *ids = holistic ? s.ids + done : s.ids;
-    if (direct) {
-      st = direct_consume(&dm, kcols, b, len, ids, slot_scratch, err);
-      if (st != QV_OK) break;
-      ng = dm.n_groups;
-    } else if (n_keys) {
-      qv_array **kc = calloc((size_t)n_keys, sizeof(qv_array *));
-      if (!kc) {
-        st = qv_error_set(err, QV_ENOMEM, "group-by: out of memory");
-        break;
-      }
-      for (int32_t i = 0; i < n_keys && st == QV_OK; i++)
-        st = qvg_normalize_floats(s.cols.columns[s.key_pos[i]].chunks[b], &kc[i], err);
-      if (st == QV_OK) st = qv_grouper_consume(s.grouper, kc, ids, err);
-      for (int32_t i = 0; i < n_keys; i++)
-        if (kc[i]) qv_array_unref(kc[i]);
-      free(kc);
-      if (st != QV_OK) break;
-      ng = qv_grouper_num_groups(s.grouper);
-    } else {
-      memset(ids, 0, sizeof(uint32_t) * (size_t)len);
-    }
-    for (int32_t i = 0; i < n_aggs && st == QV_OK; i++) {
-      st = qvg_agg_reserve(s.aggs[i], ng, err);
-      if (st != QV_OK) break;
-      qv_array *x = s.x_pos[i] >= 0 ? s.cols.columns[s.x_pos[i]].chunks[b] : NULL;
-      qv_array *y = s.y_pos[i] >= 0 ? s.cols.columns[s.y_pos[i]].chunks[b] : NULL;
-      st = qvg_agg_update(s.aggs[i], ids, len, (int32_t)b, x, y, err);
-    }
-    done += len;
-    if (st == QV_OK && o.memory_limit > 0) {
-      int64_t bytes = ng * per_group + (holistic ? total * 16 : max_batch * 4);
-      if (bytes > o.memory_limit)
-        st = qv_error_set(err, QV_ENOMEM,
-                          "group-by: %" PRId64 " groups need about %" PRId64
-                          " bytes of state, more than the memory limit of %" PRId64
-                          " bytes (spilling to disk is not implemented yet)",
-                          ng, bytes, o.memory_limit);
-    }
-    if (o.progress) o.progress(o.progress_ctx, done, total);
+  if (st == QV_OK && o.memory_limit > 0) {
+    int64_t bytes = ng * per_group + total * (holistic ? 20 : 4);
+    if (bytes > o.memory_limit)
+      st = qv_error_set(err, QV_ENOMEM,
+                        "group-by: %" PRId64 " groups need about %" PRId64
+                        " bytes of state, more than the memory limit of %" PRId64
+                        " bytes (spilling to disk is not implemented yet)",
+                        ng, bytes, o.memory_limit);
   }
+  if (st == QV_OK && pre_done && o.progress) o.progress(o.progress_ctx, total, total);
+  for (int32_t i = 0; i < n_aggs && st == QV_OK && !pre_done; i++)
+    st = qvg_agg_reserve(s.aggs[i], ng, err);
+  if (st == QV_OK && !pre_done)
+    st = update_aggregates(&s, pool, n_parts, &parts, boff, nb, n_aggs, ng, &o, total, err);
   /* Group the rows for the holistic aggregates (counting sort on ids). */
+  bool need_rows = false; /* median/quantile alone need only start[] */
+  for (int32_t i = 0; i < n_aggs && holistic; i++) need_rows |= qvg_agg_needs_rows(s.aggs[i]);
   if (st == QV_OK && holistic) {
     s.rows.start = calloc((size_t)(ng + 1), sizeof(int64_t));
-    s.rows.chunk = malloc(sizeof(int32_t) * (size_t)(total ? total : 1));
-    s.rows.row = malloc(sizeof(int64_t) * (size_t)(total ? total : 1));
+    if (need_rows) {
+      s.rows.chunk = malloc(sizeof(int32_t) * (size_t)(total ? total : 1));
+      s.rows.row = malloc(sizeof(int64_t) * (size_t)(total ? total : 1));
+    }
     s.rows.ids = s.ids;
-    if (!s.rows.start || !s.rows.chunk || !s.rows.row)
+    if (!s.rows.start || (need_rows && (!s.rows.chunk || !s.rows.row)))
       st = qv_error_set(err, QV_ENOMEM, "group-by: out of memory (%" PRId64 " rows)", total);
     if (st == QV_OK) {
       for (int64_t i = 0; i < total; i++) s.rows.start[s.ids[i] + 1]++;
       for (int64_t g = 0; g < ng; g++) s.rows.start[g + 1] += s.rows.start[g];
+    }
+    if (st == QV_OK && need_rows) {
       int64_t *fill = malloc(sizeof(int64_t) * (size_t)(ng ? ng : 1));
       if (!fill) st = qv_error_set(err, QV_ENOMEM, "group-by: out of memory");
       else {
@@ -435,11 +791,21 @@ qv_status qv_table_group_by(qv_table *t, const char *const *keys, int32_t n_keys
     }
   }
   /* Results. */
-  if (st == QV_OK && n_keys && !direct) st = qv_grouper_uniques(s.grouper, s.outs, err);
-  for (int32_t i = 0; i < n_keys && direct && st == QV_OK; i++)
+  if (st == QV_OK && n_keys && !direct && !hashp) st = qv_grouper_uniques(s.grouper, s.outs, err);
+  for (int32_t i = 0; i < n_keys && (direct || hashp) && st == QV_OK; i++) {
     st = ng == 0 ? qv_array_nulls((qv_type *)kcols[i]->type, 0, &s.outs[i], err)
-                 : qv_array_take_chunked(kcols[i]->chunks, kcols[i]->n_chunks, dm.first_chunk,
-                                         dm.first_row, ng, &s.outs[i], err);
+                 : qv_array_take_chunked(kcols[i]->chunks, kcols[i]->n_chunks,
+                                         direct ? dm.first_chunk : hfirst_chunk,
+                                         direct ? dm.first_row : hfirst_row, ng, &s.outs[i], err);
+    if (st == QV_OK && hashp) { /* the canonical float, as the grouper keeps it */
+      qv_array *norm = NULL;
+      st = qvg_normalize_floats(s.outs[i], &norm, err);
+      if (st == QV_OK) {
+        qv_array_unref(s.outs[i]);
+        s.outs[i] = norm;
+      }
+    }
+  }
   for (int32_t i = 0; i < n_aggs && st == QV_OK; i++) {
     qv_chunked_column *xc = s.x_pos[i] >= 0 ? &s.cols.columns[s.x_pos[i]] : NULL;
     st = qvg_agg_finish(s.aggs[i], ng, xc ? xc->chunks : NULL, xc ? xc->n_chunks : 0,
@@ -470,7 +836,12 @@ qv_status qv_table_group_by(qv_table *t, const char *const *keys, int32_t n_keys
   if (st == QV_OK) st = qvg_build_table(names, s.outs, n_keys + n_aggs, ng, out, err);
   /* Cleanup. */
   direct_free(&dm);
-  free(slot_scratch);
+
+  free(boff);
+  free(hfirst_chunk);
+  free(hfirst_row);
+  qvg_parts_free(&parts);
+  qv_pool_free(pool);
   free(kcols);
   for (int32_t i = 0; i < n_keys + n_aggs && s.outs; i++)
     if (s.outs[i]) qv_array_unref(s.outs[i]);

@@ -242,6 +242,125 @@ static qv_status split_as(const char *text, char **expr, char **name, qv_error *
   return QV_OK;
 }
 
+/* Scalar expressions inside aggregate calls ("sum(a * b)"): each distinct
+ * text becomes a hidden input column computed batch by batch before the
+ * group-by. */
+typedef struct input_list {
+  char **texts; /* trimmed expression texts */
+  char **names; /* their input columns: the text itself, or __qv_inN when a
+                   column already has that name */
+  int32_t n, cap;
+} input_list;
+
+static void inputs_reset(input_list *il) {
+  for (int32_t i = 0; i < il->n; i++) {
+    free(il->texts[i]);
+    free(il->names[i]);
+  }
+  free(il->texts);
+  free(il->names);
+  memset(il, 0, sizeof *il);
+}
+
+/* The input column for expression text `text` (added when new). */
+static qv_status input_for(input_list *il, const qv_schema *schema, const char *text,
+                           const char **name, qv_error *err) {
+  for (int32_t i = 0; i < il->n; i++)
+    if (strcmp(il->texts[i], text) == 0) {
+      *name = il->names[i];
+      return QV_OK;
+    }
+  if (il->n == il->cap) {
+    int32_t cap = il->cap ? il->cap * 2 : 4;
+    char **t2 = realloc(il->texts, sizeof *t2 * (size_t)cap);
+    if (t2) il->texts = t2;
+    char **n2 = realloc(il->names, sizeof *n2 * (size_t)cap);
+    if (n2) il->names = n2;
+    if (!t2 || !n2) return qv_error_set(err, QV_ENOMEM, "out of memory");
+    il->cap = cap;
+  }
+  char hidden[32];
+  snprintf(hidden, sizeof hidden, "__qv_in%d", il->n);
+  bool taken = qv_schema_find(schema, text) >= 0;
+  for (int32_t i = 0; i < il->n && !taken; i++) taken = strcmp(il->names[i], text) == 0;
+  il->texts[il->n] = strdup(text);
+  il->names[il->n] = strdup(taken ? hidden : text);
+  if (!il->texts[il->n] || !il->names[il->n]) {
+    free(il->texts[il->n]);
+    free(il->names[il->n]);
+    return qv_error_set(err, QV_ENOMEM, "out of memory");
+  }
+  *name = il->names[il->n++];
+  return QV_OK;
+}
+
+/* `call` ("sum(a * b)") with every column argument that is not a column
+ * name replaced by its input column, backquoted ("sum(`a * b`)"); the
+ * arguments are split at commas outside parentheses and quotes. */
+static qv_status lift_args(const char *call, input_list *il, const qv_schema *schema, char **out,
+                           qv_error *err) {
+  *out = NULL;
+  size_t i = 0, n = strlen(call);
+  while (is_ident(call[i])) i++;
+  int which = lookup_name(call, i);
+  size_t open = i;
+  while (open < n && call[open] != '(') open++;
+  if (which < 0 || open >= n || call[n - 1] != ')') {
+    *out = strdup(call); /* qv_aggregate_parse reports it */
+    return *out ? QV_OK : qv_error_set(err, QV_ENOMEM, "out of memory");
+  }
+  qv_agg_kind k = AGG_NAMES[which].kind;
+  bool two_cols = k == QV_AGG_CORR || k == QV_AGG_COVAR || k == QV_AGG_COVAR_POP;
+  qv_strbuf sb;
+  qv_strbuf_init(&sb);
+  qv_status st = qv_strbuf_append(&sb, call, (int64_t)open + 1, err);
+  size_t start = open + 1;
+  int depth = 0, arg = 0;
+  for (size_t e = start; e < n && st == QV_OK; e++) {
+    char c = call[e];
+    if (c == '\'' || c == '"' || c == '`') {
+      e = skip_quoted(call, e) - 1;
+      continue;
+    }
+    if (c == '(') depth++;
+    if (c == ')') depth--;
+    if (!((c == ',' && depth == 0) || e == n - 1)) continue;
+    char *a = strndup(call + start, e - start), *copy = a ? strdup(a) : NULL;
+    if (!a || !copy) {
+      free(a);
+      free(copy);
+      st = qv_error_set(err, QV_ENOMEM, "out of memory");
+      break;
+    }
+    char *ta = trim(a);
+    const char *col = NULL;
+    bool column_pos = arg == 0 || (arg == 1 && two_cols);
+    if (column_pos && *ta && strcmp(ta, "*") != 0 && !column_arg(trim(copy), &col)) {
+      const char *name = NULL;
+      st = input_for(il, schema, ta, &name, err);
+      if (st == QV_OK) st = qv_strbuf_append_char(&sb, '`', err);
+      for (const char *q = name; st == QV_OK && *q; q++) {
+        st = qv_strbuf_append_char(&sb, *q, err);
+        if (st == QV_OK && *q == '`') st = qv_strbuf_append_char(&sb, '`', err); /* doubled */
+      }
+      if (st == QV_OK) st = qv_strbuf_append_char(&sb, '`', err);
+    } else {
+      st = qv_strbuf_append(&sb, call + start, (int64_t)(e - start), err);
+    }
+    free(a);
+    free(copy);
+    if (st == QV_OK) st = qv_strbuf_append_char(&sb, call[e] == ',' ? ',' : ')', err);
+    start = e + 1;
+    arg++;
+  }
+  if (st == QV_OK) {
+    *out = strdup(qv_strbuf_cstr(&sb));
+    if (!*out) st = qv_error_set(err, QV_ENOMEM, "out of memory");
+  }
+  qv_strbuf_reset(&sb);
+  return st;
+}
+
 typedef struct call_list {
   qv_aggregate *aggs;
   char **storage;
@@ -249,8 +368,8 @@ typedef struct call_list {
   int32_t n, cap;
 } call_list;
 
-static qv_status rewrite(const char *expr, call_list *cl, qv_strbuf *out, int32_t *n_calls,
-                         int32_t *only, qv_error *err) {
+static qv_status rewrite(const char *expr, call_list *cl, input_list *il, const qv_schema *schema,
+                         qv_strbuf *out, int32_t *n_calls, int32_t *only, qv_error *err) {
   size_t n = strlen(expr);
   *n_calls = 0;
   *only = -1;
@@ -279,8 +398,11 @@ static qv_status rewrite(const char *expr, call_list *cl, qv_strbuf *out, int32_
           if (expr[e] == ')' && --depth == 0) break;
         }
         if (e >= n) return qv_error_set(err, QV_EARG, "unbalanced parentheses in '%s'", expr);
-        char *call = strndup(expr + i, e + 1 - i);
-        if (!call) return qv_error_set(err, QV_ENOMEM, "out of memory");
+        char *raw = strndup(expr + i, e + 1 - i), *call = NULL;
+        if (!raw) return qv_error_set(err, QV_ENOMEM, "out of memory");
+        qv_status lst = lift_args(raw, il, schema, &call, err);
+        free(raw);
+        if (lst != QV_OK) return lst;
         if (cl->n == cl->cap) {
           int32_t cap = cl->cap ? cl->cap * 2 : 8;
           qv_aggregate *a = realloc(cl->aggs, sizeof *a * (size_t)cap);
@@ -329,13 +451,82 @@ static qv_status rewrite(const char *expr, call_list *cl, qv_strbuf *out, int32_
   return QV_OK;
 }
 
+/* t with one more column per input expression, evaluated batch by batch
+ * with the expression engine (the other columns shared). */
+static qv_status with_inputs(qv_table *t, const input_list *il, qv_table **out, qv_error *err) {
+  const qv_schema *s = qv_table_schema(t);
+  int64_t nb = qv_table_num_batches(t);
+  int32_t nc = s->type->n_children, ni = il->n;
+  qv_bound_expr **be = calloc((size_t)ni, sizeof *be);
+  qv_array **batches = calloc((size_t)(nb ? nb : 1), sizeof *batches);
+  qv_type *st_type = qv_type_new(QV_STRUCT);
+  qv_status st = be && batches && st_type ? QV_OK : qv_error_set(err, QV_ENOMEM, "out of memory");
+  for (int32_t i = 0; i < ni && st == QV_OK; i++) {
+    qv_expr *e = NULL;
+    st = qv_expr_parse(il->texts[i], -1, &e, err);
+    if (st == QV_OK) st = qv_expr_bind(e, s, &be[i], err);
+    qv_expr_free(e);
+    if (st != QV_OK) qv_error_prefix(err, st, "'%s': ", il->texts[i]);
+  }
+  for (int32_t j = 0; j < nc && st == QV_OK; j++) {
+    const qv_field *f = &s->type->children[j];
+    st = qv_type_add_child(st_type, f->name, f->nullable, qv_type_ref(f->type), &f->metadata, err);
+  }
+  for (int32_t i = 0; i < ni && st == QV_OK; i++) {
+    qv_type *rt = qv_type_new(qv_bound_expr_result_type(be[i]));
+    st = rt ? qv_type_add_child(st_type, il->names[i], true, rt, NULL, err)
+            : qv_error_set(err, QV_ENOMEM, "out of memory");
+  }
+  for (int64_t b = 0; b < nb && st == QV_OK; b++) {
+    qv_array *src = NULL;
+    st = qv_table_batch(t, b, &src, err);
+    qv_array *nbatch = st == QV_OK ? qv_array_new(st_type, 1, nc + ni) : NULL;
+    if (st == QV_OK && !nbatch) st = qv_error_set(err, QV_ENOMEM, "out of memory");
+    if (st == QV_OK) {
+      nbatch->length = src->length;
+      nbatch->null_count = 0;
+      batches[b] = nbatch;
+    }
+    for (int32_t j = 0; j < nc && st == QV_OK; j++) {
+      qv_array *ch = src->children[j];
+      if (src->offset == 0 && ch->length == src->length) nbatch->children[j] = qv_array_ref(ch);
+      else st = qv_array_slice(ch, src->offset, src->length, &nbatch->children[j], err);
+    }
+    for (int32_t i = 0; i < ni && st == QV_OK; i++) {
+      st = qv_bound_expr_eval(be[i], src, &nbatch->children[nc + i], err);
+      if (st != QV_OK) qv_error_prefix(err, st, "'%s': ", il->texts[i]);
+      else if (!qv_type_equals(nbatch->children[nc + i]->type, st_type->children[nc + i].type,
+                               false))
+        st = qv_error_set(err, QV_ETYPE, "'%s': evaluated to an unexpected type", il->texts[i]);
+    }
+    if (src) qv_array_unref(src);
+  }
+  qv_schema *schema = NULL;
+  if (st == QV_OK) {
+    schema = qv_schema_new(qv_type_ref(st_type));
+    if (!schema) st = qv_error_set(err, QV_ENOMEM, "out of memory");
+  }
+  if (st == QV_OK) st = qv_table_from_batches(schema, batches, nb, out, err);
+  if (schema) qv_schema_unref(schema);
+  for (int64_t b = 0; b < nb && batches; b++)
+    if (batches[b]) qv_array_unref(batches[b]);
+  for (int32_t i = 0; i < ni && be; i++) qv_bound_expr_free(be[i]);
+  free(be);
+  free(batches);
+  if (st_type) qv_type_unref(st_type);
+  return st;
+}
+
 qv_status qv_table_group_by_exprs(qv_table *t, const char *const *keys, int32_t n_keys,
                                   const char *const *exprs, int32_t n_exprs,
                                   const qv_group_by_options *opts, qv_table **out, qv_error *err) {
   if (n_exprs < 0 || (n_exprs && !exprs))
     return qv_error_set(err, QV_EARG, "group-by: no aggregate expressions");
+  if (!t) return qv_error_set(err, QV_EARG, "group-by: needs a table, keys and aggregates");
   call_list cl;
   memset(&cl, 0, sizeof cl);
+  input_list il;
+  memset(&il, 0, sizeof il);
   char **names = calloc((size_t)(n_exprs ? n_exprs : 1), sizeof *names);
   char **texts = calloc((size_t)(n_exprs ? n_exprs : 1), sizeof *texts);
   int32_t *direct = malloc(sizeof(int32_t) * (size_t)(n_exprs ? n_exprs : 1));
@@ -346,7 +537,7 @@ qv_status qv_table_group_by_exprs(qv_table *t, const char *const *keys, int32_t 
     qv_strbuf sb;
     qv_strbuf_init(&sb);
     int32_t nc = 0, only = -1;
-    if (st == QV_OK) st = rewrite(expr, &cl, &sb, &nc, &only, err);
+    if (st == QV_OK) st = rewrite(expr, &cl, &il, qv_table_schema(t), &sb, &nc, &only, err);
     if (st == QV_OK && nc == 0)
       st = qv_error_set(err, QV_EARG, "no aggregate call in '%s' (e.g. sum(col), count(*))",
                         trim(expr));
@@ -361,8 +552,12 @@ qv_status qv_table_group_by_exprs(qv_table *t, const char *const *keys, int32_t 
     free(expr);
     if (st != QV_OK) qv_error_prefix(err, st, "aggregate %d ('%s'): ", i + 1, exprs[i]);
   }
-  qv_table *agg = NULL;
-  if (st == QV_OK) st = qv_table_group_by(t, keys, n_keys, cl.aggs, cl.n, opts, &agg, err);
+  qv_table *agg = NULL, *src = NULL;
+  if (st == QV_OK && il.n > 0) st = with_inputs(t, &il, &src, err);
+  if (st == QV_OK)
+    st = qv_table_group_by(src ? src : t, keys, n_keys, cl.aggs, cl.n, opts, &agg, err);
+  if (src) qv_table_unref(src);
+  inputs_reset(&il);
   /* the final columns: keys, then each expression */
   int32_t n_out = n_keys + n_exprs;
   qv_array **cols = calloc((size_t)(n_out ? n_out : 1), sizeof *cols);

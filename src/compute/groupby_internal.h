@@ -11,6 +11,19 @@
 
 typedef struct qvg_agg qvg_agg;
 
+/** Batch scratch of the aggregate updates: one per thread updating (the
+ *  typed values, validity bytes and group ids of one batch's rows). Zero-
+ *  initialise; release with qvg_scratch_free. */
+typedef struct qvg_scratch {
+  double *fx, *fy;
+  int64_t *ix;
+  uint8_t *vx, *vy;
+  uint32_t *dids, *g;
+  int64_t cap;
+} qvg_scratch;
+
+void qvg_scratch_free(qvg_scratch *s);
+
 /** Rows of every group, grouped (the holistic aggregates' input): the rows
  *  of group g are entries [start[g], start[g+1]) of chunk[] / row[], in
  *  input order. */
@@ -29,6 +42,11 @@ bool qvg_kind_is_holistic(qv_agg_kind kind);
  *  per group as they stream). */
 bool qvg_agg_is_holistic(const qvg_agg *a);
 
+/** True when the holistic aggregate reads qvg_rows' chunk/row lists
+ *  (list, top_k/bottom_k kept as rows); median and quantile need only
+ *  start[] and ids. */
+bool qvg_agg_needs_rows(const qvg_agg *a);
+
 /** Check the aggregate against its input types (type2 NULL unless corr /
  *  covar) and make its state. `label` names it in errors ("sum(v1)"). */
 qv_status qvg_agg_new(const qv_aggregate *spec, const qv_type *type, const qv_type *type2,
@@ -45,6 +63,37 @@ int64_t qvg_agg_group_bytes(const qvg_agg *a);
  *  (input columns x, and y for two-input aggregates; NULL for count(*)). */
 qv_status qvg_agg_update(qvg_agg *a, const uint32_t *ids, int64_t n, int32_t c, qv_array *x,
                          const qv_array *y, qv_error *err);
+
+/** As qvg_agg_update, over the rows sel[0..n) of chunk `c` (ascending
+ *  row numbers; sel NULL: rows 0..n) with group ids ids_b[row], using the
+ *  caller's scratch `s`. Several threads may update one aggregate at once
+ *  when their rows belong to disjoint sets of groups and each processes
+ *  its groups' rows in table order (then every group sees the same update
+ *  sequence as one thread would give it: results are bit-identical), if
+ *  qvg_agg_parallel_ok; the chunks' null counts must be known
+ *  (qv_array_null_count called before). */
+qv_status qvg_agg_update_sel(qvg_agg *a, qvg_scratch *s, const uint32_t *ids_b, const uint32_t *sel,
+                             int64_t n, int32_t c, qv_array *x, const qv_array *y, qv_error *err);
+
+/** False for the aggregates whose update shares state across groups
+ *  (count_distinct's grouper): those are updated by one thread. */
+bool qvg_agg_parallel_ok(const qvg_agg *a);
+
+/** True when thread-local states of this aggregate can be merged
+ *  (qvg_agg_merge): every kind but the holistic ones and count_distinct. */
+bool qvg_agg_mergeable(const qvg_agg *a);
+
+/** A new, empty aggregate of the same kind, inputs and label as `a`. */
+qv_status qvg_agg_clone_empty(const qvg_agg *a, qvg_agg **out, qv_error *err);
+
+/** Merge the states of src's groups 0..n into dst's groups map[g] (map
+ *  NULL: the same ids). src must have seen rows that all come after the
+ *  rows dst has seen (first/last and the ties of min/max follow row
+ *  order). Integer sums are checked (QV_ERANGE); float sums, means,
+ *  variances and co-moments are combined pairwise (Chan et al.), so they
+ *  may differ from one thread's in the last bits. */
+qv_status qvg_agg_merge(qvg_agg *dst, const qvg_agg *src, const uint32_t *map, int64_t n,
+                        qv_error *err);
 
 /** The result column of n_groups rows. chunks: the input column's chunks
  *  (for results gathered from the input); rows: NULL unless holistic. */
@@ -64,5 +113,72 @@ const char *qvg_closest_name(const char *name, const char *const *names, int32_t
  *  (references taken) under names[0..n). */
 qv_status qvg_build_table(const char *const *names, qv_array **cols, int32_t n, int64_t len,
                           qv_table **out, qv_error *err);
+
+/* ------------------------------------------------------------------------ */
+/* The hash path on all cores (groupby_hash.c)                               */
+
+typedef struct qv_pool qv_pool;
+
+/** Rows of a table split by group into n_parts partitions: the rows of
+ *  partition p in batch b are rows[off[p * n_batches + b] ..
+ *  off[p * n_batches + b + 1]), row numbers within the batch, ascending;
+ *  every group's rows are in one partition. */
+typedef struct qvg_parts {
+  int32_t n_parts;
+  int64_t n_batches;
+  int64_t *off; /* n_parts * n_batches + 1 */
+  uint32_t *rows;
+} qvg_parts;
+
+void qvg_parts_free(qvg_parts *p);
+
+/** True when a key of type t can take the hash path (fixed-width types,
+ *  decimals, fixed_size_binary, binary/string in every layout). */
+bool qvg_hash_eligible(const qv_type *t);
+
+/** Group ids of every row of keys kcols[0..nk) (chunks of nb batches with
+ *  boff[b] the first row of batch b, boff[nb] the total): ids[row] dense
+ *  in order of first appearance (the grouper's order; floats grouped as
+ *  qvg_normalize_floats canonicalises them), *first_chunk / *first_row the
+ *  first row of each of the *n_groups groups (malloc'd, the caller frees),
+ *  *parts the rows by hash partition (n_parts a power of two; release with
+ *  qvg_parts_free). Runs on `pool` (one task per batch, then per
+ *  partition). distinct_frac: the expected groups per row (a sample's
+ *  estimate; 0 when unknown), to size the tables. */
+qv_status qvg_hash_group(qv_pool *pool, int32_t n_parts, double distinct_frac,
+                         const qv_chunked_column *const *kcols, int32_t nk, const int64_t *boff,
+                         int64_t nb, uint32_t *ids, int64_t **first_chunk, int64_t **first_row,
+                         int64_t *n_groups, qvg_parts *parts, qv_error *err);
+
+/** Rows split into n_parts (a power of two, >= 2) partitions by a hash of
+ *  their group id ids[row] (for ids assigned without hash partitions). */
+qv_status qvg_parts_by_group(qv_pool *pool, const uint32_t *ids, const int64_t *boff, int64_t nb,
+                             int32_t n_parts, qvg_parts *parts, qv_error *err);
+
+/** A group table over whole batches of hash-path keys (one per thread of
+ * the pre-aggregation in groupby.c; not thread-safe itself). Groups are
+ * dense in order of first appearance among the rows inserted. */
+typedef struct qvg_htab qvg_htab;
+
+qv_status qvg_htab_new(const qv_chunked_column *const *kcols, int32_t nk, qvg_htab **out,
+                       qv_error *err);
+void qvg_htab_free(qvg_htab *t);
+int64_t qvg_htab_groups(const qvg_htab *t);
+
+/** Group ids ids[0..n) of the n rows of batch b (h: n hashes of scratch). */
+qv_status qvg_htab_batch(qvg_htab *t, int64_t b, int64_t n, uint64_t *h, uint32_t *ids,
+                         qv_error *err);
+
+/** Insert src's groups (in their order) into dst: map[g] = dst's id of
+ *  src's group g (map has qvg_htab_groups(src) entries). */
+qv_status qvg_htab_merge(qvg_htab *dst, const qvg_htab *src, uint32_t *map, qv_error *err);
+
+/** First row (chunk, row) of every group. */
+void qvg_htab_firsts(const qvg_htab *t, int64_t *chunk, int64_t *row);
+
+/** Distinct key hashes among the first n rows of batch b (an estimate of
+ *  the groups there); -1 when the batch's buffers are inconsistent. */
+int64_t qvg_hash_sample_distinct(const qv_chunked_column *const *kcols, int32_t nk, int64_t b,
+                                 int64_t n);
 
 #endif /* QV_GROUPBY_INTERNAL_H */

@@ -5,13 +5,21 @@
  * to the decoding of its batches); with one, the columns the keys and
  * expressions can use are gathered through the mapping first
  * (qv_ds_mapped_columns) and grouped. The result is a new in-memory
- * dataset. Dataset layer, on the compute layer's qv_table_group_by_exprs.
+ * dataset whose fingerprint is the source's updated with the call. Dataset layer, on the compute layer's qv_table_group_by_exprs.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "dataset/dataset_internal.h"
 #include "quiver/compute.h"
+#include "quiver/fingerprint.h"
+
+static void arg_texts(qv_fingerprint_args *a, const char *key, const char *const *texts, int32_t n,
+                      qv_error *err) {
+  (void)qv_fingerprint_arg_begin_list(a, key, err);
+  for (int32_t i = 0; i < n; i++) (void)qv_fingerprint_arg_str(a, NULL, texts[i], err);
+  (void)qv_fingerprint_arg_end(a, err);
+}
 
 qv_status qv_dataset_group_by(qv_dataset *ds, const char *const *keys, int32_t n_keys,
                               const char *const *aggs, int32_t n_aggs,
@@ -40,7 +48,19 @@ qv_status qv_dataset_group_by(qv_dataset *ds, const char *const *keys, int32_t n
   }
   qv_table *res = NULL;
   if (st == QV_OK) st = qv_table_group_by_exprs(src, keys, n_keys, aggs, n_aggs, opts, &res, err);
-  if (st == QV_OK) st = qv_dataset_from_table(res, NULL, out, err);
+  /* The result's fingerprint follows from the source's and the call (as
+   * the other transforms'), never from hashing the result's bytes. */
+  char fp[QV_FINGERPRINT_SIZE];
+  qv_fingerprint_args *a = NULL;
+  if (st == QV_OK) st = qv_fingerprint_args_new(&a, err);
+  if (st == QV_OK) {
+    arg_texts(a, "keys", keys, n_keys, err);
+    arg_texts(a, "aggs", aggs, n_aggs, err);
+    (void)qv_fingerprint_arg_bool(a, "sort", opts && opts->sort, err);
+    st = qv_fingerprint_update(qv_dataset_fingerprint(ds), "quiver.group_by", a, fp, err);
+  }
+  qv_fingerprint_args_free(a);
+  if (st == QV_OK) st = qv_dataset_from_table(res, fp, out, err);
   if (res) qv_table_unref(res);
   if (src) qv_table_unref(src);
   return st;

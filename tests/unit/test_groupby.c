@@ -5,7 +5,10 @@
  * aggregate recomputed per group by scanning all rows of the plain C data
  * the arrays were built from. Also: first-appearance order, --sort order,
  * no keys (one group, also over an empty table), one group, many groups,
- * all-null groups, aggregate expressions, and errors with their messages. */
+ * all-null groups, aggregate expressions, and errors with their messages.
+ * Every shape runs on one thread and on several (the partitioned paths
+ * forced on small tables with qv_group_by_options.threads), and the two
+ * results must be equal bit for bit. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -240,8 +243,57 @@ static const char *AGGS[] = {
     "list(i) AS li",
     "max(x) - min(i) AS rng",
     "bottom_k(s, 2) AS bs",
+    "sum(i * 2 - 1) AS s2i", /* expressions inside aggregate calls */
+    "max(len(s)) AS mls",
 };
 #define N_AGGS ((int)(sizeof AGGS / sizeof AGGS[0]))
+
+/* The mergeable aggregates (a group-by of only these takes the thread-local
+ * pre-aggregation path on several threads). */
+static const char *MAGGS[] = {
+    "count(*) AS n",        "count(x) AS cx",         "sum(i) AS si",          "sum(x) AS sx",
+    "mean(x) AS mx",        "min(x) AS minx",         "max(x) AS maxx",        "min(s) AS mins",
+    "max(s) AS maxs",       "first(x) AS fx",         "last(s) AS ls",         "var(x) AS vx",
+    "stddev_pop(i) AS sdi", "corr(x, i) AS cxi",      "covar(x, i) AS cvxi",   "any(b) AS anyb",
+    "all(b) AS allb",       "max(x) - min(i) AS rng", "sum(i * 2 - 1) AS s2i",
+};
+#define N_MAGGS ((int)(sizeof MAGGS / sizeof MAGGS[0]))
+
+/* Column `name` of `got` equals the one of `want` (the checked result):
+ * doubles to 1e-9 relative (sums merged pairwise round differently),
+ * everything else exactly. */
+static void check_column_close(qv_table *want, qv_table *got, const char *name) {
+  qv_error err;
+  int32_t iw = qv_schema_find(qv_table_schema(want), name);
+  int32_t ig = qv_schema_find(qv_table_schema(got), name);
+  QV_REQUIRE(iw >= 0 && ig >= 0);
+  QV_REQUIRE(qv_table_num_rows(want) == qv_table_num_rows(got));
+  if (qv_table_num_rows(want) == 0) return;
+  qv_array *bw = NULL, *bg = NULL;
+  QV_REQUIRE(qv_table_batch(want, 0, &bw, &err) == QV_OK);
+  QV_REQUIRE(qv_table_batch(got, 0, &bg, &err) == QV_OK);
+  qv_array *w = bw->children[iw], *g = bg->children[ig];
+  if (w->type->id == QV_DOUBLE) {
+    QV_CHECK(g->type->id == QV_DOUBLE);
+    for (int64_t r = 0; r < w->length; r++) {
+      QV_CHECK(valid_at(w, r) == valid_at(g, r));
+      if (!valid_at(w, r)) continue;
+      double a = dbl_at(w, r), b = dbl_at(g, r);
+      bool ok = same_double(a, b) || fabs(a - b) < 1e-9 * fmax(1, fabs(a)) * 1000;
+      if (a == 0 && b == 0) ok = signbit(a) == signbit(b); /* min/max ties: the first row's */
+      if (!ok) fprintf(stderr, "%s row %lld: %.17g vs %.17g\n", name, (long long)r, a, b);
+      QV_CHECK(ok);
+    }
+  } else {
+    qv_error diff;
+    diff.message[0] = 0;
+    bool eq = qv_array_equals(w, g, &diff);
+    if (!eq) fprintf(stderr, "%s: %s\n", name, diff.message);
+    QV_CHECK(eq);
+  }
+  qv_array_unref(bw);
+  qv_array_unref(bg);
+}
 
 typedef struct keyset {
   bool use_k1, use_k2, use_d;
@@ -438,13 +490,48 @@ static void check_group(const data *d, const qv_array *batch, int nk, int64_t g,
       if (ii[q] < mi) mi = ii[q];
     QV_CHECK(same_double(dbl_at(c[23], g), maxx - (double)mi));
   }
+  /* sum(i * 2 - 1), max(len(s)) */
+  QV_CHECK(valid_at(c[25], g) == (cnt_i > 0));
+  if (cnt_i) QV_CHECK_EQ_INT(qv_array_int_at(c[25], g), 2 * si - cnt_i);
+  QV_CHECK(valid_at(c[26], g) == (mins != NULL));
+  {
+    int64_t ml = -1;
+    for (int64_t e = 0; e < m; e++)
+      if (d->s[rows[e]] >= 0 && (int64_t)strlen(SV[d->s[rows[e]]]) > ml)
+        ml = (int64_t)strlen(SV[d->s[rows[e]]]);
+    if (ml >= 0) QV_CHECK_EQ_INT(qv_array_int_at(c[26], g), ml);
+  }
   free(xs);
   free(is);
   free(ii);
 }
 
-static void run_case(int64_t n, int groups, int n_batches, keyset ks, bool sort,
-                     bool all_null_even) {
+/* The group-by of t on one thread and on `threads` (the partitioned path
+ * forced on a small table): the two results must be equal value for value
+ * (floats bitwise), since each group's rows are aggregated in table order
+ * either way. Returns the multi-threaded one. */
+static qv_status group_both(qv_table *t, const char *const *keys, int nk, const char *const *aggs,
+                            int na, qv_group_by_options o, int threads, qv_table **out,
+                            qv_error *err) {
+  qv_table *one = NULL;
+  o.threads = 1;
+  qv_status st = qv_table_group_by_exprs(t, keys, nk, aggs, na, &o, &one, err);
+  if (st != QV_OK) return st;
+  o.threads = threads;
+  st = qv_table_group_by_exprs(t, keys, nk, aggs, na, &o, out, err);
+  if (st == QV_OK) {
+    qv_error diff;
+    diff.message[0] = 0;
+    bool eq = qv_table_equals(one, *out, &diff);
+    if (!eq) fprintf(stderr, "1 vs %d threads: %s\n", threads, diff.message);
+    QV_CHECK(eq);
+  }
+  qv_table_unref(one);
+  return st;
+}
+
+static void run_case_t(int64_t n, int groups, int n_batches, keyset ks, bool sort,
+                       bool all_null_even, int threads) {
   data d = gen(n, groups, all_null_even);
   qv_table *t = make_table(&d, n_batches);
   const char *keys[3];
@@ -458,7 +545,7 @@ static void run_case(int64_t n, int groups, int n_batches, keyset ks, bool sort,
   qv_table *out = NULL;
   qv_error err;
   err.message[0] = 0;
-  qv_status st = qv_table_group_by_exprs(t, keys, nk, AGGS, N_AGGS, &o, &out, &err);
+  qv_status st = group_both(t, keys, nk, AGGS, N_AGGS, o, threads, &out, &err);
   if (st != QV_OK) fprintf(stderr, "group-by failed: %s\n", err.message);
   QV_CHECK(st == QV_OK);
   if (st != QV_OK) {
@@ -496,11 +583,37 @@ static void run_case(int64_t n, int groups, int n_batches, keyset ks, bool sort,
     qv_array_unref(batch);
   }
   QV_CHECK_EQ_INT(covered, nk == 0 ? n * ng : n);
+  /* the mergeable aggregates alone (thread-local pre-aggregation on
+   * several threads, merged states): the checked result's columns */
+  if (!sort && nk > 0) {
+    for (int pass = 0; pass < 2; pass++) {
+      qv_table *m = NULL;
+      o.threads = pass == 0 ? 1 : threads;
+      qv_status sm = qv_table_group_by_exprs(t, keys, nk, MAGGS, N_MAGGS, &o, &m, &err);
+      if (sm != QV_OK) fprintf(stderr, "mergeable group-by failed: %s\n", err.message);
+      QV_CHECK(sm == QV_OK);
+      if (sm != QV_OK) continue;
+      for (int j = 0; j < nk; j++) check_column_close(out, m, keys[j]);
+      for (int j = 0; j < N_MAGGS; j++) {
+        const char *as = strstr(MAGGS[j], " AS ");
+        check_column_close(out, m, as + 4);
+      }
+      qv_table_unref(m);
+    }
+  }
   free(rows);
   free(first);
   qv_table_unref(out);
   qv_table_unref(t);
   data_free(&d);
+}
+
+/* Every shape on one thread and on 2, 3 and 4 (partitioned paths). */
+static void run_case(int64_t n, int groups, int n_batches, keyset ks, bool sort,
+                     bool all_null_even) {
+  static const int THREADS[] = {2, 3, 4};
+  static int turn = 0;
+  run_case_t(n, groups, n_batches, ks, sort, all_null_even, THREADS[turn++ % 3]);
 }
 
 static void test_many_shapes(void) {
@@ -515,6 +628,128 @@ static void test_many_shapes(void) {
   run_case(300, 100000, 3, k1, false, false); /* nearly every row its own group */
   run_case(700, 5, 1, none, false, false);    /* no keys: one group */
   run_case(1, 5, 1, k12, false, false);
+  keyset k2 = {false, true, false}, k1d = {true, false, true};
+  run_case(3000, 40, 7, k2, false, false);         /* one string key (inline path) */
+  run_case(2500, 20000, 9, k12, true, false);      /* many groups, sorted */
+  run_case(1800, 50, 4, k1d, false, true);         /* int + dictionary (grouper) */
+  run_case_t(4000, 300, 11, k12, false, false, 8); /* more partitions than batches */
+  run_case_t(2000, 30, 5, k1, false, false, 1);    /* one thread only */
+}
+
+/* Hash-path keys the shapes above do not cover: a double key (-0.0 with
+ * 0.0, every NaN one group, nulls one group) and strings longer than the
+ * 16 inline bytes, alone and beside an int64 key, checked against counts
+ * found by brute force, on 1 and 4 threads. */
+static void test_hash_keys(void) {
+  int64_t n = 5000;
+  qv_type *st = qv_type_new(QV_STRUCT);
+  qv_error err;
+  QV_REQUIRE(qv_type_add_child(st, "f", true, qv_type_new(QV_DOUBLE), NULL, &err) == QV_OK);
+  QV_REQUIRE(qv_type_add_child(st, "s", true, qv_type_new(QV_LARGE_STRING), NULL, &err) == QV_OK);
+  QV_REQUIRE(qv_type_add_child(st, "i", true, qv_type_new(QV_INT32), NULL, &err) == QV_OK);
+  double *f = malloc(sizeof(double) * (size_t)n);
+  int *sv = malloc(sizeof(int) * (size_t)n), *iv = malloc(sizeof(int) * (size_t)n);
+  bool *fn = malloc((size_t)n);
+  char buf[64];
+  qv_array *bs[5];
+  int64_t per = n / 5;
+  for (int b = 0; b < 5; b++) {
+    qv_builder *bl = NULL;
+    QV_REQUIRE(qv_builder_new(st, &bl, &err) == QV_OK);
+    for (int64_t r = b * per; r < (b + 1) * per; r++) {
+      int c = rint_(8);
+      f[r] = c == 0 ? NAN : c == 1 ? -NAN : c == 2 ? -0.0 : c == 3 ? 0.0 : (double)rint_(40) / 4;
+      fn[r] = rint_(15) == 0;
+      sv[r] = rint_(25) == 0 ? -1 : rint_(60);
+      iv[r] = rint_(3);
+      QV_REQUIRE(qv_builder_begin_struct(bl, &err) == QV_OK);
+      qv_builder *ch = qv_builder_child(bl, 0);
+      QV_REQUIRE((fn[r] ? qv_builder_append_null(ch, &err)
+                        : qv_builder_append_double(ch, f[r], &err)) == QV_OK);
+      ch = qv_builder_child(bl, 1);
+      /* 14..31 bytes: some inline, most not; equal prefixes of 16 bytes */
+      snprintf(buf, sizeof buf, "a-long-prefix-%0*d", 1 + sv[r] % 17, sv[r]);
+      QV_REQUIRE((sv[r] < 0 ? qv_builder_append_null(ch, &err)
+                            : qv_builder_append_string(ch, buf, &err)) == QV_OK);
+      ch = qv_builder_child(bl, 2);
+      QV_REQUIRE(qv_builder_append_int(ch, iv[r], &err) == QV_OK);
+      QV_REQUIRE(qv_builder_end_struct(bl, &err) == QV_OK);
+    }
+    QV_REQUIRE(qv_builder_finish(bl, &bs[b], &err) == QV_OK);
+    qv_builder_free(bl);
+  }
+  qv_schema *schema = qv_schema_new(st);
+  qv_table *t = NULL;
+  QV_REQUIRE(qv_table_from_batches(schema, bs, 5, &t, &err) == QV_OK);
+  for (int b = 0; b < 5; b++) qv_array_unref(bs[b]);
+  qv_schema_unref(schema);
+  n = per * 5;
+  /* canonical key of row r for the brute force */
+  const char *aggs[] = {"count(*) AS n", "first(i) AS fi", "mean(i) AS mi", "sum(i) AS si"};
+  for (int which = 0; which < 3; which++) {
+    const char *k_f = "f", *k_s[] = {"s", "i"};
+    const char *const *keys = which == 0 ? &k_f : k_s;
+    int nk = which == 0 ? 1 : (which == 1 ? 1 : 2);
+    qv_group_by_options o;
+    memset(&o, 0, sizeof o);
+    qv_table *out = NULL;
+    qv_status s2 = group_both(t, keys, nk, aggs, 4, o, 4, &out, &err);
+    if (s2 != QV_OK) fprintf(stderr, "hash keys %d: %s\n", which, err.message);
+    QV_REQUIRE(s2 == QV_OK);
+    int64_t ng = qv_table_num_rows(out);
+    qv_array *res = NULL;
+    QV_REQUIRE(qv_table_batch(out, 0, &res, &err) == QV_OK);
+    int64_t covered = 0, prev_first = -1;
+    for (int64_t g = 0; g < ng; g++) {
+      qv_array *k0 = res->children[0];
+      int64_t m = 0, first = -1, isum = 0;
+      for (int64_t r = 0; r < n; r++) {
+        bool match;
+        if (which == 0) {
+          if (!valid_at(k0, g)) match = fn[r];
+          else if (fn[r]) match = false;
+          else {
+            double kv = dbl_at(k0, g);
+            match = isnan(kv) ? isnan(f[r]) : kv == f[r];
+            /* the key comes back canonical: 0.0, not -0.0 */
+            if (kv == 0.0) QV_CHECK(!signbit(kv));
+          }
+        } else {
+          if (!valid_at(k0, g)) match = sv[r] < 0;
+          else if (sv[r] < 0) match = false;
+          else {
+            char want[64];
+            int64_t s0 = qv_array_offset_at(k0, g), s1 = qv_array_offset_at(k0, g + 1);
+            snprintf(want, sizeof want, "a-long-prefix-%0*d", 1 + sv[r] % 17, sv[r]);
+            match = (int64_t)strlen(want) == s1 - s0 &&
+                    memcmp(want, k0->buffers[2]->data + s0, (size_t)(s1 - s0)) == 0;
+          }
+          if (which == 2 && match) match = qv_array_int_at(res->children[1], g) == iv[r];
+        }
+        if (match) {
+          if (first < 0) first = r;
+          m++;
+          isum += iv[r];
+        }
+      }
+      QV_CHECK(m > 0);
+      QV_CHECK_EQ_INT(qv_array_int_at(res->children[nk], g), m);
+      QV_CHECK_EQ_INT(qv_array_int_at(res->children[nk + 1], g), iv[first]);
+      QV_CHECK(fabs(dbl_at(res->children[nk + 2], g) - (double)isum / (double)m) < 1e-12);
+      QV_CHECK_EQ_INT(qv_array_int_at(res->children[nk + 3], g), isum);
+      QV_CHECK(first > prev_first); /* first-appearance order */
+      prev_first = first;
+      covered += m;
+    }
+    QV_CHECK_EQ_INT(covered, n);
+    qv_array_unref(res);
+    qv_table_unref(out);
+  }
+  qv_table_unref(t); /* the schema took the struct type's reference */
+  free(f);
+  free(sv);
+  free(iv);
+  free(fn);
 }
 
 static void test_empty_and_errors(void) {
@@ -599,6 +834,7 @@ static void test_overflow_and_budget(void) {
 
 int main(void) {
   QV_RUN(test_many_shapes);
+  QV_RUN(test_hash_keys);
   QV_RUN(test_empty_and_errors);
   QV_RUN(test_overflow_and_budget);
   return QV_TEST_END();
