@@ -67,6 +67,34 @@ static double num_of(int64_t v, int64_t shift) {
   return (double)(v + shift);
 }
 
+/* A string / large_string array of any length (tb_str takes at most 255
+ * strings); NULL entries are null. */
+static qv_array *str_array(qv_type_id id, int64_t n, const char *const *s) {
+  bool large = id == QV_LARGE_STRING;
+  int w = large ? 8 : 4;
+  int64_t total = 0;
+  for (int64_t i = 0; i < n; i++)
+    if (s[i]) total += (int64_t)strlen(s[i]);
+  qv_buffer *bits = tb_buf(NULL, (n + 7) / 8), *offs = tb_buf(NULL, (n + 1) * w);
+  qv_buffer *data = tb_buf(NULL, total);
+  int64_t pos = 0;
+  for (int64_t i = 0; i <= n; i++) {
+    if (large) memcpy(offs->data + 8 * i, &pos, 8);
+    else {
+      int32_t p32 = (int32_t)pos;
+      memcpy(offs->data + 4 * i, &p32, 4);
+    }
+    if (i < n && s[i]) {
+      qv_bit_set(bits->data, i);
+      size_t l = strlen(s[i]);
+      memcpy(data->data + pos, s[i], l);
+      pos += (int64_t)l;
+    }
+  }
+  qv_buffer *b[3] = {bits, offs, data};
+  return tb_array(tb_type(id), n, 3, b, 0, NULL);
+}
+
 /* One batch of a key column of `len` rows; cells receive the oracle's view. */
 static qv_array *gen_keys(kt k, int64_t len, int64_t domain, bool skew, double null_p,
                           int64_t shift, cell *cells) {
@@ -115,7 +143,8 @@ static qv_array *gen_keys(kt k, int64_t len, int64_t domain, bool skew, double n
   } else if (k == K_STR || k == K_LSTR) {
     const char **s = malloc(sizeof(char *) * (size_t)(len ? len : 1));
     for (int64_t i = 0; i < len; i++) s[i] = cells[i].null ? NULL : cells[i].s;
-    a = tb_str(k == K_STR ? QV_STRING : QV_LARGE_STRING, len, s, NULL);
+    a = len < 256 ? tb_str(k == K_STR ? QV_STRING : QV_LARGE_STRING, len, s, NULL)
+                  : str_array(k == K_STR ? QV_STRING : QV_LARGE_STRING, len, s);
     qv_type_unref(t);
     free(s);
   } else { /* dictionary: this batch's own dictionary, values in a shuffled order */
@@ -440,6 +469,68 @@ static void test_fast_path_large(void) {
   }
 }
 
+/* Outputs of several record batches (join_table.c cuts the output into
+ * ranges gathered in parallel): sides of many batches, string and integer
+ * keys; the joined table's payload columns equal the pairs of
+ * qv_join_indices row for row, and the key column of a full join holds
+ * the left key, else the right one. */
+static void test_output_ranges(void) {
+  const kt ks[2][1] = {{K_STR}, {K_I64}};
+  for (int k = 0; k < 2; k++) {
+    side l = make_side(ks[k], 1, 200000, 50000, false, 0.01, 0, "lrow");
+    side r = make_side(ks[k], 1, 90000, 50000, k == 1, 0.01, 7, "rrow");
+    for (int how = 0; how <= QV_JOIN_ANTI; how++)
+      for (int build = 0; build <= QV_JOIN_BUILD_RIGHT; build++) {
+        qv_join_options o = {0};
+        o.how = (qv_join_type)how;
+        o.build = (qv_join_build)build;
+        o.left_on = ON;
+        o.n_keys = 1;
+        int64_t *pl = NULL, *pr = NULL, n = -1;
+        RT_OK(qv_join_indices(l.t, r.t, &o, &pl, &pr, &n, &E));
+        qv_table *j = NULL;
+        RT_OK(qv_table_join(l.t, r.t, &o, &j, &E));
+        QV_CHECK(n > (how == QV_JOIN_ANTI ? 0 : 70000));
+        QV_CHECK(payload_matches(j, "lrow", pl, n));
+        if (how < QV_JOIN_SEMI) {
+          QV_CHECK(qv_table_num_batches(j) > 1);
+          QV_CHECK(payload_matches(j, "rrow", pr, n));
+          qv_array *key = col_of(j, "k0");
+          qv_array *lk = col_of(l.t, "k0"), *rk = col_of(r.t, "k0");
+          bool ok = key != NULL;
+          for (int64_t i = 0; ok && i < n; i++) {
+            bool coalesce = how == QV_JOIN_RIGHT || how == QV_JOIN_FULL;
+            int64_t lrow = pl[i], rrow = coalesce && lrow < 0 ? pr[i] : -1;
+            qv_array *src = rrow >= 0 ? rk : lk;
+            int64_t at = rrow >= 0 ? rrow : lrow;
+            if (at < 0 || !qv_array_is_valid(src, at)) {
+              ok = !qv_array_is_valid(key, i);
+            } else if (k == 0) {
+              int64_t a0 = qv_array_offset_at(key, i), a1 = qv_array_offset_at(key, i + 1);
+              int64_t b0 = qv_array_offset_at(src, at), b1 = qv_array_offset_at(src, at + 1);
+              ok = qv_array_is_valid(key, i) && a1 - a0 == b1 - b0 &&
+                   memcmp(key->buffers[2]->data + a0, src->buffers[2]->data + b0,
+                          (size_t)(a1 - a0)) == 0;
+            } else {
+              ok = qv_array_is_valid(key, i) && qv_array_int_at(key, i) == qv_array_int_at(src, at);
+            }
+            if (!ok)
+              fprintf(stderr, "%s row %lld: key differs\n", qv_join_type_name(o.how), (long long)i);
+          }
+          QV_CHECK(ok);
+          qv_array_unref(key);
+          qv_array_unref(lk);
+          qv_array_unref(rk);
+        }
+        qv_table_unref(j);
+        free(pl);
+        free(pr);
+      }
+    free_side(&l);
+    free_side(&r);
+  }
+}
+
 /* The key columns of a full join hold the right key where the left row is
  * absent, in the unified type; left_on / right_on with other names. */
 static void test_full_join_keys(void) {
@@ -563,6 +654,7 @@ int main(void) {
   QV_RUN(test_join_larger_mapped);
   QV_RUN(test_fast_path_large);
   QV_RUN(test_full_join_keys);
+  QV_RUN(test_output_ranges);
   QV_RUN(test_distinct_value_counts);
   return QV_TEST_END();
 }
