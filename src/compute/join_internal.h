@@ -39,6 +39,11 @@ qv_status qvj_join(qv_table *left, qv_table *right, const qv_join_options *o, qv
  *  (both paths are checked against the oracle). */
 extern bool qvj_force_grouper;
 
+/** Rows from which a side read out of order is gathered with the
+ *  prefetching gather (join_table.c): 256 Ki (a variable so that tests can
+ *  lower it). */
+extern int64_t qvj_random_min;
+
 /** Whether one key of unified type t takes the fixed-width path
  *  (join_fast.c): 1, 2, 4 or 8 bytes, no children, not bool. */
 bool qvj_fast_eligible(const qv_type *t);
