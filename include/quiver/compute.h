@@ -347,6 +347,18 @@ typedef struct qv_join_options {
   const char *left_suffix;
   const char *right_suffix;
   qv_join_build build;
+  /** Working-memory budget in bytes for the build side's hash state
+   *  (about 24 bytes a build row plus its keys): past it the join runs as
+   *  a grace hash join, both sides' keys and row numbers partitioned to
+   *  temporary Arrow IPC files and joined partition by partition, with the
+   *  same output, pair for pair. 0: a quarter of physical memory; < 0: no
+   *  bound (always in memory). The row pairs and the output table stay in
+   *  memory either way. */
+  int64_t memory_limit;
+  /** Where the partition files go (a private 0700 directory
+   *  `quiver-join-<pid>...` made there and removed on success and
+   *  failure); NULL: $TMPDIR, else /tmp. */
+  const char *temp_directory;
 } qv_join_options;
 
 /** Parse "inner", "left", "right", "full" (or "outer"), "semi", "anti";
@@ -391,7 +403,9 @@ QV_API const char *qv_join_type_name(qv_join_type how);
  * an equal-sized or larger left gives left order). Semi and anti joins
  * always return left rows in left order whichever side is built over.
  * Working memory: about 16 bytes per build row plus 12 per probe row and
- * 16 per output pair.
+ * 16 per output pair. A build side whose hash state would pass
+ * opts->memory_limit is joined as a grace hash join (see
+ * qv_join_options.memory_limit), with the same result.
  */
 QV_API qv_status qv_join_indices(qv_table *left, qv_table *right, const qv_join_options *opts,
                                  int64_t **out_left, int64_t **out_right, int64_t *out_n,

@@ -356,6 +356,13 @@ static qv_status join_core(qvj_side *l, qvj_side *r, const int32_t *lidx, const 
     st = qv_error_set(err, QV_ENOMEM, "join: out of memory (%" PRId64 " rows)", bs->n + ps->n);
     goto done;
   }
+  {
+    int parts = qvj_spill_partitions(bs, o->memory_limit);
+    if (parts > 0) {
+      st = qvj_grace(l, r, types, o, build_left, parts, out_l, out_r, out_n, err);
+      goto done;
+    }
+  }
   if (bs->n >= (int64_t)QV_GROUP_NONE) {
     st = qv_error_set(err, QV_ENOTSUP, "join: more than %" PRIu32 " build rows",
                       (uint32_t)(QV_GROUP_NONE - 1));

@@ -8,7 +8,10 @@
  * compares every left row with every right row and emits the pairs in the
  * documented order; the tables carry a row-number payload column per side,
  * so the joined table's rows are checked against the oracle's pairs too. */
+#include <dirent.h>
 #include <math.h>
+#include <stdlib.h>
+#include <unistd.h>
 
 #include "compute/join_internal.h"
 #include "quiver/compute.h"
@@ -342,15 +345,20 @@ static const char *const ON[3] = {"k0", "k1", "k2"};
 
 /* Every join type and build side over one pair of sides. */
 static void check_all(const side *l, const side *r, const char *what) {
-  for (int force = 0; force < 2; force++) /* the fixed-width path and the grouper's */
+  /* the fixed-width path, the grouper's, and a grace hash join (a budget
+   * of one byte, at most 4 partitions) */
+  for (int force = 0; force < 3; force++)
     for (int how = 0; how <= QV_JOIN_ANTI; how++)
       for (int build = 0; build <= QV_JOIN_BUILD_RIGHT; build++) {
         qvj_force_grouper = force == 1;
+        qvj_spill_max_parts = 4;
         qv_join_options o = {0};
         o.how = (qv_join_type)how;
         o.build = (qv_join_build)build;
         o.left_on = ON;
         o.n_keys = l->nk;
+        o.memory_limit = force == 2 ? 1 : -1;
+        int64_t spills = qvj_spill_runs;
         int64_t *wl, *wr, *gl = NULL, *gr = NULL, gn = -1;
         int64_t wn = oracle(l, r, o.how, o.build, &wl, &wr);
         RT_OK(qv_join_indices(l->t, r->t, &o, &gl, &gr, &gn, &E));
@@ -362,6 +370,9 @@ static void check_all(const side *l, const side *r, const char *what) {
                   "%s: %s build %d: %lld pairs, oracle %lld (first difference shown above)\n", what,
                   qv_join_type_name(o.how), build, (long long)gn, (long long)wn);
         QV_CHECK(ok);
+        /* a side with rows builds a hash table: spilled under the budget */
+        bool bl = build == QV_JOIN_BUILD_LEFT || (build == QV_JOIN_BUILD_AUTO && l->n < r->n);
+        QV_CHECK_EQ_INT(qvj_spill_runs - spills, force == 2 && (bl ? l->n : r->n) > 0 ? 1 : 0);
         qv_table *j = NULL;
         RT_OK(qv_table_join(l->t, r->t, &o, &j, &E));
         if (j) {
@@ -383,6 +394,7 @@ static void check_all(const side *l, const side *r, const char *what) {
         free(wr);
       }
   qvj_force_grouper = false;
+  qvj_spill_max_parts = 256;
 }
 
 static void run_case(const kt *lk, const kt *rk, int nk, int64_t nl, int64_t nr, int64_t domain,
@@ -540,6 +552,84 @@ static void test_output_ranges(void) {
   }
 }
 
+/* Files directly in `dir` (-1 if it cannot be read). */
+static int count_entries(const char *dir) {
+  DIR *d = opendir(dir);
+  if (!d) return -1;
+  int n = 0;
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL)
+    if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) n++;
+  closedir(d);
+  return n;
+}
+
+/* A grace hash join with a realistic budget (128 KiB against ~1.3 MB of build
+ * state: 32 partitions) equals the in-memory join pair for pair and table
+ * for table, for every join type, string and integer keys, both build
+ * sides; its private directory is gone afterwards; a temp directory that
+ * does not exist is an error, not a crash. */
+static void test_grace_join(void) {
+  char tmpl[] = "/tmp/qv-test-join-XXXXXX";
+  char *base = mkdtemp(tmpl);
+  QV_CHECK(base != NULL);
+  if (!base) return;
+  const kt ks[2][2] = {{K_I64, K_I64}, {K_STR, K_I32}};
+  for (int k = 0; k < 2; k++) {
+    int nk = k == 0 ? 1 : 2;
+    side l = make_side(ks[k], nk, 60000, k == 0 ? 30000 : 300, k == 1, 0.01, 0, "lrow");
+    side r = make_side(ks[k], nk, 40000, k == 0 ? 30000 : 300, false, 0.01, 3, "rrow");
+    for (int how = 0; how <= QV_JOIN_ANTI; how++)
+      for (int build = 1; build <= QV_JOIN_BUILD_RIGHT; build++) {
+        qv_join_options o = {0};
+        o.how = (qv_join_type)how;
+        o.build = (qv_join_build)build;
+        o.left_on = ON;
+        o.n_keys = nk;
+        o.memory_limit = -1;
+        int64_t *al = NULL, *ar = NULL, an = -1, *bl = NULL, *br = NULL, bn = -2;
+        RT_OK(qv_join_indices(l.t, r.t, &o, &al, &ar, &an, &E));
+        o.memory_limit = 128 << 10;
+        o.temp_directory = base;
+        int64_t spills = qvj_spill_runs;
+        RT_OK(qv_join_indices(l.t, r.t, &o, &bl, &br, &bn, &E));
+        QV_CHECK_EQ_INT(qvj_spill_runs - spills, 1);
+        QV_CHECK_EQ_INT(count_entries(base), 0);
+        QV_CHECK_EQ_INT(an, bn);
+        QV_CHECK(an > 1000);
+        bool same = an == bn;
+        for (int64_t i = 0; same && i < an; i++)
+          same = al[i] == bl[i] && (how >= QV_JOIN_SEMI || ar[i] == br[i]);
+        if (!same) fprintf(stderr, "grace %s build %d differs\n", qv_join_type_name(o.how), build);
+        QV_CHECK(same);
+        qv_table *j = NULL;
+        RT_OK(qv_table_join(l.t, r.t, &o, &j, &E));
+        QV_CHECK(payload_matches(j, "lrow", al, an));
+        if (how < QV_JOIN_SEMI) QV_CHECK(payload_matches(j, "rrow", ar, an));
+        qv_table_unref(j);
+        free(al);
+        free(ar);
+        free(bl);
+        free(br);
+      }
+    if (k == 0) { /* no such temp directory: a clear error */
+      qv_join_options o = {0};
+      o.left_on = ON;
+      o.n_keys = 1;
+      o.memory_limit = 1;
+      o.temp_directory = "/nonexistent/qv-join";
+      int64_t *pl = NULL, *pr = NULL, n = 0;
+      qv_status st = qv_join_indices(l.t, r.t, &o, &pl, &pr, &n, &E);
+      QV_CHECK(st != QV_OK);
+      QV_CHECK(strstr(E.message, "temp directory") != NULL);
+      QV_CHECK(pl == NULL && pr == NULL);
+    }
+    free_side(&l);
+    free_side(&r);
+  }
+  rmdir(base);
+}
+
 /* The key columns of a full join hold the right key where the left row is
  * absent, in the unified type; left_on / right_on with other names. */
 static void test_full_join_keys(void) {
@@ -664,6 +754,7 @@ int main(void) {
   QV_RUN(test_fast_path_large);
   QV_RUN(test_full_join_keys);
   QV_RUN(test_output_ranges);
+  QV_RUN(test_grace_join);
   QV_RUN(test_distinct_value_counts);
   return QV_TEST_END();
 }
