@@ -39,6 +39,11 @@ qv_status qvj_join(qv_table *left, qv_table *right, const qv_join_options *o, qv
  *  (both paths are checked against the oracle). */
 extern bool qvj_force_grouper;
 
+/** Tests set this to look the probe side up on one thread (join.c: the
+ *  grouper path otherwise probes on all cores when the build side is at
+ *  most an eighth of the probe side). */
+extern bool qvj_serial_probe;
+
 /** Rows from which a side read out of order is gathered with the
  *  prefetching gather (join_table.c): 256 Ki (a variable so that tests can
  *  lower it). */

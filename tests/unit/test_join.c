@@ -481,6 +481,42 @@ static void test_fast_path_large(void) {
   }
 }
 
+/* The grouper path's parallel probe (a small build side, a probe side of
+ * many batches: one grouper per worker) gives the serial probe's pairs,
+ * pair for pair, for every join type; string and two-column keys. */
+static void test_parallel_probe(void) {
+  const kt ks[2][2] = {{K_STR, K_STR}, {K_I32, K_LSTR}};
+  for (int k = 0; k < 2; k++) {
+    int nk = k + 1;
+    int64_t domain = k == 0 ? 4000 : 60;
+    side l = make_side(ks[k], nk, 150000, domain, k == 1, 0.01, 0, "lrow");
+    side r = make_side(ks[k], nk, 12000, domain, false, 0.01, 5, "rrow");
+    for (int how = 0; how <= QV_JOIN_ANTI; how++) {
+      qv_join_options o = {0};
+      o.how = (qv_join_type)how;
+      o.left_on = ON;
+      o.n_keys = nk;
+      int64_t *al = NULL, *ar = NULL, an = -1, *bl = NULL, *br = NULL, bn = -2;
+      RT_OK(qv_join_indices(l.t, r.t, &o, &al, &ar, &an, &E));
+      qvj_serial_probe = true;
+      RT_OK(qv_join_indices(l.t, r.t, &o, &bl, &br, &bn, &E));
+      qvj_serial_probe = false;
+      QV_CHECK_EQ_INT(an, bn);
+      QV_CHECK(an > (how == QV_JOIN_ANTI ? 0 : 1000));
+      bool same = an == bn;
+      for (int64_t i = 0; same && i < an; i++)
+        same = al[i] == bl[i] && (how >= QV_JOIN_SEMI || ar[i] == br[i]);
+      QV_CHECK(same);
+      free(al);
+      free(ar);
+      free(bl);
+      free(br);
+    }
+    free_side(&l);
+    free_side(&r);
+  }
+}
+
 /* Outputs of several record batches (join_table.c cuts the output into
  * ranges gathered in parallel): sides of many batches, string and integer
  * keys; the joined table's payload columns equal the pairs of
@@ -753,6 +789,7 @@ int main(void) {
   QV_RUN(test_join_larger_mapped);
   QV_RUN(test_fast_path_large);
   QV_RUN(test_full_join_keys);
+  QV_RUN(test_parallel_probe);
   QV_RUN(test_output_ranges);
   QV_RUN(test_grace_join);
   QV_RUN(test_distinct_value_counts);
