@@ -425,6 +425,22 @@ QV_API qv_status qv_table_join(qv_table *left, qv_table *right, const qv_join_op
                                qv_table **out, qv_error *err) QV_NODISCARD;
 
 /**
+ * qv_table_join over rows of the tables: the rows left_rows[0..n_left_rows)
+ * of `left` (NULL: every row; repeats and any order allowed, each checked
+ * against the table, QV_ERANGE) joined with the rows right_rows of
+ * `right`. The result equals qv_table_join over qv_table_take(left,
+ * left_rows) and qv_table_take(right, right_rows), but only the key
+ * columns are gathered before the join: the output columns are gathered
+ * once, straight from the tables through the row lists (a dataset's
+ * indices mapping: qv_dataset_join). The row lists are read, not
+ * retained; *out is a new in-memory table the caller owns.
+ */
+QV_API qv_status qv_table_join_rows(qv_table *left, const int64_t *left_rows, int64_t n_left_rows,
+                                    qv_table *right, const int64_t *right_rows,
+                                    int64_t n_right_rows, const qv_join_options *opts,
+                                    qv_table **out, qv_error *err) QV_NODISCARD;
+
+/**
  * Distinct rows by the columns `on` (n_on >= 1; n_on == 0: every column):
  * the first row of each distinct key, in order of first appearance, with
  * all of the table's columns (DuckDB's DISTINCT ON keeps the first row

@@ -40,6 +40,11 @@ typedef struct col_src {
 typedef struct range_ctx {
   const qvj_side *l, *r;
   const int64_t *pl, *pr;
+  /* The sides the keys were joined over and the pairs in their rows: the
+   * same as l, r, pl, pr unless the join is over row lists
+   * (qv_table_join_rows); coalesced key columns are read from them. */
+  const qvj_side *kl, *kr;
+  const int64_t *kpl, *kpr;
   const int64_t *rstart; /* nr + 1 range starts */
   int64_t nr, rmax;
   const col_src *cols;
@@ -97,7 +102,7 @@ static void range_task(void *ctx, int64_t k, int worker) {
   int64_t a = c->rstart[k], n = c->rstart[k + 1] - a;
   qv_error *err = &c->errs[k];
   if (!c->scratch[worker]) {
-    c->scratch[worker] = malloc(sizeof(int64_t) * 7 * (size_t)(c->rmax ? c->rmax : 1));
+    c->scratch[worker] = malloc(sizeof(int64_t) * 11 * (size_t)(c->rmax ? c->rmax : 1));
     if (!c->scratch[worker]) {
       c->st[k] = qv_error_set(err, QV_ENOMEM, "join: out of memory");
       return;
@@ -107,6 +112,7 @@ static void range_task(void *ctx, int64_t k, int worker) {
   }
   int64_t *lc = c->scratch[worker], *lr = lc + c->rmax, *rc = lr + c->rmax, *rr = rc + c->rmax;
   int64_t *cc = rr + c->rmax, *crow = cc + c->rmax, *ident = crow + c->rmax;
+  int64_t *klc = ident + c->rmax, *klr = klc + c->rmax, *krc = klr + c->rmax, *krr = krc + c->rmax;
   /* A side of qvj_random_min rows or more read out of order is gathered with
    * output rows given (the identity): that path prefetches the rows
    * ahead, hiding the cache misses of random reads (j5 of bench_join.py:
@@ -132,10 +138,17 @@ static void range_task(void *ctx, int64_t k, int worker) {
     }
     if (col->side == 2) {
       if (!coalesced) {
+        if (c->kl == c->l && c->kr == c->r) {
+          klc = lc, klr = lr, krc = rc, krr = rr;
+        } else {
+          bool unused;
+          (void)locate(c->kl, c->kpl + a, n, klc, klr, &unused);
+          (void)locate(c->kr, c->kpr + a, n, krc, krr, &unused);
+        }
         for (int64_t i = 0; i < n; i++) {
-          bool lp = c->pl[a + i] >= 0;
-          cc[i] = lp ? lc[i] : c->l->nb + rc[i];
-          crow[i] = lp ? lr[i] : rr[i];
+          bool lp = c->kpl[a + i] >= 0;
+          cc[i] = lp ? klc[i] : c->kl->nb + krc[i];
+          crow[i] = lp ? klr[i] : krr[i];
         }
         coalesced = true;
       }
@@ -224,9 +237,16 @@ static char *suffixed(const char *name, const char *suffix) {
   return s;
 }
 
-static qv_status build_output(qvj_side *l, qvj_side *r, const int32_t *lidx, const int32_t *ridx,
-                              qv_type **types, const qv_join_options *o, const int64_t *pl,
-                              const int64_t *pr, int64_t n, qv_table **out, qv_error *err) {
+/* The output table of pairs pl / pr (rows of l and r); the sides kl / kr
+ * the keys were joined over, with the pairs kpl / kpr in their rows (l,
+ * r, pl, pr when the join is over whole tables), give the coalesced keys
+ * of right / full joins. lidx / ridx: the key columns in l's and r's
+ * tables. */
+static qv_status build_output(qvj_side *l, qvj_side *r, qvj_side *kl, qvj_side *kr,
+                              const int32_t *lidx, const int32_t *ridx, qv_type **types,
+                              const qv_join_options *o, const int64_t *pl, const int64_t *pr,
+                              const int64_t *kpl, const int64_t *kpr, int64_t n, qv_table **out,
+                              qv_error *err) {
   int32_t nk = o->n_keys;
   const qv_schema *ls = qv_table_schema(l->t), *rs = qv_table_schema(r->t);
   int32_t lcols = ls->type->n_children, rcols = rs->type->n_children;
@@ -282,12 +302,12 @@ static qv_status build_output(qvj_side *l, qvj_side *r, const int32_t *lidx, con
     if (coalesce && key >= 0) {
       j->type = types[key];
       j->side = 2;
-      j->nb = l->nb + r->nb;
+      j->nb = kl->nb + kr->nb;
       j->chunks = malloc(sizeof(qv_array *) * (size_t)(j->nb + 1));
       if (j->chunks) {
-        for (int64_t b = 0; b < l->nb; b++) j->chunks[b] = l->ukeys[(int64_t)key * l->nb + b];
-        for (int64_t b = 0; b < r->nb; b++)
-          j->chunks[l->nb + b] = r->ukeys[(int64_t)key * r->nb + b];
+        for (int64_t b = 0; b < kl->nb; b++) j->chunks[b] = kl->ukeys[(int64_t)key * kl->nb + b];
+        for (int64_t b = 0; b < kr->nb; b++)
+          j->chunks[kl->nb + b] = kr->ukeys[(int64_t)key * kr->nb + b];
       }
     } else {
       const qvc_columns *cs = left ? &la : &ra;
@@ -321,7 +341,8 @@ static qv_status build_output(qvj_side *l, qvj_side *r, const int32_t *lidx, con
   threads = qv_cpu_count();
   if (threads > nr) threads = (int)nr;
   if (threads > 1 && n >= 4096 && qv_pool_new(threads, &pool, NULL) != QV_OK) pool = NULL;
-  rc = (range_ctx){l, r, pl, pr, rstart, nr, 0, cols, nj, st_type, NULL, NULL, NULL, NULL};
+  rc = (range_ctx){l,  r, pl,   pr, kl,      kr,   kpl,  kpr,  rstart,
+                   nr, 0, cols, nj, st_type, NULL, NULL, NULL, NULL};
   for (int64_t k = 0; k < nr; k++)
     if (rstart[k + 1] - rstart[k] > rc.rmax) rc.rmax = rstart[k + 1] - rstart[k];
   rc.scratch = calloc(64, sizeof *rc.scratch);
@@ -372,8 +393,36 @@ done:
   return st;
 }
 
-qv_status qv_table_join(qv_table *left, qv_table *right, const qv_join_options *opts,
-                        qv_table **out, qv_error *err) {
+/* The join's key columns of side t (resolved by name), in one list. */
+static qv_status key_columns(qv_table *t, const qv_join_options *o, bool right, int32_t *idx,
+                             qv_error *err) {
+  for (int32_t j = 0; j < o->n_keys; j++) {
+    const char *name = right && o->right_on ? o->right_on[j] : o->left_on[j];
+    QV_RETURN_NOT_OK(
+        qvj_find_column(t, right ? "join: right key" : "join: left key", name, &idx[j], err));
+  }
+  return QV_OK;
+}
+
+/* Rows `rows` of t's key columns as a table (the keys only, so the join
+ * reads no other column before the output); every column when a key
+ * column is listed twice. */
+static qv_status key_rows(qv_table *t, const int32_t *idx, int32_t nk, const int64_t *rows,
+                          int64_t n, qv_table **out, qv_error *err) {
+  bool dup = false;
+  for (int32_t a = 0; a < nk; a++)
+    for (int32_t b = 0; b < a; b++) dup |= idx[a] == idx[b];
+  if (dup) return qv_table_take(t, rows, n, out, err);
+  qv_table *sel = NULL;
+  QV_RETURN_NOT_OK(qv_table_select(t, idx, nk, &sel, err));
+  qv_status st = qv_table_take(sel, rows, n, out, err);
+  qv_table_unref(sel);
+  return st;
+}
+
+qv_status qv_table_join_rows(qv_table *left, const int64_t *left_rows, int64_t n_left_rows,
+                             qv_table *right, const int64_t *right_rows, int64_t n_right_rows,
+                             const qv_join_options *opts, qv_table **out, qv_error *err) {
   if (!out) return qv_error_set(err, QV_EARG, "join: out is NULL");
   *out = NULL;
   if (!left || !right) return qv_error_set(err, QV_EARG, "join: a table is NULL");
@@ -381,28 +430,71 @@ qv_status qv_table_join(qv_table *left, qv_table *right, const qv_join_options *
     return qv_error_set(err, QV_EARG, "join: at least one key column is needed");
   if ((unsigned)opts->how > QV_JOIN_ANTI || (unsigned)opts->build > QV_JOIN_BUILD_RIGHT)
     return qv_error_set(err, QV_EARG, "join: unknown join type or build side");
+  if ((left_rows == NULL && n_left_rows != 0) || (right_rows == NULL && n_right_rows != 0) ||
+      n_left_rows < 0 || n_right_rows < 0)
+    return qv_error_set(err, QV_EARG, "join: a row list is NULL with a non-zero length");
   int32_t nk = opts->n_keys;
-  int32_t *idx = malloc(sizeof(int32_t) * 2 * (size_t)nk);
+  int32_t *idx = malloc(sizeof(int32_t) * 4 * (size_t)nk);
   qv_type **types = calloc((size_t)nk, sizeof *types);
-  qvj_side l, r;
+  qvj_side l, r, dl, dr;
   memset(&l, 0, sizeof l);
   memset(&r, 0, sizeof r);
-  int64_t *pl = NULL, *pr = NULL, n = 0;
+  memset(&dl, 0, sizeof dl);
+  memset(&dr, 0, sizeof dr);
+  qv_table *kt[2] = {NULL, NULL};
+  int64_t *pl = NULL, *pr = NULL, *ml = NULL, *mr = NULL, n = 0;
   qv_status st = QV_OK;
   if (!idx || !types) st = qv_error_set(err, QV_ENOMEM, "join: out of memory");
-  else st = qvj_join(left, right, opts, &l, &r, idx, idx + nk, types, &pl, &pr, &n, err);
+  /* Sides over row lists: their key rows joined as tables of their own. */
+  qv_table *jt[2] = {left, right};
+  const int64_t *rows[2] = {left_rows, right_rows};
+  int64_t nrows[2] = {n_left_rows, n_right_rows};
+  for (int s = 0; s < 2 && st == QV_OK; s++) {
+    if (!rows[s]) continue;
+    int32_t *di = idx + (2 + s) * nk;
+    st = key_columns(jt[s], opts, s == 1, di, err);
+    if (st == QV_OK) st = key_rows(jt[s], di, nk, rows[s], nrows[s], &kt[s], err);
+    if (st == QV_OK) st = qvj_side_load(s == 0 ? &dl : &dr, jt[s], di, nk, err);
+    if (st == QV_OK) jt[s] = kt[s];
+  }
+  if (st == QV_OK)
+    st = qvj_join(jt[0], jt[1], opts, &l, &r, idx, idx + nk, types, &pl, &pr, &n, err);
+  /* The pairs as rows of the tables. */
+  if (st == QV_OK && (left_rows || right_rows)) {
+    ml = malloc(sizeof(int64_t) * (size_t)(n ? n : 1));
+    mr = malloc(sizeof(int64_t) * (size_t)(n ? n : 1));
+    if (!ml || !mr) st = qv_error_set(err, QV_ENOMEM, "join: out of memory");
+    for (int64_t i = 0; st == QV_OK && i < n; i++) {
+      ml[i] = pl[i] < 0 || !left_rows ? pl[i] : left_rows[pl[i]];
+      if (pr) mr[i] = pr[i] < 0 || !right_rows ? pr[i] : right_rows[pr[i]];
+    }
+  }
   if (st == QV_OK) {
+    const int64_t *tl = ml ? ml : pl, *tr = mr ? mr : pr;
+    qvj_side *sl = left_rows ? &dl : &l, *sr = right_rows ? &dr : &r;
+    const int32_t *li = left_rows ? idx + 2 * nk : idx, *ri = right_rows ? idx + 3 * nk : idx + nk;
     if (opts->how == QV_JOIN_SEMI || opts->how == QV_JOIN_ANTI)
-      st = qv_table_take(left, pl, n, out, err);
-    else st = build_output(&l, &r, idx, idx + nk, types, opts, pl, pr, n, out, err);
+      st = qv_table_take(left, tl, n, out, err);
+    else st = build_output(sl, sr, &l, &r, li, ri, types, opts, tl, tr, pl, pr, n, out, err);
   }
   qvj_side_reset(&l);
   qvj_side_reset(&r);
+  qvj_side_reset(&dl);
+  qvj_side_reset(&dr);
+  qv_table_unref(kt[0]);
+  qv_table_unref(kt[1]);
   if (types)
     for (int32_t j = 0; j < nk; j++) qv_type_unref(types[j]);
   free(types);
   free(idx);
   free(pl);
   free(pr);
+  free(ml);
+  free(mr);
   return st;
+}
+
+qv_status qv_table_join(qv_table *left, qv_table *right, const qv_join_options *opts,
+                        qv_table **out, qv_error *err) {
+  return qv_table_join_rows(left, NULL, 0, right, NULL, 0, opts, out, err);
 }

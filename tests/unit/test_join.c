@@ -517,6 +517,61 @@ static void test_parallel_probe(void) {
   }
 }
 
+/* qv_table_join_rows over row lists (repeats, any order; a dataset's
+ * indices mapping) equals qv_table_join over the tables taken at those
+ * rows, table for table, for every join type and build side, integer and
+ * string keys; a row outside the table is QV_ERANGE. */
+static void test_join_rows(void) {
+  const kt ks[2][1] = {{K_I64}, {K_STR}};
+  for (int k = 0; k < 2; k++) {
+    side l = make_side(ks[k], 1, 3000, 400, false, 0.05, 0, "lrow");
+    side r = make_side(ks[k], 1, 2000, 400, true, 0.05, 2, "rrow");
+    int64_t nl = 2500, nr = 2600;
+    int64_t *lrows = malloc(sizeof(int64_t) * (size_t)nl),
+            *rrows = malloc(sizeof(int64_t) * (size_t)nr);
+    for (int64_t i = 0; i < nl; i++) lrows[i] = orc_int(l.n);
+    for (int64_t i = 0; i < nr; i++) rrows[i] = orc_int(r.n);
+    qv_table *lt = NULL, *rt = NULL;
+    RT_OK(qv_table_take(l.t, lrows, nl, &lt, &E));
+    RT_OK(qv_table_take(r.t, rrows, nr, &rt, &E));
+    for (int how = 0; how <= QV_JOIN_ANTI; how++)
+      for (int build = 0; build <= QV_JOIN_BUILD_RIGHT; build++)
+        for (int which = 0; which < 3; which++) { /* rows on the left, the right, both */
+          qv_join_options o = {0};
+          o.how = (qv_join_type)how;
+          o.build = (qv_join_build)build;
+          o.left_on = ON;
+          o.n_keys = 1;
+          qv_table *want = NULL, *got = NULL;
+          RT_OK(qv_table_join(which == 1 ? l.t : lt, which == 0 ? r.t : rt, &o, &want, &E));
+          RT_OK(qv_table_join_rows(l.t, which == 1 ? NULL : lrows, which == 1 ? 0 : nl, r.t,
+                                   which == 0 ? NULL : rrows, which == 0 ? 0 : nr, &o, &got, &E));
+          qv_error diff;
+          bool eq = want && got && qv_table_equals(want, got, &diff);
+          if (!eq && want && got)
+            fprintf(stderr, "join_rows %s build %d rows %d: %s\n", qv_join_type_name(o.how), build,
+                    which, diff.message);
+          QV_CHECK(eq);
+          QV_CHECK(qv_table_num_rows(got) > (how == QV_JOIN_ANTI ? 0 : 100));
+          qv_table_unref(want);
+          qv_table_unref(got);
+        }
+    qv_join_options o = {0};
+    o.left_on = ON;
+    o.n_keys = 1;
+    int64_t bad[2] = {0, l.n};
+    qv_table *got = NULL;
+    QV_CHECK(qv_table_join_rows(l.t, bad, 2, r.t, NULL, 0, &o, &got, &E) == QV_ERANGE);
+    QV_CHECK(got == NULL);
+    qv_table_unref(lt);
+    qv_table_unref(rt);
+    free(lrows);
+    free(rrows);
+    free_side(&l);
+    free_side(&r);
+  }
+}
+
 /* Outputs of several record batches (join_table.c cuts the output into
  * ranges gathered in parallel): sides of many batches, string and integer
  * keys; the joined table's payload columns equal the pairs of
@@ -791,6 +846,7 @@ int main(void) {
   QV_RUN(test_full_join_keys);
   QV_RUN(test_parallel_probe);
   QV_RUN(test_output_ranges);
+  QV_RUN(test_join_rows);
   QV_RUN(test_grace_join);
   QV_RUN(test_distinct_value_counts);
   return QV_TEST_END();
