@@ -1,4 +1,5 @@
 """bench_join.py [--n N] [--repeat R] [--dir DIR] [--systems quiver,duckdb,polars,pyarrow]
+                [--memory-limit SIZE]
 — db-benchmark's join questions j1..j5 on J1_<N>_NA_0_0-shaped data
 (tests/python/joindata.py: numpy after join-datagen.R; default N = 1e7),
 quiver vs DuckDB vs Polars vs pyarrow in one run. Never in CI.
@@ -11,7 +12,10 @@ as db-benchmark's duckdb script does); Polars and pyarrow join in-memory
 tables (DataFrame.join, Table.join). Answers are checked equal across
 systems: row count and the sums of v1 and v2 (db-benchmark's check, to
 1e-9 relative). Prints a table of seconds per question, the sums, and the
-ratios of the sums against quiver."""
+ratios of the sums against quiver. --memory-limit SIZE (e.g. 64MB) runs
+quiver's joins under that budget (Dataset.join(memory_limit=...)): a build
+side past it goes through the grace hash join (partition files in $TMPDIR
+or --dir)."""
 import argparse
 import os
 import sys
@@ -62,6 +66,7 @@ def main():
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--dir", default=None)
     ap.add_argument("--systems", default="quiver,duckdb,polars,pyarrow")
+    ap.add_argument("--memory-limit", default=None)
     a = ap.parse_args()
     n = int(a.n)
     systems = a.systems.split(",")
@@ -81,7 +86,10 @@ def main():
         import quiver
         qd = {k: quiver.open(p) for k, p in paths.items()}
         for q, right, key, how in joindata.QUESTIONS:
-            dt, ans = timed(lambda: qd["x"].join(qd[right], on=key, how=how), a.repeat)
+            kw = {"memory_limit": a.memory_limit} if a.memory_limit else {}
+            if a.memory_limit and a.dir:
+                os.environ["TMPDIR"] = a.dir
+            dt, ans = timed(lambda: qd["x"].join(qd[right], on=key, how=how, **kw), a.repeat)
             times["quiver"][q] = dt
             checks["quiver"][q] = check_of(pa.table(ans))
             del ans

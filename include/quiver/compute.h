@@ -360,6 +360,18 @@ typedef struct qv_join_options {
   const char *left_suffix;
   const char *right_suffix;
   qv_join_build build;
+  /** Working-memory budget in bytes for the build side's hash state
+   *  (about 24 bytes a build row plus its keys): past it the join runs as
+   *  a grace hash join, both sides' keys and row numbers partitioned to
+   *  temporary Arrow IPC files and joined partition by partition, with the
+   *  same output, pair for pair. 0: a quarter of physical memory; < 0: no
+   *  bound (always in memory). The row pairs and the output table stay in
+   *  memory either way. */
+  int64_t memory_limit;
+  /** Where the partition files go (a private 0700 directory
+   *  `quiver-join-<pid>...` made there and removed on success and
+   *  failure); NULL: $TMPDIR, else /tmp. */
+  const char *temp_directory;
 } qv_join_options;
 
 /** Parse "inner", "left", "right", "full" (or "outer"), "semi", "anti";
@@ -404,7 +416,9 @@ QV_API const char *qv_join_type_name(qv_join_type how);
  * an equal-sized or larger left gives left order). Semi and anti joins
  * always return left rows in left order whichever side is built over.
  * Working memory: about 16 bytes per build row plus 12 per probe row and
- * 16 per output pair.
+ * 16 per output pair. A build side whose hash state would pass
+ * opts->memory_limit is joined as a grace hash join (see
+ * qv_join_options.memory_limit), with the same result.
  */
 QV_API qv_status qv_join_indices(qv_table *left, qv_table *right, const qv_join_options *opts,
                                  int64_t **out_left, int64_t **out_right, int64_t *out_n,
@@ -422,6 +436,22 @@ QV_API qv_status qv_join_indices(qv_table *left, qv_table *right, const qv_join_
  */
 QV_API qv_status qv_table_join(qv_table *left, qv_table *right, const qv_join_options *opts,
                                qv_table **out, qv_error *err) QV_NODISCARD;
+
+/**
+ * qv_table_join over rows of the tables: the rows left_rows[0..n_left_rows)
+ * of `left` (NULL: every row; repeats and any order allowed, each checked
+ * against the table, QV_ERANGE) joined with the rows right_rows of
+ * `right`. The result equals qv_table_join over qv_table_take(left,
+ * left_rows) and qv_table_take(right, right_rows), but only the key
+ * columns are gathered before the join: the output columns are gathered
+ * once, straight from the tables through the row lists (a dataset's
+ * indices mapping: qv_dataset_join). The row lists are read, not
+ * retained; *out is a new in-memory table the caller owns.
+ */
+QV_API qv_status qv_table_join_rows(qv_table *left, const int64_t *left_rows, int64_t n_left_rows,
+                                    qv_table *right, const int64_t *right_rows,
+                                    int64_t n_right_rows, const qv_join_options *opts,
+                                    qv_table **out, qv_error *err) QV_NODISCARD;
 
 /**
  * Distinct rows by the columns `on` (n_on >= 1; n_on == 0: every column):

@@ -1136,9 +1136,11 @@ static PyObject *Dataset_shape(DatasetObject *self, void *c) {
 static PyMethodDef Dataset_methods[] = {
     {"join", (PyCFunction)(void (*)(void))qvpy_Dataset_join, METH_VARARGS | METH_KEYWORDS,
      "join($self, /, other, on=None, how='inner', *, left_on=None, right_on=None, "
-     "suffixes=None)\n--\n\nHash join with another Dataset (docs/compute.md): "
-     "inner, left, right, full (outer), semi, anti; suffixes: a (left, right) pair, "
-     "default ('', '_right')."},
+     "suffixes=None, memory_limit=None)\n--\n\nHash join with another Dataset "
+     "(docs/compute.md): inner, left, right, full (outer), semi, anti; suffixes: a (left, "
+     "right) pair, default ('', '_right'); memory_limit: bytes or a size such as '4GB' for "
+     "the build side's hash state (default a quarter of RAM), past which the join spills "
+     "partitions to $TMPDIR (grace hash join, same result)."},
     {"distinct", (PyCFunction)(void (*)(void))qvpy_Dataset_distinct, METH_VARARGS | METH_KEYWORDS,
      "distinct($self, /, column_names=None)\n--\n\nThe first row of each distinct key of the "
      "columns (all columns when None), in order of first appearance."},

@@ -20,14 +20,29 @@ static bool names_or_none(PyObject *o, const char *what, PyObject **keep, const 
 }
 
 PyObject *qvpy_Dataset_join(DatasetObject *self, PyObject *args, PyObject *kwargs) {
-  static char *kw[] = {"other", "on", "how", "left_on", "right_on", "suffixes", NULL};
+  static char *kw[] = {"other",    "on",       "how",          "left_on",
+                       "right_on", "suffixes", "memory_limit", NULL};
   PyObject *other, *on = Py_None, *lon = Py_None, *ron = Py_None, *suffixes = Py_None;
+  PyObject *limit_obj = Py_None;
   const char *how = "inner";
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!|Os$OOO:join", kw, &qvpy_DatasetType, &other,
-                                   &on, &how, &lon, &ron, &suffixes))
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!|Os$OOOO:join", kw, &qvpy_DatasetType, &other,
+                                   &on, &how, &lon, &ron, &suffixes, &limit_obj))
     return NULL;
   qv_join_options o;
   memset(&o, 0, sizeof o);
+  if (limit_obj != Py_None) { /* bytes, or a size such as "4GB" */
+    if (PyUnicode_Check(limit_obj)) {
+      qv_error perr;
+      const char *s = PyUnicode_AsUTF8(limit_obj);
+      if (!s) return NULL;
+      if (qv_hf_parse_size(s, &o.memory_limit, &perr) != QV_OK)
+        return PyErr_Format(qvpy_ValueError, "join: memory_limit: %s", perr.message);
+    } else if (!qvpy_arg_int64(limit_obj, "memory_limit", &o.memory_limit)) {
+      return NULL;
+    }
+    if (o.memory_limit <= 0)
+      return PyErr_Format(qvpy_ValueError, "join: memory_limit must be positive");
+  }
   if (!qv_join_type_parse(how, &o.how))
     return PyErr_Format(qvpy_ValueError,
                         "how must be 'inner', 'left', 'right', 'full', 'outer', 'semi' or "

@@ -29,6 +29,7 @@
 
 #include "compute/compute_internal.h"
 #include "compute/join_internal.h"
+#include "core/parallel_internal.h"
 
 bool qv_join_type_parse(const char *name, qv_join_type *out) {
   static const struct {
@@ -303,6 +304,96 @@ static qv_status side_ids(qv_grouper *g, qvj_side *s, bool insert, uint32_t *ids
   return st;
 }
 
+/* The probe side's ids on all cores (keys the fixed-width path does not
+ * take): a grouper is not thread-safe, so each worker builds its own over
+ * the whole build side (the same rows in the same order give the same
+ * group ids) and looks up whole record batches of the probe side with it.
+ * Used when the build side is small against the probe side
+ * (PAR_PROBE_RATIO), where the extra builds cost little. */
+#define PAR_PROBE_RATIO 8
+#define PAR_PROBE_MIN ((int64_t)1 << 16)
+
+bool qvj_serial_probe = false;
+
+typedef struct par_probe {
+  qv_type **types;
+  qvj_side *bs, *ps;
+  qv_grouper **g; /* per worker, built on first use */
+  uint32_t *scratch_ids;
+  qv_status *st; /* per batch */
+  qv_error *errs;
+} par_probe;
+
+static void par_probe_task(void *ctx, int64_t b, int worker) {
+  par_probe *c = ctx;
+  qv_error *err = &c->errs[b];
+  qvj_side *ps = c->ps;
+  int32_t nk = ps->n_keys;
+  if (!c->g[worker]) {
+    uint32_t *bids = malloc(sizeof(uint32_t) * (size_t)(c->bs->n ? c->bs->n : 1));
+    qv_status st = bids ? qv_grouper_new(c->types, nk, &c->g[worker], err)
+                        : qv_error_set(err, QV_ENOMEM, "join: out of memory");
+    if (st == QV_OK) st = side_ids(c->g[worker], c->bs, true, bids, err);
+    free(bids);
+    if (st != QV_OK) {
+      qv_grouper_free(c->g[worker]);
+      c->g[worker] = NULL;
+      c->st[b] = st;
+      return;
+    }
+  }
+  qvj_side one = *ps; /* batch b alone */
+  one.nb = 1;
+  int64_t boff[2] = {0, ps->boff[b + 1] - ps->boff[b]};
+  one.boff = boff;
+  qv_array *ks[64];
+  qv_array **kp = nk <= 64 ? ks : malloc(sizeof(qv_array *) * (size_t)nk);
+  if (!kp) {
+    c->st[b] = qv_error_set(err, QV_ENOMEM, "join: out of memory");
+    return;
+  }
+  for (int32_t j = 0; j < nk; j++) kp[j] = ps->hkeys[(int64_t)j * ps->nb + b];
+  one.hkeys = kp;
+  c->st[b] = side_ids(c->g[worker], &one, false, c->scratch_ids + ps->boff[b], err);
+  if (kp != ks) free(kp);
+}
+
+static qv_status probe_ids(qv_grouper *g, qv_type **types, qvj_side *bs, qvj_side *ps,
+                           uint32_t *pids, qv_error *err) {
+  int threads = qv_cpu_count();
+  if (qvj_serial_probe || threads < 2 || ps->nb < 2 || ps->n < PAR_PROBE_MIN ||
+      bs->n > ps->n / PAR_PROBE_RATIO)
+    return side_ids(g, ps, false, pids, err);
+  qv_pool *pool = NULL;
+  if (qv_pool_new(threads, &pool, NULL) != QV_OK) return side_ids(g, ps, false, pids, err);
+  par_probe c = {types,
+                 bs,
+                 ps,
+                 calloc(64, sizeof(qv_grouper *)),
+                 pids,
+                 calloc((size_t)ps->nb, sizeof(qv_status)),
+                 calloc((size_t)ps->nb, sizeof(qv_error))};
+  qv_status st = QV_OK;
+  if (!c.g || !c.st || !c.errs) st = qv_error_set(err, QV_ENOMEM, "join: out of memory");
+  if (st == QV_OK) {
+    c.g[0] = g; /* the calling thread's: the grouper already built */
+    qv_pool_run(pool, ps->nb, par_probe_task, &c);
+    st = qv_pool_check(pool, err);
+  }
+  for (int64_t b = 0; st == QV_OK && b < ps->nb; b++)
+    if (c.st[b] != QV_OK) {
+      *err = c.errs[b];
+      st = c.st[b];
+    }
+  qv_pool_free(pool);
+  if (c.g)
+    for (int w = 1; w < 64; w++) qv_grouper_free(c.g[w]);
+  free(c.g);
+  free(c.st);
+  free(c.errs);
+  return st;
+}
+
 /* ------------------------------------------------------------------------ */
 /* Join indices                                                              */
 
@@ -356,6 +447,13 @@ static qv_status join_core(qvj_side *l, qvj_side *r, const int32_t *lidx, const 
     st = qv_error_set(err, QV_ENOMEM, "join: out of memory (%" PRId64 " rows)", bs->n + ps->n);
     goto done;
   }
+  {
+    int parts = qvj_spill_partitions(bs, o->memory_limit);
+    if (parts > 0) {
+      st = qvj_grace(l, r, types, o, build_left, parts, out_l, out_r, out_n, err);
+      goto done;
+    }
+  }
   if (bs->n >= (int64_t)QV_GROUP_NONE) {
     st = qv_error_set(err, QV_ENOTSUP, "join: more than %" PRIu32 " build rows",
                       (uint32_t)(QV_GROUP_NONE - 1));
@@ -366,7 +464,7 @@ static qv_status join_core(qvj_side *l, qvj_side *r, const int32_t *lidx, const 
   } else {
     if ((st = qv_grouper_new(types, nk, &g, err)) != QV_OK) goto done;
     if ((st = side_ids(g, bs, true, bids, err)) != QV_OK) goto done;
-    if ((st = side_ids(g, ps, false, pids, err)) != QV_OK) goto done;
+    if ((st = probe_ids(g, types, bs, ps, pids, err)) != QV_OK) goto done;
     ng = qv_grouper_num_groups(g);
     qv_grouper_free(g);
     g = NULL;

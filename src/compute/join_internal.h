@@ -39,6 +39,16 @@ qv_status qvj_join(qv_table *left, qv_table *right, const qv_join_options *o, qv
  *  (both paths are checked against the oracle). */
 extern bool qvj_force_grouper;
 
+/** Tests set this to look the probe side up on one thread (join.c: the
+ *  grouper path otherwise probes on all cores when the build side is at
+ *  most an eighth of the probe side). */
+extern bool qvj_serial_probe;
+
+/** Rows from which a side read out of order is gathered with the
+ *  prefetching gather (join_table.c): 256 Ki (a variable so that tests can
+ *  lower it). */
+extern int64_t qvj_random_min;
+
 /** Whether one key of unified type t takes the fixed-width path
  *  (join_fast.c): 1, 2, 4 or 8 bytes, no children, not bool. */
 bool qvj_fast_eligible(const qv_type *t);
@@ -50,5 +60,26 @@ bool qvj_fast_eligible(const qv_type *t);
  *  (one key column). */
 qv_status qvj_fast_ids(const qvj_side *bs, const qvj_side *ps, const qv_type *type, uint32_t *bids,
                        uint32_t *pids, int64_t *out_ng, qv_error *err);
+
+/** A quarter of physical memory (the default join budget). */
+int64_t qvj_default_memory_limit(void);
+
+/** The number of partitions of a grace hash join over build side `build`
+ *  (keys unified) under memory_limit (qv_join_options' rules), or 0 when
+ *  the join fits in memory. */
+int qvj_spill_partitions(const qvj_side *build, int64_t memory_limit);
+
+/** The grace hash join (join_spill.c): the pairs of qv_join_indices over
+ *  sides with unified keys (types), building over the left when
+ *  build_left, through `parts` (a power of 2, <= 256) partition files. */
+qv_status qvj_grace(qvj_side *l, qvj_side *r, qv_type **types, const qv_join_options *o,
+                    bool build_left, int parts, int64_t **out_l, int64_t **out_r, int64_t *out_n,
+                    qv_error *err);
+
+/** Grace joins run so far (tests check that a join spilled), and the
+ *  most partitions one may use (256; tests lower it to keep many small
+ *  spilled joins quick). */
+extern int64_t qvj_spill_runs;
+extern int qvj_spill_max_parts;
 
 #endif

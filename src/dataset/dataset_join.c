@@ -2,8 +2,10 @@
  * dataset_join.c — dataset layer: hash join, distinct rows and value
  * counts of datasets (quiver/dataset.h), over the compute layer's table
  * operations (compute/join.c, distinct.c). A dataset's indices mapping is
- * honoured by taking its rows as mapped (qv_dataset_slice: zero copy
- * without a mapping, gathered with one); the result is an in-memory
+ * honoured: joins read through it (qv_table_join_rows over the data rows
+ * the mapping lists: only the keys are gathered before the join), distinct
+ * takes the rows as mapped (qv_dataset_slice: zero copy without a mapping,
+ * gathered with one); the result is an in-memory
  * dataset whose fingerprint is derived from the inputs' fingerprints and
  * the arguments (datasets' update_fingerprint).
  */
@@ -35,15 +37,33 @@ static qv_status wrap(qv_dataset *ds, qv_table *t, const char *transform, qv_fin
   return st;
 }
 
+/* The data rows of a dataset with an indices mapping (NULL without one:
+ * its data table's rows are its rows). */
+static qv_status mapped_rows(qv_dataset *ds, int64_t **out, int64_t *n, qv_error *err) {
+  *out = NULL;
+  *n = qv_dataset_num_rows(ds);
+  if (ds->indices == NULL) return QV_OK;
+  *out = malloc(sizeof(int64_t) * (size_t)(*n ? *n : 1));
+  if (!*out) return qv_error_set(err, QV_ENOMEM, "join: out of memory (%lld rows)", (long long)*n);
+  return qv_dataset_data_rows(ds, 0, *n, *out, err);
+}
+
 qv_status qv_dataset_join(qv_dataset *left, qv_dataset *right, const qv_join_options *opts,
                           qv_dataset **out, qv_error *err) {
   if (!left || !right || !out || !opts) return qv_error_set(err, QV_EARG, "join: NULL argument");
   *out = NULL;
-  qv_table *l = NULL, *r = NULL, *j = NULL;
+  qv_table *j = NULL;
   qv_fingerprint_args *a = NULL;
-  qv_status st = rows_of(left, &l, err);
-  if (st == QV_OK) st = rows_of(right, &r, err);
-  if (st == QV_OK) st = qv_table_join(l, r, opts, &j, err);
+  int64_t *lrows = NULL, *rrows = NULL, nl = 0, nr = 0;
+  /* Through the indices mappings: the join gathers the key columns, then
+   * the output, through them; no mapped dataset is materialised first. */
+  qv_status st = mapped_rows(left, &lrows, &nl, err);
+  if (st == QV_OK) st = mapped_rows(right, &rrows, &nr, err);
+  if (st == QV_OK)
+    st = qv_table_join_rows(left->data, lrows, lrows ? nl : 0, right->data, rrows, rrows ? nr : 0,
+                            opts, &j, err);
+  free(lrows);
+  free(rrows);
   if (st == QV_OK) st = qv_fingerprint_args_new(&a, err);
   if (st == QV_OK) {
     (void)qv_fingerprint_arg_str(a, "other", qv_dataset_fingerprint(right), err);
@@ -57,8 +77,6 @@ qv_status qv_dataset_join(qv_dataset *left, qv_dataset *right, const qv_join_opt
     st = wrap(left, j, "quiver.join", a, out, err);
   }
   qv_fingerprint_args_free(a);
-  qv_table_unref(l);
-  qv_table_unref(r);
   qv_table_unref(j);
   return st;
 }

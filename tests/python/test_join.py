@@ -265,3 +265,78 @@ def test_cli_join_and_distinct(tmp_path, bench_data):
     assert r.returncode == 2 and b"--how" in r.stderr
     assert quiver("join", "--help").stdout.startswith(b"usage: quiver join")
     assert quiver("distinct", "--help").stdout.startswith(b"usage: quiver distinct")
+
+
+@pytest.mark.parametrize("q", joindata.QUESTIONS, ids=[q[0].split()[0] for q in joindata.QUESTIONS])
+def test_grace_join_tiny_memory_limit(tmp_path, bench_data, q, monkeypatch):
+    """memory_limit far below the build side: the grace hash join (partition
+    files in a private directory under $TMPDIR) gives DuckDB's answer and
+    the in-memory run's rows in the in-memory run's order."""
+    _, right, key, how = q
+    x, r = bench_data["x"], bench_data[right]
+    ds_x = qv.open(write(tmp_path / "x.arrow", x))
+    ds_r = qv.open(write(tmp_path / "r.arrow", r))
+    spill = tmp_path / "spill"
+    spill.mkdir()
+    monkeypatch.setenv("TMPDIR", str(spill))
+    got = pa.table(ds_x.join(ds_r, on=key, how=how, memory_limit="1KB" if right != "small" else 1))
+    assert os.listdir(spill) == []  # the partition directory is removed
+    mem = pa.table(ds_x.join(ds_r, on=key, how=how))
+    assert got.equals(mem)
+    con = duckdb.connect()
+    con.register("x", x)
+    con.register(right, r)
+    want = con.sql(joindata.duckdb_sql(right, key, how, r.column_names)).to_arrow_table()
+    same_multiset(got, want.cast(got.schema))
+    # it did spill: with no usable temp directory the same join fails
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "missing"))
+    with pytest.raises(Exception, match="temp directory"):
+        ds_x.join(ds_r, on=key, how=how, memory_limit=1)
+    with pytest.raises(ValueError, match="memory_limit"):
+        ds_x.join(ds_r, on=key, memory_limit=0)
+
+
+@pytest.mark.parametrize("how", ["inner", "left", "right", "full", "semi", "anti"])
+def test_grace_join_types_vs_duckdb(tmp_path, how, monkeypatch):
+    rng = np.random.default_rng(21)
+    left, right = random_sides(rng, 300, 200, "str")
+    ds_l = qv.open(write(tmp_path / "l.arrow", left))
+    ds_r = qv.open(write(tmp_path / "r.arrow", right))
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    got = pa.table(ds_l.join(ds_r, on="k", how=how, memory_limit=64))
+    assert got.equals(pa.table(ds_l.join(ds_r, on="k", how=how)))
+    con = duckdb.connect()
+    con.register("l", left)
+    con.register("r", right)
+    if how in ("semi", "anti"):
+        sql = f"SELECT l.* FROM l {DUCK_HOW[how]} r ON l.k = r.k"
+    else:
+        sql = (f"SELECT COALESCE(l.k, r.k) AS k, l.lrow, l.v, r.rrow, r.v AS v_right "
+               f"FROM l {DUCK_HOW[how]} r ON l.k = r.k")
+    same_multiset(got, con.sql(sql).to_arrow_table().cast(got.schema))
+
+
+def test_cli_join_spills(tmp_path, bench_data, monkeypatch):
+    import datasets
+    x, med = bench_data["x"].slice(0, 5000), bench_data["medium"]
+    xp, mp = write(tmp_path / "x.arrow", x), write(tmp_path / "m.arrow", med)
+    spill = tmp_path / "spill"
+    spill.mkdir()
+    monkeypatch.setenv("TMPDIR", str(spill))
+    out = tmp_path / "j"
+    quiver("join", xp, mp, "--on=id2", "--how=full", "--memory-limit=1KB", "-o", out)
+    assert os.listdir(spill) == []
+    got = datasets.load_from_disk(str(out)).data.table
+    con = duckdb.connect()
+    con.register("x", x)
+    con.register("medium", med)
+    sql = ('SELECT COALESCE(x.id2, r.id2) AS id2, x.id1, x.id3, x.id4, x.id5, x.id6, x.v1, '
+           'r.id1 AS id1_right, r.id4 AS id4_right, r.id5 AS id5_right, r.v2 '
+           'FROM x FULL JOIN medium r ON x.id2 = r.id2')
+    want = con.sql(sql).to_arrow_table()
+    got = pa.table(got).select(want.column_names)
+    same_multiset(got, want.cast(got.schema))
+    # it did spill: with no usable temp directory the same command fails (exit 1)
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "missing"))
+    r = quiver("join", xp, mp, "--on=id2", "--memory-limit=1KB", "-o", tmp_path / "j2", check=False)
+    assert r.returncode == 1 and b"temp directory" in r.stderr

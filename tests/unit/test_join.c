@@ -8,7 +8,10 @@
  * compares every left row with every right row and emits the pairs in the
  * documented order; the tables carry a row-number payload column per side,
  * so the joined table's rows are checked against the oracle's pairs too. */
+#include <dirent.h>
 #include <math.h>
+#include <stdlib.h>
+#include <unistd.h>
 
 #include "compute/join_internal.h"
 #include "quiver/compute.h"
@@ -67,6 +70,34 @@ static double num_of(int64_t v, int64_t shift) {
   return (double)(v + shift);
 }
 
+/* A string / large_string array of any length (tb_str takes at most 255
+ * strings); NULL entries are null. */
+static qv_array *str_array(qv_type_id id, int64_t n, const char *const *s) {
+  bool large = id == QV_LARGE_STRING;
+  int w = large ? 8 : 4;
+  int64_t total = 0;
+  for (int64_t i = 0; i < n; i++)
+    if (s[i]) total += (int64_t)strlen(s[i]);
+  qv_buffer *bits = tb_buf(NULL, (n + 7) / 8), *offs = tb_buf(NULL, (n + 1) * w);
+  qv_buffer *data = tb_buf(NULL, total);
+  int64_t pos = 0;
+  for (int64_t i = 0; i <= n; i++) {
+    if (large) memcpy(offs->data + 8 * i, &pos, 8);
+    else {
+      int32_t p32 = (int32_t)pos;
+      memcpy(offs->data + 4 * i, &p32, 4);
+    }
+    if (i < n && s[i]) {
+      qv_bit_set(bits->data, i);
+      size_t l = strlen(s[i]);
+      memcpy(data->data + pos, s[i], l);
+      pos += (int64_t)l;
+    }
+  }
+  qv_buffer *b[3] = {bits, offs, data};
+  return tb_array(tb_type(id), n, 3, b, 0, NULL);
+}
+
 /* One batch of a key column of `len` rows; cells receive the oracle's view. */
 static qv_array *gen_keys(kt k, int64_t len, int64_t domain, bool skew, double null_p,
                           int64_t shift, cell *cells) {
@@ -115,7 +146,8 @@ static qv_array *gen_keys(kt k, int64_t len, int64_t domain, bool skew, double n
   } else if (k == K_STR || k == K_LSTR) {
     const char **s = malloc(sizeof(char *) * (size_t)(len ? len : 1));
     for (int64_t i = 0; i < len; i++) s[i] = cells[i].null ? NULL : cells[i].s;
-    a = tb_str(k == K_STR ? QV_STRING : QV_LARGE_STRING, len, s, NULL);
+    a = len < 256 ? tb_str(k == K_STR ? QV_STRING : QV_LARGE_STRING, len, s, NULL)
+                  : str_array(k == K_STR ? QV_STRING : QV_LARGE_STRING, len, s);
     qv_type_unref(t);
     free(s);
   } else { /* dictionary: this batch's own dictionary, values in a shuffled order */
@@ -313,15 +345,20 @@ static const char *const ON[3] = {"k0", "k1", "k2"};
 
 /* Every join type and build side over one pair of sides. */
 static void check_all(const side *l, const side *r, const char *what) {
-  for (int force = 0; force < 2; force++) /* the fixed-width path and the grouper's */
+  /* the fixed-width path, the grouper's, and a grace hash join (a budget
+   * of one byte, at most 4 partitions) */
+  for (int force = 0; force < 3; force++)
     for (int how = 0; how <= QV_JOIN_ANTI; how++)
       for (int build = 0; build <= QV_JOIN_BUILD_RIGHT; build++) {
         qvj_force_grouper = force == 1;
+        qvj_spill_max_parts = 4;
         qv_join_options o = {0};
         o.how = (qv_join_type)how;
         o.build = (qv_join_build)build;
         o.left_on = ON;
         o.n_keys = l->nk;
+        o.memory_limit = force == 2 ? 1 : -1;
+        int64_t spills = qvj_spill_runs;
         int64_t *wl, *wr, *gl = NULL, *gr = NULL, gn = -1;
         int64_t wn = oracle(l, r, o.how, o.build, &wl, &wr);
         RT_OK(qv_join_indices(l->t, r->t, &o, &gl, &gr, &gn, &E));
@@ -333,6 +370,9 @@ static void check_all(const side *l, const side *r, const char *what) {
                   "%s: %s build %d: %lld pairs, oracle %lld (first difference shown above)\n", what,
                   qv_join_type_name(o.how), build, (long long)gn, (long long)wn);
         QV_CHECK(ok);
+        /* a side with rows builds a hash table: spilled under the budget */
+        bool bl = build == QV_JOIN_BUILD_LEFT || (build == QV_JOIN_BUILD_AUTO && l->n < r->n);
+        QV_CHECK_EQ_INT(qvj_spill_runs - spills, force == 2 && (bl ? l->n : r->n) > 0 ? 1 : 0);
         qv_table *j = NULL;
         RT_OK(qv_table_join(l->t, r->t, &o, &j, &E));
         if (j) {
@@ -354,6 +394,7 @@ static void check_all(const side *l, const side *r, const char *what) {
         free(wr);
       }
   qvj_force_grouper = false;
+  qvj_spill_max_parts = 256;
 }
 
 static void run_case(const kt *lk, const kt *rk, int nk, int64_t nl, int64_t nr, int64_t domain,
@@ -438,6 +479,246 @@ static void test_fast_path_large(void) {
     free_side(&l);
     free_side(&r);
   }
+}
+
+/* The grouper path's parallel probe (a small build side, a probe side of
+ * many batches: one grouper per worker) gives the serial probe's pairs,
+ * pair for pair, for every join type; string and two-column keys. */
+static void test_parallel_probe(void) {
+  const kt ks[2][2] = {{K_STR, K_STR}, {K_I32, K_LSTR}};
+  for (int k = 0; k < 2; k++) {
+    int nk = k + 1;
+    int64_t domain = k == 0 ? 4000 : 60;
+    side l = make_side(ks[k], nk, 150000, domain, k == 1, 0.01, 0, "lrow");
+    side r = make_side(ks[k], nk, 12000, domain, false, 0.01, 5, "rrow");
+    for (int how = 0; how <= QV_JOIN_ANTI; how++) {
+      qv_join_options o = {0};
+      o.how = (qv_join_type)how;
+      o.left_on = ON;
+      o.n_keys = nk;
+      int64_t *al = NULL, *ar = NULL, an = -1, *bl = NULL, *br = NULL, bn = -2;
+      RT_OK(qv_join_indices(l.t, r.t, &o, &al, &ar, &an, &E));
+      qvj_serial_probe = true;
+      RT_OK(qv_join_indices(l.t, r.t, &o, &bl, &br, &bn, &E));
+      qvj_serial_probe = false;
+      QV_CHECK_EQ_INT(an, bn);
+      QV_CHECK(an > (how == QV_JOIN_ANTI ? 0 : 1000));
+      bool same = an == bn;
+      for (int64_t i = 0; same && i < an; i++)
+        same = al[i] == bl[i] && (how >= QV_JOIN_SEMI || ar[i] == br[i]);
+      QV_CHECK(same);
+      free(al);
+      free(ar);
+      free(bl);
+      free(br);
+    }
+    free_side(&l);
+    free_side(&r);
+  }
+}
+
+/* qv_table_join_rows over row lists (repeats, any order; a dataset's
+ * indices mapping) equals qv_table_join over the tables taken at those
+ * rows, table for table, for every join type and build side, integer and
+ * string keys; a row outside the table is QV_ERANGE. */
+static void test_join_rows(void) {
+  const kt ks[2][1] = {{K_I64}, {K_STR}};
+  for (int k = 0; k < 2; k++) {
+    side l = make_side(ks[k], 1, 3000, 400, false, 0.05, 0, "lrow");
+    side r = make_side(ks[k], 1, 2000, 400, true, 0.05, 2, "rrow");
+    int64_t nl = 2500, nr = 2600;
+    int64_t *lrows = malloc(sizeof(int64_t) * (size_t)nl),
+            *rrows = malloc(sizeof(int64_t) * (size_t)nr);
+    for (int64_t i = 0; i < nl; i++) lrows[i] = orc_int(l.n);
+    for (int64_t i = 0; i < nr; i++) rrows[i] = orc_int(r.n);
+    qv_table *lt = NULL, *rt = NULL;
+    RT_OK(qv_table_take(l.t, lrows, nl, &lt, &E));
+    RT_OK(qv_table_take(r.t, rrows, nr, &rt, &E));
+    for (int how = 0; how <= QV_JOIN_ANTI; how++)
+      for (int build = 0; build <= QV_JOIN_BUILD_RIGHT; build++)
+        for (int which = 0; which < 3; which++) { /* rows on the left, the right, both */
+          qv_join_options o = {0};
+          o.how = (qv_join_type)how;
+          o.build = (qv_join_build)build;
+          o.left_on = ON;
+          o.n_keys = 1;
+          qv_table *want = NULL, *got = NULL;
+          RT_OK(qv_table_join(which == 1 ? l.t : lt, which == 0 ? r.t : rt, &o, &want, &E));
+          RT_OK(qv_table_join_rows(l.t, which == 1 ? NULL : lrows, which == 1 ? 0 : nl, r.t,
+                                   which == 0 ? NULL : rrows, which == 0 ? 0 : nr, &o, &got, &E));
+          qv_error diff;
+          bool eq = want && got && qv_table_equals(want, got, &diff);
+          if (!eq && want && got)
+            fprintf(stderr, "join_rows %s build %d rows %d: %s\n", qv_join_type_name(o.how), build,
+                    which, diff.message);
+          QV_CHECK(eq);
+          QV_CHECK(qv_table_num_rows(got) > (how == QV_JOIN_ANTI ? 0 : 100));
+          qv_table_unref(want);
+          qv_table_unref(got);
+        }
+    qv_join_options o = {0};
+    o.left_on = ON;
+    o.n_keys = 1;
+    int64_t bad[2] = {0, l.n};
+    qv_table *got = NULL;
+    QV_CHECK(qv_table_join_rows(l.t, bad, 2, r.t, NULL, 0, &o, &got, &E) == QV_ERANGE);
+    QV_CHECK(got == NULL);
+    qv_table_unref(lt);
+    qv_table_unref(rt);
+    free(lrows);
+    free(rrows);
+    free_side(&l);
+    free_side(&r);
+  }
+}
+
+/* Outputs of several record batches (join_table.c cuts the output into
+ * ranges gathered in parallel): sides of many batches, string and integer
+ * keys; the joined table's payload columns equal the pairs of
+ * qv_join_indices row for row, and the key column of a full join holds
+ * the left key, else the right one. */
+static void test_output_ranges(void) {
+  const kt ks[2][1] = {{K_STR}, {K_I64}};
+  for (int k = 0; k < 2; k++) {
+    side l = make_side(ks[k], 1, 200000, 50000, false, 0.01, 0, "lrow");
+    side r = make_side(ks[k], 1, 90000, 50000, k == 1, 0.01, 7, "rrow");
+    for (int pass = 0; pass < 2; pass++) /* sides read out of order: plain, prefetching */
+      for (int how = 0; how <= QV_JOIN_ANTI; how++)
+        for (int build = 0; build <= QV_JOIN_BUILD_RIGHT; build++) {
+          if (pass == 1 &&
+              (how == QV_JOIN_SEMI || how == QV_JOIN_ANTI || build == QV_JOIN_BUILD_AUTO))
+            continue;
+          int64_t random_min = qvj_random_min;
+          if (pass == 1) qvj_random_min = 0;
+          qv_join_options o = {0};
+          o.how = (qv_join_type)how;
+          o.build = (qv_join_build)build;
+          o.left_on = ON;
+          o.n_keys = 1;
+          int64_t *pl = NULL, *pr = NULL, n = -1;
+          RT_OK(qv_join_indices(l.t, r.t, &o, &pl, &pr, &n, &E));
+          qv_table *j = NULL;
+          RT_OK(qv_table_join(l.t, r.t, &o, &j, &E));
+          QV_CHECK(n > (how == QV_JOIN_ANTI ? 0 : 70000));
+          QV_CHECK(payload_matches(j, "lrow", pl, n));
+          if (how < QV_JOIN_SEMI) {
+            QV_CHECK(qv_table_num_batches(j) > 1);
+            QV_CHECK(payload_matches(j, "rrow", pr, n));
+            qv_array *key = col_of(j, "k0");
+            qv_array *lk = col_of(l.t, "k0"), *rk = col_of(r.t, "k0");
+            bool ok = key != NULL;
+            for (int64_t i = 0; ok && i < n; i++) {
+              bool coalesce = how == QV_JOIN_RIGHT || how == QV_JOIN_FULL;
+              int64_t lrow = pl[i], rrow = coalesce && lrow < 0 ? pr[i] : -1;
+              qv_array *src = rrow >= 0 ? rk : lk;
+              int64_t at = rrow >= 0 ? rrow : lrow;
+              if (at < 0 || !qv_array_is_valid(src, at)) {
+                ok = !qv_array_is_valid(key, i);
+              } else if (k == 0) {
+                int64_t a0 = qv_array_offset_at(key, i), a1 = qv_array_offset_at(key, i + 1);
+                int64_t b0 = qv_array_offset_at(src, at), b1 = qv_array_offset_at(src, at + 1);
+                ok = qv_array_is_valid(key, i) && a1 - a0 == b1 - b0 &&
+                     memcmp(key->buffers[2]->data + a0, src->buffers[2]->data + b0,
+                            (size_t)(a1 - a0)) == 0;
+              } else {
+                ok = qv_array_is_valid(key, i) &&
+                     qv_array_int_at(key, i) == qv_array_int_at(src, at);
+              }
+              if (!ok)
+                fprintf(stderr, "%s row %lld: key differs\n", qv_join_type_name(o.how),
+                        (long long)i);
+            }
+            QV_CHECK(ok);
+            qv_array_unref(key);
+            qv_array_unref(lk);
+            qv_array_unref(rk);
+          }
+          qvj_random_min = random_min;
+          qv_table_unref(j);
+          free(pl);
+          free(pr);
+        }
+    free_side(&l);
+    free_side(&r);
+  }
+}
+
+/* Files directly in `dir` (-1 if it cannot be read). */
+static int count_entries(const char *dir) {
+  DIR *d = opendir(dir);
+  if (!d) return -1;
+  int n = 0;
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL)
+    if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) n++;
+  closedir(d);
+  return n;
+}
+
+/* A grace hash join with a realistic budget (128 KiB against ~1.3 MB of build
+ * state: 32 partitions) equals the in-memory join pair for pair and table
+ * for table, for every join type, string and integer keys, both build
+ * sides; its private directory is gone afterwards; a temp directory that
+ * does not exist is an error, not a crash. */
+static void test_grace_join(void) {
+  char tmpl[] = "/tmp/qv-test-join-XXXXXX";
+  char *base = mkdtemp(tmpl);
+  QV_CHECK(base != NULL);
+  if (!base) return;
+  const kt ks[2][2] = {{K_I64, K_I64}, {K_STR, K_I32}};
+  for (int k = 0; k < 2; k++) {
+    int nk = k == 0 ? 1 : 2;
+    side l = make_side(ks[k], nk, 60000, k == 0 ? 30000 : 300, k == 1, 0.01, 0, "lrow");
+    side r = make_side(ks[k], nk, 40000, k == 0 ? 30000 : 300, false, 0.01, 3, "rrow");
+    for (int how = 0; how <= QV_JOIN_ANTI; how++)
+      for (int build = 1; build <= QV_JOIN_BUILD_RIGHT; build++) {
+        qv_join_options o = {0};
+        o.how = (qv_join_type)how;
+        o.build = (qv_join_build)build;
+        o.left_on = ON;
+        o.n_keys = nk;
+        o.memory_limit = -1;
+        int64_t *al = NULL, *ar = NULL, an = -1, *bl = NULL, *br = NULL, bn = -2;
+        RT_OK(qv_join_indices(l.t, r.t, &o, &al, &ar, &an, &E));
+        o.memory_limit = 128 << 10;
+        o.temp_directory = base;
+        int64_t spills = qvj_spill_runs;
+        RT_OK(qv_join_indices(l.t, r.t, &o, &bl, &br, &bn, &E));
+        QV_CHECK_EQ_INT(qvj_spill_runs - spills, 1);
+        QV_CHECK_EQ_INT(count_entries(base), 0);
+        QV_CHECK_EQ_INT(an, bn);
+        QV_CHECK(an > 1000);
+        bool same = an == bn;
+        for (int64_t i = 0; same && i < an; i++)
+          same = al[i] == bl[i] && (how >= QV_JOIN_SEMI || ar[i] == br[i]);
+        if (!same) fprintf(stderr, "grace %s build %d differs\n", qv_join_type_name(o.how), build);
+        QV_CHECK(same);
+        qv_table *j = NULL;
+        RT_OK(qv_table_join(l.t, r.t, &o, &j, &E));
+        QV_CHECK(payload_matches(j, "lrow", al, an));
+        if (how < QV_JOIN_SEMI) QV_CHECK(payload_matches(j, "rrow", ar, an));
+        qv_table_unref(j);
+        free(al);
+        free(ar);
+        free(bl);
+        free(br);
+      }
+    if (k == 0) { /* no such temp directory: a clear error */
+      qv_join_options o = {0};
+      o.left_on = ON;
+      o.n_keys = 1;
+      o.memory_limit = 1;
+      o.temp_directory = "/nonexistent/qv-join";
+      int64_t *pl = NULL, *pr = NULL, n = 0;
+      qv_status st = qv_join_indices(l.t, r.t, &o, &pl, &pr, &n, &E);
+      QV_CHECK(st != QV_OK);
+      QV_CHECK(strstr(E.message, "temp directory") != NULL);
+      QV_CHECK(pl == NULL && pr == NULL);
+    }
+    free_side(&l);
+    free_side(&r);
+  }
+  rmdir(base);
 }
 
 /* The key columns of a full join hold the right key where the left row is
@@ -563,6 +844,10 @@ int main(void) {
   QV_RUN(test_join_larger_mapped);
   QV_RUN(test_fast_path_large);
   QV_RUN(test_full_join_keys);
+  QV_RUN(test_parallel_probe);
+  QV_RUN(test_output_ranges);
+  QV_RUN(test_join_rows);
+  QV_RUN(test_grace_join);
   QV_RUN(test_distinct_value_counts);
   return QV_TEST_END();
 }

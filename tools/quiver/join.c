@@ -41,8 +41,10 @@ static const char kJoinHelp[] =
     "  --how TYPE               inner (default), left, right, full (or outer), semi, anti\n"
     "  --suffixes L,R           suffixes of clashing column names (default ,_right)\n"
     "  --split NAME             the split of DatasetDict inputs\n"
-    "  --memory-limit SIZE      working-memory budget (e.g. 4GB); accepted, the join\n"
-    "                           currently runs in memory\n"
+    "  --memory-limit SIZE      working-memory budget of the build side's hash state\n"
+    "                           (e.g. 4GB; default a quarter of RAM): past it the\n"
+    "                           join spills both sides' keys to partition files in\n"
+    "                           $TMPDIR (grace hash join), same result\n"
     "  -o, --output DIR         output directory (required)\n";
 
 static const char kDistinctHelp[] =
@@ -244,6 +246,7 @@ static int run(bool join, int argc, char **argv) {
       o.n_keys = nl;
       o.left_suffix = lsuf;
       o.right_suffix = rsuf;
+      o.memory_limit = a.memory_limit;
       st = qv_dataset_join(in[0], in[1], &o, &res, &err);
     } else {
       st = qv_dataset_distinct(in[0], lon, nl, &res, &err);
