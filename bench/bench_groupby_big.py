@@ -157,6 +157,7 @@ files, select, keys, limit, tmp = json.loads(sys.argv[1])
 con = duckdb.connect()
 con.execute(f"SET memory_limit='{limit}'")
 con.execute("SET threads=2")
+con.execute("SET enable_progress_bar=false")
 con.execute(f"SET temp_directory='{tmp}'")
 con.execute("SET preserve_insertion_order=false")
 x = ds.dataset(files, format="arrow")
@@ -238,7 +239,7 @@ def main():
         if rc != 0:
             print(f"{q}: duckdb failed ({rc}): {se.decode()[-2000:]}")
             continue
-        dchk = json.loads(so.decode())
+        dchk = json.loads(so.decode().strip().splitlines()[-1])
         print(f"{q:4} {'duckdb':7} {wall:8.1f} {cpu:8.1f} {rss / 2**20:8.0f} MB {dchk[0]:>10,}  "
               f"chk {'equal' if same_chk(qchk, dchk) else 'DIFFERENT'}", flush=True)
         if not same_chk(qchk, dchk):

@@ -7,7 +7,8 @@
  * budget (QV_ENOMEM) switches to a partitioned plan:
  *  1. partition pass: the table is read one morsel of record batches at a
  *     time (mapped batches decoded lazily; the pages of a mapped table are
- *     handed back to the kernel once a morsel is done), the keys of each
+ *     dropped from the process once a morsel is done, as the in-memory run
+ *     drops them batch by batch through its progress callback), the keys of each
  *     batch are hashed with the row table's key hash
  *     (qv_row_hash_columns64 over the keys as the grouper sees them:
  *     dictionaries decoded, views as large binary, floats canonical), and
@@ -32,6 +33,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,22 +85,48 @@ static int64_t array_bytes(const qv_array *a) {
   return n;
 }
 
-/* Hand the pages of a mapped array's buffers back to the kernel (a hint:
- * clean file pages are dropped from this process, read again if needed). */
+/* Drop a mapped array's pages from this process (MADV_DONTNEED on the
+ * file mapping: resident memory falls, the page cache keeps the pages, a
+ * later read faults them back in). Heap buffers are left alone. */
 static void page_out(const qv_array *a) {
-#ifdef MADV_PAGEOUT
   long page = sysconf(_SC_PAGESIZE);
   for (int32_t i = 0; i < a->n_buffers; i++) {
     const qv_buffer *b = a->buffers[i];
-    if (!b || b->size < 2 * page) continue;
+    if (!b || b->size < 2 * page || !qv_buffer_is_mapped(b)) continue;
     uintptr_t lo = ((uintptr_t)b->data + (uintptr_t)page - 1) & ~((uintptr_t)page - 1);
     uintptr_t hi = ((uintptr_t)b->data + (uintptr_t)b->size) & ~((uintptr_t)page - 1);
-    if (hi > lo) (void)madvise((void *)lo, hi - lo, MADV_PAGEOUT);
+    if (hi > lo) (void)madvise((void *)lo, hi - lo, MADV_DONTNEED);
   }
   for (int32_t i = 0; i < a->n_children; i++) page_out(a->children[i]);
-#else
-  (void)a;
-#endif
+  if (a->dictionary) page_out(a->dictionary);
+}
+
+/* The in-memory run's progress callback over a mapped table: the batches
+ * done are paged out (page_out), then the caller's callback runs. */
+typedef struct release_ctx {
+  qv_table *t;
+  int64_t next; /* first batch not yet released */
+  pthread_mutex_t mu;
+  void (*progress)(void *ctx, int64_t rows_done, int64_t rows_total);
+  void *progress_ctx;
+} release_ctx;
+
+static void release_done(void *ctx, int64_t done, int64_t total) {
+  release_ctx *r = ctx;
+  pthread_mutex_lock(&r->mu);
+  int64_t nb = qv_table_num_batches(r->t);
+  while (r->next < nb &&
+         qv_table_batch_offset(r->t, r->next) + qv_table_batch_rows(r->t, r->next) <= done) {
+    qv_array *b = NULL;
+    qv_error e;
+    if (qv_table_batch(r->t, r->next, &b, &e) == QV_OK) {
+      page_out(b);
+      qv_array_unref(b);
+    }
+    r->next++;
+  }
+  pthread_mutex_unlock(&r->mu);
+  if (r->progress) r->progress(r->progress_ctx, done, total);
 }
 
 /* The key as the grouper compares it, in a form the row table hashes:
@@ -410,7 +438,6 @@ static qv_status spill_partition(spill_ctx *c, qv_table *t, int depth, qv_error 
   qv_row_metadata md;
   memset(&md, 0, sizeof md);
   bool md_ready = false;
-  bool mapped = depth > 0 || qv_table_get_kind(t) == QV_TABLE_MAPPED;
   if (st == QV_OK && (!chunks || !chunk_len || !hk))
     st = qv_error_set(err, QV_ENOMEM, "group-by spill: out of memory");
   for (int64_t b = 0; b < nb && st == QV_OK; b++) {
@@ -509,7 +536,7 @@ static qv_status spill_partition(spill_ctx *c, qv_table *t, int depth, qv_error 
       for (int64_t k = 0; k < nch; k++)
         for (int32_t j = 0; j < ncols; j++) {
           qv_array **slot = &chunks[(int64_t)j * mcap + k];
-          if (mapped) page_out(*slot);
+          page_out(*slot);
           qv_array_unref(*slot);
           *slot = NULL;
         }
@@ -718,7 +745,25 @@ qv_status qv_table_group_by(qv_table *t, const char *const *keys, int32_t n_keys
   if (stats) memset(stats, 0, sizeof *stats);
   int64_t budget = o.memory_limit == 0 ? qvg_default_memory_limit() : o.memory_limit;
   o.memory_limit = budget > 0 ? budget : 0;
+  /* A mapped table's pages are released batch by batch as the run goes
+   * (else resident memory grows with the input read). */
+  release_ctx rel;
+  bool release = t && qv_table_get_kind(t) == QV_TABLE_MAPPED;
+  if (release) {
+    memset(&rel, 0, sizeof rel);
+    rel.t = t;
+    pthread_mutex_init(&rel.mu, NULL);
+    rel.progress = o.progress;
+    rel.progress_ctx = o.progress_ctx;
+    o.progress = release_done;
+    o.progress_ctx = &rel;
+  }
   qv_status st = qvg_group_by_memory(t, keys, n_keys, aggs, n_aggs, &o, out, err);
+  if (release) {
+    pthread_mutex_destroy(&rel.mu);
+    o.progress = rel.progress;
+    o.progress_ctx = rel.progress_ctx;
+  }
   if (st != QV_ENOMEM || budget <= 0 || n_keys == 0 || t == NULL || out == NULL) return st;
   return spill_group_by(t, keys, n_keys, aggs, n_aggs, &o, budget, out, stats, err);
 }
