@@ -67,6 +67,8 @@ typedef struct spill_ctx {
   int32_t n_aggs;        /* including the extra one */
   qv_group_by_options o; /* for the partitions: no sort, the budget */
   bool sort;             /* the caller's: applied to the merged groups */
+  void (*progress)(void *ctx, int64_t rows_done, int64_t rows_total); /* the partition pass's */
+  void *progress_ctx;
   int64_t budget;
   qv_atomic_dir *dir;
   int64_t seq; /* partition files made */
@@ -101,7 +103,7 @@ static void page_out(const qv_array *a) {
   if (a->dictionary) page_out(a->dictionary);
 }
 
-/* The in-memory run's progress callback over a mapped table: the batches
+/* The in-memory run's progress callback: the mapped buffers of the batches
  * done are paged out (page_out), then the caller's callback runs. */
 typedef struct release_ctx {
   qv_table *t;
@@ -542,8 +544,8 @@ static qv_status spill_partition(spill_ctx *c, qv_table *t, int depth, qv_error 
         }
       nch = mrows = mbytes = 0;
     }
-    if (depth == 0 && c->o.progress)
-      c->o.progress(c->o.progress_ctx, qv_table_batch_offset(t, b) + len, total);
+    if (depth == 0 && c->progress)
+      c->progress(c->progress_ctx, qv_table_batch_offset(t, b) + len, total);
   }
   for (int64_t k = 0; k < nch; k++)
     for (int32_t j = 0; j < ncols; j++)
@@ -721,6 +723,9 @@ static qv_status spill_group_by(qv_table *t, const char *const *keys, int32_t n_
   c.o = *o;
   c.sort = o->sort;
   c.o.sort = false;
+  c.progress = o->progress;
+  c.progress_ctx = o->progress_ctx;
+  c.o.progress = NULL; /* partitions: no progress of their own */
   c.o.memory_limit = budget;
   c.budget = budget;
   c.stats.spilled = true;
@@ -745,11 +750,24 @@ qv_status qv_table_group_by(qv_table *t, const char *const *keys, int32_t n_keys
   if (stats) memset(stats, 0, sizeof *stats);
   int64_t budget = o.memory_limit == 0 ? qvg_default_memory_limit() : o.memory_limit;
   o.memory_limit = budget > 0 ? budget : 0;
-  /* A mapped table's pages are released batch by batch as the run goes
-   * (else resident memory grows with the input read). */
+  /* Mapped pages are released batch by batch as the run goes (else
+   * resident memory grows with the input read); any table kind may hold
+   * mapped buffers (concatenations of mapped tables, partition files). */
   release_ctx rel;
-  bool release = t && qv_table_get_kind(t) == QV_TABLE_MAPPED;
+  bool release = t != NULL;
   if (release) {
+    /* Decoding a mapped batch validates it (offsets and the like are read);
+     * the engine decodes every batch before it starts, so decode them here
+     * one at a time (the table keeps them decoded) and drop the pages the
+     * validation read: only the columns the run reads come back. */
+    int64_t nb = qv_table_num_batches(t);
+    for (int64_t b = 0; b < nb; b++) {
+      qv_array *batch = NULL;
+      qv_error e;
+      if (qv_table_batch(t, b, &batch, &e) != QV_OK) break; /* the engine reports it */
+      page_out(batch);
+      qv_array_unref(batch);
+    }
     memset(&rel, 0, sizeof rel);
     rel.t = t;
     pthread_mutex_init(&rel.mu, NULL);
