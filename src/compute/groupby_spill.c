@@ -226,13 +226,27 @@ static qv_status group_file(spill_ctx *c, const char *path, int64_t parent_rows,
     st = push_result(c, res, err);
     c->stats.partitions_grouped++;
   } else if (st == QV_ENOMEM) {
-    if (depth + 1 >= SPILL_MAX_DEPTH || rows == parent_rows)
+    bool one_group = false;
+    if (rows == parent_rows) { /* nothing split off: one key, or a hash collision? */
+      qv_aggregate cnt;
+      memset(&cnt, 0, sizeof cnt);
+      cnt.kind = QV_AGG_COUNT_ALL;
+      qv_table *probe = NULL;
+      qv_error perr;
+      qv_group_by_options po = c->o; /* room for the ids of the rows, not for many groups */
+      po.memory_limit = c->budget + 8 * rows;
+      if (qvg_group_by_memory(pt, c->keys, c->n_keys, &cnt, 1, &po, &probe, &perr) == QV_OK) {
+        one_group = qv_table_num_rows(probe) == 1;
+        qv_table_unref(probe);
+      }
+    }
+    if (depth + 1 >= SPILL_MAX_DEPTH || one_group)
       st = qv_error_set(err, QV_ENOMEM,
                         "group-by: a partition of %" PRId64
                         " rows still needs more than the memory limit of %" PRId64
-                        " bytes after %d level%s of spilling (too many rows in too few groups "
-                        "for this budget: raise --memory-limit)",
-                        rows, c->budget, depth + 1, depth ? "s" : "");
+                        " bytes after %d level%s of spilling (%s: raise --memory-limit)",
+                        rows, c->budget, depth + 1, depth ? "s" : "",
+                        one_group ? "they are one group" : "too many rows in too few groups");
     else st = spill_partition(c, pt, depth + 1, err);
   }
   qv_table_unref(pt);
