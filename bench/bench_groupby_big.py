@@ -11,8 +11,8 @@ numpy in chunks of --chunk rows and written as uncompressed Arrow IPC files
 of --file-rows rows each (never all in memory) forming a save_to_disk
 directory, cached in --dir.
 
-Each question runs as a child process (so its peak RSS and CPU time are its
-own, from wait4): `quiver groupby DIR/files --memory-limit=BUDGET
+Each question runs as a child process (its CPU time from wait4, its peak
+RSS from /usr/bin/time): `quiver groupby DIR/files --memory-limit=BUDGET
 --temp-directory=DIR/tmp -o OUT`, and DuckDB (SET memory_limit=BUDGET,
 threads=2, temp_directory in DIR) over a pyarrow dataset of the same files.
 Answers are checked as db-benchmark's `chk`: the number of groups and the
@@ -129,8 +129,11 @@ def generate(dirpath, n, chunk, file_rows):
 
 
 def timed(argv):
-    """Run argv as a child; wall, cpu (user+sys), peak RSS from wait4."""
+    """Run argv as a child; wall, cpu (user+sys) from wait4, peak RSS from
+    /usr/bin/time (its own child's: the RSS a forked child inherits from
+    this process before exec would otherwise count in ru_maxrss)."""
     t0 = time.perf_counter()
+    argv = ["/usr/bin/time", "-f", "QV-MAXRSS-KB %M"] + argv
     p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     # read the pipes while waiting, then wait4 for the child's own rusage
     bufs = {}
@@ -147,8 +150,15 @@ def timed(argv):
         t.join()
     p.returncode = os.waitstatus_to_exitcode(status)
     wall = time.perf_counter() - t0
-    return (p.returncode, wall, ru.ru_utime + ru.ru_stime, ru.ru_maxrss * 1024,
-            bufs.get("out", b""), bufs.get("err", b""))
+    err = bufs.get("err", b"")
+    rss, lines = 0, []
+    for line in err.decode(errors="replace").splitlines():
+        if line.startswith("QV-MAXRSS-KB "):
+            rss = int(line.split()[1]) * 1024
+        else:
+            lines.append(line)
+    return (p.returncode, wall, ru.ru_utime + ru.ru_stime, rss, bufs.get("out", b""),
+            "\n".join(lines).encode())
 
 
 DUCK = r"""
