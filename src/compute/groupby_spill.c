@@ -460,6 +460,10 @@ static qv_status spill_partition(spill_ctx *c, qv_table *t, int depth, qv_error 
     qv_array *batch = NULL;
     st = qv_table_batch(t, b, &batch, err);
     if (st != QV_OK) break;
+    /* decoding validated every column (string offsets and the like were
+     * read): drop those pages now; the carried columns fault back in from
+     * the page cache as they are hashed and gathered */
+    page_out(batch);
     int64_t len = batch->length;
     if (nch == mcap) {
       int64_t cap = mcap * 2;
