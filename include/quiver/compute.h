@@ -250,11 +250,25 @@ typedef struct qv_aggregate {
   const char *name;    /**< output column name (NULL: the canonical text, "sum(v1)") */
 } qv_aggregate;
 
-/** Options of a group-by (zero-initialised: first-appearance order). */
+/** What a group-by's spilling did (qv_group_by_options.spill_stats). */
+typedef struct qv_spill_stats {
+  bool spilled;               /**< the partitioned plan ran */
+  int32_t fanout;             /**< partitions of the first pass */
+  int32_t depth;              /**< levels of partitioning (1: no partition split again) */
+  int64_t files;              /**< partition files written */
+  int64_t bytes_written;      /**< array bytes written to them */
+  int64_t partitions_grouped; /**< partitions grouped in memory */
+} qv_spill_stats;
+
+/** Options of a group-by (zero-initialised: first-appearance order, a
+ *  budget of a quarter of physical memory, spills under $TMPDIR). */
 typedef struct qv_group_by_options {
   bool sort; /**< order the output by the keys (ascending, nulls last) */
-  /** Working-memory budget in bytes (0: no bound). Group-by state beyond it
-   *  is QV_ENOMEM naming the budget (spilling is not implemented yet). */
+  /** Working-memory budget of the group state in bytes: 0 = a quarter of
+   *  physical memory, < 0 = no bound. When the state would pass it, the
+   *  group-by spills: rows are partitioned by key hash into temporary Arrow
+   *  IPC files, grouped partition by partition (docs/compute.md, "Beyond
+   *  memory"); the result is the same as in memory. */
   int64_t memory_limit;
   /** Called after each batch with the rows done and the total (may be NULL). */
   void (*progress)(void *ctx, int64_t rows_done, int64_t rows_total);
@@ -267,6 +281,11 @@ typedef struct qv_group_by_options {
    *  aggregates; docs/compute.md) add partial sums per range of batches
    *  and may differ from one thread's in the last bits. */
   int32_t threads;
+  /** Directory under which spilling makes its private directory (NULL:
+   *  $TMPDIR, else /tmp). Borrowed for the call. */
+  const char *temp_directory;
+  /** When not NULL, receives what spilling did (zeroed when it did not). */
+  qv_spill_stats *spill_stats;
 } qv_group_by_options;
 
 /** Name of an aggregate kind as the expression language spells it
@@ -286,8 +305,14 @@ QV_API const char *qv_agg_kind_name(qv_agg_kind kind);
  * the closest name ("did you mean 'id1'?"); an aggregate undefined for the
  * column's type (sum of strings) or a key type the row table cannot store
  * QV_ETYPE naming the aggregate; an integer sum beyond int64 QV_ERANGE
- * naming the aggregate and the group's row; QV_ENOMEM beyond
- * opts->memory_limit. `opts` may be NULL. Mapped tables are decoded batch by
+ * naming the aggregate and the group's row; QV_ENOMEM when even a
+ * partition of rows that cannot be split further (one group) passes
+ * opts->memory_limit; QV_EIO when a spill file cannot be written (the
+ * message names the directory). `opts` may be NULL. Past the memory budget
+ * the rows are spilled to temporary files, grouped partition by partition
+ * and merged back in first-appearance order, so the result is the
+ * in-memory run's; the temporary directory is removed before the call
+ * returns, on success and on failure. Mapped tables are decoded batch by
  * batch; the decoded columns of the keys and inputs are held until the
  * call returns. The table is only read (concurrent calls are safe).
  */

@@ -562,9 +562,9 @@ static qv_status preaggregate(gb_state *s, qv_pool *pool, int threads,
   return st;
 }
 
-qv_status qv_table_group_by(qv_table *t, const char *const *keys, int32_t n_keys,
-                            const qv_aggregate *aggs, int32_t n_aggs,
-                            const qv_group_by_options *opts, qv_table **out, qv_error *err) {
+qv_status qvg_group_by_memory(qv_table *t, const char *const *keys, int32_t n_keys,
+                              const qv_aggregate *aggs, int32_t n_aggs,
+                              const qv_group_by_options *opts, qv_table **out, qv_error *err) {
   if (t == NULL || out == NULL || n_keys < 0 || n_aggs < 0 || (n_keys && !keys) ||
       (n_aggs && !aggs))
     return qv_error_set(err, QV_EARG, "group-by: needs a table, keys and aggregates");
@@ -747,8 +747,7 @@ qv_status qv_table_group_by(qv_table *t, const char *const *keys, int32_t n_keys
     if (bytes > o.memory_limit)
       st = qv_error_set(err, QV_ENOMEM,
                         "group-by: %" PRId64 " groups need about %" PRId64
-                        " bytes of state, more than the memory limit of %" PRId64
-                        " bytes (spilling to disk is not implemented yet)",
+                        " bytes of state, more than the memory limit of %" PRId64 " bytes",
                         ng, bytes, o.memory_limit);
   }
   if (st == QV_OK && pre_done && o.progress) o.progress(o.progress_ctx, total, total);

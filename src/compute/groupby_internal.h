@@ -180,5 +180,15 @@ void qvg_htab_firsts(const qvg_htab *t, int64_t *chunk, int64_t *row);
  *  the groups there); -1 when the batch's buffers are inconsistent. */
 int64_t qvg_hash_sample_distinct(const qv_chunked_column *const *kcols, int32_t nk, int64_t b,
                                  int64_t n);
+/** The in-memory group-by engine (groupby.c): qv_table_group_by's
+ *  contract, except that state past opts->memory_limit (> 0) is QV_ENOMEM
+ *  rather than a spill. qv_table_group_by (groupby_spill.c) calls it, and
+ *  calls it again on each spilled partition. */
+qv_status qvg_group_by_memory(qv_table *t, const char *const *keys, int32_t n_keys,
+                              const qv_aggregate *aggs, int32_t n_aggs,
+                              const qv_group_by_options *opts, qv_table **out, qv_error *err);
+
+/** The default group-by memory budget: a quarter of physical memory. */
+int64_t qvg_default_memory_limit(void);
 
 #endif /* QV_GROUPBY_INTERNAL_H */

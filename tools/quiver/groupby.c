@@ -1,7 +1,8 @@
 /*
  * groupby.c — `quiver groupby SRC --by=COL[,COL...] --agg='EXPR [AS NAME]'
- * ... [--sort] [--memory-limit=SIZE] -o DST`: hash group-by with aggregate
- * expressions (qv_dataset_group_by) over any dataset the dataset commands
+ * ... [--sort] [--memory-limit=SIZE] [--temp-directory=DIR] -o DST`: hash
+ * group-by with aggregate expressions (qv_dataset_group_by; past the
+ * memory limit it spills to temporary files) over any dataset the dataset commands
  * read, written as a save_to_disk directory (keys, then each aggregate
  * under its name). Bad arguments (unknown column, an aggregate undefined
  * for a type, a key type that cannot be grouped, a malformed --agg) exit 2
@@ -19,7 +20,8 @@
 
 static const char kHelp[] =
     "usage: quiver groupby SRC --by=COL[,COL...] --agg='EXPR [AS NAME]' [--agg ...]\n"
-    "                      [--sort] [--memory-limit=SIZE] [--split NAME] -o DST\n"
+    "                      [--sort] [--memory-limit=SIZE] [--temp-directory=DIR]\n"
+    "                      [--split NAME] -o DST\n"
     "\n"
     "Group SRC's rows (as the dataset shows them) by the key columns and compute\n"
     "aggregates per group. DST (a save_to_disk directory datasets.load_from_disk\n"
@@ -40,8 +42,13 @@ static const char kHelp[] =
     "  --by=COL[,COL...]     key columns (nulls form a group)\n"
     "  --agg=EXPR [AS NAME]  an aggregate expression (repeatable)\n"
     "  --sort                order the groups by the keys\n"
-    "  --memory-limit=SIZE   fail (exit 1) when the group-by state would pass SIZE\n"
-    "                        (e.g. 2GB; spilling to disk is not implemented yet)\n"
+    "  --memory-limit=SIZE   budget of the group-by state (e.g. 2GB; default a\n"
+    "                        quarter of physical memory); past it the rows are\n"
+    "                        spilled to temporary Arrow IPC files, partitioned by\n"
+    "                        key hash, and grouped partition by partition (same\n"
+    "                        result); 'none': no bound\n"
+    "  --temp-directory=DIR  where spilling makes its private directory (default\n"
+    "                        $TMPDIR, else /tmp); removed when done\n"
     "  --split NAME          the split of a DatasetDict SRC\n"
     "  -o, --output DST      output directory\n"
     "\n"
@@ -101,9 +108,13 @@ int cmd_groupby(int argc, char **argv) {
       split = v;
     } else if ((v = cli_opt_value(s, "--memory-limit", argc, argv, &i, &m)) || m) {
       qv_error e;
-      if (!v || qv_hf_parse_size(v, &opts.memory_limit, &e) != QV_OK || opts.memory_limit <= 0)
+      if (v && strcmp(v, "none") == 0) opts.memory_limit = -1;
+      else if (!v || qv_hf_parse_size(v, &opts.memory_limit, &e) != QV_OK || opts.memory_limit <= 0)
         rc = cli_usage("groupby", "--memory-limit must be a size such as 4GB, found '%s'",
                        v ? v : "");
+    } else if ((v = cli_opt_value(s, "--temp-directory", argc, argv, &i, &m)) || m) {
+      if (!v || !*v) rc = cli_usage("groupby", "--temp-directory needs a directory");
+      opts.temp_directory = v;
     } else if (strcmp(s, "--sort") == 0) {
       opts.sort = true;
     } else if (s[0] == '-' && s[1] != '\0') {
@@ -146,6 +157,8 @@ int cmd_groupby(int argc, char **argv) {
   memset(&prog, 0, sizeof prog);
   opts.progress = on_progress;
   opts.progress_ctx = &prog;
+  qv_spill_stats spill;
+  opts.spill_stats = &spill;
   double t0 = now_s();
   qv_dataset *ds = NULL, *res = NULL;
   qv_status st = cli_open_dataset(src, split, NULL, &ds, &err);
@@ -160,6 +173,12 @@ int cmd_groupby(int argc, char **argv) {
     cli_progress_finish(&prog.bar, st == QV_OK);
     prog.started = false;
   }
+  if (st == QV_OK && spill.spilled)
+    fprintf(stderr,
+            "groupby: spilled past the memory limit: %lld partition files (%.1f MB), fan-out %d, "
+            "%d level%s\n",
+            (long long)spill.files, (double)spill.bytes_written / 1e6, spill.fanout, spill.depth,
+            spill.depth == 1 ? "" : "s");
   int64_t shards = 0;
   if (st == QV_OK) {
     qv_save_options so;
