@@ -188,7 +188,4 @@ qv_status qvg_group_by_memory(qv_table *t, const char *const *keys, int32_t n_ke
                               const qv_aggregate *aggs, int32_t n_aggs,
                               const qv_group_by_options *opts, qv_table **out, qv_error *err);
 
-/** The default group-by memory budget: a quarter of physical memory. */
-int64_t qvg_default_memory_limit(void);
-
 #endif /* QV_GROUPBY_INTERNAL_H */

@@ -42,6 +42,7 @@
 #include <unistd.h>
 
 #include "compute/groupby_internal.h"
+#include "compute/spill_internal.h"
 #include "core/atomic_internal.h"
 #include "quiver/row.h"
 #include "quiver/writer.h"
@@ -53,12 +54,6 @@
 #define SPILL_HASH_SHIFT 8 /* bits 0..6 are the grouper's tags, the top its blocks */
 #define SPILL_MIN_MORSEL ((int64_t)1 << 20)
 #define SPILL_MAX_MORSEL ((int64_t)64 << 20)
-
-int64_t qvg_default_memory_limit(void) {
-  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-  if (pages <= 0 || page <= 0) return (int64_t)1 << 30;
-  return (int64_t)pages * (int64_t)page / 4;
-}
 
 typedef struct spill_ctx {
   const char *const *keys;
@@ -701,28 +696,6 @@ static qv_status merge_results(spill_ctx *c, qv_table **out, qv_error *err) {
   return st;
 }
 
-/* The private directory of this spill under the temp directory. */
-static qv_status open_dir(const char *base, qv_atomic_dir **out, qv_error *err) {
-  if (!base || !*base) base = getenv("TMPDIR");
-  if (!base || !*base) base = "/tmp";
-  char path[4096];
-  int n = snprintf(path, sizeof path, "%s/quiver-spill-%ld", base, (long)getpid());
-  if (n < 0 || (size_t)n >= sizeof path)
-    return qv_error_set(err, QV_EARG, "group-by spill: temp directory path too long: %s", base);
-  qv_status st = qv_atomic_dir_open(path, out, err);
-  if (st != QV_OK) {
-    qv_error_prefix(err, st, "group-by spill: in the temp directory %s: ", base);
-    return st;
-  }
-  if (chmod(qv_atomic_dir_tmp(*out), 0700) != 0) {
-    st = qv_error_set(err, QV_EIO, "group-by spill: chmod %s: %s", qv_atomic_dir_tmp(*out),
-                      strerror(errno));
-    qv_atomic_dir_abort(*out);
-    *out = NULL;
-  }
-  return st;
-}
-
 static qv_status spill_group_by(qv_table *t, const char *const *keys, int32_t n_keys,
                                 const qv_aggregate *aggs, int32_t n_aggs,
                                 const qv_group_by_options *o, int64_t budget, qv_table **out,
@@ -747,7 +720,8 @@ static qv_status spill_group_by(qv_table *t, const char *const *keys, int32_t n_
   c.o.memory_limit = budget;
   c.budget = budget;
   c.stats.spilled = true;
-  qv_status st = open_dir(o->temp_directory, &c.dir, err);
+  qv_status st =
+      qv_spill_dir_open(o->temp_directory, "quiver-spill", "group-by spill", &c.dir, err);
   if (st == QV_OK) st = spill_partition(&c, t, 0, err);
   if (c.dir) qv_atomic_dir_abort(c.dir);
   if (st == QV_OK) st = merge_results(&c, out, err);
@@ -766,7 +740,7 @@ qv_status qv_table_group_by(qv_table *t, const char *const *keys, int32_t n_keys
   if (opts) o = *opts;
   qv_spill_stats *stats = o.spill_stats;
   if (stats) memset(stats, 0, sizeof *stats);
-  int64_t budget = o.memory_limit == 0 ? qvg_default_memory_limit() : o.memory_limit;
+  int64_t budget = o.memory_limit == 0 ? qv_spill_default_memory_limit() : o.memory_limit;
   o.memory_limit = budget > 0 ? budget : 0;
   /* Rows kept whole per group (median, quantile, list) cost the in-memory
    * run about 16 bytes a row before anything else: past the budget, spill

@@ -61,9 +61,6 @@ bool qvj_fast_eligible(const qv_type *t);
 qv_status qvj_fast_ids(const qvj_side *bs, const qvj_side *ps, const qv_type *type, uint32_t *bids,
                        uint32_t *pids, int64_t *out_ng, qv_error *err);
 
-/** A quarter of physical memory (the default join budget). */
-int64_t qvj_default_memory_limit(void);
-
 /** The number of partitions of a grace hash join over build side `build`
  *  (keys unified) under memory_limit (qv_join_options' rules), or 0 when
  *  the join fits in memory. */

@@ -42,6 +42,7 @@
 #include <unistd.h>
 
 #include "compute/join_internal.h"
+#include "compute/spill_internal.h"
 #include "core/atomic_internal.h"
 #include "quiver/row.h"
 #include "quiver/writer.h"
@@ -52,12 +53,6 @@
 
 int64_t qvj_spill_runs = 0;
 int qvj_spill_max_parts = SPILL_MAX_PARTS;
-
-int64_t qvj_default_memory_limit(void) {
-  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-  if (pages <= 0 || page <= 0) return (int64_t)1 << 30;
-  return (int64_t)pages * (int64_t)page / 4;
-}
 
 /* Bytes per row of a side's keys as stored (strings: their mean length
  * plus an offset). */
@@ -76,7 +71,7 @@ static int64_t key_bytes(const qvj_side *s) {
 }
 
 int qvj_spill_partitions(const qvj_side *build, int64_t memory_limit) {
-  int64_t budget = memory_limit == 0 ? qvj_default_memory_limit() : memory_limit;
+  int64_t budget = memory_limit == 0 ? qv_spill_default_memory_limit() : memory_limit;
   if (memory_limit < 0 || build->n == 0) return 0;
   /* The in-memory build state: group ids, row lists, hash table slots
    * (about 24 bytes a row) and the keys. */
@@ -86,25 +81,6 @@ int qvj_spill_partitions(const qvj_side *build, int64_t memory_limit) {
   int max = qvj_spill_max_parts < 2 ? 2 : qvj_spill_max_parts;
   while (parts < max && parts < SPILL_MAX_PARTS && need / parts > budget / 2) parts *= 2;
   return parts;
-}
-
-/* The private directory of this join under the temp directory. */
-static qv_status open_dir(const char *base, qv_atomic_dir **out, qv_error *err) {
-  if (!base || !*base) base = getenv("TMPDIR");
-  if (!base || !*base) base = "/tmp";
-  char path[4096];
-  int n = snprintf(path, sizeof path, "%s/quiver-join-%ld", base, (long)getpid());
-  if (n < 0 || (size_t)n >= sizeof path)
-    return qv_error_set(err, QV_EARG, "join spill: temp directory path too long: %s", base);
-  qv_status st = qv_atomic_dir_open(path, out, err);
-  if (st != QV_OK) return qv_error_prefix(err, st, "join spill: in the temp directory %s: ", base);
-  if (chmod(qv_atomic_dir_tmp(*out), 0700) != 0) {
-    st = qv_error_set(err, QV_EIO, "join spill: chmod %s: %s", qv_atomic_dir_tmp(*out),
-                      strerror(errno));
-    qv_atomic_dir_abort(*out);
-    *out = NULL;
-  }
-  return st;
 }
 
 static void part_path(char *buf, size_t cap, const char *dir, int side, int p) {
@@ -321,7 +297,8 @@ qv_status qvj_grace(qvj_side *l, qvj_side *r, qv_type **types, const qv_join_opt
   if (st == QV_OK) st = qv_row_metadata_from_types(&md, types, nk, 8, 8, err);
   if (st == QV_OK) st = partition_rows(l, &md, parts, lpart, err);
   if (st == QV_OK) st = partition_rows(r, &md, parts, rpart, err);
-  if (st == QV_OK) st = open_dir(o->temp_directory, &dir, err);
+  if (st == QV_OK)
+    st = qv_spill_dir_open(o->temp_directory, "quiver-join", "join spill", &dir, err);
   if (st == QV_OK) st = write_side(l, 0, lpart, parts, qv_atomic_dir_tmp(dir), st_type, err);
   if (st == QV_OK) st = write_side(r, 1, rpart, parts, qv_atomic_dir_tmp(dir), st_type, err);
   int64_t total = 0;
