@@ -15,6 +15,7 @@
 
 #include "core/parallel_internal.h"
 #include "core/validate_internal.h"
+#include "formats/parquet_page_internal.h"
 #include "formats/parquet_read_internal.h"
 #include "quiver/builder.h"
 #include "quiver/parquet.h"
@@ -698,10 +699,16 @@ static qv_status decode_levels(pq_col *c, const uint8_t *p, int64_t len, int64_t
   return st;
 }
 
-/* v1 levels: [4-byte length][RLE data]; *used gets the bytes taken. */
+/* v1 levels: [4-byte length][RLE data], or the deprecated BIT_PACKED
+ * (no length); *used gets the bytes taken. */
 static qv_status decode_levels_v1(pq_col *c, int32_t enc, const uint8_t *p, int64_t len, int64_t n,
                                   int16_t max, int16_t *dst, const char *what, int64_t *used,
                                   qv_error *err) {
+  if (enc == QV_PQ_BIT_PACKED) {
+    qv_status st = qv_pq_bit_packed_levels(p, len, n, max, dst, used, err);
+    if (st != QV_OK) st = col_fail(c, st, err, "%s levels: %s", what, err ? err->message : "");
+    return st;
+  }
   if (enc != QV_PQ_RLE)
     return col_fail(c, QV_ENOTSUP, err, "%s levels in encoding %s are not supported", what,
                     qv_pq_encoding_name(enc));
@@ -1860,5 +1867,65 @@ qv_status qv_parquet_read(qv_parquet_file *f, const qv_parquet_read_options *opt
   free(cast_to);
   free(status);
   free(errors);
+  return st;
+}
+
+/* ------------------------------------------------------------------------ */
+/* One data page decoded on its own (parquet_page_internal.h, for           */
+/* fuzz/fuzz_parquet_page.c): the same decoders read_chunk calls.           */
+
+qv_status qv_pq_page_probe_decode(const qv_pq_page_probe *pr, int64_t *out_values,
+                                  int64_t *out_levels, qv_error *err) {
+  qv_pq_node leaf;
+  memset(&leaf, 0, sizeof leaf);
+  leaf.kind = QV_PQ_NODE_LEAF;
+  leaf.name = "probe";
+  leaf.physical = pr->physical;
+  leaf.type_length = pr->type_length;
+  leaf.max_def = pr->max_def;
+  leaf.max_rep = pr->max_rep;
+  leaf.def = pr->max_def;
+  leaf.conv = QV_PQ_CONV_COPY;
+  if (pr->physical < QV_PQ_BOOLEAN || pr->physical > QV_PQ_FIXED_LEN_BYTE_ARRAY ||
+      (pr->physical == QV_PQ_FIXED_LEN_BYTE_ARRAY && pr->type_length < 1) || pr->max_def < 0 ||
+      pr->max_rep < 0 || pr->num_values < 0)
+    return qv_error_set(err, QV_EINVAL, "page probe: bad column description");
+  pq_col c;
+  memset(&c, 0, sizeof c);
+  c.leaf = &leaf;
+  c.file = "page probe";
+  c.max_alloc = pr->max_alloc > 0 ? pr->max_alloc : PQ_DEFAULT_MAX_ALLOC;
+  c.vals.width = phys_width(&leaf);
+  c.dict.width = c.vals.width;
+  qv_status st = QV_OK;
+  if (pr->dict != NULL) {
+    if (pr->physical == QV_PQ_BOOLEAN)
+      st = col_fail(&c, QV_EINVAL, err, "a dictionary page on a BOOLEAN column");
+    else st = decode_plain(&c, &c.dict, pr->dict, pr->dict_len, pr->dict_count, err);
+    c.has_dict = true;
+    c.page++;
+  }
+  if (st == QV_OK) {
+    qv_pq_page_header h;
+    memset(&h, 0, sizeof h);
+    h.type = pr->v2 ? QV_PQ_DATA_PAGE_V2 : QV_PQ_DATA_PAGE;
+    h.num_values = pr->num_values;
+    h.encoding = pr->encoding;
+    h.def_encoding = pr->def_encoding;
+    h.rep_encoding = pr->rep_encoding;
+    h.has_v1 = !pr->v2;
+    h.has_v2 = pr->v2;
+    h.rep_len = pr->rep_len;
+    h.def_len = pr->def_len;
+    int64_t lv = pr->v2 ? (int64_t)pr->rep_len + pr->def_len : 0;
+    if (pr->rep_len < 0 || pr->def_len < 0 || lv > pr->page_len)
+      st = col_fail(&c, QV_EINVAL, err, "levels of %lld bytes larger than the page", (long long)lv);
+    else st = decode_data_page(&c, &h, pr->page + lv, pr->page_len - lv, pr->page, lv, err);
+  }
+  if (st == QV_OK) {
+    if (out_values) *out_values = c.vals.count;
+    if (out_levels) *out_levels = c.n_levels;
+  }
+  col_free(&c);
   return st;
 }
