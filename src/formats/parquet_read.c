@@ -368,8 +368,9 @@ static bool grow(void **p, int64_t *cap, int64_t need, int64_t elem, int64_t max
 static qv_status vals_reserve(pq_col *c, pq_vals *v, int64_t n_values, int64_t bytes,
                               qv_error *err) {
   int64_t need_bytes, need_offs;
+  /* at least one byte: data is never NULL behind a zero-length write */
   if (qv_add_overflow(v->len, bytes, &need_bytes) ||
-      !grow((void **)&v->data, &v->cap, need_bytes, 1, c->max_alloc))
+      !grow((void **)&v->data, &v->cap, need_bytes > 0 ? need_bytes : 1, 1, c->max_alloc))
     return col_fail(c, QV_ENOMEM, err, "values need %lld bytes, over the bound of %lld",
                     (long long)(v->len + bytes), (long long)c->max_alloc);
   if (v->width == 0) {
@@ -438,7 +439,9 @@ static qv_status decode_plain(pq_col *c, pq_vals *v, const uint8_t *p, int64_t l
       return col_fail(c, QV_EINVAL, err, "PLAIN: byte array %lld truncated", (long long)i);
     int64_t l = le32(p + pos);
     pos += 4;
-    if (l > len - pos)
+    /* the values after this one need their 4-byte lengths: the bytes
+     * reserved above (len - 4n) bound the total only with room for them */
+    if (l > len - pos - 4 * (n - i - 1))
       return col_fail(c, QV_EINVAL, err, "PLAIN: byte array %lld of %lld bytes runs past the page",
                       (long long)i, (long long)l);
     vals_push_var(v, p + pos, l);
@@ -733,13 +736,13 @@ static qv_status decode_data_page(pq_col *c, const qv_pq_page_header *h, const u
                     (long long)n, (long long)len);
   if (n * 2 > c->max_alloc)
     return col_fail(c, QV_ENOMEM, err, "%lld values over the bound", (long long)n);
-  int64_t base = c->n_levels, need = base + n;
-  if (leaf->max_def > 0 && !grow((void **)&c->def, &c->lv_cap, need, 2, c->max_alloc))
+  int64_t base = c->n_levels, need = base + n, room = need > 0 ? need : 1; /* never NULL */
+  if (leaf->max_def > 0 && !grow((void **)&c->def, &c->lv_cap, room, 2, c->max_alloc))
     return oom(err);
   if (leaf->max_rep > 0) {
     int64_t cap = c->lv_cap;
     if (leaf->max_def == 0) {
-      if (!grow((void **)&c->rep, &c->lv_cap, need, 2, c->max_alloc)) return oom(err);
+      if (!grow((void **)&c->rep, &c->lv_cap, room, 2, c->max_alloc)) return oom(err);
     } else {
       void *np = realloc(c->rep, (size_t)cap * 2 + 16);
       if (np == NULL) return oom(err);
