@@ -163,7 +163,8 @@ printf '\001{"s":"\\u00e9\\ud83d\\ude00\\n"}\n\n{"l":[[1],[],null],"o":{"p":[{"q
 printf '\002{"a": NaN, "b": -Infinity, "c": 12345678901234567890}\n' >"$corpus/seed-numbers"
 run fuzz_jsonl "$corpus" -max_len=4096
 # Parquet (fuzz_parquet.c: a whole file from memory; fuzz_thrift.c: the
-# footer and page-header decoders, byte 0 choosing which). Seeds are the
+# footer and page-header decoders, byte 0 choosing which; fuzz_parquet_page.c
+# below: each page decoder on its own). Seeds are the
 # parquet-testing files, copied (and their footers cut out) at fuzz time.
 pt=$shared/testdata/parquet-testing
 t=fuzz_parquet
@@ -194,4 +195,38 @@ for p in sorted(glob.glob(os.path.join(src, "*.parquet"))):
 PY
 replay fuzz_thrift "$corpus"/*
 run fuzz_thrift "$corpus" -max_len=65536
+# Page decoders one encoding at a time (fuzz_parquet_page.c: a 10-byte
+# header choosing encoding, physical type, levels and page version, then
+# an optional PLAIN dictionary page and the page). Seeds: one valid page
+# per encoding, written here.
+t=fuzz_parquet_page
+corpus=$top/build-fuzz/corpus-$t
+mkdir -p "$corpus"
+"${QV_VENV:-$top/build/venv}/bin/python" - "$corpus" <<'PY'
+import os, struct, sys
+out = sys.argv[1]
+def seed(name, b0, b1, n, page, dict_=b"", dict_count=0, rep_len=0, def_len=0):
+    head = bytes([b0, b1]) + struct.pack("<HHH", n, len(dict_), dict_count) + bytes([rep_len, def_len])
+    open(os.path.join(out, "seed-" + name), "wb").write(head + dict_ + page)
+i32 = lambda *v: struct.pack("<%di" % len(v), *v)
+ba = lambda *v: b"".join(struct.pack("<I", len(x)) + x for x in v)
+dbp = lambda count, first: bytes([0x80, 1, 4, count, first * 2, 0, 0, 0, 0, 0])  # zero deltas
+seed("plain-int32", 0 | 1 << 3, 0, 4, i32(1, -2, 3, 4))
+seed("plain-bytes-def1", 0 | 6 << 3 | 1 << 6, 0, 4, struct.pack("<I", 2) + b"\x08\x01" + ba(b"a", b"", b"bc", b"d"))
+seed("plain-flba16", 0 | 7 << 3, 0, 2, bytes(range(32)))
+seed("plain-int96", 0 | 3 << 3, 0, 2, bytes(range(24)))
+seed("rle-bool", 1, 0, 8, struct.pack("<I", 2) + b"\x10\x01")
+seed("plain-dict-int64", 2 | 2 << 3, 0, 4, b"\x01\x03\x05", struct.pack("<qq", 7, -7), 2)
+seed("rle-dict-bytes-def2", 3 | 6 << 3 | 2 << 6, 0, 4, struct.pack("<I", 2) + b"\x08\x02" + b"\x01\x03\x0a", ba(b"x", b"yz"), 2)
+seed("delta-int32", 4 | 1 << 3, 0, 4, dbp(4, 2))
+seed("delta-int64", 4 | 2 << 3, 0, 4, dbp(4, 3))
+seed("delta-length", 5 | 6 << 3, 0, 3, dbp(3, 2) + b"aabbcc")
+seed("delta-bytes", 6 | 6 << 3, 0, 3, dbp(3, 0) + dbp(3, 2) + b"aabbcc")
+seed("bss-float", 7 | 4 << 3, 0, 2, bytes(range(8)))
+seed("bss-double-v2", 7 | 5 << 3 | 1 << 6, 4, 2, b"\x04\x01" + bytes(range(16)), def_len=2)
+# v1 BIT_PACKED levels: max_rep 1 (0,1,0,1 -> 0x50), max_def 2 (2,2,2,2 -> 0xaa)
+seed("bit-packed-levels", 0 | 1 << 3 | 2 << 6, 1 | 1 << 3 | 1 << 4, 4, b"\x50\xaa" + i32(1, 2, 3, 4))
+seed("list-v2-rle", 0 | 1 << 3 | 1 << 6, 1 | 1 << 2, 4, b"\x08\x00" + b"\x08\x01" + i32(1, 2, 3, 4), rep_len=2, def_len=2)
+PY
+run fuzz_parquet_page "$corpus" -max_len=4096
 secs=$all_secs

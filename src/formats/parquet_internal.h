@@ -157,6 +157,12 @@ qv_status qv_pq_rle_get(qv_pq_rle *r, uint32_t *out, int64_t n, qv_error *err);
  *  (QV_EINVAL naming the first above it). */
 qv_status qv_pq_rle_get_levels(qv_pq_rle *r, int16_t *out, int64_t n, int16_t max, qv_error *err);
 
+/** The deprecated BIT_PACKED level encoding of v1 pages: n levels of
+ *  bit_width(max) bits, most significant bit first, no length prefix;
+ *  each checked <= max. *used gets the bytes taken (ceil(n*width/8)). */
+qv_status qv_pq_bit_packed_levels(const uint8_t *p, int64_t len, int64_t n, int16_t max,
+                                  int16_t *out, int64_t *used, qv_error *err);
+
 /** DELTA_BINARY_PACKED decoder: n values of 32 (width 4) or 64 bits into
  *  out (int32 or int64 little-endian); *used gets the bytes consumed
  *  (through the end of the last miniblock holding a value). When n < 0,

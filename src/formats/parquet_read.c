@@ -15,6 +15,7 @@
 
 #include "core/parallel_internal.h"
 #include "core/validate_internal.h"
+#include "formats/parquet_page_internal.h"
 #include "formats/parquet_read_internal.h"
 #include "quiver/builder.h"
 #include "quiver/parquet.h"
@@ -367,8 +368,9 @@ static bool grow(void **p, int64_t *cap, int64_t need, int64_t elem, int64_t max
 static qv_status vals_reserve(pq_col *c, pq_vals *v, int64_t n_values, int64_t bytes,
                               qv_error *err) {
   int64_t need_bytes, need_offs;
+  /* at least one byte: data is never NULL behind a zero-length write */
   if (qv_add_overflow(v->len, bytes, &need_bytes) ||
-      !grow((void **)&v->data, &v->cap, need_bytes, 1, c->max_alloc))
+      !grow((void **)&v->data, &v->cap, need_bytes > 0 ? need_bytes : 1, 1, c->max_alloc))
     return col_fail(c, QV_ENOMEM, err, "values need %lld bytes, over the bound of %lld",
                     (long long)(v->len + bytes), (long long)c->max_alloc);
   if (v->width == 0) {
@@ -437,7 +439,9 @@ static qv_status decode_plain(pq_col *c, pq_vals *v, const uint8_t *p, int64_t l
       return col_fail(c, QV_EINVAL, err, "PLAIN: byte array %lld truncated", (long long)i);
     int64_t l = le32(p + pos);
     pos += 4;
-    if (l > len - pos)
+    /* the values after this one need their 4-byte lengths: the bytes
+     * reserved above (len - 4n) bound the total only with room for them */
+    if (l > len - pos - 4 * (n - i - 1))
       return col_fail(c, QV_EINVAL, err, "PLAIN: byte array %lld of %lld bytes runs past the page",
                       (long long)i, (long long)l);
     vals_push_var(v, p + pos, l);
@@ -698,10 +702,16 @@ static qv_status decode_levels(pq_col *c, const uint8_t *p, int64_t len, int64_t
   return st;
 }
 
-/* v1 levels: [4-byte length][RLE data]; *used gets the bytes taken. */
+/* v1 levels: [4-byte length][RLE data], or the deprecated BIT_PACKED
+ * (no length); *used gets the bytes taken. */
 static qv_status decode_levels_v1(pq_col *c, int32_t enc, const uint8_t *p, int64_t len, int64_t n,
                                   int16_t max, int16_t *dst, const char *what, int64_t *used,
                                   qv_error *err) {
+  if (enc == QV_PQ_BIT_PACKED) {
+    qv_status st = qv_pq_bit_packed_levels(p, len, n, max, dst, used, err);
+    if (st != QV_OK) st = col_fail(c, st, err, "%s levels: %s", what, err ? err->message : "");
+    return st;
+  }
   if (enc != QV_PQ_RLE)
     return col_fail(c, QV_ENOTSUP, err, "%s levels in encoding %s are not supported", what,
                     qv_pq_encoding_name(enc));
@@ -726,13 +736,13 @@ static qv_status decode_data_page(pq_col *c, const qv_pq_page_header *h, const u
                     (long long)n, (long long)len);
   if (n * 2 > c->max_alloc)
     return col_fail(c, QV_ENOMEM, err, "%lld values over the bound", (long long)n);
-  int64_t base = c->n_levels, need = base + n;
-  if (leaf->max_def > 0 && !grow((void **)&c->def, &c->lv_cap, need, 2, c->max_alloc))
+  int64_t base = c->n_levels, need = base + n, room = need > 0 ? need : 1; /* never NULL */
+  if (leaf->max_def > 0 && !grow((void **)&c->def, &c->lv_cap, room, 2, c->max_alloc))
     return oom(err);
   if (leaf->max_rep > 0) {
     int64_t cap = c->lv_cap;
     if (leaf->max_def == 0) {
-      if (!grow((void **)&c->rep, &c->lv_cap, need, 2, c->max_alloc)) return oom(err);
+      if (!grow((void **)&c->rep, &c->lv_cap, room, 2, c->max_alloc)) return oom(err);
     } else {
       void *np = realloc(c->rep, (size_t)cap * 2 + 16);
       if (np == NULL) return oom(err);
@@ -1860,5 +1870,65 @@ qv_status qv_parquet_read(qv_parquet_file *f, const qv_parquet_read_options *opt
   free(cast_to);
   free(status);
   free(errors);
+  return st;
+}
+
+/* ------------------------------------------------------------------------ */
+/* One data page decoded on its own (parquet_page_internal.h, for           */
+/* fuzz/fuzz_parquet_page.c): the same decoders read_chunk calls.           */
+
+qv_status qv_pq_page_probe_decode(const qv_pq_page_probe *pr, int64_t *out_values,
+                                  int64_t *out_levels, qv_error *err) {
+  qv_pq_node leaf;
+  memset(&leaf, 0, sizeof leaf);
+  leaf.kind = QV_PQ_NODE_LEAF;
+  leaf.name = "probe";
+  leaf.physical = pr->physical;
+  leaf.type_length = pr->type_length;
+  leaf.max_def = pr->max_def;
+  leaf.max_rep = pr->max_rep;
+  leaf.def = pr->max_def;
+  leaf.conv = QV_PQ_CONV_COPY;
+  if (pr->physical < QV_PQ_BOOLEAN || pr->physical > QV_PQ_FIXED_LEN_BYTE_ARRAY ||
+      (pr->physical == QV_PQ_FIXED_LEN_BYTE_ARRAY && pr->type_length < 1) || pr->max_def < 0 ||
+      pr->max_rep < 0 || pr->num_values < 0)
+    return qv_error_set(err, QV_EINVAL, "page probe: bad column description");
+  pq_col c;
+  memset(&c, 0, sizeof c);
+  c.leaf = &leaf;
+  c.file = "page probe";
+  c.max_alloc = pr->max_alloc > 0 ? pr->max_alloc : PQ_DEFAULT_MAX_ALLOC;
+  c.vals.width = phys_width(&leaf);
+  c.dict.width = c.vals.width;
+  qv_status st = QV_OK;
+  if (pr->dict != NULL) {
+    if (pr->physical == QV_PQ_BOOLEAN)
+      st = col_fail(&c, QV_EINVAL, err, "a dictionary page on a BOOLEAN column");
+    else st = decode_plain(&c, &c.dict, pr->dict, pr->dict_len, pr->dict_count, err);
+    c.has_dict = true;
+    c.page++;
+  }
+  if (st == QV_OK) {
+    qv_pq_page_header h;
+    memset(&h, 0, sizeof h);
+    h.type = pr->v2 ? QV_PQ_DATA_PAGE_V2 : QV_PQ_DATA_PAGE;
+    h.num_values = pr->num_values;
+    h.encoding = pr->encoding;
+    h.def_encoding = pr->def_encoding;
+    h.rep_encoding = pr->rep_encoding;
+    h.has_v1 = !pr->v2;
+    h.has_v2 = pr->v2;
+    h.rep_len = pr->rep_len;
+    h.def_len = pr->def_len;
+    int64_t lv = pr->v2 ? (int64_t)pr->rep_len + pr->def_len : 0;
+    if (pr->rep_len < 0 || pr->def_len < 0 || lv > pr->page_len)
+      st = col_fail(&c, QV_EINVAL, err, "levels of %lld bytes larger than the page", (long long)lv);
+    else st = decode_data_page(&c, &h, pr->page + lv, pr->page_len - lv, pr->page, lv, err);
+  }
+  if (st == QV_OK) {
+    if (out_values) *out_values = c.vals.count;
+    if (out_levels) *out_levels = c.n_levels;
+  }
+  col_free(&c);
   return st;
 }

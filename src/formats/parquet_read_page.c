@@ -3,8 +3,8 @@
  * decompression of a page by its column's codec (snappy, gzip with
  * concatenated members, brotli, zstd, LZ4_RAW, Hadoop-framed LZ4 with the
  * legacy raw-LZ4 fallback) into a buffer of exactly the declared size, the
- * RLE/bit-packed hybrid decoder (levels and dictionary indices) and the
- * DELTA_BINARY_PACKED decoder (Encodings.md). Every length is checked
+ * RLE/bit-packed hybrid decoder (levels and dictionary indices), the
+ * deprecated BIT_PACKED level encoding and the DELTA_BINARY_PACKED decoder (Encodings.md). Every length is checked
  * against the bytes left. Formats layer.
  */
 #include <brotli/decode.h>
@@ -421,6 +421,35 @@ qv_status qv_pq_rle_get_levels(qv_pq_rle *r, int16_t *out, int64_t n, int16_t ma
         return qv_error_set(err, QV_EINVAL, "level %d at %lld above the maximum %d", out[i],
                             (long long)i, max);
   }
+  return QV_OK;
+}
+
+/* The deprecated BIT_PACKED level encoding (Encodings.md "Bit-packed
+ * (Deprecated)"): n values of the level's bit width back to back, packed
+ * from the most significant bit of each byte down (unlike the hybrid's
+ * runs), the last byte zero-padded; no length prefix. Deprecated and rare:
+ * one bit at a time is fast enough. */
+qv_status qv_pq_bit_packed_levels(const uint8_t *p, int64_t len, int64_t n, int16_t max,
+                                  int16_t *out, int64_t *used, qv_error *err) {
+  int w = qv_pq_bit_width((uint64_t)(max > 0 ? max : 0));
+  if (w > 16) return qv_error_set(err, QV_EINVAL, "levels wider than 16 bits");
+  if (n < 0 || n > (INT64_MAX - 7) / 16)
+    return qv_error_set(err, QV_EINVAL, "BIT_PACKED: bad level count %lld", (long long)n);
+  int64_t bytes = (n * w + 7) / 8;
+  if (bytes > len)
+    return qv_error_set(err, QV_EINVAL,
+                        "BIT_PACKED: %lld levels of %d bits need %lld bytes, %lld left",
+                        (long long)n, w, (long long)bytes, (long long)len);
+  uint64_t bit = 0;
+  for (int64_t i = 0; i < n; i++) {
+    int v = 0;
+    for (int b = 0; b < w; b++, bit++) v = v << 1 | ((p[bit >> 3] >> (7 - (bit & 7))) & 1);
+    if (v > max)
+      return qv_error_set(err, QV_EINVAL, "level %d at %lld above the maximum %d", v, (long long)i,
+                          max);
+    out[i] = (int16_t)v;
+  }
+  *used = bytes;
   return QV_OK;
 }
 

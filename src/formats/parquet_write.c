@@ -248,47 +248,26 @@ static bool is_nan(qv_pw_order o, const uint8_t *p) {
   return false;
 }
 
-/* <0, 0, >0 as a orders before, with, after b. */
+/* <0, 0, >0 as a orders before, with, after b. The numeric orders differ
+ * only in the C type the bytes are read as. */
+#define PW_CMP_AS(T)                                                                               \
+  do {                                                                                             \
+    T x, y;                                                                                        \
+    memcpy(&x, a, sizeof x);                                                                       \
+    memcpy(&y, b, sizeof y);                                                                       \
+    return (x > y) - (x < y);                                                                      \
+  } while (0)
+
 static int cmp_values(qv_pw_order o, const uint8_t *a, int32_t alen, const uint8_t *b,
                       int32_t blen) {
   switch (o) {
     case QV_PW_ORD_BOOL: return (int)a[0] - (int)b[0];
-    case QV_PW_ORD_I32: {
-      int32_t x, y;
-      memcpy(&x, a, 4);
-      memcpy(&y, b, 4);
-      return (x > y) - (x < y);
-    }
-    case QV_PW_ORD_U32: {
-      uint32_t x, y;
-      memcpy(&x, a, 4);
-      memcpy(&y, b, 4);
-      return (x > y) - (x < y);
-    }
-    case QV_PW_ORD_I64: {
-      int64_t x, y;
-      memcpy(&x, a, 8);
-      memcpy(&y, b, 8);
-      return (x > y) - (x < y);
-    }
-    case QV_PW_ORD_U64: {
-      uint64_t x, y;
-      memcpy(&x, a, 8);
-      memcpy(&y, b, 8);
-      return (x > y) - (x < y);
-    }
-    case QV_PW_ORD_FLOAT: {
-      float x, y;
-      memcpy(&x, a, 4);
-      memcpy(&y, b, 4);
-      return (x > y) - (x < y);
-    }
-    case QV_PW_ORD_DOUBLE: {
-      double x, y;
-      memcpy(&x, a, 8);
-      memcpy(&y, b, 8);
-      return (x > y) - (x < y);
-    }
+    case QV_PW_ORD_I32: PW_CMP_AS(int32_t);
+    case QV_PW_ORD_U32: PW_CMP_AS(uint32_t);
+    case QV_PW_ORD_I64: PW_CMP_AS(int64_t);
+    case QV_PW_ORD_U64: PW_CMP_AS(uint64_t);
+    case QV_PW_ORD_FLOAT: PW_CMP_AS(float);
+    case QV_PW_ORD_DOUBLE: PW_CMP_AS(double);
     case QV_PW_ORD_HALF: {
       uint16_t x, y;
       memcpy(&x, a, 2);

@@ -3,7 +3,8 @@
  * hand-built bytes: the Thrift compact protocol (varints, zigzag, field
  * headers in delta and long form, lists, skipping unknown fields, the
  * nesting limit, lengths past the end), FileMetaData and PageHeader
- * decoding, the RLE/bit-packed hybrid, DELTA_BINARY_PACKED, and
+ * decoding, the RLE/bit-packed hybrid, the deprecated BIT_PACKED levels,
+ * DELTA_BINARY_PACKED, single pages through the reader's decoders, and
  * decompression size checks. Expected values are worked out by hand from
  * the specifications (thrift-compact-protocol.md, Encodings.md).
  */
@@ -11,6 +12,7 @@
 #include <string.h>
 
 #include "formats/parquet_internal.h"
+#include "formats/parquet_page_internal.h"
 #include "qv_test.h"
 
 static void test_varints(void) {
@@ -239,6 +241,72 @@ static void test_decompress(void) {
   QV_CHECK(qv_pq_decompress(99, sn, sizeof sn, dst, 4, &e) == QV_ENOTSUP);
 }
 
+/* Encodings.md "Bit-packed (Deprecated)": 0..7 in 3 bits are
+ * 00000101 00111001 01110111, most significant bit first. */
+static void test_bit_packed_levels(void) {
+  qv_error e;
+  const uint8_t spec[] = {0x05, 0x39, 0x77};
+  int16_t out[8];
+  int64_t used = 0;
+  QV_CHECK(qv_pq_bit_packed_levels(spec, sizeof spec, 8, 7, out, &used, &e) == QV_OK);
+  QV_CHECK(used == 3);
+  for (int i = 0; i < 8; i++) QV_CHECK(out[i] == i);
+  /* 5 levels of width 3 take 2 bytes (15 bits, one padding bit) */
+  QV_CHECK(qv_pq_bit_packed_levels(spec, sizeof spec, 5, 7, out, &used, &e) == QV_OK);
+  QV_CHECK(used == 2 && out[4] == 4);
+  /* max 5 still needs 3 bits; level 6 is above it */
+  QV_CHECK(qv_pq_bit_packed_levels(spec, sizeof spec, 8, 5, out, &used, &e) == QV_EINVAL);
+  QV_CHECK(strstr(e.message, "level 6 at 6 above the maximum 5") != NULL);
+  /* too few bytes for the levels */
+  QV_CHECK(qv_pq_bit_packed_levels(spec, 2, 8, 7, out, &used, &e) == QV_EINVAL);
+  QV_CHECK(strstr(e.message, "need 3 bytes, 2 left") != NULL);
+  /* width 1: 10110000 */
+  const uint8_t one[] = {0xB0};
+  QV_CHECK(qv_pq_bit_packed_levels(one, 1, 4, 1, out, &used, &e) == QV_OK);
+  QV_CHECK(used == 1 && out[0] == 1 && out[1] == 0 && out[2] == 1 && out[3] == 1);
+}
+
+/* Pages through the reader's decoders (parquet_page_internal.h): cases
+ * fuzz_parquet_page found. */
+static void test_page_probe(void) {
+  qv_error e;
+  int64_t nv = -1, nl = -1;
+  /* PLAIN byte arrays whose first value takes the bytes the second's
+   * length needs: refused (once written past the values' buffer). */
+  const uint8_t ba[] = {1, 0, 0, 0, 'a', 0, 0, 0x12};
+  qv_pq_page_probe pr;
+  memset(&pr, 0, sizeof pr);
+  pr.physical = QV_PQ_BYTE_ARRAY;
+  pr.encoding = QV_PQ_PLAIN;
+  pr.page = ba;
+  pr.page_len = sizeof ba;
+  pr.num_values = 2;
+  QV_CHECK(qv_pq_page_probe_decode(&pr, &nv, &nl, &e) == QV_EINVAL);
+  QV_CHECK(strstr(e.message, "byte array 0 of 1 bytes runs past the page") != NULL);
+  /* one value fits */
+  pr.num_values = 1;
+  QV_CHECK(qv_pq_page_probe_decode(&pr, &nv, &nl, &e) == QV_OK && nv == 1 && nl == 1);
+  /* an empty v1 page of nullable values (levels of 0 bytes): nothing */
+  const uint8_t empty[] = {0, 0, 0, 0};
+  pr.max_def = 1;
+  pr.def_encoding = QV_PQ_RLE;
+  pr.num_values = 0;
+  pr.page = empty;
+  pr.page_len = sizeof empty;
+  QV_CHECK(qv_pq_page_probe_decode(&pr, &nv, &nl, &e) == QV_OK && nv == 0 && nl == 0);
+  /* BIT_PACKED definition levels 1,0,1,1 (0xB0) then PLAIN int32 values */
+  const uint8_t bp[] = {0xB0, 1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0};
+  memset(&pr, 0, sizeof pr);
+  pr.physical = QV_PQ_INT32;
+  pr.encoding = QV_PQ_PLAIN;
+  pr.max_def = 1;
+  pr.def_encoding = QV_PQ_BIT_PACKED;
+  pr.page = bp;
+  pr.page_len = sizeof bp;
+  pr.num_values = 4;
+  QV_CHECK(qv_pq_page_probe_decode(&pr, &nv, &nl, &e) == QV_OK && nv == 3 && nl == 4);
+}
+
 int main(void) {
   QV_RUN(test_varints);
   QV_RUN(test_fields_and_skip);
@@ -246,6 +314,8 @@ int main(void) {
   QV_RUN(test_file_meta);
   QV_RUN(test_page_header);
   QV_RUN(test_rle);
+  QV_RUN(test_bit_packed_levels);
+  QV_RUN(test_page_probe);
   QV_RUN(test_delta);
   QV_RUN(test_decompress);
   return QV_TEST_END();

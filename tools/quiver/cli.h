@@ -29,6 +29,9 @@ const char *cli_opt_value(const char *arg, const char *name, int argc, char **ar
                           bool *matched);
 /** Parse a non-negative int64 (decimal). False on junk or overflow. */
 bool cli_parse_i64(const char *s, int64_t *out);
+/** Parse a non-negative int64 (decimal) in [lo, hi] (lo >= 0). False on
+ *  junk, overflow or a value outside; *out untouched then. */
+bool cli_parse_i64_in(const char *s, int64_t lo, int64_t hi, int64_t *out);
 /** Parse an int64 (decimal, optionally negative). False on junk or overflow. */
 bool cli_parse_signed_i64(const char *s, int64_t *out);
 

@@ -113,30 +113,24 @@ int cmd_convert_parquet(int argc, char **argv) {
                          "or zstd[:LEVEL] for Parquet, found '%s'",
                          v ? v : "");
     } else if ((v = cli_opt_value(a, "--row-group-size", argc, argv, &i, &m)) || m) {
-      int64_t n = 0;
-      if (!v || !cli_parse_i64(v, &n) || n <= 0)
+      if (!cli_parse_i64_in(v, 1, INT64_MAX, &o.row_group_rows))
         return cli_usage("convert", "--row-group-size must be a positive integer, found '%s'",
                          v ? v : "");
-      o.row_group_rows = n;
     } else if ((v = cli_opt_value(a, "--page-size", argc, argv, &i, &m)) || m) {
-      int64_t n = 0;
-      if (!v || !cli_parse_i64(v, &n) || n <= 0)
+      if (!cli_parse_i64_in(v, 1, INT64_MAX, &o.page_bytes))
         return cli_usage("convert", "--page-size must be a positive integer, found '%s'",
                          v ? v : "");
-      o.page_bytes = n;
     } else if ((v = cli_opt_value(a, "--dictionary-page-size", argc, argv, &i, &m)) || m) {
-      int64_t n = 0;
-      if (!v || !cli_parse_i64(v, &n) || n <= 0)
+      if (!cli_parse_i64_in(v, 1, INT64_MAX, &o.dictionary_page_bytes))
         return cli_usage("convert", "--dictionary-page-size must be a positive integer, found '%s'",
                          v ? v : "");
-      o.dictionary_page_bytes = n;
     } else if ((v = cli_opt_value(a, "--page-version", argc, argv, &i, &m)) || m) {
       if (v && strcmp(v, "1") == 0) o.page_version = 1;
       else if (v && strcmp(v, "2") == 0) o.page_version = 2;
       else return cli_usage("convert", "--page-version must be 1 or 2, found '%s'", v ? v : "");
     } else if ((v = cli_opt_value(a, "--threads", argc, argv, &i, &m)) || m) {
       int64_t n = 0;
-      if (!v || !cli_parse_i64(v, &n) || n > 1024)
+      if (!cli_parse_i64_in(v, 0, 1024, &n))
         return cli_usage("convert", "--threads must be 0..1024, found '%s'", v ? v : "");
       o.threads = (int)n;
     } else if ((v = cli_opt_value(a, "--split", argc, argv, &i, &m)) || m) {

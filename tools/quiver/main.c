@@ -109,6 +109,13 @@ bool cli_parse_i64(const char *s, int64_t *out) {
   return true;
 }
 
+bool cli_parse_i64_in(const char *s, int64_t lo, int64_t hi, int64_t *out) {
+  int64_t v = 0;
+  if (!cli_parse_i64(s, &v) || v < lo || v > hi) return false;
+  *out = v;
+  return true;
+}
+
 bool cli_parse_signed_i64(const char *s, int64_t *out) {
   if (s == NULL || *s == '\0' || *s == '+') return false;
   int64_t v = 0;
