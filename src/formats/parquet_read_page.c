@@ -179,10 +179,14 @@ static inline uint64_t unpack_at(const uint8_t *bp, int64_t avail_bytes, int w, 
     memcpy(&v, bp + byte, 8);
     v >>= shift;
   } else {
+    /* 1..9 bytes; the first 8 shifted in here (a shift by 64 is undefined
+     * and, on x86, ORed byte 8 into the low bits: issue #15), byte 8 (when
+     * w + shift > 64) after the shift */
     int need = (w + shift + 7) / 8;
-    for (int i = 0; i < need && byte + i < avail_bytes; i++) v |= (uint64_t)bp[byte + i] << (8 * i);
+    for (int i = 0; i < need && i < 8 && byte + i < avail_bytes; i++)
+      v |= (uint64_t)bp[byte + i] << (8 * i);
     v >>= shift;
-    if (w + shift > 64 && byte + 8 < avail_bytes) v |= (uint64_t)bp[byte + 8] << (64 - shift);
+    if (need > 8 && byte + 8 < avail_bytes) v |= (uint64_t)bp[byte + 8] << (64 - shift);
   }
   return w == 64 ? v : v & ((UINT64_C(1) << w) - 1);
 }
