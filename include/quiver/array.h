@@ -59,6 +59,11 @@ QV_API void qv_array_unref(qv_array *a);
  *  run-end-encoded arrays report 0 (their nulls live in the children). */
 QV_API int64_t qv_array_null_count(qv_array *a);
 
+/** Bytes of every buffer of `a`, its children and its dictionary (whole
+ *  buffers, whatever the array's offset and length: an estimate of what
+ *  the array holds or maps). Borrows `a`. */
+QV_API int64_t qv_array_buffer_bytes(const qv_array *a);
+
 /** True when element i (0-based, before `offset`) is valid. Does not look
  *  into dictionary values or union/REE children. */
 static inline bool qv_array_is_valid(const qv_array *a, int64_t i) {

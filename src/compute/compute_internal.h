@@ -1,13 +1,25 @@
 /*
  * compute_internal.h — helpers shared by the compute kernels that take
  * chunked columns (sort.c, unique.c): checking a qv_chunked_column, and
- * loading table columns as chunks (one per record batch). Compute layer,
+ * loading table columns as chunks (one per record batch), and the 64-bit
+ * hash finaliser of the hash group-by and join. Compute layer,
  * private to src/compute; implemented in columns.c.
  */
 #ifndef QV_COMPUTE_INTERNAL_H
 #define QV_COMPUTE_INTERNAL_H
 
 #include "quiver/compute.h"
+
+/** A 64-bit finaliser (splitmix64's): spreads a key or hash over all bits
+ *  (the hash-path group-by and the fixed-width join partition by it). */
+static inline uint64_t qv_mix64(uint64_t x) {
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ull;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebull;
+  x ^= x >> 31;
+  return x;
+}
 
 /** The column's type: `type`, else the first chunk's (NULL if neither). */
 const qv_type *qvc_column_type(const qv_chunked_column *c);

@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "compute/compute_internal.h"
 #include "compute/groupby_internal.h"
 #include "core/parallel_internal.h"
 
@@ -100,15 +101,6 @@ bool qvg_hash_eligible(const qv_type *t) {
 /* ------------------------------------------------------------------------ */
 /* Values and hashes                                                         */
 
-static inline uint64_t mix64(uint64_t x) {
-  x ^= x >> 30;
-  x *= 0xbf58476d1ce4e5b9ull;
-  x ^= x >> 27;
-  x *= 0x94d049bb133111ebull;
-  x ^= x >> 31;
-  return x;
-}
-
 /* The n <= 8 bytes at p as a zero-padded little-endian word, without
  * reading past p + n. */
 static inline uint64_t load_pad(const uint8_t *p, int64_t n) {
@@ -139,7 +131,7 @@ static inline uint64_t hash_bytes(const uint8_t *p, int64_t len) {
     len -= 8;
   }
   h = (h ^ load_pad(p, len)) * 0x9fb21c651e98df25ull;
-  return mix64(h);
+  return qv_mix64(h);
 }
 
 /* Canonical 64-bit value of fixed-width element i (offset applied). */
@@ -344,7 +336,7 @@ static bool hash_rows(const hkey *keys, int32_t nk, int64_t b, int64_t n, uint64
 #define QV_COMBINE(V)                                                                              \
   do {                                                                                             \
     uint64_t v_ = (V);                                                                             \
-    h[i] = j == 0 ? v_ : mix64(h[i] * 0x9e3779b97f4a7c15ull + v_);                                 \
+    h[i] = j == 0 ? v_ : qv_mix64(h[i] * 0x9e3779b97f4a7c15ull + v_);                              \
   } while (0)
     if (k->kind == HK_BIN32 || k->kind == HK_BIN64) {
       const uint8_t *data = a->buffers[2] ? a->buffers[2]->data : NULL;
@@ -365,14 +357,14 @@ static bool hash_rows(const hkey *keys, int32_t nk, int64_t b, int64_t n, uint64
     }
     if (k->kind == HK_FIXED && !valid && !k->fl && k->width == 4) {
       const uint32_t *v = (const uint32_t *)(const void *)d + off;
-      for (int64_t i = 0; i < n; i++) QV_COMBINE(mix64(v[i] + seed));
+      for (int64_t i = 0; i < n; i++) QV_COMBINE(qv_mix64(v[i] + seed));
       continue;
     }
     for (int64_t i = 0; i < n; i++) {
       if (valid && !qv_bit_get(valid, off + i)) QV_COMBINE(vnull);
       else if (k->kind == HK_FIXED)
-        QV_COMBINE(mix64(fixed_value(d, k->width, k->fl, off + i) + seed));
-      else if (k->kind == HK_BOOL) QV_COMBINE(mix64(qv_bit_get(d, off + i) + 1 + seed));
+        QV_COMBINE(qv_mix64(fixed_value(d, k->width, k->fl, off + i) + seed));
+      else if (k->kind == HK_BOOL) QV_COMBINE(qv_mix64(qv_bit_get(d, off + i) + 1 + seed));
       else {
         int64_t len;
         const uint8_t *p = bytes_at(k, a, i, &len);

@@ -72,16 +72,6 @@ typedef struct spill_ctx {
   qv_spill_stats stats;
 } spill_ctx;
 
-/* Bytes of all buffers of an array (children and dictionary included). */
-static int64_t array_bytes(const qv_array *a) {
-  int64_t n = 0;
-  for (int32_t i = 0; i < a->n_buffers; i++)
-    if (a->buffers[i]) n += a->buffers[i]->size;
-  for (int32_t i = 0; i < a->n_children; i++) n += array_bytes(a->children[i]);
-  if (a->dictionary) n += array_bytes(a->dictionary);
-  return n;
-}
-
 /* Drop a mapped array's pages from this process (MADV_DONTNEED on the
  * file mapping: resident memory falls, the page cache keeps the pages, a
  * later read faults them back in). Heap buffers are left alone. */
@@ -330,7 +320,7 @@ static qv_status flush_morsel(spill_ctx *c, qv_type *st_type, int32_t ncols, qv_
       if (st != QV_OK)
         qv_error_prefix(
             err, st, "group-by spill: writing a partition file in %s: ", qv_atomic_dir_tmp(c->dir));
-      else c->stats.bytes_written += array_bytes(batch);
+      else c->stats.bytes_written += qv_array_buffer_bytes(batch);
       po->rows += n;
     }
     if (batch) qv_array_unref(batch);
@@ -421,7 +411,7 @@ static qv_status spill_partition(spill_ctx *c, qv_table *t, int depth, qv_error 
     st = qv_table_batch(t, 0, &b0, err);
     if (st == QV_OK) {
       int64_t bytes = 0;
-      for (int32_t j = 0; j < nneed; j++) bytes += array_bytes(b0->children[need[j]]);
+      for (int32_t j = 0; j < nneed; j++) bytes += qv_array_buffer_bytes(b0->children[need[j]]);
       if (b0->length > 0) row_bytes = bytes / b0->length + 8 + 16;
       qv_array_unref(b0);
     }
@@ -528,7 +518,8 @@ static qv_status spill_partition(spill_ctx *c, qv_table *t, int depth, qv_error 
     for (int64_t i = 0; i < len; i++)
       part[mrows + i] = (uint8_t)((hashes[i] >> shift) & (uint64_t)(fanout - 1));
     mrows += len;
-    for (int32_t j = 0; j < ncols; j++) mbytes += array_bytes(chunks[(int64_t)j * mcap + nch - 1]);
+    for (int32_t j = 0; j < ncols; j++)
+      mbytes += qv_array_buffer_bytes(chunks[(int64_t)j * mcap + nch - 1]);
     if (mbytes >= morsel_bytes || b == nb - 1) {
       /* Gathered across chunks only where the chunks share their
        * dictionaries (else each run of chunks that do is written as its

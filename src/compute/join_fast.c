@@ -23,15 +23,6 @@
 
 #define PART_ROWS 65536
 
-static inline uint64_t mix64(uint64_t x) {
-  x ^= x >> 30;
-  x *= 0xbf58476d1ce4e5b9ull;
-  x ^= x >> 27;
-  x *= 0x94d049bb133111ebull;
-  x ^= x >> 31;
-  return x;
-}
-
 bool qvj_fast_eligible(const qv_type *t) {
   if (t->id == QV_NA || t->id == QV_BOOL || t->id == QV_DICTIONARY) return false;
   int w = qv_type_byte_width(t);
@@ -119,7 +110,7 @@ static void build_task(void *ctx, int64_t p, int worker) {
   uint32_t next = 0;
   for (int64_t r = 0; r < c->n; r++) {
     if (c->ids[r] == QV_GROUP_NONE) continue;
-    uint64_t k = c->keys[r], h = mix64(k);
+    uint64_t k = c->keys[r], h = qv_mix64(k);
     if (part_of(h, c->part_shift) != p) continue;
     for (uint64_t s = h & t->mask;; s = (s + 1) & t->mask) {
       uint32_t id = t->ids[s];
@@ -154,7 +145,7 @@ static void probe_task(void *ctx, int64_t part, int worker) {
   int64_t lo = part * PART_ROWS, hi = lo + PART_ROWS < c->n ? lo + PART_ROWS : c->n;
   for (int64_t r = lo; r < hi; r++) {
     if (c->ids[r] == QV_GROUP_NONE) continue;
-    uint64_t k = c->keys[r], h = mix64(k);
+    uint64_t k = c->keys[r], h = qv_mix64(k);
     int64_t p = part_of(h, c->part_shift);
     if (c->rebase) {
       c->ids[r] += (uint32_t)c->base[p];
@@ -198,7 +189,7 @@ qv_status qvj_fast_ids(const qvj_side *bs, const qvj_side *ps, const qv_type *ty
   int shift = 64;
   for (int p = nparts; p > 1; p >>= 1) shift--;
   for (int64_t r = 0; r < bs->n; r++)
-    if (bids[r] != QV_GROUP_NONE) parts[part_of(mix64(bk[r]), shift)].count++;
+    if (bids[r] != QV_GROUP_NONE) parts[part_of(qv_mix64(bk[r]), shift)].count++;
   build_ctx bc = {bk, bids, bs->n, parts, shift};
   qv_pool_run(pool, nparts, build_task, &bc);
   int64_t ng = 0;

@@ -50,6 +50,15 @@ void qv_array_unref(qv_array *a) {
   free(a);
 }
 
+int64_t qv_array_buffer_bytes(const qv_array *a) {
+  int64_t n = 0;
+  for (int32_t i = 0; i < a->n_buffers; i++)
+    if (a->buffers[i]) n += a->buffers[i]->size;
+  for (int32_t i = 0; i < a->n_children; i++) n += qv_array_buffer_bytes(a->children[i]);
+  if (a->dictionary) n += qv_array_buffer_bytes(a->dictionary);
+  return n;
+}
+
 int64_t qv_array_null_count(qv_array *a) {
   int64_t nc = __atomic_load_n(&a->null_count, __ATOMIC_RELAXED);
   if (nc >= 0) return nc;

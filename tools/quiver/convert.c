@@ -52,16 +52,6 @@ bool cli_parse_ipc_compression(const char *s, qv_compression *c, int *level) {
   return true;
 }
 
-/* Bytes of all buffers of an array tree (an estimate of what was read). */
-static int64_t array_bytes(const qv_array *a) {
-  int64_t n = 0;
-  for (int32_t i = 0; i < a->n_buffers; i++)
-    if (a->buffers[i]) n += a->buffers[i]->size;
-  for (int32_t i = 0; i < a->n_children; i++) n += array_bytes(a->children[i]);
-  if (a->dictionary) n += array_bytes(a->dictionary);
-  return n;
-}
-
 /* True when the file at `path` starts with Parquet's magic "PAR1". */
 static bool is_parquet_path(const char *path) {
   FILE *fp = fopen(path, "rb");
@@ -182,7 +172,7 @@ int cmd_convert(int argc, char **argv) {
     /* bytes of input done: where the batch ends in a mapped file, else the
      * size of what was read */
     const qv_batch_location *loc = random_access ? qv_reader_batch_location(r, i) : NULL;
-    bytes = loc ? loc->body_offset + loc->body_length : bytes + array_bytes(batch);
+    bytes = loc ? loc->body_offset + loc->body_length : bytes + qv_array_buffer_bytes(batch);
     qv_array_unref(batch);
     cli_progress_update(&bar, rows, bytes);
   }
