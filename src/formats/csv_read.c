@@ -221,7 +221,11 @@ static qv_status tokenise(reader *r, block *b, int32_t ncols, int64_t max_rows, 
     for (;;) {
       uint32_t fl;
       int64_t e = scan_field(r, p, &fl);
-      if (e < 0 && r->partial) { /* the row goes on in the next window */
+      /* A window ends just after a newline, so a field that reaches its
+       * end has no terminator here: a quoted field still open, or an
+       * escaped newline (escape + LF) last. The row goes on in the next
+       * window. */
+      if ((e < 0 || e >= n) && r->partial) {
         b->n_fields -= nf;
         b->incomplete = true;
         b->end = row_start;

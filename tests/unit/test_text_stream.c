@@ -21,6 +21,7 @@
 
 static qv_error E;
 static int g_threads; /* 0: every core */
+static char g_escape; /* CSV escape character of same_as_whole (0: none) */
 
 /* A sink gathering batches into a qv_read_result (emptied on begin). */
 typedef struct gather {
@@ -89,6 +90,7 @@ static void same_as_whole(bool csv, const char *data, int64_t bs, qv_text_stream
   if (csv) {
     qv_csv_read_options o;
     memset(&o, 0, sizeof o);
+    o.escape = g_escape;
     QV_REQUIRE(qv_csv_read_path(path, &o, &whole, &E) == QV_OK);
     o.block_size = bs;
     o.threads = g_threads;
@@ -130,6 +132,21 @@ static void test_csv_window_edges(void) {
   int64_t sizes[] = {1, 2, 3, 5, 8, 13, 64, 1 << 20};
   for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++)
     same_as_whole(true, data, sizes[i], NULL);
+}
+
+/* An escaped newline (escape + LF) last in a window is inside a field:
+ * the row goes on in the next window (found by fuzz_csv). */
+static void test_csv_escaped_newline_at_window_end(void) {
+  g_escape = '\\';
+  const char *data =
+      "h1,h2\\\nstill h2\n"
+      "1,a\\\nb\n"
+      "2,\\\n\\\n\n"
+      "3,end\\,x\n";
+  int64_t sizes[] = {1, 2, 3, 4, 5, 7, 8, 11, 16, 1 << 20};
+  for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++)
+    same_as_whole(true, data, sizes[i], NULL);
+  g_escape = 0;
 }
 
 static void test_csv_widening_restarts(void) {
@@ -283,6 +300,7 @@ static void test_compressed_round_trip(void) {
 int main(void) {
   if (mkdtemp(dir) == NULL) return 1;
   QV_RUN(test_csv_window_edges);
+  QV_RUN(test_csv_escaped_newline_at_window_end);
   QV_RUN(test_csv_widening_restarts);
   QV_RUN(test_csv_bounded_memory);
   QV_RUN(test_csv_error_in_late_window);
