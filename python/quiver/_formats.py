@@ -467,20 +467,36 @@ def iterate(ds, batch_size=None, drop_last_batch=False):
     """ds.iter(): rows (batch_size=None) or batches, in the dataset's format."""
     # the C iterator checks batch_size now, not at the first next()
     batches = ds.iter_batches(1000 if batch_size is None else batch_size, drop_last_batch)
-    return _iter(ds, _state(ds), batches, batch_size is None)
+    state = _state(ds)
+    if batch_size is not None and state["type"] == "numpy" and state["columns"] is None \
+            and not _media.decoders(ds.features):
+        # with an indices mapping, each batch's rows are copied from the
+        # mapped data straight into the numpy arrays (no Arrow batch first)
+        it = ds._numpy_iter(batch_size, drop_last_batch)
+        if it is not None:
+            return _numpy_mapped(ds, it, state["format_kwargs"])
+    return _iter(ds, state, batches, batch_size is None)
 
 
-def _numpy_batch(ds, b, kw, feats):
+def _numpy_mapped(ds, it, kw):
+    feats = []
+    for pos, m, cols in it:
+        yield _numpy_batch(ds, cols, kw, feats,
+                           lambda pos=pos, m=m: _table(ds._arrow(slice(pos, pos + m))))
+
+
+def _numpy_batch(ds, cols, kw, feats, table_of):
     """A batch in the numpy format: the columns the C side converts
-    (Batch._numpy_columns: views of null-free fixed-width numbers, '<U'
-    arrays of null-free strings), the others as _numpy does; `feats` holds
-    ds.features once a column needs it."""
+    (`cols`, from Batch._numpy_columns or Dataset._numpy_iter: views or
+    copies of null-free fixed-width numbers, '<U' arrays of null-free
+    strings), the others as _numpy does from the batch's Arrow table
+    (`table_of()`); `feats` holds ds.features once a column needs it."""
     out = {}
     t = None
-    for c, a in b._numpy_columns().items():
+    for c, a in cols.items():
         if a is None:
             if t is None:
-                t = _table(b)
+                t = table_of()
             if not feats:
                 feats.append(ds.features)
             a = _consolidate(_rt(_np_extract(t.column(c), feats[0].get(c)), kw))
@@ -497,7 +513,8 @@ def _iter(ds, state, batches, rows):
     for b in batches:
         n = b.num_rows
         if state["type"] == "numpy" and state["columns"] is None and not rows and not dec:
-            yield _numpy_batch(ds, b, state["format_kwargs"], feats)
+            yield _numpy_batch(ds, b._numpy_columns(), state["format_kwargs"], feats,
+                               lambda b=b: _table(b))
             pos += n
             continue
         if state["type"] is None and state["columns"] is None:

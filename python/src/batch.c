@@ -8,6 +8,10 @@
  */
 #include "qvpy.h"
 
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
 /* ------------------------------------------------------------------------ */
 /* PyCapsules                                                                */
 
@@ -316,9 +320,21 @@ static bool all_ascii(const uint8_t *p, int64_t n) {
   return (acc & 0x8080808080808080ULL) == 0;
 }
 
-/* ASCII bytes p[0..n) widened to UCS4 code points. */
+/* ASCII bytes p[0..n) widened to UCS4 code points (16 at a time with
+ * SSE2: the loop below is most of a '<U' column's time). */
 static void widen_ascii(uint32_t *out, const uint8_t *p, int64_t n) {
   int64_t i = 0;
+#ifdef __SSE2__
+  const __m128i z = _mm_setzero_si128();
+  for (; i + 16 <= n; i += 16) {
+    __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(p + i));
+    __m128i lo = _mm_unpacklo_epi8(v, z), hi = _mm_unpackhi_epi8(v, z);
+    _mm_storeu_si128((__m128i *)(void *)(out + i), _mm_unpacklo_epi16(lo, z));
+    _mm_storeu_si128((__m128i *)(void *)(out + i + 4), _mm_unpackhi_epi16(lo, z));
+    _mm_storeu_si128((__m128i *)(void *)(out + i + 8), _mm_unpacklo_epi16(hi, z));
+    _mm_storeu_si128((__m128i *)(void *)(out + i + 12), _mm_unpackhi_epi16(hi, z));
+  }
+#endif
   for (; i + 8 <= n; i += 8) {
     uint64_t w;
     memcpy(&w, p + i, 8);
@@ -478,3 +494,398 @@ PyTypeObject qvpy_BatchType = {
     .tp_methods = Batch_methods,
     .tp_getset = Batch_getset,
 };
+
+/* ------------------------------------------------------------------------ */
+/* numpy batches of a dataset with an indices mapping                        */
+
+/*
+ * Dataset._numpy_iter(batch_size, drop_last_batch): the rows of each batch
+ * copied from the mapped data batch that holds them straight into numpy
+ * arrays, without an Arrow batch gathered first (the numpy format's path
+ * for shuffled / selected datasets). The data batches touched are fetched
+ * once per iteration (qv_table_batch checks their mapped bytes then) and
+ * kept; every read of mapped bytes afterwards runs under qv_guard_run, so
+ * a file that shrank meanwhile raises QuiverError (QV_ECHANGED) rather
+ * than SIGBUS. Each step gives (first row, rows, {column: array or None})
+ * with None where the numpy format needs the general path (other layouts,
+ * nulls, invalid UTF-8).
+ */
+
+/* Rows ahead whose source bytes the copy loops prefetch: the rows of a
+ * shuffled batch lie far apart in the mapping, a cache (and TLB) miss
+ * each; asking for them early overlaps the misses. */
+#define NP_AHEAD 16
+
+enum { NP_NONE, NP_FIXED, NP_STRING };
+
+/* How a column converts: numbers or fixed-size lists of them (nested) into
+ * dtype `dt` of shape (n, dims...), row_bytes each; strings with offsets
+ * of `w` bytes into '<U'. */
+typedef struct {
+  int kind;
+  const char *dt;
+  int nd; /* dims after the row dimension */
+  Py_ssize_t dims[32];
+  int64_t row_bytes;
+  qv_type_id leaf;
+  int w;
+} np_col;
+
+/* One column in one data batch: fixed: the bytes of the batch's row 0;
+ * strings: its offsets (row r's at off + r * w) and data; valid: the
+ * column's validity bitmap when it has nulls (row r's bit vbit0 + r), the
+ * rows copied being checked to be valid. ok false: the column cannot be
+ * converted from this batch. */
+typedef struct {
+  const uint8_t *base, *data, *valid;
+  int64_t size, vbit0;
+  bool ok;
+} np_src;
+
+typedef struct {
+  PyObject_HEAD qv_dataset *ds; /* reference */
+  int64_t pos, end, bs, nb;
+  bool drop_last;
+  int32_t nc;
+  np_col *cols;   /* nc */
+  qv_array **bat; /* nb, fetched when first touched (references) */
+  np_src *src;    /* nb * nc, filled with bat */
+  int64_t *rows;  /* min(bs, rows): data rows of the current batch */
+  int64_t *bidx;  /* their data batch */
+  int64_t *ridx;  /* their row in it */
+} NumpyIterObject;
+
+static void np_col_plan(const qv_type *t, np_col *c) {
+  memset(c, 0, sizeof *c);
+  if (t->id == QV_STRING || t->id == QV_LARGE_STRING) {
+    c->kind = NP_STRING;
+    c->w = t->id == QV_STRING ? 4 : 8;
+    return;
+  }
+  int64_t per_row = 1;
+  while (t->id == QV_FIXED_SIZE_LIST && t->n_children == 1) {
+    int64_t d = t->list_size;
+    if (c->nd >= 31 || d < 0 || (d > 0 && per_row > INT64_MAX / 64 / d)) return;
+    c->dims[c->nd++] = (Py_ssize_t)d;
+    per_row *= d;
+    t = t->children[0].type;
+  }
+  c->dt = numpy_dtype(t->id);
+  int64_t w = c->dt != NULL ? qv_type_byte_width(t) : 0;
+  if (w <= 0) return;
+  c->kind = NP_FIXED;
+  c->leaf = t->id;
+  c->row_bytes = per_row * w;
+}
+
+/* np_src of column c (planned as `pc`) in the STRUCT batch `batch`: reads
+ * the arrays' headers, not the mapped bytes. */
+static np_src np_source(const qv_array *batch, int32_t c, const np_col *pc) {
+  np_src r = {NULL, NULL, NULL, 0, 0, false};
+  const qv_array *a = c < batch->n_children ? batch->children[c] : NULL;
+  if (a == NULL || batch->offset < 0 || batch->offset + batch->length > a->length) return r;
+  int64_t k = a->offset + batch->offset, count = batch->length;
+  if (!no_nulls(a)) { /* the rows' bits are checked as they are copied */
+    if (a->n_buffers < 1 || k < 0 || (k + count + 7) / 8 > a->buffers[0]->size) return r;
+    r.valid = a->buffers[0]->data;
+    r.vbit0 = k;
+  }
+  if (pc->kind == NP_STRING) {
+    if (a->type->id != (pc->w == 4 ? QV_STRING : QV_LARGE_STRING) || a->n_buffers < 3 ||
+        a->buffers[1] == NULL || k < 0 || (k + count + 1) * pc->w > a->buffers[1]->size)
+      return r;
+    r.base = a->buffers[1]->data + k * pc->w;
+    r.data = a->buffers[2] != NULL ? a->buffers[2]->data : NULL;
+    r.size = a->buffers[2] != NULL ? a->buffers[2]->size : 0;
+    r.ok = true;
+    return r;
+  }
+  if (pc->kind != NP_FIXED) return r;
+  const qv_array *top = a;
+  while (a->type->id == QV_FIXED_SIZE_LIST) {
+    int64_t d = a->type->list_size;
+    const qv_array *ch = a->n_children >= 1 ? a->children[0] : NULL;
+    if ((a != top && !no_nulls(a)) || ch == NULL || d < 0 ||
+        (d > 0 && (k > INT64_MAX / d - 1 || count > INT64_MAX / d)))
+      return r;
+    k = ch->offset + k * d;
+    count *= d;
+    if (k + count > ch->offset + ch->length) return r;
+    a = ch;
+  }
+  int64_t w = qv_type_byte_width(a->type);
+  if (a->type->id != pc->leaf || w <= 0 || (a != top && !no_nulls(a)) || a->n_buffers < 2 ||
+      a->buffers[1] == NULL || k < 0 || k > INT64_MAX / w - count ||
+      (k + count) * w > a->buffers[1]->size)
+    return r;
+  r.base = a->buffers[1]->data + k * w;
+  r.ok = true;
+  return r;
+}
+
+/* What the guarded passes share: the rows of one step and, per column,
+ * the output (NULL: not converted) and the strings' scratch. */
+typedef struct {
+  NumpyIterObject *it;
+  int64_t n;
+  int32_t c;          /* the column of this pass */
+  uint8_t *out;       /* fixed / '<U' output bytes */
+  const uint8_t **sp; /* strings: each row's bytes */
+  int64_t *len, *cps; /* strings: bytes and code points (ASCII when equal) */
+  int64_t maxlen;     /* strings: the longest, in code points (>= 1) */
+  bool bad;           /* strings: invalid offsets or UTF-8 */
+} np_pass;
+
+static inline const np_src *np_at(const NumpyIterObject *it, int64_t i, int32_t c) {
+  return &it->src[it->bidx[i] * it->nc + c];
+}
+
+/* Whether every row of the pass is valid (no null: numpy's numbers and
+ * '<U' hold none). */
+static bool np_all_valid(const np_pass *p) {
+  const NumpyIterObject *it = p->it;
+  for (int64_t i = 0; i < p->n; i++) {
+    const np_src *s = np_at(it, i, p->c);
+    if (s->valid != NULL && !qv_bit_get(s->valid, s->vbit0 + it->ridx[i])) return false;
+  }
+  return true;
+}
+
+static qv_status np_copy_fixed(void *ctx, qv_error *err) {
+  (void)err;
+  np_pass *p = ctx;
+  const NumpyIterObject *it = p->it;
+  int64_t rb = it->cols[p->c].row_bytes, n = p->n;
+  if (!np_all_valid(p)) {
+    p->bad = true;
+    return QV_OK;
+  }
+  for (int64_t i = 0; i < n; i++) {
+    if (i + NP_AHEAD < n) {
+      const uint8_t *q = np_at(it, i + NP_AHEAD, p->c)->base + it->ridx[i + NP_AHEAD] * rb;
+      __builtin_prefetch(q);
+      if (rb > 64) __builtin_prefetch(q + rb - 1);
+    }
+    memcpy(p->out + i * rb, np_at(it, i, p->c)->base + it->ridx[i] * rb, (size_t)rb);
+  }
+  return QV_OK;
+}
+
+/* Strings, pass 1: each row's bytes and length; p->bad on bad data. */
+static qv_status np_measure_strings(void *ctx, qv_error *err) {
+  (void)err;
+  np_pass *p = ctx;
+  const NumpyIterObject *it = p->it;
+  int w = it->cols[p->c].w;
+  int64_t n = p->n, maxlen = 1;
+  if (!np_all_valid(p)) {
+    p->bad = true;
+    return QV_OK;
+  }
+  for (int64_t i = 0; i < n; i++) {
+    if (i + NP_AHEAD < n)
+      __builtin_prefetch(np_at(it, i + NP_AHEAD, p->c)->base + it->ridx[i + NP_AHEAD] * w);
+    if (i + NP_AHEAD / 2 < n) { /* its offsets asked for NP_AHEAD / 2 rows ago */
+      const np_src *s = np_at(it, i + NP_AHEAD / 2, p->c);
+      int64_t r = it->ridx[i + NP_AHEAD / 2];
+      int64_t o = qv_load_int(s->base, w, false, r), e = qv_load_int(s->base, w, false, r + 1);
+      if (o >= 0 && e > o && e <= s->size) /* every line of it: a string spans several */
+        for (int64_t x = o; x < e; x += 64) __builtin_prefetch(s->data + x);
+      if (o >= 0 && e > o && e <= s->size && ((e - 1) >> 6) != ((o + ((e - o - 1) & ~63)) >> 6))
+        __builtin_prefetch(s->data + e - 1);
+    }
+    const np_src *s = np_at(it, i, p->c);
+    int64_t r = it->ridx[i];
+    int64_t a = qv_load_int(s->base, w, false, r), e = qv_load_int(s->base, w, false, r + 1);
+    if (a < 0 || e < a || (e > a && (s->data == NULL || e > s->size))) {
+      p->bad = true;
+      return QV_OK;
+    }
+    const uint8_t *q = e > a ? s->data + a : (const uint8_t *)"";
+    int64_t cp = all_ascii(q, e - a) ? e - a : utf8_decode(q, e - a, NULL);
+    if (cp < 0) {
+      p->bad = true;
+      return QV_OK;
+    }
+    p->sp[i] = q;
+    p->len[i] = e - a;
+    p->cps[i] = cp;
+    if (cp > maxlen) maxlen = cp;
+  }
+  p->maxlen = maxlen;
+  return QV_OK;
+}
+
+/* Strings, pass 2: the code points into the '<U' array. */
+static qv_status np_fill_strings(void *ctx, qv_error *err) {
+  (void)err;
+  np_pass *p = ctx;
+  uint32_t *out = (uint32_t *)p->out;
+  int64_t maxlen = p->maxlen;
+  for (int64_t i = 0; i < p->n; i++, out += maxlen) {
+    if (p->cps[i] == p->len[i]) widen_ascii(out, p->sp[i], p->len[i]);
+    else utf8_decode(p->sp[i], p->len[i], out);
+    if (p->cps[i] < maxlen) memset(out + p->cps[i], 0, (size_t)(maxlen - p->cps[i]) * 4);
+  }
+  return QV_OK;
+}
+
+/* np.empty(shape, dt) and its writable buffer. */
+static PyObject *np_new(Py_ssize_t n, const np_col *pc, const char *dt, Py_buffer *view) {
+  PyObject *dims = PyTuple_New(1 + pc->nd);
+  for (int i = 0; dims != NULL && i <= pc->nd; i++) {
+    PyObject *v = PyLong_FromSsize_t(i == 0 ? n : pc->dims[i - 1]);
+    if (v == NULL) Py_CLEAR(dims);
+    else PyTuple_SET_ITEM(dims, i, v);
+  }
+  PyObject *arr = dims ? PyObject_CallFunction(np_empty, "Os", dims, dt) : NULL;
+  Py_XDECREF(dims);
+  if (arr != NULL && PyObject_GetBuffer(arr, view, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0)
+    Py_CLEAR(arr);
+  return arr;
+}
+
+/* Column c of the current n rows: an array, Py_None, or NULL (raised). */
+static PyObject *np_column(NumpyIterObject *it, int32_t c, int64_t n) {
+  const np_col *pc = &it->cols[c];
+  if (pc->kind == NP_NONE || (pc->kind == NP_STRING && n == 0)) Py_RETURN_NONE;
+  for (int64_t i = 0; i < n; i++)
+    if (!np_at(it, i, c)->ok) Py_RETURN_NONE;
+  np_pass p = {it, n, c, NULL, NULL, NULL, NULL, 1, false};
+  qv_error err;
+  qv_status st = QV_OK;
+  Py_buffer view;
+  PyObject *arr = NULL;
+  if (pc->kind == NP_FIXED) {
+    arr = np_new((Py_ssize_t)n, pc, pc->dt, &view);
+    if (arr == NULL) return NULL;
+    p.out = view.buf;
+    st = qv_guard_run(np_copy_fixed, &p, &err);
+    PyBuffer_Release(&view);
+    if (st == QV_OK && p.bad) Py_SETREF(arr, Py_NewRef(Py_None));
+  } else {
+    p.sp = PyMem_Malloc((size_t)n * sizeof *p.sp);
+    p.len = PyMem_Malloc((size_t)n * 2 * sizeof *p.len);
+    if (p.sp == NULL || p.len == NULL) {
+      PyMem_Free(p.sp);
+      PyMem_Free(p.len);
+      return PyErr_NoMemory();
+    }
+    p.cps = p.len + n;
+    st = qv_guard_run(np_measure_strings, &p, &err);
+    if (st == QV_OK && !p.bad && p.maxlen <= (INT64_MAX / 4) / n) {
+      char dt[32];
+      snprintf(dt, sizeof dt, "<U%lld", (long long)p.maxlen);
+      arr = np_new((Py_ssize_t)n, pc, dt, &view);
+      if (arr != NULL) {
+        p.out = view.buf;
+        st = qv_guard_run(np_fill_strings, &p, &err);
+        PyBuffer_Release(&view);
+      }
+    } else if (st == QV_OK) {
+      arr = Py_NewRef(Py_None);
+    }
+    PyMem_Free(p.sp);
+    PyMem_Free(p.len);
+    if (arr == NULL && st == QV_OK) return NULL;
+  }
+  if (st != QV_OK) {
+    Py_XDECREF(arr);
+    return qvpy_raise_qv(st, &err);
+  }
+  return arr;
+}
+
+static PyObject *NumpyIter_next(NumpyIterObject *it) {
+  int64_t n = it->end - it->pos < it->bs ? it->end - it->pos : it->bs;
+  if (n <= 0 || (n < it->bs && it->drop_last)) return NULL;
+  qv_table *data = qv_dataset_data(it->ds);
+  int64_t data_rows = qv_table_num_rows(data);
+  qv_error err;
+  qv_status st = qv_dataset_data_rows(it->ds, it->pos, n, it->rows, &err);
+  for (int64_t i = 0; st == QV_OK && i < n; i++) {
+    int64_t b = 0, r = 0;
+    if (it->rows[i] >= data_rows)
+      st = qv_error_set(&err, QV_ERANGE, "indices mapping: row %lld maps to data row %lld of %lld",
+                        (long long)(it->pos + i), (long long)it->rows[i], (long long)data_rows);
+    if (st == QV_OK) st = qv_table_locate(data, it->rows[i], &b, &r, &err);
+    if (st == QV_OK && it->bat[b] == NULL) {
+      st = qv_table_batch(data, b, &it->bat[b], &err); /* its mapped bytes checked */
+      for (int32_t c = 0; st == QV_OK && c < it->nc; c++)
+        it->src[b * it->nc + c] = np_source(it->bat[b], c, &it->cols[c]);
+    }
+    it->bidx[i] = b;
+    it->ridx[i] = r;
+  }
+  if (st != QV_OK) return qvpy_raise_qv(st, &err);
+  const qv_schema *schema = qv_table_schema(data);
+  PyObject *dict = PyDict_New();
+  for (int32_t c = 0; dict != NULL && c < it->nc; c++) {
+    PyObject *v = np_column(it, c, n);
+    if (v == NULL || PyDict_SetItemString(dict, qv_schema_field(schema, c)->name, v) < 0)
+      Py_CLEAR(dict);
+    Py_XDECREF(v);
+  }
+  if (dict == NULL) return NULL;
+  PyObject *r = Py_BuildValue("LLN", (long long)it->pos, (long long)n, dict);
+  it->pos += n;
+  return r;
+}
+
+static void NumpyIter_dealloc(NumpyIterObject *it) {
+  for (int64_t b = 0; it->bat != NULL && b < it->nb; b++) qv_array_unref(it->bat[b]);
+  PyMem_Free(it->bat);
+  PyMem_Free(it->src);
+  PyMem_Free(it->cols);
+  PyMem_Free(it->rows);
+  PyMem_Free(it->bidx);
+  PyMem_Free(it->ridx);
+  qv_dataset_unref(it->ds);
+  PyObject_Free(it);
+}
+
+static PyTypeObject NumpyIterType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "quiver._NumpyRowsIterator",
+    .tp_basicsize = sizeof(NumpyIterObject),
+    .tp_dealloc = (destructor)NumpyIter_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_iter = PyObject_SelfIter,
+    .tp_iternext = (iternextfunc)NumpyIter_next,
+};
+
+PyObject *qvpy_Dataset_numpy_iter(DatasetObject *self, PyObject *args) {
+  long long bs;
+  int drop_last = 0;
+  if (!PyArg_ParseTuple(args, "L|p:_numpy_iter", &bs, &drop_last)) return NULL;
+  if (qv_dataset_indices(self->ds) == NULL) Py_RETURN_NONE;
+  if (bs < 1) return PyErr_Format(qvpy_ValueError, "batch_size must be >= 1, found %lld", bs);
+  if (!numpy_ready()) return NULL;
+  if (!(NumpyIterType.tp_flags & Py_TPFLAGS_READY) && PyType_Ready(&NumpyIterType) < 0) return NULL;
+  qv_table *data = qv_dataset_data(self->ds);
+  const qv_schema *schema = qv_table_schema(data);
+  int64_t total = qv_dataset_num_rows(self->ds);
+  size_t scratch = (size_t)(bs < total ? bs : total > 0 ? total : 1); /* rows of a step */
+  NumpyIterObject *it = PyObject_New(NumpyIterObject, &NumpyIterType);
+  if (it == NULL) return NULL;
+  it->ds = qv_dataset_ref(self->ds);
+  it->pos = 0;
+  it->end = total;
+  it->bs = bs;
+  it->drop_last = drop_last != 0;
+  it->nb = qv_table_num_batches(data);
+  it->nc = qv_schema_num_fields(schema);
+  size_t nb = (size_t)(it->nb > 0 ? it->nb : 1), nc = (size_t)(it->nc > 0 ? it->nc : 1);
+  it->cols = PyMem_Calloc(nc, sizeof *it->cols);
+  it->bat = PyMem_Calloc(nb, sizeof *it->bat);
+  it->src = nb <= SIZE_MAX / nc ? PyMem_Calloc(nb * nc, sizeof *it->src) : NULL;
+  it->rows = PyMem_Malloc(scratch * sizeof *it->rows);
+  it->bidx = PyMem_Malloc(scratch * sizeof *it->bidx);
+  it->ridx = PyMem_Malloc(scratch * sizeof *it->ridx);
+  if (it->cols == NULL || it->bat == NULL || it->src == NULL || it->rows == NULL ||
+      it->bidx == NULL || it->ridx == NULL) {
+    Py_DECREF(it);
+    return PyErr_NoMemory();
+  }
+  for (int32_t c = 0; c < it->nc; c++) np_col_plan(qv_schema_field(schema, c)->type, &it->cols[c]);
+  return (PyObject *)it;
+}

@@ -1232,6 +1232,10 @@ static PyMethodDef Dataset_methods[] = {
      "_arrow($self, key, /)\n--\n\nThe rows or column ds[key] selects as Arrow data (an "
      "'arrow_array_stream' "
      "capsule or a quiver.Batch), for quiver._formats."},
+    {"_numpy_iter", (PyCFunction)qvpy_Dataset_numpy_iter, METH_VARARGS,
+     "_numpy_iter($self, batch_size, drop_last_batch=False, /)\n--\n\nWith an indices "
+     "mapping: (first row, rows, {column: numpy array or None}) per batch, copied straight "
+     "from the mapped data; None without one. For quiver._formats."},
     {"_getitem_python", (PyCFunction)Dataset_getitem_python, METH_O,
      "_getitem_python($self, key, /)\n--\n\nds[key] as Python values, whatever the format."},
     {"_info_json", (PyCFunction)qvpy_dataset_info_json, METH_NOARGS,

@@ -125,6 +125,12 @@ bool qvpy_check_requested(PyObject *req, const qv_schema *schema);
 /** A quiver.Batch over `array` (its reference taken over, also on
  * failure) and `schema` (a reference taken). */
 PyObject *qvpy_new_batch(qv_array *array, qv_schema *schema);
+/** Dataset._numpy_iter(batch_size, drop_last_batch=False): for a dataset
+ * with an indices mapping, an iterator of (first row, rows, {column: numpy
+ * array, or None where the numpy format needs the general path}), each
+ * row copied from the mapped data batch holding it straight into the
+ * arrays (no Arrow batch gathered first); None without a mapping. */
+PyObject *qvpy_Dataset_numpy_iter(DatasetObject *self, PyObject *args);
 /** The field names of `s` as a list of str. */
 PyObject *qvpy_column_names_of(const qv_schema *s);
 

@@ -16,7 +16,9 @@ row_dict_at / slice_columns, batch.c Batch._numpy_columns):
   (ASCII, non-ASCII, empty, longer in later batches: '<U' arrays filled
   in C) and for the columns that fall back to Python (nulls, bool, int32
   and float64 cast by datasets' rules), plain, through an indices mapping
-  (shuffle, select with repeats, filter) and with a format_kwargs dtype.
+  (shuffle, select with repeats, filter: rows copied from the mapped
+  batches straight into the arrays, Dataset._numpy_iter) and with a
+  format_kwargs dtype.
 
 Environment: QV_BUILD (build/python/quiver, built by CMake).
 """
@@ -239,3 +241,29 @@ def test_numpy_strings_with_a_longer_value_later(numpy_dir):
     hb = list(h.with_format("numpy").iter(batch_size=100))
     assert [x["t"].dtype for x in qb] == [x["t"].dtype for x in hb]
     assert qb[2]["t"].dtype.itemsize > qb[0]["t"].dtype.itemsize
+
+
+def test_numpy_rows_of_a_mapping_straight_from_c(numpy_dir):
+    """Dataset._numpy_iter: None without a mapping; with one, the columns
+    the C side converts (copies owning their data) equal what
+    Batch._numpy_columns gives for the gathered batch, across both
+    shards, with the same columns left to Python."""
+    path, _ = numpy_dir
+    q = quiver.open(path)
+    assert q._numpy_iter(10) is None
+    rows = [N - 1, 0, 131, 129, 130, 5, 5, 64, N // 2]
+    steps = list(q.select(rows)._numpy_iter(4))
+    assert [(p, n) for p, n, _ in steps] == [(0, 4), (4, 4), (8, 1)]
+    gathered = [b._numpy_columns() for b in q.select(rows).iter_batches(4)]
+    # row 259 has a null "nt"; the rows of "nx" picked are valid
+    assert [k for k, v in steps[0][2].items() if v is None] == ["nt", "b", "m"]
+    for (p, n, cols), want in zip(steps, gathered):
+        assert [k for k, v in cols.items() if v is None] == [k for k, v in want.items() if v is None]
+        for k, a in cols.items():
+            if a is not None:
+                assert a.flags.owndata and a.dtype == want[k].dtype, k
+                assert a.shape == want[k].shape and np.array_equal(a, want[k]), k
+    assert list(q.select(rows)._numpy_iter(4, True))[-1][:2] == (4, 4)
+    assert list(q.select(rows)._numpy_iter(20, True)) == []
+    empty = q.shuffle(seed=1).select([])._numpy_iter(4)
+    assert empty is None or list(empty) == []

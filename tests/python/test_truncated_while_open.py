@@ -206,3 +206,29 @@ def test_save_to_disk_of_decoded_batches_cut_while_open(tmp):
         ds.save_to_disk(os.path.join(tmp, "copy"))
     assert shrank(path, size, ends[3] + 100) in str(e.value)
     assert ds[3999] == t.slice(3999, 1).to_pylist()[0]
+
+
+def test_numpy_batches_of_a_mapping_cut_while_open(tmp):
+    """The numpy format over an indices mapping copies rows from data
+    batches it fetched (and checked) at the first step: steps after the
+    cut that read a fetched batch now past the end raise QuiverError, not
+    SIGBUS; the steps before the cut match pyarrow's rows."""
+    path = os.path.join(tmp, "big.arrow")
+    t = table(ROWS_PER_BATCH * 6)
+    write(path, t, "file")
+    ends = batch_ends(path)
+    size = os.path.getsize(path)
+    first = [k * ROWS_PER_BATCH for k in range(6)]  # the first step touches every batch
+    ds = quiver.open(path).select(first + list(range(len(t)))).with_format("numpy")
+    it = iter(ds.iter(batch_size=6))
+    b = next(it)
+    assert b["id"].tolist() == first
+    cut(path, ends[2] + 100)  # batches 0..2 intact, 3 cut inside, 4..5 gone
+    got = []
+    with pytest.raises(quiver.QuiverError) as e:
+        for b in it:
+            got.extend(b["id"].tolist())
+    assert shrank(path, size, ends[2] + 100) in str(e.value)
+    assert e.value.code == 8
+    assert got == list(range(len(got))) and len(got) <= 3 * ROWS_PER_BATCH
+    assert got[-6:] == [int(s.split()[1]) for s in b["s"].tolist()][-6:]
