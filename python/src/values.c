@@ -642,9 +642,63 @@ bool qvpy_mapped_bytes_there(const qv_array *a) {
   return st == QV_OK;
 }
 
+/* The bytes of physical row k of column `a` prefetched (fixed widths,
+ * fixed-size lists of them, string offsets then their bytes): a random
+ * row's columns are a cache miss each, asked for at once they overlap
+ * instead of following one another. Bounds are checked: nothing past a
+ * buffer is touched. `strings`: the second round, the offsets being read
+ * (asked for in the first) and the value's bytes prefetched. */
+static void prefetch_value(const qv_array *a, int64_t k, bool strings) {
+  if (a == NULL || a->n_buffers < 2 || a->buffers[1] == NULL || k < 0) return;
+  qv_type_id id = a->type->id;
+  const qv_buffer *b1 = a->buffers[1];
+  int64_t w = 0;
+  switch (id) {
+    case QV_STRING:
+    case QV_BINARY: w = 4; break;
+    case QV_LARGE_STRING:
+    case QV_LARGE_BINARY: w = 8; break;
+    case QV_FIXED_SIZE_LIST: {
+      const qv_array *c = a->n_children > 0 ? a->children[0] : NULL;
+      int64_t d = a->type->list_size;
+      if (strings || c == NULL || d <= 0 || k > INT64_MAX / d / 64 || c->n_buffers < 2 ||
+          c->buffers[1] == NULL)
+        return;
+      int64_t cw = qv_type_byte_width(c->type), ck = c->offset + k * d;
+      if (cw <= 0 || (ck + d) * cw > c->buffers[1]->size) return;
+      for (int64_t x = 0; x < d * cw; x += 64)
+        __builtin_prefetch(c->buffers[1]->data + ck * cw + x);
+      __builtin_prefetch(c->buffers[1]->data + (ck + d) * cw - 1);
+      return;
+    }
+    default:
+      if (strings) return;
+      w = id != QV_BOOL && id != QV_DICTIONARY ? qv_type_byte_width(a->type) : 0;
+      if (w > 0 && k < b1->size / w) __builtin_prefetch(b1->data + k * w);
+      return;
+  }
+  if ((k + 2) * w > b1->size) return;
+  if (!strings) {
+    __builtin_prefetch(b1->data + k * w);
+    return;
+  }
+  int64_t s = qv_load_int(b1->data, (int32_t)w, false, k),
+          e = qv_load_int(b1->data, (int32_t)w, false, k + 1);
+  if (a->n_buffers < 3 || a->buffers[2] == NULL || s < 0 || e <= s || e > a->buffers[2]->size)
+    return;
+  for (int64_t x = s; x < e; x += 64) __builtin_prefetch(a->buffers[2]->data + x);
+  __builtin_prefetch(a->buffers[2]->data + e - 1);
+}
+
 /* Row `row` of a record batch (STRUCT array) as {column: value}. */
 PyObject *qvpy_row_dict(const qv_array *batch, int64_t row) {
-  return struct_of(batch, batch->offset + row, 0);
+  int64_t k = batch->offset + row;
+  for (int round = 0; round < 2; round++)
+    for (int32_t i = 0; i < batch->n_children; i++) {
+      const qv_array *c = batch->children[i];
+      if (c != NULL && k < c->length) prefetch_value(c, c->offset + k, round == 1);
+    }
+  return struct_of(batch, k, 0);
 }
 
 /* Rows of a record batch as {column: [values]} (datasets' batch format). */
