@@ -420,17 +420,51 @@ class IterableDataset:
             cls = _torch_class() or cls
         return object.__new__(cls)
 
-    def __init__(self, shards, format_type=None, ops=(), features=None):
+    def __init__(self, shards, format_type=None, ops=(), features=None, epoch=0):
         self._shards = list(shards)
         self._format_type = format_type
         self._ops = tuple(ops)
         self._features = features
+        self._epoch = int(epoch)
 
     def _derive(self, op=None, features=False, format_type=False):
         ops = self._ops + ((op,) if op is not None else ())
         return IterableDataset(self._shards,
                                self._format_type if format_type is False else format_type, ops,
-                               self._features if features is False else features)
+                               self._features if features is False else features, self._epoch)
+
+    @property
+    def epoch(self):
+        return self._epoch
+
+    def set_epoch(self, epoch):
+        """datasets' set_epoch: iterating with epoch e != 0 shuffles the
+        shard order with numpy.random.default_rng(e) (unless a take or skip
+        fixes it) and reseeds every shuffle's buffer with
+        default_rng(copy(generator).integers(0, 2**63) - e), so one seed and
+        epoch give datasets' order. Changes this object in place."""
+        self._epoch = int(epoch)
+
+    def _epoch_plan(self, shards):
+        """(ops, shards) of the current epoch (datasets'
+        _prepare_ex_iterable_for_iteration)."""
+        ops, shards = self._ops, list(shards)
+        if not self._epoch:
+            return ops, _shard_order(ops, shards)
+        import numpy as np
+        shards = _shard_order(ops, shards)
+        if not _blocks_order(ops):
+            order = list(range(len(shards)))
+            np.random.default_rng(self._epoch).shuffle(order)
+            shards = [shards[j] for j in order]
+        shifted = []
+        for op in ops:
+            if op[0] == "shuffle":
+                import copy
+                seed = int(copy.deepcopy(op[1]).integers(0, 1 << 63)) - self._epoch
+                op = (op[0], np.random.default_rng(seed)) + tuple(op[2:])
+            shifted.append(op)
+        return tuple(shifted), shards
 
     @property
     def n_shards(self):
@@ -463,27 +497,27 @@ class IterableDataset:
         out._shards = _shard_group(self._shards, num_shards, index, contiguous)
         return out
 
-    def _worker_shards(self):
+    def _worker_split(self, shards):
         try:
             import torch.utils.data
             info = torch.utils.data.get_worker_info()
         except ImportError:
             info = None
-        if info is None:
-            return self._shards
-        return self._shards[info.id::info.num_workers]
+        return shards if info is None else shards[info.id::info.num_workers]
 
     def __iter__(self):
-        shards = self._worker_shards()
-        if not self._ops:
+        ops, shards = self._epoch_plan(self._shards)
+        shards = self._worker_split(shards)
+        if not ops:
             for shard in shards:
                 yield from (shard if self._format_type is None
                             else shard.with_format(self._format_type))
             return
-        if self._format_type is not None:
-            raise NotImplementedError("quiver's IterableDataset gives Python rows after map, "
-                                      "filter, shuffle, ...: use with_format(None)")
-        yield from _run(self._ops, _shard_order(self._ops, shards))
+        rows = _run(ops, shards)
+        if self._format_type is None or self._format_type == "python":
+            yield from rows
+            return
+        yield from _formatted_rows(rows, self.features, self._format_type)
 
     def iter(self, batch_size, drop_last_batch=False):
         buf = []
@@ -576,6 +610,51 @@ class IterableDataset:
         cols = self.column_names
         return (f"IterableDataset({{\n    features: {cols if cols is not None else 'Unknown'},\n"
                 f"    num_shards: {self.n_shards}\n}})")
+
+
+def _np_tensorize(v):
+    """datasets' NumpyFormatter._recursive_tensorize of one Python value."""
+    import numpy as np
+    if isinstance(v, (list, tuple)) or (isinstance(v, np.ndarray) and v.dtype == object):
+        col = [_np_tensorize(x) for x in v]
+        if col and all(isinstance(x, (np.ndarray, np.number, np.bool_)) and
+                       x.shape == col[0].shape and x.dtype == col[0].dtype for x in col):
+            return np.stack(col)
+        out = np.empty(len(col), dtype=object)
+        out[:] = col
+        return out
+    if isinstance(v, dict):
+        return {k: _np_tensorize(x) for k, x in v.items()}
+    if isinstance(v, (str, bytes, type(None), np.number)) or (
+            isinstance(v, (np.character, np.ndarray)) and np.issubdtype(v.dtype, np.character)):
+        return v
+    if type(v).__module__.startswith("PIL."):
+        return np.asarray(v)
+    kw = {}
+    if isinstance(v, np.ndarray) and np.issubdtype(v.dtype, np.integer):
+        kw = {"dtype": np.int64}
+    elif isinstance(v, np.ndarray) and np.issubdtype(v.dtype, np.floating):
+        kw = {"dtype": np.float32}
+    return np.asarray(v, **kw)
+
+
+def _formatted_rows(rows, features, format_type):
+    """Python rows (after map, filter, ...) in a format, as datasets'
+    FormattedExamplesIterable: table formats (arrow, pandas, polars) give
+    Python rows; numpy datasets' recursive_tensorize of each value (0-d
+    arrays for scalars, strings kept); other formats each row through a
+    one-row table of the features and the format's row formatter."""
+    if format_type in ("arrow", "pyarrow", "pa", "pandas", "pd", "polars", "pl"):
+        yield from rows
+        return
+    if format_type in ("numpy", "np"):
+        for row in rows:
+            yield {k: _np_tensorize(v) for k, v in row.items()}
+        return
+    for row in rows:
+        one = from_list([row], features=features if features is not None and
+                        set(features) == set(row) else None)
+        yield one.with_format(format_type)[0]
 
 
 def _shard_group(shards, num_shards, index, contiguous=True):
