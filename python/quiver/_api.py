@@ -11,6 +11,7 @@ pandas / polars / pyarrow objects, and the minimal IterableDataset.
 docs/python.md, "Constructors and exports".
 """
 import json
+import os
 
 from . import _media, _quiver
 from .features import ClassLabel, Features, Value, _asdict
@@ -129,9 +130,51 @@ def _info_text(info):
     return json.dumps({k: v for k, v in info.to_dict().items() if k != "features"})
 
 
+def _embedded(ds):
+    """datasets' save_to_disk embed_local_files: Image/Audio columns whose
+    values have a local path and no bytes get the file's bytes and the
+    path's basename (an in-memory copy then); else ds itself."""
+    import pyarrow as pa
+    feats = ds.features
+    cols = [c for c, f in feats.items() if _media.is_media(f)]
+    if not cols:
+        return ds
+    table = pa.table(ds.select_columns(cols))
+    new = {}
+    for c in cols:
+        col = table.column(c).combine_chunks()
+        if not pa.types.is_struct(col.type) or col.type.get_field_index("path") < 0:
+            continue
+        vals = col.to_pylist()
+        if not any(v is not None and v.get("bytes") is None and v.get("path") is not None and
+                   "://" not in v["path"] for v in vals):
+            continue
+        out = []
+        for v in vals:
+            if v is None:
+                out.append(None)
+                continue
+            data, path = v.get("bytes"), v.get("path")
+            if path is not None and "://" not in path:
+                if data is None:
+                    with open(path, "rb") as f:
+                        data = f.read()
+                path = os.path.basename(path)
+            out.append({"bytes": data, "path": path})
+        new[c] = pa.array(out, type=pa.struct({"bytes": pa.binary(), "path": pa.string()}))
+    if not new:
+        return ds
+    full = pa.table(ds)
+    for c, arr in new.items():
+        full = full.set_column(full.column_names.index(c), c, arr)
+    return _with_info(from_arrow(full, features=feats), ds.info)
+
+
 def _for_save(ds):
     """The dataset save_to_disk writes: ds, or a copy carrying its changed
-    `info` object (python/src/dataset.c keeps the object once read)."""
+    `info` object (python/src/dataset.c keeps the object once read), with
+    local Image/Audio files embedded as datasets does (_embedded)."""
+    ds = _embedded(ds)
     info = ds.info
     cur = json.loads(ds._info_json())
     cur.pop("features", None)

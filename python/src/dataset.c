@@ -935,9 +935,9 @@ static PyObject *Dataset_save_to_disk(DatasetObject *self, PyObject *args, PyObj
   qv_save_options so;
   qv_error err;
   PyObject *r = NULL;
-  /* a changed ds.info is saved (quiver._api._for_save: self or a copy with it) */
-  PyObject *src = self->info ? qvpy_call_api("_for_save", (PyObject *)self, NULL, NULL)
-                             : Py_NewRef((PyObject *)self);
+  /* a changed ds.info is saved and local Image/Audio files embedded
+   * (quiver._api._for_save: self or a copy) */
+  PyObject *src = qvpy_call_api("_for_save", (PyObject *)self, NULL, NULL);
   if (src != NULL && !PyObject_TypeCheck(src, &qvpy_DatasetType)) {
     PyErr_SetString(qvpy_TypeError, "_for_save must return a quiver.Dataset");
     Py_CLEAR(src);

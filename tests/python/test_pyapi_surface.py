@@ -73,3 +73,76 @@ def test_numpy_format_after_map_and_filter():
                 np.testing.assert_array_equal(x[k], y[k])
             else:
                 assert x[k] == y[k]
+
+
+def _images(tmp_path):
+    paths = []
+    for i in range(3):
+        p = str(tmp_path / f"img{i}.png")
+        PIL.Image.new("RGB", (4 + i, 3), (10 * i, 20, 30)).save(p)
+        paths.append(p)
+    return paths
+
+
+@pytest.mark.parametrize("how", ["from_dict", "cast_column"])
+def test_save_to_disk_embeds_local_images_as_datasets(tmp_path, how):
+    paths = _images(tmp_path)
+    data = {"image": paths + [None], "k": [0, 1, 2, 3]}
+    if how == "from_dict":
+        feats = {"image": datasets.Image(), "k": datasets.Value("int64")}
+        h = datasets.Dataset.from_dict(data, features=datasets.Features(feats))
+        q = quiver.Dataset.from_dict(data, features=quiver.Features(
+            {"image": quiver.Image(), "k": quiver.Value("int64")}))
+    else:
+        h = datasets.Dataset.from_dict(data).cast_column("image", datasets.Image())
+        q = quiver.Dataset.from_dict(data).cast_column("image", quiver.Image())
+    h.save_to_disk(str(tmp_path / "h"))
+    q.save_to_disk(str(tmp_path / "q"))
+    for p in paths:  # the saved directories are self-contained
+        os.remove(p)
+    hh = datasets.load_from_disk(str(tmp_path / "h"))
+    hq = datasets.load_from_disk(str(tmp_path / "q"))
+    assert hq.features == hh.features
+    raw_h = hh.cast_column("image", datasets.Image(decode=False)).to_list()
+    raw_q = hq.cast_column("image", datasets.Image(decode=False)).to_list()
+    assert raw_q == raw_h
+    assert raw_q[0]["image"]["path"] == "img0.png" and raw_q[0]["image"]["bytes"]
+    for a, b in zip(hh, hq):
+        if a["image"] is None:
+            assert b["image"] is None
+        else:
+            assert a["image"].size == b["image"].size
+            assert a["image"].tobytes() == b["image"].tobytes()
+    # quiver reads its own directory the same way
+    assert quiver.load_from_disk(str(tmp_path / "q")).cast_column(
+        "image", quiver.Image(decode=False)).to_list() == raw_h
+
+
+def test_save_to_disk_missing_image_file_raises_as_datasets(tmp_path):
+    data = {"image": [str(tmp_path / "absent.png")]}
+    h = datasets.Dataset.from_dict(data).cast_column("image", datasets.Image())
+    q = quiver.Dataset.from_dict(data).cast_column("image", quiver.Image())
+    with pytest.raises(FileNotFoundError):
+        h.save_to_disk(str(tmp_path / "h"))
+    with pytest.raises(FileNotFoundError):
+        q.save_to_disk(str(tmp_path / "q"))
+
+
+def test_save_to_disk_embeds_local_audio_as_datasets(tmp_path):
+    paths = []
+    for i in range(2):
+        p = tmp_path / f"a{i}.wav"
+        p.write_bytes(b"RIFF" + bytes([i]) * 40)  # never decoded
+        paths.append(str(p))
+    data = {"audio": paths}
+    h = datasets.Dataset.from_dict(data).cast_column("audio", datasets.Audio(decode=False))
+    q = quiver.Dataset.from_dict(data).cast_column("audio", quiver.Audio(decode=False))
+    h.save_to_disk(str(tmp_path / "h"))
+    q.save_to_disk(str(tmp_path / "q"))
+    for p in paths:
+        os.remove(p)
+    hh = datasets.load_from_disk(str(tmp_path / "h"))
+    hq = datasets.load_from_disk(str(tmp_path / "q"))
+    assert hq.features == hh.features
+    assert hq.to_list() == hh.to_list()
+    assert hq[1]["audio"] == {"bytes": b"RIFF" + b"\x01" * 40, "path": "a1.wav"}
