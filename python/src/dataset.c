@@ -24,14 +24,15 @@ static PyObject *wrap(qv_dataset *ds) {
   return (PyObject *)o;
 }
 
-/* Whether a features tree holds an Image or Audio feature (at any depth):
- * datasets decodes those when rows are read, so rows of such a dataset go
+/* Whether a features tree holds an Image, Audio, Video or Pdf feature (at
+ * any depth): datasets decodes those when rows are read, so rows of such a dataset go
  * through quiver._formats (decoding in Python) even without a format. */
 static int feature_has_media(const qv_hf_feature *f, int depth) {
   if (f == NULL || depth > QV_HF_MAX_DEPTH) return 0;
   if (f->kind == QV_HF_MEDIA)
     return f->type_name != NULL &&
-           (strcmp(f->type_name, "Image") == 0 || strcmp(f->type_name, "Audio") == 0);
+           (strcmp(f->type_name, "Image") == 0 || strcmp(f->type_name, "Audio") == 0 ||
+            strcmp(f->type_name, "Video") == 0 || strcmp(f->type_name, "Pdf") == 0);
   for (int32_t i = 0; i < f->n_children; i++)
     if (feature_has_media(f->children[i], depth + 1)) return 1;
   return 0;

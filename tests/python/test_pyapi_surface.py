@@ -146,3 +146,29 @@ def test_save_to_disk_embeds_local_audio_as_datasets(tmp_path):
     assert hq.features == hh.features
     assert hq.to_list() == hh.to_list()
     assert hq[1]["audio"] == {"bytes": b"RIFF" + b"\x01" * 40, "path": "a1.wav"}
+
+
+@pytest.mark.parametrize("hf", [datasets.Video(), datasets.Pdf(),
+                                datasets.Video(decode=False, stream_index=1,
+                                               dimension_order="NHWC"),
+                                datasets.Pdf(decode=False)])
+def test_video_pdf_features_round_trip_and_decode_as_datasets(tmp_path, hf):
+    d = datasets.Features({"x": hf}).to_dict()
+    q = quiver.Features.from_dict(d)
+    assert q.to_dict() == d
+    assert datasets.Features.from_dict(q.to_dict()) == datasets.Features({"x": hf})
+    assert q["x"] == hf and q.type == datasets.Features({"x": hf}).type
+    raw = type(hf)(decode=False)
+    h = datasets.Dataset.from_dict({"x": [{"bytes": b"abc", "path": None}]},
+                                   features=datasets.Features({"x": raw})).cast_column("x", hf)
+    h.save_to_disk(str(tmp_path / "d"))
+    hh, qq = datasets.load_from_disk(str(tmp_path / "d")), quiver.load_from_disk(str(tmp_path / "d"))
+    assert qq.features.to_dict() == hh.features.to_dict()
+    if not hf.decode:
+        assert qq[0] == hh[0] == {"x": {"bytes": b"abc", "path": None}}
+        return
+    with pytest.raises(ImportError) as eh:
+        hh[0]
+    with pytest.raises(ImportError) as eq:
+        qq[0]
+    assert str(eq.value) == str(eh.value)
