@@ -235,15 +235,108 @@ def _from_columns(cols, features):
         return _quiver._from_columns(out)
 
 
+def _json_dumps(v):
+    return json.dumps(v, ensure_ascii=False, separators=(",", ":"))
+
+
+def _mixed_paths(values):
+    """datasets' find_mixed_struct_types_field_paths(allow_root=True): the
+    paths (field names, 0 for list items) where dicts of differing keys, or
+    dicts/lists beside other values, meet."""
+    out = []
+    values = [v for v in values if v is not None]
+    if not values:
+        return out
+    todo = [([], values)]
+    while todo:
+        path, content = todo.pop(0)
+        if all(isinstance(x, dict) for x in content):
+            if any(set(x) != set(content[0]) for x in content) or not content[0]:
+                out.append(path)
+            else:
+                for sub in {f for x in content for f in x}:
+                    vals = [x[sub] for x in content if sub in x and x[sub] is not None]
+                    if vals:
+                        todo.append((path + [sub], vals))
+        elif all(isinstance(x, list) for x in content):
+            vals = [x for sub in content for x in sub if x is not None]
+            if vals:
+                todo.append((path + [0], vals))
+        elif any(isinstance(x, (dict, list)) for x in content):
+            out.append(path)
+    return out
+
+
+def _json_encode_field(example, path):
+    """datasets' json_encode_field: the value at `path` as JSON text (text
+    that already parses as JSON is kept; None stays None)."""
+    if path:
+        head, rest = path[0], path[1:]
+        if example is None:
+            return None
+        if head == 0:
+            return [_json_encode_field(x, rest) for x in example]
+        return {**example, head: _json_encode_field(example.get(head), rest)}
+    if example is None:
+        return None
+    if isinstance(example, str):
+        try:
+            json.loads(example)
+            return example
+        except ValueError:
+            pass
+    return _json_dumps(example)
+
+
+def _json_typed(t, path):
+    import pyarrow as pa
+    if not path:
+        return pa.json_()
+    if path[0] == 0:
+        return pa.list_(_json_typed(t.value_type, path[1:]))
+    return pa.struct([pa.field(f.name, _json_typed(f.type, path[1:]) if f.name == path[0]
+                               else f.type) for f in t])
+
+
+def _use_json(values):
+    """on_mixed_types="use_json" of one column: values as given when they
+    convert and hold no mixed structs, else an Arrow array with Json at the
+    mixed paths (the whole column when its scalars do not convert)."""
+    import pyarrow as pa
+    if _is_numpy(values) or hasattr(values, "__arrow_c_array__"):
+        return values
+    values = list(values)
+    paths = _mixed_paths(values)
+    if not paths:
+        try:
+            pa.array(values)
+            return values
+        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError):
+            paths = [[]]
+    for p in paths:
+        values = [_json_encode_field(v, p) for v in values]
+    arr = pa.array(values)
+    typ = arr.type
+    for p in paths:
+        typ = _json_typed(typ, p)
+    return arr.cast(typ)
+
+
 def from_dict(mapping, features=None, info=None, split=None, on_mixed_types=None):
-    if on_mixed_types is not None:
-        raise NotImplementedError("on_mixed_types='use_json' is not supported by quiver")
     if not isinstance(mapping, dict):
         raise TypeError(f"from_dict takes a dict of columns, not {type(mapping).__name__}")
     features = _features(features, info)
     if features is not None:
         mapping = _encode(mapping, features)
+    elif on_mixed_types == "use_json":
+        mapping = {k: _use_json(v) for k, v in mapping.items()}
     ds = _from_columns({str(k): _column(v) for k, v in mapping.items()}, features)
+    if features is None and on_mixed_types == "use_json":
+        from .features import Json
+        for k, v in mapping.items():  # a top-level json array arrives as its string storage
+            if str(getattr(getattr(v, "type", None), "extension_name", "")) == "arrow.json" and \
+                    not isinstance(ds.features.get(str(k)), Json):
+                ds = ds.cast_column(str(k), Json())
     if features is None:
         return _with_info(_optimize_ints(ds, [c for c in ds.column_names if c in _OPTIMIZED_INT]),
                           info)

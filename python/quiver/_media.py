@@ -12,6 +12,7 @@ is datasets' cast_storage; from_dict / add_item with Image features encode
 PIL images, paths and bytes as datasets' encode_example. docs/python.md,
 "Images and audio".
 """
+import json
 import os
 from io import BytesIO
 
@@ -34,7 +35,8 @@ def requires_decoding(feature):
         return requires_decoding(feature[0])
     if _kind(feature) in ("List", "LargeList", "Sequence"):
         return requires_decoding(feature.feature)
-    return (_kind(feature) in _MEDIA or _kind(feature) in _DECODE_ONLY) and \
+    return (_kind(feature) in _MEDIA or _kind(feature) in _DECODE_ONLY or
+            _kind(feature) == "Json") and \
         getattr(feature, "decode", True)
 
 
@@ -121,6 +123,8 @@ def decode(feature, obj):
         return decode_audio(feature, obj)
     if kind in _DECODE_ONLY and feature.decode:
         return decode_other(feature, obj)
+    if kind == "Json" and feature.decode:
+        return json.loads(obj) if isinstance(obj, (str, bytes)) else obj
     return obj
 
 

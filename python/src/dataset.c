@@ -24,11 +24,12 @@ static PyObject *wrap(qv_dataset *ds) {
   return (PyObject *)o;
 }
 
-/* Whether a features tree holds an Image, Audio, Video or Pdf feature (at
+/* Whether a features tree holds an Image, Audio, Video, Pdf or Json feature (at
  * any depth): datasets decodes those when rows are read, so rows of such a dataset go
  * through quiver._formats (decoding in Python) even without a format. */
 static int feature_has_media(const qv_hf_feature *f, int depth) {
   if (f == NULL || depth > QV_HF_MAX_DEPTH) return 0;
+  if (f->kind == QV_HF_JSON) return 1; /* datasets' Json.decode_example: the value parsed */
   if (f->kind == QV_HF_MEDIA)
     return f->type_name != NULL &&
            (strcmp(f->type_name, "Image") == 0 || strcmp(f->type_name, "Audio") == 0 ||

@@ -172,3 +172,36 @@ def test_video_pdf_features_round_trip_and_decode_as_datasets(tmp_path, hf):
     with pytest.raises(ImportError) as eq:
         qq[0]
     assert str(eq.value) == str(eh.value)
+
+
+MIXED = [
+    {"a": [0, "foo", {"subfield": "bar"}], "b": [1, 2, 3]},
+    {"a": [1, 2]},
+    {"a": [[{"b": 0}, {"c": 0}]]},
+    {"m": [[{"role": "user", "content": "hi"}, {"role": "tool", "content": {"x": 1}}]]},
+    {"a": [{"x": 1}, {"y": "2"}, None]},
+    {"a": ["0", "x", 1]},
+]
+
+
+@pytest.mark.parametrize("data", MIXED)
+def test_on_mixed_types_use_json_as_datasets(tmp_path, data):
+    h = datasets.Dataset.from_dict(data, on_mixed_types="use_json")
+    q = quiver.Dataset.from_dict(data, on_mixed_types="use_json")
+    assert q.features == h.features
+    assert q.to_list() == h.to_list()
+    rows = [dict(zip(data, r)) for r in zip(*data.values())]
+    hl = datasets.Dataset.from_list(rows, on_mixed_types="use_json")
+    ql = quiver.Dataset.from_list(rows, on_mixed_types="use_json")
+    assert ql.features == hl.features and ql.to_list() == hl.to_list()
+    q.save_to_disk(str(tmp_path / "q"))
+    back = datasets.load_from_disk(str(tmp_path / "q"))
+    assert back.features == h.features and back.to_list() == h.to_list()
+
+
+def test_mixed_types_without_use_json_raise_as_datasets():
+    import pyarrow as pa
+    with pytest.raises(pa.ArrowInvalid):
+        datasets.Dataset.from_dict({"a": [0, "foo"]})
+    with pytest.raises(pa.ArrowInvalid):
+        quiver.Dataset.from_dict({"a": [0, "foo"]})
