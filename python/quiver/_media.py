@@ -6,7 +6,8 @@ Storage is datasets' struct<bytes: binary, path: string>. Reading rows
 to a `PIL.Image.Image` as datasets' Image.decode_example does (bytes, else
 the file at path; EXIF orientation applied; `mode` converted); `Audio()`
 decodes through torchcodec in datasets, which quiver does not have: decoding
-raises datasets' ImportError; so do Video (torchcodec) and Pdf (pdfplumber). Features with decode=False give the storage
+raises datasets' ImportError; so do Video (torchcodec) and Pdf (pdfplumber). Json
+values are parsed (datasets' Json.decode_example). Features with decode=False give the storage
 dict. `cast_column(c, Image())` from paths, bytes or {bytes, path} structs
 is datasets' cast_storage; from_dict / add_item with Image features encode
 PIL images, paths and bytes as datasets' encode_example. docs/python.md,

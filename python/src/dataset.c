@@ -1313,9 +1313,11 @@ static PyMethodDef Dataset_methods[] = {
 #name, (PyCFunction)(void (*)(void))Dataset_api_##name, METH_VARARGS | METH_KEYWORDS | flags,  \
         #name sig "\n--\n\n" doc                                                                   \
   }
-    API(from_dict, METH_CLASS, "($type, /, mapping, features=None, info=None, split=None)",
+    API(from_dict, METH_CLASS,
+        "($type, /, mapping, features=None, info=None, split=None, on_mixed_types=None)",
         "An in-memory Dataset of {column: values} (datasets' from_dict)."),
-    API(from_list, METH_CLASS, "($type, /, mapping, features=None, info=None, split=None)",
+    API(from_list, METH_CLASS,
+        "($type, /, mapping, features=None, info=None, split=None, on_mixed_types=None)",
         "An in-memory Dataset of a list of row dicts (datasets' from_list)."),
     API(from_pandas, METH_CLASS,
         "($type, /, df, features=None, info=None, split=None, preserve_index=None)",
