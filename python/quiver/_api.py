@@ -11,6 +11,7 @@ pandas / polars / pyarrow objects, and the minimal IterableDataset.
 docs/python.md, "Constructors and exports".
 """
 import json
+import os
 
 from . import _media, _quiver
 from .features import ClassLabel, Features, Value, _asdict
@@ -129,9 +130,51 @@ def _info_text(info):
     return json.dumps({k: v for k, v in info.to_dict().items() if k != "features"})
 
 
+def _embedded(ds):
+    """datasets' save_to_disk embed_local_files: Image/Audio columns whose
+    values have a local path and no bytes get the file's bytes and the
+    path's basename (an in-memory copy then); else ds itself."""
+    import pyarrow as pa
+    feats = ds.features
+    cols = [c for c, f in feats.items() if _media.is_media(f)]
+    if not cols:
+        return ds
+    table = pa.table(ds.select_columns(cols))
+    new = {}
+    for c in cols:
+        col = table.column(c).combine_chunks()
+        if not pa.types.is_struct(col.type) or col.type.get_field_index("path") < 0:
+            continue
+        vals = col.to_pylist()
+        if not any(v is not None and v.get("bytes") is None and v.get("path") is not None and
+                   "://" not in v["path"] for v in vals):
+            continue
+        out = []
+        for v in vals:
+            if v is None:
+                out.append(None)
+                continue
+            data, path = v.get("bytes"), v.get("path")
+            if path is not None and "://" not in path:
+                if data is None:
+                    with open(path, "rb") as f:
+                        data = f.read()
+                path = os.path.basename(path)
+            out.append({"bytes": data, "path": path})
+        new[c] = pa.array(out, type=pa.struct({"bytes": pa.binary(), "path": pa.string()}))
+    if not new:
+        return ds
+    full = pa.table(ds)
+    for c, arr in new.items():
+        full = full.set_column(full.column_names.index(c), c, arr)
+    return _with_info(from_arrow(full, features=feats), ds.info)
+
+
 def _for_save(ds):
     """The dataset save_to_disk writes: ds, or a copy carrying its changed
-    `info` object (python/src/dataset.c keeps the object once read)."""
+    `info` object (python/src/dataset.c keeps the object once read), with
+    local Image/Audio files embedded as datasets does (_embedded)."""
+    ds = _embedded(ds)
     info = ds.info
     cur = json.loads(ds._info_json())
     cur.pop("features", None)
@@ -192,15 +235,108 @@ def _from_columns(cols, features):
         return _quiver._from_columns(out)
 
 
+def _json_dumps(v):
+    return json.dumps(v, ensure_ascii=False, separators=(",", ":"))
+
+
+def _mixed_paths(values):
+    """datasets' find_mixed_struct_types_field_paths(allow_root=True): the
+    paths (field names, 0 for list items) where dicts of differing keys, or
+    dicts/lists beside other values, meet."""
+    out = []
+    values = [v for v in values if v is not None]
+    if not values:
+        return out
+    todo = [([], values)]
+    while todo:
+        path, content = todo.pop(0)
+        if all(isinstance(x, dict) for x in content):
+            if any(set(x) != set(content[0]) for x in content) or not content[0]:
+                out.append(path)
+            else:
+                for sub in {f for x in content for f in x}:
+                    vals = [x[sub] for x in content if sub in x and x[sub] is not None]
+                    if vals:
+                        todo.append((path + [sub], vals))
+        elif all(isinstance(x, list) for x in content):
+            vals = [x for sub in content for x in sub if x is not None]
+            if vals:
+                todo.append((path + [0], vals))
+        elif any(isinstance(x, (dict, list)) for x in content):
+            out.append(path)
+    return out
+
+
+def _json_encode_field(example, path):
+    """datasets' json_encode_field: the value at `path` as JSON text (text
+    that already parses as JSON is kept; None stays None)."""
+    if path:
+        head, rest = path[0], path[1:]
+        if example is None:
+            return None
+        if head == 0:
+            return [_json_encode_field(x, rest) for x in example]
+        return {**example, head: _json_encode_field(example.get(head), rest)}
+    if example is None:
+        return None
+    if isinstance(example, str):
+        try:
+            json.loads(example)
+            return example
+        except ValueError:
+            pass
+    return _json_dumps(example)
+
+
+def _json_typed(t, path):
+    import pyarrow as pa
+    if not path:
+        return pa.json_()
+    if path[0] == 0:
+        return pa.list_(_json_typed(t.value_type, path[1:]))
+    return pa.struct([pa.field(f.name, _json_typed(f.type, path[1:]) if f.name == path[0]
+                               else f.type) for f in t])
+
+
+def _use_json(values):
+    """on_mixed_types="use_json" of one column: values as given when they
+    convert and hold no mixed structs, else an Arrow array with Json at the
+    mixed paths (the whole column when its scalars do not convert)."""
+    import pyarrow as pa
+    if _is_numpy(values) or hasattr(values, "__arrow_c_array__"):
+        return values
+    values = list(values)
+    paths = _mixed_paths(values)
+    if not paths:
+        try:
+            pa.array(values)
+            return values
+        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError):
+            paths = [[]]
+    for p in paths:
+        values = [_json_encode_field(v, p) for v in values]
+    arr = pa.array(values)
+    typ = arr.type
+    for p in paths:
+        typ = _json_typed(typ, p)
+    return arr.cast(typ)
+
+
 def from_dict(mapping, features=None, info=None, split=None, on_mixed_types=None):
-    if on_mixed_types is not None:
-        raise NotImplementedError("on_mixed_types='use_json' is not supported by quiver")
     if not isinstance(mapping, dict):
         raise TypeError(f"from_dict takes a dict of columns, not {type(mapping).__name__}")
     features = _features(features, info)
     if features is not None:
         mapping = _encode(mapping, features)
+    elif on_mixed_types == "use_json":
+        mapping = {k: _use_json(v) for k, v in mapping.items()}
     ds = _from_columns({str(k): _column(v) for k, v in mapping.items()}, features)
+    if features is None and on_mixed_types == "use_json":
+        from .features import Json
+        for k, v in mapping.items():  # a top-level json array arrives as its string storage
+            if str(getattr(getattr(v, "type", None), "extension_name", "")) == "arrow.json" and \
+                    not isinstance(ds.features.get(str(k)), Json):
+                ds = ds.cast_column(str(k), Json())
     if features is None:
         return _with_info(_optimize_ints(ds, [c for c in ds.column_names if c in _OPTIMIZED_INT]),
                           info)
@@ -420,17 +556,51 @@ class IterableDataset:
             cls = _torch_class() or cls
         return object.__new__(cls)
 
-    def __init__(self, shards, format_type=None, ops=(), features=None):
+    def __init__(self, shards, format_type=None, ops=(), features=None, epoch=0):
         self._shards = list(shards)
         self._format_type = format_type
         self._ops = tuple(ops)
         self._features = features
+        self._epoch = int(epoch)
 
     def _derive(self, op=None, features=False, format_type=False):
         ops = self._ops + ((op,) if op is not None else ())
         return IterableDataset(self._shards,
                                self._format_type if format_type is False else format_type, ops,
-                               self._features if features is False else features)
+                               self._features if features is False else features, self._epoch)
+
+    @property
+    def epoch(self):
+        return self._epoch
+
+    def set_epoch(self, epoch):
+        """datasets' set_epoch: iterating with epoch e != 0 shuffles the
+        shard order with numpy.random.default_rng(e) (unless a take or skip
+        fixes it) and reseeds every shuffle's buffer with
+        default_rng(copy(generator).integers(0, 2**63) - e), so one seed and
+        epoch give datasets' order. Changes this object in place."""
+        self._epoch = int(epoch)
+
+    def _epoch_plan(self, shards):
+        """(ops, shards) of the current epoch (datasets'
+        _prepare_ex_iterable_for_iteration)."""
+        ops, shards = self._ops, list(shards)
+        if not self._epoch:
+            return ops, _shard_order(ops, shards)
+        import numpy as np
+        shards = _shard_order(ops, shards)
+        if not _blocks_order(ops):
+            order = list(range(len(shards)))
+            np.random.default_rng(self._epoch).shuffle(order)
+            shards = [shards[j] for j in order]
+        shifted = []
+        for op in ops:
+            if op[0] == "shuffle":
+                import copy
+                seed = int(copy.deepcopy(op[1]).integers(0, 1 << 63)) - self._epoch
+                op = (op[0], np.random.default_rng(seed)) + tuple(op[2:])
+            shifted.append(op)
+        return tuple(shifted), shards
 
     @property
     def n_shards(self):
@@ -463,27 +633,27 @@ class IterableDataset:
         out._shards = _shard_group(self._shards, num_shards, index, contiguous)
         return out
 
-    def _worker_shards(self):
+    def _worker_split(self, shards):
         try:
             import torch.utils.data
             info = torch.utils.data.get_worker_info()
         except ImportError:
             info = None
-        if info is None:
-            return self._shards
-        return self._shards[info.id::info.num_workers]
+        return shards if info is None else shards[info.id::info.num_workers]
 
     def __iter__(self):
-        shards = self._worker_shards()
-        if not self._ops:
+        ops, shards = self._epoch_plan(self._shards)
+        shards = self._worker_split(shards)
+        if not ops:
             for shard in shards:
                 yield from (shard if self._format_type is None
                             else shard.with_format(self._format_type))
             return
-        if self._format_type is not None:
-            raise NotImplementedError("quiver's IterableDataset gives Python rows after map, "
-                                      "filter, shuffle, ...: use with_format(None)")
-        yield from _run(self._ops, _shard_order(self._ops, shards))
+        rows = _run(ops, shards)
+        if self._format_type is None or self._format_type == "python":
+            yield from rows
+            return
+        yield from _formatted_rows(rows, self.features, self._format_type)
 
     def iter(self, batch_size, drop_last_batch=False):
         buf = []
@@ -576,6 +746,51 @@ class IterableDataset:
         cols = self.column_names
         return (f"IterableDataset({{\n    features: {cols if cols is not None else 'Unknown'},\n"
                 f"    num_shards: {self.n_shards}\n}})")
+
+
+def _np_tensorize(v):
+    """datasets' NumpyFormatter._recursive_tensorize of one Python value."""
+    import numpy as np
+    if isinstance(v, (list, tuple)) or (isinstance(v, np.ndarray) and v.dtype == object):
+        col = [_np_tensorize(x) for x in v]
+        if col and all(isinstance(x, (np.ndarray, np.number, np.bool_)) and
+                       x.shape == col[0].shape and x.dtype == col[0].dtype for x in col):
+            return np.stack(col)
+        out = np.empty(len(col), dtype=object)
+        out[:] = col
+        return out
+    if isinstance(v, dict):
+        return {k: _np_tensorize(x) for k, x in v.items()}
+    if isinstance(v, (str, bytes, type(None), np.number)) or (
+            isinstance(v, (np.character, np.ndarray)) and np.issubdtype(v.dtype, np.character)):
+        return v
+    if type(v).__module__.startswith("PIL."):
+        return np.asarray(v)
+    kw = {}
+    if isinstance(v, np.ndarray) and np.issubdtype(v.dtype, np.integer):
+        kw = {"dtype": np.int64}
+    elif isinstance(v, np.ndarray) and np.issubdtype(v.dtype, np.floating):
+        kw = {"dtype": np.float32}
+    return np.asarray(v, **kw)
+
+
+def _formatted_rows(rows, features, format_type):
+    """Python rows (after map, filter, ...) in a format, as datasets'
+    FormattedExamplesIterable: table formats (arrow, pandas, polars) give
+    Python rows; numpy datasets' recursive_tensorize of each value (0-d
+    arrays for scalars, strings kept); other formats each row through a
+    one-row table of the features and the format's row formatter."""
+    if format_type in ("arrow", "pyarrow", "pa", "pandas", "pd", "polars", "pl"):
+        yield from rows
+        return
+    if format_type in ("numpy", "np"):
+        for row in rows:
+            yield {k: _np_tensorize(v) for k, v in row.items()}
+        return
+    for row in rows:
+        one = from_list([row], features=features if features is not None and
+                        set(features) == set(row) else None)
+        yield one.with_format(format_type)[0]
 
 
 def _shard_group(shards, num_shards, index, contiguous=True):

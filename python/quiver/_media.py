@@ -6,16 +6,20 @@ Storage is datasets' struct<bytes: binary, path: string>. Reading rows
 to a `PIL.Image.Image` as datasets' Image.decode_example does (bytes, else
 the file at path; EXIF orientation applied; `mode` converted); `Audio()`
 decodes through torchcodec in datasets, which quiver does not have: decoding
-raises datasets' ImportError. Features with decode=False give the storage
+raises datasets' ImportError; so do Video (torchcodec) and Pdf (pdfplumber). Json
+values are parsed (datasets' Json.decode_example). Features with decode=False give the storage
 dict. `cast_column(c, Image())` from paths, bytes or {bytes, path} structs
 is datasets' cast_storage; from_dict / add_item with Image features encode
 PIL images, paths and bytes as datasets' encode_example. docs/python.md,
 "Images and audio".
 """
+import json
 import os
 from io import BytesIO
 
 _MEDIA = ("Image", "Audio")
+# decoded by datasets through an optional package quiver does not use
+_DECODE_ONLY = {"Video": ("torchcodec", "videos"), "Pdf": ("pdfplumber", "pdfs")}
 
 
 def _kind(feature):
@@ -32,7 +36,9 @@ def requires_decoding(feature):
         return requires_decoding(feature[0])
     if _kind(feature) in ("List", "LargeList", "Sequence"):
         return requires_decoding(feature.feature)
-    return _kind(feature) in _MEDIA and getattr(feature, "decode", True)
+    return (_kind(feature) in _MEDIA or _kind(feature) in _DECODE_ONLY or
+            _kind(feature) == "Json") and \
+        getattr(feature, "decode", True)
 
 
 def decoders(features):
@@ -84,6 +90,19 @@ def decode_audio(feature, value):
                               "{bytes, path} storage")
 
 
+def decode_other(feature, value):
+    """datasets' Video/Pdf.decode_example: torchcodec's VideoDecoder and a
+    pdfplumber PDF there; without the package datasets' ImportError, with
+    it NotImplementedError (quiver does not decode them)."""
+    package, what = _DECODE_ONLY[_kind(feature)]
+    try:
+        __import__(package)
+    except ImportError:
+        raise ImportError(f"To support decoding {what}, please install '{package}'.") from None
+    raise NotImplementedError(f"quiver does not decode {what}: use "
+                              f"{_kind(feature)}(decode=False) for the {{bytes, path}} storage")
+
+
 def decode(feature, obj):
     """datasets' decode_nested_example of one value (None stays None)."""
     if obj is None:
@@ -103,6 +122,10 @@ def decode(feature, obj):
         return decode_image(feature, obj)
     if kind == "Audio" and feature.decode:
         return decode_audio(feature, obj)
+    if kind in _DECODE_ONLY and feature.decode:
+        return decode_other(feature, obj)
+    if kind == "Json" and feature.decode:
+        return json.loads(obj) if isinstance(obj, (str, bytes)) else obj
     return obj
 
 

@@ -24,14 +24,16 @@ static PyObject *wrap(qv_dataset *ds) {
   return (PyObject *)o;
 }
 
-/* Whether a features tree holds an Image or Audio feature (at any depth):
- * datasets decodes those when rows are read, so rows of such a dataset go
+/* Whether a features tree holds an Image, Audio, Video, Pdf or Json feature (at
+ * any depth): datasets decodes those when rows are read, so rows of such a dataset go
  * through quiver._formats (decoding in Python) even without a format. */
 static int feature_has_media(const qv_hf_feature *f, int depth) {
   if (f == NULL || depth > QV_HF_MAX_DEPTH) return 0;
+  if (f->kind == QV_HF_JSON) return 1; /* datasets' Json.decode_example: the value parsed */
   if (f->kind == QV_HF_MEDIA)
     return f->type_name != NULL &&
-           (strcmp(f->type_name, "Image") == 0 || strcmp(f->type_name, "Audio") == 0);
+           (strcmp(f->type_name, "Image") == 0 || strcmp(f->type_name, "Audio") == 0 ||
+            strcmp(f->type_name, "Video") == 0 || strcmp(f->type_name, "Pdf") == 0);
   for (int32_t i = 0; i < f->n_children; i++)
     if (feature_has_media(f->children[i], depth + 1)) return 1;
   return 0;
@@ -935,9 +937,9 @@ static PyObject *Dataset_save_to_disk(DatasetObject *self, PyObject *args, PyObj
   qv_save_options so;
   qv_error err;
   PyObject *r = NULL;
-  /* a changed ds.info is saved (quiver._api._for_save: self or a copy with it) */
-  PyObject *src = self->info ? qvpy_call_api("_for_save", (PyObject *)self, NULL, NULL)
-                             : Py_NewRef((PyObject *)self);
+  /* a changed ds.info is saved and local Image/Audio files embedded
+   * (quiver._api._for_save: self or a copy) */
+  PyObject *src = qvpy_call_api("_for_save", (PyObject *)self, NULL, NULL);
   if (src != NULL && !PyObject_TypeCheck(src, &qvpy_DatasetType)) {
     PyErr_SetString(qvpy_TypeError, "_for_save must return a quiver.Dataset");
     Py_CLEAR(src);
@@ -1315,9 +1317,11 @@ static PyMethodDef Dataset_methods[] = {
 #name, (PyCFunction)(void (*)(void))Dataset_api_##name, METH_VARARGS | METH_KEYWORDS | flags,  \
         #name sig "\n--\n\n" doc                                                                   \
   }
-    API(from_dict, METH_CLASS, "($type, /, mapping, features=None, info=None, split=None)",
+    API(from_dict, METH_CLASS,
+        "($type, /, mapping, features=None, info=None, split=None, on_mixed_types=None)",
         "An in-memory Dataset of {column: values} (datasets' from_dict)."),
-    API(from_list, METH_CLASS, "($type, /, mapping, features=None, info=None, split=None)",
+    API(from_list, METH_CLASS,
+        "($type, /, mapping, features=None, info=None, split=None, on_mixed_types=None)",
         "An in-memory Dataset of a list of row dicts (datasets' from_list)."),
     API(from_pandas, METH_CLASS,
         "($type, /, df, features=None, info=None, split=None, preserve_index=None)",
