@@ -5,12 +5,13 @@
  * durations, small decimals), its values are loaded as 64-bit words and
  * hashed (splitmix64's finaliser) into open-addressing tables of words
  * and group ids, without the row-table encoding:
- *  - the build side is radix-partitioned on the hash's top bits, one
- *    partition per thread of a pool (core/parallel_internal.h); each
- *    partition's table is built by its own task, which scans the build
- *    rows in order and takes its own, so group ids are dense per
- *    partition, in first-appearance order; a partition's base is then
- *    added (ids dense over all partitions);
+ *  - the build side is radix-partitioned on the hash's top bits (its
+ *    rows scattered by partition, in order within each), one partition
+ *    per thread of a pool (core/parallel_internal.h) or more, so that a
+ *    partition's table holds at most 128 Ki keys (4 MB, in cache while
+ *    it is built); each partition's table is built by its own task, so
+ *    group ids are dense per partition, in first-appearance order; a
+ *    partition's base is then added (ids dense over all partitions);
  *  - a slot keeps the key and its id together (one cache line a probe);
  *    builds and probes prefetch the slot of the row 16 ahead;
  *  - the probe side is looked up in parts of 64 Ki rows on the pool,
@@ -97,6 +98,7 @@ typedef struct part_table {
 } part_table;
 
 int qvj_bloom_mode = -1;
+int64_t qvj_part_keys = (int64_t)1 << 17;
 
 /* The bloom filter's word and its bits for hash h: the word from the
  * hash's bits 32-55 (the slot comes from the low bits, the partition from
@@ -111,8 +113,9 @@ typedef struct build_ctx {
   uint32_t *ids;
   int64_t n;
   part_table *parts;
-  int part_shift; /* 64 - log2(partitions); 64 for one partition */
-  bool bloom;     /* build the partitions' bloom filters */
+  const uint32_t *prow; /* the non-null build rows by partition, in order */
+  const int64_t *poff;  /* partition p's: prow[poff[p] .. poff[p + 1]) */
+  bool bloom;           /* build the partitions' bloom filters */
 } build_ctx;
 
 static inline int64_t part_of(uint64_t h, int shift) {
@@ -120,6 +123,7 @@ static inline int64_t part_of(uint64_t h, int shift) {
 }
 
 #define PREFETCH_AHEAD 16
+#define MAX_PARTS 1024
 
 static void build_task(void *ctx, int64_t p, int worker) {
   (void)worker;
@@ -141,14 +145,13 @@ static void build_task(void *ctx, int64_t p, int worker) {
   for (uint64_t s = 0; s < cap; s++) t->slots[s].id = QV_GROUP_NONE;
   t->mask = cap - 1;
   uint32_t next = 0;
-  for (int64_t r = 0; r < c->n; r++) {
-    if (r + PREFETCH_AHEAD < c->n) { /* the table is written at random: fetch ahead */
-      uint64_t ha = qv_mix64(c->keys[r + PREFETCH_AHEAD]);
-      if (part_of(ha, c->part_shift) == p) __builtin_prefetch(&t->slots[ha & t->mask], 1);
-    }
-    if (c->ids[r] == QV_GROUP_NONE) continue;
+  const uint32_t *rows = c->prow + c->poff[p];
+  int64_t nr = c->poff[p + 1] - c->poff[p];
+  for (int64_t e = 0; e < nr; e++) {
+    if (e + PREFETCH_AHEAD < nr) /* the table is written at random: fetch ahead */
+      __builtin_prefetch(&t->slots[qv_mix64(c->keys[rows[e + PREFETCH_AHEAD]]) & t->mask], 1);
+    int64_t r = rows[e];
     uint64_t k = c->keys[r], h = qv_mix64(k);
-    if (part_of(h, c->part_shift) != p) continue;
     for (uint64_t s = h & t->mask;; s = (s + 1) & t->mask) {
       uint32_t id = t->slots[s].id;
       if (id == QV_GROUP_NONE) {
@@ -278,12 +281,16 @@ qv_status qvj_fast_ids(const qvj_side *bs, const qvj_side *ps, const qv_type *ty
   int threads = qv_cpu_count();
   int nparts = 1;
   while (nparts * 2 <= threads && nparts < 8) nparts *= 2;
+  /* partitions of at most qvj_part_keys build rows: tables of 4 MB */
+  while (nparts < MAX_PARTS && bs->n > (int64_t)nparts * qvj_part_keys) nparts *= 2;
   if (bs->n < PART_ROWS) nparts = 1;
   part_table *parts = calloc((size_t)nparts, sizeof *parts);
-  int64_t base[8] = {0};
+  int64_t *base = calloc((size_t)nparts, sizeof(int64_t));
+  int64_t *poff = calloc((size_t)nparts + 1, sizeof(int64_t));
+  uint32_t *prow = malloc(sizeof(uint32_t) * (size_t)(bs->n ? bs->n : 1));
   qv_pool *pool = NULL;
   qv_status st = QV_OK;
-  if (!bk || !pk || !parts) {
+  if (!bk || !pk || !parts || !base || !poff || !prow) {
     st = qv_error_set(err, QV_ENOMEM, "join: out of memory (%" PRId64 " keys)", bs->n + ps->n);
     goto done;
   }
@@ -293,9 +300,19 @@ qv_status qvj_fast_ids(const qvj_side *bs, const qvj_side *ps, const qv_type *ty
   qv_pool_run(pool, ps->nb, load_task, &lp);
   int shift = 64;
   for (int p = nparts; p > 1; p >>= 1) shift--;
+  /* the non-null build rows scattered by partition, in order in each */
   for (int64_t r = 0; r < bs->n; r++)
     if (bids[r] != QV_GROUP_NONE) parts[part_of(qv_mix64(bk[r]), shift)].count++;
-  build_ctx bc = {bk, bids, bs->n, parts, shift, want_bloom(bk, bids, bs->n, pk, pids, ps->n)};
+  for (int p = 0; p < nparts; p++) poff[p + 1] = poff[p] + parts[p].count;
+  {
+    int64_t *pos = base; /* zeroed: the scatter's cursors, then the bases */
+    for (int64_t r = 0; r < bs->n; r++)
+      if (bids[r] != QV_GROUP_NONE) {
+        int64_t p = part_of(qv_mix64(bk[r]), shift);
+        prow[poff[p] + pos[p]++] = (uint32_t)r;
+      }
+  }
+  build_ctx bc = {bk, bids, bs->n, parts, prow, poff, want_bloom(bk, bids, bs->n, pk, pids, ps->n)};
   qv_pool_run(pool, nparts, build_task, &bc);
   int64_t ng = 0;
   for (int p = 0; p < nparts; p++) {
@@ -323,6 +340,9 @@ done:
       free(parts[p].bloom);
     }
   free(parts);
+  free(base);
+  free(poff);
+  free(prow);
   free(bk);
   free(pk);
   return st;

@@ -483,7 +483,7 @@ static void test_fast_path_large(void) {
 
 /* The fixed-width path's bloom filters (forced on; off and auto are the
  * default runs): every join type against the oracle with probes that all
- * hit, all miss, half miss, with null keys; then a larger pair (several
+ * hit, all miss, half miss, with null keys; then larger pairs (2 and 128
  * partitions) equal to the grouper's pairs with the filters on. */
 static void test_bloom_filter(void) {
   const kt i64[1] = {K_I64}, i32[1] = {K_I32}, f64[1] = {K_F64};
@@ -493,6 +493,7 @@ static void test_bloom_filter(void) {
   run_case(i32, i64, 1, 250, 260, 60, true, 0.05, 30, "bloom half miss");
   run_case(f64, f64, 1, 200, 300, 50, false, 0.05, 25, "bloom floats");
   for (int shift = 0; shift <= 60000; shift += 30000) {
+    qvj_part_keys = shift == 30000 ? 1000 : (int64_t)1 << 17; /* 128 partitions, or 2 */
     side l = make_side(i64, 1, 150000, 60000, false, 0.01, 0, "lrow");
     side r = make_side(i64, 1, 100000, 60000, shift == 30000, 0.01, shift, "rrow");
     for (int how = 0; how <= QV_JOIN_ANTI; how++) {
@@ -519,6 +520,7 @@ static void test_bloom_filter(void) {
     free_side(&r);
   }
   qvj_bloom_mode = -1;
+  qvj_part_keys = (int64_t)1 << 17;
 }
 
 /* The grouper path's parallel probe (a small build side, a probe side of
