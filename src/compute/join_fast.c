@@ -5,13 +5,20 @@
  * durations, small decimals), its values are loaded as 64-bit words and
  * hashed (splitmix64's finaliser) into open-addressing tables of words
  * and group ids, without the row-table encoding:
- *  - the build side is radix-partitioned on the hash's top bits, one
- *    partition per thread of a pool (core/parallel_internal.h); each
- *    partition's table is built by its own task, which scans the build
- *    rows in order and takes its own, so group ids are dense per
- *    partition, in first-appearance order; a partition's base is then
- *    added (ids dense over all partitions);
- *  - the probe side is looked up in parts of 64 Ki rows on the pool.
+ *  - the build side is radix-partitioned on the hash's top bits (its
+ *    rows scattered by partition, in order within each), one partition
+ *    per thread of a pool (core/parallel_internal.h) or more, so that a
+ *    partition's table holds at most 128 Ki keys (4 MB, in cache while
+ *    it is built); each partition's table is built by its own task, so
+ *    group ids are dense per partition, in first-appearance order; a
+ *    partition's base is then added (ids dense over all partitions);
+ *  - a slot keeps the key and its id together (one cache line a probe);
+ *    builds and probes prefetch the slot of the row 16 ahead;
+ *  - the probe side is looked up in parts of 64 Ki rows on the pool,
+ *    through a blocked bloom filter per partition (one 64-bit word a key,
+ *    three bits) when the build side is large and a sample of the probe
+ *    side mostly misses it (early filtering: a miss reads a word of the
+ *    filter instead of a slot of a table 16 times its size).
  * Null keys get QV_GROUP_NONE on both sides (nulls never match).
  */
 #include <inttypes.h>
@@ -73,25 +80,50 @@ static void load_task(void *ctx, int64_t b, int worker) {
   }
 }
 
+/* A slot: the key and its group id in one 16-byte record, so a probe
+ * touches one cache line (the id QV_GROUP_NONE marks an empty slot). */
+typedef struct slot {
+  uint64_t key;
+  uint32_t id;
+  uint32_t pad;
+} slot;
+
 typedef struct part_table {
-  uint64_t *keys;
-  uint32_t *ids; /* QV_GROUP_NONE: empty slot */
+  slot *slots;
   uint64_t mask;
+  uint64_t *bloom; /* NULL, or words of a blocked bloom filter (bloom_mask + 1 of them) */
+  uint64_t bloom_mask;
   int64_t n_groups, count;
   bool oom;
 } part_table;
+
+int qvj_bloom_mode = -1;
+int64_t qvj_part_keys = (int64_t)1 << 17;
+
+/* The bloom filter's word and its bits for hash h: the word from the
+ * hash's bits 32-55 (the slot comes from the low bits, the partition from
+ * the top ones), three bits from bits 0-17 — one word read per lookup. */
+static inline uint64_t bloom_bits(uint64_t h) {
+  return (1ull << (h & 63)) | (1ull << ((h >> 6) & 63)) | (1ull << ((h >> 12) & 63));
+}
+static inline uint64_t bloom_word(uint64_t h, uint64_t mask) { return (h >> 32) & mask; }
 
 typedef struct build_ctx {
   const uint64_t *keys;
   uint32_t *ids;
   int64_t n;
   part_table *parts;
-  int part_shift; /* 64 - log2(partitions); 64 for one partition */
+  const uint32_t *prow; /* the non-null build rows by partition, in order */
+  const int64_t *poff;  /* partition p's: prow[poff[p] .. poff[p + 1]) */
+  bool bloom;           /* build the partitions' bloom filters */
 } build_ctx;
 
 static inline int64_t part_of(uint64_t h, int shift) {
   return shift >= 64 ? 0 : (int64_t)(h >> shift);
 }
+
+#define PREFETCH_AHEAD 16
+#define MAX_PARTS 1024
 
 static void build_task(void *ctx, int64_t p, int worker) {
   (void)worker;
@@ -99,28 +131,37 @@ static void build_task(void *ctx, int64_t p, int worker) {
   part_table *t = &c->parts[p];
   uint64_t cap = 16;
   while (cap < (uint64_t)t->count * 2) cap <<= 1;
-  t->keys = malloc(sizeof(uint64_t) * cap);
-  t->ids = malloc(sizeof(uint32_t) * cap);
-  if (!t->keys || !t->ids) {
+  t->slots = malloc(sizeof(slot) * cap);
+  if (c->bloom) {
+    uint64_t words = 1;
+    while (words * 8 < (uint64_t)t->count) words <<= 1; /* about 8 bits per key */
+    t->bloom = calloc(words, sizeof(uint64_t));
+    t->bloom_mask = words - 1;
+  }
+  if (!t->slots || (c->bloom && !t->bloom)) {
     t->oom = true;
     return;
   }
-  memset(t->ids, 0xff, sizeof(uint32_t) * cap);
+  for (uint64_t s = 0; s < cap; s++) t->slots[s].id = QV_GROUP_NONE;
   t->mask = cap - 1;
   uint32_t next = 0;
-  for (int64_t r = 0; r < c->n; r++) {
-    if (c->ids[r] == QV_GROUP_NONE) continue;
+  const uint32_t *rows = c->prow + c->poff[p];
+  int64_t nr = c->poff[p + 1] - c->poff[p];
+  for (int64_t e = 0; e < nr; e++) {
+    if (e + PREFETCH_AHEAD < nr) /* the table is written at random: fetch ahead */
+      __builtin_prefetch(&t->slots[qv_mix64(c->keys[rows[e + PREFETCH_AHEAD]]) & t->mask], 1);
+    int64_t r = rows[e];
     uint64_t k = c->keys[r], h = qv_mix64(k);
-    if (part_of(h, c->part_shift) != p) continue;
     for (uint64_t s = h & t->mask;; s = (s + 1) & t->mask) {
-      uint32_t id = t->ids[s];
+      uint32_t id = t->slots[s].id;
       if (id == QV_GROUP_NONE) {
-        t->keys[s] = k;
-        t->ids[s] = next;
+        t->slots[s].key = k;
+        t->slots[s].id = next;
         c->ids[r] = next++;
+        if (t->bloom) t->bloom[bloom_word(h, t->bloom_mask)] |= bloom_bits(h);
         break;
       }
-      if (t->keys[s] == k) {
+      if (t->slots[s].key == k) {
         c->ids[r] = id;
         break;
       }
@@ -143,26 +184,93 @@ static void probe_task(void *ctx, int64_t part, int worker) {
   (void)worker;
   probe_ctx *c = ctx;
   int64_t lo = part * PART_ROWS, hi = lo + PART_ROWS < c->n ? lo + PART_ROWS : c->n;
+  if (c->rebase) {
+    for (int64_t r = lo; r < hi; r++) {
+      if (c->ids[r] == QV_GROUP_NONE) continue;
+      c->ids[r] += (uint32_t)c->base[part_of(qv_mix64(c->keys[r]), c->part_shift)];
+    }
+    return;
+  }
   for (int64_t r = lo; r < hi; r++) {
+    if (r + PREFETCH_AHEAD < hi) { /* the filter's word, else the table's slot, ahead */
+      uint64_t ha = qv_mix64(c->keys[r + PREFETCH_AHEAD]);
+      const part_table *ta = &c->parts[part_of(ha, c->part_shift)];
+      if (ta->bloom) __builtin_prefetch(&ta->bloom[bloom_word(ha, ta->bloom_mask)]);
+      else __builtin_prefetch(&ta->slots[ha & ta->mask]);
+    }
     if (c->ids[r] == QV_GROUP_NONE) continue;
     uint64_t k = c->keys[r], h = qv_mix64(k);
     int64_t p = part_of(h, c->part_shift);
-    if (c->rebase) {
-      c->ids[r] += (uint32_t)c->base[p];
-      continue;
-    }
     const part_table *t = &c->parts[p];
     uint32_t found = QV_GROUP_NONE;
-    for (uint64_t s = h & t->mask;; s = (s + 1) & t->mask) {
-      uint32_t id = t->ids[s];
-      if (id == QV_GROUP_NONE) break;
-      if (t->keys[s] == k) {
-        found = id + (uint32_t)c->base[p];
-        break;
+    uint64_t bits = bloom_bits(h);
+    if (!t->bloom || (t->bloom[bloom_word(h, t->bloom_mask)] & bits) == bits) {
+      for (uint64_t s = h & t->mask;; s = (s + 1) & t->mask) {
+        uint32_t id = t->slots[s].id;
+        if (id == QV_GROUP_NONE) break;
+        if (t->slots[s].key == k) {
+          found = id + (uint32_t)c->base[p];
+          break;
+        }
       }
     }
     c->ids[r] = found;
   }
+}
+
+/* Whether to filter the probe through bloom filters (qvj_bloom_mode
+ * aside): the build side has BLOOM_MIN_KEYS keys or more (its table is
+ * past the caches, a miss costs a random read of it, the filter's word
+ * is read from a sixteenth of the memory) and more than 3 in 4 of a
+ * sample of probe keys miss. The sample: the keys whose hash falls in
+ * the lowest 1/1024th, those of the build side in an exact set, up to
+ * BLOOM_SAMPLE of the probe side's looked up in it. */
+#define BLOOM_MIN_KEYS (1 << 20)
+#define BLOOM_SAMPLE 4096
+
+static bool want_bloom(const uint64_t *bk, const uint32_t *bids, int64_t nb, const uint64_t *pk,
+                       const uint32_t *pids, int64_t np) {
+  if (qvj_bloom_mode >= 0) return qvj_bloom_mode == 1;
+  if (nb < BLOOM_MIN_KEYS || np == 0) return false;
+  /* a set of the build keys' hashes would be the table itself: sample
+   * instead by hash range — keys whose hash falls in the lowest 1/1024th */
+  int64_t cap = 64;
+  while (cap < (nb >> 10) * 4) cap <<= 1;
+  uint64_t *set = malloc(sizeof(uint64_t) * (size_t)cap);
+  uint8_t *used = calloc((size_t)cap, 1);
+  if (!set || !used) {
+    free(set);
+    free(used);
+    return false;
+  }
+  const uint64_t cut = UINT64_MAX >> 10;
+  uint64_t mask = (uint64_t)cap - 1;
+  int64_t in = 0;
+  for (int64_t r = 0; r < nb && in * 2 < cap; r++) {
+    if (bids[r] == QV_GROUP_NONE) continue;
+    uint64_t h = qv_mix64(bk[r]);
+    if (h > cut) continue;
+    uint64_t s = (h >> 3) & mask;
+    while (used[s] && set[s] != bk[r]) s = (s + 1) & mask;
+    if (!used[s]) {
+      used[s] = 1;
+      set[s] = bk[r];
+      in++;
+    }
+  }
+  int64_t tried = 0, miss = 0;
+  for (int64_t r = 0; r < np && tried < BLOOM_SAMPLE; r++) {
+    if (pids[r] == QV_GROUP_NONE) continue;
+    uint64_t h = qv_mix64(pk[r]);
+    if (h > cut) continue;
+    tried++;
+    uint64_t s = (h >> 3) & mask;
+    while (used[s] && set[s] != pk[r]) s = (s + 1) & mask;
+    miss += !used[s];
+  }
+  free(set);
+  free(used);
+  return tried >= 64 && miss * 4 > tried * 3; /* more than 3 in 4 miss */
 }
 
 qv_status qvj_fast_ids(const qvj_side *bs, const qvj_side *ps, const qv_type *type, uint32_t *bids,
@@ -173,12 +281,16 @@ qv_status qvj_fast_ids(const qvj_side *bs, const qvj_side *ps, const qv_type *ty
   int threads = qv_cpu_count();
   int nparts = 1;
   while (nparts * 2 <= threads && nparts < 8) nparts *= 2;
+  /* partitions of at most qvj_part_keys build rows: tables of 4 MB */
+  while (nparts < MAX_PARTS && bs->n > (int64_t)nparts * qvj_part_keys) nparts *= 2;
   if (bs->n < PART_ROWS) nparts = 1;
   part_table *parts = calloc((size_t)nparts, sizeof *parts);
-  int64_t base[8] = {0};
+  int64_t *base = calloc((size_t)nparts, sizeof(int64_t));
+  int64_t *poff = calloc((size_t)nparts + 1, sizeof(int64_t));
+  uint32_t *prow = malloc(sizeof(uint32_t) * (size_t)(bs->n ? bs->n : 1));
   qv_pool *pool = NULL;
   qv_status st = QV_OK;
-  if (!bk || !pk || !parts) {
+  if (!bk || !pk || !parts || !base || !poff || !prow) {
     st = qv_error_set(err, QV_ENOMEM, "join: out of memory (%" PRId64 " keys)", bs->n + ps->n);
     goto done;
   }
@@ -188,9 +300,19 @@ qv_status qvj_fast_ids(const qvj_side *bs, const qvj_side *ps, const qv_type *ty
   qv_pool_run(pool, ps->nb, load_task, &lp);
   int shift = 64;
   for (int p = nparts; p > 1; p >>= 1) shift--;
+  /* the non-null build rows scattered by partition, in order in each */
   for (int64_t r = 0; r < bs->n; r++)
     if (bids[r] != QV_GROUP_NONE) parts[part_of(qv_mix64(bk[r]), shift)].count++;
-  build_ctx bc = {bk, bids, bs->n, parts, shift};
+  for (int p = 0; p < nparts; p++) poff[p + 1] = poff[p] + parts[p].count;
+  {
+    int64_t *pos = base; /* zeroed: the scatter's cursors, then the bases */
+    for (int64_t r = 0; r < bs->n; r++)
+      if (bids[r] != QV_GROUP_NONE) {
+        int64_t p = part_of(qv_mix64(bk[r]), shift);
+        prow[poff[p] + pos[p]++] = (uint32_t)r;
+      }
+  }
+  build_ctx bc = {bk, bids, bs->n, parts, prow, poff, want_bloom(bk, bids, bs->n, pk, pids, ps->n)};
   qv_pool_run(pool, nparts, build_task, &bc);
   int64_t ng = 0;
   for (int p = 0; p < nparts; p++) {
@@ -214,10 +336,13 @@ done:
   qv_pool_free(pool);
   if (parts)
     for (int p = 0; p < nparts; p++) {
-      free(parts[p].keys);
-      free(parts[p].ids);
+      free(parts[p].slots);
+      free(parts[p].bloom);
     }
   free(parts);
+  free(base);
+  free(poff);
+  free(prow);
   free(bk);
   free(pk);
   return st;

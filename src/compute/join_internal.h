@@ -49,6 +49,16 @@ extern bool qvj_serial_probe;
  *  lower it). */
 extern int64_t qvj_random_min;
 
+/** The fixed-width path's bloom filters over the build side's partitions
+ *  (join_fast.c), consulted before a probe reads the table: -1 (default)
+ *  when the build side is large and a sample of the probe mostly misses
+ *  it, 0 never, 1 always (tests check both against the oracle). */
+extern int qvj_bloom_mode;
+
+/** Build rows per partition of the fixed-width path (join_fast.c): 128 Ki
+ *  (a variable so that tests can lower it and run many partitions). */
+extern int64_t qvj_part_keys;
+
 /** Whether one key of unified type t takes the fixed-width path
  *  (join_fast.c): 1, 2, 4 or 8 bytes, no children, not bool. */
 bool qvj_fast_eligible(const qv_type *t);
