@@ -208,6 +208,7 @@ static void run_rows(const gsrc *s, rows_fn fn, void *ctx) {
       for (int64_t i = lo; i < m; i++) {                                                           \
         int64_t a = i + PREFETCH_AHEAD;                                                            \
         __builtin_prefetch(bases[chunk[a]] + row[a] * (W));                                        \
+        __builtin_prefetch(dst + dest[a] * (W), 1);                                                \
         memcpy(dst + dest[i] * (W), bases[chunk[i]] + row[i] * (W), (W));                          \
       }                                                                                            \
       for (int64_t i = m; i < hi; i++)                                                             \
@@ -382,6 +383,7 @@ static void bin_size_rows(void *ctx, int64_t lo, int64_t hi) {
     if (i + PREFETCH_AHEAD < hi) {
       const qv_array *a = s->chunks[SRC_CHUNK(s, i + PREFETCH_AHEAD)];
       __builtin_prefetch(a->buffers[1]->data + (a->offset + s->row[i + PREFETCH_AHEAD]) * w);
+      __builtin_prefetch(x->offs + (s->dest[i + PREFETCH_AHEAD] + 1) * w, 1);
     }
     const qv_array *a = s->chunks[SRC_CHUNK(s, i)];
     int64_t start, end;
