@@ -5,7 +5,8 @@
  *  - open as a mapped table;
  *  - gather N random rows (splitmix64 from SEED, the sequence
  *    bench_table.py uses) with qv_table_gather: a first call (decodes and
- *    validates the batches it touches) and a second (warm) call; the same
+ *    validates the batches it touches) and the best of REPS warm calls
+ *    (wall, this thread's CPU, the process's CPU); the same
  *    on the numeric columns only (id, x) for the comparison with pyarrow's
  *    Table.take, which cannot take the string column (offset overflow);
  *  - SLICES random fast_slice calls (qv_table_slice: interpolation search,
@@ -22,6 +23,18 @@
 
 #include "bench_util.h"
 #include "quiver/table.h"
+
+/* Warm gathers are timed REPS times; the best is reported. */
+#define REPS 3
+
+/* CPU seconds of the whole process (the gather's pool threads included). */
+static double process_cpu_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static double min_d(double a, double b) { return a < b ? a : b; }
 
 static void die(const char *what, const qv_error *err) {
   fprintf(stderr, "bench_table: %s: %s\n", what, err->message);
@@ -71,25 +84,35 @@ int main(int argc, char **argv) {
   }
   int64_t checksum = id_sum(g);
   qv_array_unref(g);
-  t0 = now();
-  double c0 = cpu_now();
-  if (qv_table_gather(t, idx, n, &g, &err) != QV_OK) die("gather", &err);
-  double gather_s = now() - t0, gather_cpu_s = cpu_now() - c0;
-  qv_array_unref(g);
+  double gather_s = 1e30, gather_cpu_s = 1e30, gather_pcpu_s = 1e30;
+  for (int r = 0; r < REPS; r++) { /* best of REPS: the machine is shared */
+    t0 = now();
+    double c0 = cpu_now(), p0 = process_cpu_now();
+    if (qv_table_gather(t, idx, n, &g, &err) != QV_OK) die("gather", &err);
+    gather_s = min_d(gather_s, now() - t0);
+    gather_cpu_s = min_d(gather_cpu_s, cpu_now() - c0);
+    gather_pcpu_s = min_d(gather_pcpu_s, process_cpu_now() - p0);
+    qv_array_unref(g);
+  }
   long peak = anon_kb();
 
   int32_t numeric[2] = {0, 1};
   qv_table *num = NULL;
   if (qv_table_select(t, numeric, 2, &num, &err) != QV_OK) die("select", &err);
-  t0 = now();
-  c0 = cpu_now();
-  if (qv_table_gather(num, idx, n, &g, &err) != QV_OK) die("gather", &err);
-  double gather_numeric_s = now() - t0, gather_numeric_cpu_s = cpu_now() - c0;
-  if (id_sum(g) != checksum) {
-    fprintf(stderr, "bench_table: numeric gather differs\n");
-    return 1;
+  double gather_numeric_s = 1e30, gather_numeric_cpu_s = 1e30, gather_numeric_pcpu_s = 1e30;
+  for (int r = 0; r < REPS; r++) {
+    t0 = now();
+    double c0 = cpu_now(), p0 = process_cpu_now();
+    if (qv_table_gather(num, idx, n, &g, &err) != QV_OK) die("gather", &err);
+    gather_numeric_s = min_d(gather_numeric_s, now() - t0);
+    gather_numeric_cpu_s = min_d(gather_numeric_cpu_s, cpu_now() - c0);
+    gather_numeric_pcpu_s = min_d(gather_numeric_pcpu_s, process_cpu_now() - p0);
+    if (id_sum(g) != checksum) {
+      fprintf(stderr, "bench_table: numeric gather differs\n");
+      return 1;
+    }
+    qv_array_unref(g);
   }
-  qv_array_unref(g);
   qv_table_unref(num);
 
   /* fast_slice */
@@ -140,14 +163,16 @@ int main(int argc, char **argv) {
       "{\"tool\": \"quiver\", \"rows\": %lld, \"batches\": %lld, \"n\": %lld, "
       "\"open_s\": %.6f, \"gather_first_s\": %.6f, \"gather_s\": %.6f, "
       "\"gather_numeric_s\": %.6f, \"gather_cpu_s\": %.6f, \"gather_numeric_cpu_s\": %.6f, "
+      "\"gather_process_cpu_s\": %.6f, \"gather_numeric_process_cpu_s\": %.6f, "
       "\"checksum\": %lld, \"peak_anon_mb\": %.1f, "
       "\"slices\": %lld, \"slice_total_s\": %.6f, \"sliced_rows\": %lld, "
       "\"replays\": %lld, \"replay_build_s\": %.6f, \"recipe_bytes\": %lld, "
       "\"recipe_encode_s\": %.6f, \"recipe_decode_s\": %.6f}\n",
       (long long)rows, (long long)qv_table_num_batches(t), (long long)n, open_s, gather_first_s,
-      gather_s, gather_numeric_s, gather_cpu_s, gather_numeric_cpu_s, (long long)checksum,
-      (double)(peak - base) / 1024.0, (long long)slices, slice_s, (long long)sliced_rows,
-      (long long)qv_table_num_replays(cur), replay_s, (long long)recipe_len, encode_s, decode_s);
+      gather_s, gather_numeric_s, gather_cpu_s, gather_numeric_cpu_s, gather_pcpu_s,
+      gather_numeric_pcpu_s, (long long)checksum, (double)(peak - base) / 1024.0, (long long)slices,
+      slice_s, (long long)sliced_rows, (long long)qv_table_num_replays(cur), replay_s,
+      (long long)recipe_len, encode_s, decode_s);
   free(recipe);
   qv_table_unref(back);
   qv_table_unref(cur);

@@ -184,10 +184,19 @@ static void rows_task(void *ctx, int64_t p, int worker) {
   j->fn(j->ctx, j->n * p / j->parts, j->n * (p + 1) / j->parts);
 }
 
+/* Parts per thread: small parts let whichever thread runs take the next
+ * one (the waiting caller runs them too), so a thread the scheduler holds
+ * back on a loaded machine delays the loop by one part, not by its half. */
+#define PARTS_PER_THREAD 8
+int64_t qv_take_part_min_rows = 8192;
+
 static void run_rows(const gsrc *s, rows_fn fn, void *ctx) {
-  int parts = s->pool != NULL && s->dest != NULL && s->n >= qv_take_parallel_min_n
-                  ? qv_pool_size(s->pool)
-                  : 1;
+  int parts = 1;
+  if (s->pool != NULL && s->dest != NULL && s->n >= qv_take_parallel_min_n) {
+    int64_t most = s->n / qv_take_part_min_rows;
+    parts = qv_pool_size(s->pool) * PARTS_PER_THREAD;
+    if (parts > most) parts = most > 2 ? (int)most : 2;
+  }
   if (parts <= 1) {
     fn(ctx, 0, s->n);
     return;
@@ -208,6 +217,7 @@ static void run_rows(const gsrc *s, rows_fn fn, void *ctx) {
       for (int64_t i = lo; i < m; i++) {                                                           \
         int64_t a = i + PREFETCH_AHEAD;                                                            \
         __builtin_prefetch(bases[chunk[a]] + row[a] * (W));                                        \
+        __builtin_prefetch(dst + dest[a] * (W), 1);                                                \
         memcpy(dst + dest[i] * (W), bases[chunk[i]] + row[i] * (W), (W));                          \
       }                                                                                            \
       for (int64_t i = m; i < hi; i++)                                                             \
@@ -382,6 +392,7 @@ static void bin_size_rows(void *ctx, int64_t lo, int64_t hi) {
     if (i + PREFETCH_AHEAD < hi) {
       const qv_array *a = s->chunks[SRC_CHUNK(s, i + PREFETCH_AHEAD)];
       __builtin_prefetch(a->buffers[1]->data + (a->offset + s->row[i + PREFETCH_AHEAD]) * w);
+      __builtin_prefetch(x->offs + (s->dest[i + PREFETCH_AHEAD] + 1) * w, 1);
     }
     const qv_array *a = s->chunks[SRC_CHUNK(s, i)];
     int64_t start, end;

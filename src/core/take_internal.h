@@ -34,4 +34,9 @@ qv_status qv_take_chunked_to(qv_array *const *chunks, int64_t n_chunks, const in
  * threads: 64 Ki (a variable so that tests can lower it). */
 extern int64_t qv_take_parallel_min_n;
 
+/* Fewest rows per part of such a split loop: 8 Ki (a variable so that
+ * tests can lower it); a loop runs in up to 8 parts per thread, taken by
+ * whichever thread is free. */
+extern int64_t qv_take_part_min_rows;
+
 #endif

@@ -145,8 +145,9 @@ static void test_take_chunked_random(void) {
 static void test_take_chunked_to(void) {
   qv_pool *pool = NULL;
   QV_REQUIRE(qv_pool_new(2, &pool, NULL) == QV_OK);
-  int64_t save_par = qv_take_parallel_min_n;
+  int64_t save_par = qv_take_parallel_min_n, save_part = qv_take_part_min_rows;
   qv_take_parallel_min_n = 2; /* odd trials: loops in parts on two threads */
+  qv_take_part_min_rows = 3;  /* many small parts, taken by whichever thread is free */
   for (int ti = 0; ti < ORC_N_TYPES; ti++) {
     qv_type *t = orc_type(ti);
     for (int trial = 0; trial < 60; trial++) {
@@ -208,6 +209,7 @@ static void test_take_chunked_to(void) {
     qv_type_unref(t);
   }
   qv_take_parallel_min_n = save_par;
+  qv_take_part_min_rows = save_part;
   qv_pool_free(pool);
 }
 
@@ -218,8 +220,9 @@ static void test_take_chunked_to(void) {
 static void test_take_chunked_to_lengths(void) {
   qv_pool *pool = NULL;
   QV_REQUIRE(qv_pool_new(2, &pool, NULL) == QV_OK);
-  int64_t save_par = qv_take_parallel_min_n;
+  int64_t save_par = qv_take_parallel_min_n, save_part = qv_take_part_min_rows;
   qv_take_parallel_min_n = 2;
+  qv_take_part_min_rows = 5;
   static char text[3][100][81];
   for (int large = 0; large < 2; large++) {
     qv_array *chunks[3];
@@ -260,6 +263,7 @@ static void test_take_chunked_to_lengths(void) {
     for (int c = 0; c < 3; c++) qv_array_unref(chunks[c]);
   }
   qv_take_parallel_min_n = save_par;
+  qv_take_part_min_rows = save_part;
   qv_pool_free(pool);
 }
 
