@@ -518,15 +518,11 @@ qv_status qvg_normalize_floats(qv_array *x, qv_array **out, qv_error *err) {
   if (id == QV_DOUBLE) {
     double *d = (double *)vals->data;
     memcpy(d, src, (size_t)(n * 8));
-    for (int64_t i = 0; i < n; i++)
-      if (d[i] == 0.0) d[i] = 0.0; /* -0.0 too */
-      else if (isnan(d[i])) d[i] = NAN;
+    for (int64_t i = 0; i < n; i++) d[i] = qvg_canon_double(d[i]);
   } else {
     float *f = (float *)vals->data;
     memcpy(f, src, (size_t)(n * 4));
-    for (int64_t i = 0; i < n; i++)
-      if (f[i] == 0.0f) f[i] = 0.0f;
-      else if (isnan(f[i])) f[i] = NAN;
+    for (int64_t i = 0; i < n; i++) f[i] = qvg_canon_float(f[i]);
   }
   qv_array *a = qv_array_new(x->type, 2, 0);
   if (!a) {

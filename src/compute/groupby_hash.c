@@ -147,8 +147,10 @@ static inline uint64_t fixed_value(const uint8_t *d, int w, int fl, int64_t i) {
       if (fl) {
         float f;
         memcpy(&f, d + i * 4, 4);
-        if (f == 0.0f) return 0;
-        if (isnan(f)) return 0x7fc00000u;
+        f = qvg_canon_float(f);
+        uint32_t x;
+        memcpy(&x, &f, 4);
+        return x;
       }
       uint32_t x;
       memcpy(&x, d + i * 4, 4);
@@ -158,8 +160,10 @@ static inline uint64_t fixed_value(const uint8_t *d, int w, int fl, int64_t i) {
       if (fl) {
         double f;
         memcpy(&f, d + i * 8, 8);
-        if (f == 0.0) return 0;
-        if (isnan(f)) return 0x7ff8000000000000ull;
+        f = qvg_canon_double(f);
+        uint64_t x;
+        memcpy(&x, &f, 8);
+        return x;
       }
       uint64_t x;
       memcpy(&x, d + i * 8, 8);

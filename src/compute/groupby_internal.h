@@ -7,6 +7,8 @@
 #ifndef QV_GROUPBY_INTERNAL_H
 #define QV_GROUPBY_INTERNAL_H
 
+#include <math.h>
+
 #include "quiver/compute.h"
 
 typedef struct qvg_agg qvg_agg;
@@ -99,6 +101,21 @@ qv_status qvg_agg_merge(qvg_agg *dst, const qvg_agg *src, const uint32_t *map, i
  *  (for results gathered from the input); rows: NULL unless holistic. */
 qv_status qvg_agg_finish(qvg_agg *a, int64_t n_groups, qv_array *const *chunks, int64_t n_chunks,
                          const qvg_rows *rows, qv_array **out, qv_error *err);
+
+/** The canonical grouping value of one float / double, the one rule of
+ *  qvg_normalize_floats and the hash group-by's key loader: -0.0 -> 0.0,
+ *  every NaN the one quiet NaN (bits 0x7fc00000 / 0x7ff8000000000000),
+ *  anything else itself. */
+static inline float qvg_canon_float(float f) {
+  if (f == 0.0f) return 0.0f; /* -0.0 too */
+  if (isnan(f)) return NAN;
+  return f;
+}
+static inline double qvg_canon_double(double d) {
+  if (d == 0.0) return 0.0; /* -0.0 too */
+  if (isnan(d)) return (double)NAN;
+  return d;
+}
 
 /** x with float/double values made canonical for grouping as DuckDB
  *  groups them (-0.0 -> 0.0, every NaN one NaN): a new array, or a new

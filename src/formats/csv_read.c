@@ -18,7 +18,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "core/parallel_internal.h"
 #include "formats/text_internal.h"
@@ -1291,17 +1290,9 @@ qv_status qv_csv_stream_path(const char *path, const qv_csv_read_options *option
   s.r = &r;
   s.sink = sink;
   s.stats = stats;
-  qv_status st = qv_text_window_open(&s.w, path, err);
-  if (st != QV_OK) return st;
-  struct stat sb;
-  int64_t file_size = fstat(s.w.fd, &sb) == 0 && !s.w.gz && !s.w.zstd
-                          ? (int64_t)sb.st_size
-                          : -1; /* compressed: the text's size is unknown */
-  int threads = o->threads > 0 ? o->threads : qv_cpu_count();
-  int64_t bs = o->block_size > 0 ? o->block_size : (1 << 20);
-  int64_t nbw = 2 * (int64_t)threads, window_bytes = nbw * bs;
-  /* the workers parse while this thread hands batches to the sink */
-  st = qv_pool_new(threads + 1, &s.pool, err);
+  int64_t file_size, nbw, window_bytes;
+  qv_status st = qv_text_stream_open(&s.w, path, o->threads, o->block_size, &s.pool, &file_size,
+                                     &nbw, &window_bytes, err);
   if (st == QV_OK) {
     s.n_scratch = qv_pool_size(s.pool);
     s.scratch = calloc((size_t)s.n_scratch, sizeof *s.scratch);

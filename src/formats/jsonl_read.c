@@ -20,7 +20,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "core/parallel_internal.h"
 #include "formats/text_internal.h"
@@ -1125,23 +1124,18 @@ qv_status qv_jsonl_stream_path(const char *path, const qv_jsonl_read_options *op
   s.r = &r;
   s.sink = sink;
   s.stats = stats;
-  qv_status st = qv_text_window_open(&s.w, path, err);
-  if (st != QV_OK) return st;
-  struct stat sb;
-  int64_t file_size = fstat(s.w.fd, &sb) == 0 && !s.w.gz && !s.w.zstd
-                          ? (int64_t)sb.st_size
-                          : -1; /* compressed: the text's size is unknown */
-  int threads = r.o->threads > 0 ? r.o->threads : qv_cpu_count();
-  int64_t bs = r.o->block_size > 0 ? r.o->block_size : (1 << 20);
-  int64_t nbw = 2 * (int64_t)threads, window_bytes = nbw * bs;
-  r.n_blocks = nbw;
-  r.blocks = calloc((size_t)nbw, sizeof *r.blocks);
-  s.pending = calloc((size_t)nbw, sizeof *s.pending);
-  s.root = shape_new(NULL, NULL, 0);
-  if (r.blocks == NULL || s.pending == NULL || s.root == NULL)
-    st = qv_error_set(err, QV_ENOMEM, "out of memory");
-  else s.root->kind = S_STRUCT;
-  if (st == QV_OK) st = qv_pool_new(threads + 1, &s.pool, err);
+  int64_t file_size, nbw, window_bytes;
+  qv_status st = qv_text_stream_open(&s.w, path, r.o->threads, r.o->block_size, &s.pool, &file_size,
+                                     &nbw, &window_bytes, err);
+  if (st == QV_OK) {
+    r.n_blocks = nbw;
+    r.blocks = calloc((size_t)nbw, sizeof *r.blocks);
+    s.pending = calloc((size_t)nbw, sizeof *s.pending);
+    s.root = shape_new(NULL, NULL, 0);
+    if (r.blocks == NULL || s.pending == NULL || s.root == NULL)
+      st = qv_error_set(err, QV_ENOMEM, "out of memory");
+    else s.root->kind = S_STRUCT;
+  }
   for (bool again = true; st == QV_OK && again;) {
     st = jstream_pass(&s, &window_bytes, nbw, progress, progress_ctx, file_size, &again, err);
     for (int64_t i = 0; i < s.n_pending; i++) qv_array_unref(s.pending[i]);

@@ -21,6 +21,7 @@
 #include "quiver/parquet.h"
 
 #define PQ_DEFAULT_MAX_ALLOC ((int64_t)1 << 30)
+#define PQ_SPARE 16 /* decode buffer sets kept: about one a thread */
 
 struct qv_parquet_file {
   qv_buffer *buf;
@@ -31,6 +32,12 @@ struct qv_parquet_file {
   int32_t n_leaves;
   qv_schema *schema;
   int64_t decoded_chunks; /* atomic: column chunks read_chunk decoded */
+  /* atomic slots: the decode buffers of finished row groups (one pq_col a
+   * leaf, grow-only), taken by the next row group a thread decodes so that
+   * megabytes of levels, indices, dictionaries and decompressed pages are
+   * not malloced and freed (glibc maps and unmaps them) every row group;
+   * freed by qv_parquet_close */
+  struct pq_col *spare[PQ_SPARE];
 };
 
 static qv_status oom(qv_error *err) {
@@ -40,8 +47,11 @@ static qv_status oom(qv_error *err) {
 /* ------------------------------------------------------------------------ */
 /* Opening                                                                   */
 
+static void cols_free(qv_parquet_file *f, struct pq_col *cols);
+
 void qv_parquet_close(qv_parquet_file *f) {
   if (f == NULL) return;
+  for (int i = 0; i < PQ_SPARE; i++) cols_free(f, f->spare[i]);
   qv_schema_unref(f->schema);
   qv_pq_node_free(f->root);
   free(f->leaves);
@@ -317,6 +327,8 @@ typedef struct pq_col {
   bool has_dict;
   uint32_t *idx; /* scratch for dictionary indices, reused across pages */
   int64_t idx_cap;
+  uint8_t *zbuf; /* decompressed page, reused across pages */
+  int64_t zbuf_cap;
   int64_t max_alloc;
   /* where we are, for messages */
   const char *file;
@@ -331,11 +343,51 @@ static void vals_free(pq_vals *v) {
 }
 
 static void col_free(pq_col *c) {
+  free(c->zbuf);
   free(c->idx);
   free(c->def);
   free(c->rep);
   vals_free(&c->vals);
   vals_free(&c->dict);
+}
+
+/* The leaves' decode buffers of a row group, kept for the next one. */
+static void cols_free(qv_parquet_file *f, pq_col *cols) {
+  for (int32_t l = 0; cols && l < f->n_leaves; l++) col_free(&cols[l]);
+  free(cols);
+}
+
+/* A set of decode buffers: a spare one (its buffers kept, its state
+ * cleared) or a new one; NULL when out of memory. */
+static pq_col *cols_take(qv_parquet_file *f) {
+  for (int i = 0; i < PQ_SPARE; i++) {
+    pq_col *cols = __atomic_exchange_n(&f->spare[i], NULL, __ATOMIC_ACQUIRE);
+    if (cols == NULL) continue;
+    for (int32_t l = 0; l < f->n_leaves; l++) {
+      pq_col *c = &cols[l], k = *c;
+      memset(c, 0, sizeof *c);
+      c->def = k.def, c->rep = k.rep, c->lv_cap = k.lv_cap;
+      c->idx = k.idx, c->idx_cap = k.idx_cap;
+      c->zbuf = k.zbuf, c->zbuf_cap = k.zbuf_cap;
+      c->vals.data = k.vals.data, c->vals.cap = k.vals.cap;
+      c->vals.offs = k.vals.offs, c->vals.offs_cap = k.vals.offs_cap;
+      c->dict.data = k.dict.data, c->dict.cap = k.dict.cap;
+      c->dict.offs = k.dict.offs, c->dict.offs_cap = k.dict.offs_cap;
+    }
+    return cols;
+  }
+  return calloc((size_t)(f->n_leaves > 0 ? f->n_leaves : 1), sizeof(pq_col));
+}
+
+/* Back into a free slot (freed when every slot is taken). */
+static void cols_give(qv_parquet_file *f, pq_col *cols) {
+  for (int i = 0; cols != NULL && i < PQ_SPARE; i++) {
+    pq_col *expect = NULL;
+    if (__atomic_compare_exchange_n(&f->spare[i], &expect, cols, false, __ATOMIC_RELEASE,
+                                    __ATOMIC_RELAXED))
+      return;
+  }
+  cols_free(f, cols);
 }
 
 static qv_status col_fail(pq_col *c, qv_status st, qv_error *err, const char *fmt, ...)
@@ -827,8 +879,6 @@ static qv_status read_chunk(const qv_parquet_file *f, int32_t g, int32_t col, pq
       (void)grow((void **)&c->vals.offs, &c->vals.offs_cap, hint + 1, 8, c->max_alloc);
   }
   int64_t pos = start, values = 0;
-  uint8_t *scratch = NULL;
-  int64_t scratch_cap = 0;
   qv_status st = QV_OK;
   int64_t rows_left = f->meta.row_groups[g].num_rows;
   while (st == QV_OK && pos < end && values < m->num_values) {
@@ -893,16 +943,16 @@ static qv_status read_chunk(const qv_parquet_file *f, int32_t g, int32_t col, pq
     if (compressed && dlen == 0 && h.compressed_size - lv == 0) {
       data = body + lv; /* an empty page: nothing to decompress */
     } else if (compressed) {
-      if (!grow((void **)&scratch, &scratch_cap, dlen + 1, 1, c->max_alloc)) {
+      if (!grow((void **)&c->zbuf, &c->zbuf_cap, dlen + 1, 1, c->max_alloc)) {
         st = oom(err);
         break;
       }
-      st = qv_pq_decompress(m->codec, body + lv, h.compressed_size - lv, scratch, dlen, err);
+      st = qv_pq_decompress(m->codec, body + lv, h.compressed_size - lv, c->zbuf, dlen, err);
       if (st != QV_OK) {
         st = col_fail(c, st, err, "%s", err ? err->message : "");
         break;
       }
-      data = scratch;
+      data = c->zbuf;
     } else if (h.compressed_size != h.uncompressed_size) {
       st = col_fail(c, QV_EINVAL, err, "uncompressed page of %d bytes declares %d",
                     h.compressed_size, h.uncompressed_size);
@@ -936,7 +986,6 @@ static qv_status read_chunk(const qv_parquet_file *f, int32_t g, int32_t col, pq
     }
     c->page++;
   }
-  free(scratch);
   if (st == QV_OK && values != m->num_values) {
     c->offset = pos;
     st = col_fail(c, QV_EINVAL, err, "the column chunk holds %lld values, its metadata says %lld",
@@ -1611,10 +1660,10 @@ static qv_status read_chunks_parallel(qv_parquet_file *f, int32_t g, pq_col *col
 
 static qv_status read_row_group(read_job *j, int32_t g, qv_array **out, qv_error *err) {
   qv_parquet_file *f = j->f;
-  pq_col *cols = calloc((size_t)(f->n_leaves > 0 ? f->n_leaves : 1), sizeof *cols);
+  pq_col *cols = cols_take(f);
   bool *want = calloc((size_t)(f->n_leaves > 0 ? f->n_leaves : 1), 1);
   if (cols == NULL || want == NULL) {
-    free(cols);
+    cols_give(f, cols);
     free(want);
     return oom(err);
   }
@@ -1667,8 +1716,7 @@ static qv_status read_row_group(read_job *j, int32_t g, qv_array **out, qv_error
     if (st == QV_OK) batch->children[i] = col;
     else qv_array_unref(col);
   }
-  for (int32_t l = 0; l < f->n_leaves; l++) col_free(&cols[l]);
-  free(cols);
+  cols_give(f, cols);
   free(want);
   if (st != QV_OK) {
     qv_array_unref(batch);

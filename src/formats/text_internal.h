@@ -116,6 +116,20 @@ qv_status qv_text_window_rewind(qv_text_window *w, qv_error *err);
 /** Close the file and free the buffer. NULL-safe, idempotent. */
 void qv_text_window_close(qv_text_window *w);
 
+struct qv_pool;
+/** A streaming reader's start, the one setup CSV and JSON Lines share:
+ *  `w` opened over `path` (qv_text_window_open), the text's size in
+ *  *file_size (-1 when compressed: unknown), `threads` (<= 0: every core)
+ *  and `block_size` (<= 0: 1 MiB) giving *nbw = 2 * threads blocks a
+ *  window of *window_bytes = nbw * block_size, and *pool: threads + 1 (the
+ *  workers parse while the calling thread feeds the sink). On failure the
+ *  caller still owns and frees what was made: qv_pool_free(*pool) and
+ *  qv_text_window_close(w) are safe whatever the outcome (*pool NULL when
+ *  not made). */
+qv_status qv_text_stream_open(qv_text_window *w, const char *path, int threads, int64_t block_size,
+                              struct qv_pool **pool, int64_t *file_size, int64_t *nbw,
+                              int64_t *window_bytes, qv_error *err);
+
 /* ---- compressed output --------------------------------------------- */
 
 /** A text writer's output: the atomic file, through gzip or zstd when

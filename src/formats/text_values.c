@@ -11,11 +11,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 #include <zstd.h>
 
 #include "core/atomic_internal.h"
+#include "core/parallel_internal.h"
 #include "formats/text_internal.h"
 #include "quiver/csv.h"
 
@@ -468,6 +470,21 @@ qv_status qv_text_window_open(qv_text_window *w, const char *path, qv_error *err
     if (w->zstd == NULL || w->zin == NULL) return qv_error_set(err, QV_ENOMEM, "out of memory");
   }
   return QV_OK;
+}
+
+qv_status qv_text_stream_open(qv_text_window *w, const char *path, int threads, int64_t block_size,
+                              qv_pool **pool, int64_t *file_size, int64_t *nbw,
+                              int64_t *window_bytes, qv_error *err) {
+  *pool = NULL;
+  *file_size = -1;
+  QV_RETURN_NOT_OK(qv_text_window_open(w, path, err));
+  struct stat sb;
+  if (fstat(w->fd, &sb) == 0 && !w->gz && !w->zstd) *file_size = (int64_t)sb.st_size;
+  if (threads <= 0) threads = qv_cpu_count();
+  int64_t bs = block_size > 0 ? block_size : (1 << 20);
+  *nbw = 2 * (int64_t)threads;
+  *window_bytes = *nbw * bs;
+  return qv_pool_new(threads + 1, pool, err);
 }
 
 /* Up to `cap` bytes of the (decompressed) file into dst: 0 at its end. */

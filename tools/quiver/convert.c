@@ -6,7 +6,6 @@
  * a failure leaves no partial output. A progress bar (progress.h) shows on
  * a terminal when the conversion takes more than a moment. Top layer.
  */
-#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,13 +81,6 @@ static qv_status pq_sink_batch(void *ctx, const qv_schema *schema, qv_array *bat
 
 static qv_status convert_parquet(const char *in, const char *out, bool to_stdout,
                                  const qv_write_options *wo, qv_error *err) {
-#ifdef __GLIBC__
-  /* Each row group is decoded into fresh buffers of megabytes that glibc
-   * would map and unmap every time (page faults on every row group, ~15%
-   * of the CPU time): keep freed memory for the next row groups. */
-  mallopt(M_MMAP_THRESHOLD, 32 << 20);
-  mallopt(M_TRIM_THRESHOLD, 1 << 30);
-#endif
   pq_sink k = {out, to_stdout, wo, NULL};
   qv_status st = qv_table_scan_parquet(in, 0, pq_sink_batch, &k, err);
   if (st == QV_OK && k.w) st = qv_writer_close(k.w, err);
