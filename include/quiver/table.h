@@ -131,6 +131,18 @@ QV_API int64_t qv_table_batch_rows(const qv_table *t, int64_t i);
  */
 QV_API qv_status qv_table_batch(qv_table *t, int64_t i, qv_array **out, qv_error *err) QV_NODISCARD;
 
+/**
+ * Tells the table that the caller is done with batch i for now: the pages
+ * of the file mapping that the batch's buffers cover are dropped from this
+ * process (MADV_DONTNEED on whole pages inside each mapped buffer; the page
+ * cache keeps them), so resident memory does not grow with the input a
+ * scan has read. Nothing else changes: the batch stays valid and cached,
+ * and reading it again faults its pages back in with the same values.
+ * A no-op for in-memory (heap) buffers, for a batch not decoded yet and
+ * for i out of range. Thread-safe; borrows t.
+ */
+QV_API void qv_table_batch_done(qv_table *t, int64_t i);
+
 /** Batch and row-in-batch of a row (QV_ERANGE outside [0, num_rows)). */
 QV_API qv_status qv_table_locate(const qv_table *t, int64_t row, int64_t *out_batch,
                                  int64_t *out_row, qv_error *err) QV_NODISCARD;

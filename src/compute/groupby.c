@@ -66,6 +66,7 @@ static void agg_label(const qv_aggregate *a, char *out, size_t cap) {
 }
 
 typedef struct gb_state {
+  qv_table *table; /* the input: batches released once aggregated (qv_table_batch_done) */
   int32_t n_need;
   int32_t *need; /* table columns loaded */
   qvc_columns cols;
@@ -342,6 +343,7 @@ static void range_task(void *ctx, int64_t w, int worker) {
       qv_array *y = s->y_pos[i] >= 0 ? s->cols.columns[s->y_pos[i]].chunks[b] : NULL;
       st = qvg_agg_update(c->aggs[w][i], s->ids + c->boff[b], c->boff[b + 1] - c->boff[b],
                           (int32_t)b, x, y, err);
+      if (i == c->n_aggs - 1) qv_table_batch_done(s->table, b);
     }
   c->st[w] = st;
 }
@@ -430,8 +432,10 @@ static qv_status update_aggregates(gb_state *s, qv_pool *pool, int32_t n_parts, 
       qv_array *y = s->y_pos[i] >= 0 ? s->cols.columns[s->y_pos[i]].chunks[b] : NULL;
       st = qvg_agg_update(s->aggs[i], s->ids + boff[b], len, (int32_t)b, x, y, err);
     }
+    if (!par) qv_table_batch_done(s->table, b);
     if (st == QV_OK && o->progress && !par) o->progress(o->progress_ctx, boff[b + 1], total);
   }
+  for (int64_t b = 0; par && b < nb; b++) qv_table_batch_done(s->table, b);
   if (st == QV_OK && o->progress && par) o->progress(o->progress_ctx, total, total);
   return st;
 }
@@ -574,6 +578,7 @@ qv_status qvg_group_by_memory(qv_table *t, const char *const *keys, int32_t n_ke
   const qv_schema *schema = qv_table_schema(t);
   gb_state s;
   memset(&s, 0, sizeof s);
+  s.table = t;
   qv_status st = QV_OK;
   int32_t max_need = n_keys + 2 * n_aggs;
   s.need = malloc(sizeof(int32_t) * (size_t)(max_need ? max_need : 1));
@@ -750,6 +755,7 @@ qv_status qvg_group_by_memory(qv_table *t, const char *const *keys, int32_t n_ke
                         " bytes of state, more than the memory limit of %" PRId64 " bytes",
                         ng, bytes, o.memory_limit);
   }
+  for (int64_t b = 0; st == QV_OK && pre_done && b < nb; b++) qv_table_batch_done(t, b);
   if (st == QV_OK && pre_done && o.progress) o.progress(o.progress_ctx, total, total);
   for (int32_t i = 0; i < n_aggs && st == QV_OK && !pre_done; i++)
     st = qvg_agg_reserve(s.aggs[i], ng, err);

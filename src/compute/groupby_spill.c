@@ -7,8 +7,9 @@
  * budget (QV_ENOMEM) switches to a partitioned plan:
  *  1. partition pass: the table is read one morsel of record batches at a
  *     time (mapped batches decoded lazily; the pages of a mapped table are
- *     dropped from the process once a morsel is done, as the in-memory run
- *     drops them batch by batch through its progress callback), the keys of each
+ *     dropped from the process once a morsel is done with
+ *     qv_table_batch_done, as the in-memory run drops them batch by batch),
+ *     the keys of each
  *     batch are hashed with the row table's key hash
  *     (qv_row_hash_columns64 over the keys as the grouper sees them:
  *     dictionaries decoded, views as large binary, floats canonical), and
@@ -33,11 +34,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -71,50 +70,6 @@ typedef struct spill_ctx {
   int64_t n_results, cap_results;
   qv_spill_stats stats;
 } spill_ctx;
-
-/* Drop a mapped array's pages from this process (MADV_DONTNEED on the
- * file mapping: resident memory falls, the page cache keeps the pages, a
- * later read faults them back in). Heap buffers are left alone. */
-static void page_out(const qv_array *a) {
-  long page = sysconf(_SC_PAGESIZE);
-  for (int32_t i = 0; i < a->n_buffers; i++) {
-    const qv_buffer *b = a->buffers[i];
-    if (!b || b->size < 2 * page || !qv_buffer_is_mapped(b)) continue;
-    uintptr_t lo = ((uintptr_t)b->data + (uintptr_t)page - 1) & ~((uintptr_t)page - 1);
-    uintptr_t hi = ((uintptr_t)b->data + (uintptr_t)b->size) & ~((uintptr_t)page - 1);
-    if (hi > lo) (void)madvise((void *)lo, hi - lo, MADV_DONTNEED);
-  }
-  for (int32_t i = 0; i < a->n_children; i++) page_out(a->children[i]);
-  if (a->dictionary) page_out(a->dictionary);
-}
-
-/* The in-memory run's progress callback: the mapped buffers of the batches
- * done are paged out (page_out), then the caller's callback runs. */
-typedef struct release_ctx {
-  qv_table *t;
-  int64_t next; /* first batch not yet released */
-  pthread_mutex_t mu;
-  void (*progress)(void *ctx, int64_t rows_done, int64_t rows_total);
-  void *progress_ctx;
-} release_ctx;
-
-static void release_done(void *ctx, int64_t done, int64_t total) {
-  release_ctx *r = ctx;
-  pthread_mutex_lock(&r->mu);
-  int64_t nb = qv_table_num_batches(r->t);
-  while (r->next < nb &&
-         qv_table_batch_offset(r->t, r->next) + qv_table_batch_rows(r->t, r->next) <= done) {
-    qv_array *b = NULL;
-    qv_error e;
-    if (qv_table_batch(r->t, r->next, &b, &e) == QV_OK) {
-      page_out(b);
-      qv_array_unref(b);
-    }
-    r->next++;
-  }
-  pthread_mutex_unlock(&r->mu);
-  if (r->progress) r->progress(r->progress_ctx, done, total);
-}
 
 /* The key as the grouper compares it, in a form the row table hashes:
  * dictionaries decoded, views as large binary/string, floats canonical. */
@@ -448,7 +403,7 @@ static qv_status spill_partition(spill_ctx *c, qv_table *t, int depth, qv_error 
     /* decoding validated every column (string offsets and the like were
      * read): drop those pages now; the carried columns fault back in from
      * the page cache as they are hashed and gathered */
-    page_out(batch);
+    qv_table_batch_done(t, b);
     int64_t len = batch->length;
     if (nch == mcap) {
       int64_t cap = mcap * 2;
@@ -539,13 +494,14 @@ static qv_status spill_partition(spill_ctx *c, qv_table *t, int depth, qv_error 
         k0 = k;
         row0 += rows;
       }
-      for (int64_t k = 0; k < nch; k++)
+      for (int64_t k = 0; k < nch; k++) {
+        qv_table_batch_done(t, b - nch + 1 + k); /* the morsel's batches */
         for (int32_t j = 0; j < ncols; j++) {
           qv_array **slot = &chunks[(int64_t)j * mcap + k];
-          page_out(*slot);
           qv_array_unref(*slot);
           *slot = NULL;
         }
+      }
       nch = mrows = mbytes = 0;
     }
     if (depth == 0 && c->progress)
@@ -752,38 +708,21 @@ qv_status qv_table_group_by(qv_table *t, const char *const *keys, int32_t n_keys
     if (st != QV_OK) return st;
     return spill_group_by(t, keys, n_keys, aggs, n_aggs, &o, budget, out, stats, err);
   }
-  /* Mapped pages are released batch by batch as the run goes (else
-   * resident memory grows with the input read); any table kind may hold
-   * mapped buffers (concatenations of mapped tables, partition files). */
-  release_ctx rel;
-  bool release = t != NULL;
-  if (release) {
-    /* Decoding a mapped batch validates it (offsets and the like are read);
-     * the engine decodes every batch before it starts, so decode them here
-     * one at a time (the table keeps them decoded) and drop the pages the
-     * validation read: only the columns the run reads come back. */
-    int64_t nb = qv_table_num_batches(t);
-    for (int64_t b = 0; b < nb; b++) {
-      qv_array *batch = NULL;
-      qv_error e;
-      if (qv_table_batch(t, b, &batch, &e) != QV_OK) break; /* the engine reports it */
-      page_out(batch);
-      qv_array_unref(batch);
-    }
-    memset(&rel, 0, sizeof rel);
-    rel.t = t;
-    pthread_mutex_init(&rel.mu, NULL);
-    rel.progress = o.progress;
-    rel.progress_ctx = o.progress_ctx;
-    o.progress = release_done;
-    o.progress_ctx = &rel;
+  /* Decoding a mapped batch validates it (offsets and the like are read);
+   * the engine decodes every batch before it starts, so decode them here
+   * one at a time (the table keeps them decoded) and drop the pages the
+   * validation read: only the columns the run reads come back, and the
+   * engine drops those batch by batch as it aggregates them
+   * (qv_table_batch_done, sequential and parallel paths alike). */
+  int64_t nb = t ? qv_table_num_batches(t) : 0;
+  for (int64_t b = 0; b < nb; b++) {
+    qv_array *batch = NULL;
+    qv_error e;
+    if (qv_table_batch(t, b, &batch, &e) != QV_OK) break; /* the engine reports it */
+    qv_array_unref(batch);
+    qv_table_batch_done(t, b);
   }
   qv_status st = qvg_group_by_memory(t, keys, n_keys, aggs, n_aggs, &o, out, err);
-  if (release) {
-    pthread_mutex_destroy(&rel.mu);
-    o.progress = rel.progress;
-    o.progress_ctx = rel.progress_ctx;
-  }
   if (st != QV_ENOMEM || budget <= 0 || n_keys == 0 || t == NULL || out == NULL) return st;
   return spill_group_by(t, keys, n_keys, aggs, n_aggs, &o, budget, out, stats, err);
 }

@@ -9,7 +9,8 @@
  *     land in the same partition (rows with a null key, which never
  *     match, in partition 0). Each side's keys plus the row number in
  *     its table are appended, batch by batch, to one Arrow IPC file per
- *     partition and side;
+ *     partition and side; each batch of a mapped side is released
+ *     (qv_table_batch_done) once read, so resident memory stays flat;
  *  2. partition by partition, both files are mapped and joined in memory
  *     (qvj_join with the build side of the whole join forced, no second
  *     spill), the partition's row pairs mapped back to the sides' row
@@ -115,6 +116,7 @@ static qv_status partition_rows(const qvj_side *s, const qv_row_metadata *md, in
         for (int64_t i = 0; i < len; i++)
           if (!qv_bit_get(a->buffers[0]->data, a->offset + i)) pp[i] = 0;
     }
+    qv_table_batch_done(s->t, b); /* faults back in for write_side, from the page cache */
   }
   free(h);
   if (kp != keys) free(kp);
@@ -184,6 +186,7 @@ static qv_status write_side(const qvj_side *s, int side, const uint8_t *part, in
       }
       qv_array_unref(batch);
     }
+    qv_table_batch_done(s->t, b); /* resident memory stays flat as the sides are read */
   }
   for (int p = 0; w && p < parts; p++) {
     if (st == QV_OK) st = qv_writer_close(w[p], err);

@@ -16,7 +16,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "core/guard_internal.h"
 #include "core/parallel_internal.h"
@@ -630,6 +632,29 @@ qv_status qv_table_batch(qv_table *t, int64_t i, qv_array **out, qv_error *err) 
   }
   *out = a;
   return QV_OK;
+}
+
+/* Drop the whole pages inside a's mapped buffers (and its children's and
+ * dictionary's) from this process; heap buffers are left alone. */
+static void page_out(const qv_array *a, uintptr_t page) {
+  for (int32_t i = 0; i < a->n_buffers; i++) {
+    const qv_buffer *b = a->buffers[i];
+    if (!b || (uintptr_t)b->size < 2 * page || !qv_buffer_is_mapped(b)) continue;
+    uintptr_t lo = ((uintptr_t)b->data + page - 1) & ~(page - 1);
+    uintptr_t hi = ((uintptr_t)b->data + (uintptr_t)b->size) & ~(page - 1);
+    if (hi > lo) (void)madvise((void *)lo, hi - lo, MADV_DONTNEED);
+  }
+  for (int32_t i = 0; i < a->n_children; i++)
+    if (a->children[i]) page_out(a->children[i], page);
+  if (a->dictionary) page_out(a->dictionary, page);
+}
+
+void qv_table_batch_done(qv_table *t, int64_t i) {
+  if (t == NULL || i < 0 || i >= t->n_batches) return;
+  qv_array *a = __atomic_load_n(&t->batches[i].array, __ATOMIC_ACQUIRE);
+  long page = sysconf(_SC_PAGESIZE);
+  if (a == NULL || page <= 0) return; /* not decoded: nothing of it was read */
+  page_out(a, (uintptr_t)page);
 }
 
 int64_t qv_table_num_block_rows(const qv_table *t) {

@@ -531,8 +531,9 @@ static void test_parallel_probe(void) {
   for (int k = 0; k < 2; k++) {
     int nk = k + 1;
     int64_t domain = k == 0 ? 4000 : 60;
-    side l = make_side(ks[k], nk, 150000, domain, k == 1, 0.01, 0, "lrow");
-    side r = make_side(ks[k], nk, 12000, domain, false, 0.01, 5, "rrow");
+    /* the parallel probe needs a probe side of 64 Ki rows, 8x the build's */
+    side l = make_side(ks[k], nk, 72000, domain, k == 1, 0.01, 0, "lrow");
+    side r = make_side(ks[k], nk, 8500, domain, false, 0.01, 5, "rrow");
     for (int how = 0; how <= QV_JOIN_ANTI; how++) {
       qv_join_options o = {0};
       o.how = (qv_join_type)how;
@@ -622,8 +623,9 @@ static void test_join_rows(void) {
 static void test_output_ranges(void) {
   const kt ks[2][1] = {{K_STR}, {K_I64}};
   for (int k = 0; k < 2; k++) {
-    side l = make_side(ks[k], 1, 200000, 50000, false, 0.01, 0, "lrow");
-    side r = make_side(ks[k], 1, 90000, 50000, k == 1, 0.01, 7, "rrow");
+    /* more than join_table.c's RANGE_MIN (64 Ki) output rows: several ranges */
+    side l = make_side(ks[k], 1, 100000, 12000, false, 0.01, 0, "lrow");
+    side r = make_side(ks[k], 1, 40000, 12000, k == 1, 0.01, 7, "rrow");
     for (int pass = 0; pass < 2; pass++) /* sides read out of order: plain, prefetching */
       for (int how = 0; how <= QV_JOIN_ANTI; how++)
         for (int build = 0; build <= QV_JOIN_BUILD_RIGHT; build++) {
@@ -697,8 +699,8 @@ static int count_entries(const char *dir) {
   return n;
 }
 
-/* A grace hash join with a realistic budget (128 KiB against ~1.3 MB of build
- * state: 32 partitions) equals the in-memory join pair for pair and table
+/* A grace hash join with a realistic budget (128 KiB against ~0.65 MB of
+ * build state: 16 partitions) equals the in-memory join pair for pair and table
  * for table, for every join type, string and integer keys, both build
  * sides; its private directory is gone afterwards; a temp directory that
  * does not exist is an error, not a crash. */
@@ -710,8 +712,8 @@ static void test_grace_join(void) {
   const kt ks[2][2] = {{K_I64, K_I64}, {K_STR, K_I32}};
   for (int k = 0; k < 2; k++) {
     int nk = k == 0 ? 1 : 2;
-    side l = make_side(ks[k], nk, 60000, k == 0 ? 30000 : 300, k == 1, 0.01, 0, "lrow");
-    side r = make_side(ks[k], nk, 40000, k == 0 ? 30000 : 300, false, 0.01, 3, "rrow");
+    side l = make_side(ks[k], nk, 30000, k == 0 ? 15000 : 300, k == 1, 0.01, 0, "lrow");
+    side r = make_side(ks[k], nk, 20000, k == 0 ? 15000 : 300, false, 0.01, 3, "rrow");
     for (int how = 0; how <= QV_JOIN_ANTI; how++)
       for (int build = 1; build <= QV_JOIN_BUILD_RIGHT; build++) {
         qv_join_options o = {0};
