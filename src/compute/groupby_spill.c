@@ -50,7 +50,6 @@
 #define SPILL_FIRST_COL "__quiver_spill_first"
 #define SPILL_MAX_FANOUT 256
 #define SPILL_MAX_DEPTH 4
-#define SPILL_HASH_SHIFT 8 /* bits 0..6 are the grouper's tags, the top its blocks */
 #define SPILL_MIN_MORSEL ((int64_t)1 << 20)
 #define SPILL_MAX_MORSEL ((int64_t)64 << 20)
 
@@ -115,14 +114,6 @@ static qv_status push_result(spill_ctx *c, qv_table *t, qv_error *err) {
   c->results[c->n_results++] = t;
   return QV_OK;
 }
-
-/* One partition file being written. */
-typedef struct part_out {
-  char *path;
-  int fd;
-  qv_writer *w;
-  int64_t rows;
-} part_out;
 
 static qv_status spill_partition(spill_ctx *c, qv_table *t, int depth, qv_error *err);
 
@@ -198,12 +189,10 @@ static qv_status group_file(spill_ctx *c, const char *path, int64_t parent_rows,
  * to the partition files, by part[] (one entry per morsel row). */
 static qv_status flush_morsel(spill_ctx *c, qv_type *st_type, int32_t ncols, qv_array **chunks,
                               int64_t stride, int64_t nch, const int64_t *chunk_len,
-                              const uint8_t *part, int64_t nrows, part_out *outs, int fanout,
+                              const uint8_t *part, int64_t nrows, qv_spill_part *outs, int fanout,
                               int depth, qv_error *err) {
   int64_t counts[SPILL_MAX_FANOUT + 1];
-  memset(counts, 0, sizeof counts);
-  for (int64_t i = 0; i < nrows; i++) counts[part[i] + 1]++;
-  for (int p = 0; p < fanout; p++) counts[p + 1] += counts[p];
+  qv_spill_bucket_starts(part, nrows, fanout, counts);
   int64_t *ci = malloc(sizeof(int64_t) * (size_t)(nrows ? nrows : 1));
   int64_t *ri = malloc(sizeof(int64_t) * (size_t)(nrows ? nrows : 1));
   int64_t fill[SPILL_MAX_FANOUT];
@@ -226,36 +215,19 @@ static qv_status flush_morsel(spill_ctx *c, qv_type *st_type, int32_t ncols, qv_
   for (int p = 0; p < fanout && st == QV_OK; p++) {
     int64_t n = counts[p + 1] - counts[p];
     if (n == 0) continue;
-    part_out *po = &outs[p];
+    qv_spill_part *po = &outs[p];
     if (!po->w) {
       char name[64];
       snprintf(name, sizeof name, "/part-%d-%" PRId64 ".arrow", depth, c->seq++);
       const char *dir = qv_atomic_dir_tmp(c->dir);
-      po->path = malloc(strlen(dir) + strlen(name) + 1);
-      if (!po->path) {
-        st = qv_error_set(err, QV_ENOMEM, "group-by spill: out of memory");
+      char path[4200];
+      if (strlen(dir) + strlen(name) >= sizeof path) {
+        st = qv_error_set(err, QV_EARG, "group-by spill: temp directory path too long: %s", dir);
         break;
       }
-      strcpy(po->path, dir);
-      strcat(po->path, name);
-      po->fd = open(po->path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-      if (po->fd < 0) {
-        st = qv_error_set(err, QV_EIO, "group-by spill: cannot create the partition file %s: %s",
-                          po->path, strerror(errno));
-        break;
-      }
-      qv_schema *schema = qv_schema_new(qv_type_ref(st_type));
-      if (!schema) {
-        st = qv_error_set(err, QV_ENOMEM, "group-by spill: out of memory");
-        break;
-      }
-      qv_write_options wo;
-      memset(&wo, 0, sizeof wo);
-      wo.format = QV_FORMAT_STREAM;
-      wo.max_batch_rows = -1;
-      wo.threads = 1;
-      st = qv_writer_open_fd(po->fd, schema, &wo, &po->w, err);
-      qv_schema_unref(schema);
+      strcpy(path, dir);
+      strcat(path, name);
+      st = qv_spill_part_open(po, path, st_type, "group-by spill", err);
       if (st != QV_OK) break;
       c->stats.files++;
     }
@@ -271,12 +243,9 @@ static qv_status flush_morsel(spill_ctx *c, qv_type *st_type, int32_t ncols, qv_
         batch->children[j] = cols[j];
         cols[j] = NULL;
       }
-      st = qv_writer_write_batch(po->w, batch, err);
-      if (st != QV_OK)
-        qv_error_prefix(
-            err, st, "group-by spill: writing a partition file in %s: ", qv_atomic_dir_tmp(c->dir));
-      else c->stats.bytes_written += qv_array_buffer_bytes(batch);
-      po->rows += n;
+      int64_t before = po->bytes;
+      st = qv_spill_part_write(po, batch, "group-by spill", err);
+      c->stats.bytes_written += po->bytes - before;
     }
     if (batch) qv_array_unref(batch);
     for (int32_t j = 0; j < ncols; j++)
@@ -379,11 +348,9 @@ static qv_status spill_partition(spill_ctx *c, qv_table *t, int depth, qv_error 
   int64_t morsel_bytes = c->budget / 8;
   if (morsel_bytes < SPILL_MIN_MORSEL) morsel_bytes = SPILL_MIN_MORSEL;
   if (morsel_bytes > SPILL_MAX_MORSEL) morsel_bytes = SPILL_MAX_MORSEL;
-  int shift = SPILL_HASH_SHIFT + 8 * depth;
 
-  part_out outs[SPILL_MAX_FANOUT];
-  memset(outs, 0, sizeof outs);
-  for (int p = 0; p < SPILL_MAX_FANOUT; p++) outs[p].fd = -1;
+  qv_spill_part outs[SPILL_MAX_FANOUT];
+  for (int p = 0; p < SPILL_MAX_FANOUT; p++) qv_spill_part_init(&outs[p]);
   int64_t mcap = 16, nch = 0, mrows = 0, mbytes = 0, pcap = 0;
   qv_array **chunks = calloc((size_t)(mcap * ncols), sizeof *chunks);
   int64_t *chunk_len = malloc(sizeof(int64_t) * (size_t)mcap);
@@ -471,7 +438,7 @@ static qv_status spill_partition(spill_ctx *c, qv_table *t, int depth, qv_error 
       }
     if (st != QV_OK) break;
     for (int64_t i = 0; i < len; i++)
-      part[mrows + i] = (uint8_t)((hashes[i] >> shift) & (uint64_t)(fanout - 1));
+      part[mrows + i] = qv_spill_partition_of(hashes[i], fanout, depth);
     mrows += len;
     for (int32_t j = 0; j < ncols; j++)
       mbytes += qv_array_buffer_bytes(chunks[(int64_t)j * mcap + nch - 1]);
@@ -520,27 +487,10 @@ static qv_status spill_partition(spill_ctx *c, qv_table *t, int depth, qv_error 
   free(need);
   free(key_at);
   /* Close every file, then group them one by one. */
-  for (int p = 0; p < fanout; p++) {
-    if (outs[p].w) {
-      qv_status cst = st == QV_OK ? qv_writer_close(outs[p].w, err) : QV_OK;
-      if (st != QV_OK) qv_writer_abort(outs[p].w);
-      if (cst != QV_OK) {
-        st = cst;
-        qv_error_prefix(err, st, "group-by spill: ");
-      }
-      outs[p].w = NULL;
-    }
-    if (outs[p].fd >= 0) {
-      if (close(outs[p].fd) != 0 && st == QV_OK)
-        st = qv_error_set(err, QV_EIO, "group-by spill: closing %s: %s", outs[p].path,
-                          strerror(errno));
-      outs[p].fd = -1;
-    }
-  }
+  for (int p = 0; p < fanout; p++) st = qv_spill_part_close(&outs[p], st, "group-by spill", err);
   for (int p = 0; p < fanout; p++) {
     if (outs[p].path && st == QV_OK) st = group_file(c, outs[p].path, total, depth, err);
-    if (outs[p].path) (void)unlink(outs[p].path);
-    free(outs[p].path);
+    qv_spill_part_discard(&outs[p]);
   }
   return st;
 }

@@ -30,8 +30,8 @@
  * success and on failure (one left by a process that died is reclaimed by
  * the next atomic directory opened there). A partition still larger than
  * the budget (one key repeated) is joined in memory anyway.
- * (wt-spill's group-by spilling has its own partition writer in
- * groupby_spill.c; the two may share one later.)
+ * The partition files, the hash bits that pick a partition and the
+ * counting sort by partition are group-by spilling's too (spill.c).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -50,7 +50,6 @@
 
 #define SPILL_ROW_COL "__quiver_join_row"
 #define SPILL_MAX_PARTS 256
-#define SPILL_HASH_SHIFT 8
 
 int64_t qvj_spill_runs = 0;
 int qvj_spill_max_parts = SPILL_MAX_PARTS;
@@ -107,8 +106,7 @@ static qv_status partition_rows(const qvj_side *s, const qv_row_metadata *md, in
     st = qv_row_hash_columns64(md, kp, NULL, len, h, err);
     if (st != QV_OK) break;
     uint8_t *pp = part + s->boff[b];
-    for (int64_t i = 0; i < len; i++)
-      pp[i] = (uint8_t)((h[i] >> SPILL_HASH_SHIFT) & (uint64_t)(parts - 1));
+    for (int64_t i = 0; i < len; i++) pp[i] = qv_spill_partition_of(h[i], parts, 0);
     for (int32_t j = 0; j < nk; j++) {
       qv_array *a = kp[j];
       if (a->type->id == QV_NA) memset(pp, 0, (size_t)len);
@@ -127,37 +125,28 @@ static qv_status partition_rows(const qvj_side *s, const qv_row_metadata *md, in
 static qv_status write_side(const qvj_side *s, int side, const uint8_t *part, int parts,
                             const char *dir, qv_type *st_type, qv_error *err) {
   int32_t nk = s->n_keys;
-  qv_writer **w = calloc((size_t)parts, sizeof *w);
-  int *fds = malloc(sizeof(int) * (size_t)parts);
+  qv_spill_part *files = malloc(sizeof *files * (size_t)parts);
   int64_t maxlen = 1;
   for (int64_t b = 0; b < s->nb; b++)
     if (s->boff[b + 1] - s->boff[b] > maxlen) maxlen = s->boff[b + 1] - s->boff[b];
   int64_t *idx = malloc(sizeof(int64_t) * (size_t)maxlen);
-  int64_t *start = calloc((size_t)parts + 1, sizeof(int64_t));
-  qv_schema *schema = qv_schema_new(qv_type_ref(st_type));
+  int64_t *start = malloc(sizeof(int64_t) * ((size_t)parts + 1));
+  int64_t *fill = malloc(sizeof(int64_t) * ((size_t)parts + 1));
   qv_status st = QV_OK;
-  if (!w || !fds || !idx || !start || !schema)
+  if (!files || !idx || !start || !fill)
     st = qv_error_set(err, QV_ENOMEM, "join spill: out of memory");
-  for (int p = 0; fds && p < parts; p++) fds[p] = -1;
-  /* Temporaries in the private directory, deleted once joined: written
-   * through descriptors (no fsync, no rename), not as atomic files. */
+  for (int p = 0; files && p < parts; p++) qv_spill_part_init(&files[p]);
   for (int p = 0; p < parts && st == QV_OK; p++) {
     char path[4200];
     part_path(path, sizeof path, dir, side, p);
-    fds[p] = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    if (fds[p] < 0)
-      st = qv_error_set(err, QV_EIO, "join spill: create %s: %s", path, strerror(errno));
-    else st = qv_writer_open_fd(fds[p], schema, NULL, &w[p], err);
+    st = qv_spill_part_open(&files[p], path, st_type, "join spill", err);
   }
   for (int64_t b = 0; b < s->nb && st == QV_OK; b++) {
     int64_t len = s->boff[b + 1] - s->boff[b];
     const uint8_t *pp = part + s->boff[b];
-    memset(start, 0, sizeof(int64_t) * ((size_t)parts + 1));
-    for (int64_t i = 0; i < len; i++) start[pp[i] + 1]++;
-    for (int p = 0; p < parts; p++) start[p + 1] += start[p];
-    for (int64_t i = 0; i < len; i++) idx[start[pp[i]]++] = i;
-    for (int p = parts; p > 0; p--) start[p] = start[p - 1];
-    start[0] = 0;
+    qv_spill_bucket_starts(pp, len, parts, start);
+    memcpy(fill, start, sizeof(int64_t) * ((size_t)parts + 1));
+    for (int64_t i = 0; i < len; i++) idx[fill[pp[i]]++] = i;
     for (int p = 0; p < parts && st == QV_OK; p++) {
       int64_t cnt = start[p + 1] - start[p];
       if (cnt == 0) continue;
@@ -182,23 +171,21 @@ static qv_status write_side(const qvj_side *s, int side, const uint8_t *part, in
       if (st == QV_OK) {
         int64_t *r = (int64_t *)(void *)rows->buffers[1]->data;
         for (int64_t i = 0; i < cnt; i++) r[i] = s->boff[b] + sel[i];
-        st = qv_writer_write_batch(w[p], batch, err);
+        st = qv_spill_part_write(&files[p], batch, "join spill", err);
       }
       qv_array_unref(batch);
     }
     qv_table_batch_done(s->t, b); /* resident memory stays flat as the sides are read */
   }
-  for (int p = 0; w && p < parts; p++) {
-    if (st == QV_OK) st = qv_writer_close(w[p], err);
-    else qv_writer_abort(w[p]);
-    if (fds && fds[p] >= 0 && close(fds[p]) != 0 && st == QV_OK)
-      st = qv_error_set(err, QV_EIO, "join spill: close: %s", strerror(errno));
+  /* Closed, kept for join_partition, which reads and deletes them. */
+  for (int p = 0; files && p < parts; p++) {
+    st = qv_spill_part_close(&files[p], st, "join spill", err);
+    free(files[p].path);
   }
-  free(fds);
-  qv_schema_unref(schema);
-  free(w);
+  free(files);
   free(idx);
   free(start);
+  free(fill);
   return st == QV_OK ? QV_OK : qv_error_prefix(err, st, "join spill: writing partitions: ");
 }
 
