@@ -5,11 +5,14 @@
  * take over the references passed in. Two levels: convenient builders
  * (tb_prim from a validity pattern, tb_str from C strings) and raw ones
  * (tb_*_raw, tb_array_nc) that set exact buffers and null counts, for
- * tests of validation and IPC layouts.
+ * tests of validation and IPC layouts. Also the one deterministic random
+ * source tests draw their random data from (tb_seed, tb_rnd, tb_rint,
+ * tb_runif: xorshift64, the same sequence on every machine).
  */
 #ifndef QV_BUILD_H
 #define QV_BUILD_H
 
+#include <stdint.h>
 #include <string.h>
 
 #include "quiver/array.h"
@@ -135,5 +138,24 @@ static inline void tb_view(uint8_t out[16], const char *s, int32_t len, int32_t 
     memcpy(out + 12, &offset, 4);
   }
 }
+
+/* The test's random source: xorshift64 (Marsaglia), one state per test
+ * program, seeded with tb_seed (any non-zero value). */
+static inline uint64_t *tb_rng_state(void) {
+  static uint64_t state = 88172645463325252ull;
+  return &state;
+}
+static inline void tb_seed(uint64_t seed) { *tb_rng_state() = seed ? seed : 1; }
+static inline uint64_t tb_rnd(void) {
+  uint64_t *s = tb_rng_state();
+  *s ^= *s << 13;
+  *s ^= *s >> 7;
+  *s ^= *s << 17;
+  return *s;
+}
+/* Uniform in [0, n), n > 0. */
+static inline int tb_rint(int n) { return (int)(tb_rnd() % (uint64_t)n); }
+/* Uniform in [0, 1). */
+static inline double tb_runif(void) { return (double)(tb_rnd() >> 11) / 9007199254740992.0; }
 
 #endif

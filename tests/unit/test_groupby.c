@@ -17,6 +17,7 @@
 #include "quiver/builder.h"
 #include "quiver/compute.h"
 #include "quiver/table.h"
+#include "qv_build.h"
 #include "qv_test.h"
 
 typedef struct data {
@@ -37,16 +38,6 @@ static const char *K2[] = {"a", "bb", "", "dd", "e"};
 static const char *DV[] = {"p", "q", "r", "s"};
 static const char *SV[] = {"zeta", "alpha", "mu", "", "omega", "beta"};
 
-static uint64_t rng_state = 88172645463325252ull;
-static uint64_t rnd(void) {
-  rng_state ^= rng_state << 13;
-  rng_state ^= rng_state >> 7;
-  rng_state ^= rng_state << 17;
-  return rng_state;
-}
-static int rint_(int n) { return (int)(rnd() % (uint64_t)n); }
-static double runif(void) { return (double)(rnd() >> 11) / 9007199254740992.0; }
-
 static data gen(int64_t n, int groups, bool all_null_x_for_even) {
   data d;
   d.n = n;
@@ -63,18 +54,18 @@ static data gen(int64_t n, int groups, bool all_null_x_for_even) {
   d.s = calloc((size_t)n + 1, sizeof(int));
   for (int64_t r = 0; r < n; r++) {
     /* skewed: half the rows in group 0 */
-    d.k1[r] = rint_(2) ? 0 : rint_(groups);
-    d.k1n[r] = rint_(20) == 0;
-    d.k2[r] = rint_(12) == 0 ? -1 : rint_(groups > 1 ? 5 : 1);
-    d.d[r] = rint_(10) == 0 ? -1 : rint_(4);
-    int c = rint_(20);
-    d.x[r] = c == 0 ? NAN : c == 1 ? -0.0 : c == 2 ? 0.0 : (runif() - 0.5) * 1000;
-    d.xn[r] = rint_(10) == 0 || (all_null_x_for_even && d.k1[r] % 2 == 0);
-    d.iv[r] = (int64_t)rint_(2001) - 1000;
-    d.in[r] = rint_(10) == 0;
-    d.bv[r] = rint_(2);
-    d.bn[r] = rint_(10) == 0;
-    d.s[r] = rint_(10) == 0 ? -1 : rint_(6);
+    d.k1[r] = tb_rint(2) ? 0 : tb_rint(groups);
+    d.k1n[r] = tb_rint(20) == 0;
+    d.k2[r] = tb_rint(12) == 0 ? -1 : tb_rint(groups > 1 ? 5 : 1);
+    d.d[r] = tb_rint(10) == 0 ? -1 : tb_rint(4);
+    int c = tb_rint(20);
+    d.x[r] = c == 0 ? NAN : c == 1 ? -0.0 : c == 2 ? 0.0 : (tb_runif() - 0.5) * 1000;
+    d.xn[r] = tb_rint(10) == 0 || (all_null_x_for_even && d.k1[r] % 2 == 0);
+    d.iv[r] = (int64_t)tb_rint(2001) - 1000;
+    d.in[r] = tb_rint(10) == 0;
+    d.bv[r] = tb_rint(2);
+    d.bn[r] = tb_rint(10) == 0;
+    d.s[r] = tb_rint(10) == 0 ? -1 : tb_rint(6);
   }
   return d;
 }
@@ -657,11 +648,11 @@ static void test_hash_keys(void) {
     qv_builder *bl = NULL;
     QV_REQUIRE(qv_builder_new(st, &bl, &err) == QV_OK);
     for (int64_t r = b * per; r < (b + 1) * per; r++) {
-      int c = rint_(8);
-      f[r] = c == 0 ? NAN : c == 1 ? -NAN : c == 2 ? -0.0 : c == 3 ? 0.0 : (double)rint_(40) / 4;
-      fn[r] = rint_(15) == 0;
-      sv[r] = rint_(25) == 0 ? -1 : rint_(60);
-      iv[r] = rint_(3);
+      int c = tb_rint(8);
+      f[r] = c == 0 ? NAN : c == 1 ? -NAN : c == 2 ? -0.0 : c == 3 ? 0.0 : (double)tb_rint(40) / 4;
+      fn[r] = tb_rint(15) == 0;
+      sv[r] = tb_rint(25) == 0 ? -1 : tb_rint(60);
+      iv[r] = tb_rint(3);
       QV_REQUIRE(qv_builder_begin_struct(bl, &err) == QV_OK);
       qv_builder *ch = qv_builder_child(bl, 0);
       QV_REQUIRE((fn[r] ? qv_builder_append_null(ch, &err)
@@ -833,6 +824,7 @@ static void test_overflow_and_budget(void) {
 }
 
 int main(void) {
+  tb_seed(88172645463325252ull);
   QV_RUN(test_many_shapes);
   QV_RUN(test_hash_keys);
   QV_RUN(test_empty_and_errors);

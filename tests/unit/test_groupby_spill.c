@@ -20,19 +20,11 @@
 #include "quiver/compute.h"
 #include "quiver/table.h"
 #include "quiver/writer.h"
+#include "qv_build.h"
 #include "qv_test.h"
 
 static const char *SV[] = {"zeta", "alpha", "mu", "", "omega", "beta", "a-rather-longer-string"};
 static const char *DV[] = {"p", "q", "r", "s"};
-
-static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
-static uint64_t rnd(void) {
-  rng_state ^= rng_state << 13;
-  rng_state ^= rng_state >> 7;
-  rng_state ^= rng_state << 17;
-  return rng_state;
-}
-static int rint_(int n) { return (int)(rnd() % (uint64_t)n); }
 
 static qv_type *schema_type(void) {
   qv_type *st = qv_type_new(QV_STRUCT);
@@ -62,35 +54,37 @@ static qv_array *make_batch(int64_t n, int groups, int rot) {
   for (int64_t r = 0; r < n; r++) {
     QV_CHECK(qv_builder_begin_struct(b, &err) == QV_OK);
     qv_builder *c = qv_builder_child(b, 0);
-    QV_CHECK((rint_(50) == 0 ? qv_builder_append_null(c, &err)
-                             : qv_builder_append_int(c, rint_(groups), &err)) == QV_OK);
+    QV_CHECK((tb_rint(50) == 0 ? qv_builder_append_null(c, &err)
+                               : qv_builder_append_int(c, tb_rint(groups), &err)) == QV_OK);
     c = qv_builder_child(b, 1);
-    int s = rint_(8);
+    int s = tb_rint(8);
     QV_CHECK((s == 7 ? qv_builder_append_null(c, &err)
                      : qv_builder_append_string(c, SV[s], &err)) == QV_OK);
     c = qv_builder_child(b, 2);
-    int dv = rint_(5);
+    int dv = tb_rint(5);
     QV_CHECK((dv == 4 ? qv_builder_append_null(c, &err)
                       : qv_builder_append_index(c, (dv + 4 - rot) % 4, &err)) == QV_OK);
     c = qv_builder_child(b, 3);
-    int f = rint_(7);
+    int f = tb_rint(7);
     QV_CHECK((f == 6 ? qv_builder_append_null(c, &err)
                      : qv_builder_append_double(c, f == 5 ? NAN : KF[f], &err)) == QV_OK);
     c = qv_builder_child(b, 4);
-    int xk = rint_(20);
+    int xk = tb_rint(20);
     QV_CHECK((xk == 0   ? qv_builder_append_null(c, &err)
               : xk == 1 ? qv_builder_append_double(c, NAN, &err)
-              : xk == 2 ? qv_builder_append_double(c, -0.0, &err)
-                        : qv_builder_append_double(c, (double)rint_(100000) / 7.0, &err)) == QV_OK);
+              : xk == 2
+                  ? qv_builder_append_double(c, -0.0, &err)
+                  : qv_builder_append_double(c, (double)tb_rint(100000) / 7.0, &err)) == QV_OK);
     c = qv_builder_child(b, 5);
-    QV_CHECK((rint_(10) == 0 ? qv_builder_append_null(c, &err)
-                             : qv_builder_append_int(c, rint_(1000000) - 500000, &err)) == QV_OK);
+    QV_CHECK((tb_rint(10) == 0
+                  ? qv_builder_append_null(c, &err)
+                  : qv_builder_append_int(c, tb_rint(1000000) - 500000, &err)) == QV_OK);
     c = qv_builder_child(b, 6);
-    int bv = rint_(3);
+    int bv = tb_rint(3);
     QV_CHECK((bv == 2 ? qv_builder_append_null(c, &err) : qv_builder_append_bool(c, bv, &err)) ==
              QV_OK);
     c = qv_builder_child(b, 7);
-    s = rint_(8);
+    s = tb_rint(8);
     QV_CHECK((s == 7 ? qv_builder_append_null(c, &err)
                      : qv_builder_append_string(c, SV[s], &err)) == QV_OK);
     QV_CHECK(qv_builder_end_struct(b, &err) == QV_OK);
@@ -315,6 +309,7 @@ static void test_temp_dir_and_errors(void) {
 }
 
 int main(void) {
+  tb_seed(0x9E3779B97F4A7C15ull);
   make_tmp_root();
   QV_RUN(test_spill_equals_memory);
   QV_RUN(test_temp_dir_and_errors);
