@@ -495,6 +495,9 @@ static void pre_task(void *ctx, int64_t w, int worker) {
       qv_array *y = s->y_pos[i] >= 0 ? s->cols.columns[s->y_pos[i]].chunks[b] : NULL;
       if (st == QV_OK) st = qvg_agg_update(c->aggs[w][i], ids, len, (int32_t)b, x, y, err);
     }
+    /* resident memory stays flat: the batch's pages go once aggregated (the
+     * output keys' first rows fault back in from the page cache) */
+    if (st == QV_OK) qv_table_batch_done(s->table, b);
   }
   c->st[w] = st;
   free(h);
@@ -755,7 +758,6 @@ qv_status qvg_group_by_memory(qv_table *t, const char *const *keys, int32_t n_ke
                         " bytes of state, more than the memory limit of %" PRId64 " bytes",
                         ng, bytes, o.memory_limit);
   }
-  for (int64_t b = 0; st == QV_OK && pre_done && b < nb; b++) qv_table_batch_done(t, b);
   if (st == QV_OK && pre_done && o.progress) o.progress(o.progress_ctx, total, total);
   for (int32_t i = 0; i < n_aggs && st == QV_OK && !pre_done; i++)
     st = qvg_agg_reserve(s.aggs[i], ng, err);
