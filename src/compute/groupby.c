@@ -464,6 +464,7 @@ typedef struct pre_ctx {
   qv_status *st;
   qv_error *errs;
   int stop;
+  bool may_stop; /* false: no partitioned run to fall back on (the budget) */
 } pre_ctx;
 
 static void pre_task(void *ctx, int64_t w, int worker) {
@@ -485,7 +486,7 @@ static void pre_task(void *ctx, int64_t w, int worker) {
     int64_t len = c->boff[b + 1] - c->boff[b];
     st = qvg_htab_batch(c->tabs[w], b, len, h, ids, err);
     int64_t ng = st == QV_OK ? qvg_htab_groups(c->tabs[w]) : 0;
-    if (st == QV_OK && b == b0 && len >= 4096 && ng * 2 > len) {
+    if (st == QV_OK && c->may_stop && b == b0 && len >= 4096 && ng * 2 > len) {
       __atomic_store_n(&c->stop, 1, __ATOMIC_RELAXED); /* too many groups: partition instead */
       break;
     }
@@ -508,10 +509,11 @@ static qv_status preaggregate(gb_state *s, qv_pool *pool, int threads,
                               const qv_chunked_column *const *kcols, int32_t nk,
                               const int64_t *boff, int64_t nb, int64_t max_batch, int32_t n_aggs,
                               int64_t *n_groups, int64_t **first_chunk, int64_t **first_row,
-                              bool *done, qv_error *err) {
+                              bool may_stop, bool *done, qv_error *err) {
   *done = false;
   int32_t nw = threads < nb ? threads : (int32_t)nb;
-  pre_ctx c = {s, kcols, nk, n_aggs, nw, boff, nb, max_batch, NULL, NULL, NULL, NULL, 0};
+  if (nw < 1) nw = 1;
+  pre_ctx c = {s, kcols, nk, n_aggs, nw, boff, nb, max_batch, NULL, NULL, NULL, NULL, 0, may_stop};
   c.tabs = calloc((size_t)nw, sizeof *c.tabs);
   c.aggs = calloc((size_t)nw, sizeof *c.aggs);
   c.st = calloc((size_t)nw, sizeof *c.st);
@@ -693,8 +695,9 @@ qv_status qvg_group_by_memory(qv_table *t, const char *const *keys, int32_t n_ke
   memset(&parts, 0, sizeof parts);
   /* Few groups for many rows (estimated on a sample of the first batch)
    * and mergeable aggregates: thread-local pre-aggregation. */
-  bool pre = st == QV_OK && hashp && threads > 1 && nb >= 2;
-  for (int32_t i = 0; i < n_aggs && pre; i++) pre = qvg_agg_mergeable(s.aggs[i]);
+  bool mergeable = st == QV_OK;
+  for (int32_t i = 0; i < n_aggs && mergeable; i++) mergeable = qvg_agg_mergeable(s.aggs[i]);
+  bool pre = mergeable && hashp && threads > 1 && nb >= 2;
   double distinct_frac = 0;
   if (st == QV_OK && hashp && threads > 1 && nb >= 1) {
     int64_t sample = boff[1] < PRE_SAMPLE_ROWS ? boff[1] : PRE_SAMPLE_ROWS;
@@ -708,7 +711,24 @@ qv_status qvg_group_by_memory(qv_table *t, const char *const *keys, int32_t n_ke
   bool pre_done = false;
   if (pre)
     st = preaggregate(&s, pool, threads, kcols, n_keys, boff, nb, max_batch, n_aggs, &ng,
-                      &hfirst_chunk, &hfirst_row, &pre_done, err);
+                      &hfirst_chunk, &hfirst_row, true, &pre_done, err);
+  /* The per-row state of the paths below (QVG_ROW_BYTES_*) counts against
+   * the budget before it is allocated: past it the caller spills instead
+   * (groupby_spill.c), rather than the run holding ~17 bytes a row of a
+   * table larger than memory. */
+  if (st == QV_OK && !pre_done && o.memory_limit > 0) {
+    int64_t per_row = QVG_ROW_BYTES_IDS + (hashp ? QVG_ROW_BYTES_HASH : 0) +
+                      (holistic ? QVG_ROW_BYTES_HOLISTIC : 0);
+    if (total > o.memory_limit / per_row && hashp && mergeable && !holistic)
+      /* one batch at a time on one thread: the per-row state of a batch only */
+      st = preaggregate(&s, pool, 1, kcols, n_keys, boff, nb, max_batch, n_aggs, &ng, &hfirst_chunk,
+                        &hfirst_row, false, &pre_done, err);
+    else if (total > o.memory_limit / per_row)
+      st = qv_error_set(err, QV_ENOMEM,
+                        "group-by: %" PRId64 " rows need about %" PRId64
+                        " bytes of row state, more than the memory limit of %" PRId64 " bytes",
+                        total, total * per_row, o.memory_limit);
+  }
   if (st == QV_OK && !pre_done) {
     s.ids = malloc(sizeof(uint32_t) * (size_t)(total ? total : 1));
     if (!s.ids)
@@ -751,7 +771,10 @@ qv_status qvg_group_by_memory(qv_table *t, const char *const *keys, int32_t n_ke
   int64_t per_group = 32;
   for (int32_t i = 0; i < n_aggs && st == QV_OK; i++) per_group += qvg_agg_group_bytes(s.aggs[i]);
   if (st == QV_OK && o.memory_limit > 0) {
-    int64_t bytes = ng * per_group + total * (holistic ? 20 : 4);
+    /* the rows' group ids: all of them, or (pre-aggregation) a batch's per thread */
+    int64_t rows_bytes =
+        pre_done ? (int64_t)threads * max_batch * QVG_ROW_BYTES_IDS : total * (holistic ? 20 : 4);
+    int64_t bytes = ng * per_group + rows_bytes;
     if (bytes > o.memory_limit)
       st = qv_error_set(err, QV_ENOMEM,
                         "group-by: %" PRId64 " groups need about %" PRId64

@@ -197,6 +197,14 @@ void qvg_htab_firsts(const qvg_htab *t, int64_t *chunk, int64_t *row);
  *  the groups there); -1 when the batch's buffers are inconsistent. */
 int64_t qvg_hash_sample_distinct(const qv_chunked_column *const *kcols, int32_t nk, int64_t b,
                                  int64_t n);
+/* Bytes a row of input costs the in-memory engine before any group state
+ * (checked against opts->memory_limit before they are allocated): its
+ * group id; on the hash path its hash, first-of-group flag and partition
+ * row list entry; with holistic aggregates its place in its group's rows. */
+#define QVG_ROW_BYTES_IDS 4
+#define QVG_ROW_BYTES_HASH 13
+#define QVG_ROW_BYTES_HOLISTIC 16
+
 /** The in-memory group-by engine (groupby.c): qv_table_group_by's
  *  contract, except that state past opts->memory_limit (> 0) is QV_ENOMEM
  *  rather than a spill. qv_table_group_by (groupby_spill.c) calls it, and

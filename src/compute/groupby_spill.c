@@ -164,8 +164,8 @@ static qv_status group_file(spill_ctx *c, const char *path, int64_t parent_rows,
       cnt.kind = QV_AGG_COUNT_ALL;
       qv_table *probe = NULL;
       qv_error perr;
-      qv_group_by_options po = c->o; /* room for the ids of the rows, not for many groups */
-      po.memory_limit = c->budget + 8 * rows;
+      qv_group_by_options po = c->o; /* room for the rows' state, not for many groups */
+      po.memory_limit = c->budget + (QVG_ROW_BYTES_IDS + QVG_ROW_BYTES_HASH) * rows;
       if (qvg_group_by_memory(pt, c->keys, c->n_keys, &cnt, 1, &po, &probe, &perr) == QV_OK) {
         one_group = qv_table_num_rows(probe) == 1;
         qv_table_unref(probe);
