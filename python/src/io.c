@@ -55,12 +55,14 @@ PyObject *qvpy_mod_read_csv(PyObject *mod, PyObject *args, PyObject *kwargs) {
   }
   const char *p = PyBytes_AS_STRING(path);
   qv_error err;
-  qv_table *t = NULL;
   qv_dataset *ds = NULL;
   qv_status st;
-  Py_BEGIN_ALLOW_THREADS st = qv_table_read_csv(p, &o, &t, &err);
-  if (st == QV_OK) st = qv_dataset_from_table(t, NULL, &ds, &err);
-  qv_table_unref(t);
+  /* streamed into the cached Arrow conversion and mapped (dataset.h) */
+  qv_text_open_options to;
+  memset(&to, 0, sizeof to);
+  to.pandas_types = o.pandas_types;
+  to.delimiter = o.delimiter;
+  Py_BEGIN_ALLOW_THREADS st = qv_dataset_open_text(p, QV_PATH_CSV, &to, &ds, &err);
   Py_END_ALLOW_THREADS PyObject *r =
       st == QV_OK ? qvpy_result(st, ds, &err) : raise_io(st, &err, p);
   Py_DECREF(path);

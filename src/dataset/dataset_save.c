@@ -63,6 +63,9 @@ qv_status qv_ds_write_rows(qv_dataset *ds, const char *path, const qv_schema *sc
     if (st != QV_OK || batch == NULL) break;
     done += batch->length;
     st = qv_ds_sink_push(sink, batch, err);
+    /* written: its mapped pages leave this process (resident memory stays
+     * a batch, not the dataset; the page cache keeps them) */
+    if (it == NULL) qv_table_batch_done(ds->data, b - 1);
     if (progress != NULL) progress(progress_ctx, what ? what : "write", done, total);
   }
   qv_dataset_iter_free(it);
