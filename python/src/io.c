@@ -65,6 +65,17 @@ PyObject *qvpy_mod_read_csv(PyObject *mod, PyObject *args, PyObject *kwargs) {
   Py_BEGIN_ALLOW_THREADS st = qv_dataset_open_text(p, QV_PATH_CSV, &to, &ds, &err);
   Py_END_ALLOW_THREADS PyObject *r =
       st == QV_OK ? qvpy_result(st, ds, &err) : raise_io(st, &err, p);
+  if (r != NULL) {
+    /* The origin (pickle.c): ("read_csv", realpath, delimiter), so that a
+     * pickle names the CSV file, not its cached conversion. */
+    char *rp = realpath(p, NULL);
+    char d[2] = {o.delimiter, '\0'};
+    PyObject *origin = Py_BuildValue("(sO&z)", "read_csv", PyUnicode_DecodeFSDefault, rp ? rp : p,
+                                     o.delimiter ? d : NULL);
+    free(rp);
+    if (origin == NULL) Py_CLEAR(r);
+    else ((DatasetObject *)r)->origin = origin;
+  }
   Py_DECREF(path);
   return r;
 }

@@ -265,7 +265,10 @@ qv_status qv_table_open_text(const char *path, qv_path_kind kind,
     return convert_uncached(path, kind, &o, out, err);
   if (qv_ds_file_exists(full) && qv_ds_cache_reusable(full) &&
       qv_table_open_path(full, NULL, out, NULL) == QV_OK) {
-    utimensat(AT_FDCWD, full, NULL, 0); /* most recently used: evicted last */
+    /* most recently used: evicted last. The access time only: the mtime is
+     * part of the identity recipes record for the mapped file. */
+    struct timespec ts[2] = {{0, UTIME_NOW}, {0, UTIME_OMIT}};
+    utimensat(AT_FDCWD, full, ts, 0);
     return QV_OK;
   }
   qv_status st = convert(path, kind, &o, full, 0, out, err);

@@ -367,7 +367,11 @@ void qv_cache_dir_evict(const char *dir, const char *prefix, const char *suffix,
     }
     snprintf(files[n].name, sizeof files[n].name, "%s", nm);
     files[n].size = (int64_t)sb.st_size;
-    files[n].mtime_ns = (int64_t)sb.st_mtim.tv_sec * 1000000000 + sb.st_mtim.tv_nsec;
+    /* last use: the later of the access and modification times (a hit
+     * refreshes one of them) */
+    int64_t m = (int64_t)sb.st_mtim.tv_sec * 1000000000 + sb.st_mtim.tv_nsec;
+    int64_t a = (int64_t)sb.st_atim.tv_sec * 1000000000 + sb.st_atim.tv_nsec;
+    files[n].mtime_ns = a > m ? a : m;
     total += files[n].size;
     n++;
   }

@@ -189,8 +189,8 @@ bool qv_cache_dir_name(char *buf, size_t cap);
 /** mkdir -p of `dir` (0700 for what it creates; `dir` is restored). */
 bool qv_cache_dir_create(char *dir);
 /** Bound the files <prefix>*<suffix> of `dir` to `max` bytes, least
- *  recently used (oldest mtime) first, never removing `keep` (a file name,
- *  may be NULL). */
+ *  recently used (by the later of atime and mtime) first,
+ *  never removing `keep` (a file name, may be NULL). */
 void qv_cache_dir_evict(const char *dir, const char *prefix, const char *suffix, int64_t max,
                         const char *keep);
 

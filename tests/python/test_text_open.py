@@ -221,3 +221,30 @@ def test_python_load_dataset_maps_the_conversion(tmp_path, cache):
     bad.write_text("a,b\n1,2\n1,2,3\n")
     with pytest.raises(Q.QuiverError, match=r"bad.csv: line 3, column 1"):
         Q.load_dataset("csv", data_files=str(bad), split="train")
+
+
+def test_pickles_name_the_text_file(tmp_path, cache):
+    """A pickle of a dataset opened from CSV / JSON Lines names the text
+    file (not its cached conversion): it rebuilds after the cache is gone
+    and refuses the file once it changed."""
+    import pickle
+    import shutil
+    Q = import_quiver()
+    src, js = tmp_path / "p.csv", tmp_path / "p.jsonl"
+    makers = [lambda: Q.open(str(src)), lambda: Q.Dataset.from_csv(str(src)),
+              lambda: Q.load_dataset("csv", data_files=[str(src), str(src)],
+                                     split="train").select([0, 2]),
+              lambda: Q.Dataset.from_json(str(js))]
+    for make in makers:
+        src.write_text("a,b\n1,2\n3,4\n")
+        js.write_text('{"a": 1}\n')
+        ds = make()
+        want = ds.to_dict()
+        b = pickle.dumps(ds)
+        assert pickle.loads(b).to_dict() == want
+        shutil.rmtree(cache)
+        assert pickle.loads(b).to_dict() == want
+        src.write_text("a,b\n1,2\n3,5\n9,9\n")
+        js.write_text('{"a": 22}\n')
+        with pytest.raises(Q.QuiverError, match=r"p\.(csv|jsonl) changed since the dataset"):
+            pickle.loads(b)
