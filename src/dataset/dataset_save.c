@@ -537,10 +537,9 @@ static qv_status save_into(qv_dataset *ds, const char *dir, const qv_save_option
     } else {
       st = qv_ds_select_contiguous(ds, 0, 0, ds->fingerprint, &shard, err);
     }
-    qv_table *written = NULL;
-    if (st == QV_OK)
-      st = qv_ds_write_rows(shard, path, schema, wbs, NULL, NULL, "save", &written, err);
-    qv_table_unref(written);
+    /* the shard is not reopened: mapping it would walk (and make resident)
+     * a page per batch for nothing */
+    if (st == QV_OK) st = qv_ds_write_rows(shard, path, schema, wbs, NULL, NULL, "save", NULL, err);
     qv_dataset_unref(shard);
     done_rows += end - start;
     if (o.progress) o.progress(o.progress_ctx, "save", done_rows, rows);

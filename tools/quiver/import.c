@@ -27,7 +27,10 @@ static const char kHelp[] =
     "every SRC in order, with the same features (CSV typed as pandas.read_csv\n"
     "types it, JSON Lines as pyarrow.json does) and shard layout. SRC may be CSV\n"
     "(.csv, .tsv), JSON Lines (.json, .jsonl) or anything else quiver opens.\n"
-    "DST is replaced atomically.\n";
+    "DST is replaced atomically. A CSV or JSON Lines SRC is first converted,\n"
+    "streaming, into a cached Arrow file (~/.cache/quiver/text-*.arrow, reused\n"
+    "while SRC is unchanged) and the shards are written from its mapping, so\n"
+    "memory stays far below the file's size.\n";
 
 static qv_status open_src(const char *path, qv_dataset **out, qv_error *err) {
   if (!cli_has_suffix(path, ".csv") && !cli_has_suffix(path, ".tsv"))
