@@ -174,9 +174,10 @@ QV_API const char *qv_path_kind_name(qv_path_kind kind);
  * QV_EINVAL for anything else ("PATH: not an Arrow, Parquet, CSV or JSON file: found
  * 6e 6f 74 20 ... ("not ...")", or "...: the file is empty"). Parquet, CSV
  * and JSON files are QV_OK: qv_path_classify opens Parquet lazily
- * (qv_table_open_parquet: footer only, row groups decoded on use) and reads
- * CSV and JSON into an in-memory table (pyarrow.parquet / pyarrow.csv /
- * pyarrow.json's types) that opens as a dataset.
+ * (qv_table_open_parquet: footer only, row groups decoded on use) and
+ * converts CSV and JSON once, streaming, into a cached Arrow file that it
+ * maps (qv_table_open_text; pyarrow.parquet / pyarrow.csv / pyarrow.json's
+ * types), which opens as a dataset.
  */
 QV_API qv_status qv_path_sniff(const char *path, qv_path_kind *out, qv_error *err) QV_NODISCARD;
 
@@ -190,8 +191,9 @@ typedef struct qv_path_info {
   char *path; /**< the path as given (owned) */
   /** ARROW_FILE / ARROW_STREAM / INDICES: the file memory-mapped
    *  (qv_table_open_path; owned reference); PARQUET: the file opened
-   *  lazily (qv_table_open_parquet; owned reference); CSV / JSON: the file
-   *  read into an in-memory table (owned reference); else NULL. */
+   *  lazily (qv_table_open_parquet; owned reference); CSV / JSON: the
+   *  file's Arrow conversion mapped (qv_table_open_text; owned
+   *  reference); else NULL. */
   qv_table *table;
   /** INDICES: the largest value of the mapping (-1 when empty, INT64_MAX
    *  when >= 2^63), from the one pass that also refused nulls. */
@@ -200,6 +202,67 @@ typedef struct qv_path_info {
    *  lists it (owned), else NULL. */
   qv_hf_dir *dir;
 } qv_path_info;
+
+/* ------------------------------------------------------------------------ */
+/* CSV and JSON Lines sources                                                */
+
+/** How a CSV / JSON Lines file is converted (zero-initialised: the open
+ *  path's pyarrow types, the cache on). */
+typedef struct qv_text_open_options {
+  /** CSV: the types datasets.load_dataset("csv") gets (pandas.read_csv;
+   *  qv_csv_read_options.pandas_types) instead of pyarrow.csv's. */
+  bool pandas_types;
+  /** CSV: the delimiter (0: ',', or '\t' for a .tsv path). */
+  char delimiter;
+  /** Do not look up or write the per-user cache: convert into a private
+   *  temporary (unlinked once mapped). The cache is also off when
+   *  QV_INDEX_CACHE=0 (off/no/false), the stream index's switch. */
+  bool no_cache;
+} qv_text_open_options;
+
+/**
+ * A CSV (`kind` QV_PATH_CSV) or JSON Lines (QV_PATH_JSON) file as a mapped
+ * Arrow table, as datasets.load_dataset does it: the file is converted
+ * once, streaming (qv_csv_stream_path / qv_jsonl_stream_path: memory
+ * O(cores x block), never the decoded file), into an Arrow IPC stream in
+ * the per-user cache directory ($XDG_CACHE_HOME/quiver, else
+ * ~/.cache/quiver), named text-<dev>-<inode>-<variant>-<key>.arrow
+ * where <key> hashes the file's size, mtime, xxh64 of its first and last 4 KiB and
+ * the options; that file is mapped, and a later open of the unchanged file
+ * maps it again without reading the text. A changed file (any part of the
+ * key) is converted again and its stale conversions removed. The text
+ * conversions are bounded together to QV_TEXT_CACHE_MAX_BYTES (default
+ * 8 GiB), least recently used removed first (the one just written is
+ * kept). Writes are atomic. When the cache is off or cannot be written the
+ * conversion goes to a temporary in $TMPDIR (else /tmp), unlinked once
+ * mapped. `options` may be NULL. Errors are the readers' (file, line,
+ * column); QV_ECHANGED when the file changed while it was converted.
+ * *out: a new reference.
+ */
+QV_API qv_status qv_table_open_text(const char *path, qv_path_kind kind,
+                                    const qv_text_open_options *options, qv_table **out,
+                                    qv_error *err) QV_NODISCARD;
+
+/**
+ * qv_table_open_text as a dataset (Dataset.from_csv / from_json,
+ * load_dataset("csv"|"json")), whatever the path's extension. The
+ * fingerprint is that of the text file (qv_fingerprint_of_file).
+ */
+QV_API qv_status qv_dataset_open_text(const char *path, qv_path_kind kind,
+                                      const qv_text_open_options *options, qv_dataset **out,
+                                      qv_error *err) QV_NODISCARD;
+
+/**
+ * At least the first `rows` rows of a CSV / JSON Lines file (all of them
+ * when it has fewer), for `quiver head`: the cached conversion when there
+ * is a valid one, else only the first window(s) of the text are read and
+ * parsed (the types are then those the first windows infer, as
+ * pyarrow.csv.open_csv's streaming reader does), into an in-memory table;
+ * nothing is cached and the rest of the file is never read (a malformed
+ * line after them is not seen). *out: a new reference.
+ */
+QV_API qv_status qv_table_open_text_head(const char *path, qv_path_kind kind, int64_t rows,
+                                         qv_table **out, qv_error *err) QV_NODISCARD;
 
 /**
  * Classify `path` and open what it is, once: a file is sniffed

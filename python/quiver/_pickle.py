@@ -8,8 +8,10 @@ rebuild(state). The state is a small dict:
   v            format version (1)
   fingerprint  the dataset's fingerprint; the rebuilt dataset must have it
   files        [(path, size, mtime_ns, crc32 of the first and last 4 KiB)]
-               of every file mapped behind the dataset (Dataset.cache_files):
-               a file that changed since is refused before anything is read
+               of every file mapped behind the dataset (Dataset.cache_files;
+               for a CSV / JSON Lines file, the text file instead of its
+               cached Arrow conversion): a file that changed since is
+               refused before anything is read
   origin       how the dataset was made (Dataset._origin: quiver.open's
                arguments — or, after a map or filter with a callable that
                wrote cache files, the tables' recipes — then one (method,
@@ -22,6 +24,7 @@ rebuild(state). The state is a small dict:
                pickle their data), rebuilt by _quiver._from_recipes.
 """
 import os
+import re
 import zlib
 
 from . import _quiver
@@ -46,10 +49,40 @@ def _identity(path):
     return (path, st.st_size, st.st_mtime_ns, _content_check(path, st.st_size))
 
 
+# The cached Arrow conversion of a CSV / JSON Lines file (src/dataset/
+# dataset_text.c): a pickle names the text file instead (its origin's
+# root), and the replay converts it again if the cache lost it.
+_TEXT_CONVERSION = re.compile(r"text-[0-9a-f]{16}-[0-9a-f]{16}-[a-z0-9]+-[0-9a-f]{16}\.arrow")
+
+
+def _root(origin):
+    while origin is not None and origin[0] not in ("open", "read_csv", "tables", "concatenate"):
+        origin = origin[0]
+    return origin
+
+
+def _text_roots(origin, out):
+    """The text files (CSV / JSON Lines) at the roots of an origin."""
+    root = _root(origin)
+    if root is None:
+        return out
+    if root[0] == "read_csv" or (root[0] == "open" and root[3] is None
+                                 and os.path.isfile(root[1])
+                                 and _quiver._sniff(root[1]) in ("csv", "json")):
+        out.append(root[1])
+    elif root[0] == "concatenate":
+        for p in root[1]:
+            _text_roots(p, out)
+    return out
+
+
 def reduce(ds):
-    files = [_identity(f["filename"]) for f in ds.cache_files]
-    state = {"v": VERSION, "fingerprint": ds.fingerprint, "files": files}
     origin = ds._origin
+    texts = _text_roots(origin, [])
+    files = [_identity(f["filename"]) for f in ds.cache_files
+             if not (texts and _TEXT_CONVERSION.fullmatch(os.path.basename(f["filename"])))]
+    files = [_identity(t) for t in texts] + files
+    state = {"v": VERSION, "fingerprint": ds.fingerprint, "files": files}
     if origin is not None:
         state["origin"] = origin
     else:
@@ -79,6 +112,9 @@ def _replay(origin):
     if kind == "open":
         _, path, split, data = origin
         return _quiver.open(path, split=split, data=data)
+    if kind == "read_csv":
+        _, path, delimiter = origin
+        return _quiver._read_csv(path, delimiter)
     if kind == "tables":
         _, data, indices, fingerprint = origin
         return _quiver._from_recipes(data, indices, fingerprint)

@@ -55,14 +55,27 @@ PyObject *qvpy_mod_read_csv(PyObject *mod, PyObject *args, PyObject *kwargs) {
   }
   const char *p = PyBytes_AS_STRING(path);
   qv_error err;
-  qv_table *t = NULL;
   qv_dataset *ds = NULL;
   qv_status st;
-  Py_BEGIN_ALLOW_THREADS st = qv_table_read_csv(p, &o, &t, &err);
-  if (st == QV_OK) st = qv_dataset_from_table(t, NULL, &ds, &err);
-  qv_table_unref(t);
+  /* streamed into the cached Arrow conversion and mapped (dataset.h) */
+  qv_text_open_options to;
+  memset(&to, 0, sizeof to);
+  to.pandas_types = o.pandas_types;
+  to.delimiter = o.delimiter;
+  Py_BEGIN_ALLOW_THREADS st = qv_dataset_open_text(p, QV_PATH_CSV, &to, &ds, &err);
   Py_END_ALLOW_THREADS PyObject *r =
       st == QV_OK ? qvpy_result(st, ds, &err) : raise_io(st, &err, p);
+  if (r != NULL) {
+    /* The origin (pickle.c): ("read_csv", realpath, delimiter), so that a
+     * pickle names the CSV file, not its cached conversion. */
+    char *rp = realpath(p, NULL);
+    char d[2] = {o.delimiter, '\0'};
+    PyObject *origin = Py_BuildValue("(sO&z)", "read_csv", PyUnicode_DecodeFSDefault, rp ? rp : p,
+                                     o.delimiter ? d : NULL);
+    free(rp);
+    if (origin == NULL) Py_CLEAR(r);
+    else ((DatasetObject *)r)->origin = origin;
+  }
   Py_DECREF(path);
   return r;
 }

@@ -41,12 +41,10 @@ struct qv_dataset {
 
 /* strdup that reports failure as NULL (NULL in, NULL out). */
 char *qv_ds_strdup(const char *s);
-/* dataset_text.c: whether `path` ends in `suffix` (ASCII case ignored), and
- * a CSV (QV_PATH_CSV) or JSON Lines (QV_PATH_JSON) file read whole into an
- * in-memory table (*out: one reference), as Dataset.from_csv / from_json
- * read it. */
+/* dataset_text.c: whether `path` ends in `suffix` (ASCII case ignored).
+ * CSV / JSON Lines files open through qv_table_open_text (quiver/dataset.h):
+ * converted once, streaming, into a cached Arrow file that is mapped. */
 bool qv_ds_has_suffix(const char *path, const char *suffix);
-qv_status qv_ds_read_text(const char *path, qv_path_kind kind, qv_table **out, qv_error *err);
 
 /* A new dataset over `data` and `indices` (references taken when not NULL)
  * with fingerprint `fp` and features `features` (taken over), copying

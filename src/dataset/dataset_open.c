@@ -2,8 +2,9 @@
  * dataset_open.c — the one open of the dataset layer, used by every front
  * end (CLI, Python): a path is sniffed (qv_path_sniff: a directory by its
  * marker files, a file by its first bytes — Arrow IPC file or stream,
- * Parquet (opened lazily by qv_table_open_parquet), and the formats
- * recognised but not read yet: CSV, JSON), classified
+ * Parquet (opened lazily by qv_table_open_parquet), CSV and JSON Lines
+ * (converted once, streaming, into a cached Arrow file that is mapped:
+ * qv_table_open_text in dataset_text.c)), classified
  * once (qv_path_classify: a file mapped as a table, an indices mapping
  * scanned once, a directory listed by qv_hf_dir_open) and opened from that
  * classification (qv_dataset_open_classified), which nothing reopens.
@@ -191,7 +192,7 @@ qv_status qv_path_classify(const char *path, qv_path_info *out, qv_error *err) {
   if (kind == QV_PATH_DATASET || kind == QV_PATH_DATASET_DICT || kind == QV_PATH_CACHE_DIR) {
     st = qv_hf_dir_open(path, &info.dir, err);
   } else if (kind == QV_PATH_CSV || kind == QV_PATH_JSON) {
-    st = qv_ds_read_text(path, kind, &info.table, err); /* dataset_text.c */
+    st = qv_table_open_text(path, kind, NULL, &info.table, err); /* dataset_text.c */
   } else if (kind == QV_PATH_PARQUET) {
     /* pyarrow's types; only the footer now, row groups decoded lazily */
     st = qv_table_open_parquet(path, &info.table, err);

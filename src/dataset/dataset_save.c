@@ -63,6 +63,9 @@ qv_status qv_ds_write_rows(qv_dataset *ds, const char *path, const qv_schema *sc
     if (st != QV_OK || batch == NULL) break;
     done += batch->length;
     st = qv_ds_sink_push(sink, batch, err);
+    /* written: its mapped pages leave this process (resident memory stays
+     * a batch, not the dataset; the page cache keeps them) */
+    if (it == NULL) qv_table_batch_done(ds->data, b - 1);
     if (progress != NULL) progress(progress_ctx, what ? what : "write", done, total);
   }
   qv_dataset_iter_free(it);
@@ -534,10 +537,9 @@ static qv_status save_into(qv_dataset *ds, const char *dir, const qv_save_option
     } else {
       st = qv_ds_select_contiguous(ds, 0, 0, ds->fingerprint, &shard, err);
     }
-    qv_table *written = NULL;
-    if (st == QV_OK)
-      st = qv_ds_write_rows(shard, path, schema, wbs, NULL, NULL, "save", &written, err);
-    qv_table_unref(written);
+    /* the shard is not reopened: mapping it would walk (and make resident)
+     * a page per batch for nothing */
+    if (st == QV_OK) st = qv_ds_write_rows(shard, path, schema, wbs, NULL, NULL, "save", NULL, err);
     qv_dataset_unref(shard);
     done_rows += end - start;
     if (o.progress) o.progress(o.progress_ctx, "save", done_rows, rows);

@@ -237,7 +237,7 @@ bool qv_index_cache_enabled(qv_index_cache_mode mode) {
 }
 
 /* The cache directory into buf ("" when none can be named). */
-static bool cache_dir(char *buf, size_t cap) {
+bool qv_cache_dir_name(char *buf, size_t cap) {
   const char *x = getenv("XDG_CACHE_HOME");
   int k;
   if (x != NULL && x[0] == '/') { /* the spec ignores relative values */
@@ -252,7 +252,7 @@ static bool cache_dir(char *buf, size_t cap) {
 
 static bool entry_path(const qv_index_key *key, char *buf, size_t cap) {
   char dir[4096];
-  if (!cache_dir(dir, sizeof dir)) return false;
+  if (!qv_cache_dir_name(dir, sizeof dir)) return false;
   int k = snprintf(buf, cap, "%s/index-%016llx-%016llx.qvi", dir, (unsigned long long)key->dev,
                    (unsigned long long)key->ino);
   return k > 0 && (size_t)k < cap;
@@ -339,9 +339,10 @@ int64_t qv_index_cache_max_bytes(void) {
   return IDX_DEFAULT_MAX_BYTES;
 }
 
-/* Remove the least recently used index files until the directory holds at
- * most `max` bytes of them. */
-static void evict(const char *dir, int64_t max) {
+/* Remove the least recently used files named <prefix>*<suffix> until the
+ * directory holds at most `max` bytes of them (never `keep`, a name). */
+void qv_cache_dir_evict(const char *dir, const char *prefix, const char *suffix, int64_t max,
+                        const char *keep) {
   DIR *d = opendir(dir);
   if (d == NULL) return;
   int dfd = dirfd(d);
@@ -351,7 +352,7 @@ static void evict(const char *dir, int64_t max) {
   struct dirent *de;
   while ((de = readdir(d)) != NULL) {
     const char *nm = de->d_name;
-    bool idx = strncmp(nm, "index-", 6) == 0 && has_suffix(nm, ".qvi");
+    bool idx = strncmp(nm, prefix, strlen(prefix)) == 0 && has_suffix(nm, suffix);
     /* Temporaries are the atomic-file helper's: it reclaims those of dead
      * writers whenever it creates one here (core/atomic_internal.h). */
     if (!idx || strlen(nm) >= sizeof files->name) continue;
@@ -366,21 +367,27 @@ static void evict(const char *dir, int64_t max) {
     }
     snprintf(files[n].name, sizeof files[n].name, "%s", nm);
     files[n].size = (int64_t)sb.st_size;
-    files[n].mtime_ns = (int64_t)sb.st_mtim.tv_sec * 1000000000 + sb.st_mtim.tv_nsec;
+    /* last use: the later of the access and modification times (a hit
+     * refreshes one of them) */
+    int64_t m = (int64_t)sb.st_mtim.tv_sec * 1000000000 + sb.st_mtim.tv_nsec;
+    int64_t a = (int64_t)sb.st_atim.tv_sec * 1000000000 + sb.st_atim.tv_nsec;
+    files[n].mtime_ns = a > m ? a : m;
     total += files[n].size;
     n++;
   }
   if (total > max && n > 0) {
     qsort(files, n, sizeof *files, by_mtime);
     for (size_t i = 0; i < n && total > max; i++)
-      if (unlinkat(dfd, files[i].name, 0) == 0) total -= files[i].size;
+      if ((keep == NULL || strcmp(files[i].name, keep) != 0) &&
+          unlinkat(dfd, files[i].name, 0) == 0)
+        total -= files[i].size;
   }
   free(files);
   closedir(d);
 }
 
 /* mkdir -p of the cache directory (0700 for what it creates). */
-static bool make_dirs(char *dir) {
+bool qv_cache_dir_create(char *dir) {
   struct stat sb;
   if (stat(dir, &sb) == 0) return S_ISDIR(sb.st_mode);
   for (char *s = dir + 1; *s; s++) {
@@ -400,7 +407,8 @@ bool qv_index_cache_store(const qv_index_key *key, int64_t first, int64_t end, q
   char dir[4096], path[4200];
   int64_t max = qv_index_cache_max_bytes();
   if ((int64_t)IDX_HEADER + 8 + (int64_t)IDX_ENTRY * n > max) return false;
-  if (!cache_dir(dir, sizeof dir) || !make_dirs(dir) || !entry_path(key, path, sizeof path))
+  if (!qv_cache_dir_name(dir, sizeof dir) || !qv_cache_dir_create(dir) ||
+      !entry_path(key, path, sizeof path))
     return false;
   uint8_t *bytes = NULL;
   int64_t size = 0;
@@ -416,6 +424,6 @@ bool qv_index_cache_store(const qv_index_key *key, int64_t first, int64_t end, q
   }
   free(bytes);
   if (!ok || qv_atomic_file_commit(f, NULL) != QV_OK) return false;
-  evict(dir, max);
+  qv_cache_dir_evict(dir, "index-", ".qvi", max, NULL);
   return true;
 }

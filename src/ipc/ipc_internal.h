@@ -182,6 +182,18 @@ bool qv_index_cache_load(const qv_index_key *key, int64_t first, qv_index_emit e
 bool qv_index_cache_store(const qv_index_key *key, int64_t first, int64_t end, qv_compression comp,
                           const qv_index_msg *msgs, int64_t n);
 
+/** The per-user cache directory ($XDG_CACHE_HOME/quiver, else
+ *  ~/.cache/quiver) into buf; false when none can be named. Shared by the
+ *  stream index and the dataset layer's text conversions. */
+bool qv_cache_dir_name(char *buf, size_t cap);
+/** mkdir -p of `dir` (0700 for what it creates; `dir` is restored). */
+bool qv_cache_dir_create(char *dir);
+/** Bound the files <prefix>*<suffix> of `dir` to `max` bytes, least
+ *  recently used (by the later of atime and mtime) first,
+ *  never removing `keep` (a file name, may be NULL). */
+void qv_cache_dir_evict(const char *dir, const char *prefix, const char *suffix, int64_t max,
+                        const char *keep);
+
 /** Dictionaries in force while decoding a batch, looked up by id. */
 typedef struct qv_ipc_dict_lookup {
   /* Return the current dictionary (borrowed) for dict_id, or NULL. */

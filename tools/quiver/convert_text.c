@@ -14,6 +14,7 @@
 #include "cli.h"
 #include "progress.h"
 #include "quiver/csv.h"
+#include "quiver/dataset.h"
 #include "quiver/ipc.h"
 #include "quiver/jsonl.h"
 #include "quiver/table.h"
@@ -405,14 +406,16 @@ int cmd_convert_text(int argc, char **argv) {
 
 int cli_info_text(const char *path, qv_path_kind kind, bool as_json) {
   qv_error err;
-  qv_read_result res;
-  qv_status st = kind == QV_PATH_CSV ? qv_csv_read_path(path, NULL, &res, &err)
-                                     : qv_jsonl_read_path(path, NULL, &res, &err);
+  qv_table *t = NULL; /* the cached conversion, mapped (quiver/dataset.h) */
+  qv_status st = qv_table_open_text(path, kind, NULL, &t, &err);
   if (st != QV_OK) return cli_fail(st, &err);
+  struct {
+    int64_t n_rows, n_batches;
+  } res = {qv_table_num_rows(t), qv_table_num_batches(t)};
   struct stat sb;
   long long size = stat(path, &sb) == 0 ? (long long)sb.st_size : -1;
   const char *fmt = kind == QV_PATH_CSV ? "csv" : "json";
-  const qv_schema *s = res.schema;
+  const qv_schema *s = qv_table_schema(t);
   char tn[512];
   if (as_json) {
     json_t *o = json_object();
@@ -449,6 +452,6 @@ int cli_info_text(const char *path, qv_path_kind kind, bool as_json) {
       printf("  %s: %s\n", qv_schema_field(s, i)->name, tn);
     }
   }
-  qv_read_result_reset(&res);
+  qv_table_unref(t);
   return QV_EXIT_OK;
 }

@@ -5,17 +5,18 @@
  * "train") holding the files' rows in order. CSV is read with the types
  * datasets gets through pandas.read_csv (qv_csv_read_options.pandas_types);
  * every other SRC (JSON Lines, Arrow, and any format the open path reads)
- * goes through the dataset layer's one open. The directory is written by
- * the dataset layer's save (atomic). Top layer.
+ * goes through the dataset layer's one open. As datasets does, a text SRC
+ * is first converted, streaming, into a cached Arrow file that is mapped
+ * (qv_dataset_open_text), and the shards are written from the mapping
+ * batch by batch: memory stays O(cores x block), not the file. The
+ * directory is written by the dataset layer's save (atomic). Top layer.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
-#include "quiver/csv.h"
 #include "quiver/dataset.h"
-#include "quiver/table.h"
 
 static const char kHelp[] =
     "usage: quiver import SRC... -o DST [--split NAME] [--num-shards N]\n"
@@ -26,19 +27,19 @@ static const char kHelp[] =
     "every SRC in order, with the same features (CSV typed as pandas.read_csv\n"
     "types it, JSON Lines as pyarrow.json does) and shard layout. SRC may be CSV\n"
     "(.csv, .tsv), JSON Lines (.json, .jsonl) or anything else quiver opens.\n"
-    "DST is replaced atomically.\n";
+    "DST is replaced atomically. A CSV or JSON Lines SRC is first converted,\n"
+    "streaming, into a cached Arrow file (~/.cache/quiver/text-*.arrow, reused\n"
+    "while SRC is unchanged) and the shards are written from its mapping, so\n"
+    "memory stays far below the file's size.\n";
 
 static qv_status open_src(const char *path, qv_dataset **out, qv_error *err) {
   if (!cli_has_suffix(path, ".csv") && !cli_has_suffix(path, ".tsv"))
     return cli_open_dataset(path, NULL, NULL, out, err);
-  qv_csv_read_options o;
+  /* streamed into the cached Arrow conversion and mapped (dataset.h) */
+  qv_text_open_options o;
   memset(&o, 0, sizeof o);
   o.pandas_types = true;
-  qv_table *t = NULL;
-  qv_status st = qv_table_read_csv(path, &o, &t, err);
-  if (st == QV_OK) st = qv_dataset_from_table(t, NULL, out, err);
-  qv_table_unref(t);
-  return st;
+  return qv_dataset_open_text(path, QV_PATH_CSV, &o, out, err);
 }
 
 int cmd_import(int argc, char **argv) {

@@ -125,6 +125,12 @@ static bool lazy_plain_file(const char *path) {
   return kind == QV_PATH_ARROW_FILE || kind == QV_PATH_ARROW_STREAM;
 }
 
+/* Whether PATH is CSV or JSON Lines by its first bytes and name. */
+static bool text_kind(const char *path, qv_path_kind *kind) {
+  return qv_path_sniff(path, kind, NULL) == QV_OK &&
+         (*kind == QV_PATH_CSV || *kind == QV_PATH_JSON);
+}
+
 int cmd_head(int argc, char **argv) {
   const char *path = NULL, *split = NULL, *data = NULL;
   bool decode = false;
@@ -162,6 +168,7 @@ int cmd_head(int argc, char **argv) {
   if (path == NULL) return cli_usage("head", "missing PATH");
   qv_error err;
   qv_status st;
+  qv_path_kind kind;
   if (strcmp(path, "-") == 0) {
     if (data != NULL)
       return cli_usage("head", "--data needs PATH to be an indices mapping file, not '-'");
@@ -180,6 +187,12 @@ int cmd_head(int argc, char **argv) {
     if (st != QV_OK) return cli_fail(st, &err);
     st = head_rows(reader_next, r, qv_reader_schema(r), decode, n, &err);
     qv_reader_close(r);
+  } else if (data == NULL && split == NULL && text_kind(path, &kind)) {
+    /* the cached conversion, else only the first windows (dataset.h) */
+    qv_table *t = NULL;
+    st = qv_table_open_text_head(path, kind, n, &t, &err);
+    if (st == QV_OK) st = head_rows(table_next, t, qv_table_schema(t), decode, n, &err);
+    qv_table_unref(t);
   } else {
     qv_path_info info;
     st = qv_path_classify(path, &info, &err);
