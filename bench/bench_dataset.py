@@ -73,14 +73,19 @@ def clean(d):
         os.remove(f)
 
 
+CPU = {}  # best process CPU time (all threads) of the last best() call, under "last"
+
+
 def best(fn, d, reps=3):
-    t = float("inf")
+    t = c = float("inf")
     out = None
     for _ in range(reps):
         clean(d)
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         out = fn()
         t = min(t, time.perf_counter() - t0)
+        c = min(c, time.process_time() - c0)
+    CPU["last"] = c
     return t, out
 
 
@@ -112,7 +117,7 @@ def run(d):
     t, r = best(lambda: ds.select(range(0, n, 2)), d)
     out["select"], checks["select"] = t, head(r)
     t, r = best(lambda: ds.sort("numbers"), d)
-    out["sort"], checks["sort"] = t, head(r)
+    out["sort"], out["sort_cpu"], checks["sort"] = t, CPU["last"], head(r)
     t, r = best(lambda: ds.shuffle(seed=42), d)
     out["shuffle"], checks["shuffle"] = t, head(r)
     t, r = best(lambda: ds.train_test_split(0.1, seed=42), d)

@@ -27,13 +27,6 @@
 /* Warm gathers are timed REPS times; the best is reported. */
 #define REPS 3
 
-/* CPU seconds of the whole process (the gather's pool threads included). */
-static double process_cpu_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static double min_d(double a, double b) { return a < b ? a : b; }
 
 static void die(const char *what, const qv_error *err) {

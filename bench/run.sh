@@ -214,9 +214,15 @@ for pre in ("", "shuffled_"):
     line(f"  rows ({tag})", pre + "read_rows")
     for bs in (10, 100, 1000):
         line(f"  batches of {bs} ({tag})", f"{pre}iter_batch_{bs}", f"{pre}read_batch_{bs}")
-print("quiver: iteration after shuffle vs in order (goal <= 1.5x):")
+print(f"  sort by numbers, process CPU: quiver {t(q['sort_cpu'])}, datasets {t(p['sort_cpu'])} "
+      f"-> {p['sort_cpu'] / q['sort_cpu']:.1f}x (goal >= 20x)")
+print("quiver: iteration after shuffle vs in order (goal <= 1.5x), wall; process CPU:")
 for k in ("read_rows", "iter_batch_1", "iter_batch_10", "iter_batch_100", "iter_batch_1000"):
-    print(f"  {k:<18} {t(q[k]):>10} -> {t(q['shuffled_' + k]):>10}  = {q['shuffled_' + k] / q[k]:.2f}x")
+    c = ""
+    if k + "_cpu" in q:
+        c = (f";  CPU {t(q[k + '_cpu'])} -> {t(q['shuffled_' + k + '_cpu'])}  = "
+             f"{q['shuffled_' + k + '_cpu'] / q[k + '_cpu']:.2f}x")
+    print(f"  {k:<18} {t(q[k]):>10} -> {t(q['shuffled_' + k]):>10}  = {q['shuffled_' + k] / q[k]:.2f}x{c}")
 print("datasets: after shuffle vs in order:")
 for k in ("read_rows", "read_batch_10", "read_batch_100", "read_batch_1000"):
     print(f"  {k:<18} {t(p[k]):>10} -> {t(p['shuffled_' + k]):>10}  = {p['shuffled_' + k] / p[k]:.2f}x")

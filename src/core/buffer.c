@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "core/guard_internal.h"
+#include "core/kernels_internal.h"
 #include "quiver/core.h"
 
 /* File mappings carry their guard region (guard.c) as ctx: it goes before
@@ -69,6 +70,17 @@ static void *heap_zalloc(int64_t capacity) {
   return p;
 }
 
+/* heap_zalloc without zeroing the `size` bytes callers write whole (the
+ * padding after them is zeroed): a gather's output is written once, not
+ * twice. */
+static void *heap_alloc_uninit(int64_t capacity) {
+  size_t bytes = heap_bytes(capacity);
+  if (HEAP_MAPS && bytes >= HEAP_MAP_MIN) return heap_zalloc(capacity);
+  uint8_t *p = aligned_alloc(QV_BUFFER_ALIGNMENT, bytes);
+  if (p != NULL) memset(p + capacity, 0, bytes - (size_t)capacity);
+  return p;
+}
+
 static void heap_free(void *data, int64_t capacity) {
   if (data == NULL) return;
   size_t bytes = heap_bytes(capacity);
@@ -81,11 +93,11 @@ static void heap_release(void *ctx, void *data, int64_t capacity) {
   heap_free(data, capacity);
 }
 
-qv_status qv_buffer_alloc(int64_t size, qv_buffer **out, qv_error *err) {
+static qv_status buffer_alloc(int64_t size, bool zero, qv_buffer **out, qv_error *err) {
   if (size < 0 || size > (INT64_MAX >> 2))
     return qv_error_set(err, QV_ENOMEM, "cannot allocate a buffer of %lld bytes", (long long)size);
   qv_buffer *b = calloc(1, sizeof *b);
-  void *data = b ? heap_zalloc(size) : NULL;
+  void *data = b ? (zero ? heap_zalloc(size) : heap_alloc_uninit(size)) : NULL;
   if (data == NULL) {
     free(b);
     return qv_error_set(err, QV_ENOMEM, "out of memory allocating %lld bytes", (long long)size);
@@ -97,6 +109,14 @@ qv_status qv_buffer_alloc(int64_t size, qv_buffer **out, qv_error *err) {
   b->release_ = heap_release;
   *out = b;
   return QV_OK;
+}
+
+qv_status qv_buffer_alloc(int64_t size, qv_buffer **out, qv_error *err) {
+  return buffer_alloc(size, true, out, err);
+}
+
+qv_status qvk_buffer_alloc_uninit(int64_t size, qv_buffer **out, qv_error *err) {
+  return buffer_alloc(size, false, out, err);
 }
 
 qv_status qv_buffer_resize(qv_buffer *buf, int64_t new_size, qv_error *err) {

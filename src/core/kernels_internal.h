@@ -13,6 +13,11 @@
 /* The binary/string view layout (QV_VIEW_*) and the integer and offset
  * loaders (qv_load_int, qv_array_int_at, ...) are public: quiver/array.h. */
 
+/* qv_buffer_alloc without zeroing the `size` bytes (the padding after them
+ * is zeroed): for outputs the caller writes whole before anyone reads them
+ * (buffer.c). */
+qv_status qvk_buffer_alloc_uninit(int64_t size, qv_buffer **out, qv_error *err) QV_NODISCARD;
+
 /* Union type ids are int8, so a code -> child map has 128 entries. */
 #define QVK_UNION_CODES 128
 

@@ -267,7 +267,7 @@ static qv_status gather_slot(const gsrc *s, int32_t width, int32_t slot, qv_buff
                              qv_error *err) {
   int64_t n = s->n, bytes;
   if (qv_mul_overflow(n, width, &bytes)) return oom(err, "values");
-  QV_RETURN_NOT_OK(qv_buffer_alloc(bytes, out, err));
+  QV_RETURN_NOT_OK(qvk_buffer_alloc_uninit(bytes, out, err)); /* every row written */
   qv_buffer *buf = *out;
   const uint8_t **bases = NULL;
   const uint8_t *base0 = NULL;
@@ -345,10 +345,15 @@ static inline void range_of(const qv_array *a, bool large, int64_t r, int64_t *s
 static qv_status build_offsets(const gsrc *s, bool large, bool child_limit, qv_buffer **offsets_out,
                                int64_t *starts, int64_t *total, qv_error *err) {
   int32_t w = large ? 8 : 4;
-  QV_RETURN_NOT_OK(qv_buffer_alloc((s->n + 1) * w, offsets_out, err));
+  QV_RETURN_NOT_OK(qvk_buffer_alloc_uninit((s->n + 1) * w, offsets_out, err));
   qv_buffer *buf = *offsets_out; /* in the output already: freed with it */
+  qvk_store_int(buf->data, w, 0, 0);
   int64_t sum = 0;
   for (int64_t i = 0; i < s->n; i++) {
+    if (i + PREFETCH_AHEAD < s->n) { /* rows in any order: their offsets are cache misses */
+      const qv_array *pa = s->chunks[SRC_CHUNK(s, i + PREFETCH_AHEAD)];
+      __builtin_prefetch(pa->buffers[1]->data + (pa->offset + s->row[i + PREFETCH_AHEAD]) * w);
+    }
     int64_t c = SRC_CHUNK(s, i);
     const qv_array *a = s->chunks[c];
     int64_t start, end;
@@ -580,6 +585,8 @@ static int32_t flat_child_width(const gsrc *s) {
  * one memcpy (and one bitmap copy when the child has nulls), rather than a
  * child row list gathered element by element. `starts` are the ranges'
  * first child rows, `offs` the new offsets. */
+#define LIST_PREFETCH_BYTES 512
+#define LIST_PREFETCH_ROWS 6
 static qv_status gather_list_flat(const gsrc *s, bool large, int32_t width, const int64_t *starts,
                                   const qv_buffer *offs, int64_t total, qv_array **out,
                                   qv_error *err) {
@@ -592,7 +599,7 @@ static qv_status gather_list_flat(const gsrc *s, bool large, int32_t width, cons
   int64_t bytes;
   qv_status st = qv_mul_overflow(total, width, &bytes)
                      ? oom(err, "values")
-                     : qv_buffer_alloc(bytes, &a->buffers[1], err);
+                     : qvk_buffer_alloc_uninit(bytes, &a->buffers[1], err);
   bool nulls = false;
   for (int64_t c = 0; c < s->n_chunks && !nulls; c++)
     nulls = qv_array_null_count(s->chunks[c]->children[0]) > 0;
@@ -606,6 +613,18 @@ static qv_status gather_list_flat(const gsrc *s, bool large, int32_t width, cons
   int32_t ow = large ? 8 : 4;
   int64_t k = 0;
   for (int64_t i = 0; i < s->n; i++) {
+    if (i + LIST_PREFETCH_ROWS < s->n) {
+      /* The ranges LIST_PREFETCH_ROWS rows on, up to LIST_PREFETCH_BYTES of each:
+       * rows in random order start a new page each, which the hardware
+       * prefetcher does not follow. */
+      int64_t ahead = i + LIST_PREFETCH_ROWS;
+      const qv_array *pch = s->chunks[SRC_CHUNK(s, ahead)]->children[0];
+      int64_t pl =
+          qv_load_int(offs->data, ow, false, ahead + 1) - qv_load_int(offs->data, ow, false, ahead);
+      const uint8_t *p = pch->buffers[1]->data + (pch->offset + starts[ahead]) * width;
+      int64_t pb = pl * width < LIST_PREFETCH_BYTES ? pl * width : LIST_PREFETCH_BYTES;
+      for (int64_t o = 0; o < pb; o += 64) __builtin_prefetch(p + o);
+    }
     int64_t len = qv_load_int(offs->data, ow, false, i + 1) - qv_load_int(offs->data, ow, false, i);
     if (len == 0) continue;
     const qv_array *ch = s->chunks[SRC_CHUNK(s, i)]->children[0];
