@@ -197,6 +197,16 @@ void qvg_htab_firsts(const qvg_htab *t, int64_t *chunk, int64_t *row);
  *  the groups there); -1 when the batch's buffers are inconsistent. */
 int64_t qvg_hash_sample_distinct(const qv_chunked_column *const *kcols, int32_t nk, int64_t b,
                                  int64_t n);
+/** Codes of a string / binary key column (any offsets layout, views) of
+ *  at most max_values (< 65535) distinct values, for the direct path:
+ *  codes[boff[b] + i] of row i of batch b, 0..*n_values-1 for the values
+ *  and *n_values for a null (*nulls: some row is null). Runs on `pool`.
+ *  False when the column is not binary-like, has more values, its buffers
+ *  are inconsistent or memory runs out (then codes is garbage; nothing to
+ *  free either way). */
+bool qvg_code_strings(qv_pool *pool, const qv_chunked_column *col, const int64_t *boff, int64_t nb,
+                      int32_t max_values, uint16_t *codes, int32_t *n_values, bool *nulls);
+
 /** The in-memory group-by engine (groupby.c): qv_table_group_by's
  *  contract, except that state past opts->memory_limit (> 0) is QV_ENOMEM
  *  rather than a spill. qv_table_group_by (groupby_spill.c) calls it, and
