@@ -620,6 +620,19 @@ qv_status qvg_agg_update_sel(qvg_agg *a, qvg_scratch *s, const uint32_t *ids_b, 
     for (int64_t i = 0; i < n; i++) a->cnt[ids[i]]++;
     return QV_OK;
   }
+  if (!sel && no_nulls && k == QV_AGG_SUM && a->vc == VC_INT && x->type->id == QV_INT32) {
+    const int32_t *xv = (const int32_t *)(const void *)x->buffers[1]->data + x->offset;
+    for (int64_t i = 0; i < n; i++) {
+      uint32_t g = ids[i];
+      if (qv_add_overflow(a->iacc[g], (int64_t)xv[i], &a->iacc[g]))
+        return qv_error_set(err, QV_ERANGE,
+                            "%s: the sum overflows int64 at row %" PRId64
+                            " of batch %d (group %u); cast the column to double first",
+                            a->label, i, (int)c, g);
+      a->cnt[g]++;
+    }
+    return QV_OK;
+  }
   uint8_t *v = s->vx;
   load_valid(x, sel, n, v);
   if (a->stream_k) {

@@ -1092,6 +1092,13 @@ static void code_task(void *ctx, int64_t b, int worker) {
   }
   const uint8_t *valid =
       a->buffers[0] && qv_array_null_count((qv_array *)a) > 0 ? a->buffers[0]->data : NULL;
+  /* offsets read in place for the offset layouts, bytes_at for views */
+  const uint8_t *data = c->k.kind != HK_VIEW && a->buffers[2] ? a->buffers[2]->data
+                                                              : (const uint8_t *)""; /* all empty */
+  const int32_t *o32 =
+      c->k.kind == HK_BIN32 ? (const int32_t *)(const void *)a->buffers[1]->data + a->offset : NULL;
+  const int64_t *o64 =
+      c->k.kind == HK_BIN64 ? (const int64_t *)(const void *)a->buffers[1]->data + a->offset : NULL;
   for (int64_t i = 0; i < n; i++) {
     if (valid && !qv_bit_get(valid, a->offset + i)) {
       out[i] = CODE_LOCAL_NULL;
@@ -1099,7 +1106,10 @@ static void code_task(void *ctx, int64_t b, int worker) {
       continue;
     }
     int64_t len;
-    const uint8_t *p = bytes_at(&c->k, a, i, &len);
+    const uint8_t *p;
+    if (o32) p = data + o32[i], len = (int64_t)o32[i + 1] - o32[i];
+    else if (o64) p = data + o64[i], len = o64[i + 1] - o64[i];
+    else p = bytes_at(&c->k, a, i, &len);
     int32_t code = code_find(&t, &c->k, c->max, p, len, (uint32_t)b, (uint32_t)i);
     if (code < 0) {
       c->bad[b] = 1;
