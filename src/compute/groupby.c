@@ -167,6 +167,7 @@ static bool string_key_type(qv_type_id id) {
 static bool direct_plan(qv_pool *pool, const qv_chunked_column *const *keys, int32_t nk,
                         int64_t total, const int64_t *boff, int64_t nb, direct_map *d) {
   memset(d, 0, sizeof *d);
+  uint64_t str_slots = 1; /* at least the string keys' slots (their values in the sample) */
   for (int32_t k = 0; k < nk; k++) {
     qv_type_id id = keys[k]->type->id;
     if (direct_key_type(id)) continue;
@@ -174,6 +175,8 @@ static bool direct_plan(qv_pool *pool, const qv_chunked_column *const *keys, int
     int64_t sample = boff[1] < DIRECT_CODE_SAMPLE ? boff[1] : DIRECT_CODE_SAMPLE;
     int64_t dist = qvg_hash_sample_distinct(keys + k, 1, 0, sample);
     if (dist < 0 || dist > DIRECT_MAX_CODES / 2) return false;
+    str_slots *= (uint64_t)(dist > 0 ? dist : 1);
+    if (str_slots > DIRECT_MAX_SLOTS) return false;
   }
   d->n_keys = nk;
   d->codes = calloc((size_t)nk, sizeof(uint16_t *));
@@ -187,9 +190,17 @@ static bool direct_plan(qv_pool *pool, const qv_chunked_column *const *keys, int
   int64_t limit = total * 2 > 1024 ? total * 2 : 1024;
   if (limit > DIRECT_MAX_SLOTS) limit = DIRECT_MAX_SLOTS;
   int64_t slots = 1;
-  for (int32_t k = 0; k < nk; k++) {
+  /* the integer keys first (a scan each), so that the strings are coded
+   * only when the integers leave room for them */
+  for (int32_t kk = 0; kk < 2 * nk; kk++) {
+    int32_t k = kk % nk;
+    if ((kk < nk) != direct_key_type(keys[k]->type->id)) continue;
     int64_t lo = INT64_MAX, hi = INT64_MIN;
     bool nulls = false;
+    if (kk < nk && (uint64_t)slots * str_slots > (uint64_t)limit) {
+      direct_free(d);
+      return false;
+    }
     if (!direct_key_type(keys[k]->type->id)) {
       int32_t nv = 0;
       d->codes[k] = malloc(sizeof(uint16_t) * (size_t)(total ? total : 1));
@@ -223,7 +234,9 @@ static bool direct_plan(qv_pool *pool, const qv_chunked_column *const *keys, int
     }
     if (lo > hi) lo = hi = 0; /* only nulls, or no rows */
     uint64_t range = (uint64_t)hi - (uint64_t)lo + 1 + (nulls ? 1 : 0);
-    if (range > (uint64_t)limit || (uint64_t)slots * range > (uint64_t)limit) {
+    uint64_t more = kk < nk ? str_slots : 1; /* room left for the strings */
+    if (range > (uint64_t)limit || (uint64_t)slots * range > (uint64_t)limit ||
+        (uint64_t)slots * range * more > (uint64_t)limit) {
       direct_free(d);
       return false;
     }
