@@ -31,6 +31,7 @@
 #include <string.h>
 
 #include "compute/groupby_internal.h"
+#include "core/parallel_internal.h"
 
 typedef enum vclass { VC_INT, VC_UINT, VC_FLOAT, VC_BOOL, VC_BYTES, VC_OTHER } vclass;
 
@@ -1126,8 +1127,29 @@ static qv_status make_list(qv_array *values, const int64_t *offsets, int64_t n,
   return QV_OK;
 }
 
+/* The order statistics of the groups of task t of nt (a range of groups),
+ * each selected in place in its segment of buf. */
+typedef struct qsel_ctx {
+  double *buf;
+  const int64_t *start, *fill;
+  double q;
+  double *outv;
+  int64_t ng, nt;
+} qsel_ctx;
+
+static void qsel_task(void *ctx, int64_t t, int worker) {
+  (void)worker;
+  qsel_ctx *c = ctx;
+  int64_t g0 = t * c->ng / c->nt, g1 = (t + 1) * c->ng / c->nt;
+  for (int64_t g = g0; g < g1; g++) {
+    int64_t m = c->fill[g] - c->start[g];
+    if (m > 0) c->outv[g] = quantile_select(c->buf + c->start[g], m, c->q);
+  }
+}
+
 static qv_status finish_holistic(qvg_agg *a, int64_t ng, qv_array *const *chunks, int64_t nc,
-                                 const qvg_rows *rows, qv_array **out, qv_error *err) {
+                                 const qvg_rows *rows, qv_pool *pool, qv_array **out,
+                                 qv_error *err) {
   qv_agg_kind k = a->kind;
   int64_t total = rows->start[ng];
   if (k == QV_AGG_LIST) {
@@ -1170,13 +1192,24 @@ static qv_status finish_holistic(qvg_agg *a, int64_t ng, qv_array *const *chunks
       for (int64_t i = 0; i < x->length; i++, r++)
         if (qv_array_is_valid(x, i)) buf[fill[rows->ids[r]]++] = val_double(x, a->vc, i);
     }
-    double *outv = (double *)vals->data;
-    for (int64_t g = 0; g < ng; g++) {
-      double *seg = buf + rows->start[g];
-      int64_t m = fill[g] - rows->start[g];
-      if (m == 0) continue;
-      outv[g] = quantile_select(seg, m, q);
-      qv_bit_set(valid->data, g);
+    /* the groups' selections on all cores (ranges of groups), then the
+     * validity bits on this thread */
+    qsel_ctx qc = {buf, rows->start, fill, q, (double *)vals->data, ng, 1};
+    if (pool && qv_pool_size(pool) > 1 && ng >= 64 && total >= 65536)
+      qc.nt = 4 * (int64_t)qv_pool_size(pool) < ng ? 4 * (int64_t)qv_pool_size(pool) : ng;
+    if (qc.nt > 1) {
+      qv_pool_run(pool, qc.nt, qsel_task, &qc);
+      st = qv_pool_check(pool, err);
+    } else {
+      qsel_task(&qc, 0, 0);
+    }
+    for (int64_t g = 0; g < ng && st == QV_OK; g++)
+      if (fill[g] > rows->start[g]) qv_bit_set(valid->data, g);
+    if (st != QV_OK) {
+      free(buf);
+      free(fill);
+      qv_array_unref(res);
+      return st;
     }
     free(buf);
     free(fill);
@@ -1249,7 +1282,7 @@ static qv_status finish_holistic(qvg_agg *a, int64_t ng, qv_array *const *chunks
 }
 
 qv_status qvg_agg_finish(qvg_agg *a, int64_t ng, qv_array *const *chunks, int64_t nc,
-                         const qvg_rows *rows, qv_array **out, qv_error *err) {
+                         const qvg_rows *rows, qv_pool *pool, qv_array **out, qv_error *err) {
   qv_agg_kind k = a->kind;
   if (ng > 0) QV_RETURN_NOT_OK(qvg_agg_reserve(a, ng, err));
   if (a->stream_k) {
@@ -1284,7 +1317,7 @@ qv_status qvg_agg_finish(qvg_agg *a, int64_t ng, qv_array *const *chunks, int64_
     free(ri);
     return st;
   }
-  if (qvg_kind_is_holistic(k)) return finish_holistic(a, ng, chunks, nc, rows, out, err);
+  if (qvg_kind_is_holistic(k)) return finish_holistic(a, ng, chunks, nc, rows, pool, out, err);
   if (k == QV_AGG_MIN || k == QV_AGG_MAX || k == QV_AGG_FIRST || k == QV_AGG_LAST) {
     if (ng == 0 || nc == 0) return qv_array_nulls(a->type, ng, out, err);
     for (int64_t g = 0; g < ng; g++) /* only a table without rows has a group without rows */

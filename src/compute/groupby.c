@@ -867,7 +867,7 @@ qv_status qvg_group_by_memory(qv_table *t, const char *const *keys, int32_t n_ke
   for (int32_t i = 0; i < n_aggs && st == QV_OK; i++) {
     qv_chunked_column *xc = s.x_pos[i] >= 0 ? &s.cols.columns[s.x_pos[i]] : NULL;
     st = qvg_agg_finish(s.aggs[i], ng, xc ? xc->chunks : NULL, xc ? xc->n_chunks : 0,
-                        holistic ? &s.rows : NULL, &s.outs[n_keys + i], err);
+                        holistic ? &s.rows : NULL, pool, &s.outs[n_keys + i], err);
   }
   if (st == QV_OK && o.sort && n_keys > 0 && ng > 1) {
     qv_sort_key *sk = calloc((size_t)n_keys, sizeof *sk);

@@ -97,10 +97,14 @@ qv_status qvg_agg_clone_empty(const qvg_agg *a, qvg_agg **out, qv_error *err);
 qv_status qvg_agg_merge(qvg_agg *dst, const qvg_agg *src, const uint32_t *map, int64_t n,
                         qv_error *err);
 
+typedef struct qv_pool qv_pool;
+
 /** The result column of n_groups rows. chunks: the input column's chunks
- *  (for results gathered from the input); rows: NULL unless holistic. */
+ *  (for results gathered from the input); rows: NULL unless holistic;
+ *  pool: where median / quantile select their groups' values (NULL: this
+ *  thread). */
 qv_status qvg_agg_finish(qvg_agg *a, int64_t n_groups, qv_array *const *chunks, int64_t n_chunks,
-                         const qvg_rows *rows, qv_array **out, qv_error *err);
+                         const qvg_rows *rows, qv_pool *pool, qv_array **out, qv_error *err);
 
 /** The canonical grouping value of one float / double, the one rule of
  *  qvg_normalize_floats and the hash group-by's key loader: -0.0 -> 0.0,
@@ -133,8 +137,6 @@ qv_status qvg_build_table(const char *const *names, qv_array **cols, int32_t n, 
 
 /* ------------------------------------------------------------------------ */
 /* The hash path on all cores (groupby_hash.c)                               */
-
-typedef struct qv_pool qv_pool;
 
 /** Rows of a table split by group into n_parts partitions: the rows of
  *  partition p in batch b are rows[off[p * n_batches + b] ..
