@@ -8,8 +8,8 @@
  * per row.
  *
  * Streaming aggregates (count, sum, mean, var/stddev with Welford's update,
- * covar/corr with its two-variable form, min/max, first/last, any/all)
- * keep a few words per group. min/max/first/last remember the (chunk, row)
+ * covar/corr as shifted sums, below, min/max, first/last, any/all) keep a
+ * few words per group. min/max/first/last remember the (chunk, row)
  * of the chosen value and gather the results from the input at the end,
  * so they have exactly the input's type (strings, dates...). count
  * distinct runs a second grouper over (group id, value). Holistic
@@ -31,6 +31,7 @@
 #include <string.h>
 
 #include "compute/groupby_internal.h"
+#include "core/parallel_internal.h"
 
 typedef enum vclass { VC_INT, VC_UINT, VC_FLOAT, VC_BOOL, VC_BYTES, VC_OTHER } vclass;
 
@@ -46,10 +47,10 @@ struct qvg_agg {
   int64_t cap;
   /* per-group state (only what the kind needs is allocated) */
   int64_t *cnt;
-  int64_t *iacc;          /* integer sum; int/uint min/max */
-  double *m, *m2;         /* sum or mean, second moment; float min/max in m */
-  double *my, *m2y, *cxy; /* covar / corr */
-  int32_t *pchunk;        /* min/max/first/last: the chosen row */
+  int64_t *iacc;   /* integer sum; int/uint min/max */
+  double *m, *m2;  /* sum or mean, second moment; float min/max in m */
+  double *co;      /* covar / corr: CO_WORDS per group (CO_* below) */
+  int32_t *pchunk; /* min/max/first/last: the chosen row */
   int64_t *prow;
   uint8_t *has;         /* min/max: a valid value seen; any/all: bit0 seen, bit1 value */
   const uint8_t **bptr; /* byte min/max: the chosen value */
@@ -282,9 +283,7 @@ void qvg_agg_free(qvg_agg *a) {
   free(a->iacc);
   free(a->m);
   free(a->m2);
-  free(a->my);
-  free(a->m2y);
-  free(a->cxy);
+  free(a->co);
   free(a->pchunk);
   free(a->prow);
   free(a->has);
@@ -301,16 +300,30 @@ void qvg_agg_free(qvg_agg *a) {
 }
 
 /* Which per-group arrays a kind uses. */
-enum {
-  F_CNT = 1,
-  F_IACC = 2,
-  F_M = 4,
-  F_M2 = 8,
-  F_COV = 16,
-  F_POS = 32,
-  F_HAS = 64,
-  F_BYTES = 128
-};
+enum { F_CNT = 1, F_IACC = 2, F_M = 4, F_M2 = 8, F_CO = 16, F_POS = 32, F_HAS = 64, F_BYTES = 128 };
+
+/* covar / corr state: the group's first pair (kx, ky) as shifts, and the
+ * sums of the deviations from them, dx = x - kx and dy = y - ky: Σdx, Σdy,
+ * Σdx², Σdy², Σdx dy, on one stretch of memory per group. A row costs a
+ * few additions (no division, one group's words together), the sums are
+ * the same whatever the batches (one thread or several, spilled or not,
+ * give the same bits), and shifting by a value of the group keeps the
+ * cancellation of Σdx² - (Σdx)²/n small as long as the first value is not
+ * far out among the group's (the shifted-data algorithm). */
+enum { CO_KX, CO_KY, CO_SX, CO_SY, CO_SXX, CO_SYY, CO_SXY, CO_WORDS };
+
+/* The co-moments of one group's sums over n pairs: means, M2x, M2y, C. */
+static inline void co_moments(const double *w, double n, double *mx, double *my, double *m2x,
+                              double *m2y, double *cxy) {
+  double sx = w[CO_SX], sy = w[CO_SY];
+  *mx = w[CO_KX] + sx / n;
+  *my = w[CO_KY] + sy / n;
+  *m2x = w[CO_SXX] - sx * sx / n;
+  *m2y = w[CO_SYY] - sy * sy / n;
+  *cxy = w[CO_SXY] - sx * sy / n;
+  if (*m2x < 0) *m2x = 0; /* rounding: never below zero */
+  if (*m2y < 0) *m2y = 0;
+}
 
 static int fields_of(const qvg_agg *a) {
   switch (a->kind) {
@@ -325,7 +338,7 @@ static int fields_of(const qvg_agg *a) {
     case QV_AGG_STDDEV_POP: return F_CNT | F_M | F_M2;
     case QV_AGG_CORR:
     case QV_AGG_COVAR:
-    case QV_AGG_COVAR_POP: return F_CNT | F_M | F_M2 | F_COV;
+    case QV_AGG_COVAR_POP: return F_CNT | F_CO;
     case QV_AGG_MIN:
     case QV_AGG_MAX:
       return F_POS | F_HAS | (a->vc == VC_FLOAT ? F_M : (a->vc == VC_BYTES ? F_BYTES : F_IACC));
@@ -346,7 +359,7 @@ int64_t qvg_agg_group_bytes(const qvg_agg *a) {
   if (f & F_IACC) b += 8;
   if (f & F_M) b += 8;
   if (f & F_M2) b += 8;
-  if (f & F_COV) b += 24;
+  if (f & F_CO) b += 8 * CO_WORDS;
   if (f & F_POS) b += 12;
   if (f & F_HAS) b += 1;
   if (f & F_BYTES) b += 16;
@@ -373,11 +386,7 @@ qv_status qvg_agg_reserve(qvg_agg *a, int64_t n_groups, qv_error *err) {
   if (f & F_IACC) ok = ok && grow((void **)&a->iacc, a->cap, cap, sizeof(int64_t));
   if (f & F_M) ok = ok && grow((void **)&a->m, a->cap, cap, sizeof(double));
   if (f & F_M2) ok = ok && grow((void **)&a->m2, a->cap, cap, sizeof(double));
-  if (f & F_COV) {
-    ok = ok && grow((void **)&a->my, a->cap, cap, sizeof(double));
-    ok = ok && grow((void **)&a->m2y, a->cap, cap, sizeof(double));
-    ok = ok && grow((void **)&a->cxy, a->cap, cap, sizeof(double));
-  }
+  if (f & F_CO) ok = ok && grow((void **)&a->co, a->cap, cap, sizeof(double) * CO_WORDS);
   if (f & F_POS) {
     ok = ok && grow((void **)&a->pchunk, a->cap, cap, sizeof(int32_t));
     ok = ok && grow((void **)&a->prow, a->cap, cap, sizeof(int64_t));
@@ -612,6 +621,19 @@ qv_status qvg_agg_update_sel(qvg_agg *a, qvg_scratch *s, const uint32_t *ids_b, 
     for (int64_t i = 0; i < n; i++) a->cnt[ids[i]]++;
     return QV_OK;
   }
+  if (!sel && no_nulls && k == QV_AGG_SUM && a->vc == VC_INT && x->type->id == QV_INT32) {
+    const int32_t *xv = (const int32_t *)(const void *)x->buffers[1]->data + x->offset;
+    for (int64_t i = 0; i < n; i++) {
+      uint32_t g = ids[i];
+      if (qv_add_overflow(a->iacc[g], (int64_t)xv[i], &a->iacc[g]))
+        return qv_error_set(err, QV_ERANGE,
+                            "%s: the sum overflows int64 at row %" PRId64
+                            " of batch %d (group %u); cast the column to double first",
+                            a->label, i, (int)c, g);
+      a->cnt[g]++;
+    }
+    return QV_OK;
+  }
   uint8_t *v = s->vx;
   load_valid(x, sel, n, v);
   if (a->stream_k) {
@@ -727,17 +749,19 @@ qv_status qvg_agg_update_sel(qvg_agg *a, qvg_scratch *s, const uint32_t *ids_b, 
       load_doubles(x, a->vc, sel, n, s->fx);
       load_doubles(y, a->vc2, sel, n, s->fy);
       load_valid(y, sel, n, s->vy);
+      const double *fx = s->fx, *fy = s->fy;
+      const uint8_t *vy = s->vy;
       for (int64_t i = 0; i < n; i++) {
-        if (!v[i] || !s->vy[i]) continue;
+        if (!(v[i] & vy[i])) continue;
         uint32_t g = ids[i];
-        double xv = s->fx[i], yv = s->fy[i];
-        int64_t cn = ++a->cnt[g];
-        double dx = xv - a->m[g], dy = yv - a->my[g];
-        a->m[g] += dx / (double)cn;
-        a->my[g] += dy / (double)cn;
-        a->cxy[g] += dx * (yv - a->my[g]);
-        a->m2[g] += dx * (xv - a->m[g]);
-        a->m2y[g] += dy * (yv - a->my[g]);
+        double xv = fx[i], yv = fy[i], *w = a->co + (size_t)g * CO_WORDS;
+        if (a->cnt[g]++ == 0) w[CO_KX] = xv, w[CO_KY] = yv;
+        double dx = xv - w[CO_KX], dy = yv - w[CO_KY];
+        w[CO_SX] += dx;
+        w[CO_SY] += dy;
+        w[CO_SXX] += dx * dx;
+        w[CO_SYY] += dy * dy;
+        w[CO_SXY] += dx * dy;
       }
       return QV_OK;
     }
@@ -887,14 +911,24 @@ qv_status qvg_agg_merge(qvg_agg *d, const qvg_agg *s, const uint32_t *map, int64
       case QV_AGG_COVAR_POP: {
         int64_t na = d->cnt[t], nb = s->cnt[g];
         if (nb == 0) break;
+        double *dw = d->co + (size_t)t * CO_WORDS;
+        const double *sw = s->co + (size_t)g * CO_WORDS;
         if (na == 0) {
-          d->m[t] = s->m[g], d->m2[t] = s->m2[g];
-          d->my[t] = s->my[g], d->m2y[t] = s->m2y[g], d->cxy[t] = s->cxy[g];
-        } else {
-          double nn = (double)(na + nb), dx = s->m[g] - d->m[t], dy = s->my[g] - d->my[t];
-          d->cxy[t] += s->cxy[g] + dx * dy * (double)na * (double)nb / nn;
-          chan(&d->m[t], &d->m2[t], na, s->m[g], s->m2[g], nb);
-          chan(&d->my[t], &d->m2y[t], na, s->my[g], s->m2y[g], nb);
+          memcpy(dw, sw, sizeof(double) * CO_WORDS);
+        } else { /* both as co-moments, combined (Chan et al.), back as sums */
+          double ax, ay, a2x, a2y, ac, bx, by, b2x, b2y, bc;
+          co_moments(dw, (double)na, &ax, &ay, &a2x, &a2y, &ac);
+          co_moments(sw, (double)nb, &bx, &by, &b2x, &b2y, &bc);
+          double nn = (double)(na + nb);
+          ac += bc + (bx - ax) * (by - ay) * (double)na * (double)nb / nn;
+          chan(&ax, &a2x, na, bx, b2x, nb);
+          chan(&ay, &a2y, na, by, b2y, nb);
+          double sx = nn * (ax - dw[CO_KX]), sy = nn * (ay - dw[CO_KY]);
+          dw[CO_SX] = sx;
+          dw[CO_SY] = sy;
+          dw[CO_SXX] = a2x + sx * sx / nn;
+          dw[CO_SYY] = a2y + sy * sy / nn;
+          dw[CO_SXY] = ac + sx * sy / nn;
         }
         d->cnt[t] += nb;
         break;
@@ -1093,8 +1127,29 @@ static qv_status make_list(qv_array *values, const int64_t *offsets, int64_t n,
   return QV_OK;
 }
 
+/* The order statistics of the groups of task t of nt (a range of groups),
+ * each selected in place in its segment of buf. */
+typedef struct qsel_ctx {
+  double *buf;
+  const int64_t *start, *fill;
+  double q;
+  double *outv;
+  int64_t ng, nt;
+} qsel_ctx;
+
+static void qsel_task(void *ctx, int64_t t, int worker) {
+  (void)worker;
+  qsel_ctx *c = ctx;
+  int64_t g0 = t * c->ng / c->nt, g1 = (t + 1) * c->ng / c->nt;
+  for (int64_t g = g0; g < g1; g++) {
+    int64_t m = c->fill[g] - c->start[g];
+    if (m > 0) c->outv[g] = quantile_select(c->buf + c->start[g], m, c->q);
+  }
+}
+
 static qv_status finish_holistic(qvg_agg *a, int64_t ng, qv_array *const *chunks, int64_t nc,
-                                 const qvg_rows *rows, qv_array **out, qv_error *err) {
+                                 const qvg_rows *rows, qv_pool *pool, qv_array **out,
+                                 qv_error *err) {
   qv_agg_kind k = a->kind;
   int64_t total = rows->start[ng];
   if (k == QV_AGG_LIST) {
@@ -1137,13 +1192,24 @@ static qv_status finish_holistic(qvg_agg *a, int64_t ng, qv_array *const *chunks
       for (int64_t i = 0; i < x->length; i++, r++)
         if (qv_array_is_valid(x, i)) buf[fill[rows->ids[r]]++] = val_double(x, a->vc, i);
     }
-    double *outv = (double *)vals->data;
-    for (int64_t g = 0; g < ng; g++) {
-      double *seg = buf + rows->start[g];
-      int64_t m = fill[g] - rows->start[g];
-      if (m == 0) continue;
-      outv[g] = quantile_select(seg, m, q);
-      qv_bit_set(valid->data, g);
+    /* the groups' selections on all cores (ranges of groups), then the
+     * validity bits on this thread */
+    qsel_ctx qc = {buf, rows->start, fill, q, (double *)vals->data, ng, 1};
+    if (pool && qv_pool_size(pool) > 1 && ng >= 64 && total >= 65536)
+      qc.nt = 4 * (int64_t)qv_pool_size(pool) < ng ? 4 * (int64_t)qv_pool_size(pool) : ng;
+    if (qc.nt > 1) {
+      qv_pool_run(pool, qc.nt, qsel_task, &qc);
+      st = qv_pool_check(pool, err);
+    } else {
+      qsel_task(&qc, 0, 0);
+    }
+    for (int64_t g = 0; g < ng && st == QV_OK; g++)
+      if (fill[g] > rows->start[g]) qv_bit_set(valid->data, g);
+    if (st != QV_OK) {
+      free(buf);
+      free(fill);
+      qv_array_unref(res);
+      return st;
     }
     free(buf);
     free(fill);
@@ -1216,7 +1282,7 @@ static qv_status finish_holistic(qvg_agg *a, int64_t ng, qv_array *const *chunks
 }
 
 qv_status qvg_agg_finish(qvg_agg *a, int64_t ng, qv_array *const *chunks, int64_t nc,
-                         const qvg_rows *rows, qv_array **out, qv_error *err) {
+                         const qvg_rows *rows, qv_pool *pool, qv_array **out, qv_error *err) {
   qv_agg_kind k = a->kind;
   if (ng > 0) QV_RETURN_NOT_OK(qvg_agg_reserve(a, ng, err));
   if (a->stream_k) {
@@ -1251,7 +1317,7 @@ qv_status qvg_agg_finish(qvg_agg *a, int64_t ng, qv_array *const *chunks, int64_
     free(ri);
     return st;
   }
-  if (qvg_kind_is_holistic(k)) return finish_holistic(a, ng, chunks, nc, rows, out, err);
+  if (qvg_kind_is_holistic(k)) return finish_holistic(a, ng, chunks, nc, rows, pool, out, err);
   if (k == QV_AGG_MIN || k == QV_AGG_MAX || k == QV_AGG_FIRST || k == QV_AGG_LAST) {
     if (ng == 0 || nc == 0) return qv_array_nulls(a->type, ng, out, err);
     for (int64_t g = 0; g < ng; g++) /* only a table without rows has a group without rows */
@@ -1302,17 +1368,17 @@ qv_status qvg_agg_finish(qvg_agg *a, int64_t ng, qv_array *const *chunks, int64_
         if (ok && k == QV_AGG_STDDEV_POP) dv[g] = sqrt(dv[g]);
         break;
       case QV_AGG_COVAR:
-        ok = c > 1;
-        if (ok) dv[g] = a->cxy[g] / (double)(c - 1);
-        break;
       case QV_AGG_COVAR_POP:
-        ok = c > 0;
-        if (ok) dv[g] = a->cxy[g] / (double)c;
+      case QV_AGG_CORR: {
+        ok = k == QV_AGG_COVAR ? c > 1 : c > 0;
+        if (!ok) break;
+        double mx, my, m2x, m2y, cxy;
+        co_moments(a->co + (size_t)g * CO_WORDS, (double)c, &mx, &my, &m2x, &m2y, &cxy);
+        if (k == QV_AGG_COVAR) dv[g] = cxy / (double)(c - 1);
+        else if (k == QV_AGG_COVAR_POP) dv[g] = cxy / (double)c;
+        else dv[g] = cxy / sqrt(m2x * m2y);
         break;
-      case QV_AGG_CORR:
-        ok = c > 0;
-        if (ok) dv[g] = a->cxy[g] / sqrt(a->m2[g] * a->m2y[g]);
-        break;
+      }
       case QV_AGG_ANY:
       case QV_AGG_ALL:
         ok = a->has[g] & 1;

@@ -121,6 +121,7 @@ qv_status qvg_build_table(const char *const *names, qv_array **cols, int32_t n, 
 
 typedef struct direct_map {
   int32_t n_keys;
+  uint16_t **codes; /* per key: a string key's codes (qvg_code_strings), else NULL */
   int64_t *min, *stride;
   int64_t *null_slot; /* per key: the value index of null (range - 1), -1 if no nulls */
   int64_t n_slots;
@@ -130,6 +131,8 @@ typedef struct direct_map {
 } direct_map;
 
 static void direct_free(direct_map *d) {
+  for (int32_t k = 0; d->codes && k < d->n_keys; k++) free(d->codes[k]);
+  free(d->codes);
   free(d->min);
   free(d->stride);
   free(d->null_slot);
@@ -149,27 +152,66 @@ static inline int64_t key_int(const qv_array *a, int64_t i) {
   return qv_array_int_at(a, i);
 }
 
-/* Decide whether the keys fit the direct path (false: use the grouper). */
-static bool direct_plan(const qv_chunked_column *const *keys, int32_t nk, int64_t total,
-                        direct_map *d) {
+/* String keys of at most DIRECT_MAX_CODES values (judged on a sample of
+ * the first batch first) take the direct path by their codes. */
+#define DIRECT_MAX_CODES 1024
+#define DIRECT_CODE_SAMPLE 8192
+
+static bool string_key_type(qv_type_id id) {
+  return id == QV_STRING || id == QV_LARGE_STRING || id == QV_BINARY || id == QV_LARGE_BINARY ||
+         id == QV_STRING_VIEW || id == QV_BINARY_VIEW;
+}
+
+/* Decide whether the keys fit the direct path (false: use the hash path
+ * or the grouper). String keys are coded here (on the pool). */
+static bool direct_plan(qv_pool *pool, const qv_chunked_column *const *keys, int32_t nk,
+                        int64_t total, const int64_t *boff, int64_t nb, direct_map *d) {
   memset(d, 0, sizeof *d);
-  for (int32_t k = 0; k < nk; k++)
-    if (!direct_key_type(keys[k]->type->id)) return false;
+  uint64_t str_slots = 1; /* at least the string keys' slots (their values in the sample) */
+  for (int32_t k = 0; k < nk; k++) {
+    qv_type_id id = keys[k]->type->id;
+    if (direct_key_type(id)) continue;
+    if (!string_key_type(id) || nb < 1 || keys[k]->n_chunks != nb) return false;
+    int64_t sample = boff[1] < DIRECT_CODE_SAMPLE ? boff[1] : DIRECT_CODE_SAMPLE;
+    int64_t dist = qvg_hash_sample_distinct(keys + k, 1, 0, sample);
+    if (dist < 0 || dist > DIRECT_MAX_CODES / 2) return false;
+    str_slots *= (uint64_t)(dist > 0 ? dist : 1);
+    if (str_slots > DIRECT_MAX_SLOTS) return false;
+  }
   d->n_keys = nk;
+  d->codes = calloc((size_t)nk, sizeof(uint16_t *));
   d->min = calloc((size_t)nk, sizeof(int64_t));
   d->stride = calloc((size_t)nk, sizeof(int64_t));
   d->null_slot = calloc((size_t)nk, sizeof(int64_t));
-  if (!d->min || !d->stride || !d->null_slot) {
+  if (!d->codes || !d->min || !d->stride || !d->null_slot) {
     direct_free(d);
     return false;
   }
   int64_t limit = total * 2 > 1024 ? total * 2 : 1024;
   if (limit > DIRECT_MAX_SLOTS) limit = DIRECT_MAX_SLOTS;
   int64_t slots = 1;
-  for (int32_t k = 0; k < nk; k++) {
+  /* the integer keys first (a scan each), so that the strings are coded
+   * only when the integers leave room for them */
+  for (int32_t kk = 0; kk < 2 * nk; kk++) {
+    int32_t k = kk % nk;
+    if ((kk < nk) != direct_key_type(keys[k]->type->id)) continue;
     int64_t lo = INT64_MAX, hi = INT64_MIN;
     bool nulls = false;
-    for (int64_t c = 0; c < keys[k]->n_chunks; c++) {
+    if (kk < nk && (uint64_t)slots * str_slots > (uint64_t)limit) {
+      direct_free(d);
+      return false;
+    }
+    if (!direct_key_type(keys[k]->type->id)) {
+      int32_t nv = 0;
+      d->codes[k] = malloc(sizeof(uint16_t) * (size_t)(total ? total : 1));
+      if (!d->codes[k] ||
+          !qvg_code_strings(pool, keys[k], boff, nb, DIRECT_MAX_CODES, d->codes[k], &nv, &nulls)) {
+        direct_free(d);
+        return false;
+      }
+      lo = 0, hi = nv - 1;
+    }
+    for (int64_t c = 0; c < keys[k]->n_chunks && !d->codes[k]; c++) {
       const qv_array *a = keys[k]->chunks[c];
       const uint8_t *valid = a->buffers[0] ? a->buffers[0]->data : NULL;
       if (a->type->id == QV_INT32 && !valid) {
@@ -192,7 +234,9 @@ static bool direct_plan(const qv_chunked_column *const *keys, int32_t nk, int64_
     }
     if (lo > hi) lo = hi = 0; /* only nulls, or no rows */
     uint64_t range = (uint64_t)hi - (uint64_t)lo + 1 + (nulls ? 1 : 0);
-    if (range > (uint64_t)limit || (uint64_t)slots * range > (uint64_t)limit) {
+    uint64_t more = kk < nk ? str_slots : 1; /* room left for the strings */
+    if (range > (uint64_t)limit || (uint64_t)slots * range > (uint64_t)limit ||
+        (uint64_t)slots * range * more > (uint64_t)limit) {
       direct_free(d);
       return false;
     }
@@ -234,6 +278,11 @@ static void direct_slot_task(void *ctx, int64_t b, int worker) {
     const qv_array *a = c->keys[k]->chunks[b];
     const uint8_t *valid = a->buffers[0] ? a->buffers[0]->data : NULL;
     int64_t lo = d->min[k], st = d->stride[k];
+    if (d->codes[k]) { /* a null's code is the value count: its null slot */
+      const uint16_t *code = d->codes[k] + c->boff[b];
+      for (int64_t i = 0; i < len; i++) slot[i] += (uint32_t)((int64_t)code[i] * st);
+      continue;
+    }
     if (a->type->id == QV_INT32 && !valid) {
       const int32_t *v = (const int32_t *)(const void *)a->buffers[1]->data + a->offset;
       for (int64_t i = 0; i < len; i++) slot[i] += (uint32_t)(((int64_t)v[i] - lo) * st);
@@ -665,7 +714,6 @@ qv_status qvg_group_by_memory(qv_table *t, const char *const *keys, int32_t n_ke
     kcols = malloc(sizeof(*kcols) * (size_t)n_keys);
     if (!kcols) st = qv_error_set(err, QV_ENOMEM, "group-by: out of memory");
     for (int32_t i = 0; i < n_keys && st == QV_OK; i++) kcols[i] = &s.cols.columns[s.key_pos[i]];
-    if (st == QV_OK) direct = direct_plan(kcols, n_keys, qv_table_num_rows(t), &dm);
   }
   /* Group ids of every row (table order), then the aggregates. */
   int64_t total = qv_table_num_rows(t), nb = qv_table_num_batches(t);
@@ -688,6 +736,7 @@ qv_status qvg_group_by_memory(qv_table *t, const char *const *keys, int32_t n_ke
   while (n_parts < threads) n_parts *= 2;
   qv_pool *pool = NULL;
   if (st == QV_OK) st = qv_pool_new(threads, &pool, err);
+  if (st == QV_OK && n_keys > 0) direct = direct_plan(pool, kcols, n_keys, total, boff, nb, &dm);
   bool hashp = st == QV_OK && n_keys > 0 && !direct && small_batches;
   for (int32_t i = 0; i < n_keys && hashp; i++) hashp = qvg_hash_eligible(kcols[i]->type);
   int64_t *hfirst_chunk = NULL, *hfirst_row = NULL;
@@ -747,6 +796,10 @@ qv_status qvg_group_by_memory(qv_table *t, const char *const *keys, int32_t n_ke
           qv_pool_run(pool, nb, direct_slot_task, &dc);
           st = qv_pool_check(pool, err);
           if (st != QV_OK) break;
+          for (int32_t k = 0; k < n_keys; k++) { /* string keys' codes: in the slots now */
+            free(dm.codes[k]);
+            dm.codes[k] = NULL;
+          }
         }
         st = direct_assign(&dm, b, len, ids, err);
         ng = dm.n_groups;
@@ -839,7 +892,7 @@ qv_status qvg_group_by_memory(qv_table *t, const char *const *keys, int32_t n_ke
   for (int32_t i = 0; i < n_aggs && st == QV_OK; i++) {
     qv_chunked_column *xc = s.x_pos[i] >= 0 ? &s.cols.columns[s.x_pos[i]] : NULL;
     st = qvg_agg_finish(s.aggs[i], ng, xc ? xc->chunks : NULL, xc ? xc->n_chunks : 0,
-                        holistic ? &s.rows : NULL, &s.outs[n_keys + i], err);
+                        holistic ? &s.rows : NULL, pool, &s.outs[n_keys + i], err);
   }
   if (st == QV_OK && o.sort && n_keys > 0 && ng > 1) {
     qv_sort_key *sk = calloc((size_t)n_keys, sizeof *sk);

@@ -368,6 +368,21 @@ typedef struct call_list {
   int32_t n, cap;
 } call_list;
 
+static bool same_str(const char *a, const char *b) {
+  return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+/* The call of cl equal to `a` (kind, inputs, parameters), or -1. */
+static int32_t find_same_call(const call_list *cl, const qv_aggregate *a) {
+  for (int32_t j = 0; j < cl->n; j++) {
+    const qv_aggregate *b = &cl->aggs[j];
+    if (b->kind == a->kind && same_str(b->column, a->column) && same_str(b->column2, a->column2) &&
+        b->q == a->q && b->k == a->k)
+      return j;
+  }
+  return -1;
+}
+
 static qv_status rewrite(const char *expr, call_list *cl, input_list *il, const qv_schema *schema,
                          qv_strbuf *out, int32_t *n_calls, int32_t *only, qv_error *err) {
   size_t n = strlen(expr);
@@ -431,6 +446,16 @@ static qv_status rewrite(const char *expr, call_list *cl, input_list *il, const 
           free(cl->storage[cl->n]);
           free(cl->labels[cl->n]);
           return st;
+        }
+        int32_t same = find_same_call(cl, &cl->aggs[cl->n]);
+        if (same >= 0) { /* corr(v1, v2) * corr(v1, v2): one aggregate, read twice */
+          free(cl->storage[cl->n]);
+          free(cl->labels[cl->n]);
+          QV_RETURN_NOT_OK(qv_strbuf_printf(out, err, "`%s`", cl->labels[same]));
+          *only = same;
+          (*n_calls)++;
+          i = e + 1;
+          continue;
         }
         snprintf(cl->labels[cl->n], 32, "__qv_agg%d", cl->n);
         cl->aggs[cl->n].name = cl->labels[cl->n];

@@ -982,3 +982,212 @@ int64_t qvg_hash_sample_distinct(const qv_chunked_column *const *kcols, int32_t 
   free(set);
   return distinct;
 }
+
+/* ------------------------------------------------------------------------ */
+/* String keys of few values coded for the direct path (groupby.c): each
+ * batch (one task each) codes its rows by a small local table of the
+ * values in their order there; the local values are then merged batch by
+ * batch into one global table (sequential, a few values per batch), and
+ * every row's local code replaced by the global one. */
+
+#define CODE_LOCAL_NULL 0xffffu
+
+typedef struct code_ctx {
+  hkey k;
+  const int64_t *boff;
+  int32_t max;
+  uint16_t *codes;
+  uint32_t *lrow; /* nb * max: the first row of each local value */
+  int32_t *ln;    /* nb: local values */
+  uint8_t *bad;   /* nb: too many values, inconsistent buffers, no memory */
+  uint8_t *nulls; /* nb */
+  uint16_t *map;  /* nb * max: local code -> global code */
+  int32_t n_values;
+} code_ctx;
+
+static inline uint64_t code_hash(const uint8_t *p, int64_t len, uint64_t *w0, uint64_t *w1) {
+  if (len > INLINE_MAX) {
+    *w0 = *w1 = 0;
+    return hash_bytes(p, len);
+  }
+  inline_words(p, len, w0, w1);
+  uint64_t h = (*w0 ^ (*w1 * 0xc2b2ae3d27d4eb4full + (uint64_t)len)) * 0x9e3779b97f4a7c15ull;
+  return h ^ (h >> 29); /* slots from the low bits, tags from the high */
+}
+
+/* A small open-addressing table of byte strings: entries hash high bits
+ * << 32 | (code + 1); recs the inline words of each code, rows the row
+ * (batch, row) of each code's value. */
+typedef struct code_tab {
+  uint64_t *tab;
+  uint64_t mask;
+  ginline *recs;
+  uint32_t *rb, *rr;
+  int32_t n;
+} code_tab;
+
+static bool code_tab_init(code_tab *t, int32_t max) {
+  memset(t, 0, sizeof *t);
+  int64_t cap = 16;
+  while (cap < 2 * (int64_t)max) cap *= 2;
+  t->tab = calloc((size_t)cap, sizeof(uint64_t));
+  t->recs = malloc(sizeof(ginline) * (size_t)max);
+  t->rb = malloc(sizeof(uint32_t) * (size_t)max);
+  t->rr = malloc(sizeof(uint32_t) * (size_t)max);
+  t->mask = (uint64_t)cap - 1;
+  return t->tab && t->recs && t->rb && t->rr;
+}
+
+static void code_tab_free(code_tab *t) {
+  free(t->tab);
+  free(t->recs);
+  free(t->rb);
+  free(t->rr);
+}
+
+/* The code of value (p, len) found at row (b, r), added when new; -1 when
+ * the table already holds max values. */
+static inline __attribute__((always_inline)) int32_t code_find(code_tab *t, const hkey *k,
+                                                               int32_t max, const uint8_t *p,
+                                                               int64_t len, uint32_t b,
+                                                               uint32_t r) {
+  uint64_t w0, w1, h = code_hash(p, len, &w0, &w1);
+  uint32_t tag = (uint32_t)(h >> 32);
+  for (uint64_t slot = h & t->mask;; slot = (slot + 1) & t->mask) {
+    uint64_t v = t->tab[slot];
+    if (!v) {
+      if (t->n == max) return -1;
+      int32_t c = t->n++;
+      t->recs[c].w0 = w0, t->recs[c].w1 = w1, t->recs[c].len = (uint64_t)len;
+      t->rb[c] = b, t->rr[c] = r;
+      t->tab[slot] = ((uint64_t)tag << 32) | (uint64_t)(c + 1);
+      return c;
+    }
+    if ((uint32_t)(v >> 32) != tag) continue;
+    int32_t c = (int32_t)(uint32_t)v - 1;
+    const ginline *rec = &t->recs[c];
+    if (rec->len != (uint64_t)len || rec->w0 != w0 || rec->w1 != w1) continue;
+    if (len <= INLINE_MAX) return c;
+    int64_t l2;
+    const uint8_t *q = bytes_at(k, k->chunks[t->rb[c]], t->rr[c], &l2);
+    if (l2 == len && memcmp(p, q, (size_t)len) == 0) return c;
+  }
+}
+
+static void code_task(void *ctx, int64_t b, int worker) {
+  (void)worker;
+  code_ctx *c = ctx;
+  const qv_array *a = c->k.chunks[b];
+  int64_t n = c->boff[b + 1] - c->boff[b];
+  uint16_t *out = c->codes + c->boff[b];
+  if (a->length < n || !check_chunk(&c->k, a)) {
+    c->bad[b] = 1;
+    return;
+  }
+  code_tab t;
+  if (!code_tab_init(&t, c->max)) {
+    code_tab_free(&t);
+    c->bad[b] = 1;
+    return;
+  }
+  const uint8_t *valid =
+      a->buffers[0] && qv_array_null_count((qv_array *)a) > 0 ? a->buffers[0]->data : NULL;
+  /* offsets read in place for the offset layouts, bytes_at for views */
+  const uint8_t *data = c->k.kind != HK_VIEW && a->buffers[2] ? a->buffers[2]->data
+                                                              : (const uint8_t *)""; /* all empty */
+  const int32_t *o32 =
+      c->k.kind == HK_BIN32 ? (const int32_t *)(const void *)a->buffers[1]->data + a->offset : NULL;
+  const int64_t *o64 =
+      c->k.kind == HK_BIN64 ? (const int64_t *)(const void *)a->buffers[1]->data + a->offset : NULL;
+  for (int64_t i = 0; i < n; i++) {
+    if (valid && !qv_bit_get(valid, a->offset + i)) {
+      out[i] = CODE_LOCAL_NULL;
+      c->nulls[b] = 1;
+      continue;
+    }
+    int64_t len;
+    const uint8_t *p;
+    if (o32) p = data + o32[i], len = (int64_t)o32[i + 1] - o32[i];
+    else if (o64) p = data + o64[i], len = o64[i + 1] - o64[i];
+    else p = bytes_at(&c->k, a, i, &len);
+    int32_t code = code_find(&t, &c->k, c->max, p, len, (uint32_t)b, (uint32_t)i);
+    if (code < 0) {
+      c->bad[b] = 1;
+      break;
+    }
+    out[i] = (uint16_t)code;
+  }
+  c->ln[b] = t.n;
+  memcpy(c->lrow + b * c->max, t.rr, sizeof(uint32_t) * (size_t)t.n);
+  code_tab_free(&t);
+}
+
+static void code_remap_task(void *ctx, int64_t b, int worker) {
+  (void)worker;
+  code_ctx *c = ctx;
+  int64_t n = c->boff[b + 1] - c->boff[b];
+  uint16_t *out = c->codes + c->boff[b];
+  const uint16_t *map = c->map + b * c->max;
+  uint16_t null_code = (uint16_t)c->n_values;
+  for (int64_t i = 0; i < n; i++) out[i] = out[i] == CODE_LOCAL_NULL ? null_code : map[out[i]];
+}
+
+bool qvg_code_strings(qv_pool *pool, const qv_chunked_column *col, const int64_t *boff, int64_t nb,
+                      int32_t max_values, uint16_t *codes, int32_t *n_values, bool *nulls) {
+  code_ctx c;
+  memset(&c, 0, sizeof c);
+  if (!kind_of(col->type, &c.k) ||
+      (c.k.kind != HK_BIN32 && c.k.kind != HK_BIN64 && c.k.kind != HK_VIEW) || max_values < 1 ||
+      max_values >= (int32_t)CODE_LOCAL_NULL || col->n_chunks != nb)
+    return false;
+  c.k.chunks = col->chunks;
+  c.boff = boff;
+  c.max = max_values;
+  c.codes = codes;
+  size_t nbs = (size_t)(nb ? nb : 1);
+  c.lrow = malloc(sizeof(uint32_t) * nbs * (size_t)max_values);
+  c.map = malloc(sizeof(uint16_t) * nbs * (size_t)max_values);
+  c.ln = calloc(nbs, sizeof(int32_t));
+  c.bad = calloc(nbs, 1);
+  c.nulls = calloc(nbs, 1);
+  bool ok = c.lrow && c.map && c.ln && c.bad && c.nulls;
+  if (ok) {
+    qv_pool_run(pool, nb, code_task, &c);
+    qv_error perr;
+    ok = qv_pool_check(pool, &perr) == QV_OK;
+  }
+  for (int64_t b = 0; b < nb && ok; b++) ok = !c.bad[b];
+  code_tab g;
+  memset(&g, 0, sizeof g);
+  ok = ok && code_tab_init(&g, max_values);
+  bool any_null = false;
+  for (int64_t b = 0; b < nb && ok; b++) {
+    any_null |= c.nulls[b] != 0;
+    const qv_array *a = col->chunks[b];
+    for (int32_t lc = 0; lc < c.ln[b] && ok; lc++) {
+      uint32_t r = c.lrow[b * max_values + lc];
+      int64_t len;
+      const uint8_t *p = bytes_at(&c.k, a, r, &len);
+      int32_t gc = code_find(&g, &c.k, max_values, p, len, (uint32_t)b, r);
+      ok = gc >= 0;
+      if (ok) c.map[b * max_values + lc] = (uint16_t)gc;
+    }
+  }
+  if (ok) {
+    c.n_values = g.n;
+    qv_pool_run(pool, nb, code_remap_task, &c);
+    qv_error perr;
+    ok = qv_pool_check(pool, &perr) == QV_OK;
+  }
+  if (ok) {
+    *n_values = g.n;
+    *nulls = any_null;
+  }
+  code_tab_free(&g);
+  free(c.lrow);
+  free(c.map);
+  free(c.ln);
+  free(c.bad);
+  free(c.nulls);
+  return ok;
+}

@@ -97,10 +97,14 @@ qv_status qvg_agg_clone_empty(const qvg_agg *a, qvg_agg **out, qv_error *err);
 qv_status qvg_agg_merge(qvg_agg *dst, const qvg_agg *src, const uint32_t *map, int64_t n,
                         qv_error *err);
 
+typedef struct qv_pool qv_pool;
+
 /** The result column of n_groups rows. chunks: the input column's chunks
- *  (for results gathered from the input); rows: NULL unless holistic. */
+ *  (for results gathered from the input); rows: NULL unless holistic;
+ *  pool: where median / quantile select their groups' values (NULL: this
+ *  thread). */
 qv_status qvg_agg_finish(qvg_agg *a, int64_t n_groups, qv_array *const *chunks, int64_t n_chunks,
-                         const qvg_rows *rows, qv_array **out, qv_error *err);
+                         const qvg_rows *rows, qv_pool *pool, qv_array **out, qv_error *err);
 
 /** The canonical grouping value of one float / double, the one rule of
  *  qvg_normalize_floats and the hash group-by's key loader: -0.0 -> 0.0,
@@ -133,8 +137,6 @@ qv_status qvg_build_table(const char *const *names, qv_array **cols, int32_t n, 
 
 /* ------------------------------------------------------------------------ */
 /* The hash path on all cores (groupby_hash.c)                               */
-
-typedef struct qv_pool qv_pool;
 
 /** Rows of a table split by group into n_parts partitions: the rows of
  *  partition p in batch b are rows[off[p * n_batches + b] ..
@@ -204,6 +206,16 @@ int64_t qvg_hash_sample_distinct(const qv_chunked_column *const *kcols, int32_t 
 #define QVG_ROW_BYTES_IDS 4
 #define QVG_ROW_BYTES_HASH 13
 #define QVG_ROW_BYTES_HOLISTIC 16
+
+/** Codes of a string / binary key column (any offsets layout, views) of
+ *  at most max_values (< 65535) distinct values, for the direct path:
+ *  codes[boff[b] + i] of row i of batch b, 0..*n_values-1 for the values
+ *  and *n_values for a null (*nulls: some row is null). Runs on `pool`.
+ *  False when the column is not binary-like, has more values, its buffers
+ *  are inconsistent or memory runs out (then codes is garbage; nothing to
+ *  free either way). */
+bool qvg_code_strings(qv_pool *pool, const qv_chunked_column *col, const int64_t *boff, int64_t nb,
+                      int32_t max_values, uint16_t *codes, int32_t *n_values, bool *nulls);
 
 /** The in-memory group-by engine (groupby.c): qv_table_group_by's
  *  contract, except that state past opts->memory_limit (> 0) is QV_ENOMEM

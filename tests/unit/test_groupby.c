@@ -9,6 +9,7 @@
  * Every shape runs on one thread and on several (the partitioned paths
  * forced on small tables with qv_group_by_options.threads), and the two
  * results must be equal bit for bit. */
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -627,11 +628,116 @@ static void test_many_shapes(void) {
   run_case_t(2000, 30, 5, k1, false, false, 1);    /* one thread only */
 }
 
+/* corr / covar / covar_pop on both update paths (shifted per-group sums
+ * for up to 65536 groups, Welford's update beyond), values far from zero
+ * (1e8 + a little) so that a naive sum of squares would lose them, each
+ * group's rows spread over the batches, on 1 and 2 threads; checked
+ * against a two-pass brute force per group (median keeps it on the
+ * partitioned path, so 1 and 2 threads must agree bitwise). corr(x, y) *
+ * corr(x, y) reads one aggregate twice and must equal the square. */
+static void test_corr_paths(void) {
+  static const int64_t GROUPS[] = {500, 70000};
+  for (int which = 0; which < 2; which++) {
+    int64_t ng = GROUPS[which], per_g = 3, n = ng * per_g, nbat = 4;
+    qv_type *st = qv_type_new(QV_STRUCT);
+    qv_error err;
+    QV_REQUIRE(qv_type_add_child(st, "k", true, qv_type_new(QV_INT64), NULL, &err) == QV_OK);
+    QV_REQUIRE(qv_type_add_child(st, "x", true, qv_type_new(QV_DOUBLE), NULL, &err) == QV_OK);
+    QV_REQUIRE(qv_type_add_child(st, "y", true, qv_type_new(QV_INT32), NULL, &err) == QV_OK);
+    double *x = malloc(sizeof(double) * (size_t)n);
+    int32_t *y = malloc(sizeof(int32_t) * (size_t)n);
+    bool *xn = malloc((size_t)n);
+    QV_REQUIRE(x && y && xn);
+    qv_array *bs[4];
+    int64_t per = n / nbat;
+    tb_seed(0x5eed + (uint64_t)which);
+    for (int64_t b = 0; b < nbat; b++) {
+      qv_builder *bl = NULL;
+      QV_REQUIRE(qv_builder_new(st, &bl, &err) == QV_OK);
+      int64_t hi = b == nbat - 1 ? n : (b + 1) * per;
+      for (int64_t r = b * per; r < hi; r++) {
+        x[r] = 1e8 + (double)tb_rint(1000) / 8;
+        y[r] = tb_rint(17) - 8;
+        xn[r] = tb_rint(11) == 0;
+        QV_REQUIRE(qv_builder_begin_struct(bl, &err) == QV_OK);
+        QV_REQUIRE(qv_builder_append_int(qv_builder_child(bl, 0), r % ng, &err) == QV_OK);
+        qv_builder *cx = qv_builder_child(bl, 1);
+        QV_REQUIRE((xn[r] ? qv_builder_append_null(cx, &err)
+                          : qv_builder_append_double(cx, x[r], &err)) == QV_OK);
+        QV_REQUIRE(qv_builder_append_int(qv_builder_child(bl, 2), y[r], &err) == QV_OK);
+        QV_REQUIRE(qv_builder_end_struct(bl, &err) == QV_OK);
+      }
+      QV_REQUIRE(qv_builder_finish(bl, &bs[b], &err) == QV_OK);
+      qv_builder_free(bl);
+    }
+    qv_schema *schema = qv_schema_new(st);
+    qv_table *t = NULL;
+    QV_REQUIRE(qv_table_from_batches(schema, bs, nbat, &t, &err) == QV_OK);
+    for (int64_t b = 0; b < nbat; b++) qv_array_unref(bs[b]);
+    qv_schema_unref(schema);
+    const char *keys[] = {"k"};
+    const char *aggs[] = {"corr(x, y) AS c", "covar(x, y) AS cv", "covar_pop(x, y) AS cvp",
+                          "corr(x, y) * corr(x, y) AS r2", "median(y) AS md"};
+    qv_group_by_options o;
+    memset(&o, 0, sizeof o);
+    qv_table *out = NULL;
+    qv_status s2 = group_both(t, keys, 1, aggs, 5, o, 2, &out, &err);
+    if (s2 != QV_OK) fprintf(stderr, "corr paths %d: %s\n", which, err.message);
+    QV_REQUIRE(s2 == QV_OK);
+    QV_CHECK_EQ_INT(qv_table_num_rows(out), ng);
+    qv_array *res = NULL;
+    QV_REQUIRE(qv_table_batch(out, 0, &res, &err) == QV_OK);
+    int bad = 0;
+    for (int64_t g = 0; g < ng && bad < 5; g++) {
+      int64_t kg = qv_array_int_at(res->children[0], g); /* first appearance: k == g */
+      QV_CHECK_EQ_INT(kg, g);
+      double sx = 0, sy = 0;
+      int64_t np = 0;
+      for (int64_t r = kg; r < n; r += ng)
+        if (!xn[r]) np++, sx += x[r], sy += y[r];
+      double ax = np ? sx / (double)np : 0, ay = np ? sy / (double)np : 0, cxy = 0, vx = 0, vy = 0;
+      for (int64_t r = kg; r < n; r += ng)
+        if (!xn[r]) {
+          cxy += (x[r] - ax) * (y[r] - ay);
+          vx += (x[r] - ax) * (x[r] - ax);
+          vy += (y[r] - ay) * (y[r] - ay);
+        }
+      bool ok = valid_at(res->children[1], g) == (np > 0) &&
+                valid_at(res->children[2], g) == (np > 1) &&
+                valid_at(res->children[3], g) == (np > 0);
+      if (np > 1) {
+        double wc = cxy / sqrt(vx * vy), gc = dbl_at(res->children[1], g);
+        double wcv = cxy / (double)(np - 1), gcv = dbl_at(res->children[2], g);
+        double wcp = cxy / (double)np, gcp = dbl_at(res->children[3], g);
+        double gr2 = dbl_at(res->children[4], g);
+        ok = ok && (same_double(gc, wc) || fabs(gc - wc) < 1e-9);
+        ok = ok && (same_double(gr2, gc * gc));
+        ok = ok && fabs(gcv - wcv) < 1e-9 * fmax(1, fabs(wcv));
+        ok = ok && fabs(gcp - wcp) < 1e-9 * fmax(1, fabs(wcp));
+      }
+      if (!ok) {
+        bad++;
+        fprintf(stderr, "corr paths %d: group %" PRId64 " (%" PRId64 " pairs) differs\n", which, g,
+                np);
+      }
+    }
+    QV_CHECK(bad == 0);
+    qv_array_unref(res);
+    qv_table_unref(out);
+    qv_table_unref(t);
+    free(x);
+    free(y);
+    free(xn);
+  }
+}
+
 /* Hash-path keys the shapes above do not cover: a double key (-0.0 with
  * 0.0, every NaN one group, nulls one group) and strings longer than the
  * 16 inline bytes, alone and beside an int64 key, checked against counts
- * found by brute force, on 1 and 4 threads. */
-static void test_hash_keys(void) {
+ * found by brute force, on 1 and 4 threads. `dom` string values: 60 take
+ * the direct path by their codes, 1500 the hash path (the thread-local
+ * one-string-key table). */
+static void hash_keys_case(int dom) {
   int64_t n = 5000;
   qv_type *st = qv_type_new(QV_STRUCT);
   qv_error err;
@@ -651,7 +757,7 @@ static void test_hash_keys(void) {
       int c = tb_rint(8);
       f[r] = c == 0 ? NAN : c == 1 ? -NAN : c == 2 ? -0.0 : c == 3 ? 0.0 : (double)tb_rint(40) / 4;
       fn[r] = tb_rint(15) == 0;
-      sv[r] = tb_rint(25) == 0 ? -1 : tb_rint(60);
+      sv[r] = tb_rint(25) == 0 ? -1 : tb_rint(dom);
       iv[r] = tb_rint(3);
       QV_REQUIRE(qv_builder_begin_struct(bl, &err) == QV_OK);
       qv_builder *ch = qv_builder_child(bl, 0);
@@ -743,6 +849,11 @@ static void test_hash_keys(void) {
   free(fn);
 }
 
+static void test_hash_keys(void) {
+  hash_keys_case(60);
+  hash_keys_case(1500);
+}
+
 static void test_empty_and_errors(void) {
   data d = gen(0, 3, false);
   qv_table *t = make_table(&d, 1);
@@ -827,6 +938,7 @@ int main(void) {
   tb_seed(88172645463325252ull);
   QV_RUN(test_many_shapes);
   QV_RUN(test_hash_keys);
+  QV_RUN(test_corr_paths);
   QV_RUN(test_empty_and_errors);
   QV_RUN(test_overflow_and_budget);
   return QV_TEST_END();
