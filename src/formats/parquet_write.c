@@ -95,6 +95,8 @@ typedef struct col_state {
   bool dict_mode; /* pages are dictionary-encoded (until fallback) */
   bool dict_used; /* some page was dictionary-encoded */
   bool fallback_pending;
+  int64_t dict_seen;     /* non-null values given to the dictionary */
+  int64_t expect_values; /* estimate of the chunk's leaf values */
   /* the current page */
   u32vec defs, reps, idx;
   qv_tw plain;
@@ -337,28 +339,30 @@ static bool dict_rehash(col_state *c) {
   return true;
 }
 
-/* Index of the value in the dictionary, inserting it; -1 on OOM. */
-static int64_t dict_find(col_state *c, const uint8_t *p, int32_t n) {
-  if ((c->dict_n + 1) * 2 > c->ht_cap && !dict_rehash(c)) return -1;
-  uint64_t h;
+/* The hash of a value: a multiplicative one of the bits for 4- and 8-byte
+ * values, xxhash for the others. */
+static inline uint64_t dict_hash_of(const uint8_t *p, int32_t n) {
   if (n == 8 || n == 4) {
-    /* fixed-width values: a multiplicative hash of the bits */
     uint64_t x = 0;
     memcpy(&x, p, (size_t)n);
     x ^= x >> 33; /* murmur3's finaliser */
     x *= 0xFF51AFD7ED558CCDull;
     x ^= x >> 33;
     x *= 0xC4CEB9FE1A85EC53ull;
-    h = x ^ (x >> 33);
-  } else {
-    h = XXH3_64bits(p, (size_t)n);
+    return x ^ (x >> 33);
   }
+  return XXH3_64bits(p, (size_t)n);
+}
+
+/* The index of the value of hash h in the dictionary, or -1. */
+static inline int64_t dict_probe(const col_state *c, const uint8_t *p, int32_t n, uint64_t h) {
+  if (c->ht_cap == 0) return -1;
   uint64_t mask = (uint64_t)(c->ht_cap - 1);
   uint64_t s = h & mask;
   uint64_t tag = h & 0xFFFFFFFF00000000ull;
   for (;;) {
     uint64_t e = c->ht[s];
-    if (e == 0) break;
+    if (e == 0) return -1;
     int64_t id = (int64_t)(e & 0xFFFFFFFFu) - 1;
     if ((e & 0xFFFFFFFF00000000ull) == tag && c->dict_len[id] == n) {
       const uint8_t *q = c->dict.data + c->dict_off[id];
@@ -373,6 +377,15 @@ static int64_t dict_find(col_state *c, const uint8_t *p, int32_t n) {
     }
     s = (s + 1) & mask;
   }
+}
+
+/* Add a value of hash h that is not in the dictionary: its index, or -1
+ * on OOM. */
+static int64_t dict_insert(col_state *c, const uint8_t *p, int32_t n, uint64_t h) {
+  if ((c->dict_n + 1) * 2 > c->ht_cap && !dict_rehash(c)) return -1;
+  uint64_t mask = (uint64_t)(c->ht_cap - 1);
+  uint64_t s = h & mask;
+  while (c->ht[s]) s = (s + 1) & mask;
   if (c->dict_n == c->dict_cap) {
     int64_t cap = c->dict_cap ? c->dict_cap * 2 : 1024;
     int64_t *off = realloc(c->dict_off, sizeof *off * (size_t)cap);
@@ -395,9 +408,56 @@ static int64_t dict_find(col_state *c, const uint8_t *p, int32_t n) {
   if (!qv_tw_ok(&c->dict)) return -1;
   c->dict_len[id] = n;
   c->dict_hash[id] = h;
-  c->ht[s] = tag | (uint64_t)(id + 1);
+  c->ht[s] = (h & 0xFFFFFFFF00000000ull) | (uint64_t)(id + 1);
   if (!stats_update(c, p, n)) return -1;
   return id;
+}
+
+/* Index of the value in the dictionary, inserting it; -1 on OOM. */
+static inline int64_t dict_find(col_state *c, const uint8_t *p, int32_t n) {
+  uint64_t h = dict_hash_of(p, n);
+  int64_t id = dict_probe(c, p, n, h);
+  return id >= 0 ? id : dict_insert(c, p, n, h);
+}
+
+/* Non-null values after which a chunk's dictionary is judged: nearly
+ * unique values that would overflow the dictionary page limit anyway go
+ * PLAIN then, instead of filling the dictionary first. */
+#define PW_DICT_PROBE 4096
+
+/* Whether the first PW_DICT_PROBE values say the chunk's dictionary would
+ * overflow: three in four of them distinct and the dictionary's bytes,
+ * extrapolated to the chunk's values, over the limit. */
+static bool dict_hopeless(const qv_parquet_writer *w, const col_state *c) {
+  if (c->dict_n * 4 < c->dict_seen * 3) return false;
+  double projected = (double)c->dict.size * (double)c->expect_values / (double)c->dict_seen;
+  return projected > (double)w->opt.dictionary_page_bytes;
+}
+
+/* Stop dictionary-encoding the chunk. While no dictionary-encoded page has
+ * been written, the current page's indices become PLAIN values again (the
+ * dictionary holds their bytes, BYTE_ARRAY ones after their length) and
+ * the chunk has no dictionary page; else the usual fallback at the next
+ * row. False on OOM. */
+static bool dict_abandon(col_state *c) {
+  if (c->dict_used) {
+    c->fallback_pending = true;
+    return true;
+  }
+  qv_tw_clear(&c->plain);
+  int pre = c->lf->ptype == QV_PQ_BYTE_ARRAY ? 4 : 0;
+  for (int64_t i = 0; i < c->idx.n; i++) {
+    uint32_t id = c->idx.p[i];
+    qv_tw_bytes(&c->plain, c->dict.data + c->dict_off[id] - pre, c->dict_len[id] + pre);
+  }
+  if (!qv_tw_ok(&c->plain)) return false;
+  c->idx.n = 0;
+  c->dict_mode = false;
+  qv_tw_clear(&c->dict);
+  c->dict_n = 0;
+  c->dict_bw = 0;
+  if (c->ht) memset(c->ht, 0, sizeof *c->ht * (size_t)c->ht_cap);
+  return true;
 }
 
 /* ----------------------------------------------------------- compression */
@@ -493,15 +553,15 @@ static qv_status flush_page(qv_parquet_writer *w, col_state *c, qv_error *err) {
   if (c->page_values > INT32_MAX)
     return qv_error_set(err, QV_ERANGE, "parquet writer: page of too many values");
   /* values */
-  qv_tw_clear(&c->vals);
+  qv_tw *vals = &c->plain; /* PLAIN: the values as they are */
   if (c->dict_mode) {
+    vals = &c->vals;
+    qv_tw_clear(vals);
     int bw = qv_pw_bit_width(c->dict_n > 0 ? (uint64_t)(c->dict_n - 1) : 0);
     if (bw == 0) bw = 1;
     uint8_t b = (uint8_t)bw;
-    qv_tw_bytes(&c->vals, &b, 1);
-    qv_pw_rle_encode_u32(c->idx.p, c->idx.n, bw, &c->vals);
-  } else {
-    qv_tw_bytes(&c->vals, c->plain.data, c->plain.size);
+    qv_tw_bytes(vals, &b, 1);
+    qv_pw_rle_encode_u32(c->idx.p, c->idx.n, bw, vals);
   }
   /* levels */
   qv_tw_clear(&c->lev);
@@ -521,20 +581,20 @@ static qv_status flush_page(qv_parquet_writer *w, col_state *c, qv_error *err) {
     def_len = c->lev.size - at - (v2 ? 0 : 4);
     if (!v2 && qv_tw_ok(&c->lev)) memcpy(c->lev.data + at, &(uint32_t){(uint32_t)def_len}, 4);
   }
-  if (!qv_tw_ok(&c->lev) || !qv_tw_ok(&c->vals)) return pw_oom(err);
+  if (!qv_tw_ok(&c->lev) || !qv_tw_ok(vals)) return pw_oom(err);
   int64_t usize, csize;
   const uint8_t *body2 = NULL;
   int64_t body2_len = 0;
   if (!v2) {
     /* compress levels + values together */
-    qv_tw_bytes(&c->lev, c->vals.data, c->vals.size);
+    qv_tw_bytes(&c->lev, vals->data, vals->size);
     if (!qv_tw_ok(&c->lev)) return pw_oom(err);
     QV_RETURN_NOT_OK(pw_compress(&w->opt, c->lev.data, c->lev.size, &c->comp, err));
     usize = c->lev.size;
     csize = c->comp.size;
   } else {
-    QV_RETURN_NOT_OK(pw_compress(&w->opt, c->vals.data, c->vals.size, &c->comp, err));
-    usize = c->lev.size + c->vals.size;
+    QV_RETURN_NOT_OK(pw_compress(&w->opt, vals->data, vals->size, &c->comp, err));
+    usize = c->lev.size + vals->size;
     csize = c->lev.size + c->comp.size;
     body2 = c->lev.data;
     body2_len = c->lev.size;
@@ -622,8 +682,13 @@ static inline qv_status add_level(qv_parquet_writer *w, col_state *c, const qv_a
   } else if (c->dict_mode) {
     int64_t id = dict_find(c, p, len);
     if (id < 0 || !u32_push(&c->idx, (uint32_t)id)) return pw_oom(err);
-    if (c->dict.size > w->opt.dictionary_page_bytes || c->dict_n >= (int64_t)1 << 30)
+    if (c->dict.size > w->opt.dictionary_page_bytes || c->dict_n >= (int64_t)1 << 30) {
       c->fallback_pending = true;
+    } else if (++c->dict_seen == PW_DICT_PROBE && dict_hopeless(w, c)) {
+      if (!dict_abandon(c)) return pw_oom(err);
+      c->page_nonnull++;
+      return QV_OK;
+    }
   } else {
     if (lf->ptype == QV_PQ_BYTE_ARRAY) put_u32le(&c->plain, (uint32_t)len);
     qv_tw_bytes(&c->plain, p, len);
@@ -634,17 +699,93 @@ static inline qv_status add_level(qv_parquet_writer *w, col_state *c, const qv_a
   return QV_OK;
 }
 
+/* Levels [*pk, n) of one batch into the pages while the chunk is
+ * dictionary-encoded and no fallback is due: add_level's dictionary path
+ * in one loop, the vectors' room reserved once. The levels come from the
+ * shredder (defs, reps and vidx, the leaf indices of the non-null values;
+ * *pvi the next of them) or, for a flat column (!shredded), from its
+ * validity bitmap `bits` at the physical indices base + k. Stops before a
+ * row that must fall back, or after the value that gave the dictionary
+ * up; *pk and *pvi say where. */
+static qv_status dict_levels(qv_parquet_writer *w, col_state *c, const qv_array *L, bool shredded,
+                             const uint32_t *defs, const uint32_t *reps, const int64_t *vidx,
+                             const uint8_t *bits, int64_t base, int64_t *pk, int64_t *pvi,
+                             int64_t n, qv_error *err) {
+  const qv_pw_leaf *lf = c->lf;
+  uint32_t max_def = (uint32_t)lf->max_def;
+  int64_t k = *pk, vi = *pvi, m = n - k;
+  bool ok = true;
+  while (ok && max_def > 0 && c->defs.cap < c->defs.n + m) ok = u32_grow(&c->defs);
+  while (ok && reps && c->reps.cap < c->reps.n + m) ok = u32_grow(&c->reps);
+  while (ok && c->idx.cap < c->idx.n + m) ok = u32_grow(&c->idx);
+  if (!ok) return pw_oom(err);
+  qv_status st = QV_OK;
+  for (; k < n; k++) {
+    uint32_t d, r = reps ? reps[k] : 0;
+    if (shredded) d = max_def > 0 ? defs[k] : 0;
+    else d = !bits || qv_bit_get(bits, base + k) ? max_def : 0;
+    if (r == 0) {
+      if (c->fallback_pending) break;
+      if (c->page_values > 0 && page_estimate(c) >= w->opt.page_bytes) {
+        st = flush_page(w, c, err);
+        if (st != QV_OK) break;
+      }
+      c->page_rows++;
+    }
+    if (max_def > 0) c->defs.p[c->defs.n++] = d;
+    if (reps) c->reps.p[c->reps.n++] = r;
+    c->page_values++;
+    if (d != max_def) {
+      c->page_nulls++;
+      c->meta->null_count++;
+      continue;
+    }
+    uint8_t tmp[32];
+    int32_t len;
+    const uint8_t *p = leaf_value(lf, L, shredded ? vidx[vi++] : base + k, tmp, &len);
+    int64_t id = dict_find(c, p, len);
+    if (id < 0) {
+      st = pw_oom(err);
+      break;
+    }
+    c->idx.p[c->idx.n++] = (uint32_t)id;
+    c->page_nonnull++;
+    if (c->dict.size > w->opt.dictionary_page_bytes || c->dict_n >= (int64_t)1 << 30) {
+      c->fallback_pending = true;
+    } else if (++c->dict_seen == PW_DICT_PROBE && dict_hopeless(w, c)) {
+      if (!dict_abandon(c)) {
+        st = pw_oom(err);
+        break;
+      }
+      if (!c->dict_mode) {
+        k++;
+        break;
+      }
+    }
+  }
+  *pk = k;
+  *pvi = vi;
+  return st;
+}
+
 /* Feed the shredded levels and values of one column of one batch into the
  * pages. */
 static qv_status consume(qv_parquet_writer *w, col_state *c, const qv_array *L, qv_error *err) {
   const qv_pw_leaf *lf = c->lf;
   int64_t n = lf->max_def > 0 ? c->sdefs.n : c->svidx.n;
+  const uint32_t *reps = lf->max_rep > 0 ? c->sreps.p : NULL;
   int64_t vi = 0;
-  for (int64_t k = 0; k < n; k++) {
+  for (int64_t k = 0; k < n;) {
+    if (c->dict_mode && !c->fallback_pending) {
+      QV_RETURN_NOT_OK(
+          dict_levels(w, c, L, true, c->sdefs.p, reps, c->svidx.p, NULL, 0, &k, &vi, n, err));
+      continue;
+    }
     uint32_t d = lf->max_def > 0 ? c->sdefs.p[k] : 0;
-    uint32_t r = lf->max_rep > 0 ? c->sreps.p[k] : 0;
+    uint32_t r = reps ? reps[k] : 0;
     int64_t idx = d == (uint32_t)lf->max_def ? c->svidx.p[vi++] : -1;
     QV_RETURN_NOT_OK(add_level(w, c, L, d, r, idx, err));
+    k++;
   }
   return QV_OK;
 }
@@ -829,11 +970,18 @@ static qv_status consume_flat(qv_parquet_writer *w, col_state *c, const qv_array
       (lf->order == QV_PW_ORD_I64 || lf->order == QV_PW_ORD_U64 || lf->order == QV_PW_ORD_DOUBLE ||
        lf->order == QV_PW_ORD_FLOAT);
   bool bulk_binary = lf->conv == QV_PW_CV_BINARY || lf->conv == QV_PW_CV_LARGE_BINARY;
-  for (int64_t k = k0; k < k0 + n; k++) {
+  for (int64_t k = k0; k < k0 + n;) {
     if (bulk && !c->dict_mode) return plain_bulk(w, c, col, bits, k, k0 + n, err);
     if (bulk_binary && !c->dict_mode) return plain_bulk_binary(w, c, col, bits, k, k0 + n, err);
+    if (c->dict_mode && !c->fallback_pending) {
+      int64_t j = k - k0, vi = 0;
+      QV_RETURN_NOT_OK(dict_levels(w, c, col, false, NULL, NULL, NULL, bits, k0, &j, &vi, n, err));
+      k = k0 + j;
+      continue;
+    }
     bool valid = bits == NULL || qv_bit_get(bits, k);
     QV_RETURN_NOT_OK(add_level(w, c, col, valid ? max_def : 0, 0, valid ? k : -1, err));
+    k++;
   }
   return QV_OK;
 }
@@ -984,6 +1132,8 @@ static void col_begin(qv_parquet_writer *w, col_state *c, const qv_pw_leaf *lf, 
   c->dict_mode = c->use_dict;
   c->dict_used = false;
   c->fallback_pending = false;
+  c->dict_seen = 0;
+  c->expect_values = w->pending_rows;
   c->defs.n = c->reps.n = c->idx.n = 0;
   qv_tw_clear(&c->plain);
   c->page_values = c->page_rows = c->page_nulls = c->page_nonnull = 0;
@@ -1079,6 +1229,10 @@ static void encode_column(void *ctx, int64_t li, int worker) {
     } else {
       const qv_array *L = NULL;
       st = shred_batch(c, lf, batch, &L, err);
+      /* the chunk's leaf values, estimated from its first batch */
+      if (b == 0 && batch->length > 0)
+        c->expect_values =
+            (int64_t)((double)c->svidx.n * (double)w->pending_rows / (double)batch->length);
       if (st == QV_OK) st = consume(w, c, L, err);
       c->meta->num_values += lf->max_def > 0 ? c->sdefs.n : c->svidx.n;
     }
