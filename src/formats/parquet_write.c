@@ -108,7 +108,11 @@ typedef struct col_state {
   int64_t *dict_off;
   int32_t *dict_len;
   uint64_t *dict_hash;
-  uint64_t *ht; /* slots: 0 empty, else the hash's high 32 bits | (id + 1) */
+  /* two words a slot: values of 4 or 8 bytes (`fixed`) as the value and
+   * id + 1; other values as the hash's high 32 bits | (id + 1), and 0;
+   * id + 1 == 0: empty */
+  uint64_t *ht;
+  bool fixed;
   int64_t ht_cap;
   /* the shredder's output for one batch */
   u32vec sdefs, sreps;
@@ -323,16 +327,37 @@ static inline bool stats_update(col_state *c, const uint8_t *p, int32_t n) {
 
 /* ------------------------------------------------------------ dictionary */
 
+/* The value of a fixed-width dictionary entry (4 or 8 bytes) as a word. */
+static inline uint64_t fixed_word(const uint8_t *p, int32_t n) {
+  if (n == 8) {
+    uint64_t x;
+    memcpy(&x, p, 8);
+    return x;
+  }
+  uint32_t y;
+  memcpy(&y, p, 4);
+  return y;
+}
+
+/* Put id (hash h) in an empty slot of a table of cap slots. */
+static inline void ht_put(const col_state *c, uint64_t *ht, int64_t cap, int64_t id, uint64_t h) {
+  uint64_t mask = (uint64_t)(cap - 1);
+  uint64_t s = h & mask;
+  if (c->fixed) {
+    while (ht[2 * s + 1]) s = (s + 1) & mask;
+    ht[2 * s] = fixed_word(c->dict.data + c->dict_off[id], c->dict_len[id]);
+    ht[2 * s + 1] = (uint64_t)(id + 1);
+  } else {
+    while (ht[2 * s]) s = (s + 1) & mask;
+    ht[2 * s] = (h & 0xFFFFFFFF00000000ull) | (uint64_t)(id + 1);
+  }
+}
+
 static bool dict_rehash(col_state *c) {
   int64_t cap = c->ht_cap ? c->ht_cap * 2 : 1024;
-  uint64_t *ht = calloc((size_t)cap, sizeof *ht);
+  uint64_t *ht = calloc((size_t)cap * 2, sizeof *ht);
   if (ht == NULL) return false;
-  for (int64_t id = 0; id < c->dict_n; id++) {
-    uint64_t h = c->dict_hash[id];
-    uint64_t s = h & (uint64_t)(cap - 1);
-    while (ht[s]) s = (s + 1) & (uint64_t)(cap - 1);
-    ht[s] = (h & 0xFFFFFFFF00000000ull) | (uint64_t)(id + 1);
-  }
+  for (int64_t id = 0; id < c->dict_n; id++) ht_put(c, ht, cap, id, c->dict_hash[id]);
   free(c->ht);
   c->ht = ht;
   c->ht_cap = cap;
@@ -341,15 +366,19 @@ static bool dict_rehash(col_state *c) {
 
 /* The hash of a value: a multiplicative one of the bits for 4- and 8-byte
  * values, xxhash for the others. */
+static inline uint64_t hash_word(uint64_t x) {
+  x ^= x >> 33; /* murmur3's finaliser */
+  x *= 0xFF51AFD7ED558CCDull;
+  x ^= x >> 33;
+  x *= 0xC4CEB9FE1A85EC53ull;
+  return x ^ (x >> 33);
+}
+
 static inline uint64_t dict_hash_of(const uint8_t *p, int32_t n) {
   if (n == 8 || n == 4) {
     uint64_t x = 0;
     memcpy(&x, p, (size_t)n);
-    x ^= x >> 33; /* murmur3's finaliser */
-    x *= 0xFF51AFD7ED558CCDull;
-    x ^= x >> 33;
-    x *= 0xC4CEB9FE1A85EC53ull;
-    return x ^ (x >> 33);
+    return hash_word(x);
   }
   return XXH3_64bits(p, (size_t)n);
 }
@@ -359,9 +388,19 @@ static inline int64_t dict_probe(const col_state *c, const uint8_t *p, int32_t n
   if (c->ht_cap == 0) return -1;
   uint64_t mask = (uint64_t)(c->ht_cap - 1);
   uint64_t s = h & mask;
+  if (c->fixed) {
+    /* one slot holds the value: no loads through the dictionary */
+    uint64_t v = fixed_word(p, n);
+    for (;;) {
+      uint64_t id1 = c->ht[2 * s + 1];
+      if (id1 == 0) return -1;
+      if (c->ht[2 * s] == v) return (int64_t)id1 - 1;
+      s = (s + 1) & mask;
+    }
+  }
   uint64_t tag = h & 0xFFFFFFFF00000000ull;
   for (;;) {
-    uint64_t e = c->ht[s];
+    uint64_t e = c->ht[2 * s];
     if (e == 0) return -1;
     int64_t id = (int64_t)(e & 0xFFFFFFFFu) - 1;
     if ((e & 0xFFFFFFFF00000000ull) == tag && c->dict_len[id] == n) {
@@ -383,9 +422,6 @@ static inline int64_t dict_probe(const col_state *c, const uint8_t *p, int32_t n
  * on OOM. */
 static int64_t dict_insert(col_state *c, const uint8_t *p, int32_t n, uint64_t h) {
   if ((c->dict_n + 1) * 2 > c->ht_cap && !dict_rehash(c)) return -1;
-  uint64_t mask = (uint64_t)(c->ht_cap - 1);
-  uint64_t s = h & mask;
-  while (c->ht[s]) s = (s + 1) & mask;
   if (c->dict_n == c->dict_cap) {
     int64_t cap = c->dict_cap ? c->dict_cap * 2 : 1024;
     int64_t *off = realloc(c->dict_off, sizeof *off * (size_t)cap);
@@ -408,7 +444,7 @@ static int64_t dict_insert(col_state *c, const uint8_t *p, int32_t n, uint64_t h
   if (!qv_tw_ok(&c->dict)) return -1;
   c->dict_len[id] = n;
   c->dict_hash[id] = h;
-  c->ht[s] = (h & 0xFFFFFFFF00000000ull) | (uint64_t)(id + 1);
+  ht_put(c, c->ht, c->ht_cap, id, h);
   if (!stats_update(c, p, n)) return -1;
   return id;
 }
@@ -456,7 +492,7 @@ static bool dict_abandon(col_state *c) {
   qv_tw_clear(&c->dict);
   c->dict_n = 0;
   c->dict_bw = 0;
-  if (c->ht) memset(c->ht, 0, sizeof *c->ht * (size_t)c->ht_cap);
+  if (c->ht) memset(c->ht, 0, sizeof *c->ht * 2 * (size_t)c->ht_cap);
   return true;
 }
 
@@ -719,6 +755,15 @@ static qv_status dict_levels(qv_parquet_writer *w, col_state *c, const qv_array 
   while (ok && reps && c->reps.cap < c->reps.n + m) ok = u32_grow(&c->reps);
   while (ok && c->idx.cap < c->idx.n + m) ok = u32_grow(&c->idx);
   if (!ok) return pw_oom(err);
+  /* values copied as they are (4 or 8 bytes) take the inlined probe */
+  int32_t raw = 0;
+  if (c->fixed && (lf->conv == QV_PW_CV_INT64 || lf->conv == QV_PW_CV_DOUBLE)) raw = 8;
+  if (c->fixed && (lf->conv == QV_PW_CV_FLOAT ||
+                   (lf->conv == QV_PW_CV_INT32 && lf->src_width == 4 && !lf->dictionary)))
+    raw = 4;
+  if (raw > 0 && c->ht_cap == 0 && !dict_rehash(c)) return pw_oom(err);
+  const uint8_t *vals = buf_data(L, 1);
+  uint64_t mask = (uint64_t)(c->ht_cap - 1);
   qv_status st = QV_OK;
   for (; k < n; k++) {
     uint32_t d, r = reps ? reps[k] : 0;
@@ -740,10 +785,32 @@ static qv_status dict_levels(qv_parquet_writer *w, col_state *c, const qv_array 
       c->meta->null_count++;
       continue;
     }
-    uint8_t tmp[32];
-    int32_t len;
-    const uint8_t *p = leaf_value(lf, L, shredded ? vidx[vi++] : base + k, tmp, &len);
-    int64_t id = dict_find(c, p, len);
+    int64_t at = shredded ? vidx[vi++] : base + k;
+    int64_t id;
+    if (raw > 0) {
+      /* a 4- or 8-byte value as it is: hashed and probed here */
+      uint64_t v = fixed_word(vals + at * raw, raw);
+      uint64_t h = hash_word(v);
+      uint64_t s = h & mask;
+      for (;;) {
+        uint64_t id1 = c->ht[2 * s + 1];
+        if (id1 == 0) {
+          id = dict_insert(c, (const uint8_t *)&v, raw, h);
+          mask = (uint64_t)(c->ht_cap - 1);
+          break;
+        }
+        if (c->ht[2 * s] == v) {
+          id = (int64_t)id1 - 1;
+          break;
+        }
+        s = (s + 1) & mask;
+      }
+    } else {
+      uint8_t tmp[32];
+      int32_t len;
+      const uint8_t *p = leaf_value(lf, L, at, tmp, &len);
+      id = dict_find(c, p, len);
+    }
     if (id < 0) {
       st = pw_oom(err);
       break;
@@ -1130,6 +1197,8 @@ static void col_begin(qv_parquet_writer *w, col_state *c, const qv_pw_leaf *lf, 
   c->lf = lf;
   c->use_dict = !w->opt.no_dictionary && lf->conv != QV_PW_CV_BOOL && lf->conv != QV_PW_CV_NULL;
   c->dict_mode = c->use_dict;
+  c->fixed = lf->ptype == QV_PQ_INT32 || lf->ptype == QV_PQ_INT64 || lf->ptype == QV_PQ_FLOAT ||
+             lf->ptype == QV_PQ_DOUBLE;
   c->dict_used = false;
   c->fallback_pending = false;
   c->dict_seen = 0;
@@ -1140,7 +1209,14 @@ static void col_begin(qv_parquet_writer *w, col_state *c, const qv_pw_leaf *lf, 
   qv_tw_clear(&c->dict);
   c->dict_n = 0;
   c->dict_bw = 0;
-  if (c->ht) memset(c->ht, 0, sizeof *c->ht * (size_t)c->ht_cap);
+  if (c->ht_cap > 1024) {
+    /* a table that an earlier chunk grew starts small again: a small
+     * dictionary's slots stay few and in cache */
+    free(c->ht);
+    c->ht = NULL;
+    c->ht_cap = 0;
+  }
+  if (c->ht) memset(c->ht, 0, sizeof *c->ht * 2 * (size_t)c->ht_cap);
   qv_tw_clear(&c->pages);
   qv_tw_clear(&c->dictpage);
   c->meta = m;
