@@ -1153,6 +1153,70 @@ static void shred(shred_ctx *s, const qv_array *a, int64_t i, int32_t si, uint32
   }
 }
 
+/* shred_batch for a top-level list (32- or 64-bit offsets) of a
+ * primitive: the rows in one loop, the room for every level and index
+ * reserved once (the rows' elements, plus one level a row). The same
+ * levels as shred. 1: done; 0: OOM; -1: offsets that do not increase
+ * (more elements than the reserved room), for shred to take. */
+static int shred_list_of_primitive(col_state *c, const qv_pw_leaf *lf, const qv_array *a,
+                                   int64_t base, int64_t rows) {
+  const qv_pw_step *st = &lf->steps[0], *next = &lf->steps[1];
+  const qv_array *child = a->children[0];
+  if (rows == 0) return 1;
+  int64_t elems = qv_array_offset_at(a, base + rows) - qv_array_offset_at(a, base);
+  if (elems < 0) elems = 0;
+  bool ok = true;
+  while (ok && c->sdefs.cap < c->sdefs.n + elems + rows) ok = u32_grow(&c->sdefs);
+  while (ok && c->sreps.cap < c->sreps.n + elems + rows) ok = u32_grow(&c->sreps);
+  while (ok && c->svidx.cap < c->svidx.n + elems) {
+    int64_t cap = c->svidx.cap ? c->svidx.cap * 2 : 1024;
+    int64_t *p = realloc(c->svidx.p, sizeof *p * (size_t)cap);
+    if (p == NULL) ok = false;
+    else {
+      c->svidx.p = p;
+      c->svidx.cap = cap;
+    }
+  }
+  if (!ok) return 0;
+  const uint8_t *bits = next->nullable && child->buffers[0] ? child->buffers[0]->data : NULL;
+  uint32_t *defs = c->sdefs.p, *reps = c->sreps.p;
+  int64_t *vidx = c->svidx.p;
+  int64_t nd = c->sdefs.n, nv = c->svidx.n, room = elems;
+  uint32_t inner_rep = (uint32_t)st->rep;
+  int64_t end = qv_array_offset_at(a, base);
+  for (int64_t i = base; i < base + rows; i++) {
+    int64_t start = end;
+    end = qv_array_offset_at(a, i + 1);
+    uint32_t def = 0;
+    if (st->nullable) {
+      if (!qv_array_is_valid(a, i)) {
+        defs[nd] = 0;
+        reps[nd++] = 0;
+        continue;
+      }
+      def = 1;
+    }
+    if (start >= end) {
+      defs[nd] = def;
+      reps[nd++] = 0;
+      continue;
+    }
+    if (end - start > room) return -1;
+    room -= end - start;
+    uint32_t d_valid = def + 1 + (next->nullable ? 1 : 0);
+    for (int64_t j = start; j < end; j++) {
+      int64_t k = child->offset + j;
+      bool valid = !bits || qv_bit_get(bits, k);
+      defs[nd] = valid ? d_valid : def + 1;
+      reps[nd++] = j == start ? 0 : inner_rep;
+      if (valid) vidx[nv++] = k;
+    }
+  }
+  c->sdefs.n = c->sreps.n = nd;
+  c->svidx.n = nv;
+  return 1;
+}
+
 /* Levels and leaf indices of column lf over batch rows [0, batch->length). */
 static qv_status shred_batch(col_state *c, const qv_pw_leaf *lf, const qv_array *batch,
                              const qv_array **L, qv_error *err) {
@@ -1160,6 +1224,18 @@ static qv_status shred_batch(col_state *c, const qv_pw_leaf *lf, const qv_array 
   shred_ctx s = {c, lf, NULL, false};
   const qv_array *col = batch->children[lf->column];
   int64_t base = batch->offset;
+  if (lf->n_steps == 2 && lf->steps[0].kind == QV_PW_STEP_LIST &&
+      lf->steps[1].kind == QV_PW_STEP_LEAF && !lf->dictionary &&
+      (col->type->id == QV_LIST || col->type->id == QV_LARGE_LIST) &&
+      col->children[0]->type->id != QV_NA) {
+    int r = shred_list_of_primitive(c, lf, col, base, batch->length);
+    if (r == 0) return pw_oom(err);
+    if (r == 1) {
+      *L = col->children[0];
+      return QV_OK;
+    }
+    c->sdefs.n = c->sreps.n = c->svidx.n = 0;
+  }
   for (int64_t i = 0; i < batch->length && !s.failed; i++) shred(&s, col, base + i, 0, 0, 0);
   if (s.failed) return pw_oom(err);
   *L = s.L ? s.L : col;
