@@ -764,19 +764,20 @@ static qv_status dict_levels(qv_parquet_writer *w, col_state *c, const qv_array 
   if (raw > 0 && c->ht_cap == 0 && !dict_rehash(c)) return pw_oom(err);
   const uint8_t *vals = buf_data(L, 1);
   uint64_t mask = (uint64_t)(c->ht_cap - 1);
+  int64_t page_bytes = w->opt.page_bytes;
   qv_status st = QV_OK;
   for (; k < n; k++) {
     uint32_t d, r = reps ? reps[k] : 0;
     if (shredded) d = max_def > 0 ? defs[k] : 0;
     else d = !bits || qv_bit_get(bits, base + k) ? max_def : 0;
-    if (r == 0) {
+    /* a row starts at r == 0: without a branch on it (lists' lengths vary)
+     * unless a fallback or a full page is due */
+    if (r == 0 && (c->fallback_pending || (c->page_values > 0 && page_estimate(c) >= page_bytes))) {
       if (c->fallback_pending) break;
-      if (c->page_values > 0 && page_estimate(c) >= w->opt.page_bytes) {
-        st = flush_page(w, c, err);
-        if (st != QV_OK) break;
-      }
-      c->page_rows++;
+      st = flush_page(w, c, err);
+      if (st != QV_OK) break;
     }
+    c->page_rows += r == 0;
     if (max_def > 0) c->defs.p[c->defs.n++] = d;
     if (reps) c->reps.p[c->reps.n++] = r;
     c->page_values++;
@@ -1000,11 +1001,15 @@ static qv_status plain_bulk_binary(qv_parquet_writer *w, col_state *c, const qv_
         lo = hi = p;
         lo_n = hi_n = len;
       } else {
-        if (cmp_values(QV_PW_ORD_BYTES, p, len, lo, lo_n) < 0) {
+        /* a first byte above the minimum's (below the maximum's) settles
+         * the order without a call */
+        if (!(len > 0 && lo_n > 0 && p[0] > lo[0]) &&
+            cmp_values(QV_PW_ORD_BYTES, p, len, lo, lo_n) < 0) {
           lo = p;
           lo_n = len;
         }
-        if (cmp_values(QV_PW_ORD_BYTES, p, len, hi, hi_n) > 0) {
+        if (!(len > 0 && hi_n > 0 && p[0] < hi[0]) &&
+            cmp_values(QV_PW_ORD_BYTES, p, len, hi, hi_n) > 0) {
           hi = p;
           hi_n = len;
         }
