@@ -762,7 +762,8 @@ static qv_status dict_levels(qv_parquet_writer *w, col_state *c, const qv_array 
                    (lf->conv == QV_PW_CV_INT32 && lf->src_width == 4 && !lf->dictionary)))
     raw = 4;
   if (raw > 0 && c->ht_cap == 0 && !dict_rehash(c)) return pw_oom(err);
-  const uint8_t *vals = buf_data(L, 1);
+  /* (L is not the leaf when no value is valid: then its buffers go unread) */
+  const uint8_t *vals = raw > 0 && L->n_buffers > 1 ? buf_data(L, 1) : kEmpty;
   uint64_t mask = (uint64_t)(c->ht_cap - 1);
   int64_t page_bytes = w->opt.page_bytes;
   qv_status st = QV_OK;
