@@ -68,7 +68,9 @@ typedef struct qv_parquet_write_options {
   int64_t row_group_rows; /**< rows per row group; 0 = the default */
   int64_t page_bytes;     /**< target bytes of values per page; 0 = 1 MiB */
   /** A column chunk falls back to PLAIN once its dictionary holds more
-   *  than this many bytes (plain-encoded); 0 = 1 MiB. */
+   *  than this many bytes (plain-encoded), or is PLAIN from its start
+   *  when its first 4096 values say the dictionary would (three in four
+   *  distinct, their bytes extrapolated past this); 0 = 1 MiB. */
   int64_t dictionary_page_bytes;
   bool no_dictionary;   /**< PLAIN only */
   int page_version;     /**< data page version: 1 (0 = 1) or 2 */

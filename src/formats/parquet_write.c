@@ -95,6 +95,8 @@ typedef struct col_state {
   bool dict_mode; /* pages are dictionary-encoded (until fallback) */
   bool dict_used; /* some page was dictionary-encoded */
   bool fallback_pending;
+  int64_t dict_seen;     /* non-null values given to the dictionary */
+  int64_t expect_values; /* estimate of the chunk's leaf values */
   /* the current page */
   u32vec defs, reps, idx;
   qv_tw plain;
@@ -106,7 +108,11 @@ typedef struct col_state {
   int64_t *dict_off;
   int32_t *dict_len;
   uint64_t *dict_hash;
-  uint64_t *ht; /* slots: 0 empty, else the hash's high 32 bits | (id + 1) */
+  /* two words a slot: values of 4 or 8 bytes (`fixed`) as the value and
+   * id + 1; other values as the hash's high 32 bits | (id + 1), and 0;
+   * id + 1 == 0: empty */
+  uint64_t *ht;
+  bool fixed;
   int64_t ht_cap;
   /* the shredder's output for one batch */
   u32vec sdefs, sreps;
@@ -321,44 +327,81 @@ static inline bool stats_update(col_state *c, const uint8_t *p, int32_t n) {
 
 /* ------------------------------------------------------------ dictionary */
 
+/* The value of a fixed-width dictionary entry (4 or 8 bytes) as a word. */
+static inline uint64_t fixed_word(const uint8_t *p, int32_t n) {
+  if (n == 8) {
+    uint64_t x;
+    memcpy(&x, p, 8);
+    return x;
+  }
+  uint32_t y;
+  memcpy(&y, p, 4);
+  return y;
+}
+
+/* Put id (hash h) in an empty slot of a table of cap slots. */
+static inline void ht_put(const col_state *c, uint64_t *ht, int64_t cap, int64_t id, uint64_t h) {
+  uint64_t mask = (uint64_t)(cap - 1);
+  uint64_t s = h & mask;
+  if (c->fixed) {
+    while (ht[2 * s + 1]) s = (s + 1) & mask;
+    ht[2 * s] = fixed_word(c->dict.data + c->dict_off[id], c->dict_len[id]);
+    ht[2 * s + 1] = (uint64_t)(id + 1);
+  } else {
+    while (ht[2 * s]) s = (s + 1) & mask;
+    ht[2 * s] = (h & 0xFFFFFFFF00000000ull) | (uint64_t)(id + 1);
+  }
+}
+
 static bool dict_rehash(col_state *c) {
   int64_t cap = c->ht_cap ? c->ht_cap * 2 : 1024;
-  uint64_t *ht = calloc((size_t)cap, sizeof *ht);
+  uint64_t *ht = calloc((size_t)cap * 2, sizeof *ht);
   if (ht == NULL) return false;
-  for (int64_t id = 0; id < c->dict_n; id++) {
-    uint64_t h = c->dict_hash[id];
-    uint64_t s = h & (uint64_t)(cap - 1);
-    while (ht[s]) s = (s + 1) & (uint64_t)(cap - 1);
-    ht[s] = (h & 0xFFFFFFFF00000000ull) | (uint64_t)(id + 1);
-  }
+  for (int64_t id = 0; id < c->dict_n; id++) ht_put(c, ht, cap, id, c->dict_hash[id]);
   free(c->ht);
   c->ht = ht;
   c->ht_cap = cap;
   return true;
 }
 
-/* Index of the value in the dictionary, inserting it; -1 on OOM. */
-static int64_t dict_find(col_state *c, const uint8_t *p, int32_t n) {
-  if ((c->dict_n + 1) * 2 > c->ht_cap && !dict_rehash(c)) return -1;
-  uint64_t h;
+/* The hash of a value: a multiplicative one of the bits for 4- and 8-byte
+ * values, xxhash for the others. */
+static inline uint64_t hash_word(uint64_t x) {
+  x ^= x >> 33; /* murmur3's finaliser */
+  x *= 0xFF51AFD7ED558CCDull;
+  x ^= x >> 33;
+  x *= 0xC4CEB9FE1A85EC53ull;
+  return x ^ (x >> 33);
+}
+
+static inline uint64_t dict_hash_of(const uint8_t *p, int32_t n) {
   if (n == 8 || n == 4) {
-    /* fixed-width values: a multiplicative hash of the bits */
     uint64_t x = 0;
     memcpy(&x, p, (size_t)n);
-    x ^= x >> 33; /* murmur3's finaliser */
-    x *= 0xFF51AFD7ED558CCDull;
-    x ^= x >> 33;
-    x *= 0xC4CEB9FE1A85EC53ull;
-    h = x ^ (x >> 33);
-  } else {
-    h = XXH3_64bits(p, (size_t)n);
+    return hash_word(x);
   }
+  return XXH3_64bits(p, (size_t)n);
+}
+
+/* The index of the value of hash h in the dictionary, or -1. */
+static inline int64_t dict_probe(const col_state *c, const uint8_t *p, int32_t n, uint64_t h) {
+  if (c->ht_cap == 0) return -1;
   uint64_t mask = (uint64_t)(c->ht_cap - 1);
   uint64_t s = h & mask;
+  if (c->fixed) {
+    /* one slot holds the value: no loads through the dictionary */
+    uint64_t v = fixed_word(p, n);
+    for (;;) {
+      uint64_t id1 = c->ht[2 * s + 1];
+      if (id1 == 0) return -1;
+      if (c->ht[2 * s] == v) return (int64_t)id1 - 1;
+      s = (s + 1) & mask;
+    }
+  }
   uint64_t tag = h & 0xFFFFFFFF00000000ull;
   for (;;) {
-    uint64_t e = c->ht[s];
-    if (e == 0) break;
+    uint64_t e = c->ht[2 * s];
+    if (e == 0) return -1;
     int64_t id = (int64_t)(e & 0xFFFFFFFFu) - 1;
     if ((e & 0xFFFFFFFF00000000ull) == tag && c->dict_len[id] == n) {
       const uint8_t *q = c->dict.data + c->dict_off[id];
@@ -373,6 +416,12 @@ static int64_t dict_find(col_state *c, const uint8_t *p, int32_t n) {
     }
     s = (s + 1) & mask;
   }
+}
+
+/* Add a value of hash h that is not in the dictionary: its index, or -1
+ * on OOM. */
+static int64_t dict_insert(col_state *c, const uint8_t *p, int32_t n, uint64_t h) {
+  if ((c->dict_n + 1) * 2 > c->ht_cap && !dict_rehash(c)) return -1;
   if (c->dict_n == c->dict_cap) {
     int64_t cap = c->dict_cap ? c->dict_cap * 2 : 1024;
     int64_t *off = realloc(c->dict_off, sizeof *off * (size_t)cap);
@@ -395,9 +444,56 @@ static int64_t dict_find(col_state *c, const uint8_t *p, int32_t n) {
   if (!qv_tw_ok(&c->dict)) return -1;
   c->dict_len[id] = n;
   c->dict_hash[id] = h;
-  c->ht[s] = tag | (uint64_t)(id + 1);
+  ht_put(c, c->ht, c->ht_cap, id, h);
   if (!stats_update(c, p, n)) return -1;
   return id;
+}
+
+/* Index of the value in the dictionary, inserting it; -1 on OOM. */
+static inline int64_t dict_find(col_state *c, const uint8_t *p, int32_t n) {
+  uint64_t h = dict_hash_of(p, n);
+  int64_t id = dict_probe(c, p, n, h);
+  return id >= 0 ? id : dict_insert(c, p, n, h);
+}
+
+/* Non-null values after which a chunk's dictionary is judged: nearly
+ * unique values that would overflow the dictionary page limit anyway go
+ * PLAIN then, instead of filling the dictionary first. */
+#define PW_DICT_PROBE 4096
+
+/* Whether the first PW_DICT_PROBE values say the chunk's dictionary would
+ * overflow: three in four of them distinct and the dictionary's bytes,
+ * extrapolated to the chunk's values, over the limit. */
+static bool dict_hopeless(const qv_parquet_writer *w, const col_state *c) {
+  if (c->dict_n * 4 < c->dict_seen * 3) return false;
+  double projected = (double)c->dict.size * (double)c->expect_values / (double)c->dict_seen;
+  return projected > (double)w->opt.dictionary_page_bytes;
+}
+
+/* Stop dictionary-encoding the chunk. While no dictionary-encoded page has
+ * been written, the current page's indices become PLAIN values again (the
+ * dictionary holds their bytes, BYTE_ARRAY ones after their length) and
+ * the chunk has no dictionary page; else the usual fallback at the next
+ * row. False on OOM. */
+static bool dict_abandon(col_state *c) {
+  if (c->dict_used) {
+    c->fallback_pending = true;
+    return true;
+  }
+  qv_tw_clear(&c->plain);
+  int pre = c->lf->ptype == QV_PQ_BYTE_ARRAY ? 4 : 0;
+  for (int64_t i = 0; i < c->idx.n; i++) {
+    uint32_t id = c->idx.p[i];
+    qv_tw_bytes(&c->plain, c->dict.data + c->dict_off[id] - pre, c->dict_len[id] + pre);
+  }
+  if (!qv_tw_ok(&c->plain)) return false;
+  c->idx.n = 0;
+  c->dict_mode = false;
+  qv_tw_clear(&c->dict);
+  c->dict_n = 0;
+  c->dict_bw = 0;
+  if (c->ht) memset(c->ht, 0, sizeof *c->ht * 2 * (size_t)c->ht_cap);
+  return true;
 }
 
 /* ----------------------------------------------------------- compression */
@@ -493,15 +589,15 @@ static qv_status flush_page(qv_parquet_writer *w, col_state *c, qv_error *err) {
   if (c->page_values > INT32_MAX)
     return qv_error_set(err, QV_ERANGE, "parquet writer: page of too many values");
   /* values */
-  qv_tw_clear(&c->vals);
+  qv_tw *vals = &c->plain; /* PLAIN: the values as they are */
   if (c->dict_mode) {
+    vals = &c->vals;
+    qv_tw_clear(vals);
     int bw = qv_pw_bit_width(c->dict_n > 0 ? (uint64_t)(c->dict_n - 1) : 0);
     if (bw == 0) bw = 1;
     uint8_t b = (uint8_t)bw;
-    qv_tw_bytes(&c->vals, &b, 1);
-    qv_pw_rle_encode_u32(c->idx.p, c->idx.n, bw, &c->vals);
-  } else {
-    qv_tw_bytes(&c->vals, c->plain.data, c->plain.size);
+    qv_tw_bytes(vals, &b, 1);
+    qv_pw_rle_encode_u32(c->idx.p, c->idx.n, bw, vals);
   }
   /* levels */
   qv_tw_clear(&c->lev);
@@ -521,20 +617,20 @@ static qv_status flush_page(qv_parquet_writer *w, col_state *c, qv_error *err) {
     def_len = c->lev.size - at - (v2 ? 0 : 4);
     if (!v2 && qv_tw_ok(&c->lev)) memcpy(c->lev.data + at, &(uint32_t){(uint32_t)def_len}, 4);
   }
-  if (!qv_tw_ok(&c->lev) || !qv_tw_ok(&c->vals)) return pw_oom(err);
+  if (!qv_tw_ok(&c->lev) || !qv_tw_ok(vals)) return pw_oom(err);
   int64_t usize, csize;
   const uint8_t *body2 = NULL;
   int64_t body2_len = 0;
   if (!v2) {
     /* compress levels + values together */
-    qv_tw_bytes(&c->lev, c->vals.data, c->vals.size);
+    qv_tw_bytes(&c->lev, vals->data, vals->size);
     if (!qv_tw_ok(&c->lev)) return pw_oom(err);
     QV_RETURN_NOT_OK(pw_compress(&w->opt, c->lev.data, c->lev.size, &c->comp, err));
     usize = c->lev.size;
     csize = c->comp.size;
   } else {
-    QV_RETURN_NOT_OK(pw_compress(&w->opt, c->vals.data, c->vals.size, &c->comp, err));
-    usize = c->lev.size + c->vals.size;
+    QV_RETURN_NOT_OK(pw_compress(&w->opt, vals->data, vals->size, &c->comp, err));
+    usize = c->lev.size + vals->size;
     csize = c->lev.size + c->comp.size;
     body2 = c->lev.data;
     body2_len = c->lev.size;
@@ -622,8 +718,13 @@ static inline qv_status add_level(qv_parquet_writer *w, col_state *c, const qv_a
   } else if (c->dict_mode) {
     int64_t id = dict_find(c, p, len);
     if (id < 0 || !u32_push(&c->idx, (uint32_t)id)) return pw_oom(err);
-    if (c->dict.size > w->opt.dictionary_page_bytes || c->dict_n >= (int64_t)1 << 30)
+    if (c->dict.size > w->opt.dictionary_page_bytes || c->dict_n >= (int64_t)1 << 30) {
       c->fallback_pending = true;
+    } else if (++c->dict_seen == PW_DICT_PROBE && dict_hopeless(w, c)) {
+      if (!dict_abandon(c)) return pw_oom(err);
+      c->page_nonnull++;
+      return QV_OK;
+    }
   } else {
     if (lf->ptype == QV_PQ_BYTE_ARRAY) put_u32le(&c->plain, (uint32_t)len);
     qv_tw_bytes(&c->plain, p, len);
@@ -634,17 +735,126 @@ static inline qv_status add_level(qv_parquet_writer *w, col_state *c, const qv_a
   return QV_OK;
 }
 
+/* Levels [*pk, n) of one batch into the pages while the chunk is
+ * dictionary-encoded and no fallback is due: add_level's dictionary path
+ * in one loop, the vectors' room reserved once. The levels come from the
+ * shredder (defs, reps and vidx, the leaf indices of the non-null values;
+ * *pvi the next of them) or, for a flat column (!shredded), from its
+ * validity bitmap `bits` at the physical indices base + k. Stops before a
+ * row that must fall back, or after the value that gave the dictionary
+ * up; *pk and *pvi say where. */
+static qv_status dict_levels(qv_parquet_writer *w, col_state *c, const qv_array *L, bool shredded,
+                             const uint32_t *defs, const uint32_t *reps, const int64_t *vidx,
+                             const uint8_t *bits, int64_t base, int64_t *pk, int64_t *pvi,
+                             int64_t n, qv_error *err) {
+  const qv_pw_leaf *lf = c->lf;
+  uint32_t max_def = (uint32_t)lf->max_def;
+  int64_t k = *pk, vi = *pvi, m = n - k;
+  bool ok = true;
+  while (ok && max_def > 0 && c->defs.cap < c->defs.n + m) ok = u32_grow(&c->defs);
+  while (ok && reps && c->reps.cap < c->reps.n + m) ok = u32_grow(&c->reps);
+  while (ok && c->idx.cap < c->idx.n + m) ok = u32_grow(&c->idx);
+  if (!ok) return pw_oom(err);
+  /* values copied as they are (4 or 8 bytes) take the inlined probe */
+  int32_t raw = 0;
+  if (c->fixed && (lf->conv == QV_PW_CV_INT64 || lf->conv == QV_PW_CV_DOUBLE)) raw = 8;
+  if (c->fixed && (lf->conv == QV_PW_CV_FLOAT ||
+                   (lf->conv == QV_PW_CV_INT32 && lf->src_width == 4 && !lf->dictionary)))
+    raw = 4;
+  if (raw > 0 && c->ht_cap == 0 && !dict_rehash(c)) return pw_oom(err);
+  /* (L is not the leaf when no value is valid: then its buffers go unread) */
+  const uint8_t *vals = raw > 0 && L->n_buffers > 1 ? buf_data(L, 1) : kEmpty;
+  uint64_t mask = (uint64_t)(c->ht_cap - 1);
+  int64_t page_bytes = w->opt.page_bytes;
+  qv_status st = QV_OK;
+  for (; k < n; k++) {
+    uint32_t d, r = reps ? reps[k] : 0;
+    if (shredded) d = max_def > 0 ? defs[k] : 0;
+    else d = !bits || qv_bit_get(bits, base + k) ? max_def : 0;
+    /* a row starts at r == 0: without a branch on it (lists' lengths vary)
+     * unless a fallback or a full page is due */
+    if (r == 0 && (c->fallback_pending || (c->page_values > 0 && page_estimate(c) >= page_bytes))) {
+      if (c->fallback_pending) break;
+      st = flush_page(w, c, err);
+      if (st != QV_OK) break;
+    }
+    c->page_rows += r == 0;
+    if (max_def > 0) c->defs.p[c->defs.n++] = d;
+    if (reps) c->reps.p[c->reps.n++] = r;
+    c->page_values++;
+    if (d != max_def) {
+      c->page_nulls++;
+      c->meta->null_count++;
+      continue;
+    }
+    int64_t at = shredded ? vidx[vi++] : base + k;
+    int64_t id;
+    if (raw > 0) {
+      /* a 4- or 8-byte value as it is: hashed and probed here */
+      uint64_t v = fixed_word(vals + at * raw, raw);
+      uint64_t h = hash_word(v);
+      uint64_t s = h & mask;
+      for (;;) {
+        uint64_t id1 = c->ht[2 * s + 1];
+        if (id1 == 0) {
+          id = dict_insert(c, (const uint8_t *)&v, raw, h);
+          mask = (uint64_t)(c->ht_cap - 1);
+          break;
+        }
+        if (c->ht[2 * s] == v) {
+          id = (int64_t)id1 - 1;
+          break;
+        }
+        s = (s + 1) & mask;
+      }
+    } else {
+      uint8_t tmp[32];
+      int32_t len;
+      const uint8_t *p = leaf_value(lf, L, at, tmp, &len);
+      id = dict_find(c, p, len);
+    }
+    if (id < 0) {
+      st = pw_oom(err);
+      break;
+    }
+    c->idx.p[c->idx.n++] = (uint32_t)id;
+    c->page_nonnull++;
+    if (c->dict.size > w->opt.dictionary_page_bytes || c->dict_n >= (int64_t)1 << 30) {
+      c->fallback_pending = true;
+    } else if (++c->dict_seen == PW_DICT_PROBE && dict_hopeless(w, c)) {
+      if (!dict_abandon(c)) {
+        st = pw_oom(err);
+        break;
+      }
+      if (!c->dict_mode) {
+        k++;
+        break;
+      }
+    }
+  }
+  *pk = k;
+  *pvi = vi;
+  return st;
+}
+
 /* Feed the shredded levels and values of one column of one batch into the
  * pages. */
 static qv_status consume(qv_parquet_writer *w, col_state *c, const qv_array *L, qv_error *err) {
   const qv_pw_leaf *lf = c->lf;
   int64_t n = lf->max_def > 0 ? c->sdefs.n : c->svidx.n;
+  const uint32_t *reps = lf->max_rep > 0 ? c->sreps.p : NULL;
   int64_t vi = 0;
-  for (int64_t k = 0; k < n; k++) {
+  for (int64_t k = 0; k < n;) {
+    if (c->dict_mode && !c->fallback_pending) {
+      QV_RETURN_NOT_OK(
+          dict_levels(w, c, L, true, c->sdefs.p, reps, c->svidx.p, NULL, 0, &k, &vi, n, err));
+      continue;
+    }
     uint32_t d = lf->max_def > 0 ? c->sdefs.p[k] : 0;
-    uint32_t r = lf->max_rep > 0 ? c->sreps.p[k] : 0;
+    uint32_t r = reps ? reps[k] : 0;
     int64_t idx = d == (uint32_t)lf->max_def ? c->svidx.p[vi++] : -1;
     QV_RETURN_NOT_OK(add_level(w, c, L, d, r, idx, err));
+    k++;
   }
   return QV_OK;
 }
@@ -792,11 +1002,15 @@ static qv_status plain_bulk_binary(qv_parquet_writer *w, col_state *c, const qv_
         lo = hi = p;
         lo_n = hi_n = len;
       } else {
-        if (cmp_values(QV_PW_ORD_BYTES, p, len, lo, lo_n) < 0) {
+        /* a first byte above the minimum's (below the maximum's) settles
+         * the order without a call */
+        if (!(len > 0 && lo_n > 0 && p[0] > lo[0]) &&
+            cmp_values(QV_PW_ORD_BYTES, p, len, lo, lo_n) < 0) {
           lo = p;
           lo_n = len;
         }
-        if (cmp_values(QV_PW_ORD_BYTES, p, len, hi, hi_n) > 0) {
+        if (!(len > 0 && hi_n > 0 && p[0] < hi[0]) &&
+            cmp_values(QV_PW_ORD_BYTES, p, len, hi, hi_n) > 0) {
           hi = p;
           hi_n = len;
         }
@@ -829,11 +1043,18 @@ static qv_status consume_flat(qv_parquet_writer *w, col_state *c, const qv_array
       (lf->order == QV_PW_ORD_I64 || lf->order == QV_PW_ORD_U64 || lf->order == QV_PW_ORD_DOUBLE ||
        lf->order == QV_PW_ORD_FLOAT);
   bool bulk_binary = lf->conv == QV_PW_CV_BINARY || lf->conv == QV_PW_CV_LARGE_BINARY;
-  for (int64_t k = k0; k < k0 + n; k++) {
+  for (int64_t k = k0; k < k0 + n;) {
     if (bulk && !c->dict_mode) return plain_bulk(w, c, col, bits, k, k0 + n, err);
     if (bulk_binary && !c->dict_mode) return plain_bulk_binary(w, c, col, bits, k, k0 + n, err);
+    if (c->dict_mode && !c->fallback_pending) {
+      int64_t j = k - k0, vi = 0;
+      QV_RETURN_NOT_OK(dict_levels(w, c, col, false, NULL, NULL, NULL, bits, k0, &j, &vi, n, err));
+      k = k0 + j;
+      continue;
+    }
     bool valid = bits == NULL || qv_bit_get(bits, k);
     QV_RETURN_NOT_OK(add_level(w, c, col, valid ? max_def : 0, 0, valid ? k : -1, err));
+    k++;
   }
   return QV_OK;
 }
@@ -938,6 +1159,70 @@ static void shred(shred_ctx *s, const qv_array *a, int64_t i, int32_t si, uint32
   }
 }
 
+/* shred_batch for a top-level list (32- or 64-bit offsets) of a
+ * primitive: the rows in one loop, the room for every level and index
+ * reserved once (the rows' elements, plus one level a row). The same
+ * levels as shred. 1: done; 0: OOM; -1: offsets that do not increase
+ * (more elements than the reserved room), for shred to take. */
+static int shred_list_of_primitive(col_state *c, const qv_pw_leaf *lf, const qv_array *a,
+                                   int64_t base, int64_t rows) {
+  const qv_pw_step *st = &lf->steps[0], *next = &lf->steps[1];
+  const qv_array *child = a->children[0];
+  if (rows == 0) return 1;
+  int64_t elems = qv_array_offset_at(a, base + rows) - qv_array_offset_at(a, base);
+  if (elems < 0) elems = 0;
+  bool ok = true;
+  while (ok && c->sdefs.cap < c->sdefs.n + elems + rows) ok = u32_grow(&c->sdefs);
+  while (ok && c->sreps.cap < c->sreps.n + elems + rows) ok = u32_grow(&c->sreps);
+  while (ok && c->svidx.cap < c->svidx.n + elems) {
+    int64_t cap = c->svidx.cap ? c->svidx.cap * 2 : 1024;
+    int64_t *p = realloc(c->svidx.p, sizeof *p * (size_t)cap);
+    if (p == NULL) ok = false;
+    else {
+      c->svidx.p = p;
+      c->svidx.cap = cap;
+    }
+  }
+  if (!ok) return 0;
+  const uint8_t *bits = next->nullable && child->buffers[0] ? child->buffers[0]->data : NULL;
+  uint32_t *defs = c->sdefs.p, *reps = c->sreps.p;
+  int64_t *vidx = c->svidx.p;
+  int64_t nd = c->sdefs.n, nv = c->svidx.n, room = elems;
+  uint32_t inner_rep = (uint32_t)st->rep;
+  int64_t end = qv_array_offset_at(a, base);
+  for (int64_t i = base; i < base + rows; i++) {
+    int64_t start = end;
+    end = qv_array_offset_at(a, i + 1);
+    uint32_t def = 0;
+    if (st->nullable) {
+      if (!qv_array_is_valid(a, i)) {
+        defs[nd] = 0;
+        reps[nd++] = 0;
+        continue;
+      }
+      def = 1;
+    }
+    if (start >= end) {
+      defs[nd] = def;
+      reps[nd++] = 0;
+      continue;
+    }
+    if (end - start > room) return -1;
+    room -= end - start;
+    uint32_t d_valid = def + 1 + (next->nullable ? 1 : 0);
+    for (int64_t j = start; j < end; j++) {
+      int64_t k = child->offset + j;
+      bool valid = !bits || qv_bit_get(bits, k);
+      defs[nd] = valid ? d_valid : def + 1;
+      reps[nd++] = j == start ? 0 : inner_rep;
+      if (valid) vidx[nv++] = k;
+    }
+  }
+  c->sdefs.n = c->sreps.n = nd;
+  c->svidx.n = nv;
+  return 1;
+}
+
 /* Levels and leaf indices of column lf over batch rows [0, batch->length). */
 static qv_status shred_batch(col_state *c, const qv_pw_leaf *lf, const qv_array *batch,
                              const qv_array **L, qv_error *err) {
@@ -945,6 +1230,18 @@ static qv_status shred_batch(col_state *c, const qv_pw_leaf *lf, const qv_array 
   shred_ctx s = {c, lf, NULL, false};
   const qv_array *col = batch->children[lf->column];
   int64_t base = batch->offset;
+  if (lf->n_steps == 2 && lf->steps[0].kind == QV_PW_STEP_LIST &&
+      lf->steps[1].kind == QV_PW_STEP_LEAF && !lf->dictionary &&
+      (col->type->id == QV_LIST || col->type->id == QV_LARGE_LIST) &&
+      col->children[0]->type->id != QV_NA) {
+    int r = shred_list_of_primitive(c, lf, col, base, batch->length);
+    if (r == 0) return pw_oom(err);
+    if (r == 1) {
+      *L = col->children[0];
+      return QV_OK;
+    }
+    c->sdefs.n = c->sreps.n = c->svidx.n = 0;
+  }
   for (int64_t i = 0; i < batch->length && !s.failed; i++) shred(&s, col, base + i, 0, 0, 0);
   if (s.failed) return pw_oom(err);
   *L = s.L ? s.L : col;
@@ -982,15 +1279,26 @@ static void col_begin(qv_parquet_writer *w, col_state *c, const qv_pw_leaf *lf, 
   c->lf = lf;
   c->use_dict = !w->opt.no_dictionary && lf->conv != QV_PW_CV_BOOL && lf->conv != QV_PW_CV_NULL;
   c->dict_mode = c->use_dict;
+  c->fixed = lf->ptype == QV_PQ_INT32 || lf->ptype == QV_PQ_INT64 || lf->ptype == QV_PQ_FLOAT ||
+             lf->ptype == QV_PQ_DOUBLE;
   c->dict_used = false;
   c->fallback_pending = false;
+  c->dict_seen = 0;
+  c->expect_values = w->pending_rows;
   c->defs.n = c->reps.n = c->idx.n = 0;
   qv_tw_clear(&c->plain);
   c->page_values = c->page_rows = c->page_nulls = c->page_nonnull = 0;
   qv_tw_clear(&c->dict);
   c->dict_n = 0;
   c->dict_bw = 0;
-  if (c->ht) memset(c->ht, 0, sizeof *c->ht * (size_t)c->ht_cap);
+  if (c->ht_cap > 1024) {
+    /* a table that an earlier chunk grew starts small again: a small
+     * dictionary's slots stay few and in cache */
+    free(c->ht);
+    c->ht = NULL;
+    c->ht_cap = 0;
+  }
+  if (c->ht) memset(c->ht, 0, sizeof *c->ht * 2 * (size_t)c->ht_cap);
   qv_tw_clear(&c->pages);
   qv_tw_clear(&c->dictpage);
   c->meta = m;
@@ -1079,6 +1387,10 @@ static void encode_column(void *ctx, int64_t li, int worker) {
     } else {
       const qv_array *L = NULL;
       st = shred_batch(c, lf, batch, &L, err);
+      /* the chunk's leaf values, estimated from its first batch */
+      if (b == 0 && batch->length > 0)
+        c->expect_values =
+            (int64_t)((double)c->svidx.n * (double)w->pending_rows / (double)batch->length);
       if (st == QV_OK) st = consume(w, c, L, err);
       c->meta->num_values += lf->max_def > 0 ? c->sdefs.n : c->svidx.n;
     }

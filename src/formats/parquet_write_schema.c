@@ -476,8 +476,8 @@ static void packed_run(qv_tw *w, const uint32_t *v, int64_t n, int64_t groups, i
   qv_tw_uvarint(w, (uint64_t)groups << 1 | 1);
   uint8_t out[32 * 8 / 8 * 63 + 8];
   int64_t total = groups * 8;
-  int64_t nbytes = (total * bit_width + 7) / 8;
-  memset(out, 0, (size_t)nbytes);
+  /* bits gathered in a word, stored 32 at a time (little-endian: the
+   * first value in the lowest bits) */
   uint64_t acc = 0;
   int bits = 0;
   int64_t o = 0;
@@ -485,13 +485,18 @@ static void packed_run(qv_tw *w, const uint32_t *v, int64_t n, int64_t groups, i
     uint64_t x = i < n ? v[i] : 0;
     acc |= x << bits;
     bits += bit_width;
-    while (bits >= 8) {
-      out[o++] = (uint8_t)acc;
-      acc >>= 8;
-      bits -= 8;
+    if (bits >= 32) {
+      uint32_t lo = (uint32_t)acc;
+      memcpy(out + o, &lo, 4);
+      o += 4;
+      acc >>= 32;
+      bits -= 32;
     }
   }
-  if (bits > 0) out[o++] = (uint8_t)acc;
+  for (; bits > 0; bits -= 8) {
+    out[o++] = (uint8_t)acc;
+    acc >>= 8;
+  }
   qv_tw_bytes(w, out, o);
 }
 

@@ -344,6 +344,70 @@ def test_dictionary_fallback(tmp_path):
     assert md.column(0).total_uncompressed_size > 10 * 4096
 
 
+def _encodings(path, c):
+    md = pq.ParquetFile(path).metadata.row_group(0).column(c)
+    return set(md.encodings), md.has_dictionary_page
+
+
+def _dictionary_page_bytes(path, c):
+    md = pq.ParquetFile(path).metadata.row_group(0).column(c)
+    return md.data_page_offset - md.dictionary_page_offset
+
+
+def test_dictionary_decided_early(tmp_path):
+    """The early dictionary rule: a chunk whose first 4096 values are
+    nearly unique and would overflow the dictionary page goes PLAIN at once
+    (no dictionary page); one that starts repetitive keeps its dictionary
+    until the limit, then falls back; one that starts unique and turns
+    repetitive stays PLAIN; few distinct values keep the dictionary. (A
+    64 KiB dictionary page keeps the table small.)"""
+    rng = np.random.default_rng(7)
+    n = 30000
+    uniq = rng.permutation(n).astype(np.int64) * 7919
+    rep = rng.integers(0, 10, n)
+    strs = np.array([f"k{int(x)}" for x in uniq], dtype=object)
+    head = 6000  # the repetitive / unique prefix, longer than the 4096 judged
+    lens = rng.integers(0, 4, n)
+    offs = np.concatenate([[0], np.cumsum(lens)]).astype(np.int32)
+    unique_items = np.arange(int(lens.sum()), dtype=np.int64) * 3
+    items = unique_items.copy()
+    items[: 3 * head // 2] %= 5  # this list starts repetitive
+    t = pa.table({
+        "unique": pa.array(uniq, mask=rng.random(n) < 0.05),
+        "rep_then_unique": pa.array(np.where(np.arange(n) < head, rep, uniq)),
+        "unique_then_rep": pa.array(np.where(np.arange(n) < head, uniq, rep)),
+        "str_unique": pa.array(strs),
+        "str_rep_then_unique": pa.array(np.where(np.arange(n) < head,
+                                                 np.array([f"r{int(x)}" for x in rep]), strs)),
+        "few": pa.array(rep),
+        "list_rep_then_unique": pa.ListArray.from_arrays(pa.array(offs), pa.array(items)),
+        "list_unique": pa.ListArray.from_arrays(pa.array(offs), pa.array(unique_items + 10**9)),
+    })
+    src = tmp_path / "in.arrow"
+    feather.write_feather(t, str(src))
+    for version in ("1", "2"):
+        out = tmp_path / f"early{version}.parquet"
+        _convert(src, out, f"--page-version={version}", "--compression=none",
+                 "--dictionary-page-size=65536")
+        assert pq.read_table(out).equals(t)
+        _same_rows(_duck_rows(out), [tuple(r.values()) for r in t.to_pylist()])
+        for c in (0, 2, 3, 7):  # unique from the start: PLAIN, no dictionary page
+            assert _encodings(out, c)[0] & {"RLE_DICTIONARY", "PLAIN_DICTIONARY"} == set(), c
+            assert not _encodings(out, c)[1], c
+        for c in (1, 4, 6):  # dictionary first, then the fallback to PLAIN
+            enc, has_dict = _encodings(out, c)
+            assert "RLE_DICTIONARY" in enc and "PLAIN" in enc and has_dict, c
+            # the dictionary stopped at its limit: not all the values are in it
+            assert 0 < _dictionary_page_bytes(out, c) < 65536 + 100, c
+        enc, has_dict = _encodings(out, 5)
+        assert "RLE_DICTIONARY" in enc and has_dict
+    # small chunks keep their dictionary even when unique (it fits)
+    out = tmp_path / "small.parquet"
+    _convert(src, out, "--row-group-size=3000")
+    assert pq.read_table(out).equals(t)
+    assert _encodings(out, 0)[1] and _encodings(out, 3)[1]
+
+
 def test_float_special_values(tmp_path):
     t = pa.table({"f": pa.array([float("nan"), -0.0, 0.0, 1.5, None, float("inf")]),
                   "g": pa.array([float("nan"), None], pa.float32()).take([0, 1, 0, 0, 0, 0]),
