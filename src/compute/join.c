@@ -420,6 +420,57 @@ static qv_status check_opts(const qv_join_options *o, qv_error *err) {
   return QV_OK;
 }
 
+/* The (probe, build) pairs, counted then written on all cores: the probe
+ * rows in parts of qvj_emit_part, each part's output counted (and its matched
+ * groups marked for the unmatched-build emit) by one task, the counts
+ * summed into each part's first output row, then each part's pairs
+ * written by one task into its place: the same pairs, in probe order, as
+ * one serial pass. */
+int64_t qvj_emit_part = (int64_t)1 << 16;
+
+typedef struct emit_ctx {
+  const uint32_t *pids;
+  const int64_t *start, *rows;
+  int64_t n;
+  bool keep_probe;
+  uint8_t *matched; /* NULL unless the join keeps the unmatched build rows */
+  int64_t *first;   /* per part: its output count, then its first output row */
+  int64_t *pp, *bp; /* NULL in the count pass */
+  int64_t part;     /* probe rows per part */
+} emit_ctx;
+
+static void emit_task(void *ctx, int64_t part, int worker) {
+  (void)worker;
+  emit_ctx *c = ctx;
+  int64_t lo = part * c->part, hi = lo + c->part < c->n ? lo + c->part : c->n;
+  const uint32_t *pids = c->pids;
+  const int64_t *start = c->start, *rows = c->rows;
+  if (!c->pp) {
+    int64_t total = 0;
+    for (int64_t i = lo; i < hi; i++) {
+      uint32_t id = pids[i];
+      int64_t k = id == QV_GROUP_NONE ? 0 : start[id + 1] - start[id];
+      total += k == 0 && c->keep_probe ? 1 : k;
+      if (c->matched && id != QV_GROUP_NONE) __atomic_store_n(&c->matched[id], 1, __ATOMIC_RELAXED);
+    }
+    c->first[part] = total;
+    return;
+  }
+  int64_t *pp = c->pp, *bp = c->bp, k = c->first[part];
+  for (int64_t i = lo; i < hi; i++) {
+    uint32_t id = pids[i];
+    if (id != QV_GROUP_NONE && start[id + 1] > start[id]) {
+      for (int64_t q = start[id]; q < start[id + 1]; q++) {
+        pp[k] = i;
+        bp[k++] = rows[q];
+      }
+    } else if (c->keep_probe) {
+      pp[k] = i;
+      bp[k++] = -1;
+    }
+  }
+}
+
 /* The join proper over loaded sides (keys not yet unified). */
 static qv_status join_core(qvj_side *l, qvj_side *r, const int32_t *lidx, const int32_t *ridx,
                            const qv_join_options *o, qv_type **types, int64_t **out_l,
@@ -439,6 +490,8 @@ static qv_status join_core(qvj_side *l, qvj_side *r, const int32_t *lidx, const 
   uint32_t *bids = NULL, *pids = NULL;
   int64_t *start = NULL, *rows = NULL, *pl = NULL, *pr = NULL;
   uint8_t *matched = NULL;
+  int64_t *first = NULL;
+  qv_pool *pool = NULL;
   qv_status st = QV_OK;
   int64_t ng = 0;
   bids = malloc(sizeof(uint32_t) * (size_t)(bs->n ? bs->n : 1));
@@ -523,20 +576,29 @@ static qv_status join_core(qvj_side *l, qvj_side *r, const int32_t *lidx, const 
     free(pl);
     pl = NULL;
   }
-  /* Count the output. */
+  /* Count the output (on all cores, see emit_task). */
+  int64_t epart = qvj_emit_part > 0 ? qvj_emit_part : 1;
+  int64_t nparts = (ps->n + epart - 1) / epart;
+  first = malloc(sizeof(int64_t) * (size_t)(nparts ? nparts : 1));
+  if (!first) {
+    st = qv_error_set(err, QV_ENOMEM, "join: out of memory");
+    goto done;
+  }
+  if (nparts > 1 && qv_cpu_count() > 1) (void)qv_pool_new(qv_cpu_count(), &pool, NULL);
+  emit_ctx ec = {pids, start, rows, ps->n, keep_probe, matched, first, NULL, NULL, epart};
+  qv_pool_run(pool, nparts, emit_task, &ec);
+  if ((st = qv_pool_check(pool, err)) != QV_OK) goto done;
   int64_t total = 0;
-  for (int64_t i = 0; i < ps->n; i++) {
-    uint32_t id = pids[i];
-    int64_t c = id == QV_GROUP_NONE ? 0 : start[id + 1] - start[id];
-    if (c == 0 && keep_probe) c = 1;
+  for (int64_t p = 0; p < nparts; p++) {
+    int64_t c = first[p];
+    first[p] = total;
     if (qv_add_overflow(total, c, &total)) {
       st = qv_error_set(err, QV_ERANGE, "join: the output has more than 2^63 rows");
       goto done;
     }
   }
+  int64_t probe_total = total;
   if (keep_build) {
-    for (int64_t i = 0; i < ps->n; i++)
-      if (pids[i] != QV_GROUP_NONE) matched[pids[i]] = 1;
     for (int64_t i = 0; i < bs->n; i++)
       if (bids[i] == QV_GROUP_NONE || !matched[bids[i]]) total++;
   }
@@ -550,19 +612,11 @@ static qv_status join_core(qvj_side *l, qvj_side *r, const int32_t *lidx, const 
     st = qv_error_set(err, QV_ENOMEM, "join: out of memory (%" PRId64 " output rows)", total);
     goto done;
   }
-  int64_t *pp = build_left ? pr : pl, *bp = build_left ? pl : pr, k = 0;
-  for (int64_t i = 0; i < ps->n; i++) {
-    uint32_t id = pids[i];
-    if (id != QV_GROUP_NONE && start[id + 1] > start[id]) {
-      for (int64_t q = start[id]; q < start[id + 1]; q++) {
-        pp[k] = i;
-        bp[k++] = rows[q];
-      }
-    } else if (keep_probe) {
-      pp[k] = i;
-      bp[k++] = -1;
-    }
-  }
+  int64_t *pp = build_left ? pr : pl, *bp = build_left ? pl : pr, k = probe_total;
+  ec.pp = pp;
+  ec.bp = bp;
+  qv_pool_run(pool, nparts, emit_task, &ec);
+  if ((st = qv_pool_check(pool, err)) != QV_OK) goto done;
   if (keep_build)
     for (int64_t i = 0; i < bs->n; i++)
       if (bids[i] == QV_GROUP_NONE || !matched[bids[i]]) {
@@ -574,6 +628,8 @@ static qv_status join_core(qvj_side *l, qvj_side *r, const int32_t *lidx, const 
   *out_n = k;
   pl = pr = NULL;
 done:
+  qv_pool_free(pool);
+  free(first);
   qv_grouper_free(g);
   free(bids);
   free(pids);

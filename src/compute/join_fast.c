@@ -14,7 +14,9 @@
  *    partition's base is then added (ids dense over all partitions);
  *  - a slot keeps the key and its id together (one cache line a probe);
  *    builds and probes prefetch the slot of the row 16 ahead;
- *  - the probe side is looked up in parts of 64 Ki rows on the pool,
+ *  - the probe side is looked up in parts of 64 Ki rows on the pool, its
+ *    keys read from its chunks in place (no copy; the slot is prefetched
+ *    only when the tables are past the L2 cache),
  *    through a blocked bloom filter per partition (one 64-bit word a key,
  *    three bits) when the build side is large and a sample of the probe
  *    side mostly misses it (early filtering: a miss reads a word of the
@@ -46,6 +48,36 @@ typedef struct load_ctx {
   int w;
 } load_ctx;
 
+/* The key word of element i of values d, w bytes wide. */
+static inline uint64_t key_at(const uint8_t *d, int w, int64_t i) {
+  switch (w) {
+    case 1: return d[i];
+    case 2: {
+      uint16_t x;
+      memcpy(&x, d + i * 2, 2);
+      return x;
+    }
+    case 4: {
+      uint32_t x;
+      memcpy(&x, d + i * 4, 4);
+      return x;
+    }
+    default: {
+      uint64_t x;
+      memcpy(&x, d + i * 8, 8);
+      return x;
+    }
+  }
+}
+
+/* The values and validity (NULL: no nulls) of a key chunk. */
+static const uint8_t *key_values(const qv_array *a) {
+  return a->n_buffers > 1 && a->buffers[1] ? a->buffers[1]->data : NULL;
+}
+static const uint8_t *key_validity(const qv_array *a) {
+  return a->buffers[0] && qv_array_null_count((qv_array *)a) > 0 ? a->buffers[0]->data : NULL;
+}
+
 static void load_task(void *ctx, int64_t b, int worker) {
   (void)worker;
   load_ctx *c = ctx;
@@ -53,29 +85,10 @@ static void load_task(void *ctx, int64_t b, int worker) {
   int64_t base = c->s->boff[b], n = a->length;
   uint64_t *k = c->keys + base;
   uint32_t *ids = c->ids + base;
-  const uint8_t *d = a->n_buffers > 1 && a->buffers[1] ? a->buffers[1]->data : NULL;
-  const uint8_t *valid =
-      a->buffers[0] && qv_array_null_count((qv_array *)a) > 0 ? a->buffers[0]->data : NULL;
+  const uint8_t *d = key_values(a), *valid = key_validity(a);
   int64_t off = a->offset;
   for (int64_t i = 0; i < n; i++) {
-    uint64_t v = 0;
-    switch (c->w) {
-      case 1: v = d[off + i]; break;
-      case 2: {
-        uint16_t x;
-        memcpy(&x, d + (off + i) * 2, 2);
-        v = x;
-        break;
-      }
-      case 4: {
-        uint32_t x;
-        memcpy(&x, d + (off + i) * 4, 4);
-        v = x;
-        break;
-      }
-      default: memcpy(&v, d + (off + i) * 8, 8); break;
-    }
-    k[i] = v;
+    k[i] = key_at(d, c->w, off + i);
     ids[i] = valid && !qv_bit_get(valid, off + i) ? QV_GROUP_NONE : 0;
   }
 }
@@ -123,6 +136,7 @@ static inline int64_t part_of(uint64_t h, int shift) {
 }
 
 #define PREFETCH_AHEAD 16
+#define PREFETCH_MIN_BYTES ((int64_t)256 << 10)
 #define MAX_PARTS 1024
 
 static void build_task(void *ctx, int64_t p, int worker) {
@@ -171,35 +185,49 @@ static void build_task(void *ctx, int64_t p, int worker) {
 }
 
 typedef struct probe_ctx {
-  const uint64_t *keys;
+  const uint64_t *keys; /* the build side's (rebase) */
   uint32_t *ids;
   int64_t n;
   const part_table *parts;
   const int64_t *base;
   int part_shift;
-  bool rebase; /* build side: add the partition's base to the local ids */
+  bool rebase;        /* build side: add the partition's base to the local ids */
+  bool prefetch;      /* the tables (or filters) are past the caches */
+  const qvj_side *ps; /* probe: keys read from its chunks, w bytes wide */
+  int w;
+  const int64_t *piece; /* probe: 3 a piece (batch, first, end row in it) */
 } probe_ctx;
 
 static void probe_task(void *ctx, int64_t part, int worker) {
   (void)worker;
   probe_ctx *c = ctx;
-  int64_t lo = part * PART_ROWS, hi = lo + PART_ROWS < c->n ? lo + PART_ROWS : c->n;
   if (c->rebase) {
+    int64_t lo = part * PART_ROWS, hi = lo + PART_ROWS < c->n ? lo + PART_ROWS : c->n;
     for (int64_t r = lo; r < hi; r++) {
       if (c->ids[r] == QV_GROUP_NONE) continue;
       c->ids[r] += (uint32_t)c->base[part_of(qv_mix64(c->keys[r]), c->part_shift)];
     }
     return;
   }
+  /* the probe side's keys are read from its chunk in place (no copy) */
+  const int64_t *pc = c->piece + 3 * part;
+  const qv_array *a = c->ps->hkeys[pc[0]];
+  const uint8_t *d = key_values(a), *valid = key_validity(a);
+  int64_t off = a->offset, lo = pc[1], hi = pc[2];
+  uint32_t *ids = c->ids + c->ps->boff[pc[0]];
+  int w = c->w;
   for (int64_t r = lo; r < hi; r++) {
-    if (r + PREFETCH_AHEAD < hi) { /* the filter's word, else the table's slot, ahead */
-      uint64_t ha = qv_mix64(c->keys[r + PREFETCH_AHEAD]);
+    if (c->prefetch && r + PREFETCH_AHEAD < hi) { /* the filter's word, else the slot, ahead */
+      uint64_t ha = qv_mix64(key_at(d, w, off + r + PREFETCH_AHEAD));
       const part_table *ta = &c->parts[part_of(ha, c->part_shift)];
       if (ta->bloom) __builtin_prefetch(&ta->bloom[bloom_word(ha, ta->bloom_mask)]);
       else __builtin_prefetch(&ta->slots[ha & ta->mask]);
     }
-    if (c->ids[r] == QV_GROUP_NONE) continue;
-    uint64_t k = c->keys[r], h = qv_mix64(k);
+    if (valid && !qv_bit_get(valid, off + r)) {
+      ids[r] = QV_GROUP_NONE;
+      continue;
+    }
+    uint64_t k = key_at(d, w, off + r), h = qv_mix64(k);
     int64_t p = part_of(h, c->part_shift);
     const part_table *t = &c->parts[p];
     uint32_t found = QV_GROUP_NONE;
@@ -214,7 +242,7 @@ static void probe_task(void *ctx, int64_t part, int worker) {
         }
       }
     }
-    c->ids[r] = found;
+    ids[r] = found;
   }
 }
 
@@ -228,10 +256,10 @@ static void probe_task(void *ctx, int64_t part, int worker) {
 #define BLOOM_MIN_KEYS (1 << 20)
 #define BLOOM_SAMPLE 4096
 
-static bool want_bloom(const uint64_t *bk, const uint32_t *bids, int64_t nb, const uint64_t *pk,
-                       const uint32_t *pids, int64_t np) {
+static bool want_bloom(const uint64_t *bk, const uint32_t *bids, int64_t nb, const qvj_side *ps,
+                       int w) {
   if (qvj_bloom_mode >= 0) return qvj_bloom_mode == 1;
-  if (nb < BLOOM_MIN_KEYS || np == 0) return false;
+  if (nb < BLOOM_MIN_KEYS || ps->n == 0) return false;
   /* a set of the build keys' hashes would be the table itself: sample
    * instead by hash range — keys whose hash falls in the lowest 1/1024th */
   int64_t cap = 64;
@@ -259,14 +287,18 @@ static bool want_bloom(const uint64_t *bk, const uint32_t *bids, int64_t nb, con
     }
   }
   int64_t tried = 0, miss = 0;
-  for (int64_t r = 0; r < np && tried < BLOOM_SAMPLE; r++) {
-    if (pids[r] == QV_GROUP_NONE) continue;
-    uint64_t h = qv_mix64(pk[r]);
-    if (h > cut) continue;
-    tried++;
-    uint64_t s = (h >> 3) & mask;
-    while (used[s] && set[s] != pk[r]) s = (s + 1) & mask;
-    miss += !used[s];
+  for (int64_t b = 0; b < ps->nb && tried < BLOOM_SAMPLE; b++) {
+    const qv_array *a = ps->hkeys[b];
+    const uint8_t *d = key_values(a), *valid = key_validity(a);
+    for (int64_t i = 0; i < a->length && tried < BLOOM_SAMPLE; i++) {
+      if (valid && !qv_bit_get(valid, a->offset + i)) continue;
+      uint64_t k = key_at(d, w, a->offset + i), h = qv_mix64(k);
+      if (h > cut) continue;
+      tried++;
+      uint64_t s = (h >> 3) & mask;
+      while (used[s] && set[s] != k) s = (s + 1) & mask;
+      miss += !used[s];
+    }
   }
   free(set);
   free(used);
@@ -277,7 +309,6 @@ qv_status qvj_fast_ids(const qvj_side *bs, const qvj_side *ps, const qv_type *ty
                        uint32_t *pids, int64_t *out_ng, qv_error *err) {
   int w = qv_type_byte_width(type);
   uint64_t *bk = malloc(sizeof(uint64_t) * (size_t)(bs->n ? bs->n : 1));
-  uint64_t *pk = malloc(sizeof(uint64_t) * (size_t)(ps->n ? ps->n : 1));
   int threads = qv_cpu_count();
   int nparts = 1;
   while (nparts * 2 <= threads && nparts < 8) nparts *= 2;
@@ -288,16 +319,16 @@ qv_status qvj_fast_ids(const qvj_side *bs, const qvj_side *ps, const qv_type *ty
   int64_t *base = calloc((size_t)nparts, sizeof(int64_t));
   int64_t *poff = calloc((size_t)nparts + 1, sizeof(int64_t));
   uint32_t *prow = malloc(sizeof(uint32_t) * (size_t)(bs->n ? bs->n : 1));
+  int64_t *piece = NULL;
   qv_pool *pool = NULL;
   qv_status st = QV_OK;
-  if (!bk || !pk || !parts || !base || !poff || !prow) {
+  if (!bk || !parts || !base || !poff || !prow) {
     st = qv_error_set(err, QV_ENOMEM, "join: out of memory (%" PRId64 " keys)", bs->n + ps->n);
     goto done;
   }
   if (threads > 1 && bs->n + ps->n >= PART_ROWS) (void)qv_pool_new(threads, &pool, NULL);
-  load_ctx lb = {bs, bk, bids, w}, lp = {ps, pk, pids, w};
+  load_ctx lb = {bs, bk, bids, w};
   qv_pool_run(pool, bs->nb, load_task, &lb);
-  qv_pool_run(pool, ps->nb, load_task, &lp);
   int shift = 64;
   for (int p = nparts; p > 1; p >>= 1) shift--;
   /* the non-null build rows scattered by partition, in order in each */
@@ -312,7 +343,7 @@ qv_status qvj_fast_ids(const qvj_side *bs, const qvj_side *ps, const qv_type *ty
         prow[poff[p] + pos[p]++] = (uint32_t)r;
       }
   }
-  build_ctx bc = {bk, bids, bs->n, parts, prow, poff, want_bloom(bk, bids, bs->n, pk, pids, ps->n)};
+  build_ctx bc = {bk, bids, bs->n, parts, prow, poff, want_bloom(bk, bids, bs->n, ps, w)};
   qv_pool_run(pool, nparts, build_task, &bc);
   int64_t ng = 0;
   for (int p = 0; p < nparts; p++) {
@@ -325,11 +356,36 @@ qv_status qvj_fast_ids(const qvj_side *bs, const qvj_side *ps, const qv_type *ty
     ng += parts[p].n_groups;
   }
   if (nparts > 1) {
-    probe_ctx rc = {bk, bids, bs->n, parts, base, shift, true};
+    probe_ctx rc = {bk, bids, bs->n, parts, base, shift, true, false, NULL, 0, NULL};
     qv_pool_run(pool, (bs->n + PART_ROWS - 1) / PART_ROWS, probe_task, &rc);
   }
-  probe_ctx pc = {pk, pids, ps->n, parts, base, shift, false};
-  qv_pool_run(pool, (ps->n + PART_ROWS - 1) / PART_ROWS, probe_task, &pc);
+  {
+    /* pieces of at most PART_ROWS rows of one probe batch each */
+    int64_t np = 0;
+    for (int64_t b = 0; b < ps->nb; b++)
+      np += (ps->boff[b + 1] - ps->boff[b] + PART_ROWS - 1) / PART_ROWS;
+    piece = malloc(sizeof(int64_t) * 3 * (size_t)(np ? np : 1));
+    if (!piece) {
+      st = qv_error_set(err, QV_ENOMEM, "join: out of memory");
+      goto done;
+    }
+    np = 0;
+    for (int64_t b = 0; b < ps->nb; b++)
+      for (int64_t lo = 0, len = ps->boff[b + 1] - ps->boff[b]; lo < len; lo += PART_ROWS) {
+        piece[3 * np] = b;
+        piece[3 * np + 1] = lo;
+        piece[3 * np++ + 2] = lo + PART_ROWS < len ? lo + PART_ROWS : len;
+      }
+    /* prefetch slots (or filter words) only where the tables are past the
+     * L2 cache: a small build side's table stays in it */
+    int64_t bytes = 0;
+    for (int p = 0; p < nparts; p++)
+      bytes += parts[p].bloom ? (int64_t)(parts[p].bloom_mask + 1) * 8
+                              : (int64_t)(parts[p].mask + 1) * (int64_t)sizeof(slot);
+    probe_ctx pc = {NULL, pids, ps->n, parts, base, shift, false, bytes > PREFETCH_MIN_BYTES,
+                    ps,   w,    piece};
+    qv_pool_run(pool, np, probe_task, &pc);
+  }
   st = qv_pool_check(pool, err);
   *out_ng = ng;
 done:
@@ -344,6 +400,6 @@ done:
   free(poff);
   free(prow);
   free(bk);
-  free(pk);
+  free(piece);
   return st;
 }

@@ -55,6 +55,11 @@ extern int64_t qvj_random_min;
  *  it, 0 never, 1 always (tests check both against the oracle). */
 extern int qvj_bloom_mode;
 
+/** Probe rows per part of the pairs' count and emit on all cores
+ *  (join.c): 64 Ki (a variable so that tests can lower it and run many
+ *  parts). */
+extern int64_t qvj_emit_part;
+
 /** Build rows per partition of the fixed-width path (join_fast.c): 128 Ki
  *  (a variable so that tests can lower it and run many partitions). */
 extern int64_t qvj_part_keys;
