@@ -239,10 +239,22 @@ def _json_dumps(v):
     return json.dumps(v, ensure_ascii=False, separators=(",", ":"))
 
 
+def _scalar_kind(x):
+    """The JSON kind pyarrow's JSON reader gives a scalar (ints and floats
+    are one: numbers)."""
+    if isinstance(x, bool):
+        return "boolean"
+    if isinstance(x, (int, float)):
+        return "number"
+    return type(x).__name__
+
+
 def _mixed_paths(values):
-    """datasets' find_mixed_struct_types_field_paths(allow_root=True): the
-    paths (field names, 0 for list items) where dicts of differing keys, or
-    dicts/lists beside other values, meet."""
+    """datasets' find_mixed_struct_types_field_paths(allow_root=True) and
+    the paths its JSON-reader fallback adds: the paths (field names, 0 for
+    list items) where dicts of differing keys, dicts/lists beside other
+    values, or scalars of different kinds (a number beside a string, say)
+    meet."""
     out = []
     values = [v for v in values if v is not None]
     if not values:
@@ -263,6 +275,8 @@ def _mixed_paths(values):
             if vals:
                 todo.append((path + [0], vals))
         elif any(isinstance(x, (dict, list)) for x in content):
+            out.append(path)
+        elif len({_scalar_kind(x) for x in content}) > 1:
             out.append(path)
     return out
 
@@ -1203,6 +1217,32 @@ def _result_as_dict(r):
 
 def _cast_result(ds, features):
     return _cast(ds, _features(features))
+
+
+def _encode_images(mapping, cols):
+    """A map result whose columns `cols` hold PIL images, those columns
+    encoded as datasets' Image.encode_example ({"bytes", "path"}): an Arrow
+    array of Image's storage type when pyarrow imports (a column's paths may
+    be all None in one batch and not in another), else the dicts."""
+    from .features import Image
+    f, out = Image(), dict(mapping)
+    try:
+        import pyarrow as pa
+    except ImportError:
+        pa = None
+    for c in cols:
+        values = [_media.encode(f, v) for v in mapping[c]]
+        out[c] = values if pa is None else pa.array(
+            values, type=pa.struct([("bytes", pa.binary()), ("path", pa.string())]))
+    return out
+
+
+def _with_image_features(ds, cols):
+    """map's result with datasets' Image feature on the columns it encoded
+    from PIL images (datasets infers Image() for them)."""
+    from .features import Image
+    feats = Features({c: (Image() if c in cols else f) for c, f in ds.features.items()})
+    return _cast(ds, feats)._with_format(ds._format)
 
 
 def _map_identity(ds, *args, remove_columns=None, **kwargs):
