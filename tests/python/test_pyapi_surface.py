@@ -181,6 +181,13 @@ MIXED = [
     {"m": [[{"role": "user", "content": "hi"}, {"role": "tool", "content": {"x": 1}}]]},
     {"a": [{"x": 1}, {"y": "2"}, None]},
     {"a": ["0", "x", 1]},
+    # mixed scalars below the root: Json at the deepest mixed path only
+    {"a": [{"b": 1, "c": "k"}, {"b": "x", "c": "k"}]},
+    {"a": [[1, "x"], [2], None]},
+    {"a": [[{"b": 1}], [{"b": "y"}]]},
+    {"a": [{"b": {"c": 1}}, {"b": {"c": "z"}}]},
+    {"a": [{"b": True}, {"b": 2}]},
+    {"a": [[1, 2.5], [3]]},
 ]
 
 
@@ -190,6 +197,9 @@ def test_on_mixed_types_use_json_as_datasets(tmp_path, data):
     q = quiver.Dataset.from_dict(data, on_mixed_types="use_json")
     assert q.features == h.features
     assert q.to_list() == h.to_list()
+    stored = q.with_format("arrow")[:]  # the storage too: JSON text where datasets has it
+    assert stored.schema.types == h.data.table.schema.types
+    assert stored.to_pylist() == h.data.table.to_pylist()
     rows = [dict(zip(data, r)) for r in zip(*data.values())]
     hl = datasets.Dataset.from_list(rows, on_mixed_types="use_json")
     ql = quiver.Dataset.from_list(rows, on_mixed_types="use_json")
