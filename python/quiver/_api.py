@@ -1237,6 +1237,29 @@ def _encode_images(mapping, cols):
     return out
 
 
+def _use_json_result(mapping):
+    """A map result whose values do not convert, each list column as
+    on_mixed_types="use_json" makes it (_use_json), and the columns that
+    became Json at their top."""
+    out, cols = {}, []
+    for k, v in mapping.items():
+        v = _use_json(v) if isinstance(v, list) else v
+        if str(getattr(getattr(v, "type", None), "extension_name", "")) == "arrow.json":
+            cols.append(k)
+        out[k] = v
+    return out, cols
+
+
+def _with_json_features(ds, cols):
+    """map's result with Json on the columns made Json at their top (their
+    storage arrives as strings)."""
+    from .features import Json
+    for c in cols:
+        if c in ds.column_names and not isinstance(ds.features.get(c), Json):
+            ds = ds.cast_column(c, Json())
+    return ds
+
+
 def _with_image_features(ds, cols):
     """map's result with datasets' Image feature on the columns it encoded
     from PIL images (datasets infers Image() for them)."""

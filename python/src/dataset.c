@@ -1330,7 +1330,7 @@ static PyMethodDef Dataset_methods[] = {
      "remove_columns=None, keep_in_memory=False, load_from_cache_file=None, "
      "cache_file_name=None, writer_batch_size=1000, features=None, disable_nullable=False, "
      "fn_kwargs=None, num_proc=None, suffix_template=None, new_fingerprint=None, desc=None, "
-     "try_original_type=True, on_mixed_types=None, cache=False)\n--\n\ndatasets' map with a "
+     "try_original_type=True, on_mixed_types='use_json', cache=False)\n--\n\ndatasets' map with a "
      "Python callable (row dict -> dict of columns, or batched: dict of column lists -> dict of "
      "column lists, numpy arrays or Arrow arrays, or a table), or with set={name: expression} "
      "evaluated in C (docs/python.md)."},

@@ -215,3 +215,28 @@ def test_mixed_types_without_use_json_raise_as_datasets():
         datasets.Dataset.from_dict({"a": [0, "foo"]})
     with pytest.raises(pa.ArrowInvalid):
         quiver.Dataset.from_dict({"a": [0, "foo"]})
+
+
+def _mixed_scalar(r):
+    return {"v": r["i"] if r["i"] % 2 else f"s{r['i']}"}
+
+
+def _mixed_in_struct(b):
+    return {"v": [{"b": i if i % 2 else "x"} for i in b["i"]], "w": [[i, "y"] for i in b["i"]]}
+
+
+@pytest.mark.parametrize("fn,kw", [(_mixed_scalar, {}), (_mixed_in_struct, {"batched": True})])
+def test_map_on_mixed_types_as_datasets(fn, kw):
+    # datasets 5.2's map defaults to on_mixed_types="use_json"
+    data = {"i": list(range(6))}
+    h = datasets.Dataset.from_dict(data).map(fn, **kw)
+    q = quiver.Dataset.from_dict(data).map(fn, **kw)
+    assert q.features == h.features
+    assert q.to_list() == h.to_list()
+    stored = q.with_format("arrow")[:]
+    assert stored.schema.types == h.data.table.schema.types
+    assert stored.to_pylist() == h.data.table.to_pylist()
+    with pytest.raises((TypeError, ValueError)):
+        datasets.Dataset.from_dict(data).map(fn, on_mixed_types=None, **kw)
+    with pytest.raises(TypeError):
+        quiver.Dataset.from_dict(data).map(fn, on_mixed_types=None, **kw)
