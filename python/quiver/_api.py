@@ -92,6 +92,9 @@ def _encode(mapping, features):
             values = [f.str2int(v) if isinstance(v, str) else v for v in values]
         elif _media.is_media(f) and not hasattr(values, "__arrow_c_array__"):
             values = [_media.encode(f, v) for v in values]  # datasets' encode_example
+        elif f is not None and not _is_numpy(values) and \
+                not hasattr(values, "__arrow_c_array__") and _media_inside(f):
+            values = [_encode_nested(f, v) for v in values]  # Image in a list / struct
         out[col] = values
     return out
 
@@ -130,38 +133,78 @@ def _info_text(info):
     return json.dumps({k: v for k, v in info.to_dict().items() if k != "features"})
 
 
+def _encode_nested(f, v, depth=0):
+    """datasets' encode_nested_example for the Image/Audio values inside
+    lists and structs of feature f."""
+    if v is None or depth > 64:
+        return v
+    if _media.is_media(f):
+        return _media.encode(f, v)
+    if isinstance(f, dict) and isinstance(v, dict):
+        return {k: _encode_nested(f[k], x, depth + 1) if k in f else x for k, x in v.items()}
+    sub = getattr(f, "feature", None)
+    if sub is not None and isinstance(v, (list, tuple)):
+        return [_encode_nested(sub, x, depth + 1) for x in v]
+    return v
+
+
+def _media_inside(f, depth=0):
+    """Whether feature f is, or holds (in lists and structs), Image/Audio."""
+    if depth > 64:
+        return False
+    if _media.is_media(f):
+        return True
+    if isinstance(f, dict):
+        return any(_media_inside(x, depth + 1) for x in f.values())
+    sub = getattr(f, "feature", None)
+    return sub is not None and _media_inside(sub, depth + 1)
+
+
+def _embed_value(f, v, depth=0):
+    """datasets' embed_array_storage of one value of feature f: Image/Audio
+    values (at any depth in lists and structs) with a local path and no
+    bytes get the file's bytes and the path's basename."""
+    if v is None or depth > 64:
+        return v
+    if _media.is_media(f):
+        if not isinstance(v, dict):  # a storage other than {bytes, path}: as it is
+            return v
+        data, path = v.get("bytes"), v.get("path")
+        if path is not None and "://" not in path:
+            if data is None:
+                with open(path, "rb") as fh:
+                    data = fh.read()
+            path = os.path.basename(path)
+        return {**v, "bytes": data, "path": path}
+    if isinstance(f, dict) and isinstance(v, dict):
+        return {k: _embed_value(f[k], x, depth + 1) if k in f else x for k, x in v.items()}
+    sub = getattr(f, "feature", None)
+    if sub is not None and isinstance(v, list):
+        return [_embed_value(sub, x, depth + 1) for x in v]
+    if sub is not None and isinstance(v, dict):  # a Sequence of a struct: columns of lists
+        return {k: [_embed_value(sub[k], x, depth + 1) for x in xs] if isinstance(sub, dict)
+                and k in sub else xs for k, xs in v.items()}
+    return v
+
+
 def _embedded(ds):
-    """datasets' save_to_disk embed_local_files: Image/Audio columns whose
-    values have a local path and no bytes get the file's bytes and the
-    path's basename (an in-memory copy then); else ds itself."""
+    """datasets' save_to_disk embed_local_files: Image/Audio values (top
+    level or inside lists and structs) whose value has a local path and no
+    bytes get the file's bytes and the path's basename (an in-memory copy
+    then); else ds itself."""
     import pyarrow as pa
     feats = ds.features
-    cols = [c for c, f in feats.items() if _media.is_media(f)]
+    cols = [c for c, f in feats.items() if _media_inside(f)]
     if not cols:
         return ds
     table = pa.table(ds.select_columns(cols))
     new = {}
     for c in cols:
         col = table.column(c).combine_chunks()
-        if not pa.types.is_struct(col.type) or col.type.get_field_index("path") < 0:
-            continue
         vals = col.to_pylist()
-        if not any(v is not None and v.get("bytes") is None and v.get("path") is not None and
-                   "://" not in v["path"] for v in vals):
-            continue
-        out = []
-        for v in vals:
-            if v is None:
-                out.append(None)
-                continue
-            data, path = v.get("bytes"), v.get("path")
-            if path is not None and "://" not in path:
-                if data is None:
-                    with open(path, "rb") as f:
-                        data = f.read()
-                path = os.path.basename(path)
-            out.append({"bytes": data, "path": path})
-        new[c] = pa.array(out, type=pa.struct({"bytes": pa.binary(), "path": pa.string()}))
+        out = [_embed_value(feats[c], v) for v in vals]
+        if out != vals:
+            new[c] = pa.array(out, type=col.type)
     if not new:
         return ds
     full = pa.table(ds)

@@ -240,3 +240,25 @@ def test_map_on_mixed_types_as_datasets(fn, kw):
         datasets.Dataset.from_dict(data).map(fn, on_mixed_types=None, **kw)
     with pytest.raises(TypeError):
         quiver.Dataset.from_dict(data).map(fn, on_mixed_types=None, **kw)
+
+
+def test_save_to_disk_embeds_nested_images_as_datasets(tmp_path):
+    from PIL import Image
+    paths = []
+    for i in range(3):
+        p = str(tmp_path / f"{i}.png")
+        Image.new("RGB", (2, i + 1), (i * 50, 1, 2)).save(p)
+        paths.append(p)
+    data = {"imgs": [[paths[i], paths[(i + 1) % 3]] for i in range(3)] + [None],
+            "s": [{"im": paths[i], "k": i} for i in range(3)] + [{"im": None, "k": 9}]}
+    feats = datasets.Features({"imgs": datasets.List(datasets.Image()),
+                               "s": {"im": datasets.Image(), "k": datasets.Value("int64")}})
+    h = datasets.Dataset.from_dict(data, features=feats)
+    q = quiver.Dataset.from_dict(data, features=feats)
+    assert q.with_format("arrow")[:].to_pylist() == h.data.table.to_pylist()  # encoded
+    h.save_to_disk(str(tmp_path / "h"))
+    q.save_to_disk(str(tmp_path / "q"))
+    hb, qb = datasets.load_from_disk(str(tmp_path / "h")), datasets.load_from_disk(str(tmp_path / "q"))
+    assert qb.features == hb.features
+    assert qb.data.table.to_pylist() == hb.data.table.to_pylist()  # bytes embedded, basenames
+    assert b"PNG" in qb.data.table.column("imgs").to_pylist()[0][0]["bytes"]
