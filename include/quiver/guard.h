@@ -81,6 +81,20 @@ QV_API qv_status qv_guard_check_buffer(const qv_buffer *buf, qv_error *err) QV_N
  *  bytes below it are there when it is). Borrowed. */
 QV_API qv_status qv_guard_check_array(const qv_array *a, qv_error *err) QV_NODISCARD;
 
+/** The addresses qv_guard_check_array(a) loads (one per file mapping
+ *  behind `a`: the highest byte it uses of each), for a caller that checks
+ *  the same array many times (a row at a time): up to `max` of them into
+ *  out[0..max). Returns how many (0: nothing mapped), or -1 when there are
+ *  more than `max` or `a` is not readable (use qv_guard_check_array then).
+ *  The addresses stay valid while `a` lives; nothing to release. */
+QV_API int qv_guard_array_points(const qv_array *a, const void **out, int max);
+
+/** Load each of points[0..n) (from qv_guard_array_points) under a guard:
+ *  QV_OK, or QV_ECHANGED as qv_guard_run when one lies past its file's
+ *  end now — the answer qv_guard_check_array gives for the array. */
+QV_API qv_status qv_guard_check_points(const void *const *points, int n,
+                                       qv_error *err) QV_NODISCARD;
+
 /** Install the SIGBUS handler now (idempotent, thread-safe). quiver calls
  *  it when it maps its first file; call it yourself only to fix the order
  *  against another handler installed later. */

@@ -92,6 +92,9 @@ def _encode(mapping, features):
             values = [f.str2int(v) if isinstance(v, str) else v for v in values]
         elif _media.is_media(f) and not hasattr(values, "__arrow_c_array__"):
             values = [_media.encode(f, v) for v in values]  # datasets' encode_example
+        elif f is not None and not _is_numpy(values) and \
+                not hasattr(values, "__arrow_c_array__") and _media_inside(f):
+            values = [_encode_nested(f, v) for v in values]  # Image in a list / struct
         out[col] = values
     return out
 
@@ -130,38 +133,78 @@ def _info_text(info):
     return json.dumps({k: v for k, v in info.to_dict().items() if k != "features"})
 
 
+def _encode_nested(f, v, depth=0):
+    """datasets' encode_nested_example for the Image/Audio values inside
+    lists and structs of feature f."""
+    if v is None or depth > 64:
+        return v
+    if _media.is_media(f):
+        return _media.encode(f, v)
+    if isinstance(f, dict) and isinstance(v, dict):
+        return {k: _encode_nested(f[k], x, depth + 1) if k in f else x for k, x in v.items()}
+    sub = getattr(f, "feature", None)
+    if sub is not None and isinstance(v, (list, tuple)):
+        return [_encode_nested(sub, x, depth + 1) for x in v]
+    return v
+
+
+def _media_inside(f, depth=0):
+    """Whether feature f is, or holds (in lists and structs), Image/Audio."""
+    if depth > 64:
+        return False
+    if _media.is_media(f):
+        return True
+    if isinstance(f, dict):
+        return any(_media_inside(x, depth + 1) for x in f.values())
+    sub = getattr(f, "feature", None)
+    return sub is not None and _media_inside(sub, depth + 1)
+
+
+def _embed_value(f, v, depth=0):
+    """datasets' embed_array_storage of one value of feature f: Image/Audio
+    values (at any depth in lists and structs) with a local path and no
+    bytes get the file's bytes and the path's basename."""
+    if v is None or depth > 64:
+        return v
+    if _media.is_media(f):
+        if not isinstance(v, dict):  # a storage other than {bytes, path}: as it is
+            return v
+        data, path = v.get("bytes"), v.get("path")
+        if path is not None and "://" not in path:
+            if data is None:
+                with open(path, "rb") as fh:
+                    data = fh.read()
+            path = os.path.basename(path)
+        return {**v, "bytes": data, "path": path}
+    if isinstance(f, dict) and isinstance(v, dict):
+        return {k: _embed_value(f[k], x, depth + 1) if k in f else x for k, x in v.items()}
+    sub = getattr(f, "feature", None)
+    if sub is not None and isinstance(v, list):
+        return [_embed_value(sub, x, depth + 1) for x in v]
+    if sub is not None and isinstance(v, dict):  # a Sequence of a struct: columns of lists
+        return {k: [_embed_value(sub[k], x, depth + 1) for x in xs] if isinstance(sub, dict)
+                and k in sub else xs for k, xs in v.items()}
+    return v
+
+
 def _embedded(ds):
-    """datasets' save_to_disk embed_local_files: Image/Audio columns whose
-    values have a local path and no bytes get the file's bytes and the
-    path's basename (an in-memory copy then); else ds itself."""
+    """datasets' save_to_disk embed_local_files: Image/Audio values (top
+    level or inside lists and structs) whose value has a local path and no
+    bytes get the file's bytes and the path's basename (an in-memory copy
+    then); else ds itself."""
     import pyarrow as pa
     feats = ds.features
-    cols = [c for c, f in feats.items() if _media.is_media(f)]
+    cols = [c for c, f in feats.items() if _media_inside(f)]
     if not cols:
         return ds
     table = pa.table(ds.select_columns(cols))
     new = {}
     for c in cols:
         col = table.column(c).combine_chunks()
-        if not pa.types.is_struct(col.type) or col.type.get_field_index("path") < 0:
-            continue
         vals = col.to_pylist()
-        if not any(v is not None and v.get("bytes") is None and v.get("path") is not None and
-                   "://" not in v["path"] for v in vals):
-            continue
-        out = []
-        for v in vals:
-            if v is None:
-                out.append(None)
-                continue
-            data, path = v.get("bytes"), v.get("path")
-            if path is not None and "://" not in path:
-                if data is None:
-                    with open(path, "rb") as f:
-                        data = f.read()
-                path = os.path.basename(path)
-            out.append({"bytes": data, "path": path})
-        new[c] = pa.array(out, type=pa.struct({"bytes": pa.binary(), "path": pa.string()}))
+        out = [_embed_value(feats[c], v) for v in vals]
+        if out != vals:
+            new[c] = pa.array(out, type=col.type)
     if not new:
         return ds
     full = pa.table(ds)
@@ -239,10 +282,22 @@ def _json_dumps(v):
     return json.dumps(v, ensure_ascii=False, separators=(",", ":"))
 
 
+def _scalar_kind(x):
+    """The JSON kind pyarrow's JSON reader gives a scalar (ints and floats
+    are one: numbers)."""
+    if isinstance(x, bool):
+        return "boolean"
+    if isinstance(x, (int, float)):
+        return "number"
+    return type(x).__name__
+
+
 def _mixed_paths(values):
-    """datasets' find_mixed_struct_types_field_paths(allow_root=True): the
-    paths (field names, 0 for list items) where dicts of differing keys, or
-    dicts/lists beside other values, meet."""
+    """datasets' find_mixed_struct_types_field_paths(allow_root=True) and
+    the paths its JSON-reader fallback adds: the paths (field names, 0 for
+    list items) where dicts of differing keys, dicts/lists beside other
+    values, or scalars of different kinds (a number beside a string, say)
+    meet."""
     out = []
     values = [v for v in values if v is not None]
     if not values:
@@ -263,6 +318,8 @@ def _mixed_paths(values):
             if vals:
                 todo.append((path + [0], vals))
         elif any(isinstance(x, (dict, list)) for x in content):
+            out.append(path)
+        elif len({_scalar_kind(x) for x in content}) > 1:
             out.append(path)
     return out
 
@@ -1203,6 +1260,55 @@ def _result_as_dict(r):
 
 def _cast_result(ds, features):
     return _cast(ds, _features(features))
+
+
+def _encode_images(mapping, cols):
+    """A map result whose columns `cols` hold PIL images, those columns
+    encoded as datasets' Image.encode_example ({"bytes", "path"}): an Arrow
+    array of Image's storage type when pyarrow imports (a column's paths may
+    be all None in one batch and not in another), else the dicts."""
+    from .features import Image
+    f, out = Image(), dict(mapping)
+    try:
+        import pyarrow as pa
+    except ImportError:
+        pa = None
+    for c in cols:
+        values = [_media.encode(f, v) for v in mapping[c]]
+        out[c] = values if pa is None else pa.array(
+            values, type=pa.struct([("bytes", pa.binary()), ("path", pa.string())]))
+    return out
+
+
+def _use_json_result(mapping):
+    """A map result whose values do not convert, each list column as
+    on_mixed_types="use_json" makes it (_use_json), and the columns that
+    became Json at their top."""
+    out, cols = {}, []
+    for k, v in mapping.items():
+        v = _use_json(v) if isinstance(v, list) else v
+        if str(getattr(getattr(v, "type", None), "extension_name", "")) == "arrow.json":
+            cols.append(k)
+        out[k] = v
+    return out, cols
+
+
+def _with_json_features(ds, cols):
+    """map's result with Json on the columns made Json at their top (their
+    storage arrives as strings)."""
+    from .features import Json
+    for c in cols:
+        if c in ds.column_names and not isinstance(ds.features.get(c), Json):
+            ds = ds.cast_column(c, Json())
+    return ds
+
+
+def _with_image_features(ds, cols):
+    """map's result with datasets' Image feature on the columns it encoded
+    from PIL images (datasets infers Image() for them)."""
+    from .features import Image
+    feats = Features({c: (Image() if c in cols else f) for c, f in ds.features.items()})
+    return _cast(ds, feats)._with_format(ds._format)
 
 
 def _map_identity(ds, *args, remove_columns=None, **kwargs):

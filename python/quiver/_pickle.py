@@ -22,6 +22,16 @@ rebuild(state). The state is a small dict:
                (qv_table_recipe: mapped files as path + identity + replays,
                in-memory parts as Arrow IPC bytes, so in-memory datasets
                pickle their data), rebuilt by _quiver._from_recipes.
+  indices_file (path, size, mtime_ns, crc32) of a copy of the dataset's
+               in-memory indices mapping (a shuffle's permutation, say) in
+               the per-user cache ($XDG_CACHE_HOME/quiver/pickle), when its
+               origin is an open then transforms that only change the
+               mapping: unpickling opens the root and maps that file
+               instead of recomputing the mapping (milliseconds instead of
+               a permutation of every row), and falls back to the replay
+               when the file is gone or changed. Written once per dataset
+               (fingerprint and files) at the first pickle.dumps;
+               QV_PICKLE_CACHE=0 turns it off.
 """
 import os
 import re
@@ -32,6 +42,11 @@ from . import _quiver
 VERSION = 1
 # Bytes read at each end of a file for its content check.
 CHECK_BYTES = 4096
+# Transforms that change only the indices mapping (not the data table).
+_MAPPING_OPS = {"select", "shard", "shuffle", "sort", "filter", "train_test_split:train",
+                "train_test_split:test"}
+# Fewest rows whose in-memory mapping is worth a cache file.
+_INDICES_FILE_MIN_ROWS = 50000
 
 
 def _content_check(path, size):
@@ -76,6 +91,48 @@ def _text_roots(origin, out):
     return out
 
 
+def _cache_dir():
+    x = os.environ.get("XDG_CACHE_HOME", "")
+    if not x.startswith("/"):  # the spec ignores relative values
+        x = os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(x, "quiver", "pickle")
+
+
+def _mapping_root(origin):
+    """The ("open", ...) origin under a chain of mapping-only transforms,
+    or None."""
+    while origin is not None and origin[0] not in ("open", "tables", "concatenate"):
+        if origin[1] not in _MAPPING_OPS:
+            return None
+        origin = origin[0]
+    return origin if origin is not None and origin[0] == "open" else None
+
+
+def _indices_file(ds, origin, files):
+    """The identity of a cache file holding ds's in-memory indices mapping
+    (written now unless an intact one is there), or None."""
+    if os.environ.get("QV_PICKLE_CACHE", "1").lower() in ("0", "off", "no", "false") \
+            or len(ds) < _INDICES_FILE_MIN_ROWS:
+        return None
+    root = _mapping_root(origin)
+    if root is None:
+        return None
+    try:
+        # the mapping indexes the root's data table itself (not a slice of it)
+        if _replay(root)._recipes()[0] != ds._recipes()[0]:
+            return None
+        key = "%08x" % zlib.crc32(repr((ds.fingerprint, files)).encode())
+        path = os.path.join(_cache_dir(), f"indices-{ds.fingerprint}-{key}.arrow")
+        if os.path.exists(path):  # written atomically by an earlier dumps
+            return _identity(path)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        if not ds._write_indices(path):
+            return None
+        return _identity(path)
+    except (OSError, _quiver.QuiverError):
+        return None
+
+
 def reduce(ds):
     origin = ds._origin
     texts = _text_roots(origin, [])
@@ -85,6 +142,9 @@ def reduce(ds):
     state = {"v": VERSION, "fingerprint": ds.fingerprint, "files": files}
     if origin is not None:
         state["origin"] = origin
+        ident = _indices_file(ds, origin, files)
+        if ident is not None:
+            state["indices_file"] = ident
     else:
         state["data"], state["indices"] = ds._recipes()
     if ds._format is not None:  # the output format (a transform pickles by reference)
@@ -140,9 +200,16 @@ def rebuild(state):
             raise _quiver.QuiverError(
                 f"quiver.Dataset pickle: {path} changed since the dataset was pickled: {what}; "
                 "refusing to rebuild the dataset over different data")
-    if "origin" in state:
+    ds = None
+    if "indices_file" in state and _changed(*state["indices_file"]) is None:
+        try:
+            ds = _replay(_mapping_root(state["origin"]))._with_indices_file(
+                state["indices_file"][0], state["fingerprint"], state["origin"])
+        except (OSError, _quiver.QuiverError):
+            ds = None  # the replay below
+    if ds is None and "origin" in state:
         ds = _replay(state["origin"])
-    else:
+    elif ds is None:
         ds = _quiver._from_recipes(state["data"], state["indices"], state["fingerprint"])
     if ds.fingerprint != state["fingerprint"]:
         raise _quiver.QuiverError(

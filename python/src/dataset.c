@@ -17,6 +17,8 @@ static PyObject *wrap(qv_dataset *ds) {
     return NULL;
   }
   o->ds = ds;
+  o->rows_data = NULL;
+  o->rows_indices = NULL;
   o->origin = NULL;
   o->format = NULL;
   o->media = -1;
@@ -52,7 +54,17 @@ PyObject *qvpy_result(qv_status st, qv_dataset *out, const qv_error *err) {
   return wrap(out);
 }
 
+static void tcache_free(qvpy_tcache *c) {
+  if (c == NULL) return;
+  for (int64_t b = 0; c->slot != NULL && b < c->nb; b++) qv_array_unref(c->slot[b].batch);
+  PyMem_Free(c->slot);
+  PyMem_Free(c->starts);
+  PyMem_Free(c);
+}
+
 static void Dataset_dealloc(DatasetObject *self) {
+  tcache_free(self->rows_data);
+  tcache_free(self->rows_indices);
   qv_dataset_unref(self->ds);
   Py_XDECREF(self->origin);
   Py_XDECREF(self->format);
@@ -143,37 +155,178 @@ static PyObject *take_columns(qv_dataset *ds, const int64_t *rows, int64_t n) {
   return r;
 }
 
-/* Row `i` (in range) as {column: value}, read from the data batch that
- * holds it (no one-row slice is made; qv_table_batch checks the batch's
- * mapped bytes). */
-static PyObject *row_dict_at(qv_dataset *ds, int64_t i) {
-  qv_table *data = qv_dataset_data(ds);
-  int64_t data_row = i, b = 0, r = 0;
-  qv_array *batch = NULL;
+/* Most batches a table may have for ds[i] to keep its qvpy_tcache (a
+ * slot and a start each); beyond, rows are read as qv_table_batch gives them. */
+#define TCACHE_MAX_BATCHES (1 << 22)
+
+/* *slot (where a table's qvpy_tcache lives on the Dataset) made when first
+ * needed. False with the error raised; true with *slot NULL when the table
+ * has too many batches to keep one. */
+static bool tcache_get(qvpy_tcache **slot, qv_table *t) {
+  if (*slot != NULL) return true;
+  int64_t nb = qv_table_num_batches(t);
+  if (nb > TCACHE_MAX_BATCHES) return true;
+  qvpy_tcache *c = PyMem_Calloc(1, sizeof *c);
+  if (c != NULL) {
+    c->nb = nb;
+    c->starts = PyMem_Malloc((size_t)(nb + 1) * sizeof *c->starts);
+    c->slot = PyMem_Calloc((size_t)(nb > 0 ? nb : 1), sizeof *c->slot);
+  }
+  if (c == NULL || c->starts == NULL || c->slot == NULL) {
+    tcache_free(c);
+    PyErr_NoMemory();
+    return false;
+  }
+  for (int64_t b = 0; b <= nb; b++) c->starts[b] = qv_table_batch_offset(t, b);
+  *slot = c;
+  return true;
+}
+
+/* The check of a fetched batch's mapped bytes (guard.h). */
+static qv_status slot_check(const qvpy_bslot *s, qv_error *err) {
+  return s->np >= 0 ? qv_guard_check_points(s->pts, s->np, err)
+                    : qv_guard_check_array(s->batch, err);
+}
+
+/* The batch of `t` holding `row` (in [0, rows)) and the row in it, its
+ * mapped bytes checked: through the cache `c` (NULL: qv_table_locate +
+ * qv_table_batch). *batch: a reference the caller drops. With `pending`
+ * not NULL, a batch fetched before is not checked here: *pending is its
+ * slot, which the caller checks (slot_check) before reading mapped bytes
+ * (the check's load then overlaps the row's prefetches); else NULL. False
+ * with the error raised. */
+static bool batch_of_row(qvpy_tcache *c, qv_table *t, int64_t row, qv_array **batch, int64_t *r,
+                         const qvpy_bslot **pending) {
   qv_error err;
   qv_status st = QV_OK;
-  if (qv_dataset_indices(ds) != NULL) {
-    st = qv_dataset_data_rows(ds, i, 1, &data_row, &err);
-    if (st == QV_OK && data_row >= qv_table_num_rows(data))
-      st = qv_error_set(&err, QV_ERANGE, "indices mapping: row %lld maps to data row %lld of %lld",
-                        (long long)i, (long long)data_row, (long long)qv_table_num_rows(data));
+  if (pending != NULL) *pending = NULL;
+  if (c == NULL) {
+    int64_t b = 0;
+    st = qv_table_locate(t, row, &b, r, &err);
+    if (st == QV_OK) st = qv_table_batch(t, b, batch, &err);
+    if (st != QV_OK) return qvpy_raise_qv(st, &err), false;
+    return true;
   }
-  if (st == QV_OK) st = qv_table_locate(data, data_row, &b, &r, &err);
-  if (st == QV_OK) st = qv_table_batch(data, b, &batch, &err);
-  if (st != QV_OK) return qvpy_raise_qv(st, &err);
-  PyObject *row = qvpy_row_dict(batch, r);
+  int64_t lo = 0, hi = c->nb; /* the last batch starting at or before row */
+  while (hi - lo > 1) {
+    int64_t mid = lo + (hi - lo) / 2;
+    if (c->starts[mid] <= row) lo = mid;
+    else hi = mid;
+  }
+  if (c->nb == 0 || row < c->starts[lo] || row >= c->starts[lo + 1]) {
+    PyErr_Format(qvpy_IndexError, "row %lld is outside the table's batches", (long long)row);
+    return false;
+  }
+  qvpy_bslot *s = &c->slot[lo];
+  if (s->batch == NULL) {
+    st = qv_table_batch(t, lo, &s->batch, &err); /* its mapped bytes checked */
+    if (st == QV_OK && s->batch->length != c->starts[lo + 1] - c->starts[lo]) {
+      st =
+          qv_error_set(&err, QV_EINVAL, "table: batch %lld has %lld rows, not %lld", (long long)lo,
+                       (long long)s->batch->length, (long long)(c->starts[lo + 1] - c->starts[lo]));
+      qv_array_unref(s->batch);
+      s->batch = NULL;
+    }
+    if (st == QV_OK) s->np = qv_guard_array_points(s->batch, s->pts, 4);
+  } else if (pending != NULL) {
+    *pending = s;
+  } else {
+    st = slot_check(s, &err);
+  }
+  if (st != QV_OK) return qvpy_raise_qv(st, &err), false;
+  *batch = qv_array_ref(s->batch);
+  *r = row - c->starts[lo];
+  return true;
+}
+
+/* The data row behind row `i` (in range) of self's indices mapping. */
+static bool data_row_of(DatasetObject *self, qv_table *ix, int64_t i, int64_t *out) {
+  if (!tcache_get(&self->rows_indices, ix)) return false;
+  qv_array *batch = NULL;
+  int64_t r = 0;
+  if (!batch_of_row(self->rows_indices, ix, i, &batch, &r, NULL)) return false;
+  const qv_array *col = batch->n_children == 1 ? batch->children[0] : NULL;
+  int64_t k = col != NULL ? col->offset + batch->offset + r : 0;
+  qv_error err;
+  qv_status st = QV_OK;
+  if (col == NULL || col->type->id != QV_UINT64 || col->n_buffers < 2 || col->buffers[1] == NULL ||
+      k < 0 || k >= col->length + col->offset || (k + 1) * 8 > col->buffers[1]->size) {
+    st = qv_error_set(&err, QV_EINVAL, "indices mapping: not one uint64 column");
+  } else if (col->buffers[0] != NULL &&
+             ((k >> 3) >= col->buffers[0]->size || !qv_bit_get(col->buffers[0]->data, k))) {
+    st = qv_error_set(&err, QV_EINVAL, "indices mapping: row %lld is null", (long long)i);
+  } else {
+    uint64_t v;
+    memcpy(&v, col->buffers[1]->data + k * 8, 8);
+    int64_t n = qv_table_num_rows(qv_dataset_data(self->ds));
+    if (v >= (uint64_t)n)
+      st = qv_error_set(&err, QV_ERANGE, "indices mapping: row %lld maps to data row %llu of %lld",
+                        (long long)i, (unsigned long long)v, (long long)n);
+    *out = (int64_t)v;
+  }
+  qv_array_unref(batch);
+  if (st != QV_OK) return qvpy_raise_qv(st, &err), false;
+  return true;
+}
+
+/* Row `i` (in range) as {column: value}, read from the data batch that
+ * holds it (no one-row slice is made): its bytes prefetched, the batch's
+ * mapped bytes checked, the dict built. */
+static PyObject *row_dict_at(DatasetObject *self, int64_t i) {
+  qv_table *data = qv_dataset_data(self->ds), *ix = qv_dataset_indices(self->ds);
+  int64_t data_row = i, r = 0;
+  if (ix != NULL && !data_row_of(self, ix, i, &data_row)) return NULL;
+  qv_array *batch = NULL;
+  const qvpy_bslot *pending = NULL;
+  if (!tcache_get(&self->rows_data, data) ||
+      !batch_of_row(self->rows_data, data, data_row, &batch, &r, &pending))
+    return NULL;
+  qvpy_row_prefetch(batch, r, false);
+  qv_error err;
+  qv_status st = pending != NULL ? slot_check(pending, &err) : QV_OK;
+  if (st != QV_OK) {
+    qv_array_unref(batch);
+    return qvpy_raise_qv(st, &err);
+  }
+  qvpy_row_prefetch(batch, r, true);
+  PyObject *row = qvpy_row_build(batch, r);
   qv_array_unref(batch);
   return row;
 }
 
-/* Rows [start, start+len) as {column: [values]}: a zero-copy slice
- * without an indices mapping (the lists filled from the mapped batches),
- * the rows gathered with one. */
-static PyObject *slice_columns(qv_dataset *ds, int64_t start, int64_t len) {
+/* Most batches a slice read straight from the data table may span. */
+#define SLICE_PARTS 64
+
+/* Rows [start, start+len) as {column: [values]}: without an indices
+ * mapping, the lists filled from the data batches holding them (at most
+ * SLICE_PARTS of them; more through a zero-copy table slice), the rows
+ * gathered with one. */
+static PyObject *slice_columns(DatasetObject *self, int64_t start, int64_t len) {
+  qv_table *data = qv_dataset_data(self->ds);
+  if (qv_dataset_indices(self->ds) == NULL && len > 0 && tcache_get(&self->rows_data, data) &&
+      self->rows_data != NULL) {
+    qv_array *parts[SLICE_PARTS];
+    int64_t first[SLICE_PARTS], count[SLICE_PARTS], n = 0, done = 0;
+    bool ok = true;
+    while (ok && done < len && n < SLICE_PARTS) {
+      int64_t r = 0;
+      ok = batch_of_row(self->rows_data, data, start + done, &parts[n], &r, NULL);
+      if (!ok) break;
+      first[n] = r;
+      count[n] = parts[n]->length - r < len - done ? parts[n]->length - r : len - done;
+      done += count[n++];
+    }
+    PyObject *dict = ok && done == len ? qvpy_parts_columns_dict(qv_table_schema(data), parts,
+                                                                 first, count, n, len)
+                                       : NULL;
+    for (int64_t p = 0; p < n; p++) qv_array_unref(parts[p]);
+    if (dict != NULL || !ok || PyErr_Occurred()) return dict;
+  }
+  if (PyErr_Occurred()) return NULL;
   qv_table *t = NULL;
   qv_error err;
   qv_status st;
-  Py_BEGIN_ALLOW_THREADS st = qv_dataset_slice(ds, start, len, &t, &err);
+  Py_BEGIN_ALLOW_THREADS st = qv_dataset_slice(self->ds, start, len, &t, &err);
   Py_END_ALLOW_THREADS if (st != QV_OK) return qvpy_raise_qv(st, &err);
   PyObject *r = qvpy_table_columns_dict(t);
   qv_table_unref(t);
@@ -244,7 +397,7 @@ static PyObject *getitem_python(DatasetObject *self, PyObject *key) {
     Py_ssize_t start, stop, step;
     if (PySlice_Unpack(key, &start, &stop, &step) < 0) return NULL;
     Py_ssize_t len = PySlice_AdjustIndices((Py_ssize_t)n, &start, &stop, step);
-    if (step == 1) return slice_columns(self->ds, (int64_t)start, (int64_t)len);
+    if (step == 1) return slice_columns(self, (int64_t)start, (int64_t)len);
     int64_t *rows = PyMem_Malloc((size_t)(len > 0 ? len : 1) * sizeof *rows);
     if (rows == NULL) return PyErr_NoMemory();
     for (Py_ssize_t i = 0; i < len; i++) rows[i] = (int64_t)(start + i * step);
@@ -261,7 +414,7 @@ static PyObject *getitem_python(DatasetObject *self, PyObject *key) {
       return NULL;
     }
     if (i < 0) i += n;
-    return row_dict_at(self->ds, i);
+    return row_dict_at(self, i);
   }
   if (PyList_Check(key) || PyTuple_Check(key) || PyRange_Check(key) || is_row_array(key)) {
     int64_t *rows = NULL, m = 0;
@@ -1177,7 +1330,7 @@ static PyMethodDef Dataset_methods[] = {
      "remove_columns=None, keep_in_memory=False, load_from_cache_file=None, "
      "cache_file_name=None, writer_batch_size=1000, features=None, disable_nullable=False, "
      "fn_kwargs=None, num_proc=None, suffix_template=None, new_fingerprint=None, desc=None, "
-     "try_original_type=True, on_mixed_types=None, cache=False)\n--\n\ndatasets' map with a "
+     "try_original_type=True, on_mixed_types='use_json', cache=False)\n--\n\ndatasets' map with a "
      "Python callable (row dict -> dict of columns, or batched: dict of column lists -> dict of "
      "column lists, numpy arrays or Arrow arrays, or a table), or with set={name: expression} "
      "evaluated in C (docs/python.md)."},
@@ -1270,6 +1423,13 @@ static PyMethodDef Dataset_methods[] = {
     {"_recipes", (PyCFunction)qvpy_Dataset_recipes, METH_NOARGS,
      "_recipes($self, /)\n--\n\n(data table recipe, indices mapping recipe or None) as bytes "
      "(qv_table_recipe; used by pickling)."},
+    {"_write_indices", (PyCFunction)qvpy_Dataset_write_indices, METH_O,
+     "_write_indices($self, path, /)\n--\n\nThe in-memory indices mapping written to path (an "
+     "Arrow file, atomically): True, or False without one (used by pickling)."},
+    {"_with_indices_file", (PyCFunction)qvpy_Dataset_with_indices_file, METH_VARARGS,
+     "_with_indices_file($self, path, fingerprint, origin, /)\n--\n\nThis dataset (without a "
+     "mapping) through the indices mapping file path, with that fingerprint and origin (used by "
+     "pickling)."},
     {"__reduce__", (PyCFunction)qvpy_Dataset_reduce, METH_NOARGS,
      "__reduce__($self, /)\n--\n\nPickle as the dataset's recipe (docs/python.md, "
      "\"Pickling\")."},

@@ -23,7 +23,101 @@ typedef struct pyfn {
   PyObject *rank;        /* the worker's rank (an int) or None */
   int64_t offset;        /* added to row numbers (a worker's first row) */
   const qv_schema *orig; /* try_original_type: the input's schema, or NULL */
+  PyObject *images;      /* set of the columns returned as PIL images (encoded as datasets'
+                            Image), or NULL */
+  bool use_json;         /* on_mixed_types="use_json": mixed values stored as Json */
+  PyObject *json_cols;   /* set of the columns that became Json at their top, or NULL */
 } pyfn;
+
+/* PIL.Image.Image when PIL.Image is imported (a function returning PIL
+ * images has imported it), else NULL without an exception. Borrowed. */
+static PyObject *pil_image_class(void) {
+  static PyObject *cls;
+  if (cls != NULL) return cls;
+  PyObject *name = PyUnicode_FromString("PIL.Image");
+  PyObject *mod = name ? PyImport_GetModule(name) : NULL;
+  Py_XDECREF(name);
+  if (mod != NULL) {
+    cls = PyObject_GetAttrString(mod, "Image");
+    Py_DECREF(mod);
+  }
+  PyErr_Clear();
+  return cls;
+}
+
+/* A map result `r` (borrowed) with the list columns whose first non-None
+ * value is a PIL image encoded as datasets' Image feature stores them
+ * (quiver._api._encode_images: {"bytes", "path"}), their names added to
+ * p->images; else r itself. A new reference, or NULL with the error. */
+static PyObject *encode_images(pyfn *p, PyObject *r) {
+  PyObject *cls = PyDict_Check(r) ? pil_image_class() : NULL;
+  if (cls == NULL) return Py_NewRef(r);
+  PyObject *cols = NULL, *key, *val;
+  Py_ssize_t pos = 0;
+  while (PyDict_Next(r, &pos, &key, &val)) {
+    if (!PyList_Check(val)) continue;
+    PyObject *first = NULL;
+    for (Py_ssize_t i = 0; first == NULL && i < PyList_GET_SIZE(val); i++)
+      if (PyList_GET_ITEM(val, i) != Py_None) first = PyList_GET_ITEM(val, i);
+    int is = first != NULL ? PyObject_IsInstance(first, cls) : 0;
+    if (is < 0 || (is && cols == NULL && (cols = PyList_New(0)) == NULL) ||
+        (is && PyList_Append(cols, key) < 0)) {
+      Py_XDECREF(cols);
+      return NULL;
+    }
+  }
+  if (cols == NULL) return Py_NewRef(r);
+  if (p->images == NULL && (p->images = PySet_New(NULL)) == NULL) {
+    Py_DECREF(cols);
+    return NULL;
+  }
+  for (Py_ssize_t i = 0; i < PyList_GET_SIZE(cols); i++)
+    if (PySet_Add(p->images, PyList_GET_ITEM(cols, i)) < 0) {
+      Py_DECREF(cols);
+      return NULL;
+    }
+  PyObject *a = Py_BuildValue("(ON)", r, cols);
+  PyObject *out = a ? qvpy_call_api("_encode_images", NULL, a, NULL) : NULL;
+  Py_XDECREF(a);
+  return out;
+}
+
+/* A map result `r` (borrowed) as a STRUCT array in *out: PIL images
+ * encoded (encode_images); with p->use_json, a result whose columns do
+ * not convert (values of mixed types) is converted again with Json at the
+ * mixed paths as datasets' on_mixed_types="use_json"
+ * (quiver._api._use_json_result), the columns Json at their top noted in
+ * p->json_cols; if that fails too, the first error is raised. */
+static bool map_result_struct(pyfn *p, PyObject *r, int64_t first_row, qv_array **out) {
+  PyObject *enc = encode_images(p, r);
+  bool ok = enc != NULL && qvpy_result_struct(enc, "map", first_row, out);
+  if (!ok && enc != NULL && p->use_json && PyDict_Check(enc) &&
+      PyErr_ExceptionMatches(PyExc_TypeError)) {
+    PyObject *et, *ev, *etb;
+    PyErr_Fetch(&et, &ev, &etb);
+    PyObject *a = PyTuple_Pack(1, enc);
+    PyObject *t = a ? qvpy_call_api("_use_json_result", NULL, a, NULL) : NULL;
+    Py_XDECREF(a);
+    ok = t != NULL && PyTuple_Check(t) && PyTuple_GET_SIZE(t) == 2 &&
+         PyList_Check(PyTuple_GET_ITEM(t, 1)) &&
+         qvpy_result_struct(PyTuple_GET_ITEM(t, 0), "map", first_row, out);
+    PyObject *cols = ok ? PyTuple_GET_ITEM(t, 1) : NULL;
+    if (ok && p->json_cols == NULL && (p->json_cols = PySet_New(NULL)) == NULL) ok = false;
+    for (Py_ssize_t i = 0; ok && i < PyList_GET_SIZE(cols); i++)
+      ok = PySet_Add(p->json_cols, PyList_GET_ITEM(cols, i)) == 0;
+    Py_XDECREF(t);
+    if (ok) {
+      Py_XDECREF(et);
+      Py_XDECREF(ev);
+      Py_XDECREF(etb);
+    } else {
+      PyErr_Clear();
+      PyErr_Restore(et, ev, etb);
+    }
+  }
+  Py_XDECREF(enc);
+  return ok;
+}
 
 /* Call p->fn on `inputs` (a row or a batch dict) as datasets does: with
  * input_columns, their values one by one; then the row index (or the
@@ -158,7 +252,7 @@ static bool map_rows(pyfn *p, const qv_array *batch, int64_t first_row, qv_array
     }
     Py_DECREF(r);
   }
-  if (ok && !none) ok = qvpy_result_struct(lists, "map", first_row, out);
+  if (ok && !none) ok = map_result_struct(p, lists, first_row, out);
   Py_XDECREF(names);
   Py_XDECREF(lists);
   return ok;
@@ -177,7 +271,7 @@ static qv_status pymap_call(void *ctx, const qv_array *batch, int64_t first_row,
     PyObject *cols = qvpy_columns_dict(batch);
     PyObject *r = cols ? call_fn(p, cols, first_row, batch->length) : NULL;
     Py_XDECREF(cols);
-    ok = r != NULL && (r == Py_None || qvpy_result_struct(r, "map", first_row, out));
+    ok = r != NULL && (r == Py_None || map_result_struct(p, r, first_row, out));
     Py_XDECREF(r);
   } else {
     ok = map_rows(p, batch, first_row, out);
@@ -506,7 +600,16 @@ PyObject *qvpy_Dataset_map(DatasetObject *self, PyObject *args, PyObject *kwargs
       return qvpy_call_api("_map_procs", (PyObject *)self, args, kwargs);
     mo.num_proc = fn != Py_None ? 0 : (int)np;
   }
-  pyfn p = {fn, batched != 0, "map", NULL, NULL, NULL, NULL, false, false, NULL, NULL, 0, NULL};
+  pyfn p = {.fn = fn, .batched = batched != 0, .what = "map", .use_json = true};
+  /* on_mixed_types: datasets 5.2's map defaults to "use_json"; None raises on mixed values */
+  if (a.on_mixed_types == Py_None) {
+    p.use_json = false;
+  } else if (a.on_mixed_types != NULL &&
+             !(PyUnicode_Check(a.on_mixed_types) &&
+               PyUnicode_CompareWithASCIIString(a.on_mixed_types, "use_json") == 0)) {
+    return PyErr_Format(qvpy_ValueError, "on_mixed_types must be 'use_json' or None, not %R",
+                        a.on_mixed_types);
+  }
   if (truth(a.try_original_type, true)) p.orig = qv_dataset_schema(self->ds);
   PyObject *rm_keep = NULL, *in_keep = NULL, *hold = PyList_New(0);
   qv_dataset_options o;
@@ -596,6 +699,19 @@ PyObject *qvpy_Dataset_map(DatasetObject *self, PyObject *args, PyObject *kwargs
       Py_BEGIN_ALLOW_THREADS st = qv_dataset_map(self->ds, &mf, &mo, &o, &out, &err);
       Py_END_ALLOW_THREADS ret = py_result(&p, st, out, &err);
       if (cache) ret = qvpy_tables_origin(ret);
+      if (ret != NULL && p.images != NULL && (a.features == NULL || a.features == Py_None)) {
+        /* the columns encoded from PIL images get datasets' Image feature */
+        PyObject *t = Py_BuildValue("(NO)", ret, p.images);
+        ret = t ? qvpy_call_api("_with_image_features", NULL, t, NULL) : NULL;
+        Py_XDECREF(t);
+      }
+      if (ret != NULL && p.json_cols != NULL && (a.features == NULL || a.features == Py_None)) {
+        PyObject *t = Py_BuildValue("(NO)", ret, p.json_cols); /* Json at the top */
+        ret = t ? qvpy_call_api("_with_json_features", NULL, t, NULL) : NULL;
+        Py_XDECREF(t);
+      }
+      Py_CLEAR(p.images);
+      Py_CLEAR(p.json_cols);
     }
     qv_fingerprint_args_free(params);
   }
@@ -651,7 +767,7 @@ PyObject *qvpy_Dataset_filter(DatasetObject *self, PyObject *args, PyObject *kwa
     if (np > 1 && qv_dataset_num_rows(self->ds) > 1)
       return qvpy_call_api("_filter_procs", (PyObject *)self, args, kwargs);
   }
-  pyfn p = {fn, batched != 0, "filter", NULL, NULL, NULL, NULL, false, false, NULL, NULL, 0, NULL};
+  pyfn p = {.fn = fn, .batched = batched != 0, .what = "filter"};
   PyObject *keep = PyList_New(0), *names_keep = NULL; /* keep holds what p and o point into */
   const char **in_cols = NULL;
   int32_t n_in = 0;

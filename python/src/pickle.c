@@ -25,6 +25,8 @@
  */
 #include "qvpy.h"
 
+#include "quiver/writer.h"
+
 /** Most plain values (containers and scalars, counted recursively) one
  *  transform's arguments may hold to be kept in an origin. */
 #define QVPY_ORIGIN_BUDGET 256
@@ -126,6 +128,52 @@ PyObject *qvpy_tables_origin(PyObject *result) {
   }
   Py_XSETREF(d->origin, origin);
   return result;
+}
+
+/* `t` written to `path` as one record batch (its batches combined, not
+ * split): a reader then reads one message header, not one per batch. */
+static qv_status write_one_batch(qv_table *t, const char *path, qv_error *err) {
+  qv_table *one = NULL;
+  qv_write_options o;
+  memset(&o, 0, sizeof o);
+  o.max_batch_rows = -1;
+  qv_status st = qv_table_combine_batches(t, &one, err);
+  if (st == QV_OK) st = qv_table_write_path(one, path, &o, err);
+  qv_table_unref(one);
+  return st;
+}
+
+PyObject *qvpy_Dataset_write_indices(DatasetObject *self, PyObject *arg) {
+  PyObject *path = NULL;
+  qv_table *ix = qv_dataset_indices(self->ds);
+  if (ix == NULL || qv_table_get_kind(ix) != QV_TABLE_IN_MEMORY) Py_RETURN_FALSE;
+  if (!PyUnicode_FSConverter(arg, &path)) return NULL;
+  qv_error err;
+  qv_status st;
+  const char *p = PyBytes_AS_STRING(path);
+  Py_BEGIN_ALLOW_THREADS st = write_one_batch(ix, p, &err);
+  Py_END_ALLOW_THREADS Py_DECREF(path);
+  if (st != QV_OK) return qvpy_raise_qv(st, &err);
+  Py_RETURN_TRUE;
+}
+
+PyObject *qvpy_Dataset_with_indices_file(DatasetObject *self, PyObject *args) {
+  PyObject *path = NULL, *origin;
+  const char *fp;
+  if (!PyArg_ParseTuple(args, "O&sO:_with_indices_file", PyUnicode_FSConverter, &path, &fp,
+                        &origin))
+    return NULL;
+  qv_dataset *mapped = NULL, *out = NULL;
+  qv_error err;
+  qv_status st;
+  const char *p = PyBytes_AS_STRING(path);
+  Py_BEGIN_ALLOW_THREADS st = qv_dataset_with_indices_file(self->ds, p, &mapped, &err);
+  if (st == QV_OK) st = qv_dataset_with_fingerprint(mapped, fp, &out, &err);
+  Py_END_ALLOW_THREADS Py_DECREF(path);
+  qv_dataset_unref(mapped);
+  PyObject *r = qvpy_result(st, out, &err);
+  if (r != NULL && origin != Py_None) Py_XSETREF(((DatasetObject *)r)->origin, Py_NewRef(origin));
+  return r;
 }
 
 PyObject *qvpy_Dataset_reduce(DatasetObject *self, PyObject *unused) {

@@ -51,8 +51,27 @@ extern PyObject *qvpy_json_loads;  /* json.loads */
 extern PyObject *qvpy_decimal_cls; /* decimal.Decimal */
 
 /* ---- types ------------------------------------------------------------- */
+/* The batches of one table as ds[i] reads them (dataset.c): each batch's
+ * first row, and per batch (fetched when first read) a reference to it and
+ * the addresses whose load checks its mapped bytes (qv_guard_array_points;
+ * np -1: check the whole array), so that a row costs a binary search and
+ * one guarded load instead of a table lookup and a walk of the batch. */
+typedef struct {
+  qv_array *batch; /* reference, or NULL: not fetched yet */
+  int np;
+  const void *pts[4];
+} qvpy_bslot;
+
+typedef struct {
+  int64_t nb;
+  int64_t *starts; /* nb + 1: batch b holds rows [starts[b], starts[b + 1]) */
+  qvpy_bslot *slot;
+} qvpy_tcache;
+
 typedef struct {
   PyObject_HEAD qv_dataset *ds; /* reference */
+  qvpy_tcache *rows_data;       /* ds's data table's batches, made on first ds[i], or NULL */
+  qvpy_tcache *rows_indices;    /* its indices mapping's */
   PyObject *origin;             /* how it was made, as plain data (pickle.c), or NULL */
   PyObject *format; /* the output format (quiver._formats state), or NULL: rows as Python
                        values, straight from C (docs/python.md, "Formats") */
@@ -106,11 +125,23 @@ bool qvpy_mapped_bytes_there(const qv_array *a);
 /** Row `row` of a STRUCT batch as {column: value}; callers check the batch
  * with qvpy_mapped_bytes_there once first. */
 PyObject *qvpy_row_dict(const qv_array *batch, int64_t row);
+/** qvpy_row_dict in its steps, for a caller that checks the batch's mapped
+ * bytes between them: the row's bytes prefetched (strings false: touches
+ * nothing; strings true: reads the string offsets, then prefetches the
+ * strings' bytes), then the dict built. */
+void qvpy_row_prefetch(const qv_array *batch, int64_t row, bool strings);
+PyObject *qvpy_row_build(const qv_array *batch, int64_t row);
 /** A STRUCT batch as {column: [values]}. */
 PyObject *qvpy_columns_dict(const qv_array *batch);
 /** The rows of `t` (borrowed) as {column: [values]}, each list filled from
  * the table's batches directly (qv_table_batch guard-checks each one). */
 PyObject *qvpy_table_columns_dict(qv_table *t);
+/** Parts of STRUCT batches of `schema` as {column: [values]}: part p is
+ * rows [first[p], first[p] + count[p]) of batches[p] (borrowed; their
+ * mapped bytes checked by the caller), `rows` the sum of the counts. */
+PyObject *qvpy_parts_columns_dict(const qv_schema *schema, qv_array *const *batches,
+                                  const int64_t *first, const int64_t *count, int64_t nparts,
+                                  int64_t rows);
 
 /* ---- capsules and batches (batch.c) ------------------------------------ */
 /** Destructor of "arrow_array_stream" capsules. */
@@ -205,6 +236,13 @@ PyObject *qvpy_tables_origin(PyObject *result);
 PyObject *qvpy_Dataset_origin(DatasetObject *self, void *c);
 /** Dataset._recipes(): (data table recipe, indices recipe or None), bytes. */
 PyObject *qvpy_Dataset_recipes(DatasetObject *self, PyObject *unused);
+/** Dataset._write_indices(path): the in-memory indices mapping written to
+ * `path` (an Arrow file, atomically): True, or False without one. */
+PyObject *qvpy_Dataset_write_indices(DatasetObject *self, PyObject *path);
+/** Dataset._with_indices_file(path, fingerprint, origin): self (without a
+ * mapping) through the indices mapping file `path`, with `fingerprint`
+ * and `origin` (None: none). */
+PyObject *qvpy_Dataset_with_indices_file(DatasetObject *self, PyObject *args);
 /** Dataset.__reduce__: quiver._pickle.reduce(self). */
 PyObject *qvpy_Dataset_reduce(DatasetObject *self, PyObject *unused);
 /** _quiver._from_recipes(data, indices, fingerprint) -> Dataset. */

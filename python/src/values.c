@@ -690,15 +690,23 @@ static void prefetch_value(const qv_array *a, int64_t k, bool strings) {
   __builtin_prefetch(a->buffers[2]->data + e - 1);
 }
 
+void qvpy_row_prefetch(const qv_array *batch, int64_t row, bool strings) {
+  int64_t k = batch->offset + row;
+  for (int32_t i = 0; i < batch->n_children; i++) {
+    const qv_array *c = batch->children[i];
+    if (c != NULL && k < c->length) prefetch_value(c, c->offset + k, strings);
+  }
+}
+
+PyObject *qvpy_row_build(const qv_array *batch, int64_t row) {
+  return struct_of(batch, batch->offset + row, 0);
+}
+
 /* Row `row` of a record batch (STRUCT array) as {column: value}. */
 PyObject *qvpy_row_dict(const qv_array *batch, int64_t row) {
-  int64_t k = batch->offset + row;
-  for (int round = 0; round < 2; round++)
-    for (int32_t i = 0; i < batch->n_children; i++) {
-      const qv_array *c = batch->children[i];
-      if (c != NULL && k < c->length) prefetch_value(c, c->offset + k, round == 1);
-    }
-  return struct_of(batch, k, 0);
+  qvpy_row_prefetch(batch, row, false);
+  qvpy_row_prefetch(batch, row, true);
+  return qvpy_row_build(batch, row);
 }
 
 /* Rows of a record batch as {column: [values]} (datasets' batch format). */
@@ -715,33 +723,28 @@ PyObject *qvpy_columns_dict(const qv_array *batch) {
   return dict;
 }
 
-/* The rows of a table as {column: [values]}: each column's list filled
- * batch by batch, straight from the (mapped) batches. */
-PyObject *qvpy_table_columns_dict(qv_table *t) {
-  const qv_schema *schema = qv_table_schema(t);
+/* Parts of batches as {column: [values]}: each column's list filled part
+ * by part, straight from the (mapped) batches. The dict is untracked when
+ * no list is (nothing in it is a container the collector must see). */
+PyObject *qvpy_parts_columns_dict(const qv_schema *schema, qv_array *const *batches,
+                                  const int64_t *first, const int64_t *count, int64_t nparts,
+                                  int64_t rows) {
   int32_t nc = qv_schema_num_fields(schema);
-  int64_t rows = qv_table_num_rows(t);
   PyObject *lists[64], **cols = nc <= 64 ? lists : PyMem_Calloc((size_t)nc, sizeof *cols);
-  if (cols == NULL) return PyErr_NoMemory();
+  bool atomic_s[64], *atomic = nc <= 64 ? atomic_s : PyMem_Malloc((size_t)nc * sizeof *atomic);
   bool ok = true;
-  bool *atomic = PyMem_Malloc((size_t)(nc > 0 ? nc : 1) * sizeof *atomic);
-  if (atomic == NULL) ok = (PyErr_NoMemory(), false);
-  for (int32_t c = 0; c < nc; c++) {
-    cols[c] = ok ? PyList_New((Py_ssize_t)rows) : NULL;
+  if (cols == NULL || atomic == NULL) ok = (PyErr_NoMemory(), false);
+  for (int32_t c = 0; ok && c < nc; c++) cols[c] = NULL;
+  for (int32_t c = 0; ok && c < nc; c++) {
+    cols[c] = PyList_New((Py_ssize_t)rows);
     if (cols[c] == NULL) ok = false;
-    if (atomic != NULL) atomic[c] = true;
+    atomic[c] = true;
   }
   int64_t pos = 0;
-  for (int64_t b = 0; ok && b < qv_table_num_batches(t); b++) {
-    qv_array *batch = NULL;
-    qv_error err;
-    qv_status st = qv_table_batch(t, b, &batch, &err); /* guard-checked */
-    if (st != QV_OK) {
-      qvpy_raise_qv(st, &err);
-      ok = false;
-      break;
-    }
-    if (batch->length > rows - pos || batch->n_children < nc) {
+  for (int64_t p = 0; ok && p < nparts; p++) {
+    const qv_array *batch = batches[p];
+    int64_t n = count[p];
+    if (n > rows - pos || batch->n_children < nc || first[p] < 0 || first[p] > batch->length - n) {
       bad_array(batch, "batch length", pos);
       ok = false;
     }
@@ -751,12 +754,11 @@ PyObject *qvpy_table_columns_dict(qv_table *t) {
         bad_array(batch, "struct child", pos);
         ok = false;
       } else {
-        ok = fill_values(col, col->offset + batch->offset, batch->length,
+        ok = fill_values(col, col->offset + batch->offset + first[p], n,
                          ((PyListObject *)cols[c])->ob_item + pos, 1, &atomic[c]);
       }
     }
-    pos += batch->length;
-    qv_array_unref(batch);
+    pos += n;
   }
   if (ok && pos != rows) {
     PyErr_Format(qvpy_QuiverError, "table of %lld rows has batches of %lld rows", (long long)rows,
@@ -764,13 +766,45 @@ PyObject *qvpy_table_columns_dict(qv_table *t) {
     ok = false;
   }
   PyObject *dict = ok ? dict_for(nc) : NULL;
+  bool all_atomic = true;
   for (int32_t c = 0; dict != NULL && c < nc; c++) {
     if (atomic[c] && PyObject_GC_IsTracked(cols[c])) PyObject_GC_UnTrack(cols[c]);
+    all_atomic = all_atomic && atomic[c];
     PyObject *key = key_of(qv_schema_field(schema, c)->name);
     if (key == NULL || PyDict_SetItem(dict, key, cols[c]) < 0) Py_CLEAR(dict);
   }
-  for (int32_t c = 0; c < nc; c++) Py_XDECREF(cols[c]);
+  if (dict != NULL && all_atomic && PyObject_GC_IsTracked(dict)) PyObject_GC_UnTrack(dict);
+  for (int32_t c = 0; cols != NULL && c < nc; c++) Py_XDECREF(cols[c]);
   if (cols != lists) PyMem_Free(cols);
-  PyMem_Free(atomic);
+  if (atomic != atomic_s) PyMem_Free(atomic);
+  return dict;
+}
+
+/* The rows of a table as {column: [values]}: its batches fetched
+ * (qv_table_batch guard-checks each one), then qvpy_parts_columns_dict. */
+PyObject *qvpy_table_columns_dict(qv_table *t) {
+  int64_t nb = qv_table_num_batches(t);
+  size_t m = (size_t)(nb > 0 ? nb : 1);
+  qv_array **bs = PyMem_Calloc(m, sizeof *bs);
+  int64_t *first = PyMem_Calloc(m, sizeof *first), *count = PyMem_Calloc(m, sizeof *count);
+  PyObject *dict = NULL;
+  bool ok = bs != NULL && first != NULL && count != NULL;
+  if (!ok) PyErr_NoMemory();
+  for (int64_t b = 0; ok && b < nb; b++) {
+    qv_error err;
+    qv_status st = qv_table_batch(t, b, &bs[b], &err);
+    if (st != QV_OK) {
+      qvpy_raise_qv(st, &err);
+      ok = false;
+    } else {
+      count[b] = bs[b]->length;
+    }
+  }
+  if (ok)
+    dict = qvpy_parts_columns_dict(qv_table_schema(t), bs, first, count, nb, qv_table_num_rows(t));
+  for (int64_t b = 0; bs != NULL && b < nb; b++) qv_array_unref(bs[b]);
+  PyMem_Free(bs);
+  PyMem_Free(first);
+  PyMem_Free(count);
   return dict;
 }

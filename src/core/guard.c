@@ -345,6 +345,7 @@ typedef struct touch_set {
   const qv_buffer *root[TOUCH_ROOTS];
   const uint8_t *last[TOUCH_ROOTS];
   int n;
+  bool full; /* a mapping did not fit: its byte was touched at once */
 } touch_set;
 
 static void touch_buffer(touch_set *t, const qv_buffer *b) {
@@ -363,6 +364,7 @@ static void touch_buffer(touch_set *t, const qv_buffer *b) {
     t->last[t->n++] = last;
     return;
   }
+  t->full = true;
   const volatile uint8_t *v = last; /* more mappings than the set holds: now */
   (void)*v;
 }
@@ -377,6 +379,7 @@ static void note_array(touch_set *t, const qv_array *a, int depth) {
 static void touch_array(const qv_array *a, int depth) {
   touch_set t;
   t.n = 0;
+  t.full = false;
   note_array(&t, a, depth);
   for (int i = 0; i < t.n; i++) {
     const volatile uint8_t *v = t.last[i];
@@ -417,6 +420,53 @@ qv_status qv_guard_check_prefix(const qv_buffer *buf, int64_t end, qv_error *err
 qv_status qv_guard_check_array(const qv_array *a, qv_error *err) {
   check_ctx c = {&a, a != NULL ? 1 : 0, NULL, 0};
   return qv_guard_run(check_body, &c, err);
+}
+
+/* The points qv_guard_check_array loads, gathered without loading them
+ * (touch_buffer loads only when the set is full: run under a guard). */
+typedef struct points_ctx {
+  const qv_array *a;
+  touch_set t;
+} points_ctx;
+
+static qv_status points_body(void *p, qv_error *err) {
+  (void)err;
+  points_ctx *c = p;
+  note_array(&c->t, c->a, 0);
+  return QV_OK;
+}
+
+int qv_guard_array_points(const qv_array *a, const void **out, int max) {
+  points_ctx c;
+  c.a = a;
+  c.t.n = 0;
+  c.t.full = false;
+  qv_error err;
+  if (a == NULL) return 0;
+  if (qv_guard_run(points_body, &c, &err) != QV_OK || c.t.full || c.t.n > max) return -1;
+  for (int i = 0; i < c.t.n; i++) out[i] = c.t.last[i];
+  return c.t.n;
+}
+
+typedef struct check_points_ctx {
+  const void *const *points;
+  int n;
+} check_points_ctx;
+
+static qv_status check_points_body(void *p, qv_error *err) {
+  (void)err;
+  const check_points_ctx *c = p;
+  for (int i = 0; i < c->n; i++) {
+    const volatile uint8_t *v = c->points[i];
+    (void)*v;
+  }
+  return QV_OK;
+}
+
+qv_status qv_guard_check_points(const void *const *points, int n, qv_error *err) {
+  if (n <= 0) return QV_OK;
+  check_points_ctx c = {points, n};
+  return qv_guard_run(check_points_body, &c, err);
 }
 
 static void touch_pages(const qv_array *a, int depth) {

@@ -181,6 +181,13 @@ MIXED = [
     {"m": [[{"role": "user", "content": "hi"}, {"role": "tool", "content": {"x": 1}}]]},
     {"a": [{"x": 1}, {"y": "2"}, None]},
     {"a": ["0", "x", 1]},
+    # mixed scalars below the root: Json at the deepest mixed path only
+    {"a": [{"b": 1, "c": "k"}, {"b": "x", "c": "k"}]},
+    {"a": [[1, "x"], [2], None]},
+    {"a": [[{"b": 1}], [{"b": "y"}]]},
+    {"a": [{"b": {"c": 1}}, {"b": {"c": "z"}}]},
+    {"a": [{"b": True}, {"b": 2}]},
+    {"a": [[1, 2.5], [3]]},
 ]
 
 
@@ -190,6 +197,9 @@ def test_on_mixed_types_use_json_as_datasets(tmp_path, data):
     q = quiver.Dataset.from_dict(data, on_mixed_types="use_json")
     assert q.features == h.features
     assert q.to_list() == h.to_list()
+    stored = q.with_format("arrow")[:]  # the storage too: JSON text where datasets has it
+    assert stored.schema.types == h.data.table.schema.types
+    assert stored.to_pylist() == h.data.table.to_pylist()
     rows = [dict(zip(data, r)) for r in zip(*data.values())]
     hl = datasets.Dataset.from_list(rows, on_mixed_types="use_json")
     ql = quiver.Dataset.from_list(rows, on_mixed_types="use_json")
@@ -205,3 +215,50 @@ def test_mixed_types_without_use_json_raise_as_datasets():
         datasets.Dataset.from_dict({"a": [0, "foo"]})
     with pytest.raises(pa.ArrowInvalid):
         quiver.Dataset.from_dict({"a": [0, "foo"]})
+
+
+def _mixed_scalar(r):
+    return {"v": r["i"] if r["i"] % 2 else f"s{r['i']}"}
+
+
+def _mixed_in_struct(b):
+    return {"v": [{"b": i if i % 2 else "x"} for i in b["i"]], "w": [[i, "y"] for i in b["i"]]}
+
+
+@pytest.mark.parametrize("fn,kw", [(_mixed_scalar, {}), (_mixed_in_struct, {"batched": True})])
+def test_map_on_mixed_types_as_datasets(fn, kw):
+    # datasets 5.2's map defaults to on_mixed_types="use_json"
+    data = {"i": list(range(6))}
+    h = datasets.Dataset.from_dict(data).map(fn, **kw)
+    q = quiver.Dataset.from_dict(data).map(fn, **kw)
+    assert q.features == h.features
+    assert q.to_list() == h.to_list()
+    stored = q.with_format("arrow")[:]
+    assert stored.schema.types == h.data.table.schema.types
+    assert stored.to_pylist() == h.data.table.to_pylist()
+    with pytest.raises((TypeError, ValueError)):
+        datasets.Dataset.from_dict(data).map(fn, on_mixed_types=None, **kw)
+    with pytest.raises(TypeError):
+        quiver.Dataset.from_dict(data).map(fn, on_mixed_types=None, **kw)
+
+
+def test_save_to_disk_embeds_nested_images_as_datasets(tmp_path):
+    from PIL import Image
+    paths = []
+    for i in range(3):
+        p = str(tmp_path / f"{i}.png")
+        Image.new("RGB", (2, i + 1), (i * 50, 1, 2)).save(p)
+        paths.append(p)
+    data = {"imgs": [[paths[i], paths[(i + 1) % 3]] for i in range(3)] + [None],
+            "s": [{"im": paths[i], "k": i} for i in range(3)] + [{"im": None, "k": 9}]}
+    feats = datasets.Features({"imgs": datasets.List(datasets.Image()),
+                               "s": {"im": datasets.Image(), "k": datasets.Value("int64")}})
+    h = datasets.Dataset.from_dict(data, features=feats)
+    q = quiver.Dataset.from_dict(data, features=feats)
+    assert q.with_format("arrow")[:].to_pylist() == h.data.table.to_pylist()  # encoded
+    h.save_to_disk(str(tmp_path / "h"))
+    q.save_to_disk(str(tmp_path / "q"))
+    hb, qb = datasets.load_from_disk(str(tmp_path / "h")), datasets.load_from_disk(str(tmp_path / "q"))
+    assert qb.features == hb.features
+    assert qb.data.table.to_pylist() == hb.data.table.to_pylist()  # bytes embedded, basenames
+    assert b"PNG" in qb.data.table.column("imgs").to_pylist()[0][0]["bytes"]

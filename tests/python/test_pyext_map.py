@@ -262,9 +262,10 @@ def test_errors(src):
     assert cache_names(src) == before
     with pytest.raises(TypeError, match=r"column 'x', row 3: cannot convert a value of type set"):
         ds.map(lambda r: {"x": {1} if r["id"] == 3 else None})
+    # mixed values raise with on_mixed_types=None (datasets' default "use_json" makes them Json)
     with pytest.raises(TypeError, match=r"column 'x', row 4: a str value among int values"):
         ds.map(lambda b: {"x": [0, 1, 2, 3, "four"]}, batched=True, batch_size=5,
-               remove_columns=ds.column_names)
+               remove_columns=ds.column_names, on_mixed_types=None)
     with pytest.raises(TypeError, match=r"row 0: the function must return a dict"):
         ds.map(lambda r: 1)
     with pytest.raises(TypeError, match=r"row 1: the function returned None"):

@@ -366,6 +366,16 @@ static void check_truncation(qv_ipc_format format, const char *name) {
   QV_CHECK(file_size(out_path) < 0); /* nothing left behind */
   QV_CHECK_EQ_INT(qv_guard_check_array(last, &e), QV_ECHANGED);
   QV_CHECK_EQ_INT(qv_guard_check_array(first, &e), QV_OK);
+  /* The same answers from the addresses qv_guard_array_points gives. */
+  const void *pts[4];
+  int np_last = qv_guard_array_points(last, pts, 4);
+  QV_CHECK(np_last >= 1);
+  QV_CHECK_EQ_INT(qv_guard_check_points(pts, np_last, &e), QV_ECHANGED);
+  QV_CHECK(says_shrank(&e, path, size, new_size));
+  int np_first = qv_guard_array_points(first, pts, 4);
+  QV_CHECK(np_first >= 1);
+  QV_CHECK_EQ_INT(qv_guard_check_points(pts, np_first, &e), QV_OK);
+  QV_CHECK_EQ_INT(qv_guard_array_points(first, pts, 0), -1); /* more than max */
   /* A row of the first batch still formats. */
   qv_strbuf_clear(&sb);
   QV_CHECK_EQ_INT(qv_format_row_json(first, 5, &sb, &e), QV_OK);
