@@ -170,6 +170,17 @@ static char *dir_of(const char *path) {
   return strndup(path, (size_t)(slash - path));
 }
 
+bool qv_pread_full(int fd, void *dst, int64_t n, int64_t off) {
+  int64_t got = 0;
+  while (got < n) {
+    ssize_t k = pread(fd, (uint8_t *)dst + got, (size_t)(n - got), off + got);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) return false;
+    got += k;
+  }
+  return true;
+}
+
 qv_status qv_fsync_dir(const char *dir, qv_error *err) {
   int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0)

@@ -115,6 +115,10 @@ void qv_atomic_dir_abort(qv_atomic_dir *d);
 /** fsync a directory. */
 qv_status qv_fsync_dir(const char *dir, qv_error *err);
 
+/** pread exactly n bytes of fd at off into dst (retrying EINTR and short
+ *  reads); false on an error or end of file first. */
+bool qv_pread_full(int fd, void *dst, int64_t n, int64_t off);
+
 /** rm -r `path` without following symbolic links (a link is removed, not
  *  its target). A missing path is QV_OK. Depth is bounded (QV_EIO past
  *  64 levels). */

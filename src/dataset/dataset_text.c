@@ -37,6 +37,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include "core/atomic_internal.h"
 #include "dataset/dataset_internal.h"
 #include "ipc/ipc_internal.h"
 #include "quiver/csv.h"
@@ -76,17 +77,6 @@ typedef struct text_key {
   uint64_t hash;    /* of all of the above and the options */
 } text_key;
 
-static bool pread_all(int fd, uint8_t *dst, int64_t n, int64_t off) {
-  int64_t got = 0;
-  while (got < n) {
-    ssize_t k = pread(fd, dst + got, (size_t)(n - got), off + got);
-    if (k < 0 && errno == EINTR) continue;
-    if (k <= 0) return false;
-    got += k;
-  }
-  return true;
-}
-
 static qv_status key_of(const char *path, qv_path_kind kind, const qv_text_open_options *o,
                         text_key *key, qv_error *err) {
   memset(key, 0, sizeof *key);
@@ -99,9 +89,9 @@ static qv_status key_of(const char *path, qv_path_kind kind, const qv_text_open_
   ok = ok && h != NULL && XXH64_reset(h, 0) == XXH_OK;
   if (ok) {
     int64_t size = (int64_t)sb.st_size, n = size < 4096 ? size : 4096;
-    ok = pread_all(fd, buf, n, 0);
+    ok = qv_pread_full(fd, buf, n, 0);
     if (ok) XXH64_update(h, buf, (size_t)n);
-    ok = ok && pread_all(fd, buf, n, size - n);
+    ok = ok && qv_pread_full(fd, buf, n, size - n);
     if (ok) XXH64_update(h, buf, (size_t)n);
   }
   int saved = errno;

@@ -258,18 +258,6 @@ static bool entry_path(const qv_index_key *key, char *buf, size_t cap) {
   return k > 0 && (size_t)k < cap;
 }
 
-/* Read exactly n bytes at off. */
-static bool pread_full(int fd, uint8_t *dst, int64_t n, int64_t off) {
-  int64_t got = 0;
-  while (got < n) {
-    ssize_t k = pread(fd, dst + got, (size_t)(n - got), off + got);
-    if (k < 0 && errno == EINTR) continue;
-    if (k <= 0) return false;
-    got += k;
-  }
-  return true;
-}
-
 bool qv_index_cache_load(const qv_index_key *key, int64_t first, qv_index_emit emit, void *ctx,
                          int64_t *end_out, qv_compression *comp_out) {
   char path[4200];
@@ -288,18 +276,18 @@ bool qv_index_cache_load(const qv_index_key *key, int64_t first, qv_index_emit e
       (h = XXH64_createState()) != NULL && XXH64_reset(h, 0) == XXH_OK) {
     int64_t n = (int64_t)sb.st_size;
     parser ps = {key, first, 0, 0, 0, 0, QV_COMPRESSION_NONE, emit, ctx};
-    bool ok = pread_full(fd, buf, IDX_HEADER, 0) && parse_header(&ps, buf, n, NULL) == QV_OK;
+    bool ok = qv_pread_full(fd, buf, IDX_HEADER, 0) && parse_header(&ps, buf, n, NULL) == QV_OK;
     if (ok) XXH64_update(h, buf, IDX_HEADER);
     int64_t at = IDX_HEADER;
     while (ok && ps.k < ps.count) {
       int64_t m = ps.count - ps.k < CHUNK / IDX_ENTRY ? ps.count - ps.k : CHUNK / IDX_ENTRY;
-      ok = pread_full(fd, buf, m * IDX_ENTRY, at);
+      ok = qv_pread_full(fd, buf, m * IDX_ENTRY, at);
       if (ok) XXH64_update(h, buf, (size_t)(m * IDX_ENTRY));
       for (int64_t i = 0; ok && i < m; i++)
         ok = parse_entry(&ps, buf + i * IDX_ENTRY, NULL) == QV_OK;
       at += m * IDX_ENTRY;
     }
-    ok = ok && pread_full(fd, buf, 8, at) && parse_end(&ps, XXH64_digest(h), buf, NULL) == QV_OK;
+    ok = ok && qv_pread_full(fd, buf, 8, at) && parse_end(&ps, XXH64_digest(h), buf, NULL) == QV_OK;
     if (ok) {
       *end_out = ps.end;
       *comp_out = ps.comp;

@@ -41,6 +41,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include "core/atomic_internal.h"
 #include "core/guard_internal.h"
 #include "ipc/ipc_internal.h"
 
@@ -402,18 +403,6 @@ static qv_status open_stream_schema(qv_reader *r, qv_error *err) {
   return QV_OK;
 }
 
-/* pread exactly n bytes at off (false on error or a short read). */
-static bool pread_all(int fd, void *dst, int64_t n, int64_t off) {
-  int64_t got = 0;
-  while (got < n) {
-    ssize_t k = pread(fd, (uint8_t *)dst + got, (size_t)(n - got), off + got);
-    if (k < 0 && errno == EINTR) continue;
-    if (k <= 0) return false;
-    got += k;
-  }
-  return true;
-}
-
 /* The cache key of the stream: identity + xxh64 of the schema message (at
  * most its first MiB, at least the first 4 KiB of the file) and the last
  * 4 KiB. Read with pread, so it faults no page of the mapping. */
@@ -427,9 +416,9 @@ static bool cache_key(qv_reader *r, qv_index_key *key) {
   uint8_t *buf = malloc((size_t)(head > tail ? head : tail) + 1);
   if (buf == NULL) return false;
   XXH64_state_t *st = XXH64_createState();
-  bool ok = st != NULL && XXH64_reset(st, 0) == XXH_OK && pread_all(r->idx_fd, buf, head, 0);
+  bool ok = st != NULL && XXH64_reset(st, 0) == XXH_OK && qv_pread_full(r->idx_fd, buf, head, 0);
   if (ok) XXH64_update(st, buf, (size_t)head);
-  ok = ok && pread_all(r->idx_fd, buf, tail, size - tail);
+  ok = ok && qv_pread_full(r->idx_fd, buf, tail, size - tail);
   if (ok) XXH64_update(st, buf, (size_t)tail);
   free(buf);
   key->content = ok ? XXH64_digest(st) : 0;
