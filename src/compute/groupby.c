@@ -66,7 +66,8 @@ static void agg_label(const qv_aggregate *a, char *out, size_t cap) {
 }
 
 typedef struct gb_state {
-  qv_table *table; /* the input: batches released once aggregated (qv_table_batch_done) */
+  qv_table *table; /* the input, its batches released once aggregated (qv_table_batch_done);
+                    * NULL: kept (an input well inside the budget) */
   int32_t n_need;
   int32_t *need; /* table columns loaded */
   qvc_columns cols;
@@ -706,6 +707,18 @@ qv_status qvg_group_by_memory(qv_table *t, const char *const *keys, int32_t n_ke
     free(kt);
   }
   if (st == QV_OK) st = qvc_columns_load(&s.cols, t, s.need, s.n_need, err);
+  /* Batches are dropped from the process once read (qv_table_batch_done)
+   * only when what the run reads passes half the memory budget: then
+   * resident memory stays flat as the input grows; below it the pages stay,
+   * as a buffer manager keeps what fits, and the next run over the same
+   * table does not fault them in again. */
+  if (st == QV_OK) {
+    int64_t bytes = 0;
+    for (int32_t i = 0; i < s.cols.n; i++)
+      for (int64_t c = 0; c < s.cols.columns[i].n_chunks; c++)
+        bytes += qv_array_buffer_bytes(s.cols.columns[i].chunks[c]);
+    if (o.memory_limit <= 0 || bytes <= o.memory_limit / 2) s.table = NULL;
+  }
   direct_map dm;
   memset(&dm, 0, sizeof dm);
   bool direct = false;

@@ -664,13 +664,19 @@ qv_status qv_table_group_by(qv_table *t, const char *const *keys, int32_t n_keys
    * validation read: only the columns the run reads come back, and the
    * engine drops those batch by batch as it aggregates them
    * (qv_table_batch_done, sequential and parallel paths alike). */
-  int64_t nb = t ? qv_table_num_batches(t) : 0;
+  int64_t nb = t ? qv_table_num_batches(t) : 0, seen = 0;
+  bool release = false; /* as the engine: once the input passes half the budget */
   for (int64_t b = 0; b < nb; b++) {
     qv_array *batch = NULL;
     qv_error e;
     if (qv_table_batch(t, b, &batch, &e) != QV_OK) break; /* the engine reports it */
+    seen += qv_array_buffer_bytes(batch);
     qv_array_unref(batch);
-    qv_table_batch_done(t, b);
+    if (!release && budget > 0 && seen > budget / 2) {
+      release = true;
+      for (int64_t k = 0; k < b; k++) qv_table_batch_done(t, k);
+    }
+    if (release) qv_table_batch_done(t, b);
   }
   qv_status st = qvg_group_by_memory(t, keys, n_keys, aggs, n_aggs, &o, out, err);
   if (st != QV_ENOMEM || budget <= 0 || n_keys == 0 || t == NULL || out == NULL) return st;

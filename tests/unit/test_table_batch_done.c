@@ -150,10 +150,12 @@ static void test_not_decoded_noop(void) {
   qv_table_unref(mem);
 }
 
-/* A group-by releases each batch once aggregated (resident memory stays
- * flat as the input grows), on one thread and with thread-local
- * pre-aggregation on two: after the call no page of the input's values is
- * left in the process, and the maxima are right. */
+/* A group-by whose input passes half its memory budget releases each batch
+ * once aggregated (resident memory stays flat as the input grows), on one
+ * thread and with thread-local pre-aggregation on two: after the call
+ * (nearly) no page of the input's values is left in the process, and the
+ * maxima are right. Under a budget the input fits well inside, the pages
+ * stay. */
 static void test_group_by_releases(void) {
   qv_table *mem = make_table_k(true);
   for (int threads = 1; threads <= 2; threads++) {
@@ -167,6 +169,7 @@ static void test_group_by_releases(void) {
     qv_group_by_options o;
     memset(&o, 0, sizeof o);
     o.threads = threads;
+    o.memory_limit = 8 << 20; /* the 12 MiB read pass half of it: released */
     qv_table *out = NULL;
     RT_OK(qv_table_group_by(m, keys, 1, &agg, 1, &o, &out, &E));
     QV_CHECK_EQ_INT(qv_table_num_rows(out), 3);
@@ -201,6 +204,32 @@ static void test_group_by_releases(void) {
     qv_table_unref(out);
     qv_table_unref(m);
   }
+  /* a budget far above the input: nothing released */
+  qv_table *m = rt_mapped(mem);
+  const char *keys[] = {"k"};
+  qv_aggregate agg;
+  memset(&agg, 0, sizeof agg);
+  agg.kind = QV_AGG_MAX;
+  agg.column = "v";
+  qv_group_by_options o;
+  memset(&o, 0, sizeof o);
+  o.threads = 2;
+  o.memory_limit = (int64_t)1 << 30;
+  qv_table *out = NULL;
+  RT_OK(qv_table_group_by(m, keys, 1, &agg, 1, &o, &out, &E));
+  int64_t present = 0, pages = 0;
+  for (int64_t b = 0; b < BATCHES; b++) {
+    qv_array *a = NULL;
+    RT_OK(qv_table_batch(m, b, &a, &E));
+    const qv_buffer *vb = a->children[0]->buffers[1];
+    int64_t total = 0;
+    present += present_pages(vb->data, vb->size, &total);
+    pages += total;
+    qv_array_unref(a);
+  }
+  QV_CHECK_EQ_INT(present, pages);
+  qv_table_unref(out);
+  qv_table_unref(m);
   qv_table_unref(mem);
 }
 
