@@ -134,8 +134,10 @@ QV_API qv_status qv_table_batch(qv_table *t, int64_t i, qv_array **out, qv_error
 /**
  * Tells the table that the caller is done with batch i for now: the pages
  * of the file mapping that the batch's buffers cover are dropped from this
- * process (MADV_DONTNEED on whole pages inside each mapped buffer; the page
- * cache keeps them), so resident memory does not grow with the input a
+ * process (MADV_DONTNEED on the pages they touch, rounded outward within
+ * the mapping, so small batches are released too; the page cache keeps
+ * them, and a page shared with a neighbouring batch faults back in if that
+ * one is read again), so resident memory does not grow with the input a
  * scan has read. Nothing else changes: the batch stays valid and cached,
  * and reading it again faults its pages back in with the same values.
  * A no-op for in-memory (heap) buffers, for a batch not decoded yet and

@@ -165,8 +165,8 @@ static bool string_key_type(qv_type_id id) {
 
 /* Decide whether the keys fit the direct path (false: use the hash path
  * or the grouper). String keys are coded here (on the pool). */
-static bool direct_plan(qv_pool *pool, const qv_chunked_column *const *keys, int32_t nk,
-                        int64_t total, const int64_t *boff, int64_t nb, direct_map *d) {
+static bool direct_plan(qv_pool *pool, qv_table *table, const qv_chunked_column *const *keys,
+                        int32_t nk, int64_t total, const int64_t *boff, int64_t nb, direct_map *d) {
   memset(d, 0, sizeof *d);
   uint64_t str_slots = 1; /* at least the string keys' slots (their values in the sample) */
   for (int32_t k = 0; k < nk; k++) {
@@ -205,8 +205,8 @@ static bool direct_plan(qv_pool *pool, const qv_chunked_column *const *keys, int
     if (!direct_key_type(keys[k]->type->id)) {
       int32_t nv = 0;
       d->codes[k] = malloc(sizeof(uint16_t) * (size_t)(total ? total : 1));
-      if (!d->codes[k] ||
-          !qvg_code_strings(pool, keys[k], boff, nb, DIRECT_MAX_CODES, d->codes[k], &nv, &nulls)) {
+      if (!d->codes[k] || !qvg_code_strings(pool, keys[k], boff, nb, DIRECT_MAX_CODES, table,
+                                            d->codes[k], &nv, &nulls)) {
         direct_free(d);
         return false;
       }
@@ -221,6 +221,7 @@ static bool direct_plan(qv_pool *pool, const qv_chunked_column *const *keys, int
           if (v[i] < lo) lo = v[i];
           if (v[i] > hi) hi = v[i];
         }
+        qv_table_batch_done(table, c); /* every pass over the keys releases as it goes */
         continue;
       }
       for (int64_t i = 0; i < a->length; i++) {
@@ -232,6 +233,7 @@ static bool direct_plan(qv_pool *pool, const qv_chunked_column *const *keys, int
         if (x < lo) lo = x;
         if (x > hi) hi = x;
       }
+      qv_table_batch_done(table, c);
     }
     if (lo > hi) lo = hi = 0; /* only nulls, or no rows */
     uint64_t range = (uint64_t)hi - (uint64_t)lo + 1 + (nulls ? 1 : 0);
@@ -263,6 +265,7 @@ static bool direct_plan(qv_pool *pool, const qv_chunked_column *const *keys, int
  * per batch). Slots are below DIRECT_MAX_SLOTS, so they fit 32 bits. */
 typedef struct dslot_ctx {
   const direct_map *d;
+  qv_table *table; /* batches released once their slots are known */
   const qv_chunked_column *const *keys;
   const int64_t *boff;
   uint32_t *ids;
@@ -294,6 +297,7 @@ static void direct_slot_task(void *ctx, int64_t b, int worker) {
       slot[i] += (uint32_t)((ok ? key_int(a, i) - lo : d->null_slot[k]) * st);
     }
   }
+  qv_table_batch_done(c->table, b);
 }
 
 /* Slots of batch b (in ids) to group ids, new groups in order of first
@@ -749,7 +753,8 @@ qv_status qvg_group_by_memory(qv_table *t, const char *const *keys, int32_t n_ke
   while (n_parts < threads) n_parts *= 2;
   qv_pool *pool = NULL;
   if (st == QV_OK) st = qv_pool_new(threads, &pool, err);
-  if (st == QV_OK && n_keys > 0) direct = direct_plan(pool, kcols, n_keys, total, boff, nb, &dm);
+  if (st == QV_OK && n_keys > 0)
+    direct = direct_plan(pool, s.table, kcols, n_keys, total, boff, nb, &dm);
   bool hashp = st == QV_OK && n_keys > 0 && !direct && small_batches;
   for (int32_t i = 0; i < n_keys && hashp; i++) hashp = qvg_hash_eligible(kcols[i]->type);
   int64_t *hfirst_chunk = NULL, *hfirst_row = NULL;
@@ -805,7 +810,7 @@ qv_status qvg_group_by_memory(qv_table *t, const char *const *keys, int32_t n_ke
       uint32_t *ids = s.ids + boff[b];
       if (direct) {
         if (b == 0) { /* every batch's slots on all cores, then numbered in order */
-          dslot_ctx dc = {&dm, kcols, boff, s.ids};
+          dslot_ctx dc = {&dm, s.table, kcols, boff, s.ids};
           qv_pool_run(pool, nb, direct_slot_task, &dc);
           st = qv_pool_check(pool, err);
           if (st != QV_OK) break;

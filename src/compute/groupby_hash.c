@@ -1003,6 +1003,7 @@ typedef struct code_ctx {
   uint8_t *nulls; /* nb */
   uint16_t *map;  /* nb * max: local code -> global code */
   int32_t n_values;
+  qv_table *release; /* batch b released once coded (qv_table_batch_done), or NULL */
 } code_ctx;
 
 static inline uint64_t code_hash(const uint8_t *p, int64_t len, uint64_t *w0, uint64_t *w1) {
@@ -1120,6 +1121,7 @@ static void code_task(void *ctx, int64_t b, int worker) {
   c->ln[b] = t.n;
   memcpy(c->lrow + b * c->max, t.rr, sizeof(uint32_t) * (size_t)t.n);
   code_tab_free(&t);
+  qv_table_batch_done(c->release, b);
 }
 
 static void code_remap_task(void *ctx, int64_t b, int worker) {
@@ -1133,7 +1135,8 @@ static void code_remap_task(void *ctx, int64_t b, int worker) {
 }
 
 bool qvg_code_strings(qv_pool *pool, const qv_chunked_column *col, const int64_t *boff, int64_t nb,
-                      int32_t max_values, uint16_t *codes, int32_t *n_values, bool *nulls) {
+                      int32_t max_values, qv_table *release, uint16_t *codes, int32_t *n_values,
+                      bool *nulls) {
   code_ctx c;
   memset(&c, 0, sizeof c);
   if (!kind_of(col->type, &c.k) ||
@@ -1143,6 +1146,7 @@ bool qvg_code_strings(qv_pool *pool, const qv_chunked_column *col, const int64_t
   c.k.chunks = col->chunks;
   c.boff = boff;
   c.max = max_values;
+  c.release = release;
   c.codes = codes;
   size_t nbs = (size_t)(nb ? nb : 1);
   c.lrow = malloc(sizeof(uint32_t) * nbs * (size_t)max_values);

@@ -213,9 +213,11 @@ int64_t qvg_hash_sample_distinct(const qv_chunked_column *const *kcols, int32_t 
  *  and *n_values for a null (*nulls: some row is null). Runs on `pool`.
  *  False when the column is not binary-like, has more values, its buffers
  *  are inconsistent or memory runs out (then codes is garbage; nothing to
- *  free either way). */
+ *  free either way). Batch b of `release` (when not NULL: the table the
+ *  column is read from) is released once coded (qv_table_batch_done). */
 bool qvg_code_strings(qv_pool *pool, const qv_chunked_column *col, const int64_t *boff, int64_t nb,
-                      int32_t max_values, uint16_t *codes, int32_t *n_values, bool *nulls);
+                      int32_t max_values, qv_table *release, uint16_t *codes, int32_t *n_values,
+                      bool *nulls);
 
 /** The in-memory group-by engine (groupby.c): qv_table_group_by's
  *  contract, except that state past opts->memory_limit (> 0) is QV_ENOMEM

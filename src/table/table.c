@@ -634,19 +634,53 @@ qv_status qv_table_batch(qv_table *t, int64_t i, qv_array **out, qv_error *err) 
   return QV_OK;
 }
 
-/* Drop the whole pages inside a's mapped buffers (and its children's and
- * dictionary's) from this process; heap buffers are left alone. */
-static void page_out(const qv_array *a, uintptr_t page) {
-  for (int32_t i = 0; i < a->n_buffers; i++) {
-    const qv_buffer *b = a->buffers[i];
-    if (!b || (uintptr_t)b->size < 2 * page || !qv_buffer_is_mapped(b)) continue;
-    uintptr_t lo = ((uintptr_t)b->data + page - 1) & ~(page - 1);
-    uintptr_t hi = ((uintptr_t)b->data + (uintptr_t)b->size) & ~(page - 1);
-    if (hi > lo) (void)madvise((void *)lo, hi - lo, MADV_DONTNEED);
+/* The pages of a batch's mapped buffers, dropped from this process one
+ * span at a time: the buffers of a record batch lie together in its
+ * message body, so consecutive buffers of one mapping extend one span
+ * (page-rounded outward, clamped to the mapping: with batches of a few
+ * thousand rows most buffers are smaller than a page, and rounding inward
+ * would drop nothing); a buffer of another mapping, or a dictionary (which
+ * lives in its own message), flushes it. A page shared with a neighbouring
+ * batch faults back in from the page cache if that batch is read again. */
+typedef struct page_span {
+  const qv_buffer *root; /* the mapping, NULL: empty */
+  uintptr_t lo, hi;
+} page_span;
+
+static void span_flush(page_span *sp) {
+  if (sp->root && sp->hi > sp->lo) (void)madvise((void *)sp->lo, sp->hi - sp->lo, MADV_DONTNEED);
+  sp->root = NULL;
+}
+
+static void span_add(page_span *sp, const qv_buffer *b, uintptr_t page) {
+  if (!b || b->size <= 0 || !qv_buffer_is_mapped(b)) return;
+  const qv_buffer *root = b->parent_ ? b->parent_ : b;
+  uintptr_t base = (uintptr_t)root->data & ~(page - 1);
+  uintptr_t end = ((uintptr_t)root->data + (uintptr_t)root->size + page - 1) & ~(page - 1);
+  uintptr_t lo = (uintptr_t)b->data & ~(page - 1);
+  uintptr_t hi = ((uintptr_t)b->data + (uintptr_t)b->size + page - 1) & ~(page - 1);
+  if (lo < base) lo = base;
+  if (hi > end) hi = end;
+  if (sp->root == root && lo <= sp->hi + 16 * page && hi + 16 * page >= sp->lo) {
+    if (lo < sp->lo) sp->lo = lo;
+    if (hi > sp->hi) sp->hi = hi;
+    return;
   }
+  span_flush(sp);
+  sp->root = root;
+  sp->lo = lo;
+  sp->hi = hi;
+}
+
+static void page_out(const qv_array *a, page_span *sp, uintptr_t page) {
+  for (int32_t i = 0; i < a->n_buffers; i++) span_add(sp, a->buffers[i], page);
   for (int32_t i = 0; i < a->n_children; i++)
-    if (a->children[i]) page_out(a->children[i], page);
-  if (a->dictionary) page_out(a->dictionary, page);
+    if (a->children[i]) page_out(a->children[i], sp, page);
+  if (a->dictionary) {
+    page_span d = {NULL, 0, 0};
+    page_out(a->dictionary, &d, page);
+    span_flush(&d);
+  }
 }
 
 void qv_table_batch_done(qv_table *t, int64_t i) {
@@ -654,7 +688,9 @@ void qv_table_batch_done(qv_table *t, int64_t i) {
   qv_array *a = __atomic_load_n(&t->batches[i].array, __ATOMIC_ACQUIRE);
   long page = sysconf(_SC_PAGESIZE);
   if (a == NULL || page <= 0) return; /* not decoded: nothing of it was read */
-  page_out(a, (uintptr_t)page);
+  page_span sp = {NULL, 0, 0};
+  page_out(a, &sp, (uintptr_t)page);
+  span_flush(&sp);
 }
 
 int64_t qv_table_num_block_rows(const qv_table *t) {
