@@ -753,7 +753,18 @@ qv_status qvg_group_by_memory(qv_table *t, const char *const *keys, int32_t n_ke
   while (n_parts < threads) n_parts *= 2;
   qv_pool *pool = NULL;
   if (st == QV_OK) st = qv_pool_new(threads, &pool, err);
-  if (st == QV_OK && n_keys > 0)
+  /* The direct path holds every row's slot (and a string key's codes, 2
+   * bytes a row) at once: past the budget the keys take the hash path,
+   * whose pre-aggregation holds a batch's per thread (few groups), or the
+   * run spills. */
+  bool direct_fits = true;
+  if (st == QV_OK && n_keys > 0 && o.memory_limit > 0) {
+    int64_t per_row = QVG_ROW_BYTES_IDS;
+    for (int32_t i = 0; i < n_keys; i++)
+      if (!direct_key_type(kcols[i]->type->id)) per_row += (int64_t)sizeof(uint16_t);
+    direct_fits = total <= o.memory_limit / per_row;
+  }
+  if (st == QV_OK && n_keys > 0 && direct_fits)
     direct = direct_plan(pool, s.table, kcols, n_keys, total, boff, nb, &dm);
   bool hashp = st == QV_OK && n_keys > 0 && !direct && small_batches;
   for (int32_t i = 0; i < n_keys && hashp; i++) hashp = qvg_hash_eligible(kcols[i]->type);
