@@ -452,6 +452,20 @@ static void test_join_larger_mapped(void) {
   rt_cleanup();
 }
 
+/* Two runs' pairs (a and b) are the same, pair for pair (semi/anti: the
+ * left rows only); frees both. */
+static void check_same_pairs(int how, int64_t *al, int64_t *ar, int64_t an, int64_t *bl,
+                             int64_t *br, int64_t bn) {
+  bool same = an == bn;
+  for (int64_t i = 0; same && i < an; i++)
+    same = al[i] == bl[i] && (how >= QV_JOIN_SEMI || ar[i] == br[i]);
+  QV_CHECK(same);
+  free(al);
+  free(ar);
+  free(bl);
+  free(br);
+}
+
 /* For every join type on one key column: the pairs of the default path
  * (fixed-width, partitioned) equal the grouper path's, pair for pair, and
  * there are more than min_pairs of them (-1: any number). */
@@ -469,14 +483,7 @@ static void check_pairs_like_grouper(const side *l, const side *r, int64_t min_p
     qvj_force_grouper = false;
     QV_CHECK_EQ_INT(an, bn);
     QV_CHECK(an > min_pairs);
-    bool same = an == bn;
-    for (int64_t i = 0; same && i < an; i++)
-      same = al[i] == bl[i] && (how >= QV_JOIN_SEMI || ar[i] == br[i]);
-    QV_CHECK(same);
-    free(al);
-    free(ar);
-    free(bl);
-    free(br);
+    check_same_pairs(how, al, ar, an, bl, br, bn);
   }
 }
 
@@ -539,14 +546,7 @@ static void test_parallel_probe(void) {
       qvj_serial_probe = false;
       QV_CHECK_EQ_INT(an, bn);
       QV_CHECK(an > (how == QV_JOIN_ANTI ? 0 : 1000));
-      bool same = an == bn;
-      for (int64_t i = 0; same && i < an; i++)
-        same = al[i] == bl[i] && (how >= QV_JOIN_SEMI || ar[i] == br[i]);
-      QV_CHECK(same);
-      free(al);
-      free(ar);
-      free(bl);
-      free(br);
+      check_same_pairs(how, al, ar, an, bl, br, bn);
     }
     free_side(&l);
     free_side(&r);

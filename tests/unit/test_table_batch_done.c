@@ -150,6 +150,35 @@ static void test_not_decoded_noop(void) {
   qv_table_unref(mem);
 }
 
+/* max(v) by k of the mapped table m on `threads` threads under `budget`
+ * (*out: the result); *present / *pages: the pages of v's values left in
+ * the process afterwards, of all of them. */
+static void group_and_count(qv_table *m, int threads, int64_t budget, qv_table **out,
+                            int64_t *present, int64_t *pages) {
+  const char *keys[] = {"k"};
+  qv_aggregate agg;
+  memset(&agg, 0, sizeof agg);
+  agg.kind = QV_AGG_MAX;
+  agg.column = "v";
+  agg.name = "s";
+  qv_group_by_options o;
+  memset(&o, 0, sizeof o);
+  o.threads = threads;
+  o.memory_limit = budget;
+  RT_OK(qv_table_group_by(m, keys, 1, &agg, 1, &o, out, &E));
+  *present = *pages = 0;
+  for (int64_t b = 0; b < BATCHES; b++) {
+    qv_array *a = NULL;
+    RT_OK(qv_table_batch(m, b, &a, &E)); /* decoded by the group-by: no page touched */
+    const qv_buffer *vb = a->children[0]->buffers[1];
+    int64_t total = 0;
+    QV_CHECK(qv_buffer_is_mapped(vb));
+    *present += present_pages(vb->data, vb->size, &total);
+    *pages += total;
+    qv_array_unref(a);
+  }
+}
+
 /* A group-by whose input passes half its memory budget releases each batch
  * once aggregated (resident memory stays flat as the input grows), on one
  * thread and with thread-local pre-aggregation on two: after the call
@@ -160,30 +189,11 @@ static void test_group_by_releases(void) {
   qv_table *mem = make_table_k(true);
   for (int threads = 1; threads <= 2; threads++) {
     qv_table *m = rt_mapped(mem);
-    const char *keys[] = {"k"};
-    qv_aggregate agg;
-    memset(&agg, 0, sizeof agg);
-    agg.kind = QV_AGG_MAX;
-    agg.column = "v";
-    agg.name = "s";
-    qv_group_by_options o;
-    memset(&o, 0, sizeof o);
-    o.threads = threads;
-    o.memory_limit = 8 << 20; /* the 12 MiB read pass half of it: released */
     qv_table *out = NULL;
-    RT_OK(qv_table_group_by(m, keys, 1, &agg, 1, &o, &out, &E));
-    QV_CHECK_EQ_INT(qv_table_num_rows(out), 3);
     int64_t present = 0, pages = 0;
-    for (int64_t b = 0; b < BATCHES; b++) {
-      qv_array *a = NULL;
-      RT_OK(qv_table_batch(m, b, &a, &E)); /* decoded by the group-by: no page touched */
-      const qv_buffer *vb = a->children[0]->buffers[1];
-      int64_t total = 0;
-      QV_CHECK(qv_buffer_is_mapped(vb));
-      present += present_pages(vb->data, vb->size, &total);
-      pages += total;
-      qv_array_unref(a);
-    }
+    /* the 12 MiB read pass half of 8 MiB: released */
+    group_and_count(m, threads, 8 << 20, &out, &present, &pages);
+    QV_CHECK_EQ_INT(qv_table_num_rows(out), 3);
     /* Not 0: reading the output keys' first rows maps back the page-cache
      * folio around them (with large folios up to ~2 MiB of the neighbouring
      * values); without the release all BATCHES batches stay in. */
@@ -206,27 +216,9 @@ static void test_group_by_releases(void) {
   }
   /* a budget far above the input: nothing released */
   qv_table *m = rt_mapped(mem);
-  const char *keys[] = {"k"};
-  qv_aggregate agg;
-  memset(&agg, 0, sizeof agg);
-  agg.kind = QV_AGG_MAX;
-  agg.column = "v";
-  qv_group_by_options o;
-  memset(&o, 0, sizeof o);
-  o.threads = 2;
-  o.memory_limit = (int64_t)1 << 30;
   qv_table *out = NULL;
-  RT_OK(qv_table_group_by(m, keys, 1, &agg, 1, &o, &out, &E));
   int64_t present = 0, pages = 0;
-  for (int64_t b = 0; b < BATCHES; b++) {
-    qv_array *a = NULL;
-    RT_OK(qv_table_batch(m, b, &a, &E));
-    const qv_buffer *vb = a->children[0]->buffers[1];
-    int64_t total = 0;
-    present += present_pages(vb->data, vb->size, &total);
-    pages += total;
-    qv_array_unref(a);
-  }
+  group_and_count(m, 2, (int64_t)1 << 30, &out, &present, &pages);
   QV_CHECK_EQ_INT(present, pages);
   qv_table_unref(out);
   qv_table_unref(m);
